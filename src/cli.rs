@@ -1,0 +1,125 @@
+//! The command line: `serve` (the default), `migrate`, `openapi`, `keys create`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::auth::Scope;
+use crate::config::Settings;
+use crate::startup::{Application, shutdown_signal};
+use crate::store::Store;
+
+#[derive(Debug, Parser)]
+#[command(name = "judgecal", version, about = "De-biases LLM-as-a-judge scores against trusted anchors")]
+pub struct Cli {
+    /// Folder with default.toml and $JUDGECAL_ENV.toml.
+    #[arg(long, global = true, default_value = "config", env = "JUDGECAL_CONFIG_DIR")]
+    pub config_dir: PathBuf,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the HTTP service (the default).
+    Serve {
+        /// Load the bundled HANNA example anchors (5 judges x 6 rubrics) before serving.
+        #[arg(long)]
+        demo: bool,
+    },
+    /// Apply pending database migrations and exit.
+    Migrate,
+    /// Print the OpenAPI document (YAML).
+    Openapi,
+    /// Manage API keys.
+    Keys {
+        #[command(subcommand)]
+        command: KeysCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Create a key and print it once; only its hash is stored.
+    Create {
+        /// ingest, correct, train or admin; repeat or comma-separate for several.
+        #[arg(long = "scope", required = true, value_delimiter = ',')]
+        scopes: Vec<Scope>,
+        /// A note saying whose key it is.
+        #[arg(long, default_value = "")]
+        name: String,
+    },
+}
+
+
+/// Runs the parsed command; the exit code says whether it worked.
+pub async fn run(cli: Cli) -> ExitCode {
+    let command = cli.command.unwrap_or(Command::Serve { demo: false });
+    if let Command::Openapi = command {
+        print!("{}", crate::http::openapi::yaml());
+        return ExitCode::SUCCESS;
+    }
+    let settings = match Settings::load(&cli.config_dir) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("judgecal: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    crate::telemetry::init(&settings.log);
+    let result = match command {
+        Command::Serve { demo } => serve(settings, demo).await,
+        Command::Migrate => migrate(&settings).await,
+        Command::Keys {
+            command: KeysCommand::Create { scopes, name },
+        } => create_key(settings, &scopes, &name).await,
+        Command::Openapi => unreachable!("handled above"),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = ?e, "judgecal failed");
+            eprintln!("judgecal: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn serve(settings: Settings, demo: bool) -> crate::Result<()> {
+    let app = Application::build(settings).await?;
+    if demo {
+        let report = app.service().load_demo().await?;
+        tracing::info!(
+            inserted = report.inserted,
+            unchanged = report.unchanged,
+            cells = report.cells.len(),
+            "demo anchors loaded (HANNA, MIT licence; see demo/hanna/README.md)"
+        );
+        println!(
+            "judgecal demo: {} cells of HANNA anchors at http://{}/v1/cells",
+            report.cells.len(),
+            app.address()
+        );
+    }
+    app.run_until_stopped(shutdown_signal())
+        .await
+        .map_err(|e| crate::Error::Internal(format!("server failed: {e}")))
+}
+
+async fn migrate(settings: &Settings) -> crate::Result<()> {
+    let store = Store::connect(&settings.database.url, 1).await?;
+    store.migrate().await?;
+    println!("migrations applied");
+    Ok(())
+}
+
+async fn create_key(settings: Settings, scopes: &[Scope], name: &str) -> crate::Result<()> {
+    let store = Store::connect(&settings.database.url, 1).await?;
+    store.migrate().await?;
+    let service = crate::service::Service::new(store, crate::metrics::Metrics::new(), settings.limits, false);
+    let key = service.create_key(scopes, name).await?;
+    println!("{key}");
+    eprintln!("Store this key now: judgecal keeps only its hash and cannot show it again.");
+    Ok(())
+}

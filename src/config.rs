@@ -1,0 +1,195 @@
+//! Layered settings: the built-in `config/default.toml`, then `<dir>/default.toml`, then
+//! `<dir>/$JUDGECAL_ENV.toml` (required when JUDGECAL_ENV is set), then environment variables
+//! `JUDGECAL__SECTION__KEY`. Validated once at start; every error names the key to fix.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use config::{Config, Environment, File, FileFormat};
+use serde::Deserialize;
+
+const BUILT_IN_DEFAULTS: &str = include_str!("../config/default.toml");
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    pub server: ServerSettings,
+    pub database: DatabaseSettings,
+    pub auth: AuthSettings,
+    pub limits: LimitSettings,
+    pub log: LogSettings,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSettings {
+    pub bind: String,
+    pub request_timeout_secs: u64,
+    pub max_body_bytes: usize,
+    pub max_concurrent_requests: usize,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatabaseSettings {
+    pub url: String,
+    pub max_connections: u32,
+    pub migrate_on_start: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthSettings {
+    pub disabled: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitSettings {
+    pub max_batch_anchors: usize,
+    pub max_page_size: usize,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogSettings {
+    pub format: LogFormat,
+    pub level: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("configuration: {0}")]
+pub struct ConfigError(String);
+
+impl Settings {
+    /// Loads the layers from `dir` (normally `config/`) and the process environment.
+    pub fn load(dir: &Path) -> Result<Self, ConfigError> {
+        let env_name = std::env::var("JUDGECAL_ENV").ok().filter(|s| !s.is_empty());
+        let mut builder = Config::builder()
+            .add_source(File::from_str(BUILT_IN_DEFAULTS, FileFormat::Toml))
+            .add_source(File::from(dir.join("default.toml")).required(false));
+        if let Some(env_name) = &env_name {
+            let path = dir.join(format!("{env_name}.toml"));
+            if !path.exists() {
+                return Err(ConfigError(format!(
+                    "JUDGECAL_ENV={env_name} but {} does not exist",
+                    path.display()
+                )));
+            }
+            builder = builder.add_source(File::from(path));
+        }
+        let settings: Settings = builder
+            .add_source(
+                Environment::with_prefix("JUDGECAL")
+                    .prefix_separator("__")
+                    .separator("__")
+                    .try_parsing(true),
+            )
+            .build()
+            .and_then(Config::try_deserialize)
+            .map_err(|e| ConfigError(e.to_string()))?;
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    /// The checks serde cannot express; each message names its key.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let fail = |key: &str, why: String| Err(ConfigError(format!("{key}: {why}")));
+        if let Err(e) = self.server.bind.parse::<SocketAddr>() {
+            return fail(
+                "server.bind",
+                format!("{:?} is not an address:port ({e})", self.server.bind),
+            );
+        }
+        let url = &self.database.url;
+        if !(url.starts_with("postgres://")
+            || url.starts_with("postgresql://")
+            || url.starts_with("sqlite:"))
+        {
+            return fail(
+                "database.url",
+                format!("{url:?} must start with postgres:// or sqlite:"),
+            );
+        }
+        let positive = [
+            ("server.request_timeout_secs", self.server.request_timeout_secs as usize),
+            ("server.max_body_bytes", self.server.max_body_bytes),
+            ("server.max_concurrent_requests", self.server.max_concurrent_requests),
+            ("database.max_connections", self.database.max_connections as usize),
+            ("limits.max_batch_anchors", self.limits.max_batch_anchors),
+            ("limits.max_page_size", self.limits.max_page_size),
+        ];
+        for (key, value) in positive {
+            if value == 0 {
+                return fail(key, "must be greater than 0".into());
+            }
+        }
+        if let Err(e) = tracing_subscriber::EnvFilter::try_new(&self.log.level) {
+            return fail("log.level", format!("{:?} is not a filter ({e})", self.log.level));
+        }
+        Ok(())
+    }
+
+    pub fn bind_addr(&self) -> SocketAddr {
+        self.server.bind.parse().expect("validated at load")
+    }
+
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_secs(self.server.request_timeout_secs)
+    }
+
+    /// Settings for tests and tools: the built-in defaults with the given database.
+    pub fn defaults_with_database(url: &str) -> Self {
+        let mut settings: Settings = Config::builder()
+            .add_source(File::from_str(BUILT_IN_DEFAULTS, FileFormat::Toml))
+            .build()
+            .and_then(Config::try_deserialize)
+            .expect("built-in defaults parse");
+        settings.database.url = url.to_owned();
+        settings
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn built_in_defaults_are_valid() {
+        let s = Settings::defaults_with_database("sqlite://data/judgecal.db");
+        s.validate().unwrap();
+        assert!(!s.auth.disabled);
+    }
+
+    #[test]
+    fn bad_values_name_their_key() {
+        let mut s = Settings::defaults_with_database("mysql://x");
+        assert!(s.validate().unwrap_err().to_string().contains("database.url"));
+        s.database.url = "sqlite://x.db".into();
+        s.server.bind = "localhost".into();
+        assert!(s.validate().unwrap_err().to_string().contains("server.bind"));
+        s.server.bind = "127.0.0.1:0".into();
+        s.limits.max_batch_anchors = 0;
+        assert!(s.validate().unwrap_err().to_string().contains("limits.max_batch_anchors"));
+    }
+
+    #[test]
+    fn files_layer_and_unknown_keys_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("default.toml"), "[server]\nbind = \"127.0.0.1:9\"\n").unwrap();
+        let s = Settings::load(dir.path()).unwrap();
+        assert_eq!(s.server.bind, "127.0.0.1:9");
+        assert_eq!(s.limits.max_batch_anchors, 100_000);
+        std::fs::write(dir.path().join("default.toml"), "[server]\nbnd = \"x\"\n").unwrap();
+        let err = Settings::load(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("bnd"), "{err}");
+    }
+}

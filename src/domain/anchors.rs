@@ -1,0 +1,411 @@
+//! Anchor batches: from an uploaded body (JSON envelope or CSV) to validated per-cell batches.
+//! Every row is checked before anything is stored, and every problem is reported with its row
+//! and field, so a labelling team can fix the whole file in one pass.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde_json::Value;
+
+use super::{Anchor, CellKey, ItemId, JudgeName, Problem, RubricName, Scale};
+
+/// The columns a CSV upload must have (in any order; extra columns are ignored).
+pub const CSV_COLUMNS: [&str; 5] = [
+    "judge",
+    "rubric",
+    "item_id",
+    "judge_score",
+    "reference_score",
+];
+
+/// A field as it arrived, before validation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RawField {
+    Missing,
+    Text(String),
+    Number(f64),
+    /// A JSON value of a kind the field can never be (object, array, bool, null).
+    Other(&'static str),
+}
+
+impl RawField {
+    fn from_json(v: Option<&Value>) -> Self {
+        match v {
+            None => Self::Missing,
+            Some(Value::String(s)) => Self::Text(s.clone()),
+            Some(Value::Number(n)) => n.as_f64().map_or(Self::Other("number"), Self::Number),
+            Some(Value::Null) => Self::Other("null"),
+            Some(Value::Bool(_)) => Self::Other("boolean"),
+            Some(Value::Array(_)) => Self::Other("array"),
+            Some(Value::Object(_)) => Self::Other("object"),
+        }
+    }
+
+    fn from_csv(v: Option<&str>) -> Self {
+        match v {
+            None => Self::Missing,
+            Some(s) if s.trim().is_empty() => Self::Missing,
+            Some(s) => Self::Text(s.trim().to_owned()),
+        }
+    }
+}
+
+/// One anchor row as uploaded, with its 1-based position in the batch.
+#[derive(Debug, Clone)]
+pub struct RawAnchor {
+    pub row: usize,
+    pub judge: RawField,
+    pub rubric: RawField,
+    pub item_id: RawField,
+    pub judge_score: RawField,
+    pub reference_score: RawField,
+}
+
+/// One cell's validated anchors.
+#[derive(Debug, Clone)]
+pub struct CellBatch {
+    pub key: CellKey,
+    pub anchors: Vec<Anchor>,
+    /// The 1-based batch row of each anchor, to name rows in later errors (conflicts).
+    pub rows: Vec<usize>,
+}
+
+/// Reads the JSON envelope `{"judge", "rubric", "anchors": [...]}`. Envelope-level problems have
+/// no row; the judge and rubric apply to every anchor.
+pub fn rows_from_json(body: &Value) -> Result<Vec<RawAnchor>, Vec<Problem>> {
+    let Some(obj) = body.as_object() else {
+        return Err(vec![Problem::at(
+            None,
+            "body",
+            "must be a JSON object with judge, rubric and anchors",
+        )]);
+    };
+    // The envelope's judge and rubric apply to every row: check them once, without a row.
+    let mut problems = Vec::new();
+    let judge = text_field(None, "judge", &RawField::from_json(obj.get("judge")))
+        .and_then(|s| JudgeName::parse(&s).map(|_| s).map_err(|e| Problem::at(None, "judge", e)))
+        .map_err(|p| problems.push(p))
+        .ok();
+    let rubric = text_field(None, "rubric", &RawField::from_json(obj.get("rubric")))
+        .and_then(|s| RubricName::parse(&s).map(|_| s).map_err(|e| Problem::at(None, "rubric", e)))
+        .map_err(|p| problems.push(p))
+        .ok();
+    let items = match obj.get("anchors") {
+        Some(Value::Array(items)) => Some(items),
+        Some(_) => {
+            problems.push(Problem::at(None, "anchors", "must be an array"));
+            None
+        }
+        None => {
+            problems.push(Problem::at(None, "anchors", "is missing"));
+            None
+        }
+    };
+    let (Some(judge), Some(rubric), Some(items)) = (judge, rubric, items) else {
+        return Err(problems);
+    };
+    let (judge, rubric) = (RawField::Text(judge), RawField::Text(rubric));
+    Ok(items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let field = |name: &str| match item {
+                Value::Object(o) => RawField::from_json(o.get(name)),
+                _ => RawField::Missing,
+            };
+            RawAnchor {
+                row: i + 1,
+                judge: judge.clone(),
+                rubric: rubric.clone(),
+                item_id: field("item_id"),
+                judge_score: field("judge_score"),
+                reference_score: field("reference_score"),
+            }
+        })
+        .collect())
+}
+
+/// Reads a CSV upload with the header [`CSV_COLUMNS`]; rows may span any number of cells.
+pub fn rows_from_csv(body: &[u8]) -> Result<Vec<RawAnchor>, Vec<Problem>> {
+    let mut reader = csv::ReaderBuilder::new()
+        .flexible(true)
+        .trim(csv::Trim::All)
+        .from_reader(body);
+    let header = reader
+        .headers()
+        .map_err(|e| vec![Problem::at(None, "header", format!("unreadable CSV header: {e}"))])?
+        .clone();
+    let mut index = HashMap::new();
+    let mut problems = Vec::new();
+    for column in CSV_COLUMNS {
+        match header.iter().position(|h| h == column) {
+            Some(i) => {
+                index.insert(column, i);
+            }
+            None => problems.push(Problem::at(
+                None,
+                column,
+                format!(
+                    "column missing from the CSV header (expected {})",
+                    CSV_COLUMNS.join(",")
+                ),
+            )),
+        }
+    }
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    let mut rows = Vec::new();
+    for (i, record) in reader.records().enumerate() {
+        let row = i + 1;
+        let record = match record {
+            Ok(r) => r,
+            Err(e) => {
+                problems.push(Problem::at(Some(row), "record", format!("unreadable CSV record: {e}")));
+                continue;
+            }
+        };
+        let field = |name: &str| RawField::from_csv(record.get(index[name]));
+        rows.push(RawAnchor {
+            row,
+            judge: field("judge"),
+            rubric: field("rubric"),
+            item_id: field("item_id"),
+            judge_score: field("judge_score"),
+            reference_score: field("reference_score"),
+        });
+    }
+    if problems.is_empty() {
+        Ok(rows)
+    } else {
+        Err(problems)
+    }
+}
+
+fn text_field(row: Option<usize>, name: &str, f: &RawField) -> Result<String, Problem> {
+    match f {
+        RawField::Text(s) => Ok(s.clone()),
+        RawField::Missing => Err(Problem::at(row, name, "is missing")),
+        RawField::Number(_) => Err(Problem::at(row, name, "must be a string, not a number")),
+        RawField::Other(kind) => Err(Problem::at(row, name, format!("must be a string, not {kind}"))),
+    }
+}
+
+fn score_field(row: usize, name: &str, f: &RawField) -> Result<f64, Problem> {
+    let x = match f {
+        RawField::Number(x) => *x,
+        RawField::Text(s) => s
+            .parse::<f64>()
+            .map_err(|_| Problem::at(Some(row), name, format!("{s:?} is not a number")))?,
+        RawField::Missing => return Err(Problem::at(Some(row), name, "is missing")),
+        RawField::Other(kind) => {
+            return Err(Problem::at(Some(row), name, format!("must be a number, not {kind}")));
+        }
+    };
+    if x.is_finite() {
+        Ok(x)
+    } else {
+        Err(Problem::at(Some(row), name, format!("must be a finite number, got {x}")))
+    }
+}
+
+/// The rubric names a batch refers to, so the caller can look their scales up first.
+pub fn rubric_names(rows: &[RawAnchor]) -> Vec<RubricName> {
+    let mut names: Vec<RubricName> = rows
+        .iter()
+        .filter_map(|r| match &r.rubric {
+            RawField::Text(s) => RubricName::parse(s).ok(),
+            _ => None,
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Checks a whole batch. `scales` holds the known rubrics; others get [`Scale::DEFAULT`].
+/// Returns the per-cell batches in (judge, rubric) order, or every problem found.
+pub fn validate(
+    rows: Vec<RawAnchor>,
+    scales: &HashMap<RubricName, Scale>,
+    max_batch: usize,
+) -> Result<Vec<CellBatch>, Vec<Problem>> {
+    if rows.is_empty() {
+        return Err(vec![Problem::at(None, "anchors", "the batch has no anchors")]);
+    }
+    if rows.len() > max_batch {
+        return Err(vec![Problem::at(
+            None,
+            "anchors",
+            format!(
+                "the batch has {} anchors; the limit is {max_batch} (limits.max_batch_anchors): split it",
+                rows.len()
+            ),
+        )]);
+    }
+    let mut problems = Vec::new();
+    let mut cells: BTreeMap<CellKey, CellBatch> = BTreeMap::new();
+    // First row each (cell, item) was seen in, to report duplicates against it.
+    let mut seen: HashMap<(CellKey, ItemId), usize> = HashMap::new();
+
+    for raw in rows {
+        let row = raw.row;
+        let judge = text_field(Some(row), "judge", &raw.judge)
+            .and_then(|s| JudgeName::parse(&s).map_err(|e| Problem::at(Some(row), "judge", e)));
+        let rubric = text_field(Some(row), "rubric", &raw.rubric)
+            .and_then(|s| RubricName::parse(&s).map_err(|e| Problem::at(Some(row), "rubric", e)));
+        let item_id = text_field(Some(row), "item_id", &raw.item_id)
+            .and_then(|s| ItemId::parse(&s).map_err(|e| Problem::at(Some(row), "item_id", e)));
+        let judge_score = score_field(row, "judge_score", &raw.judge_score);
+        let reference_score = score_field(row, "reference_score", &raw.reference_score).and_then(|y| {
+            let Ok(rubric) = &rubric else { return Ok(y) };
+            let scale = scales.get(rubric).copied().unwrap_or(Scale::DEFAULT);
+            if scale.contains(y) {
+                Ok(y)
+            } else {
+                Err(Problem::at(
+                    Some(row),
+                    "reference_score",
+                    format!("{y} is outside rubric {rubric}'s scale [{}, {}]", scale.min, scale.max),
+                ))
+            }
+        });
+        let (judge, rubric, item_id, judge_score, reference_score) =
+            match (judge, rubric, item_id, judge_score, reference_score) {
+                (Ok(a), Ok(b), Ok(c), Ok(d), Ok(e)) => (a, b, c, d, e),
+                (a, b, c, d, e) => {
+                    problems.extend([a.err(), b.err(), c.err(), d.err(), e.err()].into_iter().flatten());
+                    continue;
+                }
+            };
+        let key = CellKey { judge, rubric };
+        if let Some(first) = seen.insert((key.clone(), item_id.clone()), row) {
+            seen.insert((key.clone(), item_id.clone()), first);
+            problems.push(Problem::at(
+                Some(row),
+                "item_id",
+                format!("{:?} repeats row {first} for cell {key}", item_id.as_str()),
+            ));
+            continue;
+        }
+        let cell = cells.entry(key.clone()).or_insert_with(|| CellBatch {
+            key,
+            anchors: Vec::new(),
+            rows: Vec::new(),
+        });
+        cell.anchors.push(Anchor {
+            item_id,
+            judge_score,
+            reference_score,
+        });
+        cell.rows.push(row);
+    }
+    if problems.is_empty() {
+        Ok(cells.into_values().collect())
+    } else {
+        Err(problems)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn no_scales() -> HashMap<RubricName, Scale> {
+        HashMap::new()
+    }
+
+    #[test]
+    fn json_batch_with_good_rows_becomes_one_cell() {
+        let body = json!({"judge": "j1", "rubric": "r1", "anchors": [
+            {"item_id": "a", "judge_score": 3.25, "reference_score": 4.0},
+            {"item_id": "b", "judge_score": "2", "reference_score": 1}
+        ]});
+        let cells = validate(rows_from_json(&body).unwrap(), &no_scales(), 10).unwrap();
+        assert_eq!(cells.len(), 1);
+        assert_eq!(cells[0].anchors[1].judge_score, 2.0);
+        assert_eq!(cells[0].rows, vec![1, 2]);
+    }
+
+    #[test]
+    fn every_problem_is_listed_with_row_and_field() {
+        let body = json!({"judge": "j1", "rubric": "r1", "anchors": [
+            {"item_id": "a", "judge_score": 3, "reference_score": 4},
+            {"item_id": "b", "reference_score": 9},
+            {"item_id": "a", "judge_score": "x", "reference_score": 2},
+            {"item_id": "c", "judge_score": 3, "reference_score": 4}
+        ]});
+        let problems = validate(rows_from_json(&body).unwrap(), &no_scales(), 10).unwrap_err();
+        let got: Vec<(Option<usize>, &str)> =
+            problems.iter().map(|p| (p.row, p.field.as_str())).collect();
+        assert_eq!(
+            got,
+            vec![
+                (Some(2), "judge_score"),
+                (Some(2), "reference_score"),
+                (Some(3), "judge_score")
+            ]
+        );
+        assert!(problems[1].problem.contains("outside rubric r1's scale [1, 5]"));
+    }
+
+    #[test]
+    fn repeated_item_in_one_cell_names_the_first_row() {
+        let body = json!({"judge": "j1", "rubric": "r1", "anchors": [
+            {"item_id": "a", "judge_score": 3, "reference_score": 4},
+            {"item_id": "a", "judge_score": 3, "reference_score": 4}
+        ]});
+        let problems = validate(rows_from_json(&body).unwrap(), &no_scales(), 10).unwrap_err();
+        assert_eq!(problems.len(), 1);
+        assert_eq!(problems[0].row, Some(2));
+        assert!(problems[0].problem.contains("repeats row 1"), "{}", problems[0].problem);
+    }
+
+    #[test]
+    fn csv_spans_cells_and_uses_known_scales() {
+        let csv = "judge,rubric,item_id,judge_score,reference_score\n\
+                   j1,r1,a,3,4\n\
+                   j1,r2,a,3,40\n\
+                   j2,r1,a,NaN,4\n";
+        let mut scales = no_scales();
+        scales.insert(RubricName::parse("r2").unwrap(), Scale::new(0.0, 100.0).unwrap());
+        let rows = rows_from_csv(csv.as_bytes()).unwrap();
+        let problems = validate(rows.clone(), &scales, 10).unwrap_err();
+        assert_eq!(problems.len(), 1);
+        assert_eq!((problems[0].row, problems[0].field.as_str()), (Some(3), "judge_score"));
+        let ok = validate(rows[..2].to_vec(), &scales, 10).unwrap();
+        assert_eq!(ok.len(), 2);
+    }
+
+    #[test]
+    fn csv_header_must_name_every_column() {
+        let problems = rows_from_csv(b"judge,rubric,item_id,judge_score\nj,r,a,1\n").unwrap_err();
+        assert_eq!(problems.len(), 1);
+        assert_eq!(problems[0].field, "reference_score");
+    }
+
+    #[test]
+    fn oversized_and_empty_batches_are_refused_before_row_checks() {
+        let body = json!({"judge": "j1", "rubric": "r1", "anchors": [
+            {"item_id": "a", "judge_score": 3, "reference_score": 4},
+            {"item_id": "b", "judge_score": 3, "reference_score": 4}
+        ]});
+        let problems = validate(rows_from_json(&body).unwrap(), &no_scales(), 1).unwrap_err();
+        assert!(problems[0].problem.contains("limit is 1"));
+        let empty = json!({"judge": "j1", "rubric": "r1", "anchors": []});
+        assert!(validate(rows_from_json(&empty).unwrap(), &no_scales(), 1).is_err());
+    }
+
+    #[test]
+    fn envelope_problems_are_reported_once_without_a_row() {
+        let body = json!({"rubric": "bad name", "anchors": [
+            {"item_id": "a", "judge_score": 3, "reference_score": 4},
+            {"item_id": "b", "judge_score": 3, "reference_score": 4}
+        ]});
+        let problems = rows_from_json(&body).unwrap_err();
+        let got: Vec<(Option<usize>, &str)> =
+            problems.iter().map(|p| (p.row, p.field.as_str())).collect();
+        assert_eq!(got, vec![(None, "judge"), (None, "rubric")]);
+        assert!(rows_from_json(&json!([1, 2])).is_err());
+    }
+}

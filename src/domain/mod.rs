@@ -1,0 +1,225 @@
+//! Domain types: validated names, scores and scales. Parse once at the edge; everything past
+//! here can trust them. No web or storage types in this module.
+
+pub mod anchors;
+
+use std::fmt;
+
+use serde::Serialize;
+
+/// One problem with one row (or the request as a whole, where `row` is `None`) of an input.
+/// Rows are counted from 1: the n-th element of a JSON `anchors` array, or the n-th data
+/// record after a CSV header.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Problem {
+    pub row: Option<usize>,
+    pub field: String,
+    pub problem: String,
+}
+
+impl Problem {
+    pub fn at(row: Option<usize>, field: &str, problem: impl Into<String>) -> Self {
+        Self {
+            row,
+            field: field.to_owned(),
+            problem: problem.into(),
+        }
+    }
+}
+
+/// Characters allowed in judge and rubric names: they appear in URL paths and as Prometheus
+/// label values, so they stay short and plain.
+fn check_name(kind: &str, raw: &str) -> Result<String, String> {
+    let ok_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | ':');
+    if raw.is_empty() {
+        return Err(format!("{kind} name is empty"));
+    }
+    if raw.len() > 64 {
+        return Err(format!("{kind} name is {} characters; at most 64", raw.len()));
+    }
+    if !raw.starts_with(|c: char| c.is_ascii_alphanumeric()) || !raw.chars().all(ok_char) {
+        return Err(format!(
+            "{kind} name {raw:?} must start with a letter or digit and use only letters, digits, '.', '_', '-' and ':'"
+        ));
+    }
+    Ok(raw.to_owned())
+}
+
+macro_rules! name_type {
+    ($(#[$meta:meta])* $name:ident, $kind:literal) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+        #[serde(transparent)]
+        pub struct $name(String);
+
+        impl $name {
+            pub fn parse(raw: &str) -> Result<Self, String> {
+                check_name($kind, raw).map(Self)
+            }
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+    };
+}
+
+name_type!(
+    /// The LLM judge whose scores are corrected, e.g. `gpt-4o-mini` or `ChatGPT`.
+    JudgeName,
+    "judge"
+);
+name_type!(
+    /// The rubric (criterion) a score is given on, e.g. `coherence`.
+    RubricName,
+    "rubric"
+);
+
+/// An item's id inside one cell: any non-empty text up to 256 characters, no control
+/// characters.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct ItemId(String);
+
+impl ItemId {
+    pub const MAX_LEN: usize = 256;
+
+    pub fn parse(raw: &str) -> Result<Self, String> {
+        if raw.is_empty() {
+            return Err("item_id is empty".into());
+        }
+        if raw.chars().count() > Self::MAX_LEN {
+            return Err(format!("item_id is longer than {} characters", Self::MAX_LEN));
+        }
+        if raw.chars().any(char::is_control) {
+            return Err("item_id contains a control character".into());
+        }
+        Ok(Self(raw.to_owned()))
+    }
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A (judge, rubric) pair: the unit a calibrator is fitted for.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CellKey {
+    pub judge: JudgeName,
+    pub rubric: RubricName,
+}
+
+impl fmt::Display for CellKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.judge, self.rubric)
+    }
+}
+
+/// The closed range reference scores of a rubric live in.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Scale {
+    pub min: f64,
+    pub max: f64,
+}
+
+impl Scale {
+    /// What a rubric gets when it is first seen without a `PUT /v1/rubrics/{rubric}`.
+    pub const DEFAULT: Scale = Scale { min: 1.0, max: 5.0 };
+
+    pub fn new(min: f64, max: f64) -> Result<Self, Vec<Problem>> {
+        let mut problems = Vec::new();
+        if !min.is_finite() {
+            problems.push(Problem::at(None, "min", "must be a finite number"));
+        }
+        if !max.is_finite() {
+            problems.push(Problem::at(None, "max", "must be a finite number"));
+        }
+        if problems.is_empty() && min >= max {
+            problems.push(Problem::at(
+                None,
+                "max",
+                format!("must be greater than min ({min}); got {max}"),
+            ));
+        }
+        if problems.is_empty() {
+            Ok(Self { min, max })
+        } else {
+            Err(problems)
+        }
+    }
+
+    pub fn contains(&self, x: f64) -> bool {
+        (self.min..=self.max).contains(&x)
+    }
+}
+
+/// A rubric and its scale.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Rubric {
+    pub name: RubricName,
+    pub scale: Scale,
+    pub description: String,
+    pub updated_at_ms: i64,
+}
+
+/// One stored anchor: an item scored by both the judge and the trusted reference.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Anchor {
+    pub item_id: ItemId,
+    pub judge_score: f64,
+    pub reference_score: f64,
+}
+
+/// What `GET /v1/cells` lists.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellSummary {
+    pub key: CellKey,
+    pub anchor_count: i64,
+    pub updated_at_ms: i64,
+}
+
+/// Milliseconds since the Unix epoch, the time unit of the store.
+pub fn now_ms() -> i64 {
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_accept_plain_identifiers_and_reject_the_rest() {
+        assert!(JudgeName::parse("Mistral-7B").is_ok());
+        assert!(RubricName::parse("coherence").is_ok());
+        assert!(JudgeName::parse("").is_err());
+        assert!(JudgeName::parse("-lead").is_err());
+        assert!(JudgeName::parse("has space").is_err());
+        assert!(JudgeName::parse("a/b").is_err());
+        assert!(JudgeName::parse(&"x".repeat(65)).is_err());
+    }
+
+    #[test]
+    fn scale_rejects_empty_and_non_finite_ranges() {
+        assert!(Scale::new(1.0, 5.0).is_ok());
+        assert_eq!(Scale::new(5.0, 5.0).unwrap_err()[0].field, "max");
+        assert_eq!(Scale::new(f64::NAN, 5.0).unwrap_err()[0].field, "min");
+        assert!(Scale::DEFAULT.contains(1.0) && Scale::DEFAULT.contains(5.0));
+        assert!(!Scale::DEFAULT.contains(5.000001));
+    }
+
+    #[test]
+    fn item_ids_reject_empty_long_and_control_text() {
+        assert!(ItemId::parse("story-17").is_ok());
+        assert!(ItemId::parse("").is_err());
+        assert!(ItemId::parse("a\nb").is_err());
+        assert!(ItemId::parse(&"é".repeat(257)).is_err());
+        assert!(ItemId::parse(&"é".repeat(256)).is_ok());
+    }
+}

@@ -1,0 +1,54 @@
+//! The one error type of the service layer. It knows nothing of HTTP: `http::error` maps each
+//! variant to a status in one exhaustive `match`.
+
+use crate::domain::Problem;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The input breaks a rule; `details` names every row and field at fault.
+    #[error("{message}")]
+    Invalid {
+        message: String,
+        details: Vec<Problem>,
+    },
+    /// The input contradicts what is stored (an anchor stored with other scores).
+    #[error("{message}")]
+    Conflict {
+        message: String,
+        details: Vec<Problem>,
+    },
+    #[error("{0}")]
+    NotFound(String),
+    #[error("storage failed")]
+    Storage(#[from] sqlx::Error),
+    #[error("migrations failed")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("{0}")]
+    Internal(String),
+}
+
+/// At most this many problems travel in one error body; the message says how many there were.
+pub const MAX_DETAILS: usize = 1000;
+
+impl Error {
+    pub fn invalid(what: &str, mut details: Vec<Problem>) -> Self {
+        let total = details.len();
+        details.truncate(MAX_DETAILS);
+        let message = if total > MAX_DETAILS {
+            format!("{what}: {total} problems, the first {MAX_DETAILS} listed; nothing was stored")
+        } else {
+            format!(
+                "{what}: {total} problem{}; nothing was stored",
+                if total == 1 { "" } else { "s" }
+            )
+        };
+        Self::Invalid { message, details }
+    }
+
+    pub fn conflict(message: String, mut details: Vec<Problem>) -> Self {
+        details.truncate(MAX_DETAILS);
+        Self::Conflict { message, details }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,248 @@
+//! Anchor uploads, cells and their anchors: what labelling teams use.
+
+use axum::extract::State;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use super::AppState;
+use super::error::{ApiError, ErrorBody};
+use super::extract::{AnchorUpload, AnyKey, Authorized, IngestScope, Path, Query, cell_key};
+use super::rfc3339;
+
+/// One cell's anchors as JSON. CSV uploads (`text/csv`) carry the columns
+/// `judge,rubric,item_id,judge_score,reference_score` instead, for any number of cells.
+#[derive(ToSchema)]
+#[allow(dead_code)] // Documents the body: the handler reads rows itself to report every problem.
+pub struct AnchorBatchRequest {
+    #[schema(example = "gpt-4o-mini")]
+    judge: String,
+    #[schema(example = "coherence")]
+    rubric: String,
+    anchors: Vec<AnchorDto>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct AnchorDto {
+    /// Unique within the cell.
+    #[schema(example = "story-17")]
+    pub item_id: String,
+    /// The LLM judge's score; any finite number.
+    #[schema(example = 3.25)]
+    pub judge_score: f64,
+    /// The trusted score; inside the rubric's scale (1–5 unless set with PUT /v1/rubrics).
+    #[schema(example = 4.0)]
+    pub reference_score: f64,
+}
+
+#[derive(Deserialize, IntoParams)]
+pub struct UploadParams {
+    /// Overwrite anchors stored with different scores instead of answering 409.
+    #[serde(default)]
+    replace: bool,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct IngestResponse {
+    /// New anchors stored.
+    pub inserted: usize,
+    /// Anchors already stored with the same scores (a retried upload is safe).
+    pub unchanged: usize,
+    /// Anchors overwritten (only with `replace=true`).
+    pub replaced: usize,
+    pub cells: Vec<CellIngestDto>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct CellIngestDto {
+    pub judge: String,
+    pub rubric: String,
+    pub inserted: usize,
+    pub unchanged: usize,
+    pub replaced: usize,
+    /// The cell's anchors after this upload.
+    pub anchor_count: i64,
+}
+
+/// Upload a batch of anchors.
+///
+/// The whole batch is checked before anything is stored; any problem refuses all of it with
+/// 422, listing every problem by row and field. An item already stored with the same scores
+/// counts as unchanged; with different scores the batch is refused with 409 unless
+/// `replace=true`.
+#[utoipa::path(
+    post, path = "/v1/anchors", tag = "anchors",
+    params(UploadParams),
+    request_body(content(
+        (AnchorBatchRequest = "application/json"),
+        (String = "text/csv", example = "judge,rubric,item_id,judge_score,reference_score\ngpt-4o-mini,coherence,story-17,3.25,4\n"),
+    )),
+    responses(
+        (status = 200, description = "Stored (or found unchanged)", body = IngestResponse),
+        (status = 400, description = "Body is not valid JSON", body = ErrorBody),
+        (status = 401, description = "No or unknown API key", body = ErrorBody),
+        (status = 403, description = "Key lacks the ingest scope", body = ErrorBody),
+        (status = 409, description = "Anchors stored with other scores; nothing stored", body = ErrorBody),
+        (status = 413, description = "Body over server.max_body_bytes", body = ErrorBody),
+        (status = 415, description = "Neither JSON nor CSV", body = ErrorBody),
+        (status = 422, description = "Invalid rows; nothing stored", body = ErrorBody),
+    ),
+    security(("api_key" = ["ingest"]))
+)]
+pub async fn upload(
+    State(state): State<AppState>,
+    _auth: Authorized<IngestScope>,
+    Query(params): Query<UploadParams>,
+    AnchorUpload(rows): AnchorUpload,
+) -> Result<axum::Json<IngestResponse>, ApiError> {
+    let report = state.service.ingest(rows, params.replace).await?;
+    tracing::info!(
+        inserted = report.inserted,
+        unchanged = report.unchanged,
+        replaced = report.replaced,
+        cells = report.cells.len(),
+        "anchors stored"
+    );
+    Ok(axum::Json(IngestResponse {
+        inserted: report.inserted,
+        unchanged: report.unchanged,
+        replaced: report.replaced,
+        cells: report
+            .cells
+            .into_iter()
+            .map(|c| CellIngestDto {
+                judge: c.key.judge.to_string(),
+                rubric: c.key.rubric.to_string(),
+                inserted: c.inserted,
+                unchanged: c.unchanged,
+                replaced: c.replaced,
+                anchor_count: c.anchor_count,
+            })
+            .collect(),
+    }))
+}
+
+
+#[derive(Serialize, ToSchema)]
+pub struct CellDto {
+    pub judge: String,
+    pub rubric: String,
+    pub anchor_count: i64,
+    /// When an anchor of the cell last changed (RFC 3339).
+    pub updated_at: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct CellsResponse {
+    pub cells: Vec<CellDto>,
+}
+
+/// Every (judge, rubric) cell with its anchor count and last change.
+#[utoipa::path(
+    get, path = "/v1/cells", tag = "anchors",
+    responses(
+        (status = 200, body = CellsResponse),
+        (status = 401, description = "No or unknown API key", body = ErrorBody),
+    ),
+    security(("api_key" = []))
+)]
+pub async fn list_cells(
+    State(state): State<AppState>,
+    _auth: Authorized<AnyKey>,
+) -> Result<axum::Json<CellsResponse>, ApiError> {
+    let cells = state.service.cells().await?;
+    Ok(axum::Json(CellsResponse {
+        cells: cells
+            .into_iter()
+            .map(|c| CellDto {
+                judge: c.key.judge.to_string(),
+                rubric: c.key.rubric.to_string(),
+                anchor_count: c.anchor_count,
+                updated_at: rfc3339(c.updated_at_ms),
+            })
+            .collect(),
+    }))
+}
+
+#[derive(Deserialize, IntoParams)]
+pub struct PageParams {
+    /// Anchors per page: 1 to limits.max_page_size (default 100).
+    limit: Option<usize>,
+    /// `next_cursor` of the previous page.
+    cursor: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct AnchorPageResponse {
+    /// In item_id order.
+    pub anchors: Vec<AnchorDto>,
+    /// Pass as `cursor` for the next page; absent on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// A page of a cell's anchors.
+#[utoipa::path(
+    get, path = "/v1/cells/{judge}/{rubric}/anchors", tag = "anchors",
+    params(("judge" = String, Path), ("rubric" = String, Path), PageParams),
+    responses(
+        (status = 200, body = AnchorPageResponse),
+        (status = 401, description = "No or unknown API key", body = ErrorBody),
+        (status = 403, description = "Key lacks the ingest scope", body = ErrorBody),
+        (status = 404, description = "No such cell", body = ErrorBody),
+        (status = 422, description = "Bad limit or cursor", body = ErrorBody),
+    ),
+    security(("api_key" = ["ingest"]))
+)]
+pub async fn list_anchors(
+    State(state): State<AppState>,
+    _auth: Authorized<IngestScope>,
+    Path((judge, rubric)): Path<(String, String)>,
+    Query(page): Query<PageParams>,
+) -> Result<axum::Json<AnchorPageResponse>, ApiError> {
+    let key = cell_key(&judge, &rubric)?;
+    let page = state
+        .service
+        .anchors_page(&key, page.cursor.as_deref(), page.limit)
+        .await?;
+    Ok(axum::Json(AnchorPageResponse {
+        anchors: page
+            .anchors
+            .into_iter()
+            .map(|a| AnchorDto {
+                item_id: a.item_id.as_str().to_owned(),
+                judge_score: a.judge_score,
+                reference_score: a.reference_score,
+            })
+            .collect(),
+        next_cursor: page.next_cursor,
+    }))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct DeleteResponse {
+    /// The cell's anchors after the deletion.
+    pub anchor_count: i64,
+}
+
+/// Remove one anchor (to fix a label, delete it and upload it again, or upload with
+/// `replace=true`).
+#[utoipa::path(
+    delete, path = "/v1/cells/{judge}/{rubric}/anchors/{item_id}", tag = "anchors",
+    params(("judge" = String, Path), ("rubric" = String, Path), ("item_id" = String, Path)),
+    responses(
+        (status = 200, body = DeleteResponse),
+        (status = 401, description = "No or unknown API key", body = ErrorBody),
+        (status = 403, description = "Key lacks the ingest scope", body = ErrorBody),
+        (status = 404, description = "No such cell or anchor", body = ErrorBody),
+    ),
+    security(("api_key" = ["ingest"]))
+)]
+pub async fn delete_anchor(
+    State(state): State<AppState>,
+    _auth: Authorized<IngestScope>,
+    Path((judge, rubric, item_id)): Path<(String, String, String)>,
+) -> Result<axum::Json<DeleteResponse>, ApiError> {
+    let key = cell_key(&judge, &rubric)?;
+    let anchor_count = state.service.delete_anchor(&key, &item_id).await?;
+    tracing::info!(item_id, anchor_count, "anchor deleted");
+    Ok(axum::Json(DeleteResponse { anchor_count }))
+}

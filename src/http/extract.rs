@@ -1,0 +1,167 @@
+//! Extractors whose rejections use the service's error shape: JSON bodies, query strings,
+//! path segments, anchor uploads (JSON or CSV) and API-key scopes.
+
+use std::marker::PhantomData;
+
+use axum::body::Bytes;
+use axum::extract::rejection::{BytesRejection, JsonRejection, PathRejection, QueryRejection};
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, StatusCode};
+use serde::de::DeserializeOwned;
+
+use super::AppState;
+use super::error::ApiError;
+use crate::auth::Scope;
+use crate::domain::anchors::{self, RawAnchor};
+use crate::domain::{CellKey, JudgeName, Problem, RubricName};
+
+/// `axum::Json`, with rejections in the service's error shape.
+pub struct Json<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        match axum::Json::<T>::from_request(req, state).await {
+            Ok(axum::Json(v)) => Ok(Json(v)),
+            Err(rejection) => Err(json_rejection(rejection)),
+        }
+    }
+}
+
+fn json_rejection(r: JsonRejection) -> ApiError {
+    let message = match &r {
+        JsonRejection::MissingJsonContentType(_) => {
+            "send the body as JSON with `Content-Type: application/json`".to_owned()
+        }
+        _ => r.body_text(),
+    };
+    ApiError::from_status(r.status(), message)
+}
+
+fn bytes_rejection(r: BytesRejection) -> ApiError {
+    ApiError::from_status(r.status(), r.body_text())
+}
+
+/// `axum::extract::Query`, with rejections as 422 naming the parameter.
+pub struct Query<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        axum::extract::Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|q| Query(q.0))
+            .map_err(|r: QueryRejection| {
+                ApiError::invalid(
+                    "the query string was refused",
+                    vec![Problem::at(None, "query", r.body_text())],
+                )
+            })
+    }
+}
+
+/// `axum::extract::Path`, with rejections in the service's error shape.
+pub struct Path<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for Path<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        axum::extract::Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|p| Path(p.0))
+            .map_err(|r: PathRejection| {
+                ApiError::invalid("the URL path was refused", vec![Problem::at(None, "path", r.body_text())])
+            })
+    }
+}
+
+/// Parses the `{judge}/{rubric}` of a URL, recording both on the request's span.
+pub fn cell_key(judge: &str, rubric: &str) -> Result<CellKey, ApiError> {
+    let span = tracing::Span::current();
+    span.record("judge", judge);
+    span.record("rubric", rubric);
+    let mut problems = Vec::new();
+    let judge = JudgeName::parse(judge).map_err(|e| problems.push(Problem::at(None, "judge", e)));
+    let rubric = RubricName::parse(rubric).map_err(|e| problems.push(Problem::at(None, "rubric", e)));
+    match (judge, rubric) {
+        (Ok(judge), Ok(rubric)) => Ok(CellKey { judge, rubric }),
+        _ => Err(ApiError::invalid("the URL names no valid cell", problems)),
+    }
+}
+
+/// An anchor upload: `application/json` (one cell) or `text/csv` (any number of cells).
+pub struct AnchorUpload(pub Vec<RawAnchor>);
+
+fn content_type(headers: &HeaderMap) -> &str {
+    headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .map(str::trim)
+        .unwrap_or("")
+}
+
+impl<S: Send + Sync> FromRequest<S> for AnchorUpload {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let kind = content_type(req.headers()).to_ascii_lowercase();
+        let refused = |p| ApiError::invalid("the anchor batch was refused; nothing was stored", p);
+        match kind.as_str() {
+            "application/json" => {
+                let body = Bytes::from_request(req, state).await.map_err(bytes_rejection)?;
+                let value: serde_json::Value = serde_json::from_slice(&body).map_err(|e| {
+                    ApiError::from_status(StatusCode::BAD_REQUEST, format!("the body is not valid JSON: {e}"))
+                })?;
+                anchors::rows_from_json(&value).map(AnchorUpload).map_err(refused)
+            }
+            "text/csv" => {
+                let body = Bytes::from_request(req, state).await.map_err(bytes_rejection)?;
+                anchors::rows_from_csv(&body).map(AnchorUpload).map_err(refused)
+            }
+            other => Err(ApiError::from_status(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                format!(
+                    "anchors are uploaded as `application/json` or `text/csv`, not {:?}",
+                    if other.is_empty() { "(no Content-Type)" } else { other }
+                ),
+            )),
+        }
+    }
+}
+
+/// What a route needs of the caller's key; `None` is any valid key.
+pub trait Needs {
+    const SCOPE: Option<Scope>;
+}
+
+macro_rules! scope_marker {
+    ($name:ident, $scope:expr) => {
+        pub struct $name;
+        impl Needs for $name {
+            const SCOPE: Option<Scope> = $scope;
+        }
+    };
+}
+scope_marker!(AnyKey, None);
+scope_marker!(IngestScope, Some(Scope::Ingest));
+scope_marker!(AdminScope, Some(Scope::Admin));
+
+/// A caller whose API key holds `N`'s scope.
+pub struct Authorized<N>(PhantomData<N>);
+
+impl<N: Needs> FromRequestParts<AppState> for Authorized<N> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let header = parts.headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok());
+        let principal = state.service.authorize(header, N::SCOPE).await?;
+        tracing::Span::current().record("key", principal.label());
+        Ok(Authorized(PhantomData))
+    }
+}

@@ -1,0 +1,156 @@
+//! The HTTP API: routes, middleware and the mapping of service results to responses. Nothing
+//! else in the crate imports this module.
+
+mod anchors;
+pub mod error;
+mod extract;
+pub mod openapi;
+mod ops;
+mod rubrics;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::Router;
+use axum::error_handling::HandleErrorLayer;
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
+use axum::http::{Method, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::routing::{delete, get, post, put};
+use tower::limit::GlobalConcurrencyLimitLayer;
+use tower::{BoxError, ServiceBuilder};
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
+use tracing::field::Empty;
+
+use crate::config::Settings;
+use crate::metrics::Metrics;
+use crate::service::Service;
+use error::ApiError;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub service: Arc<Service>,
+}
+
+/// The whole API. `/v1` routes are subject to the body limit, the request timeout and the
+/// concurrency limit (429 past it); the operations routes are not, so probes and scrapes still
+/// answer under load.
+pub fn router(service: Arc<Service>, settings: &Settings) -> Router {
+    let limits = ServiceBuilder::new()
+        .layer(HandleErrorLayer::new(middleware_error))
+        .load_shed()
+        .layer(GlobalConcurrencyLimitLayer::new(settings.server.max_concurrent_requests))
+        .timeout(settings.request_timeout());
+    let v1 = Router::new()
+        .route("/v1/anchors", post(anchors::upload))
+        .route("/v1/cells", get(anchors::list_cells))
+        .route("/v1/cells/{judge}/{rubric}/anchors", get(anchors::list_anchors))
+        .route(
+            "/v1/cells/{judge}/{rubric}/anchors/{item_id}",
+            delete(anchors::delete_anchor),
+        )
+        .route("/v1/rubrics", get(rubrics::list_rubrics))
+        .route("/v1/rubrics/{rubric}", put(rubrics::put_rubric))
+        .layer(limits)
+        .layer(DefaultBodyLimit::max(settings.server.max_body_bytes));
+    let metrics = service.metrics().clone();
+    Router::new()
+        .route("/healthz", get(ops::healthz))
+        .route("/readyz", get(ops::readyz))
+        .route("/metrics", get(ops::metrics))
+        .merge(v1)
+        .fallback(unknown_route)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn_with_state(metrics, track_request))
+        .layer(TraceLayer::new_for_http().make_span_with(request_span))
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+        .with_state(AppState { service })
+}
+
+fn route_of(req: &Request) -> String {
+    req.extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned())
+}
+
+fn request_span(req: &Request) -> tracing::Span {
+    let request_id = req
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    tracing::info_span!(
+        "request",
+        method = %req.method(),
+        route = %route_of(req),
+        request_id,
+        judge = Empty,
+        rubric = Empty,
+        key = Empty,
+    )
+}
+
+/// Counts and times every answer by route template, method and status.
+async fn track_request(State(metrics): State<Metrics>, req: Request, next: Next) -> Response {
+    let route = route_of(&req);
+    let method = match *req.method() {
+        Method::GET | Method::POST | Method::PUT | Method::DELETE | Method::HEAD | Method::OPTIONS
+        | Method::PATCH => req.method().as_str().to_owned(),
+        _ => "other".to_owned(),
+    };
+    let started = Instant::now();
+    let response = next.run(req).await;
+    let status = response.status().as_u16().to_string();
+    let labels = [route.as_str(), method.as_str(), status.as_str()];
+    metrics.http_requests.with_label_values(&labels).inc();
+    metrics
+        .http_duration
+        .with_label_values(&labels)
+        .observe(started.elapsed().as_secs_f64());
+    response
+}
+
+async fn middleware_error(err: BoxError) -> ApiError {
+    if err.is::<tower::load_shed::error::Overloaded>() {
+        ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too_many_requests",
+            "too many requests in flight (server.max_concurrent_requests); retry shortly",
+        )
+    } else if err.is::<tower::timeout::error::Elapsed>() {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "timeout",
+            "the request took longer than server.request_timeout_secs",
+        )
+    } else {
+        tracing::error!(error = %err, "middleware failed");
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error; it has been logged")
+    }
+}
+
+async fn unknown_route(req: Request) -> ApiError {
+    ApiError::not_found(format!(
+        "no route {} {}; see openapi.yaml",
+        req.method(),
+        req.uri().path()
+    ))
+}
+
+async fn method_not_allowed(req: Request) -> ApiError {
+    ApiError::from_status(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!("{} is not allowed on {}", req.method(), req.uri().path()),
+    )
+}
+
+/// Unix milliseconds as RFC 3339 (UTC).
+fn rfc3339(ms: i64) -> String {
+    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .ok()
+        .and_then(|t| t.format(&time::format_description::well_known::Rfc3339).ok())
+        .unwrap_or_default()
+}

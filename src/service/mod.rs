@@ -1,0 +1,240 @@
+//! The service layer: what the HTTP handlers and the CLI call. It validates, talks to the
+//! store, and keeps the metrics in step. No HTTP types here.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::auth::{self, KeyCache, Principal, Scope};
+use crate::config::LimitSettings;
+use crate::domain::anchors::{self, RawAnchor};
+use crate::domain::{Anchor, CellKey, CellSummary, Problem, Rubric, RubricName, Scale, now_ms};
+use crate::error::{Error, Result};
+use crate::metrics::Metrics;
+use crate::store::{CellIngest, Store, StoredKey};
+
+/// The HANNA slice bundled for the demo (MIT; see demo/hanna/README.md).
+pub const DEMO_ANCHORS_CSV: &str = include_str!("../../demo/hanna/anchors.csv");
+
+/// What an upload did, in total and per cell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IngestReport {
+    pub inserted: usize,
+    pub unchanged: usize,
+    pub replaced: usize,
+    pub cells: Vec<CellIngest>,
+}
+
+/// A page of anchors and the cursor of the next one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnchorPage {
+    pub anchors: Vec<Anchor>,
+    pub next_cursor: Option<String>,
+}
+
+/// Why a caller was turned away.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AuthFailure {
+    /// No key, or one the service does not know.
+    Unauthenticated(String),
+    /// A good key without the scope.
+    Forbidden(String),
+}
+
+pub struct Service {
+    store: Store,
+    metrics: Metrics,
+    limits: LimitSettings,
+    auth_disabled: bool,
+    keys: KeyCache,
+}
+
+impl Service {
+    pub fn new(store: Store, metrics: Metrics, limits: LimitSettings, auth_disabled: bool) -> Arc<Self> {
+        Arc::new(Self {
+            store,
+            metrics,
+            limits,
+            auth_disabled,
+            keys: KeyCache::new(Duration::from_secs(60)),
+        })
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// Checks and stores an upload (see `domain::anchors` for the checks and `Store::ingest`
+    /// for what counts as unchanged or conflicting).
+    pub async fn ingest(&self, rows: Vec<RawAnchor>, replace: bool) -> Result<IngestReport> {
+        let scales = self.store.rubric_scales().await?;
+        let cells = anchors::validate(rows, &scales, self.limits.max_batch_anchors)
+            .map_err(|p| Error::invalid("the anchor batch was refused", p))?;
+        let outcomes = self.store.ingest(&cells, &scales, replace).await?;
+        for o in &outcomes {
+            self.metrics.set_cell_anchors(&o.key, o.anchor_count);
+        }
+        Ok(IngestReport {
+            inserted: outcomes.iter().map(|o| o.inserted).sum(),
+            unchanged: outcomes.iter().map(|o| o.unchanged).sum(),
+            replaced: outcomes.iter().map(|o| o.replaced).sum(),
+            cells: outcomes,
+        })
+    }
+
+    pub async fn put_rubric(&self, name: &str, min: f64, max: f64, description: &str) -> Result<Rubric> {
+        let name = RubricName::parse(name)
+            .map_err(|e| Error::invalid("the rubric was refused", vec![Problem::at(None, "rubric", e)]))?;
+        let scale = Scale::new(min, max).map_err(|p| Error::invalid("the rubric was refused", p))?;
+        if description.chars().count() > 2000 {
+            return Err(Error::invalid(
+                "the rubric was refused",
+                vec![Problem::at(None, "description", "longer than 2000 characters")],
+            ));
+        }
+        self.store.put_rubric(&name, scale, description).await
+    }
+
+    pub async fn rubrics(&self) -> Result<Vec<Rubric>> {
+        self.store.rubrics().await
+    }
+
+    pub async fn cells(&self) -> Result<Vec<CellSummary>> {
+        self.store.cells().await
+    }
+
+    pub async fn anchors_page(&self, key: &CellKey, cursor: Option<&str>, limit: Option<usize>) -> Result<AnchorPage> {
+        let max = self.limits.max_page_size;
+        let limit = limit.unwrap_or(max.min(100));
+        if limit == 0 || limit > max {
+            return Err(Error::invalid(
+                "the page request was refused",
+                vec![Problem::at(None, "limit", format!("must be between 1 and {max}; got {limit}"))],
+            ));
+        }
+        let after = cursor
+            .map(|c| {
+                decode_cursor(c).ok_or_else(|| {
+                    Error::invalid(
+                        "the page request was refused",
+                        vec![Problem::at(None, "cursor", "is not a cursor this service gave out")],
+                    )
+                })
+            })
+            .transpose()?;
+        let (anchors, more) = self.store.anchors_page(key, after.as_deref(), limit).await?;
+        let next_cursor = more
+            .then(|| anchors.last().map(|a| auth::hex(a.item_id.as_str().as_bytes())))
+            .flatten();
+        Ok(AnchorPage { anchors, next_cursor })
+    }
+
+    pub async fn delete_anchor(&self, key: &CellKey, item_id: &str) -> Result<i64> {
+        let count = self.store.delete_anchor(key, item_id).await?;
+        self.metrics.set_cell_anchors(key, count);
+        Ok(count)
+    }
+
+    /// Sets the per-cell gauges from the store: at start, so they survive restarts.
+    pub async fn refresh_gauges(&self) -> Result<()> {
+        for cell in self.store.cells().await? {
+            self.metrics.set_cell_anchors(&cell.key, cell.anchor_count);
+        }
+        Ok(())
+    }
+
+    /// Loads the bundled HANNA slice (idempotent: a second load finds every anchor unchanged).
+    pub async fn load_demo(&self) -> Result<IngestReport> {
+        let rows = anchors::rows_from_csv(DEMO_ANCHORS_CSV.as_bytes())
+            .map_err(|p| Error::invalid("the bundled demo data", p))?;
+        self.ingest(rows, false).await
+    }
+
+    /// Creates an API key with the given scopes; the key is returned once and stored hashed.
+    pub async fn create_key(&self, scopes: &[Scope], name: &str) -> Result<String> {
+        if scopes.is_empty() {
+            return Err(Error::invalid(
+                "the key was refused",
+                vec![Problem::at(None, "scope", "give at least one scope")],
+            ));
+        }
+        let (key, prefix) = auth::new_key();
+        let scopes = scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(",");
+        let stored = StoredKey {
+            id: uuid::Uuid::new_v4().to_string(),
+            prefix,
+            scopes,
+        };
+        self.store.insert_key(&stored, &auth::hash_key(&key), name, now_ms()).await?;
+        Ok(key)
+    }
+
+    /// Resolves an `Authorization` header value to a principal that holds `scope` (any valid
+    /// key where `scope` is `None`).
+    pub async fn authorize(&self, header: Option<&str>, scope: Option<Scope>) -> Result<Principal, AuthFailure> {
+        if self.auth_disabled {
+            return Ok(Principal::Anonymous);
+        }
+        let Some(header) = header else {
+            return Err(AuthFailure::Unauthenticated(
+                "no API key: send `Authorization: Bearer <key>` (create one with `judgecal keys create`)".into(),
+            ));
+        };
+        let Some(key) = header.strip_prefix("Bearer ").map(str::trim) else {
+            return Err(AuthFailure::Unauthenticated(
+                "the Authorization header must be `Bearer <key>`".into(),
+            ));
+        };
+        let hash = auth::hash_key(key);
+        let principal = match self.keys.get(&hash) {
+            Some(cached) => cached,
+            None => {
+                let found = self.store.key_by_hash(&hash).await.map_err(|e| {
+                    tracing::error!(error = ?e, "API key look-up failed");
+                    AuthFailure::Unauthenticated("the API key could not be checked; try again".into())
+                })?;
+                let principal = found.map(|k| Principal::Key {
+                    scopes: auth::parse_scopes(&k.scopes).unwrap_or_default(),
+                    prefix: k.prefix,
+                });
+                self.keys.put(hash, principal.clone());
+                principal
+            }
+        };
+        match principal {
+            None => Err(AuthFailure::Unauthenticated("unknown API key".into())),
+            Some(p) => match scope {
+                Some(scope) if !p.allows(scope) => Err(AuthFailure::Forbidden(format!(
+                    "key {} lacks the `{scope}` scope this request needs",
+                    p.label()
+                ))),
+                _ => Ok(p),
+            },
+        }
+    }
+}
+
+fn decode_cursor(c: &str) -> Option<String> {
+    if c.len() % 2 != 0 {
+        return None;
+    }
+    let bytes = (0..c.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(c.get(i..i + 2)?, 16).ok())
+        .collect::<Option<Vec<u8>>>()?;
+    String::from_utf8(bytes).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn cursors_round_trip_and_reject_garbage() {
+        let c = crate::auth::hex("story-é/1".as_bytes());
+        assert_eq!(super::decode_cursor(&c).as_deref(), Some("story-é/1"));
+        assert_eq!(super::decode_cursor("zz"), None);
+        assert_eq!(super::decode_cursor("abc"), None);
+    }
+}
