@@ -55,14 +55,19 @@ impl FromStr for Scope {
 pub enum Principal {
     /// `auth.disabled = true`: everything is allowed.
     Anonymous,
-    Key { prefix: String, scopes: Vec<Scope> },
+    Key {
+        prefix: String,
+        scopes: Vec<Scope>,
+    },
 }
 
 impl Principal {
     pub fn allows(&self, scope: Scope) -> bool {
         match self {
             Principal::Anonymous => true,
-            Principal::Key { scopes, .. } => scopes.contains(&Scope::Admin) || scopes.contains(&scope),
+            Principal::Key { scopes, .. } => {
+                scopes.contains(&Scope::Admin) || scopes.contains(&scope)
+            }
         }
     }
 
@@ -76,7 +81,10 @@ impl Principal {
 }
 
 pub fn parse_scopes(s: &str) -> Result<Vec<Scope>, String> {
-    s.split(',').filter(|p| !p.is_empty()).map(str::parse).collect()
+    s.split(',')
+        .filter(|p| !p.is_empty())
+        .map(str::parse)
+        .collect()
 }
 
 pub fn hex(bytes: &[u8]) -> String {
@@ -138,8 +146,14 @@ mod tests {
 
     #[test]
     fn admin_allows_every_scope_and_others_only_their_own() {
-        let admin = Principal::Key { prefix: "p".into(), scopes: vec![Scope::Admin] };
-        let ingest = Principal::Key { prefix: "p".into(), scopes: vec![Scope::Ingest] };
+        let admin = Principal::Key {
+            prefix: "p".into(),
+            scopes: vec![Scope::Admin],
+        };
+        let ingest = Principal::Key {
+            prefix: "p".into(),
+            scopes: vec![Scope::Ingest],
+        };
         assert!(Scope::ALL.iter().all(|s| admin.allows(*s)));
         assert!(ingest.allows(Scope::Ingest));
         assert!(!ingest.allows(Scope::Correct));
@@ -160,7 +174,10 @@ mod tests {
 
     #[test]
     fn scopes_parse_from_a_list() {
-        assert_eq!(parse_scopes("ingest,train").unwrap(), vec![Scope::Ingest, Scope::Train]);
+        assert_eq!(
+            parse_scopes("ingest,train").unwrap(),
+            vec![Scope::Ingest, Scope::Train]
+        );
         assert!(parse_scopes("ingest,root").is_err());
     }
 }

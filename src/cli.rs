@@ -11,10 +11,19 @@ use crate::startup::{Application, shutdown_signal};
 use crate::store::Store;
 
 #[derive(Debug, Parser)]
-#[command(name = "judgecal", version, about = "De-biases LLM-as-a-judge scores against trusted anchors")]
+#[command(
+    name = "judgecal",
+    version,
+    about = "De-biases LLM-as-a-judge scores against trusted anchors"
+)]
 pub struct Cli {
     /// Folder with default.toml and $JUDGECAL_ENV.toml.
-    #[arg(long, global = true, default_value = "config", env = "JUDGECAL_CONFIG_DIR")]
+    #[arg(
+        long,
+        global = true,
+        default_value = "config",
+        env = "JUDGECAL_CONFIG_DIR"
+    )]
     pub config_dir: PathBuf,
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -51,7 +60,6 @@ pub enum KeysCommand {
         name: String,
     },
 }
-
 
 /// Runs the parsed command; the exit code says whether it worked.
 pub async fn run(cli: Cli) -> ExitCode {
@@ -117,7 +125,12 @@ async fn migrate(settings: &Settings) -> crate::Result<()> {
 async fn create_key(settings: Settings, scopes: &[Scope], name: &str) -> crate::Result<()> {
     let store = Store::connect(&settings.database.url, 1).await?;
     store.migrate().await?;
-    let service = crate::service::Service::new(store, crate::metrics::Metrics::new(), settings.limits, false);
+    let service = crate::service::Service::new(
+        store,
+        crate::metrics::Metrics::new(),
+        settings.limits,
+        false,
+    );
     let key = service.create_key(scopes, name).await?;
     println!("{key}");
     eprintln!("Store this key now: judgecal keeps only its hash and cannot show it again.");

@@ -120,10 +120,19 @@ impl Settings {
             );
         }
         let positive = [
-            ("server.request_timeout_secs", self.server.request_timeout_secs as usize),
+            (
+                "server.request_timeout_secs",
+                self.server.request_timeout_secs as usize,
+            ),
             ("server.max_body_bytes", self.server.max_body_bytes),
-            ("server.max_concurrent_requests", self.server.max_concurrent_requests),
-            ("database.max_connections", self.database.max_connections as usize),
+            (
+                "server.max_concurrent_requests",
+                self.server.max_concurrent_requests,
+            ),
+            (
+                "database.max_connections",
+                self.database.max_connections as usize,
+            ),
             ("limits.max_batch_anchors", self.limits.max_batch_anchors),
             ("limits.max_page_size", self.limits.max_page_size),
         ];
@@ -133,7 +142,10 @@ impl Settings {
             }
         }
         if let Err(e) = tracing_subscriber::EnvFilter::try_new(&self.log.level) {
-            return fail("log.level", format!("{:?} is not a filter ({e})", self.log.level));
+            return fail(
+                "log.level",
+                format!("{:?} is not a filter ({e})", self.log.level),
+            );
         }
         Ok(())
     }
@@ -172,19 +184,38 @@ mod tests {
     #[test]
     fn bad_values_name_their_key() {
         let mut s = Settings::defaults_with_database("mysql://x");
-        assert!(s.validate().unwrap_err().to_string().contains("database.url"));
+        assert!(
+            s.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("database.url")
+        );
         s.database.url = "sqlite://x.db".into();
         s.server.bind = "localhost".into();
-        assert!(s.validate().unwrap_err().to_string().contains("server.bind"));
+        assert!(
+            s.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("server.bind")
+        );
         s.server.bind = "127.0.0.1:0".into();
         s.limits.max_batch_anchors = 0;
-        assert!(s.validate().unwrap_err().to_string().contains("limits.max_batch_anchors"));
+        assert!(
+            s.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("limits.max_batch_anchors")
+        );
     }
 
     #[test]
     fn files_layer_and_unknown_keys_are_refused() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("default.toml"), "[server]\nbind = \"127.0.0.1:9\"\n").unwrap();
+        std::fs::write(
+            dir.path().join("default.toml"),
+            "[server]\nbind = \"127.0.0.1:9\"\n",
+        )
+        .unwrap();
         let s = Settings::load(dir.path()).unwrap();
         assert_eq!(s.server.bind, "127.0.0.1:9");
         assert_eq!(s.limits.max_batch_anchors, 100_000);

@@ -30,13 +30,17 @@ impl Metrics {
                 "Time to answer an HTTP request",
             )
             .buckets(vec![
-                0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+                0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+                10.0,
             ]),
             &["route", "method", "status"],
         )
         .expect("valid metric");
         let cell_anchors = IntGaugeVec::new(
-            Opts::new("judgecal_cell_anchors", "Anchors stored per (judge, rubric) cell"),
+            Opts::new(
+                "judgecal_cell_anchors",
+                "Anchors stored per (judge, rubric) cell",
+            ),
             &["judge", "rubric"],
         )
         .expect("valid metric");

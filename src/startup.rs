@@ -24,7 +24,8 @@ impl Application {
     /// Connects the store, migrates it (database.migrate_on_start), restores the gauges and
     /// binds `server.bind` (port 0 picks a free port; `address()` tells which).
     pub async fn build(settings: Settings) -> Result<Self> {
-        let store = Store::connect(&settings.database.url, settings.database.max_connections).await?;
+        let store =
+            Store::connect(&settings.database.url, settings.database.max_connections).await?;
         if settings.database.migrate_on_start {
             store.migrate().await?;
         }
@@ -37,7 +38,9 @@ impl Application {
         if service.store().ready().await? {
             service.refresh_gauges().await?;
         } else {
-            tracing::warn!("migrations are pending: /readyz answers 503 until `judgecal migrate` runs");
+            tracing::warn!(
+                "migrations are pending: /readyz answers 503 until `judgecal migrate` runs"
+            );
         }
         if settings.auth.disabled {
             tracing::warn!(
@@ -74,7 +77,10 @@ impl Application {
     }
 
     /// Serves until `shutdown` resolves, then lets requests in flight finish.
-    pub async fn run_until_stopped(self, shutdown: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
+    pub async fn run_until_stopped(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
         tracing::info!(address = %self.address, "judgecal listening");
         let store = self.service.store().clone();
         axum::serve(self.listener, self.router)

@@ -82,11 +82,19 @@ pub fn rows_from_json(body: &Value) -> Result<Vec<RawAnchor>, Vec<Problem>> {
     // The envelope's judge and rubric apply to every row: check them once, without a row.
     let mut problems = Vec::new();
     let judge = text_field(None, "judge", &RawField::from_json(obj.get("judge")))
-        .and_then(|s| JudgeName::parse(&s).map(|_| s).map_err(|e| Problem::at(None, "judge", e)))
+        .and_then(|s| {
+            JudgeName::parse(&s)
+                .map(|_| s)
+                .map_err(|e| Problem::at(None, "judge", e))
+        })
         .map_err(|p| problems.push(p))
         .ok();
     let rubric = text_field(None, "rubric", &RawField::from_json(obj.get("rubric")))
-        .and_then(|s| RubricName::parse(&s).map(|_| s).map_err(|e| Problem::at(None, "rubric", e)))
+        .and_then(|s| {
+            RubricName::parse(&s)
+                .map(|_| s)
+                .map_err(|e| Problem::at(None, "rubric", e))
+        })
         .map_err(|p| problems.push(p))
         .ok();
     let items = match obj.get("anchors") {
@@ -132,7 +140,13 @@ pub fn rows_from_csv(body: &[u8]) -> Result<Vec<RawAnchor>, Vec<Problem>> {
         .from_reader(body);
     let header = reader
         .headers()
-        .map_err(|e| vec![Problem::at(None, "header", format!("unreadable CSV header: {e}"))])?
+        .map_err(|e| {
+            vec![Problem::at(
+                None,
+                "header",
+                format!("unreadable CSV header: {e}"),
+            )]
+        })?
         .clone();
     let mut index = HashMap::new();
     let mut problems = Vec::new();
@@ -160,7 +174,11 @@ pub fn rows_from_csv(body: &[u8]) -> Result<Vec<RawAnchor>, Vec<Problem>> {
         let record = match record {
             Ok(r) => r,
             Err(e) => {
-                problems.push(Problem::at(Some(row), "record", format!("unreadable CSV record: {e}")));
+                problems.push(Problem::at(
+                    Some(row),
+                    "record",
+                    format!("unreadable CSV record: {e}"),
+                ));
                 continue;
             }
         };
@@ -186,7 +204,11 @@ fn text_field(row: Option<usize>, name: &str, f: &RawField) -> Result<String, Pr
         RawField::Text(s) => Ok(s.clone()),
         RawField::Missing => Err(Problem::at(row, name, "is missing")),
         RawField::Number(_) => Err(Problem::at(row, name, "must be a string, not a number")),
-        RawField::Other(kind) => Err(Problem::at(row, name, format!("must be a string, not {kind}"))),
+        RawField::Other(kind) => Err(Problem::at(
+            row,
+            name,
+            format!("must be a string, not {kind}"),
+        )),
     }
 }
 
@@ -198,13 +220,21 @@ fn score_field(row: usize, name: &str, f: &RawField) -> Result<f64, Problem> {
             .map_err(|_| Problem::at(Some(row), name, format!("{s:?} is not a number")))?,
         RawField::Missing => return Err(Problem::at(Some(row), name, "is missing")),
         RawField::Other(kind) => {
-            return Err(Problem::at(Some(row), name, format!("must be a number, not {kind}")));
+            return Err(Problem::at(
+                Some(row),
+                name,
+                format!("must be a number, not {kind}"),
+            ));
         }
     };
     if x.is_finite() {
         Ok(x)
     } else {
-        Err(Problem::at(Some(row), name, format!("must be a finite number, got {x}")))
+        Err(Problem::at(
+            Some(row),
+            name,
+            format!("must be a finite number, got {x}"),
+        ))
     }
 }
 
@@ -230,7 +260,11 @@ pub fn validate(
     max_batch: usize,
 ) -> Result<Vec<CellBatch>, Vec<Problem>> {
     if rows.is_empty() {
-        return Err(vec![Problem::at(None, "anchors", "the batch has no anchors")]);
+        return Err(vec![Problem::at(
+            None,
+            "anchors",
+            "the batch has no anchors",
+        )]);
     }
     if rows.len() > max_batch {
         return Err(vec![Problem::at(
@@ -256,24 +290,32 @@ pub fn validate(
         let item_id = text_field(Some(row), "item_id", &raw.item_id)
             .and_then(|s| ItemId::parse(&s).map_err(|e| Problem::at(Some(row), "item_id", e)));
         let judge_score = score_field(row, "judge_score", &raw.judge_score);
-        let reference_score = score_field(row, "reference_score", &raw.reference_score).and_then(|y| {
-            let Ok(rubric) = &rubric else { return Ok(y) };
-            let scale = scales.get(rubric).copied().unwrap_or(Scale::DEFAULT);
-            if scale.contains(y) {
-                Ok(y)
-            } else {
-                Err(Problem::at(
-                    Some(row),
-                    "reference_score",
-                    format!("{y} is outside rubric {rubric}'s scale [{}, {}]", scale.min, scale.max),
-                ))
-            }
-        });
+        let reference_score =
+            score_field(row, "reference_score", &raw.reference_score).and_then(|y| {
+                let Ok(rubric) = &rubric else { return Ok(y) };
+                let scale = scales.get(rubric).copied().unwrap_or(Scale::DEFAULT);
+                if scale.contains(y) {
+                    Ok(y)
+                } else {
+                    Err(Problem::at(
+                        Some(row),
+                        "reference_score",
+                        format!(
+                            "{y} is outside rubric {rubric}'s scale [{}, {}]",
+                            scale.min, scale.max
+                        ),
+                    ))
+                }
+            });
         let (judge, rubric, item_id, judge_score, reference_score) =
             match (judge, rubric, item_id, judge_score, reference_score) {
                 (Ok(a), Ok(b), Ok(c), Ok(d), Ok(e)) => (a, b, c, d, e),
                 (a, b, c, d, e) => {
-                    problems.extend([a.err(), b.err(), c.err(), d.err(), e.err()].into_iter().flatten());
+                    problems.extend(
+                        [a.err(), b.err(), c.err(), d.err(), e.err()]
+                            .into_iter()
+                            .flatten(),
+                    );
                     continue;
                 }
             };
@@ -346,7 +388,11 @@ mod tests {
                 (Some(3), "judge_score")
             ]
         );
-        assert!(problems[1].problem.contains("outside rubric r1's scale [1, 5]"));
+        assert!(
+            problems[1]
+                .problem
+                .contains("outside rubric r1's scale [1, 5]")
+        );
     }
 
     #[test]
@@ -358,7 +404,11 @@ mod tests {
         let problems = validate(rows_from_json(&body).unwrap(), &no_scales(), 10).unwrap_err();
         assert_eq!(problems.len(), 1);
         assert_eq!(problems[0].row, Some(2));
-        assert!(problems[0].problem.contains("repeats row 1"), "{}", problems[0].problem);
+        assert!(
+            problems[0].problem.contains("repeats row 1"),
+            "{}",
+            problems[0].problem
+        );
     }
 
     #[test]
@@ -368,11 +418,17 @@ mod tests {
                    j1,r2,a,3,40\n\
                    j2,r1,a,NaN,4\n";
         let mut scales = no_scales();
-        scales.insert(RubricName::parse("r2").unwrap(), Scale::new(0.0, 100.0).unwrap());
+        scales.insert(
+            RubricName::parse("r2").unwrap(),
+            Scale::new(0.0, 100.0).unwrap(),
+        );
         let rows = rows_from_csv(csv.as_bytes()).unwrap();
         let problems = validate(rows.clone(), &scales, 10).unwrap_err();
         assert_eq!(problems.len(), 1);
-        assert_eq!((problems[0].row, problems[0].field.as_str()), (Some(3), "judge_score"));
+        assert_eq!(
+            (problems[0].row, problems[0].field.as_str()),
+            (Some(3), "judge_score")
+        );
         let ok = validate(rows[..2].to_vec(), &scales, 10).unwrap();
         assert_eq!(ok.len(), 2);
     }

@@ -35,7 +35,10 @@ fn check_name(kind: &str, raw: &str) -> Result<String, String> {
         return Err(format!("{kind} name is empty"));
     }
     if raw.len() > 64 {
-        return Err(format!("{kind} name is {} characters; at most 64", raw.len()));
+        return Err(format!(
+            "{kind} name is {} characters; at most 64",
+            raw.len()
+        ));
     }
     if !raw.starts_with(|c: char| c.is_ascii_alphanumeric()) || !raw.chars().all(ok_char) {
         return Err(format!(
@@ -94,7 +97,10 @@ impl ItemId {
             return Err("item_id is empty".into());
         }
         if raw.chars().count() > Self::MAX_LEN {
-            return Err(format!("item_id is longer than {} characters", Self::MAX_LEN));
+            return Err(format!(
+                "item_id is longer than {} characters",
+                Self::MAX_LEN
+            ));
         }
         if raw.chars().any(char::is_control) {
             return Err("item_id contains a control character".into());

@@ -121,7 +121,6 @@ pub async fn upload(
     }))
 }
 
-
 #[derive(Serialize, ToSchema)]
 pub struct CellDto {
     pub judge: String,

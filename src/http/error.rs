@@ -115,7 +115,9 @@ impl From<Error> for ApiError {
 impl From<AuthFailure> for ApiError {
     fn from(f: AuthFailure) -> Self {
         match f {
-            AuthFailure::Unauthenticated(m) => Self::new(StatusCode::UNAUTHORIZED, "unauthorized", m),
+            AuthFailure::Unauthenticated(m) => {
+                Self::new(StatusCode::UNAUTHORIZED, "unauthorized", m)
+            }
             AuthFailure::Forbidden(m) => Self::new(StatusCode::FORBIDDEN, "forbidden", m),
         }
     }

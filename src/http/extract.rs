@@ -75,7 +75,10 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for Path<T>
             .await
             .map(|p| Path(p.0))
             .map_err(|r: PathRejection| {
-                ApiError::invalid("the URL path was refused", vec![Problem::at(None, "path", r.body_text())])
+                ApiError::invalid(
+                    "the URL path was refused",
+                    vec![Problem::at(None, "path", r.body_text())],
+                )
             })
     }
 }
@@ -87,7 +90,8 @@ pub fn cell_key(judge: &str, rubric: &str) -> Result<CellKey, ApiError> {
     span.record("rubric", rubric);
     let mut problems = Vec::new();
     let judge = JudgeName::parse(judge).map_err(|e| problems.push(Problem::at(None, "judge", e)));
-    let rubric = RubricName::parse(rubric).map_err(|e| problems.push(Problem::at(None, "rubric", e)));
+    let rubric =
+        RubricName::parse(rubric).map_err(|e| problems.push(Problem::at(None, "rubric", e)));
     match (judge, rubric) {
         (Ok(judge), Ok(rubric)) => Ok(CellKey { judge, rubric }),
         _ => Err(ApiError::invalid("the URL names no valid cell", problems)),
@@ -114,21 +118,36 @@ impl<S: Send + Sync> FromRequest<S> for AnchorUpload {
         let refused = |p| ApiError::invalid("the anchor batch was refused; nothing was stored", p);
         match kind.as_str() {
             "application/json" => {
-                let body = Bytes::from_request(req, state).await.map_err(bytes_rejection)?;
+                let body = Bytes::from_request(req, state)
+                    .await
+                    .map_err(bytes_rejection)?;
                 let value: serde_json::Value = serde_json::from_slice(&body).map_err(|e| {
-                    ApiError::from_status(StatusCode::BAD_REQUEST, format!("the body is not valid JSON: {e}"))
+                    ApiError::from_status(
+                        StatusCode::BAD_REQUEST,
+                        format!("the body is not valid JSON: {e}"),
+                    )
                 })?;
-                anchors::rows_from_json(&value).map(AnchorUpload).map_err(refused)
+                anchors::rows_from_json(&value)
+                    .map(AnchorUpload)
+                    .map_err(refused)
             }
             "text/csv" => {
-                let body = Bytes::from_request(req, state).await.map_err(bytes_rejection)?;
-                anchors::rows_from_csv(&body).map(AnchorUpload).map_err(refused)
+                let body = Bytes::from_request(req, state)
+                    .await
+                    .map_err(bytes_rejection)?;
+                anchors::rows_from_csv(&body)
+                    .map(AnchorUpload)
+                    .map_err(refused)
             }
             other => Err(ApiError::from_status(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 format!(
                     "anchors are uploaded as `application/json` or `text/csv`, not {:?}",
-                    if other.is_empty() { "(no Content-Type)" } else { other }
+                    if other.is_empty() {
+                        "(no Content-Type)"
+                    } else {
+                        other
+                    }
                 ),
             )),
         }
@@ -159,7 +178,10 @@ impl<N: Needs> FromRequestParts<AppState> for Authorized<N> {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let header = parts.headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok());
+        let header = parts
+            .headers
+            .get(AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
         let principal = state.service.authorize(header, N::SCOPE).await?;
         tracing::Span::current().record("key", principal.label());
         Ok(Authorized(PhantomData))

@@ -41,12 +41,17 @@ pub fn router(service: Arc<Service>, settings: &Settings) -> Router {
     let limits = ServiceBuilder::new()
         .layer(HandleErrorLayer::new(middleware_error))
         .load_shed()
-        .layer(GlobalConcurrencyLimitLayer::new(settings.server.max_concurrent_requests))
+        .layer(GlobalConcurrencyLimitLayer::new(
+            settings.server.max_concurrent_requests,
+        ))
         .timeout(settings.request_timeout());
     let v1 = Router::new()
         .route("/v1/anchors", post(anchors::upload))
         .route("/v1/cells", get(anchors::list_cells))
-        .route("/v1/cells/{judge}/{rubric}/anchors", get(anchors::list_anchors))
+        .route(
+            "/v1/cells/{judge}/{rubric}/anchors",
+            get(anchors::list_anchors),
+        )
         .route(
             "/v1/cells/{judge}/{rubric}/anchors/{item_id}",
             delete(anchors::delete_anchor),
@@ -97,7 +102,12 @@ fn request_span(req: &Request) -> tracing::Span {
 async fn track_request(State(metrics): State<Metrics>, req: Request, next: Next) -> Response {
     let route = route_of(&req);
     let method = match *req.method() {
-        Method::GET | Method::POST | Method::PUT | Method::DELETE | Method::HEAD | Method::OPTIONS
+        Method::GET
+        | Method::POST
+        | Method::PUT
+        | Method::DELETE
+        | Method::HEAD
+        | Method::OPTIONS
         | Method::PATCH => req.method().as_str().to_owned(),
         _ => "other".to_owned(),
     };
@@ -128,7 +138,11 @@ async fn middleware_error(err: BoxError) -> ApiError {
         )
     } else {
         tracing::error!(error = %err, "middleware failed");
-        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error; it has been logged")
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "internal error; it has been logged",
+        )
     }
 }
 
@@ -151,6 +165,9 @@ async fn method_not_allowed(req: Request) -> ApiError {
 fn rfc3339(ms: i64) -> String {
     time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
         .ok()
-        .and_then(|t| t.format(&time::format_description::well_known::Rfc3339).ok())
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
         .unwrap_or_default()
 }

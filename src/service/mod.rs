@@ -49,7 +49,12 @@ pub struct Service {
 }
 
 impl Service {
-    pub fn new(store: Store, metrics: Metrics, limits: LimitSettings, auth_disabled: bool) -> Arc<Self> {
+    pub fn new(
+        store: Store,
+        metrics: Metrics,
+        limits: LimitSettings,
+        auth_disabled: bool,
+    ) -> Arc<Self> {
         Arc::new(Self {
             store,
             metrics,
@@ -85,14 +90,29 @@ impl Service {
         })
     }
 
-    pub async fn put_rubric(&self, name: &str, min: f64, max: f64, description: &str) -> Result<Rubric> {
-        let name = RubricName::parse(name)
-            .map_err(|e| Error::invalid("the rubric was refused", vec![Problem::at(None, "rubric", e)]))?;
-        let scale = Scale::new(min, max).map_err(|p| Error::invalid("the rubric was refused", p))?;
+    pub async fn put_rubric(
+        &self,
+        name: &str,
+        min: f64,
+        max: f64,
+        description: &str,
+    ) -> Result<Rubric> {
+        let name = RubricName::parse(name).map_err(|e| {
+            Error::invalid(
+                "the rubric was refused",
+                vec![Problem::at(None, "rubric", e)],
+            )
+        })?;
+        let scale =
+            Scale::new(min, max).map_err(|p| Error::invalid("the rubric was refused", p))?;
         if description.chars().count() > 2000 {
             return Err(Error::invalid(
                 "the rubric was refused",
-                vec![Problem::at(None, "description", "longer than 2000 characters")],
+                vec![Problem::at(
+                    None,
+                    "description",
+                    "longer than 2000 characters",
+                )],
             ));
         }
         self.store.put_rubric(&name, scale, description).await
@@ -106,13 +126,22 @@ impl Service {
         self.store.cells().await
     }
 
-    pub async fn anchors_page(&self, key: &CellKey, cursor: Option<&str>, limit: Option<usize>) -> Result<AnchorPage> {
+    pub async fn anchors_page(
+        &self,
+        key: &CellKey,
+        cursor: Option<&str>,
+        limit: Option<usize>,
+    ) -> Result<AnchorPage> {
         let max = self.limits.max_page_size;
         let limit = limit.unwrap_or(max.min(100));
         if limit == 0 || limit > max {
             return Err(Error::invalid(
                 "the page request was refused",
-                vec![Problem::at(None, "limit", format!("must be between 1 and {max}; got {limit}"))],
+                vec![Problem::at(
+                    None,
+                    "limit",
+                    format!("must be between 1 and {max}; got {limit}"),
+                )],
             ));
         }
         let after = cursor
@@ -120,16 +149,30 @@ impl Service {
                 decode_cursor(c).ok_or_else(|| {
                     Error::invalid(
                         "the page request was refused",
-                        vec![Problem::at(None, "cursor", "is not a cursor this service gave out")],
+                        vec![Problem::at(
+                            None,
+                            "cursor",
+                            "is not a cursor this service gave out",
+                        )],
                     )
                 })
             })
             .transpose()?;
-        let (anchors, more) = self.store.anchors_page(key, after.as_deref(), limit).await?;
+        let (anchors, more) = self
+            .store
+            .anchors_page(key, after.as_deref(), limit)
+            .await?;
         let next_cursor = more
-            .then(|| anchors.last().map(|a| auth::hex(a.item_id.as_str().as_bytes())))
+            .then(|| {
+                anchors
+                    .last()
+                    .map(|a| auth::hex(a.item_id.as_str().as_bytes()))
+            })
             .flatten();
-        Ok(AnchorPage { anchors, next_cursor })
+        Ok(AnchorPage {
+            anchors,
+            next_cursor,
+        })
     }
 
     pub async fn delete_anchor(&self, key: &CellKey, item_id: &str) -> Result<i64> {
@@ -162,19 +205,29 @@ impl Service {
             ));
         }
         let (key, prefix) = auth::new_key();
-        let scopes = scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(",");
+        let scopes = scopes
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join(",");
         let stored = StoredKey {
             id: uuid::Uuid::new_v4().to_string(),
             prefix,
             scopes,
         };
-        self.store.insert_key(&stored, &auth::hash_key(&key), name, now_ms()).await?;
+        self.store
+            .insert_key(&stored, &auth::hash_key(&key), name, now_ms())
+            .await?;
         Ok(key)
     }
 
     /// Resolves an `Authorization` header value to a principal that holds `scope` (any valid
     /// key where `scope` is `None`).
-    pub async fn authorize(&self, header: Option<&str>, scope: Option<Scope>) -> Result<Principal, AuthFailure> {
+    pub async fn authorize(
+        &self,
+        header: Option<&str>,
+        scope: Option<Scope>,
+    ) -> Result<Principal, AuthFailure> {
         if self.auth_disabled {
             return Ok(Principal::Anonymous);
         }
@@ -194,7 +247,9 @@ impl Service {
             None => {
                 let found = self.store.key_by_hash(&hash).await.map_err(|e| {
                     tracing::error!(error = ?e, "API key look-up failed");
-                    AuthFailure::Unauthenticated("the API key could not be checked; try again".into())
+                    AuthFailure::Unauthenticated(
+                        "the API key could not be checked; try again".into(),
+                    )
                 })?;
                 let principal = found.map(|k| Principal::Key {
                     scopes: auth::parse_scopes(&k.scopes).unwrap_or_default(),
@@ -218,7 +273,7 @@ impl Service {
 }
 
 fn decode_cursor(c: &str) -> Option<String> {
-    if c.len() % 2 != 0 {
+    if !c.len().is_multiple_of(2) {
         return None;
     }
     let bytes = (0..c.len())

@@ -63,7 +63,12 @@ impl Store {
 
     /// Sets a rubric's scale. Refused (and nothing changed) when stored anchors of the rubric
     /// have reference scores outside the new scale.
-    pub async fn put_rubric(&self, name: &RubricName, scale: Scale, description: &str) -> Result<Rubric> {
+    pub async fn put_rubric(
+        &self,
+        name: &RubricName,
+        scale: Scale,
+        description: &str,
+    ) -> Result<Rubric> {
         let now = now_ms();
         let mut tx = self.pool.begin().await?;
         sqlx::query(
@@ -150,7 +155,9 @@ impl Store {
             };
             if stored != scales.get(rubric).copied().unwrap_or(Scale::DEFAULT) {
                 return Err(Error::conflict(
-                    format!("rubric {rubric}'s scale changed while this batch was checked; send it again"),
+                    format!(
+                        "rubric {rubric}'s scale changed while this batch was checked; send it again"
+                    ),
                     vec![],
                 ));
             }
@@ -182,7 +189,10 @@ impl Store {
                     let sql = format!(
                         "SELECT item_id, judge_score, reference_score FROM anchors
                          WHERE cell_id = $1 AND item_id IN ({})",
-                        (2..chunk.len() + 2).map(|i| format!("${i}")).collect::<Vec<_>>().join(",")
+                        (2..chunk.len() + 2)
+                            .map(|i| format!("${i}"))
+                            .collect::<Vec<_>>()
+                            .join(",")
                     );
                     let mut q = sqlx::query(AssertSqlSafe(sql)).bind(&cell_id);
                     for a in chunk {
@@ -229,7 +239,10 @@ impl Store {
             for chunk in changed.chunks(CHUNK) {
                 let sql = format!(
                     "DELETE FROM anchors WHERE cell_id = $1 AND item_id IN ({})",
-                    (2..chunk.len() + 2).map(|i| format!("${i}")).collect::<Vec<_>>().join(",")
+                    (2..chunk.len() + 2)
+                        .map(|i| format!("${i}"))
+                        .collect::<Vec<_>>()
+                        .join(",")
                 );
                 let mut q = sqlx::query(AssertSqlSafe(sql)).bind(&cell_id);
                 for a in chunk {
@@ -322,7 +335,11 @@ impl Store {
             .await?
             .map(|r| r.try_get(0))
             .transpose()?
-            .ok_or_else(|| Error::NotFound(format!("cell {key} has no anchors; upload some with POST /v1/anchors")))
+            .ok_or_else(|| {
+                Error::NotFound(format!(
+                    "cell {key} has no anchors; upload some with POST /v1/anchors"
+                ))
+            })
     }
 
     /// One page of a cell's anchors in item-id order, after `after` (exclusive). Returns the
@@ -349,7 +366,8 @@ impl Store {
             .take(limit)
             .map(|r| {
                 Ok(Anchor {
-                    item_id: ItemId::parse(&r.try_get::<String, _>(0)?).map_err(|_| bad_row("item id"))?,
+                    item_id: ItemId::parse(&r.try_get::<String, _>(0)?)
+                        .map_err(|_| bad_row("item id"))?,
                     judge_score: r.try_get(1)?,
                     reference_score: r.try_get(2)?,
                 })
@@ -379,7 +397,9 @@ impl Store {
             .rows_affected();
         if deleted == 0 {
             tx.rollback().await?;
-            return Err(Error::NotFound(format!("cell {key} has no anchor {item_id:?}")));
+            return Err(Error::NotFound(format!(
+                "cell {key} has no anchor {item_id:?}"
+            )));
         }
         let count: i64 = sqlx::query(
             "UPDATE cells SET anchor_count = anchor_count - 1 WHERE id = $1 RETURNING anchor_count",

@@ -13,7 +13,13 @@ pub struct StoredKey {
 }
 
 impl Store {
-    pub async fn insert_key(&self, key: &StoredKey, hash: &str, name: &str, created_at_ms: i64) -> Result<()> {
+    pub async fn insert_key(
+        &self,
+        key: &StoredKey,
+        hash: &str,
+        name: &str,
+        created_at_ms: i64,
+    ) -> Result<()> {
         sqlx::query(
             "INSERT INTO api_keys (id, key_hash, prefix, scopes, name, created_at_ms)
              VALUES ($1, $2, $3, $4, $5, $6)",

@@ -52,13 +52,20 @@ impl Store {
                 .next()
                 .unwrap_or_default()
                 .to_owned();
-            if let Some(parent) = Path::new(&path).parent().filter(|p| !p.as_os_str().is_empty()) {
+            if let Some(parent) = Path::new(&path)
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+            {
                 std::fs::create_dir_all(parent).map_err(|e| {
                     crate::Error::Internal(format!("cannot create {}: {e}", parent.display()))
                 })?;
             }
             if !url.contains("mode=") {
-                url.push_str(if url.contains('?') { "&mode=rwc" } else { "?mode=rwc" });
+                url.push_str(if url.contains('?') {
+                    "&mode=rwc"
+                } else {
+                    "?mode=rwc"
+                });
             }
         }
         let pool = AnyPoolOptions::new()
@@ -67,7 +74,9 @@ impl Store {
             .connect(&url)
             .await?;
         if backend == Backend::Sqlite {
-            sqlx::query("PRAGMA journal_mode = WAL").execute(&pool).await?;
+            sqlx::query("PRAGMA journal_mode = WAL")
+                .execute(&pool)
+                .await?;
         }
         Ok(Self { pool, backend })
     }
@@ -88,7 +97,10 @@ impl Store {
                 .fetch_all(&self.pool)
                 .await
             {
-                Ok(rows) => rows.iter().map(|r| r.try_get(0)).collect::<Result<_, _>>()?,
+                Ok(rows) => rows
+                    .iter()
+                    .map(|r| r.try_get(0))
+                    .collect::<Result<_, _>>()?,
                 // No migrations table yet: reachable, but not migrated.
                 Err(sqlx::Error::Database(_)) => return Ok(false),
                 Err(e) => return Err(e.into()),

@@ -1,0 +1,140 @@
+//! The binary as an operator runs it: configuration errors, key creation, the demo over a real
+//! socket, graceful shutdown on SIGTERM, and the committed OpenAPI document.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn judgecal(dir: &std::path::Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_judgecal"));
+    cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("JUDGECAL_ENV")
+        .env(
+            "JUDGECAL__DATABASE__URL",
+            format!("sqlite://{}/jc.db", dir.display()),
+        );
+    cmd
+}
+
+#[test]
+fn openapi_yaml_matches_the_code() {
+    let committed = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/openapi.yaml"))
+        .expect("openapi.yaml at the top level");
+    let generated = judgecal::http::openapi::yaml();
+    assert!(
+        committed == generated,
+        "openapi.yaml differs from the code's spec: run `cargo run -- openapi > openapi.yaml`"
+    );
+}
+
+#[test]
+fn a_bad_setting_stops_the_process_naming_its_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = judgecal(dir.path())
+        .env("JUDGECAL__SERVER__BIND", "nowhere")
+        .arg("migrate")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("server.bind"), "{err}");
+
+    let out = judgecal(dir.path())
+        .env("JUDGECAL__AUTH__DISABLED", "maybe")
+        .arg("migrate")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("auth.disabled"), "{err}");
+
+    let out = judgecal(dir.path())
+        .env("JUDGECAL_ENV", "nonexistent")
+        .arg("migrate")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nonexistent.toml"));
+}
+
+#[tokio::test]
+async fn a_created_key_opens_the_demo_and_sigterm_stops_it_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = judgecal(dir.path())
+        .args(["keys", "create", "--scope", "ingest,correct"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let key = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    assert!(key.starts_with("jc_"));
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = judgecal(dir.path())
+        .env("JUDGECAL__SERVER__BIND", format!("127.0.0.1:{port}"))
+        .args(["serve", "--demo"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let client = reqwest::Client::new();
+    let base = format!("http://127.0.0.1:{port}");
+    let started = Instant::now();
+    while client
+        .get(format!("{base}/readyz"))
+        .send()
+        .await
+        .map(|r| r.status().as_u16())
+        .ok()
+        != Some(200)
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "service did not become ready"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The demo is loaded before the service listens.
+    let res = client.get(format!("{base}/v1/cells")).send().await.unwrap();
+    assert_eq!(res.status(), 401);
+    let cells: serde_json::Value = client
+        .get(format!("{base}/v1/cells"))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let cells = cells["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 30, "5 HANNA judges x 6 rubrics");
+    assert!(
+        cells
+            .iter()
+            .all(|c| c["anchor_count"].as_i64().unwrap() > 900)
+    );
+
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(status.success(), "exit status {status}");
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no exit after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
