@@ -4,6 +4,7 @@
 //! the command line and calls [`cli::run`].
 
 pub mod auth;
+pub mod calibrate;
 pub mod cli;
 pub mod config;
 pub mod domain;

@@ -1,0 +1,562 @@
+//! The hierarchical Bayesian linear corrector: the model (`model`), NUTS sampling through
+//! nuts-rs, convergence diagnostics (`diagnostics`) and the posterior summary a correction
+//! needs.
+
+pub mod diagnostics;
+pub mod model;
+
+use std::collections::HashMap;
+
+use nuts_rs::rand::SeedableRng;
+use nuts_rs::rand::rngs::ChaCha8Rng;
+use nuts_rs::{
+    Chain, CpuLogpFunc, CpuMath, CpuMathError, DiagNutsSettings, HasDims, LogpError, Settings,
+};
+use serde::{Deserialize, Serialize};
+
+pub use model::{Model, Priors, SufficientStats};
+
+/// Sampler settings; the defaults are the issue's: 2 chains × (500 warm-up + 1,000 draws),
+/// target acceptance 0.9.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FitOptions {
+    pub chains: u64,
+    pub warmup: u64,
+    pub draws: u64,
+    pub target_accept: f64,
+    /// Same anchors + same seed = same fit.
+    pub seed: u64,
+    pub priors: Priors,
+    /// The canary: Pr(β < collapse_beta | anchors) > collapse_probability.
+    pub collapse_beta: f64,
+    pub collapse_probability: f64,
+}
+
+impl Default for FitOptions {
+    fn default() -> Self {
+        Self {
+            chains: 2,
+            warmup: 500,
+            draws: 1000,
+            target_accept: 0.9,
+            seed: 0,
+            priors: Priors::default(),
+            collapse_beta: 0.3,
+            collapse_probability: 0.05,
+        }
+    }
+}
+
+impl FitOptions {
+    pub fn check(&self) -> Result<(), String> {
+        if !(1..=16).contains(&self.chains) {
+            return Err("chains must be between 1 and 16".into());
+        }
+        if !(10..=100_000).contains(&self.draws) || self.warmup > 100_000 {
+            return Err("draws must be between 10 and 100000, warmup at most 100000".into());
+        }
+        if !(self.target_accept > 0.5 && self.target_accept < 1.0) {
+            return Err("target_accept must lie in (0.5, 1)".into());
+        }
+        if !(self.collapse_probability > 0.0
+            && self.collapse_probability < 1.0
+            && self.collapse_beta.is_finite())
+        {
+            return Err(
+                "collapse_probability must lie in (0, 1) and collapse_beta be finite".into(),
+            );
+        }
+        self.priors.check()
+    }
+}
+
+/// What a correction needs of one rubric's posterior, and what operators watch.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RubricPosterior {
+    pub alpha_mean: f64,
+    pub beta_mean: f64,
+    pub sigma_mean: f64,
+    pub alpha_var: f64,
+    pub beta_var: f64,
+    pub alpha_beta_cov: f64,
+    /// E[σ²], the noise part of a new item's predictive variance.
+    pub sigma2_mean: f64,
+    /// 95% central credible intervals of β.
+    pub beta_lo: f64,
+    pub beta_hi: f64,
+    /// Pr(β < collapse_beta | anchors).
+    pub beta_collapse_probability: f64,
+    /// The canary: the judge no longer tracks the reference on this rubric.
+    pub canary: bool,
+}
+
+/// A corrected score with its intervals.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Corrected {
+    pub score: f64,
+    /// 95% credible interval of the mean corrected score α + β·j.
+    pub credible: (f64, f64),
+    /// 95% predictive interval of a new item's reference score (σ integrated).
+    pub predictive: (f64, f64),
+}
+
+/// z of the central 95% of a normal.
+const Z95: f64 = 1.959_963_984_540_054;
+
+impl RubricPosterior {
+    /// The corrected score at judge score `j`. α + β·j is linear in (α, β), whose posterior is
+    /// close to normal; the intervals use its posterior mean and variance (and E[σ²] for the
+    /// predictive one), which is what makes 100,000 corrections take milliseconds.
+    pub fn correct(&self, j: f64) -> Corrected {
+        let score = self.alpha_mean + self.beta_mean * j;
+        let var_mean =
+            (self.alpha_var + j * j * self.beta_var + 2.0 * j * self.alpha_beta_cov).max(0.0);
+        let c = Z95 * var_mean.sqrt();
+        let p = Z95 * (var_mean + self.sigma2_mean).sqrt();
+        Corrected {
+            score,
+            credible: (score - c, score + c),
+            predictive: (score - p, score + p),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct FitDiagnostics {
+    /// Largest rank-normalised split-R̂ over α_r, β_r, σ_r (and μ, τ when pooled).
+    pub rhat_max: f64,
+    pub ess_bulk_min: f64,
+    pub ess_tail_min: f64,
+    pub divergences: u64,
+}
+
+impl FitDiagnostics {
+    /// Why a fit should not be activated, if it should not: R̂ ≥ 1.01, bulk ESS < 400, or any
+    /// divergence.
+    pub fn failure(&self) -> Option<String> {
+        let mut why = Vec::new();
+        if self.rhat_max.is_nan() || self.rhat_max >= 1.01 {
+            why.push(format!("max R-hat {:.4} >= 1.01", self.rhat_max));
+        }
+        if self.ess_bulk_min.is_nan() || self.ess_bulk_min < 400.0 {
+            why.push(format!("min bulk ESS {:.0} < 400", self.ess_bulk_min));
+        }
+        if self.divergences > 0 {
+            why.push(format!("{} divergent transitions", self.divergences));
+        }
+        (!why.is_empty()).then(|| why.join("; "))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fit {
+    pub rubrics: Vec<RubricPosterior>,
+    pub diagnostics: FitDiagnostics,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("log density is not finite")]
+pub struct NonFinite;
+
+impl LogpError for NonFinite {
+    fn is_recoverable(&self) -> bool {
+        true
+    }
+}
+
+struct Density<'a>(&'a Model);
+
+impl HasDims for Density<'_> {
+    fn dim_sizes(&self) -> HashMap<String, u64> {
+        HashMap::from([("unconstrained_parameter".to_owned(), self.0.dim() as u64)])
+    }
+}
+
+impl CpuLogpFunc for Density<'_> {
+    type LogpError = NonFinite;
+    type FlowParameters = ();
+    type ExpandedVector = Vec<f64>;
+
+    fn dim(&self) -> usize {
+        self.0.dim()
+    }
+
+    fn logp(&mut self, x: &[f64], grad: &mut [f64]) -> Result<f64, NonFinite> {
+        let lp = self.0.logp(x, grad);
+        if lp.is_finite() && grad.iter().all(|g| g.is_finite()) {
+            Ok(lp)
+        } else {
+            Err(NonFinite)
+        }
+    }
+
+    fn expand_vector<R: nuts_rs::rand::Rng + ?Sized>(
+        &mut self,
+        _rng: &mut R,
+        x: &[f64],
+    ) -> Result<Vec<f64>, CpuMathError> {
+        Ok(x.to_vec())
+    }
+}
+
+/// One chain's kept draws (sampler coordinates) and its divergences after warm-up.
+type ChainDraws = (Vec<Vec<f64>>, u64);
+
+fn run_chain(
+    model: &Model,
+    opts: &FitOptions,
+    chain: u64,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<ChainDraws, String> {
+    // A diagonal mass matrix suffices once the model's shear (see `Model::natural`) has
+    // decorrelated each rubric's intercept and slope.
+    let mut settings = DiagNutsSettings {
+        num_tune: opts.warmup,
+        num_draws: opts.draws,
+        seed: opts.seed,
+        ..DiagNutsSettings::default()
+    };
+    settings.adapt_options.step_size_settings.target_accept = opts.target_accept;
+    let mut rng =
+        ChaCha8Rng::seed_from_u64(opts.seed.wrapping_mul(0x9E37_79B9).wrapping_add(chain));
+    let mut sampler = settings
+        .new_chain(chain, CpuMath::new(Density(model)), &mut rng)
+        .map_err(|e| format!("sampler settings: {e}"))?;
+    let mut start = model.start();
+    // Chains start from slightly different points so R̂ can see disagreement.
+    for (i, x) in start.iter_mut().enumerate() {
+        *x += 0.05 * ((chain as f64 + 1.0) * (i as f64 + 1.0)).sin();
+    }
+    sampler
+        .set_position(&start)
+        .map_err(|e| format!("sampler start: {e}"))?;
+    let mut kept = Vec::with_capacity(opts.draws as usize);
+    let mut divergences = 0;
+    for i in 0..opts.warmup + opts.draws {
+        let (draw, info) = sampler
+            .draw()
+            .map_err(|e| format!("sampling failed: {e}"))?;
+        if !info.tuning {
+            kept.push(draw.to_vec());
+            divergences += u64::from(info.diverging);
+        }
+        if i % 100 == 0 {
+            progress(i);
+        }
+    }
+    Ok((kept, divergences))
+}
+
+/// Fits the model to the rubrics' sufficient statistics: `opts.chains` chains, each on its own
+/// thread. `progress` receives the share of iterations done (0 to 1).
+pub fn fit(
+    stats: &[SufficientStats],
+    opts: &FitOptions,
+    progress: &(dyn Fn(f64) + Sync),
+) -> Result<Fit, String> {
+    opts.check()?;
+    if stats.is_empty() || stats.iter().any(|s| s.n < 1.0) {
+        return Err("every rubric needs at least one anchor".into());
+    }
+    let model = Model {
+        stats: stats.to_vec(),
+        priors: opts.priors,
+    };
+    let total = (opts.warmup + opts.draws) * opts.chains;
+    let done = std::sync::atomic::AtomicU64::new(0);
+    let report = |_: u64| {
+        let d = done.fetch_add(100, std::sync::atomic::Ordering::Relaxed) + 100;
+        progress((d as f64 / total as f64).min(1.0));
+    };
+    let results: Vec<Result<ChainDraws, String>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..opts.chains)
+            .map(|c| {
+                let (model, report) = (&model, &report);
+                s.spawn(move || run_chain(model, opts, c, report))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("a sampler thread panicked".into()))
+            })
+            .collect()
+    });
+    let mut chains = Vec::new();
+    let mut divergences = 0;
+    for r in results {
+        let (draws, div) = r?;
+        chains.push(draws);
+        divergences += div;
+    }
+    Ok(summarise(&model, &chains, divergences, opts))
+}
+
+fn summarise(model: &Model, chains: &[Vec<Vec<f64>>], divergences: u64, opts: &FitOptions) -> Fit {
+    let r = model.rubrics();
+    // params[chain][draw][rubric]
+    let params: Vec<Vec<Vec<model::RubricParams>>> = chains
+        .iter()
+        .map(|c| c.iter().map(|x| model.params(x)).collect())
+        .collect();
+    let series = |f: &dyn Fn(&[model::RubricParams], &[f64]) -> f64| -> Vec<Vec<f64>> {
+        params
+            .iter()
+            .zip(chains)
+            .map(|(pc, xc)| pc.iter().zip(xc).map(|(p, x)| f(p, x)).collect())
+            .collect()
+    };
+    let mut conv = Vec::new();
+    let mut rubrics = Vec::with_capacity(r);
+    for k in 0..r {
+        let alpha = series(&|p, _| p[k].alpha);
+        let beta = series(&|p, _| p[k].beta);
+        let sigma = series(&|p, _| p[k].sigma);
+        for s in [&alpha, &beta, &sigma] {
+            conv.push(diagnostics::convergence(s));
+        }
+        let a: Vec<f64> = alpha.concat();
+        let b: Vec<f64> = beta.concat();
+        let sg: Vec<f64> = sigma.concat();
+        let n = a.len() as f64;
+        let (ma, mb) = (a.iter().sum::<f64>() / n, b.iter().sum::<f64>() / n);
+        let cov = |x: &[f64], mx: f64, y: &[f64], my: f64| {
+            x.iter()
+                .zip(y)
+                .map(|(x, y)| (x - mx) * (y - my))
+                .sum::<f64>()
+                / (n - 1.0)
+        };
+        let below = b.iter().filter(|&&v| v < opts.collapse_beta).count() as f64 / n;
+        rubrics.push(RubricPosterior {
+            alpha_mean: ma,
+            beta_mean: mb,
+            sigma_mean: sg.iter().sum::<f64>() / n,
+            alpha_var: cov(&a, ma, &a, ma),
+            beta_var: cov(&b, mb, &b, mb),
+            alpha_beta_cov: cov(&a, ma, &b, mb),
+            sigma2_mean: sg.iter().map(|s| s * s).sum::<f64>() / n,
+            beta_lo: diagnostics::quantile(&b, 0.025),
+            beta_hi: diagnostics::quantile(&b, 0.975),
+            beta_collapse_probability: below,
+            canary: below > opts.collapse_probability,
+        });
+    }
+    if r > 1 {
+        // Hyperparameters: μ_α, μ_β, τ_α, τ_β.
+        for i in 0..4 {
+            let s = series(&|_, x| if i >= 2 { x[i].exp() } else { x[i] });
+            conv.push(diagnostics::convergence(&s));
+        }
+    }
+    let diagnostics = FitDiagnostics {
+        rhat_max: conv
+            .iter()
+            .map(|c| c.rhat)
+            .fold(f64::NEG_INFINITY, f64::max),
+        ess_bulk_min: conv
+            .iter()
+            .map(|c| c.ess_bulk)
+            .fold(f64::INFINITY, f64::min),
+        ess_tail_min: conv
+            .iter()
+            .map(|c| c.ess_tail)
+            .fold(f64::INFINITY, f64::min),
+        divergences,
+    };
+    Fit {
+        rubrics,
+        diagnostics,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nuts_rs::rand::RngExt;
+
+    /// Anchors from y = a + b·j + N(0, s²), j uniform on [1, 5].
+    fn simulate(rng: &mut ChaCha8Rng, n: usize, a: f64, b: f64, s: f64) -> Vec<(f64, f64)> {
+        (0..n)
+            .map(|_| {
+                let j = 1.0 + 4.0 * rng.random::<f64>();
+                // Box–Muller.
+                let (u1, u2): (f64, f64) = (rng.random::<f64>().max(1e-300), rng.random());
+                let e = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
+                (j, a + b * j + s * e)
+            })
+            .collect()
+    }
+
+    fn ols(pairs: &[(f64, f64)]) -> (f64, f64) {
+        let n = pairs.len() as f64;
+        let mj = pairs.iter().map(|p| p.0).sum::<f64>() / n;
+        let my = pairs.iter().map(|p| p.1).sum::<f64>() / n;
+        let sxy: f64 = pairs.iter().map(|(j, y)| (j - mj) * (y - my)).sum();
+        let sxx: f64 = pairs.iter().map(|(j, _)| (j - mj).powi(2)).sum();
+        let b = sxy / sxx;
+        (my - b * mj, b)
+    }
+
+    fn no_progress(_: f64) {}
+
+    #[test]
+    fn with_many_anchors_the_posterior_mean_is_least_squares() {
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let pairs = simulate(&mut rng, 2000, 1.2, 0.85, 0.5);
+        let fit = fit(
+            &[SufficientStats::from_pairs(pairs.iter().copied())],
+            &FitOptions::default(),
+            &no_progress,
+        )
+        .unwrap();
+        let (a, b) = ols(&pairs);
+        let p = fit.rubrics[0];
+        // Monte-Carlo error of a posterior mean is sd/√ESS; with ESS ≥ 400 that is at most 5%
+        // of the posterior sd. The prior's pull at n = 2000 is far smaller. Allow 4 MC errors.
+        let mc = |var: f64| 4.0 * var.sqrt() / 400f64.sqrt();
+        assert!(
+            (p.alpha_mean - a).abs() < mc(p.alpha_var),
+            "α {} vs OLS {a}",
+            p.alpha_mean
+        );
+        assert!(
+            (p.beta_mean - b).abs() < mc(p.beta_var),
+            "β {} vs OLS {b}",
+            p.beta_mean
+        );
+        assert!((p.sigma_mean - 0.5).abs() < 0.03);
+        assert!(fit.diagnostics.failure().is_none(), "{:?}", fit.diagnostics);
+        assert!(!p.canary);
+    }
+
+    #[test]
+    fn ninety_five_percent_intervals_cover_the_truth_about_95_percent_of_the_time() {
+        // 200 simulated data sets of 40 anchors from a known line. At each, is the true mean at
+        // j = 4.5 inside the 95% credible interval, and is a new item's reference score inside
+        // the 95% predictive interval? With 200 replications the binomial sd of a 95% rate is
+        // 1.5 points, so the band [90%, 99%] is ±3 sd around 95%, rounded outward.
+        let (a, b, s, j0) = (0.8, 0.9, 0.45, 4.5);
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let opts = FitOptions {
+            warmup: 300,
+            draws: 500,
+            ..FitOptions::default()
+        };
+        let (mut credible, mut predictive) = (0, 0);
+        let reps = 200;
+        for rep in 0..reps {
+            let pairs = simulate(&mut rng, 40, a, b, s);
+            let fit = fit(
+                &[SufficientStats::from_pairs(pairs)],
+                &FitOptions { seed: rep, ..opts },
+                &no_progress,
+            )
+            .unwrap();
+            let c = fit.rubrics[0].correct(j0);
+            let truth = a + b * j0;
+            credible += usize::from(c.credible.0 <= truth && truth <= c.credible.1);
+            let new_item = simulate(&mut rng, 1, a, b, s)[0];
+            let c = fit.rubrics[0].correct(new_item.0);
+            predictive += usize::from(c.predictive.0 <= new_item.1 && new_item.1 <= c.predictive.1);
+        }
+        let rate = |k: usize| k as f64 / reps as f64;
+        assert!(
+            (0.90..=0.99).contains(&rate(credible)),
+            "credible coverage {}",
+            rate(credible)
+        );
+        assert!(
+            (0.90..=0.99).contains(&rate(predictive)),
+            "predictive coverage {}",
+            rate(predictive)
+        );
+    }
+
+    #[test]
+    fn a_sparse_rubric_borrows_from_its_siblings_and_a_rich_one_does_not() {
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let mut stats: Vec<SufficientStats> = (0..3)
+            .map(|k| {
+                SufficientStats::from_pairs(simulate(
+                    &mut rng,
+                    2000,
+                    1.0 + 0.05 * k as f64,
+                    0.8,
+                    0.5,
+                ))
+            })
+            .collect();
+        // Five anchors whose own least-squares slope is far from the siblings' 0.8.
+        let sparse = [(1.5, 1.0), (2.0, 2.2), (3.0, 3.6), (3.5, 4.4), (4.5, 5.0)];
+        let (_, sparse_ols) = ols(&sparse);
+        assert!(sparse_ols > 1.2, "{sparse_ols}");
+        stats.push(SufficientStats::from_pairs(sparse));
+        let fit = fit(&stats, &FitOptions::default(), &no_progress).unwrap();
+        let pooled = fit.rubrics[3].beta_mean;
+        // Pulled more than half-way from its own slope toward the siblings'.
+        assert!(
+            (pooled - 0.8).abs() < 0.5 * (sparse_ols - 0.8),
+            "pooled β {pooled}, own {sparse_ols}"
+        );
+        // Alone, with the fixed priors, it stays near its own slope.
+        let alone = fit_one(&sparse);
+        assert!(
+            (alone - sparse_ols).abs() < 0.15,
+            "alone {alone}, own {sparse_ols}"
+        );
+        // A 2,000-anchor rubric keeps its own estimate.
+        let rich = fit.rubrics[0];
+        assert!((rich.beta_mean - 0.8).abs() < 0.03, "{}", rich.beta_mean);
+    }
+
+    fn fit_one(pairs: &[(f64, f64)]) -> f64 {
+        fit(
+            &[SufficientStats::from_pairs(pairs.iter().copied())],
+            &FitOptions::default(),
+            &no_progress,
+        )
+        .unwrap()
+        .rubrics[0]
+            .beta_mean
+    }
+
+    #[test]
+    fn the_canary_fires_when_the_judge_stops_tracking_the_reference() {
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let flat = simulate(&mut rng, 80, 3.0, 0.05, 0.8);
+        let good = simulate(&mut rng, 80, 0.5, 0.9, 0.4);
+        let fit = fit(
+            &[
+                SufficientStats::from_pairs(flat),
+                SufficientStats::from_pairs(good),
+            ],
+            &FitOptions::default(),
+            &no_progress,
+        )
+        .unwrap();
+        assert!(fit.rubrics[0].canary, "{:?}", fit.rubrics[0]);
+        assert!(fit.rubrics[0].beta_collapse_probability > 0.5);
+        assert!(!fit.rubrics[1].canary, "{:?}", fit.rubrics[1]);
+        assert!(fit.rubrics[1].beta_collapse_probability < 0.01);
+    }
+
+    #[test]
+    fn the_same_seed_gives_the_same_fit() {
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        let stats = [SufficientStats::from_pairs(simulate(
+            &mut rng, 100, 1.0, 0.9, 0.5,
+        ))];
+        let opts = FitOptions {
+            seed: 42,
+            ..FitOptions::default()
+        };
+        let a = fit(&stats, &opts, &no_progress).unwrap();
+        let b = fit(&stats, &opts, &no_progress).unwrap();
+        assert_eq!(a, b);
+        let c = fit(&stats, &FitOptions { seed: 43, ..opts }, &no_progress).unwrap();
+        assert_ne!(a.rubrics[0].beta_mean, c.rubrics[0].beta_mean);
+    }
+}
