@@ -6,7 +6,7 @@ use sqlx::any::AnyRow;
 use sqlx::{AssertSqlSafe, Row};
 use uuid::Uuid;
 
-use super::{Store, placeholder_rows};
+use super::{Store, placeholder_list, placeholder_rows};
 use crate::domain::anchors::CellBatch;
 use crate::domain::{
     Anchor, CellKey, CellSummary, ItemId, JudgeName, Problem, Rubric, RubricName, Scale, now_ms,
@@ -189,10 +189,7 @@ impl Store {
                     let sql = format!(
                         "SELECT item_id, judge_score, reference_score FROM anchors
                          WHERE cell_id = $1 AND item_id IN ({})",
-                        (2..chunk.len() + 2)
-                            .map(|i| format!("${i}"))
-                            .collect::<Vec<_>>()
-                            .join(",")
+                        placeholder_list(chunk.len(), 2)
                     );
                     let mut q = sqlx::query(AssertSqlSafe(sql)).bind(&cell_id);
                     for a in chunk {
@@ -239,10 +236,7 @@ impl Store {
             for chunk in changed.chunks(CHUNK) {
                 let sql = format!(
                     "DELETE FROM anchors WHERE cell_id = $1 AND item_id IN ({})",
-                    (2..chunk.len() + 2)
-                        .map(|i| format!("${i}"))
-                        .collect::<Vec<_>>()
-                        .join(",")
+                    placeholder_list(chunk.len(), 2)
                 );
                 let mut q = sqlx::query(AssertSqlSafe(sql)).bind(&cell_id);
                 for a in chunk {

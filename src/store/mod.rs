@@ -134,10 +134,19 @@ fn placeholder_rows(rows: usize, columns: usize, first: usize) -> String {
     s
 }
 
+/// `$2,$3,$4`: the placeholders of an `IN (...)` list of `n` values from `$first`.
+fn placeholder_list(n: usize, first: usize) -> String {
+    (first..first + n)
+        .map(|i| format!("${i}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
     fn placeholders_number_rows_then_columns() {
         assert_eq!(super::placeholder_rows(2, 2, 3), "($3,$4),($5,$6)");
+        assert_eq!(super::placeholder_list(3, 2), "$2,$3,$4");
     }
 }
