@@ -259,10 +259,7 @@ pub fn fit(
     if stats.is_empty() || stats.iter().any(|s| s.n < 1.0) {
         return Err("every rubric needs at least one anchor".into());
     }
-    let model = Model {
-        stats: stats.to_vec(),
-        priors: opts.priors,
-    };
+    let model = Model::new(stats.to_vec(), opts.priors);
     let total = (opts.warmup + opts.draws) * opts.chains;
     let done = std::sync::atomic::AtomicU64::new(0);
     let report = |_: u64| {

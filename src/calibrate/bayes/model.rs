@@ -136,14 +136,40 @@ pub struct RubricParams {
     pub sigma: f64,
 }
 
+/// Rubrics with at least this many anchors are sampled centred (see [`Model`]).
+pub const CENTRE_FROM_ANCHORS: f64 = 100.0;
+
 /// The posterior of one judge's rubrics.
+///
+/// When pooled, each rubric is parameterised in the way that suits its data: non-centred
+/// (`α_r = μ_α + τ_α·z_α,r`), which avoids the funnel between τ and a rubric its anchors say
+/// little about, or centred (α_r, β_r directly), which avoids the opposite, curved, geometry
+/// when the anchors pin the rubric down. Rubrics with [`CENTRE_FROM_ANCHORS`] anchors or more
+/// are centred. Both give the same posterior; only the sampler's efficiency differs.
 #[derive(Debug, Clone)]
 pub struct Model {
-    pub stats: Vec<SufficientStats>,
-    pub priors: Priors,
+    stats: Vec<SufficientStats>,
+    priors: Priors,
+    centred: Vec<bool>,
 }
 
 impl Model {
+    pub fn new(stats: Vec<SufficientStats>, priors: Priors) -> Self {
+        let centred = stats
+            .iter()
+            .map(|s| stats.len() > 1 && s.n >= CENTRE_FROM_ANCHORS)
+            .collect();
+        Self {
+            stats,
+            priors,
+            centred,
+        }
+    }
+
+    pub fn stats(&self) -> &[SufficientStats] {
+        &self.stats
+    }
+
     pub fn rubrics(&self) -> usize {
         self.stats.len()
     }
@@ -177,7 +203,8 @@ impl Model {
     /// the posterior is the same:
     /// single `x = [α + c·β, β, log σ]`; pooled `x = [μ_α + c̄·μ_β, μ_β, log τ_α, log τ_β, u(R),
     /// z_β(R), log σ(R)]` with `z_α,r = u_r − c_r·(τ_β/τ_α)·z_β,r − (c_r − c̄)·μ_β/τ_α`, i.e.
-    /// `u_r` is the rubric's deviation of its centred intercept.
+    /// `u_r` is the rubric's deviation of its centred intercept. A centred rubric's pair is
+    /// simply `[α_r + c_r·β_r, β_r]`.
     pub fn natural(&self, x: &[f64]) -> Vec<f64> {
         let (c, c_bar) = self.centres();
         let mut t = x.to_vec();
@@ -191,7 +218,11 @@ impl Model {
         let ratio = (x[3] - x[2]).exp();
         let inv_tau_a = (-x[2]).exp();
         for k in 0..r {
-            t[4 + k] = x[4 + k] - c[k] * ratio * x[4 + r + k] - (c[k] - c_bar) * mu_b * inv_tau_a;
+            t[4 + k] = if self.centred[k] {
+                x[4 + k] - c[k] * x[4 + r + k]
+            } else {
+                x[4 + k] - c[k] * ratio * x[4 + r + k] - (c[k] - c_bar) * mu_b * inv_tau_a
+            };
         }
         t
     }
@@ -216,6 +247,10 @@ impl Model {
         grad[1] -= c_bar * g[0];
         for k in 0..r {
             let ga = g[4 + k];
+            if self.centred[k] {
+                grad[4 + r + k] -= c[k] * ga;
+                continue;
+            }
             let zb = x[4 + r + k];
             let shift = (c[k] - c_bar) * mu_b * inv_tau_a;
             // ∂z_α,r/∂x: u → 1; z_β → −c·ratio; log τ_α → c·ratio·z_β + shift;
@@ -233,8 +268,9 @@ impl Model {
         self.params_natural(&self.natural(x))
     }
 
-    /// Natural layout when pooled: [μ_α, μ_β, log τ_α, log τ_β, z_α(R), z_β(R), log σ(R)];
-    /// single: [α, β, log σ].
+    /// Natural layout when pooled: [μ_α, μ_β, log τ_α, log τ_β, p_α(R), p_β(R), log σ(R)],
+    /// where a rubric's p is z (non-centred) or α_r, β_r themselves (centred); single:
+    /// [α, β, log σ].
     pub fn params_natural(&self, x: &[f64]) -> Vec<RubricParams> {
         let r = self.rubrics();
         if !self.pooled() {
@@ -246,10 +282,17 @@ impl Model {
         }
         let (tau_a, tau_b) = (x[2].exp(), x[3].exp());
         (0..r)
-            .map(|k| RubricParams {
-                alpha: x[0] + tau_a * x[4 + k],
-                beta: x[1] + tau_b * x[4 + r + k],
-                sigma: x[4 + 2 * r + k].exp(),
+            .map(|k| {
+                let (alpha, beta) = if self.centred[k] {
+                    (x[4 + k], x[4 + r + k])
+                } else {
+                    (x[0] + tau_a * x[4 + k], x[1] + tau_b * x[4 + r + k])
+                };
+                RubricParams {
+                    alpha,
+                    beta,
+                    sigma: x[4 + 2 * r + k].exp(),
+                }
             })
             .collect()
     }
@@ -274,7 +317,23 @@ impl Model {
         let (tau_a, tau_b) = (u_ta.exp(), u_tb.exp());
         let mut lp = 0.0;
         for (k, s) in self.stats.iter().enumerate() {
-            let (za, zb, u_s) = (x[4 + k], x[4 + r + k], x[4 + 2 * r + k]);
+            let (pa, pb, u_s) = (x[4 + k], x[4 + r + k], x[4 + 2 * r + k]);
+            if self.centred[k] {
+                let (ll, g) = s.loglik(pa, pb, u_s);
+                let (za, zb) = ((pa - mu_a) / tau_a, (pb - mu_b) / tau_b);
+                lp += ll - 0.5 * (za * za + zb * zb) - u_ta - u_tb;
+                grad[0] += za / tau_a;
+                grad[1] += zb / tau_b;
+                grad[2] += za * za - 1.0;
+                grad[3] += zb * zb - 1.0;
+                grad[4 + k] = g[0] - za / tau_a;
+                grad[4 + r + k] = g[1] - zb / tau_b;
+                let (ps, gs) = half_normal_log(u_s, p.sigma_scale);
+                lp += ps;
+                grad[4 + 2 * r + k] = g[2] + gs;
+                continue;
+            }
+            let (za, zb) = (pa, pb);
             let (ll, g) = s.loglik(mu_a + tau_a * za, mu_b + tau_b * zb, u_s);
             lp += ll - 0.5 * (za * za + zb * zb);
             // α = μ_α + τ_α z_α: chain rule into μ, log τ and z.
@@ -331,14 +390,15 @@ impl Model {
         let mean_b = ols.iter().map(|o| o.1).sum::<f64>() / r;
         let (tau_a, tau_b) = (0.5_f64, 0.5_f64);
         let mut x = vec![mean_a, mean_b, tau_a.ln(), tau_b.ln()];
-        x.extend(
-            ols.iter()
-                .map(|o| ((o.0 - mean_a) / tau_a).clamp(-3.0, 3.0)),
-        );
-        x.extend(
-            ols.iter()
-                .map(|o| ((o.1 - mean_b) / tau_b).clamp(-3.0, 3.0)),
-        );
+        let pick = |k: usize, own: f64, mean: f64, tau: f64| {
+            if self.centred[k] {
+                own
+            } else {
+                ((own - mean) / tau).clamp(-3.0, 3.0)
+            }
+        };
+        x.extend((0..ols.len()).map(|k| pick(k, ols[k].0, mean_a, tau_a)));
+        x.extend((0..ols.len()).map(|k| pick(k, ols[k].1, mean_b, tau_b)));
         x.extend(ols.iter().map(|o| o.2.ln()));
         self.sampler_coordinates(&x)
     }
@@ -357,7 +417,11 @@ impl Model {
         let ratio = (t[3] - t[2]).exp();
         let inv_tau_a = (-t[2]).exp();
         for k in 0..r {
-            x[4 + k] = t[4 + k] + c[k] * ratio * t[4 + r + k] + (c[k] - c_bar) * mu_b * inv_tau_a;
+            x[4 + k] = if self.centred[k] {
+                t[4 + k] + c[k] * t[4 + r + k]
+            } else {
+                t[4 + k] + c[k] * ratio * t[4 + r + k] + (c[k] - c_bar) * mu_b * inv_tau_a
+            };
         }
         x
     }
@@ -400,19 +464,18 @@ mod tests {
 
     #[test]
     fn gradient_matches_finite_differences_single_and_pooled() {
-        let single = Model {
-            stats: vec![stats(1, 200, 1.1, 0.85)],
-            priors: Priors::default(),
-        };
+        let single = Model::new(vec![stats(1, 200, 1.1, 0.85)], Priors::default());
         check_gradient(&single, &[0.9, 0.8, -0.6]);
-        let pooled = Model {
-            stats: vec![
+        // One centred rubric (150 anchors) and two non-centred ones.
+        let pooled = Model::new(
+            vec![
                 stats(2, 150, 1.0, 0.9),
                 stats(3, 5, 0.5, 1.1),
                 stats(4, 60, 1.4, 0.7),
             ],
-            priors: Priors::default(),
-        };
+            Priors::default(),
+        );
+        assert_eq!(pooled.centred, [true, false, false]);
         assert_eq!(pooled.dim(), 13);
         let x: Vec<f64> = (0..pooled.dim())
             .map(|i| 0.3 * ((i as f64) * 0.7).sin())
