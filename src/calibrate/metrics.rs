@@ -129,6 +129,81 @@ pub fn folds(n: usize, k: usize, seed: u64) -> Vec<usize> {
     fold
 }
 
+/// How a fitted version is tested on anchors it did not see.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scheme {
+    /// k-fold cross-validation: k fits, each anchor predicted once by the fit without its fold.
+    Folds(usize),
+    /// One fit without a seeded random fraction of the anchors, predicted on that fraction.
+    Holdout(f64),
+}
+
+impl Scheme {
+    pub fn check(&self) -> Result<(), String> {
+        match *self {
+            Scheme::Folds(k) if !(2..=20).contains(&k) => {
+                Err(format!("folds must be between 2 and 20; got {k}"))
+            }
+            Scheme::Holdout(f) if !(f > 0.0 && f < 1.0) => {
+                Err(format!("holdout must lie in (0, 1); got {f}"))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The rounds of fitting: in round r, items whose entry is `Some(r)` are held out and
+    /// predicted, the others trained on. `None` items are always trained on.
+    pub fn rounds(&self, n: usize, seed: u64) -> (usize, Vec<Option<usize>>) {
+        match *self {
+            Scheme::Folds(k) => (k, folds(n, k, seed).into_iter().map(Some).collect()),
+            Scheme::Holdout(f) => {
+                // Shuffle with the fold dealer, then hold out the first ⌈f·n⌉.
+                let held = ((f * n as f64).ceil() as usize).min(n);
+                let order = folds(n, n.max(1), seed);
+                (
+                    1,
+                    order.into_iter().map(|p| (p < held).then_some(0)).collect(),
+                )
+            }
+        }
+    }
+}
+
+/// A version's figures on held-out anchors beside the raw judge's on the same anchors.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub scheme: Scheme,
+    pub calibrated: Evaluation,
+    pub raw: Evaluation,
+}
+
+impl Comparison {
+    /// `pred[i]` is the held-out prediction of anchor i (`None` where it was not held out);
+    /// `pairs[i]` its (judge, reference) scores; [lo, hi] the rubric's scale.
+    pub fn of(
+        scheme: Scheme,
+        pred: &[Option<f64>],
+        pairs: &[(f64, f64)],
+        lo: f64,
+        hi: f64,
+    ) -> Option<Self> {
+        let (mut p, mut j, mut y) = (Vec::new(), Vec::new(), Vec::new());
+        for (pred, (judge, truth)) in pred.iter().zip(pairs) {
+            if let Some(pred) = pred {
+                p.push(*pred);
+                j.push(*judge);
+                y.push(*truth);
+            }
+        }
+        (p.len() >= 2).then(|| Self {
+            scheme,
+            calibrated: evaluate(&p, &y, lo, hi),
+            raw: evaluate(&j, &y, lo, hi),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -177,6 +252,15 @@ mod tests {
             "{got} vs {expected}"
         );
         assert!(kl_symmetric(&a, &a, -1.0, 8.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_holdout_holds_out_its_fraction() {
+        let (rounds, held) = Scheme::Holdout(0.2).rounds(101, 3);
+        assert_eq!(rounds, 1);
+        assert_eq!(held.iter().filter(|h| h.is_some()).count(), 21);
+        assert!(Scheme::Holdout(1.0).check().is_err());
+        assert!(Scheme::Folds(1).check().is_err());
     }
 
     #[test]

@@ -16,6 +16,8 @@ use serde::{Deserialize, Serialize};
 
 pub use model::{Model, Priors, SufficientStats};
 
+use super::metrics::Scheme;
+
 /// Sampler settings; the defaults are the issue's: 2 chains × (500 warm-up + 1,000 draws),
 /// target acceptance 0.9.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -152,6 +154,10 @@ impl FitDiagnostics {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fit {
     pub rubrics: Vec<RubricPosterior>,
+    /// Per rubric: its own α, β, σ with the shared hyperparameters (and the fit's
+    /// divergences, which belong to the joint posterior).
+    pub rubric_diagnostics: Vec<FitDiagnostics>,
+    /// The whole fit: every parameter.
     pub diagnostics: FitDiagnostics,
 }
 
@@ -256,8 +262,10 @@ pub fn fit(
     progress: &(dyn Fn(f64) + Sync),
 ) -> Result<Fit, String> {
     opts.check()?;
-    if stats.is_empty() || stats.iter().any(|s| s.n < 1.0) {
-        return Err("every rubric needs at least one anchor".into());
+    // A rubric without anchors is allowed beside others (its posterior is the population's),
+    // which cross-validation needs when a small rubric has nothing left in a round.
+    if !stats.iter().any(|s| s.n >= 1.0) {
+        return Err("no anchors to fit".into());
     }
     let model = Model::new(stats.to_vec(), opts.priors);
     let total = (opts.warmup + opts.draws) * opts.chains;
@@ -291,6 +299,62 @@ pub fn fit(
     Ok(summarise(&model, &chains, divergences, opts))
 }
 
+/// Held-out predictions of every rubric's anchors under `scheme`: in each round one joint fit
+/// without the held-out anchors of every rubric predicts those anchors (posterior mean).
+/// `data[r]` are rubric r's (judge, reference) pairs; the result has one entry per pair,
+/// `None` for pairs never held out.
+pub fn cross_validate(
+    data: &[Vec<(f64, f64)>],
+    opts: &FitOptions,
+    scheme: Scheme,
+    progress: &(dyn Fn(f64) + Sync),
+) -> Result<Vec<Vec<Option<f64>>>, String> {
+    scheme.check()?;
+    let mut rounds = 0;
+    let assignment: Vec<Vec<Option<usize>>> = data
+        .iter()
+        .enumerate()
+        .map(|(r, d)| {
+            let (k, a) = scheme.rounds(d.len(), opts.seed ^ (r as u64).wrapping_mul(0x9E37));
+            rounds = k;
+            a
+        })
+        .collect();
+    let mut predictions: Vec<Vec<Option<f64>>> = data.iter().map(|d| vec![None; d.len()]).collect();
+    for round in 0..rounds {
+        let held_out = |r: usize, i: usize| assignment[r][i] == Some(round);
+        if !(0..data.len()).any(|r| (0..data[r].len()).any(|i| held_out(r, i))) {
+            continue;
+        }
+        let stats: Vec<SufficientStats> = data
+            .iter()
+            .enumerate()
+            .map(|(r, d)| {
+                SufficientStats::from_pairs(
+                    d.iter()
+                        .enumerate()
+                        .filter(|(i, _)| !held_out(r, *i))
+                        .map(|(_, p)| *p),
+                )
+            })
+            .collect();
+        let round_opts = FitOptions {
+            seed: opts.seed.wrapping_add(1 + round as u64),
+            ..*opts
+        };
+        let share = |p: f64| progress((round as f64 + p) / rounds as f64);
+        let fitted = fit(&stats, &round_opts, &share)?;
+        for (r, d) in data.iter().enumerate() {
+            for (i, (j, _)) in d.iter().enumerate() {
+                if held_out(r, i) {
+                    predictions[r][i] = Some(fitted.rubrics[r].correct(*j).score);
+                }
+            }
+        }
+    }
+    Ok(predictions)
+}
+
 fn summarise(model: &Model, chains: &[Vec<Vec<f64>>], divergences: u64, opts: &FitOptions) -> Fit {
     let r = model.rubrics();
     // params[chain][draw][rubric]
@@ -305,15 +369,17 @@ fn summarise(model: &Model, chains: &[Vec<Vec<f64>>], divergences: u64, opts: &F
             .map(|(pc, xc)| pc.iter().zip(xc).map(|(p, x)| f(p, x)).collect())
             .collect()
     };
-    let mut conv = Vec::new();
+    let mut own_conv = Vec::with_capacity(r);
     let mut rubrics = Vec::with_capacity(r);
     for k in 0..r {
         let alpha = series(&|p, _| p[k].alpha);
         let beta = series(&|p, _| p[k].beta);
         let sigma = series(&|p, _| p[k].sigma);
-        for s in [&alpha, &beta, &sigma] {
-            conv.push(diagnostics::convergence(s));
-        }
+        own_conv.push(
+            [&alpha, &beta, &sigma]
+                .map(|s| diagnostics::convergence(s))
+                .to_vec(),
+        );
         let a: Vec<f64> = alpha.concat();
         let b: Vec<f64> = beta.concat();
         let sg: Vec<f64> = sigma.concat();
@@ -341,30 +407,40 @@ fn summarise(model: &Model, chains: &[Vec<Vec<f64>>], divergences: u64, opts: &F
             canary: below > opts.collapse_probability,
         });
     }
-    if r > 1 {
-        // Hyperparameters: μ_α, μ_β, τ_α, τ_β.
-        for i in 0..4 {
-            let s = series(&|_, x| if i >= 2 { x[i].exp() } else { x[i] });
-            conv.push(diagnostics::convergence(&s));
-        }
-    }
-    let diagnostics = FitDiagnostics {
-        rhat_max: conv
-            .iter()
-            .map(|c| c.rhat)
-            .fold(f64::NEG_INFINITY, f64::max),
-        ess_bulk_min: conv
-            .iter()
-            .map(|c| c.ess_bulk)
-            .fold(f64::INFINITY, f64::min),
-        ess_tail_min: conv
-            .iter()
-            .map(|c| c.ess_tail)
-            .fold(f64::INFINITY, f64::min),
-        divergences,
+    // Hyperparameters (μ_α, μ_β, τ_α, τ_β) when pooled, in sampler coordinates: μ_β and the
+    // logs of τ are the natural ones; x0 is μ_α's shear, which mixes exactly when μ_α does.
+    let hyper: Vec<diagnostics::Convergence> = if r > 1 {
+        (0..4)
+            .map(|i| {
+                let s = series(&|_, x| if i >= 2 { x[i].exp() } else { x[i] });
+                diagnostics::convergence(&s)
+            })
+            .collect()
+    } else {
+        Vec::new()
     };
+    let worst = |conv: &mut dyn Iterator<Item = &diagnostics::Convergence>| {
+        let mut d = FitDiagnostics {
+            rhat_max: f64::NEG_INFINITY,
+            ess_bulk_min: f64::INFINITY,
+            ess_tail_min: f64::INFINITY,
+            divergences,
+        };
+        for c in conv {
+            d.rhat_max = d.rhat_max.max(c.rhat);
+            d.ess_bulk_min = d.ess_bulk_min.min(c.ess_bulk);
+            d.ess_tail_min = d.ess_tail_min.min(c.ess_tail);
+        }
+        d
+    };
+    let rubric_diagnostics = own_conv
+        .iter()
+        .map(|own| worst(&mut own.iter().chain(&hyper)))
+        .collect();
+    let diagnostics = worst(&mut own_conv.iter().flatten().chain(&hyper));
     Fit {
         rubrics,
+        rubric_diagnostics,
         diagnostics,
     }
 }
@@ -538,6 +614,37 @@ mod tests {
         assert!(fit.rubrics[0].beta_collapse_probability > 0.5);
         assert!(!fit.rubrics[1].canary, "{:?}", fit.rubrics[1]);
         assert!(fit.rubrics[1].beta_collapse_probability < 0.01);
+    }
+
+    #[test]
+    fn cross_validation_predicts_every_anchor_from_a_fit_that_did_not_see_it() {
+        // y = 0.5 + 0.8·j + N(0, 0.3²): the best possible MAE is the noise's, 0.3·√(2/π) =
+        // 0.239; with 400 held-out anchors its standard error is about 0.009, so ±0.03 is over
+        // 3 standard errors. The raw judge is off by 0.5 − 0.2·j, about 0.1 on average in
+        // absolute terms plus the noise, so it must do clearly worse.
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        let data = vec![
+            simulate(&mut rng, 200, 0.5, 0.8, 0.3),
+            simulate(&mut rng, 200, 0.5, 0.8, 0.3),
+        ];
+        let opts = FitOptions {
+            warmup: 300,
+            draws: 500,
+            ..FitOptions::default()
+        };
+        let pred = cross_validate(&data, &opts, Scheme::Folds(5), &no_progress).unwrap();
+        assert!(pred.iter().flatten().all(Option::is_some));
+        for (p, d) in pred.iter().zip(&data) {
+            let c = crate::calibrate::metrics::Comparison::of(Scheme::Folds(5), p, d, 1.0, 5.0)
+                .unwrap();
+            let best = 0.3 * (2.0 / std::f64::consts::PI).sqrt();
+            assert!((c.calibrated.mae - best).abs() < 0.03, "{c:?}");
+            assert!(c.raw.mae > c.calibrated.mae + 0.03, "{c:?}");
+            assert!(c.calibrated.mean_error.abs() < 0.05, "{c:?}");
+        }
+        // A holdout predicts only its fraction.
+        let pred = cross_validate(&data, &opts, Scheme::Holdout(0.25), &no_progress).unwrap();
+        assert_eq!(pred[0].iter().filter(|p| p.is_some()).count(), 50);
     }
 
     #[test]

@@ -376,7 +376,11 @@ impl Model {
                     self.priors.alpha_mean
                 };
                 let (sse, _, _) = s.sse(alpha, beta);
-                let sigma = (sse / s.n.max(1.0)).sqrt().clamp(0.05, 10.0);
+                let sigma = if s.n >= 3.0 {
+                    (sse / s.n).sqrt().clamp(0.05, 10.0)
+                } else {
+                    0.8 * self.priors.sigma_scale
+                };
                 (alpha, beta, sigma)
             })
             .collect();
