@@ -125,12 +125,7 @@ async fn migrate(settings: &Settings) -> crate::Result<()> {
 async fn create_key(settings: Settings, scopes: &[Scope], name: &str) -> crate::Result<()> {
     let store = Store::connect(&settings.database.url, 1).await?;
     store.migrate().await?;
-    let service = crate::service::Service::new(
-        store,
-        crate::metrics::Metrics::new(),
-        settings.limits,
-        false,
-    );
+    let service = crate::service::Service::new(store, crate::metrics::Metrics::new(), &settings);
     let key = service.create_key(scopes, name).await?;
     println!("{key}");
     eprintln!("Store this key now: judgecal keeps only its hash and cannot show it again.");

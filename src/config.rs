@@ -18,6 +18,8 @@ pub struct Settings {
     pub database: DatabaseSettings,
     pub auth: AuthSettings,
     pub limits: LimitSettings,
+    pub jobs: JobSettings,
+    pub calibrators: CalibratorSettings,
     pub log: LogSettings,
 }
 
@@ -49,6 +51,24 @@ pub struct AuthSettings {
 pub struct LimitSettings {
     pub max_batch_anchors: usize,
     pub max_page_size: usize,
+    pub max_correct_batch: usize,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobSettings {
+    pub enabled: bool,
+    pub workers: usize,
+    pub lease_secs: u64,
+    pub poll_millis: u64,
+    pub max_attempts: i64,
+    pub min_anchors: usize,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CalibratorSettings {
+    pub refresh_millis: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -135,11 +155,26 @@ impl Settings {
             ),
             ("limits.max_batch_anchors", self.limits.max_batch_anchors),
             ("limits.max_page_size", self.limits.max_page_size),
+            ("limits.max_correct_batch", self.limits.max_correct_batch),
+            ("jobs.workers", self.jobs.workers),
+            ("jobs.lease_secs", self.jobs.lease_secs as usize),
+            ("jobs.poll_millis", self.jobs.poll_millis as usize),
+            ("jobs.max_attempts", self.jobs.max_attempts.max(0) as usize),
+            (
+                "calibrators.refresh_millis",
+                self.calibrators.refresh_millis as usize,
+            ),
         ];
         for (key, value) in positive {
             if value == 0 {
                 return fail(key, "must be greater than 0".into());
             }
+        }
+        if self.jobs.min_anchors < 2 {
+            return fail(
+                "jobs.min_anchors",
+                format!("must be at least 2; got {}", self.jobs.min_anchors),
+            );
         }
         if let Err(e) = tracing_subscriber::EnvFilter::try_new(&self.log.level) {
             return fail(

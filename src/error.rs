@@ -31,14 +31,24 @@ pub enum Error {
 pub const MAX_DETAILS: usize = 1000;
 
 impl Error {
-    pub fn invalid(what: &str, mut details: Vec<Problem>) -> Self {
+    /// Refused input that was to be stored: the message says nothing was.
+    pub fn invalid(what: &str, details: Vec<Problem>) -> Self {
+        Self::problems(what, details, "; nothing was stored")
+    }
+
+    /// Refused input that stores nothing anyway (a query, a correction, a job request).
+    pub fn rejected(what: &str, details: Vec<Problem>) -> Self {
+        Self::problems(what, details, "")
+    }
+
+    fn problems(what: &str, mut details: Vec<Problem>, suffix: &str) -> Self {
         let total = details.len();
         details.truncate(MAX_DETAILS);
         let message = if total > MAX_DETAILS {
-            format!("{what}: {total} problems, the first {MAX_DETAILS} listed; nothing was stored")
+            format!("{what}: {total} problems, the first {MAX_DETAILS} listed{suffix}")
         } else {
             format!(
-                "{what}: {total} problem{}; nothing was stored",
+                "{what}: {total} problem{}{suffix}",
                 if total == 1 { "" } else { "s" }
             )
         };

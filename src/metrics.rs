@@ -2,11 +2,16 @@
 //! method, status, judge, rubric), never item ids. One registry per application, so tests can
 //! run several side by side.
 
+use prometheus::core::Collector;
 use prometheus::{
-    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder,
+    Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry,
+    TextEncoder,
 };
 
 use crate::domain::CellKey;
+use crate::domain::calibration::{CalibratorVersion, Fitted, Method};
+
+const CELL: &[&str] = &["judge", "rubric"];
 
 #[derive(Clone)]
 pub struct Metrics {
@@ -14,48 +19,110 @@ pub struct Metrics {
     pub http_requests: IntCounterVec,
     pub http_duration: HistogramVec,
     pub cell_anchors: IntGaugeVec,
+    /// Of the version each cell serves.
+    pub active_version: IntGaugeVec,
+    pub beta_mean: GaugeVec,
+    pub beta_collapse: GaugeVec,
+    pub beta_canary: IntGaugeVec,
+    pub rhat_max: GaugeVec,
+    pub ess_min: GaugeVec,
+    pub corrections: IntCounterVec,
+    pub training_jobs: IntCounterVec,
+    pub training_duration: HistogramVec,
+}
+
+fn register<C: Collector + Clone + 'static>(registry: &Registry, c: C) -> C {
+    registry
+        .register(Box::new(c.clone()))
+        .expect("metric registered once");
+    c
 }
 
 impl Metrics {
     pub fn new() -> Self {
-        let registry = Registry::new();
-        let http_requests = IntCounterVec::new(
-            Opts::new("judgecal_http_requests_total", "HTTP requests answered"),
-            &["route", "method", "status"],
-        )
-        .expect("valid metric");
-        let http_duration = HistogramVec::new(
-            HistogramOpts::new(
+        let r = Registry::new();
+        let gauge = |name: &str, help: &str| {
+            register(
+                &r,
+                GaugeVec::new(Opts::new(name, help), CELL).expect("valid metric"),
+            )
+        };
+        let int_gauge = |name: &str, help: &str| {
+            register(
+                &r,
+                IntGaugeVec::new(Opts::new(name, help), CELL).expect("valid metric"),
+            )
+        };
+        let counter = |name: &str, help: &str, labels: &[&str]| {
+            register(
+                &r,
+                IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric"),
+            )
+        };
+        let histogram = |name: &str, help: &str, buckets: Vec<f64>, labels: &[&str]| {
+            register(
+                &r,
+                HistogramVec::new(HistogramOpts::new(name, help).buckets(buckets), labels)
+                    .expect("valid metric"),
+            )
+        };
+        let http = &["route", "method", "status"];
+        Self {
+            http_requests: counter("judgecal_http_requests_total", "HTTP requests answered", http),
+            http_duration: histogram(
                 "judgecal_http_request_duration_seconds",
                 "Time to answer an HTTP request",
-            )
-            .buckets(vec![
-                0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
-                10.0,
-            ]),
-            &["route", "method", "status"],
-        )
-        .expect("valid metric");
-        let cell_anchors = IntGaugeVec::new(
-            Opts::new(
+                vec![
+                    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+                    5.0, 10.0,
+                ],
+                http,
+            ),
+            cell_anchors: int_gauge(
                 "judgecal_cell_anchors",
                 "Anchors stored per (judge, rubric) cell",
             ),
-            &["judge", "rubric"],
-        )
-        .expect("valid metric");
-        for c in [
-            Box::new(http_requests.clone()) as Box<dyn prometheus::core::Collector>,
-            Box::new(http_duration.clone()),
-            Box::new(cell_anchors.clone()),
-        ] {
-            registry.register(c).expect("metric registered once");
-        }
-        Self {
-            registry,
-            http_requests,
-            http_duration,
-            cell_anchors,
+            active_version: int_gauge(
+                "judgecal_calibrator_active_version",
+                "The calibrator version each cell serves",
+            ),
+            beta_mean: gauge(
+                "judgecal_beta_posterior_mean",
+                "Posterior mean of the judge's slope beta on the rubric (active Bayesian version)",
+            ),
+            beta_collapse: gauge(
+                "judgecal_beta_collapse_probability",
+                "Pr(beta < collapse_beta | anchors) of the active Bayesian version",
+            ),
+            beta_canary: int_gauge(
+                "judgecal_beta_canary",
+                "1 when the collapse probability exceeds its threshold: the judge no longer tracks the reference",
+            ),
+            rhat_max: gauge(
+                "judgecal_calibrator_rhat_max",
+                "Largest split R-hat of the active version's fit (rubric parameters and shared hyperparameters)",
+            ),
+            ess_min: gauge(
+                "judgecal_calibrator_ess_min",
+                "Smallest bulk effective sample size of the active version's fit",
+            ),
+            corrections: counter(
+                "judgecal_corrections_total",
+                "Scores corrected by this process",
+                &["judge", "rubric", "method"],
+            ),
+            training_jobs: counter(
+                "judgecal_training_jobs_total",
+                "Training jobs finished, as recorded in the store (every replica reports the same totals)",
+                &["method", "outcome"],
+            ),
+            training_duration: histogram(
+                "judgecal_training_duration_seconds",
+                "Wall time of finished training jobs, as recorded in the store",
+                vec![0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0],
+                &["method"],
+            ),
+            registry: r,
         }
     }
 
@@ -63,6 +130,50 @@ impl Metrics {
         self.cell_anchors
             .with_label_values(&[key.judge.as_str(), key.rubric.as_str()])
             .set(count);
+    }
+
+    /// The per-cell gauges of the version a cell now serves.
+    pub fn set_active(&self, v: &CalibratorVersion) {
+        let labels = [v.key.judge.as_str(), v.key.rubric.as_str()];
+        self.active_version.with_label_values(&labels).set(v.version);
+        match &v.fitted {
+            Fitted::Bayes {
+                posterior,
+                diagnostics,
+            } => {
+                self.beta_mean
+                    .with_label_values(&labels)
+                    .set(posterior.beta_mean);
+                self.beta_collapse
+                    .with_label_values(&labels)
+                    .set(posterior.beta_collapse_probability);
+                self.beta_canary
+                    .with_label_values(&labels)
+                    .set(i64::from(posterior.canary));
+                self.rhat_max
+                    .with_label_values(&labels)
+                    .set(diagnostics.rhat_max);
+                self.ess_min
+                    .with_label_values(&labels)
+                    .set(diagnostics.ess_bulk_min);
+            }
+        }
+    }
+
+    pub fn count_corrections(&self, key: &CellKey, method: Method, n: usize) {
+        self.corrections
+            .with_label_values(&[key.judge.as_str(), key.rubric.as_str(), method.as_str()])
+            .inc_by(n as u64);
+    }
+
+    pub fn count_finished_job(&self, method: Method, succeeded: bool, seconds: f64) {
+        let outcome = if succeeded { "succeeded" } else { "failed" };
+        self.training_jobs
+            .with_label_values(&[method.as_str(), outcome])
+            .inc();
+        self.training_duration
+            .with_label_values(&[method.as_str()])
+            .observe(seconds);
     }
 
     /// The Prometheus text exposition of every metric.

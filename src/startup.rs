@@ -18,10 +18,12 @@ pub struct Application {
     address: SocketAddr,
     router: Router,
     service: Arc<Service>,
+    background: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl Application {
     /// Connects the store, migrates it (database.migrate_on_start), restores the gauges and
+    /// the calibrator cache, starts the background tasks (training workers, cache refresh) and
     /// binds `server.bind` (port 0 picks a free port; `address()` tells which).
     pub async fn build(settings: Settings) -> Result<Self> {
         let store =
@@ -29,12 +31,7 @@ impl Application {
         if settings.database.migrate_on_start {
             store.migrate().await?;
         }
-        let service = Service::new(
-            store,
-            Metrics::new(),
-            settings.limits.clone(),
-            settings.auth.disabled,
-        );
+        let service = Service::new(store, Metrics::new(), &settings);
         if service.store().ready().await? {
             service.refresh_gauges().await?;
         } else {
@@ -47,6 +44,10 @@ impl Application {
                 "auth.disabled = true: every request is allowed without an API key; for local use only"
             );
         }
+        let background = crate::jobs::spawn(
+            &service,
+            std::time::Duration::from_millis(settings.calibrators.refresh_millis),
+        );
         let router = crate::http::router(service.clone(), &settings);
         let bind = settings.bind_addr();
         let listener = TcpListener::bind(bind)
@@ -60,6 +61,7 @@ impl Application {
             address,
             router,
             service,
+            background,
         })
     }
 
@@ -86,6 +88,11 @@ impl Application {
         axum::serve(self.listener, self.router)
             .with_graceful_shutdown(shutdown)
             .await?;
+        // Workers put running jobs back in the queue for another process.
+        self.service.stop_background();
+        for handle in self.background {
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(10), handle).await;
+        }
         store.close().await;
         tracing::info!("judgecal stopped");
         Ok(())

@@ -3,3 +3,21 @@
 
 pub mod bayes;
 pub mod metrics;
+
+/// Serde for figures that may be NaN or infinite (an R̂ of a constant chain): JSON has no such
+/// numbers, so they are written as `null` and read back as NaN.
+pub mod nullable_f64 {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+        if x.is_finite() {
+            s.serialize_f64(*x)
+        } else {
+            s.serialize_none()
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+    }
+}

@@ -2,10 +2,11 @@
 //! here can trust them. No web or storage types in this module.
 
 pub mod anchors;
+pub mod calibration;
 
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One problem with one row (or the request as a whole, where `row` is `None`) of an input.
 /// Rows are counted from 1: the n-th element of a JSON `anchors` array, or the n-th data
@@ -51,9 +52,22 @@ fn check_name(kind: &str, raw: &str) -> Result<String, String> {
 macro_rules! name_type {
     ($(#[$meta:meta])* $name:ident, $kind:literal) => {
         $(#[$meta])*
-        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-        #[serde(transparent)]
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(into = "String", try_from = "String")]
         pub struct $name(String);
+
+        impl TryFrom<String> for $name {
+            type Error = String;
+            fn try_from(raw: String) -> Result<Self, String> {
+                Self::parse(&raw)
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(name: $name) -> String {
+                name.0
+            }
+        }
 
         impl $name {
             pub fn parse(raw: &str) -> Result<Self, String> {

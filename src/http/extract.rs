@@ -170,6 +170,8 @@ macro_rules! scope_marker {
 scope_marker!(AnyKey, None);
 scope_marker!(IngestScope, Some(Scope::Ingest));
 scope_marker!(AdminScope, Some(Scope::Admin));
+scope_marker!(TrainScope, Some(Scope::Train));
+scope_marker!(CorrectScope, Some(Scope::Correct));
 
 /// A caller whose API key holds `N`'s scope.
 pub struct Authorized<N>(PhantomData<N>);

@@ -2,6 +2,8 @@
 //! else in the crate imports this module.
 
 mod anchors;
+mod calibration;
+mod correct;
 pub mod error;
 mod extract;
 pub mod openapi;
@@ -58,6 +60,17 @@ pub fn router(service: Arc<Service>, settings: &Settings) -> Router {
         )
         .route("/v1/rubrics", get(rubrics::list_rubrics))
         .route("/v1/rubrics/{rubric}", put(rubrics::put_rubric))
+        .route("/v1/judges/{judge}/calibrations", post(calibration::train))
+        .route("/v1/jobs/{id}", get(calibration::job))
+        .route(
+            "/v1/cells/{judge}/{rubric}/calibrators",
+            get(calibration::versions),
+        )
+        .route(
+            "/v1/cells/{judge}/{rubric}/calibrators/{version}/activate",
+            post(calibration::activate),
+        )
+        .route("/v1/correct", post(correct::correct))
         .layer(limits)
         .layer(DefaultBodyLimit::max(settings.server.max_body_bytes));
     let metrics = service.metrics().clone();

@@ -4,7 +4,7 @@
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{anchors, error, ops, rubrics};
+use super::{anchors, calibration, correct, error, ops, rubrics};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -22,6 +22,11 @@ Authentication: `Authorization: Bearer <key>`; keys carry scopes `ingest`, `corr
         anchors::delete_anchor,
         rubrics::list_rubrics,
         rubrics::put_rubric,
+        calibration::train,
+        calibration::job,
+        calibration::versions,
+        calibration::activate,
+        correct::correct,
         ops::healthz,
         ops::readyz,
         ops::metrics,
@@ -31,6 +36,8 @@ Authentication: `Authorization: Bearer <key>`; keys carry scopes `ingest`, `corr
     tags(
         (name = "anchors", description = "Anchor uploads and cells"),
         (name = "rubrics", description = "Rubric scales"),
+        (name = "calibration", description = "Training jobs and calibrator versions"),
+        (name = "correction", description = "Corrected scores with their uncertainty"),
         (name = "operations", description = "Health, readiness, metrics"),
     )
 )]

@@ -1,11 +1,18 @@
 //! The service layer: what the HTTP handlers and the CLI call. It validates, talks to the
 //! store, and keeps the metrics in step. No HTTP types here.
 
-use std::sync::Arc;
+mod calibration;
+mod training;
+
+pub use calibration::{Correction, TrainingBody};
+
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use tokio::sync::{Notify, watch};
+
 use crate::auth::{self, KeyCache, Principal, Scope};
-use crate::config::LimitSettings;
+use crate::config::{JobSettings, LimitSettings, Settings};
 use crate::domain::anchors::{self, RawAnchor};
 use crate::domain::{Anchor, CellKey, CellSummary, Problem, Rubric, RubricName, Scale, now_ms};
 use crate::error::{Error, Result};
@@ -44,24 +51,52 @@ pub struct Service {
     store: Store,
     metrics: Metrics,
     limits: LimitSettings,
+    jobs: JobSettings,
     auth_disabled: bool,
     keys: KeyCache,
+    calibrators: calibration::Cache,
+    /// Wakes this process's idle workers when a job is queued here.
+    job_queued: Notify,
+    /// Tells the background tasks to stop (true) at shutdown.
+    stop: watch::Sender<bool>,
+    /// The finished jobs already counted in the training metrics.
+    jobs_counted: Mutex<calibration::JobWatermark>,
 }
 
 impl Service {
-    pub fn new(
-        store: Store,
-        metrics: Metrics,
-        limits: LimitSettings,
-        auth_disabled: bool,
-    ) -> Arc<Self> {
+    pub fn new(store: Store, metrics: Metrics, settings: &Settings) -> Arc<Self> {
         Arc::new(Self {
             store,
             metrics,
-            limits,
-            auth_disabled,
+            limits: settings.limits.clone(),
+            jobs: settings.jobs.clone(),
+            auth_disabled: settings.auth.disabled,
             keys: KeyCache::new(Duration::from_secs(60)),
+            calibrators: calibration::Cache::default(),
+            job_queued: Notify::new(),
+            stop: watch::channel(false).0,
+            jobs_counted: Mutex::new(calibration::JobWatermark::default()),
         })
+    }
+
+    pub fn job_settings(&self) -> &JobSettings {
+        &self.jobs
+    }
+
+    /// Resolves when a job is queued through this process (or at once if one was queued
+    /// since the last wait).
+    pub async fn job_queued(&self) {
+        self.job_queued.notified().await;
+    }
+
+    /// A receiver that turns true when the background tasks must stop.
+    pub fn stopping(&self) -> watch::Receiver<bool> {
+        self.stop.subscribe()
+    }
+
+    /// Asks the background tasks (workers, cache refresh) to stop.
+    pub fn stop_background(&self) {
+        self.stop.send_replace(true);
     }
 
     pub fn store(&self) -> &Store {
@@ -181,12 +216,13 @@ impl Service {
         Ok(count)
     }
 
-    /// Sets the per-cell gauges from the store: at start, so they survive restarts.
+    /// Sets the per-cell gauges from the store and loads the active calibrators: at start,
+    /// so both survive restarts.
     pub async fn refresh_gauges(&self) -> Result<()> {
         for cell in self.store.cells().await? {
             self.metrics.set_cell_anchors(&cell.key, cell.anchor_count);
         }
-        Ok(())
+        self.refresh_calibrators().await
     }
 
     /// Loads the bundled HANNA slice (idempotent: a second load finds every anchor unchanged).

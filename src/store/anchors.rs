@@ -321,7 +321,7 @@ impl Store {
             .collect()
     }
 
-    async fn cell_id(&self, key: &CellKey) -> Result<String> {
+    pub(super) async fn cell_id(&self, key: &CellKey) -> Result<String> {
         sqlx::query("SELECT id FROM cells WHERE judge = $1 AND rubric = $2")
             .bind(key.judge.as_str())
             .bind(key.rubric.as_str())

@@ -6,9 +6,12 @@
 //! on both backends.
 
 mod anchors;
+mod calibrators;
+mod jobs;
 mod keys;
 
 pub use anchors::CellIngest;
+pub use jobs::{ClaimedJob, FinishedJob};
 pub use keys::StoredKey;
 
 use std::path::Path;

@@ -127,8 +127,11 @@ impl RubricPosterior {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct FitDiagnostics {
     /// Largest rank-normalised split-R̂ over α_r, β_r, σ_r (and μ, τ when pooled).
+    #[serde(with = "crate::calibrate::nullable_f64")]
     pub rhat_max: f64,
+    #[serde(with = "crate::calibrate::nullable_f64")]
     pub ess_bulk_min: f64,
+    #[serde(with = "crate::calibrate::nullable_f64")]
     pub ess_tail_min: f64,
     pub divergences: u64,
 }

@@ -1,0 +1,320 @@
+//! Training jobs and calibrator versions: what they are, independent of how they are stored or
+//! served.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::{CellKey, JudgeName, Problem, RubricName};
+use crate::calibrate::bayes::{FitDiagnostics, FitOptions, RubricPosterior};
+use crate::calibrate::metrics::{Comparison, Scheme};
+
+macro_rules! id_type {
+    ($(#[$meta:meta])* $name:ident) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[serde(transparent)]
+        pub struct $name(pub Uuid);
+
+        impl $name {
+            pub fn new() -> Self {
+                Self(Uuid::new_v4())
+            }
+
+            pub fn parse(raw: &str) -> Option<Self> {
+                Uuid::parse_str(raw).ok().map(Self)
+            }
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                Self::new()
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                self.0.fmt(f)
+            }
+        }
+    };
+}
+
+id_type!(
+    /// A training job.
+    JobId
+);
+id_type!(
+    /// One calibrator version of one cell.
+    CalibratorId
+);
+
+/// How a cell's corrector is fitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Method {
+    /// The hierarchical Bayesian linear corrector (NUTS).
+    Bayes,
+}
+
+impl Method {
+    pub const ALL: [Method; 1] = [Method::Bayes];
+
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Method::Bayes => "bayes",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|m| m.as_str() == raw)
+            .ok_or_else(|| {
+                format!(
+                    "unknown method {raw:?}; this service trains: {}",
+                    Self::ALL.map(|m| m.as_str()).join(", ")
+                )
+            })
+    }
+}
+
+impl fmt::Display for Method {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobState {
+    Queued,
+    Running,
+    Succeeded,
+    Failed,
+}
+
+impl JobState {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            JobState::Queued => "queued",
+            JobState::Running => "running",
+            JobState::Succeeded => "succeeded",
+            JobState::Failed => "failed",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Option<Self> {
+        [
+            JobState::Queued,
+            JobState::Running,
+            JobState::Succeeded,
+            JobState::Failed,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == raw)
+    }
+}
+
+/// The options of a training request: how to fit, how to evaluate, whether to force
+/// activation. Unknown keys are refused, so a misspelt option never silently does nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TrainingOptions {
+    /// Activate the new versions even when they fail their diagnostics.
+    pub force: bool,
+    /// k of k-fold cross-validation (ignored when `holdout` is set).
+    pub folds: usize,
+    /// Evaluate on this held-out fraction instead of k folds.
+    pub holdout: Option<f64>,
+    /// Sampler, priors and canary (the Bayesian method).
+    pub chains: u64,
+    pub warmup: u64,
+    pub draws: u64,
+    pub target_accept: f64,
+    pub seed: u64,
+    pub priors: crate::calibrate::bayes::Priors,
+    pub collapse_beta: f64,
+    pub collapse_probability: f64,
+}
+
+impl Default for TrainingOptions {
+    fn default() -> Self {
+        let fit = FitOptions::default();
+        Self {
+            force: false,
+            folds: 5,
+            holdout: None,
+            chains: fit.chains,
+            warmup: fit.warmup,
+            draws: fit.draws,
+            target_accept: fit.target_accept,
+            seed: fit.seed,
+            priors: fit.priors,
+            collapse_beta: fit.collapse_beta,
+            collapse_probability: fit.collapse_probability,
+        }
+    }
+}
+
+impl TrainingOptions {
+    pub fn fit(&self) -> FitOptions {
+        FitOptions {
+            chains: self.chains,
+            warmup: self.warmup,
+            draws: self.draws,
+            target_accept: self.target_accept,
+            seed: self.seed,
+            priors: self.priors,
+            collapse_beta: self.collapse_beta,
+            collapse_probability: self.collapse_probability,
+        }
+    }
+
+    pub fn scheme(&self) -> Scheme {
+        match self.holdout {
+            Some(f) => Scheme::Holdout(f),
+            None => Scheme::Folds(self.folds),
+        }
+    }
+
+    pub fn check(&self) -> Result<(), Vec<Problem>> {
+        let mut problems = Vec::new();
+        if let Err(e) = self.fit().check() {
+            problems.push(Problem::at(None, "options", e));
+        }
+        if let Err(e) = self.scheme().check() {
+            let field = if self.holdout.is_some() {
+                "options.holdout"
+            } else {
+                "options.folds"
+            };
+            problems.push(Problem::at(None, field, e));
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems)
+        }
+    }
+}
+
+/// A checked training request: which judge, which of its rubrics (all when `None`), how.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrainingRequest {
+    pub judge: JudgeName,
+    pub method: Method,
+    pub rubrics: Option<Vec<RubricName>>,
+    pub options: TrainingOptions,
+}
+
+/// A version as the job that made it reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VersionRef {
+    pub rubric: RubricName,
+    pub version: i64,
+    pub passed: bool,
+    pub active: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Job {
+    pub id: JobId,
+    pub judge: JudgeName,
+    pub method: Method,
+    pub request: serde_json::Value,
+    pub state: JobState,
+    /// 0 to 1.
+    pub progress: f64,
+    pub error: Option<String>,
+    pub attempts: i64,
+    pub created_at_ms: i64,
+    pub started_at_ms: Option<i64>,
+    pub finished_at_ms: Option<i64>,
+    pub versions: Vec<VersionRef>,
+}
+
+/// What a method fitted for one cell: all a correction needs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "method", rename_all = "snake_case")]
+pub enum Fitted {
+    Bayes {
+        posterior: RubricPosterior,
+        diagnostics: FitDiagnostics,
+    },
+}
+
+impl Fitted {
+    pub fn method(&self) -> Method {
+        match self {
+            Fitted::Bayes { .. } => Method::Bayes,
+        }
+    }
+
+    /// Why this version should not be activated unless forced.
+    pub fn failure(&self) -> Option<String> {
+        match self {
+            Fitted::Bayes { diagnostics, .. } => diagnostics.failure(),
+        }
+    }
+}
+
+/// A fitted version about to be stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewVersion {
+    pub rubric: RubricName,
+    pub anchor_count: i64,
+    pub anchor_digest: String,
+    pub fitted: Fitted,
+    pub evaluation: Option<Comparison>,
+}
+
+/// One immutable calibrator version of a cell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CalibratorVersion {
+    pub id: CalibratorId,
+    pub key: CellKey,
+    pub version: i64,
+    pub job_id: Option<JobId>,
+    pub anchor_count: i64,
+    pub anchor_digest: String,
+    pub fitted: Fitted,
+    /// Held-out figures beside the raw judge's; `None` when the cell had too few anchors.
+    pub evaluation: Option<Comparison>,
+    pub failure: Option<String>,
+    pub created_at_ms: i64,
+    pub active: bool,
+}
+
+impl CalibratorVersion {
+    pub fn method(&self) -> Method {
+        self.fitted.method()
+    }
+
+    pub fn passed(&self) -> bool {
+        self.failure.is_none()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_refuse_unknown_keys_and_bad_values() {
+        let e = serde_json::from_str::<TrainingOptions>(r#"{"draw": 10}"#).unwrap_err();
+        assert!(e.to_string().contains("unknown field `draw`"), "{e}");
+        let o: TrainingOptions = serde_json::from_str(r#"{"draws": 5}"#).unwrap();
+        assert_eq!(o.check().unwrap_err()[0].field, "options");
+        let o: TrainingOptions = serde_json::from_str(r#"{"holdout": 1.5}"#).unwrap();
+        assert_eq!(o.check().unwrap_err()[0].field, "options.holdout");
+        assert!(TrainingOptions::default().check().is_ok());
+    }
+
+    #[test]
+    fn methods_parse_by_name() {
+        assert_eq!(Method::parse("bayes"), Ok(Method::Bayes));
+        assert!(Method::parse("Bayes").unwrap_err().contains("bayes"));
+    }
+}

@@ -1,0 +1,138 @@
+//! Corrections: what the eval platform calls, one score or 100,000 at a time.
+
+use axum::extract::State;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::AppState;
+use super::error::{ApiError, ErrorBody};
+use super::extract::{Authorized, CorrectScope, Json};
+use crate::domain::Problem;
+use crate::domain::calibration::Fitted;
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CorrectRequest {
+    #[schema(example = "gpt-4o-mini")]
+    judge: String,
+    #[schema(example = "coherence")]
+    rubric: String,
+    /// Raw judge scores; give either `scores` or `items`.
+    #[schema(example = json!([2.5, 3.0]))]
+    scores: Option<Vec<f64>>,
+    /// Raw judge scores with ids echoed back in the results.
+    items: Option<Vec<ItemScore>>,
+    /// A version of the cell to use instead of the active one.
+    version: Option<i64>,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ItemScore {
+    #[schema(example = "story-17")]
+    id: String,
+    #[schema(example = 2.5)]
+    score: f64,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct CorrectedDto {
+    /// The item's id, when the request gave `items`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// The raw judge score.
+    pub judge_score: f64,
+    /// The corrected score: the posterior mean of alpha + beta·judge_score.
+    pub corrected: f64,
+    /// 95% credible interval of the corrected (mean) score.
+    pub credible: [f64; 2],
+    /// 95% interval for a new item's reference score (adds the rubric's noise sigma).
+    pub predictive: [f64; 2],
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct CorrectResponse {
+    pub judge: String,
+    pub rubric: String,
+    /// The calibrator version that made every number below.
+    pub version: i64,
+    /// The method of that version (`bayes`).
+    pub method: String,
+    /// The beta canary of that version: when true the judge no longer tracks the reference
+    /// on this rubric and no linear correction can fix it.
+    pub canary: bool,
+    /// One per input score, in order.
+    pub results: Vec<CorrectedDto>,
+}
+
+/// Correct raw judge scores.
+///
+/// Uses the cell's active calibrator version, or `version`. At most limits.max_correct_batch
+/// (default 100,000) scores per request.
+#[utoipa::path(
+    post, path = "/v1/correct", tag = "correction",
+    request_body = CorrectRequest,
+    responses(
+        (status = 200, body = CorrectResponse),
+        (status = 400, description = "Body is not valid JSON", body = ErrorBody),
+        (status = 401, description = "No or unknown API key", body = ErrorBody),
+        (status = 403, description = "Key lacks the correct scope", body = ErrorBody),
+        (status = 404, description = "No active calibrator (the message says how to train one), or no such version", body = ErrorBody),
+        (status = 422, description = "Bad judge, rubric, score or id; or too many scores", body = ErrorBody),
+    ),
+    security(("api_key" = ["correct"]))
+)]
+pub async fn correct(
+    State(state): State<AppState>,
+    _auth: Authorized<CorrectScope>,
+    Json(req): Json<CorrectRequest>,
+) -> Result<axum::Json<CorrectResponse>, ApiError> {
+    let span = tracing::Span::current();
+    span.record("judge", req.judge.as_str());
+    span.record("rubric", req.rubric.as_str());
+    let (scores, ids) = match (req.scores, req.items) {
+        (Some(scores), None) => (scores, None),
+        (None, Some(items)) => {
+            let (ids, scores) = items.into_iter().map(|i| (i.id, i.score)).unzip();
+            (scores, Some(ids))
+        }
+        _ => {
+            return Err(ApiError::invalid(
+                "the correction request was refused",
+                vec![Problem::at(
+                    None,
+                    "scores",
+                    "give exactly one of `scores` (numbers) and `items` ({id, score} objects)",
+                )],
+            ));
+        }
+    };
+    let correction = state
+        .service
+        .correct(&req.judge, &req.rubric, &scores, ids.as_deref(), req.version)
+        .await?;
+    let v = &correction.version;
+    let canary = match &v.fitted {
+        Fitted::Bayes { posterior, .. } => posterior.canary,
+    };
+    let mut ids = ids.map(Vec::into_iter);
+    let results = scores
+        .iter()
+        .zip(&correction.results)
+        .map(|(&j, c)| CorrectedDto {
+            id: ids.as_mut().and_then(Iterator::next),
+            judge_score: j,
+            corrected: c.score,
+            credible: [c.credible.0, c.credible.1],
+            predictive: [c.predictive.0, c.predictive.1],
+        })
+        .collect();
+    Ok(axum::Json(CorrectResponse {
+        judge: v.key.judge.to_string(),
+        rubric: v.key.rubric.to_string(),
+        version: v.version,
+        method: v.method().to_string(),
+        canary,
+        results,
+    }))
+}

@@ -1,0 +1,147 @@
+//! Background work of a process: training workers that share the store's job queue with every
+//! other process on the same database, and the refresh of the calibrator cache and training
+//! metrics.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+use tracing::Instrument;
+
+use crate::service::Service;
+use crate::store::ClaimedJob;
+
+/// Starts the refresh task and, when `jobs.enabled`, `jobs.workers` training workers. They
+/// run until [`Service::stop_background`]; a worker then puts its running job back in the
+/// queue.
+pub fn spawn(service: &Arc<Service>, refresh_every: Duration) -> Vec<JoinHandle<()>> {
+    let mut handles = vec![tokio::spawn(refresh(service.clone(), refresh_every))];
+    let settings = service.job_settings().clone();
+    if settings.enabled {
+        for n in 0..settings.workers {
+            let owner = format!(
+                "{}-{}-{n}",
+                std::process::id(),
+                &uuid::Uuid::new_v4().simple().to_string()[..8]
+            );
+            handles.push(tokio::spawn(work(service.clone(), owner)));
+        }
+    }
+    handles
+}
+
+async fn refresh(service: Arc<Service>, every: Duration) {
+    let mut stop = service.stopping();
+    loop {
+        tokio::select! {
+            _ = stop.changed() => return,
+            () = tokio::time::sleep(every) => {}
+        }
+        if let Err(e) = service.refresh_calibrators().await {
+            tracing::warn!(error = ?e, "calibrator refresh failed; serving the cached versions");
+        }
+        if let Err(e) = service.count_finished_jobs().await {
+            tracing::warn!(error = ?e, "training metrics refresh failed");
+        }
+    }
+}
+
+/// One worker: claim the oldest job (queued, or abandoned by a process whose lease ran out),
+/// run it, repeat; sleep `jobs.poll_millis` (or until a job is queued here) when idle.
+async fn work(service: Arc<Service>, owner: String) {
+    let settings = service.job_settings().clone();
+    let lease_ms = (settings.lease_secs * 1000) as i64;
+    let poll = Duration::from_millis(settings.poll_millis);
+    let mut stop = service.stopping();
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        match service.store().claim_job(&owner, lease_ms).await {
+            Ok(Some(job)) => {
+                let span = tracing::info_span!(
+                    "job",
+                    job_id = %job.id,
+                    judge = %job.request.judge,
+                    method = %job.request.method,
+                    attempt = job.attempts,
+                );
+                run(&service, &owner, job).instrument(span).await;
+                continue;
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(error = ?e, "cannot look for training jobs"),
+        }
+        tokio::select! {
+            _ = stop.changed() => return,
+            () = service.job_queued() => {}
+            () = tokio::time::sleep(poll) => {}
+        }
+    }
+}
+
+async fn run(service: &Service, owner: &str, job: ClaimedJob) {
+    let settings = service.job_settings();
+    if job.attempts > settings.max_attempts {
+        let e = crate::Error::Internal(format!(
+            "gave up after {} attempts: each time, the process running it stopped before it finished",
+            settings.max_attempts
+        ));
+        tracing::error!("{e}");
+        if let Err(e) = service.fail_training(&job, owner, &e).await {
+            tracing::error!(error = ?e, "cannot mark the job failed");
+        }
+        return;
+    }
+    tracing::info!("training started");
+    let lease_ms = (settings.lease_secs * 1000) as i64;
+    let progress = Arc::new(AtomicU64::new(0f64.to_bits()));
+    let training = service.run_training(&job, progress.clone());
+    tokio::pin!(training);
+    // Renew the lease three times per lease period, so one slow write does not lose it.
+    let mut renew = tokio::time::interval(Duration::from_millis((lease_ms / 3).max(1) as u64));
+    renew.tick().await;
+    let mut stop = service.stopping();
+    let result = loop {
+        tokio::select! {
+            result = &mut training => break result,
+            _ = renew.tick() => {
+                let p = f64::from_bits(progress.load(Ordering::Relaxed));
+                match service.store().renew_lease(job.id, owner, lease_ms, p).await {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        tracing::warn!("lost the job's lease to another process; abandoning it");
+                        return;
+                    }
+                    Err(e) => tracing::warn!(error = ?e, "cannot renew the job's lease"),
+                }
+            }
+            _ = stop.changed() => {
+                tracing::info!("shutting down: putting the job back in the queue");
+                if let Err(e) = service.store().release_job(job.id, owner).await {
+                    tracing::warn!(error = ?e, "cannot release the job; it resumes when its lease runs out");
+                }
+                return;
+            }
+        }
+    };
+    match result {
+        Ok(versions) => match service.finish_training(&job, owner, &versions).await {
+            Ok(true) => tracing::info!(versions = versions.len(), "training succeeded"),
+            Ok(false) => tracing::warn!("lost the job's lease before storing; another process has it"),
+            Err(e) => {
+                tracing::error!(error = ?e, "cannot store the trained versions");
+                if let Err(e) = service.fail_training(&job, owner, &e).await {
+                    tracing::error!(error = ?e, "cannot mark the job failed");
+                }
+            }
+        },
+        Err(e) => {
+            tracing::warn!(error = ?e, "training failed");
+            if let Err(e) = service.fail_training(&job, owner, &e).await {
+                tracing::error!(error = ?e, "cannot mark the job failed");
+            }
+        }
+    }
+}

@@ -1,0 +1,321 @@
+//! Calibrator versions, the version each cell serves, and the anchor snapshots fits read.
+
+use sqlx::any::AnyRow;
+use sqlx::{AnyPool, Row};
+use uuid::Uuid;
+
+use super::Store;
+use crate::domain::calibration::{
+    CalibratorId, CalibratorVersion, Fitted, JobId, Method, NewVersion, VersionRef,
+};
+use crate::domain::{Anchor, CellKey, ItemId, JudgeName, RubricName, now_ms};
+use crate::error::{Error, Result};
+
+fn corrupt(what: &str) -> Error {
+    Error::Internal(format!("stored calibrator has an unreadable {what}"))
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> Result<String> {
+    serde_json::to_string(value)
+        .map_err(|e| Error::Internal(format!("cannot encode a calibrator: {e}")))
+}
+
+/// The method's parameters and diagnostics, as the `params` and `diagnostics` columns hold them.
+fn encode(fitted: &Fitted) -> Result<(String, String)> {
+    match fitted {
+        Fitted::Bayes {
+            posterior,
+            diagnostics,
+        } => Ok((to_json(posterior)?, to_json(diagnostics)?)),
+    }
+}
+
+fn decode(method: Method, params: &str, diagnostics: &str) -> Result<Fitted> {
+    match method {
+        Method::Bayes => Ok(Fitted::Bayes {
+            posterior: serde_json::from_str(params).map_err(|_| corrupt("posterior"))?,
+            diagnostics: serde_json::from_str(diagnostics).map_err(|_| corrupt("diagnostics"))?,
+        }),
+    }
+}
+
+const VERSION_COLUMNS: &str = "cal.id, c.judge, c.rubric, cal.version, cal.method, cal.job_id, \
+     cal.anchor_count, cal.anchor_digest, cal.params, cal.diagnostics, cal.evaluation, \
+     cal.failure, cal.created_at_ms, act.calibrator_id AS active_id";
+
+const VERSION_FROM: &str = "FROM calibrators cal JOIN cells c ON c.id = cal.cell_id \
+     LEFT JOIN active_calibrators act ON act.cell_id = cal.cell_id";
+
+fn version_from_row(row: &AnyRow) -> Result<CalibratorVersion> {
+    let id: String = row.try_get("id")?;
+    let method = Method::parse(&row.try_get::<String, _>("method")?)
+        .map_err(|_| corrupt("method"))?;
+    let job_id: Option<String> = row.try_get("job_id")?;
+    let active_id: Option<String> = row.try_get("active_id")?;
+    let evaluation: String = row.try_get("evaluation")?;
+    Ok(CalibratorVersion {
+        id: CalibratorId::parse(&id).ok_or_else(|| corrupt("id"))?,
+        key: CellKey {
+            judge: JudgeName::parse(&row.try_get::<String, _>("judge")?)
+                .map_err(|_| corrupt("judge"))?,
+            rubric: RubricName::parse(&row.try_get::<String, _>("rubric")?)
+                .map_err(|_| corrupt("rubric"))?,
+        },
+        version: row.try_get("version")?,
+        job_id: job_id.as_deref().and_then(JobId::parse),
+        anchor_count: row.try_get("anchor_count")?,
+        anchor_digest: row.try_get("anchor_digest")?,
+        fitted: decode(
+            method,
+            &row.try_get::<String, _>("params")?,
+            &row.try_get::<String, _>("diagnostics")?,
+        )?,
+        evaluation: serde_json::from_str(&evaluation).map_err(|_| corrupt("evaluation"))?,
+        failure: row.try_get("failure")?,
+        created_at_ms: row.try_get("created_at_ms")?,
+        active: active_id.as_deref() == Some(id.as_str()),
+    })
+}
+
+/// The versions a job produced.
+pub(super) async fn version_refs(pool: &AnyPool, job: JobId) -> Result<Vec<VersionRef>> {
+    let rows = sqlx::query(
+        "SELECT c.rubric, cal.version, cal.failure, cal.id, act.calibrator_id
+         FROM calibrators cal JOIN cells c ON c.id = cal.cell_id
+         LEFT JOIN active_calibrators act ON act.cell_id = cal.cell_id
+         WHERE cal.job_id = $1 ORDER BY c.rubric",
+    )
+    .bind(job.to_string())
+    .fetch_all(pool)
+    .await?;
+    rows.iter()
+        .map(|r| {
+            let failure: Option<String> = r.try_get(2)?;
+            let id: String = r.try_get(3)?;
+            let active: Option<String> = r.try_get(4)?;
+            Ok(VersionRef {
+                rubric: RubricName::parse(&r.try_get::<String, _>(0)?)
+                    .map_err(|_| corrupt("rubric"))?,
+                version: r.try_get(1)?,
+                passed: failure.is_none(),
+                active: active.as_deref() == Some(id.as_str()),
+            })
+        })
+        .collect()
+}
+
+impl Store {
+    /// Every anchor of `judge`'s cells (only `rubrics`, when given), per rubric in item order:
+    /// one statement, so one consistent snapshot.
+    pub async fn judge_anchors(
+        &self,
+        judge: &JudgeName,
+        rubrics: Option<&[RubricName]>,
+    ) -> Result<Vec<(RubricName, Vec<Anchor>)>> {
+        let rows = sqlx::query(
+            "SELECT c.rubric, a.item_id, a.judge_score, a.reference_score
+             FROM anchors a JOIN cells c ON c.id = a.cell_id
+             WHERE c.judge = $1 ORDER BY c.rubric, a.item_id",
+        )
+        .bind(judge.as_str())
+        .fetch_all(&self.pool)
+        .await?;
+        let mut out: Vec<(RubricName, Vec<Anchor>)> = Vec::new();
+        for r in &rows {
+            let rubric: String = r.try_get(0)?;
+            if out.last().is_none_or(|(name, _)| name.as_str() != rubric) {
+                let name = RubricName::parse(&rubric).map_err(|_| corrupt("rubric"))?;
+                out.push((name, Vec::new()));
+            }
+            let anchor = Anchor {
+                item_id: ItemId::parse(&r.try_get::<String, _>(1)?)
+                    .map_err(|_| corrupt("item id"))?,
+                judge_score: r.try_get(2)?,
+                reference_score: r.try_get(3)?,
+            };
+            if let Some((_, anchors)) = out.last_mut() {
+                anchors.push(anchor);
+            }
+        }
+        if let Some(wanted) = rubrics {
+            out.retain(|(name, _)| wanted.contains(name));
+        }
+        Ok(out)
+    }
+
+    /// Finishes a job this process holds: stores each new version (numbered per cell), makes
+    /// it active when it passed its diagnostics or `force` is set, and marks the job
+    /// succeeded, all in one transaction. `false` (and nothing stored) when `owner` no longer
+    /// holds the job.
+    pub async fn finish_job(
+        &self,
+        job: JobId,
+        owner: &str,
+        judge: &JudgeName,
+        versions: &[NewVersion],
+        force: bool,
+    ) -> Result<bool> {
+        let now = now_ms();
+        let mut tx = self.pool.begin().await?;
+        // The guard writes first: on SQLite that takes the write lock at once.
+        let held = sqlx::query(
+            "UPDATE jobs SET state = 'succeeded', progress = 1, finished_at_ms = $1,
+                 updated_at_ms = $2, lease_owner = NULL, lease_expires_at_ms = NULL
+             WHERE id = $3 AND lease_owner = $4 AND state = 'running'",
+        )
+        .bind(now)
+        .bind(now)
+        .bind(job.to_string())
+        .bind(owner)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if held != 1 {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        let mut sorted: Vec<&NewVersion> = versions.iter().collect();
+        sorted.sort_by(|a, b| a.rubric.cmp(&b.rubric));
+        for v in sorted {
+            // Touching the cell row locks it, so two jobs never take the same number.
+            let cell_id: String = sqlx::query(
+                "UPDATE cells SET judge = judge WHERE judge = $1 AND rubric = $2 RETURNING id",
+            )
+            .bind(judge.as_str())
+            .bind(v.rubric.as_str())
+            .fetch_optional(&mut *tx)
+            .await?
+            .ok_or_else(|| Error::Internal(format!("cell {judge}/{} vanished", v.rubric)))?
+            .try_get(0)?;
+            let version: i64 = sqlx::query(
+                "SELECT COALESCE(MAX(version), 0) + 1 FROM calibrators WHERE cell_id = $1",
+            )
+            .bind(&cell_id)
+            .fetch_one(&mut *tx)
+            .await?
+            .try_get(0)?;
+            let id = Uuid::new_v4().to_string();
+            let (params, diagnostics) = encode(&v.fitted)?;
+            let failure = v.fitted.failure();
+            sqlx::query(
+                "INSERT INTO calibrators (id, cell_id, version, method, job_id, anchor_count,
+                     anchor_digest, params, diagnostics, evaluation, passed, failure, created_at_ms)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+            )
+            .bind(&id)
+            .bind(&cell_id)
+            .bind(version)
+            .bind(v.fitted.method().as_str())
+            .bind(job.to_string())
+            .bind(v.anchor_count)
+            .bind(&v.anchor_digest)
+            .bind(params)
+            .bind(diagnostics)
+            .bind(to_json(&v.evaluation)?)
+            .bind(i64::from(failure.is_none()))
+            .bind(failure.clone())
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+            if failure.is_none() || force {
+                set_active(&mut tx, &cell_id, &id, now).await?;
+            }
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// A cell's versions, newest first. 404 when the cell does not exist.
+    pub async fn versions(&self, key: &CellKey) -> Result<Vec<CalibratorVersion>> {
+        let cell_id = self.cell_id(key).await?;
+        let sql =
+            format!("SELECT {VERSION_COLUMNS} {VERSION_FROM} WHERE cal.cell_id = $1 ORDER BY cal.version DESC");
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(cell_id)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(version_from_row).collect()
+    }
+
+    /// One version of a cell.
+    pub async fn version(&self, key: &CellKey, version: i64) -> Result<Option<CalibratorVersion>> {
+        let sql = format!(
+            "SELECT {VERSION_COLUMNS} {VERSION_FROM}
+             WHERE c.judge = $1 AND c.rubric = $2 AND cal.version = $3"
+        );
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(key.judge.as_str())
+            .bind(key.rubric.as_str())
+            .bind(version)
+            .fetch_optional(&self.pool)
+            .await?
+            .as_ref()
+            .map(version_from_row)
+            .transpose()
+    }
+
+    /// One version by id.
+    pub async fn calibrator(&self, id: CalibratorId) -> Result<Option<CalibratorVersion>> {
+        let sql = format!("SELECT {VERSION_COLUMNS} {VERSION_FROM} WHERE cal.id = $1");
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(id.to_string())
+            .fetch_optional(&self.pool)
+            .await?
+            .as_ref()
+            .map(version_from_row)
+            .transpose()
+    }
+
+    /// Makes `version` the one `key` serves.
+    pub async fn activate(&self, key: &CellKey, version: &CalibratorVersion) -> Result<()> {
+        let cell_id = self.cell_id(key).await?;
+        let mut tx = self.pool.begin().await?;
+        set_active(&mut tx, &cell_id, &version.id.to_string(), now_ms()).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Which version every cell serves, with when it was activated: what each process polls.
+    pub async fn active_calibrators(&self) -> Result<Vec<(CellKey, CalibratorId)>> {
+        let rows = sqlx::query(
+            "SELECT c.judge, c.rubric, act.calibrator_id
+             FROM active_calibrators act JOIN cells c ON c.id = act.cell_id",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    CellKey {
+                        judge: JudgeName::parse(&r.try_get::<String, _>(0)?)
+                            .map_err(|_| corrupt("judge"))?,
+                        rubric: RubricName::parse(&r.try_get::<String, _>(1)?)
+                            .map_err(|_| corrupt("rubric"))?,
+                    },
+                    CalibratorId::parse(&r.try_get::<String, _>(2)?)
+                        .ok_or_else(|| corrupt("id"))?,
+                ))
+            })
+            .collect()
+    }
+}
+
+async fn set_active(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    cell_id: &str,
+    calibrator_id: &str,
+    now: i64,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO active_calibrators (cell_id, calibrator_id, activated_at_ms)
+         VALUES ($1, $2, $3)
+         ON CONFLICT (cell_id) DO UPDATE SET calibrator_id = excluded.calibrator_id,
+             activated_at_ms = excluded.activated_at_ms",
+    )
+    .bind(cell_id)
+    .bind(calibrator_id)
+    .bind(now)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,225 @@
+//! The durable training queue.
+//!
+//! A process claims a job with one compare-and-set `UPDATE` (state queued, or running with an
+//! expired lease → running under its own lease); on Postgres the row lock makes concurrent
+//! claims of one job serialise and re-check the condition, so exactly one wins. The owner
+//! renews its lease while it works and can finish the job only while it still holds it.
+
+use sqlx::Row;
+use sqlx::any::AnyRow;
+
+use super::Store;
+use super::calibrators::version_refs;
+use crate::domain::calibration::{Job, JobId, JobState, Method, TrainingRequest};
+use crate::domain::{JudgeName, now_ms};
+use crate::error::{Error, Result};
+
+/// A job this process now holds the lease on.
+#[derive(Debug, Clone)]
+pub struct ClaimedJob {
+    pub id: JobId,
+    pub request: TrainingRequest,
+    /// How many times a process has claimed it, this claim included.
+    pub attempts: i64,
+}
+
+/// A finished job, for the training metrics.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FinishedJob {
+    pub id: JobId,
+    pub method: Method,
+    pub succeeded: bool,
+    pub duration_ms: i64,
+    pub finished_at_ms: i64,
+}
+
+fn corrupt(what: &str) -> Error {
+    Error::Internal(format!("stored job has an unreadable {what}"))
+}
+
+const JOB_COLUMNS: &str = "id, judge, method, request, state, progress, error, attempts, \
+     created_at_ms, started_at_ms, finished_at_ms";
+
+fn job_from_row(row: &AnyRow) -> Result<Job> {
+    let id: String = row.try_get("id")?;
+    let request: String = row.try_get("request")?;
+    Ok(Job {
+        id: JobId::parse(&id).ok_or_else(|| corrupt("id"))?,
+        judge: JudgeName::parse(&row.try_get::<String, _>("judge")?)
+            .map_err(|_| corrupt("judge"))?,
+        method: Method::parse(&row.try_get::<String, _>("method")?)
+            .map_err(|_| corrupt("method"))?,
+        request: serde_json::from_str(&request).map_err(|_| corrupt("request"))?,
+        state: JobState::parse(&row.try_get::<String, _>("state")?)
+            .ok_or_else(|| corrupt("state"))?,
+        progress: row.try_get("progress")?,
+        error: row.try_get("error")?,
+        attempts: row.try_get("attempts")?,
+        created_at_ms: row.try_get("created_at_ms")?,
+        started_at_ms: row.try_get("started_at_ms")?,
+        finished_at_ms: row.try_get("finished_at_ms")?,
+        versions: Vec::new(),
+    })
+}
+
+impl Store {
+    /// Queues a training job.
+    pub async fn insert_job(&self, id: JobId, request: &TrainingRequest) -> Result<()> {
+        let now = now_ms();
+        let json = serde_json::to_string(request)
+            .map_err(|e| Error::Internal(format!("cannot encode a training request: {e}")))?;
+        sqlx::query(
+            "INSERT INTO jobs (id, judge, method, request, state, created_at_ms, updated_at_ms)
+             VALUES ($1, $2, $3, $4, 'queued', $5, $6)",
+        )
+        .bind(id.to_string())
+        .bind(request.judge.as_str())
+        .bind(request.method.as_str())
+        .bind(json)
+        .bind(now)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// A job with the versions it produced.
+    pub async fn job(&self, id: JobId) -> Result<Option<Job>> {
+        let sql = format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1");
+        let Some(row) = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(id.to_string())
+            .fetch_optional(&self.pool)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let mut job = job_from_row(&row)?;
+        job.versions = version_refs(&self.pool, id).await?;
+        Ok(Some(job))
+    }
+
+    /// Claims the oldest job that is queued or whose lease has run out, for `lease_ms`.
+    /// Returns `None` when there is nothing to do.
+    pub async fn claim_job(&self, owner: &str, lease_ms: i64) -> Result<Option<ClaimedJob>> {
+        let now = now_ms();
+        let candidates = sqlx::query(
+            "SELECT id FROM jobs
+             WHERE state = 'queued' OR (state = 'running' AND lease_expires_at_ms < $1)
+             ORDER BY created_at_ms LIMIT 8",
+        )
+        .bind(now)
+        .fetch_all(&self.pool)
+        .await?;
+        for candidate in candidates {
+            let id: String = candidate.try_get(0)?;
+            let claimed = sqlx::query(
+                "UPDATE jobs SET state = 'running', lease_owner = $1, lease_expires_at_ms = $2,
+                     attempts = attempts + 1, started_at_ms = $3, updated_at_ms = $4
+                 WHERE id = $5
+                   AND (state = 'queued' OR (state = 'running' AND lease_expires_at_ms < $6))
+                 RETURNING request, attempts",
+            )
+            .bind(owner)
+            .bind(now + lease_ms)
+            .bind(now)
+            .bind(now)
+            .bind(&id)
+            .bind(now)
+            .fetch_optional(&self.pool)
+            .await?;
+            if let Some(row) = claimed {
+                let request: String = row.try_get(0)?;
+                return Ok(Some(ClaimedJob {
+                    id: JobId::parse(&id).ok_or_else(|| corrupt("id"))?,
+                    request: serde_json::from_str(&request).map_err(|_| corrupt("request"))?,
+                    attempts: row.try_get(1)?,
+                }));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Extends the lease and records progress; `false` when `owner` no longer holds the job
+    /// (its lease ran out and another process took it).
+    pub async fn renew_lease(
+        &self,
+        id: JobId,
+        owner: &str,
+        lease_ms: i64,
+        progress: f64,
+    ) -> Result<bool> {
+        let now = now_ms();
+        let done = sqlx::query(
+            "UPDATE jobs SET lease_expires_at_ms = $1, progress = $2, updated_at_ms = $3
+             WHERE id = $4 AND lease_owner = $5 AND state = 'running'",
+        )
+        .bind(now + lease_ms)
+        .bind(progress)
+        .bind(now)
+        .bind(id.to_string())
+        .bind(owner)
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        Ok(done == 1)
+    }
+
+    /// Puts a job this process holds back in the queue (at shutdown), for any process to take.
+    pub async fn release_job(&self, id: JobId, owner: &str) -> Result<()> {
+        sqlx::query(
+            "UPDATE jobs SET state = 'queued', lease_owner = NULL, lease_expires_at_ms = NULL,
+                 attempts = attempts - 1, progress = 0, updated_at_ms = $1
+             WHERE id = $2 AND lease_owner = $3 AND state = 'running'",
+        )
+        .bind(now_ms())
+        .bind(id.to_string())
+        .bind(owner)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Marks a job failed; `false` when `owner` no longer holds it.
+    pub async fn fail_job(&self, id: JobId, owner: &str, error: &str) -> Result<bool> {
+        let now = now_ms();
+        let done = sqlx::query(
+            "UPDATE jobs SET state = 'failed', error = $1, finished_at_ms = $2, updated_at_ms = $3,
+                 lease_owner = NULL, lease_expires_at_ms = NULL
+             WHERE id = $4 AND lease_owner = $5 AND state = 'running'",
+        )
+        .bind(error)
+        .bind(now)
+        .bind(now)
+        .bind(id.to_string())
+        .bind(owner)
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        Ok(done == 1)
+    }
+
+    /// Jobs that finished at or after `since_ms`, oldest first.
+    pub async fn finished_jobs(&self, since_ms: i64) -> Result<Vec<FinishedJob>> {
+        let rows = sqlx::query(
+            "SELECT id, method, state, started_at_ms, finished_at_ms FROM jobs
+             WHERE finished_at_ms >= $1 ORDER BY finished_at_ms",
+        )
+        .bind(since_ms)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                let finished: i64 = r.try_get(4)?;
+                let started: Option<i64> = r.try_get(3)?;
+                Ok(FinishedJob {
+                    id: JobId::parse(&r.try_get::<String, _>(0)?).ok_or_else(|| corrupt("id"))?,
+                    method: Method::parse(&r.try_get::<String, _>(1)?)
+                        .map_err(|_| corrupt("method"))?,
+                    succeeded: r.try_get::<String, _>(2)? == "succeeded",
+                    duration_ms: finished - started.unwrap_or(finished),
+                    finished_at_ms: finished,
+                })
+            })
+            .collect()
+    }
+}
