@@ -68,13 +68,17 @@ impl Metrics {
         };
         let http = &["route", "method", "status"];
         Self {
-            http_requests: counter("judgecal_http_requests_total", "HTTP requests answered", http),
+            http_requests: counter(
+                "judgecal_http_requests_total",
+                "HTTP requests answered",
+                http,
+            ),
             http_duration: histogram(
                 "judgecal_http_request_duration_seconds",
                 "Time to answer an HTTP request",
                 vec![
-                    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
-                    5.0, 10.0,
+                    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+                    10.0,
                 ],
                 http,
             ),
@@ -119,7 +123,9 @@ impl Metrics {
             training_duration: histogram(
                 "judgecal_training_duration_seconds",
                 "Wall time of finished training jobs, as recorded in the store",
-                vec![0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0],
+                vec![
+                    0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0,
+                ],
                 &["method"],
             ),
             registry: r,
@@ -135,7 +141,9 @@ impl Metrics {
     /// The per-cell gauges of the version a cell now serves.
     pub fn set_active(&self, v: &CalibratorVersion) {
         let labels = [v.key.judge.as_str(), v.key.rubric.as_str()];
-        self.active_version.with_label_values(&labels).set(v.version);
+        self.active_version
+            .with_label_values(&labels)
+            .set(v.version);
         match &v.fitted {
             Fitted::Bayes {
                 posterior,

@@ -11,9 +11,7 @@ use super::extract::{AnyKey, Authorized, Json, Path, Query, TrainScope, cell_key
 use super::{AppState, rfc3339};
 use crate::calibrate::metrics::{Comparison, Evaluation, Scheme};
 use crate::domain::Problem;
-use crate::domain::calibration::{
-    CalibratorVersion, Fitted, Job, JobId, TrainingOptions,
-};
+use crate::domain::calibration::{CalibratorVersion, Fitted, Job, JobId, TrainingOptions};
 use crate::service::TrainingBody;
 
 #[derive(Deserialize)]
@@ -195,7 +193,11 @@ pub async fn job(
     let id = JobId::parse(&id).ok_or_else(|| {
         ApiError::invalid(
             "the URL names no job",
-            vec![Problem::at(None, "id", format!("{id:?} is not a job id (a UUID)"))],
+            vec![Problem::at(
+                None,
+                "id",
+                format!("{id:?} is not a job id (a UUID)"),
+            )],
         )
     })?;
     Ok(axum::Json(state.service.job(id).await?.into()))

@@ -109,7 +109,13 @@ pub async fn correct(
     };
     let correction = state
         .service
-        .correct(&req.judge, &req.rubric, &scores, ids.as_deref(), req.version)
+        .correct(
+            &req.judge,
+            &req.rubric,
+            &scores,
+            ids.as_deref(),
+            req.version,
+        )
         .await?;
     let v = &correction.version;
     let canary = match &v.fitted {

@@ -129,7 +129,9 @@ async fn run(service: &Service, owner: &str, job: ClaimedJob) {
     match result {
         Ok(versions) => match service.finish_training(&job, owner, &versions).await {
             Ok(true) => tracing::info!(versions = versions.len(), "training succeeded"),
-            Ok(false) => tracing::warn!("lost the job's lease before storing; another process has it"),
+            Ok(false) => {
+                tracing::warn!("lost the job's lease before storing; another process has it")
+            }
             Err(e) => {
                 tracing::error!(error = ?e, "cannot store the trained versions");
                 if let Err(e) = service.fail_training(&job, owner, &e).await {

@@ -79,7 +79,8 @@ impl Service {
     /// with at least `jobs.min_anchors` anchors is trained.
     pub async fn submit_training(&self, judge: &str, body: TrainingBody) -> Result<Job> {
         let mut problems = Vec::new();
-        let judge = JudgeName::parse(judge).map_err(|e| problems.push(Problem::at(None, "judge", e)));
+        let judge =
+            JudgeName::parse(judge).map_err(|e| problems.push(Problem::at(None, "judge", e)));
         let method =
             Method::parse(&body.method).map_err(|e| problems.push(Problem::at(None, "method", e)));
         let wanted: Option<Vec<RubricName>> = body.rubrics.as_ref().map(|names| {
@@ -365,17 +366,30 @@ impl Service {
                 w.seen.clear();
             }
             w.seen.insert(job.id);
-            self.metrics
-                .count_finished_job(job.method, job.succeeded, job.duration_ms as f64 / 1e3);
+            self.metrics.count_finished_job(
+                job.method,
+                job.succeeded,
+                job.duration_ms as f64 / 1e3,
+            );
         }
         Ok(())
     }
 
     /// The version that corrects for `key`: the pinned `version`, or the active one.
-    async fn corrector(&self, key: &CellKey, version: Option<i64>) -> Result<Arc<CalibratorVersion>> {
+    async fn corrector(
+        &self,
+        key: &CellKey,
+        version: Option<i64>,
+    ) -> Result<Arc<CalibratorVersion>> {
         if let Some(version) = version {
             let pinned = (key.clone(), version);
-            if let Some(v) = self.calibrators.pinned.read().ok().and_then(|p| p.get(&pinned).cloned()) {
+            if let Some(v) = self
+                .calibrators
+                .pinned
+                .read()
+                .ok()
+                .and_then(|p| p.get(&pinned).cloned())
+            {
                 return Ok(v);
             }
             let v = Arc::new(self.store.version(key, version).await?.ok_or_else(|| {
@@ -389,7 +403,13 @@ impl Service {
             }
             return Ok(v);
         }
-        if let Some(v) = self.calibrators.active.read().ok().and_then(|a| a.get(key).cloned()) {
+        if let Some(v) = self
+            .calibrators
+            .active
+            .read()
+            .ok()
+            .and_then(|a| a.get(key).cloned())
+        {
             return Ok(v);
         }
         // Not cached: perhaps activated by another process since the last refresh, or never.
@@ -408,7 +428,10 @@ impl Service {
             return Ok(Arc::new(active.clone()));
         }
         Err(Error::NotFound(match versions.first() {
-            None => format!("cell {key} has no calibrator yet; {}, then retry", train_hint(&key.judge)),
+            None => format!(
+                "cell {key} has no calibrator yet; {}, then retry",
+                train_hint(&key.judge)
+            ),
             Some(newest) => format!(
                 "cell {key} has {} calibrator versions but none is active: the newest (version {}) failed its diagnostics ({}); \
                  retrain (for example with more draws) or activate one anyway with POST /v1/cells/{}/{}/calibrators/{{version}}/activate?force=true",
@@ -432,7 +455,8 @@ impl Service {
         version: Option<i64>,
     ) -> Result<Correction> {
         let mut problems = Vec::new();
-        let judge = JudgeName::parse(judge).map_err(|e| problems.push(Problem::at(None, "judge", e)));
+        let judge =
+            JudgeName::parse(judge).map_err(|e| problems.push(Problem::at(None, "judge", e)));
         let rubric =
             RubricName::parse(rubric).map_err(|e| problems.push(Problem::at(None, "rubric", e)));
         let field = if ids.is_some() { "items" } else { "scores" };
@@ -455,7 +479,11 @@ impl Service {
         let score_field = if ids.is_some() { "score" } else { "scores" };
         for (i, s) in scores.iter().enumerate() {
             if !s.is_finite() {
-                problems.push(Problem::at(Some(i + 1), score_field, "must be a finite number"));
+                problems.push(Problem::at(
+                    Some(i + 1),
+                    score_field,
+                    "must be a finite number",
+                ));
             }
         }
         for (i, id) in ids.into_iter().flatten().enumerate() {
@@ -464,12 +492,17 @@ impl Service {
             }
         }
         let (Ok(judge), Ok(rubric), true) = (judge, rubric, problems.is_empty()) else {
-            return Err(Error::rejected("the correction request was refused", problems));
+            return Err(Error::rejected(
+                "the correction request was refused",
+                problems,
+            ));
         };
         let key = CellKey { judge, rubric };
         let version = self.corrector(&key, version).await?;
         let results = match &version.fitted {
-            Fitted::Bayes { posterior, .. } => scores.iter().map(|&j| posterior.correct(j)).collect(),
+            Fitted::Bayes { posterior, .. } => {
+                scores.iter().map(|&j| posterior.correct(j)).collect()
+            }
         };
         self.metrics
             .count_corrections(&key, version.method(), scores.len());

@@ -216,13 +216,14 @@ impl Service {
         Ok(count)
     }
 
-    /// Sets the per-cell gauges from the store and loads the active calibrators: at start,
-    /// so both survive restarts.
+    /// Sets the per-cell gauges from the store, loads the active calibrators and counts the
+    /// finished training jobs: at start, so all of them survive restarts.
     pub async fn refresh_gauges(&self) -> Result<()> {
         for cell in self.store.cells().await? {
             self.metrics.set_cell_anchors(&cell.key, cell.anchor_count);
         }
-        self.refresh_calibrators().await
+        self.refresh_calibrators().await?;
+        self.count_finished_jobs().await
     }
 
     /// Loads the bundled HANNA slice (idempotent: a second load finds every anchor unchanged).

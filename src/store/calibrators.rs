@@ -48,8 +48,8 @@ const VERSION_FROM: &str = "FROM calibrators cal JOIN cells c ON c.id = cal.cell
 
 fn version_from_row(row: &AnyRow) -> Result<CalibratorVersion> {
     let id: String = row.try_get("id")?;
-    let method = Method::parse(&row.try_get::<String, _>("method")?)
-        .map_err(|_| corrupt("method"))?;
+    let method =
+        Method::parse(&row.try_get::<String, _>("method")?).map_err(|_| corrupt("method"))?;
     let job_id: Option<String> = row.try_get("job_id")?;
     let active_id: Option<String> = row.try_get("active_id")?;
     let evaluation: String = row.try_get("evaluation")?;
@@ -228,8 +228,9 @@ impl Store {
     /// A cell's versions, newest first. 404 when the cell does not exist.
     pub async fn versions(&self, key: &CellKey) -> Result<Vec<CalibratorVersion>> {
         let cell_id = self.cell_id(key).await?;
-        let sql =
-            format!("SELECT {VERSION_COLUMNS} {VERSION_FROM} WHERE cal.cell_id = $1 ORDER BY cal.version DESC");
+        let sql = format!(
+            "SELECT {VERSION_COLUMNS} {VERSION_FROM} WHERE cal.cell_id = $1 ORDER BY cal.version DESC"
+        );
         let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(cell_id)
             .fetch_all(&self.pool)

@@ -1,13 +1,16 @@
 //! The hierarchical linear model's log density and gradient, written on per-rubric sufficient
 //! statistics so that one evaluation costs O(rubrics), not O(anchors).
 //!
-//! For rubrics r = 1..R (R >= 2), non-centred:
+//! For rubrics r = 1..R (R >= 2):
 //!
 //! ```text
 //! y ~ Normal(α_r + β_r·j, σ_r)        α_r = μ_α + τ_α·z_α,r     β_r = μ_β + τ_β·z_β,r
 //! z ~ Normal(0, 1)   σ_r ~ HalfNormal(s_σ)   μ_α ~ N(m_α, s_α²)   μ_β ~ N(m_β, s_β²)
 //! τ_α, τ_β ~ HalfNormal(s_τ)
 //! ```
+//!
+//! The rubric effects are integrated out in closed form (see [`Model`]), so the sampler has
+//! no funnel to fall into.
 //!
 //! With R = 1 there is nothing to pool, and the model is the paper's single-cell one with fixed
 //! priors `α ~ N(m_α, s_α²)`, `β ~ N(m_β, s_β²)`, `σ ~ HalfNormal(s_σ)`.
@@ -128,42 +131,208 @@ fn half_normal_log(u: f64, scale: f64) -> (f64, f64) {
     (-0.5 * z * z + u, -z * z + 1.0)
 }
 
-/// Per-rubric parameter values at one point of the sampler's space.
+/// One rubric's parameters at one posterior draw. For a single rubric, α and β are the draw
+/// itself (variances 0). When pooled, α and β are integrated out of the sampled density, and
+/// the draw carries their exact conditional posterior given the hyperparameters and σ: a
+/// normal with this mean and covariance.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RubricParams {
+pub struct RubricDraw {
     pub alpha: f64,
     pub beta: f64,
+    pub var_alpha: f64,
+    pub var_beta: f64,
+    pub cov: f64,
     pub sigma: f64,
 }
 
-/// Rubrics with at least this many anchors are sampled centred (see [`Model`]).
-pub const CENTRE_FROM_ANCHORS: f64 = 100.0;
+/// Least-squares line of one rubric (intercept at j = 0, slope, residual sd); `None` when the
+/// anchors cannot determine a line.
+fn ols(s: &SufficientStats) -> Option<(f64, f64, f64)> {
+    if s.n < 3.0 {
+        return None;
+    }
+    let mean_j = s.sj / s.n;
+    let var_j = s.sjj / s.n - mean_j * mean_j;
+    if var_j <= 1e-9 {
+        return None;
+    }
+    let beta = (s.sjy / s.n - mean_j * s.sy / s.n) / var_j;
+    let alpha = s.sy / s.n - beta * mean_j;
+    let (sse, _, _) = s.sse(alpha, beta);
+    Some((alpha, beta, (sse / s.n).sqrt()))
+}
+
+/// log(1 + e^x), accurate for any x.
+fn ln_softplus(x: f64) -> f64 {
+    if x > 35.0 {
+        x.ln()
+    } else if x < -35.0 {
+        x
+    } else {
+        x.exp().ln_1p().ln()
+    }
+}
+
+fn sigmoid(x: f64) -> f64 {
+    if x >= 0.0 {
+        1.0 / (1.0 + (-x).exp())
+    } else {
+        let e = x.exp();
+        e / (1.0 + e)
+    }
+}
+
+/// A 2×2 matrix, row-major.
+type M2 = [[f64; 2]; 2];
+
+fn m_mul(a: &M2, b: &M2) -> M2 {
+    [
+        [
+            a[0][0] * b[0][0] + a[0][1] * b[1][0],
+            a[0][0] * b[0][1] + a[0][1] * b[1][1],
+        ],
+        [
+            a[1][0] * b[0][0] + a[1][1] * b[1][0],
+            a[1][0] * b[0][1] + a[1][1] * b[1][1],
+        ],
+    ]
+}
+
+fn m_t(a: &M2) -> M2 {
+    [[a[0][0], a[1][0]], [a[0][1], a[1][1]]]
+}
+
+fn m_det(a: &M2) -> f64 {
+    a[0][0] * a[1][1] - a[0][1] * a[1][0]
+}
+
+fn m_inv(a: &M2) -> M2 {
+    let d = m_det(a);
+    [[a[1][1] / d, -a[0][1] / d], [-a[1][0] / d, a[0][0] / d]]
+}
+
+fn m_add(a: &M2, b: &M2) -> M2 {
+    [
+        [a[0][0] + b[0][0], a[0][1] + b[0][1]],
+        [a[1][0] + b[1][0], a[1][1] + b[1][1]],
+    ]
+}
+
+fn m_scale(a: &M2, k: f64) -> M2 {
+    [[a[0][0] * k, a[0][1] * k], [a[1][0] * k, a[1][1] * k]]
+}
+
+fn m_vec(a: &M2, v: [f64; 2]) -> [f64; 2] {
+    [
+        a[0][0] * v[0] + a[0][1] * v[1],
+        a[1][0] * v[0] + a[1][1] * v[1],
+    ]
+}
+
+fn dot(a: [f64; 2], b: [f64; 2]) -> f64 {
+    a[0] * b[0] + a[1] * b[1]
+}
+
+fn diag(a: f64, b: f64) -> M2 {
+    [[a, 0.0], [0.0, b]]
+}
+
+const IDENTITY: M2 = [[1.0, 0.0], [0.0, 1.0]];
+
+/// One rubric's likelihood with θ = (α, β) integrated out against the population prior
+/// θ ~ N(μ, D), D = diag(τ_α², τ_β²), at one μ.
+struct Marginal {
+    /// log p(anchors | μ, τ, σ) without the 2π constant.
+    lp: f64,
+    /// Its gradient in (μ_α, μ_β, log τ_α, log τ_β, log σ).
+    grad: [f64; 5],
+    /// The conditional posterior of θ given μ: mean and covariance A⁻¹.
+    mean: [f64; 2],
+    cov: M2,
+    /// Q = P/σ², (I + DQ)⁻¹ and (I + QD)⁻¹: the pieces the pooled model needs, in forms that
+    /// stay accurate when τ is tiny (D → 0) or huge.
+    q: M2,
+    b_inv: M2,
+    c_inv: M2,
+    d: M2,
+}
+
+impl SufficientStats {
+    /// P = XᵀX for the design X = [1, j].
+    fn gram(&self) -> M2 {
+        [[self.n, self.sj], [self.sj, self.sjj]]
+    }
+
+    /// With E = D⁻¹, Q = P/σ², A = E + Q (the conditional precision of θ), v = Xᵀ(y − Xμ)/σ²
+    /// and w = A⁻¹v (the conditional mean of θ − μ), Woodbury gives
+    /// `log p = −n·log σ − ½(log|A| + log|D|) − ½·q/σ² + ½·vᵀw`, q = ‖y − Xμ‖².
+    /// Everything is computed through B = I + DQ (A = E·B, so A⁻¹ = B⁻¹D, |A|·|D| = |B|, and
+    /// E·A⁻¹ = (I + QD)⁻¹), never as a difference of large terms.
+    fn marginal(&self, mu: [f64; 2], log_tau: [f64; 2], log_sigma: f64) -> Marginal {
+        let d = diag((2.0 * log_tau[0]).exp(), (2.0 * log_tau[1]).exp());
+        let inv_s2 = (-2.0 * log_sigma).exp();
+        let p = self.gram();
+        let q = m_scale(&p, inv_s2);
+        let b = m_add(&IDENTITY, &m_mul(&d, &q));
+        let b_inv = m_inv(&b);
+        let c_inv = m_inv(&m_add(&IDENTITY, &m_mul(&q, &d)));
+        let a_inv = m_mul(&b_inv, &d);
+        let (sse, _, _) = self.sse(mu[0], mu[1]);
+        let r = [
+            self.sy - self.n * mu[0] - self.sj * mu[1],
+            self.sjy - self.sj * mu[0] - self.sjj * mu[1],
+        ];
+        let v = [r[0] * inv_s2, r[1] * inv_s2];
+        let w = m_vec(&a_inv, v);
+        // E·w, the gradient in μ.
+        let ew = m_vec(&c_inv, v);
+        let vw = dot(v, w);
+        let lp = -self.n * log_sigma - 0.5 * m_det(&b).ln() - 0.5 * sse * inv_s2 + 0.5 * vw;
+        let d_tau = |i: usize| b_inv[i][i] + w[i] * ew[i] - 1.0;
+        // tr(A⁻¹Q) = tr(B⁻¹·DQ) = 2 − tr(B⁻¹).
+        let tr_aq = 2.0 - b_inv[0][0] - b_inv[1][1];
+        let d_sigma = -self.n + tr_aq + sse * inv_s2 - 2.0 * vw + dot(w, m_vec(&q, w));
+        Marginal {
+            lp,
+            grad: [ew[0], ew[1], d_tau(0), d_tau(1), d_sigma],
+            mean: [mu[0] + w[0], mu[1] + w[1]],
+            cov: a_inv,
+            q,
+            b_inv,
+            c_inv,
+            d,
+        }
+    }
+}
+
+/// The pooled model at one (τ, σ): μ integrated out too.
+struct Collapsed {
+    lp: f64,
+    /// d lp / d(log τ_α, log τ_β, log σ_1..R).
+    grad: Vec<f64>,
+    /// Per rubric: the posterior mean and covariance of θ_r given (τ, σ).
+    theta: Vec<([f64; 2], M2)>,
+}
 
 /// The posterior of one judge's rubrics.
 ///
-/// When pooled, each rubric is parameterised in the way that suits its data: non-centred
-/// (`α_r = μ_α + τ_α·z_α,r`), which avoids the funnel between τ and a rubric its anchors say
-/// little about, or centred (α_r, β_r directly), which avoids the opposite, curved, geometry
-/// when the anchors pin the rubric down. Rubrics with [`CENTRE_FROM_ANCHORS`] anchors or more
-/// are centred. Both give the same posterior; only the sampler's efficiency differs.
+/// Pooled (R ≥ 2), the sampler sees neither the rubric effects θ_r = (α_r, β_r) nor the
+/// population means μ: given the scales τ and σ the model is linear-Gaussian in both, so they
+/// are integrated out exactly and NUTS moves in the 2 + R dimensions of (log τ_α, log τ_β,
+/// log σ_r). That removes the funnels between τ and the rubric effects (which the centred and
+/// the non-centred forms each suffer in one regime: non-centred when anchors pin a rubric down
+/// more tightly than the rubrics differ, centred when they do not) and between τ and μ (with
+/// few rubrics). Each draw then carries the exact normal conditional of every θ_r, from which
+/// α_r and β_r are drawn: the joint posterior is the non-centred model's.
 #[derive(Debug, Clone)]
 pub struct Model {
     stats: Vec<SufficientStats>,
     priors: Priors,
-    centred: Vec<bool>,
 }
 
 impl Model {
     pub fn new(stats: Vec<SufficientStats>, priors: Priors) -> Self {
-        let centred = stats
-            .iter()
-            .map(|s| stats.len() > 1 && s.n >= CENTRE_FROM_ANCHORS)
-            .collect();
-        Self {
-            stats,
-            priors,
-            centred,
-        }
+        Self { stats, priors }
     }
 
     pub fn stats(&self) -> &[SufficientStats] {
@@ -178,256 +347,222 @@ impl Model {
         self.rubrics() > 1
     }
 
-    /// Unconstrained dimension: 3 for one rubric; 4 + 3R when pooled.
+    /// Unconstrained dimension: 3 for one rubric (α + c·β, β, log σ); 2 + R when pooled
+    /// (log τ_α, log τ_β, log σ(R)).
     pub fn dim(&self) -> usize {
         let r = self.rubrics();
-        if self.pooled() { 4 + 3 * r } else { 3 }
+        if self.pooled() { 2 + r } else { 3 }
     }
 
-    /// Each rubric's mean judge score, and their mean: the centres of the sampler's shear.
-    fn centres(&self) -> (Vec<f64>, f64) {
-        let c: Vec<f64> = self
-            .stats
-            .iter()
-            .map(|s| if s.n > 0.0 { s.sj / s.n } else { 0.0 })
-            .collect();
-        let mean = c.iter().sum::<f64>() / c.len() as f64;
-        (c, mean)
+    /// One rubric's mean judge score: the centre of the single model's shear.
+    fn centre(&self) -> f64 {
+        let s = &self.stats[0];
+        if s.n > 0.0 { s.sj / s.n } else { 0.0 }
     }
 
     /// The sampler's coordinates `x` mapped to the model's natural ones.
     ///
-    /// The sampler does not move along α and β directly: with judge scores far from 0 they are
-    /// almost collinear in the posterior, and NUTS mixes slowly. It samples each intercept at
-    /// the rubric's mean judge score c_r instead, a shear with unit Jacobian determinant, so
-    /// the posterior is the same:
-    /// single `x = [α + c·β, β, log σ]`; pooled `x = [μ_α + c̄·μ_β, μ_β, log τ_α, log τ_β, u(R),
-    /// z_β(R), log σ(R)]` with `z_α,r = u_r − c_r·(τ_β/τ_α)·z_β,r − (c_r − c̄)·μ_β/τ_α`, i.e.
-    /// `u_r` is the rubric's deviation of its centred intercept. A centred rubric's pair is
-    /// simply `[α_r + c_r·β_r, β_r]`.
+    /// One rubric: intercept and slope are almost collinear in the posterior when judge
+    /// scores sit far from 0, so the sampler takes the intercept at the anchors' mean judge
+    /// score c: a shear with unit Jacobian, `x = [α + c·β, β, log σ]`, natural `[α, β, log σ]`.
+    ///
+    /// Pooled: natural `[log τ_α, log τ_β, log σ(R)]`; the sampler moves each τ as
+    /// `τ = s_τ·softplus(x)`. That is log-like for small τ, where a judge whose rubrics agree
+    /// puts a sharp peak with a long tail toward 0, and linear for large τ, where on the log
+    /// scale the HalfNormal prior is a wall (curvature e^{2·log τ}) that makes NUTS diverge.
     pub fn natural(&self, x: &[f64]) -> Vec<f64> {
-        let (c, c_bar) = self.centres();
         let mut t = x.to_vec();
-        if !self.pooled() {
-            t[0] = x[0] - c[0] * x[1];
-            return t;
-        }
-        let r = self.rubrics();
-        let mu_b = x[1];
-        t[0] = x[0] - c_bar * mu_b;
-        let ratio = (x[3] - x[2]).exp();
-        let inv_tau_a = (-x[2]).exp();
-        for k in 0..r {
-            t[4 + k] = if self.centred[k] {
-                x[4 + k] - c[k] * x[4 + r + k]
-            } else {
-                x[4 + k] - c[k] * ratio * x[4 + r + k] - (c[k] - c_bar) * mu_b * inv_tau_a
-            };
+        if self.pooled() {
+            for i in 0..2 {
+                t[i] = self.priors.tau_scale.ln() + ln_softplus(x[i]);
+            }
+        } else {
+            t[0] = x[0] - self.centre() * x[1];
         }
         t
+    }
+
+    /// The inverse of [`Model::natural`].
+    pub fn sampler_coordinates(&self, t: &[f64]) -> Vec<f64> {
+        let mut x = t.to_vec();
+        if self.pooled() {
+            for i in 0..2 {
+                x[i] = (t[i].exp() / self.priors.tau_scale).exp_m1().ln();
+            }
+        } else {
+            x[0] = t[0] + self.centre() * t[1];
+        }
+        x
+    }
+
+    /// The population scales (τ_α, τ_β) at the sampler's coordinates; empty for one rubric.
+    pub fn hyperparameters(&self, x: &[f64]) -> Vec<f64> {
+        if self.pooled() {
+            self.natural(x)[..2].iter().map(|t| t.exp()).collect()
+        } else {
+            Vec::new()
+        }
     }
 
     /// Log density at the sampler's coordinates `x`, with its gradient there.
     pub fn logp(&self, x: &[f64], grad: &mut [f64]) -> f64 {
         let t = self.natural(x);
-        let mut g = vec![0.0; t.len()];
-        let lp = self.logp_natural(&t, &mut g);
-        grad.copy_from_slice(&g);
-        let (c, c_bar) = self.centres();
-        if !self.pooled() {
-            // α = x0 − c·x1.
-            grad[1] -= c[0] * g[0];
+        if self.pooled() {
+            let c = self.collapsed(&t);
+            grad.copy_from_slice(&c.grad);
+            let mut lp = c.lp;
+            // log τ = log s_τ + log softplus(x): chain rule and the log-Jacobian
+            // log(d log τ / dx) = log sigmoid(x) − log softplus(x).
+            for i in 0..2 {
+                let sig = sigmoid(x[i]);
+                let ratio = (sig.ln() - ln_softplus(x[i])).exp();
+                lp += sig.ln() - ln_softplus(x[i]);
+                grad[i] = grad[i] * ratio + (1.0 - sig) - ratio;
+            }
             return lp;
         }
-        let r = self.rubrics();
-        let mu_b = x[1];
-        let ratio = (x[3] - x[2]).exp();
-        let inv_tau_a = (-x[2]).exp();
-        // μ_α = x0 − c̄·x1.
-        grad[1] -= c_bar * g[0];
-        for k in 0..r {
-            let ga = g[4 + k];
-            if self.centred[k] {
-                grad[4 + r + k] -= c[k] * ga;
-                continue;
-            }
-            let zb = x[4 + r + k];
-            let shift = (c[k] - c_bar) * mu_b * inv_tau_a;
-            // ∂z_α,r/∂x: u → 1; z_β → −c·ratio; log τ_α → c·ratio·z_β + shift;
-            // log τ_β → −c·ratio·z_β; μ_β → −(c_r − c̄)/τ_α.
-            grad[4 + r + k] -= c[k] * ratio * ga;
-            grad[2] += (c[k] * ratio * zb + shift) * ga;
-            grad[3] -= c[k] * ratio * zb * ga;
-            grad[1] -= (c[k] - c_bar) * inv_tau_a * ga;
-        }
+        let lp = self.logp_single(&t, grad);
+        grad[1] -= self.centre() * grad[0];
         lp
     }
 
-    /// Per-rubric parameters at the sampler's coordinates `x`.
-    pub fn params(&self, x: &[f64]) -> Vec<RubricParams> {
-        self.params_natural(&self.natural(x))
+    /// The single-rubric density at natural coordinates [α, β, log σ].
+    fn logp_single(&self, x: &[f64], grad: &mut [f64]) -> f64 {
+        let p = &self.priors;
+        let (ll, g) = self.stats[0].loglik(x[0], x[1], x[2]);
+        let (pa, ga) = normal(x[0], p.alpha_mean, p.alpha_sd);
+        let (pb, gb) = normal(x[1], p.beta_mean, p.beta_sd);
+        let (ps, gs) = half_normal_log(x[2], p.sigma_scale);
+        grad[0] = g[0] + ga;
+        grad[1] = g[1] + gb;
+        grad[2] = g[2] + gs;
+        ll + pa + pb + ps
     }
 
-    /// Natural layout when pooled: [μ_α, μ_β, log τ_α, log τ_β, p_α(R), p_β(R), log σ(R)],
-    /// where a rubric's p is z (non-centred) or α_r, β_r themselves (centred); single:
-    /// [α, β, log σ].
-    pub fn params_natural(&self, x: &[f64]) -> Vec<RubricParams> {
-        let r = self.rubrics();
+    /// The pooled density at natural x = [log τ_α, log τ_β, log σ(R)] (HalfNormal priors with
+    /// their log-Jacobians), μ and θ integrated out.
+    ///
+    /// Each rubric's integrated likelihood is quadratic in μ:
+    /// `L_r(μ) = L_r(0) + g_rᵀμ − ½μᵀH_rμ` with g_r = E·w_r(0) and H_r = E − E·A_r⁻¹·E.
+    /// With the prior N(m, S), H = S⁻¹ + ΣH_r and G = S⁻¹m + Σg_r, integrating μ gives
+    /// `ΣL_r(0) − ½mᵀS⁻¹m + ½GᵀH⁻¹G − ½log|H|`. Its derivative in a scale is the sum of the
+    /// L_r's partial derivatives at μ* = H⁻¹G (μ held fixed) minus ½tr(H⁻¹ ∂H), with
+    /// ∂H_r/∂log σ_r = −2N_rQ_rN_rᵀ (N_r = E·A_r⁻¹) and ∂H_r/∂log τ_i = M_rᵀ·(∂E/∂log τ_i)·M_r
+    /// (M_r = I − A_r⁻¹·E).
+    fn collapsed(&self, x: &[f64]) -> Collapsed {
+        let pr = &self.priors;
+        let log_tau = [x[0], x[1]];
+        let s_inv = diag(pr.alpha_sd.powi(-2), pr.beta_sd.powi(-2));
+        let m = [pr.alpha_mean, pr.beta_mean];
+        let mut h = s_inv;
+        let mut g = m_vec(&s_inv, m);
+        let mut lp = -0.5 * dot(m, g);
+        let mut parts = Vec::with_capacity(self.rubrics());
+        for (k, s) in self.stats.iter().enumerate() {
+            let at_zero = s.marginal([0.0, 0.0], log_tau, x[2 + k]);
+            lp += at_zero.lp;
+            g = [g[0] + at_zero.grad[0], g[1] + at_zero.grad[1]];
+            // H_r = E − E·A⁻¹·E = (I + QD)⁻¹·Q.
+            h = m_add(&h, &m_mul(&at_zero.c_inv, &at_zero.q));
+            parts.push(at_zero);
+        }
+        let h_inv = m_inv(&h);
+        let mu = m_vec(&h_inv, g);
+        lp += 0.5 * dot(g, mu) - 0.5 * m_det(&h).ln();
+
+        let mut grad = vec![0.0; self.dim()];
+        let mut theta = Vec::with_capacity(self.rubrics());
+        for (k, (s, part)) in self.stats.iter().zip(&parts).enumerate() {
+            let at_mu = s.marginal(mu, log_tau, x[2 + k]);
+            // −½tr(H⁻¹ ∂H_r) for log τ_i, with ∂E/∂log τ_i = −2·e_i at (i, i) and
+            // M_r = I − A⁻¹E = B⁻¹·DQ.
+            let m_r = m_mul(&part.b_inv, &m_mul(&part.d, &part.q));
+            let spread = m_mul(&m_r, &m_mul(&h_inv, &m_t(&m_r)));
+            grad[0] += at_mu.grad[2] + spread[0][0] / part.d[0][0];
+            grad[1] += at_mu.grad[3] + spread[1][1] / part.d[1][1];
+            // … and for log σ_r: ∂H_r = −2·N·Q·Nᵀ, N = E·A⁻¹ = (I + QD)⁻¹.
+            let nqn = m_mul(&part.c_inv, &m_mul(&part.q, &m_t(&part.c_inv)));
+            let tr = (0..2)
+                .map(|i| (0..2).map(|j| h_inv[i][j] * nqn[j][i]).sum::<f64>())
+                .sum::<f64>();
+            let (ps, gs) = half_normal_log(x[2 + k], pr.sigma_scale);
+            lp += ps;
+            grad[2 + k] = at_mu.grad[4] + tr + gs;
+            // θ_r given (τ, σ): mean μ* + w_r(μ*), covariance A⁻¹ + K·H⁻¹·Kᵀ, K = A⁻¹E = B⁻¹.
+            let k_r = part.b_inv;
+            let cov = m_add(&part.cov, &m_mul(&k_r, &m_mul(&h_inv, &m_t(&k_r))));
+            theta.push((at_mu.mean, cov));
+        }
+        for i in 0..2 {
+            let (pt, gt) = half_normal_log(x[i], pr.tau_scale);
+            lp += pt;
+            grad[i] += gt;
+        }
+        Collapsed { lp, grad, theta }
+    }
+
+    /// Per-rubric parameters at the sampler's coordinates `x`.
+    pub fn params(&self, x: &[f64]) -> Vec<RubricDraw> {
         if !self.pooled() {
-            return vec![RubricParams {
-                alpha: x[0],
-                beta: x[1],
-                sigma: x[2].exp(),
+            let t = self.natural(x);
+            return vec![RubricDraw {
+                alpha: t[0],
+                beta: t[1],
+                var_alpha: 0.0,
+                var_beta: 0.0,
+                cov: 0.0,
+                sigma: t[2].exp(),
             }];
         }
-        let (tau_a, tau_b) = (x[2].exp(), x[3].exp());
-        (0..r)
-            .map(|k| {
-                let (alpha, beta) = if self.centred[k] {
-                    (x[4 + k], x[4 + r + k])
-                } else {
-                    (x[0] + tau_a * x[4 + k], x[1] + tau_b * x[4 + r + k])
-                };
-                RubricParams {
-                    alpha,
-                    beta,
-                    sigma: x[4 + 2 * r + k].exp(),
-                }
+        self.collapsed(&self.natural(x))
+            .theta
+            .into_iter()
+            .enumerate()
+            .map(|(k, (mean, cov))| RubricDraw {
+                alpha: mean[0],
+                beta: mean[1],
+                var_alpha: cov[0][0],
+                var_beta: cov[1][1],
+                cov: cov[0][1],
+                sigma: x[2 + k].exp(),
             })
             .collect()
     }
 
-    /// Log density (up to a constant) at natural coordinates `x`, writing its gradient into
-    /// `grad`.
-    pub fn logp_natural(&self, x: &[f64], grad: &mut [f64]) -> f64 {
-        let p = &self.priors;
-        grad.iter_mut().for_each(|g| *g = 0.0);
-        if !self.pooled() {
-            let (ll, g) = self.stats[0].loglik(x[0], x[1], x[2]);
-            let (pa, ga) = normal(x[0], p.alpha_mean, p.alpha_sd);
-            let (pb, gb) = normal(x[1], p.beta_mean, p.beta_sd);
-            let (ps, gs) = half_normal_log(x[2], p.sigma_scale);
-            grad[0] = g[0] + ga;
-            grad[1] = g[1] + gb;
-            grad[2] = g[2] + gs;
-            return ll + pa + pb + ps;
-        }
-        let r = self.rubrics();
-        let (mu_a, mu_b, u_ta, u_tb) = (x[0], x[1], x[2], x[3]);
-        let (tau_a, tau_b) = (u_ta.exp(), u_tb.exp());
-        let mut lp = 0.0;
-        for (k, s) in self.stats.iter().enumerate() {
-            let (pa, pb, u_s) = (x[4 + k], x[4 + r + k], x[4 + 2 * r + k]);
-            if self.centred[k] {
-                let (ll, g) = s.loglik(pa, pb, u_s);
-                let (za, zb) = ((pa - mu_a) / tau_a, (pb - mu_b) / tau_b);
-                lp += ll - 0.5 * (za * za + zb * zb) - u_ta - u_tb;
-                grad[0] += za / tau_a;
-                grad[1] += zb / tau_b;
-                grad[2] += za * za - 1.0;
-                grad[3] += zb * zb - 1.0;
-                grad[4 + k] = g[0] - za / tau_a;
-                grad[4 + r + k] = g[1] - zb / tau_b;
-                let (ps, gs) = half_normal_log(u_s, p.sigma_scale);
-                lp += ps;
-                grad[4 + 2 * r + k] = g[2] + gs;
-                continue;
-            }
-            let (za, zb) = (pa, pb);
-            let (ll, g) = s.loglik(mu_a + tau_a * za, mu_b + tau_b * zb, u_s);
-            lp += ll - 0.5 * (za * za + zb * zb);
-            // α = μ_α + τ_α z_α: chain rule into μ, log τ and z.
-            grad[0] += g[0];
-            grad[1] += g[1];
-            grad[2] += g[0] * tau_a * za;
-            grad[3] += g[1] * tau_b * zb;
-            grad[4 + k] = g[0] * tau_a - za;
-            grad[4 + r + k] = g[1] * tau_b - zb;
-            let (ps, gs) = half_normal_log(u_s, p.sigma_scale);
-            lp += ps;
-            grad[4 + 2 * r + k] = g[2] + gs;
-        }
-        let (pa, ga) = normal(mu_a, p.alpha_mean, p.alpha_sd);
-        let (pb, gb) = normal(mu_b, p.beta_mean, p.beta_sd);
-        let (pta, gta) = half_normal_log(u_ta, p.tau_scale);
-        let (ptb, gtb) = half_normal_log(u_tb, p.tau_scale);
-        grad[0] += ga;
-        grad[1] += gb;
-        grad[2] += gta;
-        grad[3] += gtb;
-        lp + pa + pb + pta + ptb
-    }
-
-    /// A starting point: per-rubric least squares (shrunk to the prior when degenerate).
+    /// A starting point: per-rubric least squares (the prior's centre when the anchors cannot
+    /// determine a line); pooled, their spread and residual sds.
     pub fn start(&self) -> Vec<f64> {
-        let ols: Vec<(f64, f64, f64)> = self
+        let lines: Vec<(f64, f64, f64)> = self
             .stats
             .iter()
             .map(|s| {
-                let var_j = s.sjj / s.n.max(1.0) - (s.sj / s.n.max(1.0)).powi(2);
-                let beta = if s.n >= 3.0 && var_j > 1e-9 {
-                    (s.sjy / s.n - s.sj * s.sy / (s.n * s.n)) / var_j
-                } else {
-                    self.priors.beta_mean
-                };
-                let alpha = if s.n > 0.0 {
-                    (s.sy - beta * s.sj) / s.n
-                } else {
-                    self.priors.alpha_mean
-                };
-                let (sse, _, _) = s.sse(alpha, beta);
-                let sigma = if s.n >= 3.0 {
-                    (sse / s.n).sqrt().clamp(0.05, 10.0)
-                } else {
-                    0.8 * self.priors.sigma_scale
-                };
-                (alpha, beta, sigma)
+                let (a, b, sigma) = ols(s).unwrap_or_else(|| {
+                    let b = self.priors.beta_mean;
+                    let a = if s.n > 0.0 {
+                        (s.sy - b * s.sj) / s.n
+                    } else {
+                        self.priors.alpha_mean
+                    };
+                    (a, b, 0.8 * self.priors.sigma_scale)
+                });
+                (a, b, sigma.clamp(0.05, 10.0))
             })
             .collect();
         if !self.pooled() {
-            let (a, b, s) = ols[0];
-            let (c, _) = self.centres();
-            return vec![a + c[0] * b, b, s.ln()];
+            let (a, b, s) = lines[0];
+            return self.sampler_coordinates(&[a, b, s.ln()]);
         }
-        let r = self.rubrics() as f64;
-        let mean_a = ols.iter().map(|o| o.0).sum::<f64>() / r;
-        let mean_b = ols.iter().map(|o| o.1).sum::<f64>() / r;
-        let (tau_a, tau_b) = (0.5_f64, 0.5_f64);
-        let mut x = vec![mean_a, mean_b, tau_a.ln(), tau_b.ln()];
-        let pick = |k: usize, own: f64, mean: f64, tau: f64| {
-            if self.centred[k] {
-                own
-            } else {
-                ((own - mean) / tau).clamp(-3.0, 3.0)
-            }
+        let r = lines.len() as f64;
+        let spread = |f: &dyn Fn(&(f64, f64, f64)) -> f64| {
+            let m = lines.iter().map(f).sum::<f64>() / r;
+            (lines.iter().map(|l| (f(l) - m).powi(2)).sum::<f64>() / r)
+                .sqrt()
+                .clamp(0.05, 2.0)
+                .ln()
         };
-        x.extend((0..ols.len()).map(|k| pick(k, ols[k].0, mean_a, tau_a)));
-        x.extend((0..ols.len()).map(|k| pick(k, ols[k].1, mean_b, tau_b)));
-        x.extend(ols.iter().map(|o| o.2.ln()));
-        self.sampler_coordinates(&x)
-    }
-
-    /// The inverse of [`Model::natural`].
-    pub fn sampler_coordinates(&self, t: &[f64]) -> Vec<f64> {
-        let (c, c_bar) = self.centres();
-        let mut x = t.to_vec();
-        if !self.pooled() {
-            x[0] = t[0] + c[0] * t[1];
-            return x;
-        }
-        let r = self.rubrics();
-        let mu_b = t[1];
-        x[0] = t[0] + c_bar * mu_b;
-        let ratio = (t[3] - t[2]).exp();
-        let inv_tau_a = (-t[2]).exp();
-        for k in 0..r {
-            x[4 + k] = if self.centred[k] {
-                t[4 + k] + c[k] * t[4 + r + k]
-            } else {
-                t[4 + k] + c[k] * ratio * t[4 + r + k] + (c[k] - c_bar) * mu_b * inv_tau_a
-            };
-        }
-        x
+        let mut t = vec![spread(&|l| l.0), spread(&|l| l.1)];
+        t.extend(lines.iter().map(|l| l.2.ln()));
+        self.sampler_coordinates(&t)
     }
 }
 
@@ -470,24 +605,115 @@ mod tests {
     fn gradient_matches_finite_differences_single_and_pooled() {
         let single = Model::new(vec![stats(1, 200, 1.1, 0.85)], Priors::default());
         check_gradient(&single, &[0.9, 0.8, -0.6]);
-        // One centred rubric (150 anchors) and two non-centred ones.
+        // A rich rubric, a sparse one, a middling one, an empty one; tiny to large τ.
         let pooled = Model::new(
             vec![
                 stats(2, 150, 1.0, 0.9),
                 stats(3, 5, 0.5, 1.1),
                 stats(4, 60, 1.4, 0.7),
+                SufficientStats::default(),
             ],
             Priors::default(),
         );
-        assert_eq!(pooled.centred, [true, false, false]);
-        assert_eq!(pooled.dim(), 13);
-        let x: Vec<f64> = (0..pooled.dim())
-            .map(|i| 0.3 * ((i as f64) * 0.7).sin())
-            .collect();
-        check_gradient(&pooled, &x);
-        // The shear is invertible: sampler → natural → sampler is the identity.
-        let back = pooled.sampler_coordinates(&pooled.natural(&x));
-        assert!(x.iter().zip(&back).all(|(a, b)| (a - b).abs() < 1e-12));
+        assert_eq!(pooled.dim(), 6);
+        for (z_a, z_b) in [(0.02, -0.05), (0.4, 0.6), (2.0, -2.7)] {
+            let x = [z_a, z_b, -0.9, -0.5, -1.1, 0.1];
+            check_gradient(&pooled, &x);
+            let back = pooled.sampler_coordinates(&pooled.natural(&x));
+            assert!(
+                x.iter()
+                    .zip(&back)
+                    .all(|(a, b)| (a.abs() - b.abs()).abs() < 1e-12)
+            );
+        }
+    }
+
+    /// The collapsed density is the non-centred joint density with α and β integrated out:
+    /// check it against a numerical integral over (α, β) on a fine grid, for one rubric with
+    /// the hyperparameters fixed.
+    #[test]
+    fn the_integrated_likelihood_is_the_integral_of_the_joint_one() {
+        let s = stats(5, 12, 0.9, 0.8);
+        let (mu, log_tau, log_sigma) = ([0.7, 0.9], [-1.0_f64, -1.5_f64], -0.9_f64);
+        let tau = [log_tau[0].exp(), log_tau[1].exp()];
+        let m = s.marginal(mu, log_tau, log_sigma);
+        // ∫∫ exp(loglik(α, β)) N(α | μ_α, τ_α²) N(β | μ_β, τ_β²) dα dβ by the midpoint rule
+        // over ±7 prior sd; the integrand is smooth, so 400² points give ~1e-6 relative error.
+        let steps = 400;
+        let mut total = 0.0;
+        for i in 0..steps {
+            for k in 0..steps {
+                let za = -7.0 + 14.0 * (i as f64 + 0.5) / steps as f64;
+                let zb = -7.0 + 14.0 * (k as f64 + 0.5) / steps as f64;
+                let (ll, _) = s.loglik(mu[0] + tau[0] * za, mu[1] + tau[1] * zb, log_sigma);
+                let prior = (-0.5 * (za * za + zb * zb)).exp() / (2.0 * std::f64::consts::PI);
+                total += ll.exp() * prior * (14.0 / steps as f64).powi(2);
+            }
+        }
+        assert!(
+            (m.lp - total.ln()).abs() < 1e-5,
+            "closed form {} vs quadrature {}",
+            m.lp,
+            total.ln()
+        );
+    }
+
+    /// Integrating μ out as well: the collapsed density of two rubrics equals a numerical
+    /// integral over (μ_α, μ_β) of the per-rubric integrated likelihoods times μ's prior.
+    #[test]
+    fn the_collapsed_density_is_the_integral_over_the_population_means() {
+        let priors = Priors::default();
+        let model = Model::new(vec![stats(6, 8, 0.9, 0.8), stats(7, 10, 1.2, 0.7)], priors);
+        let x = [-0.5, -1.0, -0.8, -0.7];
+        let collapsed = model.collapsed(&x).lp;
+        // Midpoint rule over ±8 prior sd of μ: 600² points.
+        let steps = 600;
+        let width = 16.0 / steps as f64;
+        let mut total = 0.0;
+        for i in 0..steps {
+            for k in 0..steps {
+                let za = -8.0 + width * (i as f64 + 0.5);
+                let zb = -8.0 + width * (k as f64 + 0.5);
+                let mu = [
+                    priors.alpha_mean + priors.alpha_sd * za,
+                    priors.beta_mean + priors.beta_sd * zb,
+                ];
+                let lik: f64 = model
+                    .stats
+                    .iter()
+                    .enumerate()
+                    .map(|(r, s)| s.marginal(mu, [x[0], x[1]], x[2 + r]).lp)
+                    .sum();
+                // exp(−½(μ−m)ᵀS⁻¹(μ−m)) dμ in z units (dμ = sd_α·sd_β·dz).
+                total += (lik - 0.5 * (za * za + zb * zb)).exp()
+                    * width
+                    * width
+                    * priors.alpha_sd
+                    * priors.beta_sd;
+            }
+        }
+        // The collapsed density also carries the log σ and log τ priors; add them here.
+        let scales: f64 = x
+            .iter()
+            .enumerate()
+            .map(|(i, &u)| {
+                half_normal_log(
+                    u,
+                    if i < 2 {
+                        priors.tau_scale
+                    } else {
+                        priors.sigma_scale
+                    },
+                )
+                .0
+            })
+            .sum();
+        // The collapsed density keeps S's quadratic form but drops the 2π of ∫dμ.
+        let expected = total.ln() - (2.0 * std::f64::consts::PI).ln() + scales;
+        assert!(
+            (collapsed - expected).abs() < 1e-5,
+            "collapsed {collapsed} vs quadrature {expected}"
+        );
     }
 
     #[test]

@@ -1,0 +1,644 @@
+//! Training jobs, calibrator versions and /v1/correct on both backends, and the job queue
+//! shared by several processes on one database.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use common::{Backend, TestApp, assert_error};
+use judgecal::auth::Scope;
+use judgecal::domain::calibration::JobId;
+use serde_json::{Value, json};
+
+/// `n` anchors of y = a + b·j + noise, j spread over [1, 5]. The noise is a fixed,
+/// deterministic pattern with mean ≈ 0 and sd ≈ 0.29 (uniform on ±0.5).
+fn anchors(n: usize, a: f64, b: f64) -> Vec<Value> {
+    (0..n)
+        .map(|i| {
+            let j = 1.0 + 4.0 * ((i * 7919) % n) as f64 / n as f64;
+            let noise = ((i * 104_729) % 1000) as f64 / 1000.0 - 0.5;
+            let y: f64 = (a + b * j + noise).clamp(1.0, 5.0);
+            json!({"item_id": format!("item-{i:05}"), "judge_score": j, "reference_score": y})
+        })
+        .collect()
+}
+
+async fn upload(app: &TestApp, judge: &str, rubric: &str, n: usize, a: f64, b: f64) {
+    let res = app
+        .json(
+            "POST",
+            "/v1/anchors",
+            &json!({"judge": judge, "rubric": rubric, "anchors": anchors(n, a, b)}),
+        )
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+}
+
+/// Quick sampler settings: tests check behaviour, not the defaults' precision.
+fn quick() -> Value {
+    json!({"warmup": 300, "draws": 500})
+}
+
+async fn train(app: &TestApp, judge: &str, body: Value) -> String {
+    let res = app
+        .json("POST", &format!("/v1/judges/{judge}/calibrations"), &body)
+        .await;
+    assert_eq!(res.status, 202, "{}", res.body);
+    let id = res.body["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        res.headers["location"].to_str().unwrap(),
+        format!("/v1/jobs/{id}")
+    );
+    id
+}
+
+/// Polls the job until it has finished; panics after 90 s.
+async fn finished(app: &TestApp, id: &str) -> Value {
+    let started = Instant::now();
+    loop {
+        let job = app.get(&format!("/v1/jobs/{id}")).await;
+        assert_eq!(job.status, 200, "{}", job.body);
+        if job.body["state"] == "succeeded" || job.body["state"] == "failed" {
+            return job.body;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(90),
+            "job still {}",
+            job.body
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn correct(app: &TestApp, body: Value) -> common::Response {
+    app.json("POST", "/v1/correct", &body).await
+}
+
+fn metric(text: &str, name_and_labels: &str) -> Option<f64> {
+    text.lines()
+        .find(|l| l.starts_with(name_and_labels))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+async fn metrics(app: &TestApp) -> String {
+    match app.get("/metrics").await.body {
+        Value::String(s) => s,
+        other => panic!("metrics are text: {other}"),
+    }
+}
+
+async fn train_then_correct_with_intervals(backend: Backend) {
+    let app = TestApp::new(backend).await;
+    // Two rubrics of one judge, the same true line y = 0.5 + 0.8·j.
+    upload(&app, "j1", "coherence", 400, 0.5, 0.8).await;
+    upload(&app, "j1", "fluency", 300, 0.5, 0.8).await;
+    // The default sampler settings, whose diagnostics must pass.
+    let id = train(&app, "j1", json!({"method": "bayes"})).await;
+    let job = finished(&app, &id).await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+    assert_eq!(job["progress"], 1.0);
+    assert_eq!(job["attempts"], 1);
+    assert_eq!(job["request"]["rubrics"], json!(["coherence", "fluency"]));
+    let versions = job["versions"].as_array().unwrap();
+    assert_eq!(versions.len(), 2);
+    assert!(
+        versions
+            .iter()
+            .all(|v| v["version"] == 1 && v["active"] == true),
+        "{job}"
+    );
+
+    let list = app.get("/v1/cells/j1/coherence/calibrators").await;
+    assert_eq!(list.status, 200, "{}", list.body);
+    let v = &list.body["versions"][0];
+    assert_eq!(v["method"], "bayes");
+    assert_eq!(v["anchor_count"], 400);
+    assert_eq!(v["anchor_digest"].as_str().unwrap().len(), 64);
+    assert!(v["passed"] == true && v["active"] == true, "{v}");
+    // The slope is recovered: its posterior sd at n = 400 is about 0.013.
+    let beta = v["posterior"]["beta_mean"].as_f64().unwrap();
+    assert!((beta - 0.8).abs() < 0.05, "{beta}");
+    assert_eq!(v["posterior"]["canary"], false);
+    // Held out, the corrected scores beat the raw judge, whose bias is 0.5 − 0.2·j.
+    let eval = &v["evaluation"];
+    assert_eq!(eval["scheme"], "5-fold");
+    assert_eq!(eval["calibrated"]["n"], 400);
+    assert!(
+        eval["calibrated"]["mae"].as_f64().unwrap() + 0.03 < eval["raw"]["mae"].as_f64().unwrap(),
+        "{eval}"
+    );
+
+    let res = correct(
+        &app,
+        json!({"judge": "j1", "rubric": "coherence", "scores": [2.0, 4.0]}),
+    )
+    .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert_eq!(
+        (res.body["version"].clone(), res.body["method"].clone()),
+        (json!(1), json!("bayes"))
+    );
+    for (r, j) in res.body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip([2.0, 4.0])
+    {
+        let c = r["corrected"].as_f64().unwrap();
+        assert!((c - (0.5 + 0.8 * j)).abs() < 0.06, "{r}");
+        let (cl, ch) = (
+            r["credible"][0].as_f64().unwrap(),
+            r["credible"][1].as_f64().unwrap(),
+        );
+        let (pl, ph) = (
+            r["predictive"][0].as_f64().unwrap(),
+            r["predictive"][1].as_f64().unwrap(),
+        );
+        // The predictive interval adds the noise (sd ≈ 0.29): about ±0.57 around the mean.
+        assert!(pl < cl && cl < c && c < ch && ch < ph, "{r}");
+        assert!(((ph - pl) / 2.0 - 1.96 * 0.29).abs() < 0.08, "{r}");
+    }
+    let res = correct(
+        &app,
+        json!({"judge": "j1", "rubric": "fluency", "items": [{"id": "a", "score": 3.0}, {"id": "b", "score": 1.5}]}),
+    )
+    .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert_eq!(res.body["results"][1]["id"], "b");
+    assert_eq!(res.body["results"][1]["judge_score"], 1.5);
+
+    let text = metrics(&app).await;
+    let beta_metric = metric(
+        &text,
+        r#"judgecal_beta_posterior_mean{judge="j1",rubric="coherence"}"#,
+    )
+    .unwrap();
+    assert!((beta_metric - beta).abs() < 1e-9);
+    assert_eq!(
+        metric(
+            &text,
+            r#"judgecal_beta_canary{judge="j1",rubric="coherence"}"#
+        ),
+        Some(0.0)
+    );
+    assert!(
+        metric(
+            &text,
+            r#"judgecal_calibrator_rhat_max{judge="j1",rubric="coherence"}"#
+        )
+        .unwrap()
+            < 1.01
+    );
+    assert!(
+        metric(
+            &text,
+            r#"judgecal_calibrator_ess_min{judge="j1",rubric="coherence"}"#
+        )
+        .unwrap()
+            >= 400.0
+    );
+    assert_eq!(
+        metric(
+            &text,
+            r#"judgecal_corrections_total{judge="j1",method="bayes",rubric="coherence"}"#
+        ),
+        Some(2.0)
+    );
+    assert_eq!(
+        metric(
+            &text,
+            r#"judgecal_training_jobs_total{method="bayes",outcome="succeeded"}"#
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        metric(
+            &text,
+            r#"judgecal_training_duration_seconds_count{method="bayes"}"#
+        ),
+        Some(1.0)
+    );
+
+    // After a restart on the same database: the version, the gauges and the job count return.
+    let mut app = app;
+    let settings = app.settings.clone();
+    let dir = app.take_dir();
+    drop(app);
+    let restarted = TestApp::on(settings, dir).await;
+    let res = correct(
+        &restarted,
+        json!({"judge": "j1", "rubric": "coherence", "scores": [2.0]}),
+    )
+    .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let text = metrics(&restarted).await;
+    assert_eq!(
+        metric(
+            &text,
+            r#"judgecal_beta_posterior_mean{judge="j1",rubric="coherence"}"#
+        ),
+        Some(beta_metric)
+    );
+    assert_eq!(
+        metric(
+            &text,
+            r#"judgecal_training_jobs_total{method="bayes",outcome="succeeded"}"#
+        ),
+        Some(1.0)
+    );
+}
+
+async fn without_a_calibrator_correct_says_how_to_train_one(backend: Backend) {
+    let app = TestApp::new(backend).await;
+    let res = correct(
+        &app,
+        json!({"judge": "j1", "rubric": "coherence", "scores": [3.0]}),
+    )
+    .await;
+    assert_error(&res, 404, "not_found");
+    assert!(
+        res.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("POST /v1/anchors")
+    );
+    upload(&app, "j1", "coherence", 50, 0.5, 0.8).await;
+    let res = correct(
+        &app,
+        json!({"judge": "j1", "rubric": "coherence", "scores": [3.0]}),
+    )
+    .await;
+    assert_error(&res, 404, "not_found");
+    let message = res.body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("POST /v1/judges/j1/calibrations"),
+        "{message}"
+    );
+}
+
+async fn bad_requests_name_the_field(backend: Backend) {
+    let app = TestApp::with(backend, |s| s.limits.max_correct_batch = 3).await;
+    upload(&app, "j1", "coherence", 50, 0.5, 0.8).await;
+    let train = |body: Value| {
+        let app = &app;
+        async move { app.json("POST", "/v1/judges/j1/calibrations", &body).await }
+    };
+    let d = assert_error(
+        &train(json!({"method": "magic"})).await,
+        422,
+        "invalid_input",
+    );
+    assert_eq!(d[0]["field"], "method");
+    let res = train(json!({"method": "bayes", "options": {"draw": 10}})).await;
+    assert_error(&res, 422, "invalid_input");
+    assert!(
+        res.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("draw")
+    );
+    let d = assert_error(
+        &train(json!({"method": "bayes", "options": {"folds": 1}})).await,
+        422,
+        "invalid_input",
+    );
+    assert_eq!(d[0]["field"], "options.folds");
+    let d = assert_error(
+        &train(json!({"method": "bayes", "rubrics": ["coherence", "fluency"]})).await,
+        422,
+        "invalid_input",
+    );
+    assert_eq!(d[0]["field"], "rubrics[1]");
+    let res = app
+        .json(
+            "POST",
+            "/v1/judges/nobody/calibrations",
+            &json!({"method": "bayes"}),
+        )
+        .await;
+    assert_error(&res, 404, "not_found");
+    // Nothing of the refused requests was queued.
+    let d = assert_error(&app.get("/v1/jobs/not-a-uuid").await, 422, "invalid_input");
+    assert_eq!(d[0]["field"], "id");
+    assert_error(
+        &app.get(&format!("/v1/jobs/{}", JobId::new())).await,
+        404,
+        "not_found",
+    );
+
+    let c = |body: Value| {
+        let app = &app;
+        async move { correct(app, body).await }
+    };
+    let d = assert_error(
+        &c(json!({"judge": "j1", "rubric": "coherence", "scores": [1.0], "items": []})).await,
+        422,
+        "invalid_input",
+    );
+    assert_eq!(d[0]["field"], "scores");
+    let d = assert_error(
+        &c(json!({"judge": "j1", "rubric": "coherence", "scores": [1.0, 2.0, 3.0, 4.0]})).await,
+        422,
+        "invalid_input",
+    );
+    assert!(
+        d[0]["problem"]
+            .as_str()
+            .unwrap()
+            .contains("limits.max_correct_batch")
+    );
+    let d = assert_error(
+        &c(json!({"judge": "j1", "rubric": "coherence", "scores": []})).await,
+        422,
+        "invalid_input",
+    );
+    assert_eq!(d[0]["field"], "scores");
+    let d = assert_error(
+        &c(json!({"judge": "j1", "rubric": "coherence", "items": [{"id": "ok", "score": 1.0}, {"id": "", "score": 2.0}]})).await,
+        422,
+        "invalid_input",
+    );
+    assert_eq!(
+        (d[0]["row"].clone(), d[0]["field"].clone()),
+        (json!(2), json!("id"))
+    );
+    let d = assert_error(
+        &c(json!({"judge": "j 1", "rubric": "coherence", "scores": [1.0]})).await,
+        422,
+        "invalid_input",
+    );
+    assert_eq!(d[0]["field"], "judge");
+    assert_error(
+        &c(json!({"judge": "j1", "rubric": "coherence", "scores": ["3"]})).await,
+        422,
+        "invalid_input",
+    );
+    // Scopes: correcting needs `correct`, training needs `train`.
+    let ingest_only = app.service.create_key(&[Scope::Ingest], "t").await.unwrap();
+    let req = |path: &str, body: Value| {
+        axum::http::Request::builder()
+            .method("POST")
+            .uri(path)
+            .header("authorization", format!("Bearer {ingest_only}"))
+            .header("content-type", "application/json")
+            .body(Body::from(body.to_string()))
+            .unwrap()
+    };
+    let res = app
+        .send(req(
+            "/v1/correct",
+            json!({"judge": "j1", "rubric": "coherence", "scores": [1.0]}),
+        ))
+        .await;
+    assert_error(&res, 403, "forbidden");
+    let res = app
+        .send(req(
+            "/v1/judges/j1/calibrations",
+            json!({"method": "bayes"}),
+        ))
+        .await;
+    assert_error(&res, 403, "forbidden");
+}
+
+async fn a_fit_that_fails_its_diagnostics_is_kept_but_not_served_unless_forced(backend: Backend) {
+    let app = TestApp::new(backend).await;
+    upload(&app, "j1", "coherence", 200, 0.5, 0.8).await;
+    // 20 draws per chain cannot reach a bulk ESS of 400.
+    let short = json!({"warmup": 50, "draws": 20});
+    let id = train(&app, "j1", json!({"method": "bayes", "options": short})).await;
+    let job = finished(&app, &id).await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+    assert_eq!(job["versions"][0]["passed"], false);
+    assert_eq!(job["versions"][0]["active"], false);
+    let v = &app.get("/v1/cells/j1/coherence/calibrators").await.body["versions"][0];
+    assert!(v["failure"].as_str().unwrap().contains("bulk ESS"), "{v}");
+    let res = correct(
+        &app,
+        json!({"judge": "j1", "rubric": "coherence", "scores": [3.0]}),
+    )
+    .await;
+    assert_error(&res, 404, "not_found");
+    assert!(
+        res.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("failed its diagnostics")
+    );
+    // Asking for the version by number works: it is stored.
+    let res = correct(
+        &app,
+        json!({"judge": "j1", "rubric": "coherence", "scores": [3.0], "version": 1}),
+    )
+    .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let res = app
+        .json(
+            "POST",
+            "/v1/cells/j1/coherence/calibrators/1/activate",
+            &json!({}),
+        )
+        .await;
+    assert_error(&res, 409, "conflict");
+    assert!(
+        res.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("force=true")
+    );
+    let res = app
+        .json(
+            "POST",
+            "/v1/cells/j1/coherence/calibrators/1/activate?force=true",
+            &json!({}),
+        )
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert_eq!(res.body["active"], true);
+    let res = correct(
+        &app,
+        json!({"judge": "j1", "rubric": "coherence", "scores": [3.0]}),
+    )
+    .await;
+    assert_eq!(res.body["version"], 1, "{}", res.body);
+    // A forced training activates its version whatever the diagnostics say.
+    let id = train(
+        &app,
+        "j1",
+        json!({"method": "bayes", "options": {"warmup": 50, "draws": 20, "force": true}}),
+    )
+    .await;
+    let job = finished(&app, &id).await;
+    assert_eq!(
+        job["versions"][0],
+        json!({"rubric": "coherence", "version": 2, "passed": false, "active": true})
+    );
+    let res = correct(
+        &app,
+        json!({"judge": "j1", "rubric": "coherence", "scores": [3.0]}),
+    )
+    .await;
+    assert_eq!(res.body["version"], 2, "{}", res.body);
+    assert_error(
+        &app.json(
+            "POST",
+            "/v1/cells/j1/coherence/calibrators/9/activate",
+            &json!({}),
+        )
+        .await,
+        404,
+        "not_found",
+    );
+}
+
+async fn a_job_abandoned_by_a_dead_process_is_finished_by_another(backend: Backend) {
+    // The first process only queues: its workers are off.
+    let mut first = TestApp::with(backend, |s| s.jobs.enabled = false).await;
+    upload(&first, "j1", "coherence", 100, 0.5, 0.8).await;
+    let id = train(&first, "j1", json!({"method": "bayes", "options": quick()})).await;
+    // A process claims it under a 1 ms lease and dies: nothing renews the lease.
+    let claimed = first
+        .service
+        .store()
+        .claim_job("dead-process", 1)
+        .await
+        .unwrap()
+        .expect("the queued job");
+    assert_eq!(claimed.id.to_string(), id);
+    assert_eq!(
+        first.get(&format!("/v1/jobs/{id}")).await.body["state"],
+        "running"
+    );
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    // A second process takes it over once the lease has run out.
+    let mut settings = first.settings.clone();
+    settings.jobs.enabled = true;
+    let dir = first.take_dir();
+    let second = TestApp::on(settings.clone(), dir).await;
+    let job = finished(&second, &id).await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+    assert_eq!(job["attempts"], 2);
+    assert_eq!(job["versions"][0]["version"], 1);
+}
+
+async fn a_job_that_keeps_killing_its_process_fails_after_max_attempts(backend: Backend) {
+    let mut first = TestApp::with(backend, |s| s.jobs.enabled = false).await;
+    upload(&first, "j1", "coherence", 100, 0.5, 0.8).await;
+    let id = train(&first, "j1", json!({"method": "bayes", "options": quick()})).await;
+    for _ in 0..2 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        first
+            .service
+            .store()
+            .claim_job("dead-process", 1)
+            .await
+            .unwrap()
+            .expect("claimable");
+    }
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let mut settings = first.settings.clone();
+    settings.jobs.enabled = true;
+    settings.jobs.max_attempts = 2;
+    let dir = first.take_dir();
+    let second = TestApp::on(settings, dir).await;
+    let job = finished(&second, &id).await;
+    assert_eq!(job["state"], "failed", "{job}");
+    assert!(
+        job["error"]
+            .as_str()
+            .unwrap()
+            .contains("gave up after 2 attempts"),
+        "{job}"
+    );
+    assert_eq!(job["versions"], json!([]));
+    let text = metrics(&second).await;
+    assert_eq!(
+        metric(
+            &text,
+            r#"judgecal_training_jobs_total{method="bayes",outcome="failed"}"#
+        ),
+        Some(1.0)
+    );
+}
+
+on_both_backends!(
+    train_then_correct_with_intervals,
+    without_a_calibrator_correct_says_how_to_train_one,
+    bad_requests_name_the_field,
+    a_fit_that_fails_its_diagnostics_is_kept_but_not_served_unless_forced,
+    a_job_abandoned_by_a_dead_process_is_finished_by_another,
+    a_job_that_keeps_killing_its_process_fails_after_max_attempts,
+);
+
+/// Two processes on one Postgres: every job runs exactly once, versions are numbered without
+/// gaps or duplicates, and an activation through one is served by the other within the
+/// refresh period.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_processes_on_one_postgres_share_the_queue_and_the_active_versions() {
+    let fast_refresh = |s: &mut judgecal::config::Settings| {
+        s.calibrators.refresh_millis = 200;
+        s.jobs.poll_millis = 50;
+    };
+    let a = TestApp::with(Backend::Postgres, fast_refresh).await;
+    let mut settings = a.settings.clone();
+    fast_refresh(&mut settings);
+    let b = TestApp::on(settings, None).await;
+    for judge in ["j1", "j2", "j3"] {
+        upload(&a, judge, "coherence", 80, 0.5, 0.8).await;
+    }
+    // Two jobs per judge, queued alternately through both processes.
+    let mut ids = Vec::new();
+    for round in 0..2 {
+        for judge in ["j1", "j2", "j3"] {
+            let via = if ids.len() % 2 == 0 { &a } else { &b };
+            let seed = round * 10;
+            ids.push(train(via, judge, json!({"method": "bayes", "options": {"warmup": 200, "draws": 400, "seed": seed}})).await);
+        }
+    }
+    for id in &ids {
+        let job = finished(&a, id).await;
+        assert_eq!(job["state"], "succeeded", "{job}");
+        assert_eq!(job["attempts"], 1, "ran more than once: {job}");
+    }
+    for judge in ["j1", "j2", "j3"] {
+        let list = b
+            .get(&format!("/v1/cells/{judge}/coherence/calibrators"))
+            .await
+            .body;
+        let numbers: Vec<i64> = list["versions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["version"].as_i64().unwrap())
+            .collect();
+        assert_eq!(numbers, [2, 1], "{list}");
+    }
+    // Activate version 1 of j1 through A; B serves it within a few refresh periods.
+    let res = a
+        .json(
+            "POST",
+            "/v1/cells/j1/coherence/calibrators/1/activate?force=true",
+            &json!({}),
+        )
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let started = Instant::now();
+    loop {
+        let res = correct(
+            &b,
+            json!({"judge": "j1", "rubric": "coherence", "scores": [3.0]}),
+        )
+        .await;
+        assert_eq!(res.status, 200, "{}", res.body);
+        if res.body["version"] == 1 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "B still serves {}",
+            res.body
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
