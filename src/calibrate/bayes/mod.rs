@@ -368,7 +368,7 @@ fn standard_normal(rng: &mut ChaCha8Rng) -> f64 {
 
 /// A quantity of one draw: from the rubrics' conditionals, the sampled (α, β) per rubric and
 /// the sampler's coordinates.
-type DrawFn = dyn Fn(&[model::RubricDraw], &[(f64, f64)], &[f64]) -> f64;
+type DrawFn<'a> = dyn Fn(&[model::RubricDraw], &[(f64, f64)], &[f64]) -> f64 + 'a;
 
 fn summarise(model: &Model, chains: &[Vec<Vec<f64>>], divergences: u64, opts: &FitOptions) -> Fit {
     let r = model.rubrics();
@@ -402,7 +402,7 @@ fn summarise(model: &Model, chains: &[Vec<Vec<f64>>], divergences: u64, opts: &F
                 .collect()
         })
         .collect();
-    let series = |f: &DrawFn| -> Vec<Vec<f64>> {
+    let series = |f: &DrawFn<'_>| -> Vec<Vec<f64>> {
         (0..chains.len())
             .map(|c| {
                 (0..chains[c].len())
