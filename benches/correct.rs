@@ -39,10 +39,8 @@ async fn call(router: &axum::Router, method: &str, path: &str, body: String) -> 
 
 /// An application with one trained cell, serving on a port of its own runtime.
 fn start_server(dir: &std::path::Path) -> (std::net::SocketAddr, axum::Router) {
-    let mut settings = Settings::defaults_with_database(&format!(
-        "sqlite://{}/judgecal.db",
-        dir.display()
-    ));
+    let mut settings =
+        Settings::defaults_with_database(&format!("sqlite://{}/judgecal.db", dir.display()));
     settings.server.bind = "127.0.0.1:0".into();
     settings.auth.disabled = true;
     settings.log.level = "warn".into();
@@ -89,7 +87,9 @@ fn batch_in_process(router: &axum::Router) {
         .enable_all()
         .build()
         .unwrap();
-    let scores: Vec<f64> = (0..BATCH).map(|i| 1.0 + (i % 4001) as f64 / 1000.0).collect();
+    let scores: Vec<f64> = (0..BATCH)
+        .map(|i| 1.0 + (i % 4001) as f64 / 1000.0)
+        .collect();
     let body = json!({"judge": "bench", "rubric": "coherence", "scores": scores}).to_string();
     let mut times = Vec::new();
     rt.block_on(async {

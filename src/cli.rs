@@ -109,10 +109,51 @@ async fn serve(settings: Settings, demo: bool) -> crate::Result<()> {
             report.cells.len(),
             app.address()
         );
+        let jobs = app.service().train_demo().await?;
+        tokio::spawn(announce_demo(app.service().clone(), jobs, app.address()));
     }
     app.run_until_stopped(shutdown_signal())
         .await
         .map_err(|e| crate::Error::Internal(format!("server failed: {e}")))
+}
+
+/// Waits for the demo's training jobs and prints a correction to try.
+async fn announce_demo(
+    service: std::sync::Arc<crate::service::Service>,
+    jobs: Vec<crate::domain::calibration::JobId>,
+    address: std::net::SocketAddr,
+) {
+    if !jobs.is_empty() {
+        println!(
+            "training the demo judges' calibrators ({} jobs)...",
+            jobs.len()
+        );
+    }
+    for id in jobs {
+        loop {
+            match service.job(id).await {
+                Ok(job)
+                    if job.state == crate::domain::calibration::JobState::Queued
+                        || job.state == crate::domain::calibration::JobState::Running =>
+                {
+                    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                }
+                Ok(job) => {
+                    if let Some(error) = job.error {
+                        println!("demo training job {id} failed: {error}");
+                    }
+                    break;
+                }
+                Err(e) => {
+                    println!("cannot follow demo training job {id}: {e}");
+                    break;
+                }
+            }
+        }
+    }
+    println!(
+        "demo ready. Correct two ChatGPT coherence scores:\n  curl -s http://{address}/v1/correct -H 'content-type: application/json' \\\n    -d '{{\"judge\": \"ChatGPT\", \"rubric\": \"coherence\", \"scores\": [2.0, 4.5]}}'"
+    );
 }
 
 async fn migrate(settings: &Settings) -> crate::Result<()> {

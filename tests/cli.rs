@@ -120,6 +120,32 @@ async fn a_created_key_opens_the_demo_and_sigterm_stops_it_cleanly() {
             .all(|c| c["anchor_count"].as_i64().unwrap() > 900)
     );
 
+    // The demo trains every judge in the background; a correction with intervals follows.
+    let started = Instant::now();
+    let body = serde_json::json!({"judge": "ChatGPT", "rubric": "coherence", "scores": [2.0, 4.5]});
+    let corrected: serde_json::Value = loop {
+        let res = client
+            .post(format!("{base}/v1/correct"))
+            .bearer_auth(&key)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        if res.status() == 200 {
+            break res.json().await.unwrap();
+        }
+        assert_eq!(res.status(), 404, "only 'not trained yet' is expected");
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "the demo never served a correction"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(corrected["version"], 1);
+    let r = &corrected["results"][1];
+    let c = r["corrected"].as_f64().unwrap();
+    assert!(r["predictive"][0].as_f64().unwrap() < c && c < r["predictive"][1].as_f64().unwrap());
+
     let status = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()

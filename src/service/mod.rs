@@ -233,6 +233,33 @@ impl Service {
         self.ingest(rows, false).await
     }
 
+    /// Queues a Bayesian training job for every demo judge that has no calibrator yet;
+    /// returns the jobs.
+    pub async fn train_demo(&self) -> Result<Vec<crate::domain::calibration::JobId>> {
+        let mut judges: Vec<_> = self
+            .store
+            .cells()
+            .await?
+            .into_iter()
+            .map(|c| c.key.judge)
+            .collect();
+        judges.dedup();
+        let active = self.store.active_calibrators().await?;
+        let mut jobs = Vec::new();
+        for judge in judges {
+            if active.iter().any(|(key, _)| key.judge == judge) {
+                continue;
+            }
+            let body = TrainingBody {
+                method: "bayes".into(),
+                rubrics: None,
+                options: Default::default(),
+            };
+            jobs.push(self.submit_training(judge.as_str(), body).await?.id);
+        }
+        Ok(jobs)
+    }
+
     /// Creates an API key with the given scopes; the key is returned once and stored hashed.
     pub async fn create_key(&self, scopes: &[Scope], name: &str) -> Result<String> {
         if scopes.is_empty() {
