@@ -8,3 +8,4 @@ for component in rustfmt clippy; do
         rustup component add "$component"
     fi
 done
+source "$(dirname "${BASH_SOURCE[0]}")/torch.sh"

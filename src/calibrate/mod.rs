@@ -2,6 +2,7 @@
 //! database; everything here is testable on its own.
 
 pub mod bayes;
+pub mod flow;
 pub mod metrics;
 
 /// Serde for figures that may be NaN or infinite (an R̂ of a constant chain): JSON has no such

@@ -1,0 +1,538 @@
+//! The neural-ODE score transport on libtorch (tch): `dx/dt = f_θ(x, t, e_r)`, `x(0) = j`,
+//! `x(1) = ŷ`, integrated with fixed-step RK4.
+//!
+//! f_θ has three linear layers (hidden width 64 by default) with tanh and dropout on every
+//! hidden layer; its input is x, t and a learned embedding e_r of the rubric, so one flow serves
+//! all rubrics of a judge (a judge with one rubric gets no embedding). Scores are standardised
+//! with the anchors' judge-score mean and sd before the flow and mapped back after it.
+//!
+//! Dropout semantics: a dropout mask is drawn per item and hidden layer and held for the whole
+//! integration, so each item's trajectory follows one sub-network (in training a new mask each
+//! epoch). At inference, MC-dropout runs K sub-networks whose masks come from a seeded
+//! generator: pass k uses the same mask in every process, so a stored and reloaded version
+//! gives the same numbers. Each sub-network is a fixed one-dimensional map per rubric, which
+//! [`Table`] tabulates on a fine grid; corrections interpolate it.
+
+mod table;
+
+pub use table::Table;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use nuts_rs::rand::rngs::ChaCha8Rng;
+use nuts_rs::rand::{RngExt, SeedableRng};
+use serde::{Deserialize, Serialize};
+use tch::nn::OptimizerConfig;
+use tch::{Device, Kind, Tensor, nn};
+
+/// When a corrected score is routed to a person.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum ReviewRule {
+    /// σ above this value (in score units).
+    SigmaAbove(f64),
+    /// σ above the (100 − q)-th percentile of σ over the rubric's anchors.
+    TopPercent(f64),
+}
+
+/// Model, training and inference settings; the defaults are the paper's.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FlowOptions {
+    pub hidden: i64,
+    pub embedding_dim: i64,
+    pub dropout: f64,
+    /// RK4 step on [0, 1].
+    pub step: f64,
+    pub learning_rate: f64,
+    pub epochs: u64,
+    pub seed: u64,
+    /// Hold out this fraction of the anchors and stop when its loss has not improved for
+    /// `patience` epochs, keeping the best weights.
+    pub early_stopping: Option<f64>,
+    pub patience: u64,
+    /// MC-dropout passes at inference.
+    pub mc_passes: usize,
+    pub review: ReviewRule,
+}
+
+impl Default for FlowOptions {
+    fn default() -> Self {
+        Self {
+            hidden: 64,
+            embedding_dim: 4,
+            dropout: 0.1,
+            step: 0.1,
+            learning_rate: 3e-3,
+            epochs: 1500,
+            seed: 0,
+            early_stopping: None,
+            patience: 100,
+            mc_passes: 40,
+            review: ReviewRule::TopPercent(5.0),
+        }
+    }
+}
+
+impl FlowOptions {
+    pub fn check(&self) -> Result<(), String> {
+        let steps = 1.0 / self.step;
+        if !(2..=1024).contains(&self.hidden) || !(1..=64).contains(&self.embedding_dim) {
+            return Err("hidden must be 2 to 1024 and embedding_dim 1 to 64".into());
+        }
+        if !(0.0..0.9).contains(&self.dropout) {
+            return Err("dropout must lie in [0, 0.9)".into());
+        }
+        if !(self.step > 0.0 && self.step <= 1.0 && (steps - steps.round()).abs() < 1e-9) {
+            return Err("step must divide 1 (0.1, 0.05, 0.25, ...)".into());
+        }
+        if !(self.learning_rate > 0.0 && self.learning_rate < 1.0) {
+            return Err("learning_rate must lie in (0, 1)".into());
+        }
+        if !(1..=100_000).contains(&self.epochs) {
+            return Err("epochs must be between 1 and 100000".into());
+        }
+        if let Some(f) = self.early_stopping
+            && !(f > 0.0 && f < 0.5)
+        {
+            return Err("early_stopping (a validation fraction) must lie in (0, 0.5)".into());
+        }
+        if !(2..=1000).contains(&self.mc_passes) {
+            return Err("mc_passes must be between 2 and 1000".into());
+        }
+        match self.review {
+            ReviewRule::SigmaAbove(s) if !(s >= 0.0 && s.is_finite()) => {
+                Err("review.sigma_above must be a finite number ≥ 0".into())
+            }
+            ReviewRule::TopPercent(q) if !(q > 0.0 && q < 100.0) => {
+                Err("review.top_percent must lie in (0, 100)".into())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn steps(&self) -> usize {
+        (1.0 / self.step).round() as usize
+    }
+}
+
+/// One stored tensor.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredTensor {
+    pub shape: Vec<i64>,
+    /// The f32 values widened to f64, which JSON round-trips exactly (an f32 parsed through
+    /// f64 can round twice).
+    pub values: Vec<f64>,
+}
+
+type Stored = Vec<(String, StoredTensor)>;
+
+/// A trained flow: everything needed to rebuild the network anywhere.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlowWeights {
+    pub options: FlowOptions,
+    pub rubrics: usize,
+    /// Standardisation of scores: z = (x − shift) / scale.
+    pub shift: f64,
+    pub scale: f64,
+    pub tensors: Vec<(String, StoredTensor)>,
+    /// Epoch whose weights these are; less than `options.epochs` after early stopping.
+    pub epochs_run: u64,
+    pub stopped_early: bool,
+    pub train_loss: f64,
+    pub validation_loss: Option<f64>,
+}
+
+/// Progress of a training run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Epoch {
+    pub epoch: u64,
+    pub loss: f64,
+}
+
+/// The network's parameters as tensors.
+struct Net {
+    w1x: Tensor,
+    w1t: Tensor,
+    b1: Tensor,
+    /// [rubrics, E] and [E, H], when there is more than one rubric.
+    embedding: Option<(Tensor, Tensor)>,
+    w2: Tensor,
+    b2: Tensor,
+    w3: Tensor,
+    b3: Tensor,
+}
+
+impl Net {
+    /// Fresh parameters in `vs`, initialised as PyTorch's `nn.Linear` and `nn.Embedding` do.
+    fn new(vs: &nn::Path, opts: &FlowOptions, rubrics: usize) -> Self {
+        let h = opts.hidden;
+        let e = opts.embedding_dim;
+        let pooled = rubrics > 1;
+        let fan_in = 2 + if pooled { e } else { 0 };
+        let bound = 1.0 / (fan_in as f64).sqrt();
+        let uniform = |b: f64| nn::Init::Uniform { lo: -b, up: b };
+        let bound2 = 1.0 / (h as f64).sqrt();
+        Net {
+            w1x: vs.var("w1x", &[1, h], uniform(bound)),
+            w1t: vs.var("w1t", &[1, h], uniform(bound)),
+            b1: vs.var("b1", &[h], uniform(bound)),
+            embedding: pooled.then(|| {
+                (
+                    vs.var(
+                        "emb",
+                        &[rubrics as i64, e],
+                        nn::Init::Randn {
+                            mean: 0.0,
+                            stdev: 1.0,
+                        },
+                    ),
+                    vs.var("w1e", &[e, h], uniform(bound)),
+                )
+            }),
+            w2: vs.var("w2", &[h, h], uniform(bound2)),
+            b2: vs.var("b2", &[h], uniform(bound2)),
+            w3: vs.var("w3", &[h, 1], uniform(bound2)),
+            b3: vs.var("b3", &[1], uniform(bound2)),
+        }
+    }
+
+    fn tensors(&self) -> Vec<(&'static str, &Tensor)> {
+        let mut out = vec![("w1x", &self.w1x), ("w1t", &self.w1t), ("b1", &self.b1)];
+        if let Some((emb, w1e)) = &self.embedding {
+            out.push(("emb", emb));
+            out.push(("w1e", w1e));
+        }
+        out.extend([
+            ("w2", &self.w2),
+            ("b2", &self.b2),
+            ("w3", &self.w3),
+            ("b3", &self.b3),
+        ]);
+        out
+    }
+
+    fn store(&self) -> Vec<(String, StoredTensor)> {
+        self.tensors()
+            .into_iter()
+            .map(|(name, t)| {
+                let t = t.detach().to_kind(Kind::Float).contiguous();
+                (
+                    name.to_owned(),
+                    StoredTensor {
+                        shape: t.size(),
+                        values: Vec::<f32>::try_from(t.view(-1))
+                            .unwrap_or_default()
+                            .into_iter()
+                            .map(f64::from)
+                            .collect(),
+                    },
+                )
+            })
+            .collect()
+    }
+
+    fn load(stored: &[(String, StoredTensor)]) -> Result<Self, String> {
+        let get = |name: &str| -> Result<Tensor, String> {
+            let (_, t) = stored
+                .iter()
+                .find(|(n, _)| n == name)
+                .ok_or_else(|| format!("stored flow lacks tensor {name}"))?;
+            let len: i64 = t.shape.iter().product();
+            if len as usize != t.values.len() {
+                return Err(format!("stored tensor {name} has the wrong size"));
+            }
+            let values: Vec<f32> = t.values.iter().map(|&v| v as f32).collect();
+            Ok(Tensor::from_slice(&values).view(t.shape.as_slice()))
+        };
+        let embedding = if stored.iter().any(|(n, _)| n == "emb") {
+            Some((get("emb")?, get("w1e")?))
+        } else {
+            None
+        };
+        Ok(Net {
+            w1x: get("w1x")?,
+            w1t: get("w1t")?,
+            b1: get("b1")?,
+            embedding,
+            w2: get("w2")?,
+            b2: get("b2")?,
+            w3: get("w3")?,
+            b3: get("b3")?,
+        })
+    }
+
+    /// The part of the first layer's pre-activation that does not change along a trajectory:
+    /// b1 plus the rubric embedding's contribution. `rubric` holds each item's rubric (Int64).
+    fn base(&self, rubric: &Tensor) -> Tensor {
+        match &self.embedding {
+            Some((emb, w1e)) => emb.index_select(0, rubric).matmul(w1e) + &self.b1,
+            None => self.b1.shallow_clone().unsqueeze(0),
+        }
+    }
+
+    /// f_θ(x, t) for items with first-layer base `base` and dropout masks `m1`, `m2` (already
+    /// scaled by 1/keep; all ones for no dropout).
+    ///
+    /// Written with fused operations (`addcmul`, `addmm`): at 1,500 items the cost is in the
+    /// number of passes over [N, H] tensors, forward and backward.
+    fn velocity(&self, x: &Tensor, t: f64, base: &Tensor, m1: &Tensor, m2: &Tensor) -> Tensor {
+        let pre1 = (base + &self.w1t * t).addcmul(x, &self.w1x);
+        let h1 = pre1.tanh() * m1;
+        let h2 = self.b2.addmm(&h1, &self.w2).tanh() * m2;
+        self.b3.addmm(&h2, &self.w3)
+    }
+
+    /// x(1) from x(0) = `x` by fixed-step RK4.
+    fn integrate(
+        &self,
+        x: &Tensor,
+        steps: usize,
+        base: &Tensor,
+        m1: &Tensor,
+        m2: &Tensor,
+    ) -> Tensor {
+        let h = 1.0 / steps as f64;
+        let mut x = x.shallow_clone();
+        for s in 0..steps {
+            let t = s as f64 * h;
+            let k1 = self.velocity(&x, t, base, m1, m2);
+            let k2 = self.velocity(&(&x + &k1 * (h / 2.0)), t + h / 2.0, base, m1, m2);
+            let k3 = self.velocity(&(&x + &k2 * (h / 2.0)), t + h / 2.0, base, m1, m2);
+            let k4 = self.velocity(&(&x + &k3 * h), t + h, base, m1, m2);
+            // Out of place: autograd needs every stage's x.
+            x = x.g_add(&((k1 + k2 * 2.0 + k3 * 2.0 + k4) * (h / 6.0)));
+        }
+        x
+    }
+}
+
+/// Dropout masks [n, h], scaled by 1/keep, from libtorch's generator (seeded per run).
+fn random_masks(n: i64, h: i64, p: f64) -> Tensor {
+    if p == 0.0 {
+        return Tensor::ones([n, h], (Kind::Float, Device::Cpu));
+    }
+    Tensor::rand([n, h], (Kind::Float, Device::Cpu))
+        .ge(p)
+        .to_kind(Kind::Float)
+        / (1.0 - p)
+}
+
+/// The masks of MC-dropout pass `pass`: one [1, h] row per hidden layer, from a seeded
+/// generator independent of libtorch, so every process draws the same sub-networks.
+pub(crate) fn pass_masks(opts: &FlowOptions, pass: usize) -> (Vec<f32>, Vec<f32>) {
+    let mut rng = ChaCha8Rng::seed_from_u64(
+        opts.seed ^ 0x4D43_0000 ^ (pass as u64).wrapping_mul(0x9E37_79B9_7F4A),
+    );
+    let keep = 1.0 - opts.dropout;
+    let mut mask = || -> Vec<f32> {
+        (0..opts.hidden)
+            .map(|_| {
+                if rng.random::<f64>() >= opts.dropout {
+                    (1.0 / keep) as f32
+                } else {
+                    0.0
+                }
+            })
+            .collect()
+    };
+    let m1 = mask();
+    let m2 = mask();
+    (m1, m2)
+}
+
+/// Trains a flow on `data[r]` = rubric r's (judge, reference) pairs. `progress` is called
+/// every 10 epochs; setting `cancel` stops training with an error.
+pub fn train(
+    data: &[Vec<(f64, f64)>],
+    opts: &FlowOptions,
+    progress: &dyn Fn(Epoch),
+    cancel: &AtomicBool,
+) -> Result<FlowWeights, String> {
+    opts.check()?;
+    let rubrics = data.len();
+    let all: Vec<(usize, f64, f64)> = data
+        .iter()
+        .enumerate()
+        .flat_map(|(r, d)| d.iter().map(move |&(j, y)| (r, j, y)))
+        .collect();
+    if all.len() < 2 || rubrics == 0 {
+        return Err("the flow needs at least 2 anchors".into());
+    }
+    let n = all.len() as f64;
+    let shift = all.iter().map(|a| a.1).sum::<f64>() / n;
+    let scale = (all.iter().map(|a| (a.1 - shift).powi(2)).sum::<f64>() / n)
+        .sqrt()
+        .max(1e-3);
+    // The validation split, seeded.
+    let folds = crate::calibrate::metrics::folds(all.len(), all.len(), opts.seed);
+    let held = opts
+        .early_stopping
+        .map_or(0, |f| ((f * n).ceil() as usize).min(all.len() - 1));
+    let (mut train_rows, mut val_rows) = (Vec::new(), Vec::new());
+    for (i, row) in all.iter().enumerate() {
+        if folds[i] < held {
+            val_rows.push(*row);
+        } else {
+            train_rows.push(*row);
+        }
+    }
+    let tensors = |rows: &[(usize, f64, f64)]| {
+        let x: Vec<f32> = rows
+            .iter()
+            .map(|r| ((r.1 - shift) / scale) as f32)
+            .collect();
+        let y: Vec<f32> = rows
+            .iter()
+            .map(|r| ((r.2 - shift) / scale) as f32)
+            .collect();
+        let idx: Vec<i64> = rows.iter().map(|r| r.0 as i64).collect();
+        (
+            Tensor::from_slice(&x).view([-1, 1]),
+            Tensor::from_slice(&y).view([-1, 1]),
+            Tensor::from_slice(&idx),
+        )
+    };
+    tch::manual_seed(opts.seed as i64);
+    // libtorch defaults to one intra-op thread per physical core, which here is fewer than the
+    // cores the process may use.
+    tch::set_num_threads(std::thread::available_parallelism().map_or(1, |n| n.get()) as i32);
+    let vs = nn::VarStore::new(Device::Cpu);
+    let net = Net::new(&vs.root(), opts, rubrics);
+    let mut adam = nn::Adam::default()
+        .build(&vs, opts.learning_rate)
+        .map_err(|e| format!("optimizer: {e}"))?;
+    let (x, y, idx) = tensors(&train_rows);
+    let (vx, vy, vidx) = tensors(&val_rows);
+    let rows = train_rows.len() as i64;
+    let steps = opts.steps();
+    let ones = Tensor::ones([1, opts.hidden], (Kind::Float, Device::Cpu));
+    // (validation loss, epoch, weights) of the best epoch so far.
+    let mut best: Option<(f64, u64, Stored)> = None;
+    let mut last_loss = f64::NAN;
+    let mut epochs_run = 0;
+    let mut stopped_early = false;
+    for epoch in 1..=opts.epochs {
+        if cancel.load(Ordering::Relaxed) {
+            return Err("cancelled".into());
+        }
+        let m1 = random_masks(rows, opts.hidden, opts.dropout);
+        let m2 = random_masks(rows, opts.hidden, opts.dropout);
+        let base = net.base(&idx);
+        let pred = net.integrate(&x, steps, &base, &m1, &m2);
+        let loss = (pred - &y).square().mean(Kind::Float);
+        adam.backward_step(&loss);
+        last_loss = loss.double_value(&[]) * scale * scale;
+        epochs_run = epoch;
+        if !last_loss.is_finite() {
+            return Err(format!(
+                "training diverged at epoch {epoch} (loss is not finite); lower learning_rate"
+            ));
+        }
+        if epoch % 10 == 0 || epoch == opts.epochs {
+            progress(Epoch {
+                epoch,
+                loss: last_loss,
+            });
+        }
+        if held > 0 && (epoch % 10 == 0 || epoch == opts.epochs) {
+            let val = tch::no_grad(|| {
+                let base = net.base(&vidx);
+                let pred = net.integrate(&vx, steps, &base, &ones, &ones);
+                (pred - &vy).square().mean(Kind::Float).double_value(&[]) * scale * scale
+            });
+            match &best {
+                Some((b, at, _)) if val >= *b => {
+                    if epoch - at >= opts.patience {
+                        stopped_early = true;
+                        break;
+                    }
+                }
+                _ => best = Some((val, epoch, net.store())),
+            }
+        }
+    }
+    let (tensors, validation_loss, epochs_run) = match best {
+        Some((val, at, stored)) if held > 0 => (stored, Some(val), at),
+        _ => (net.store(), None, epochs_run),
+    };
+    Ok(FlowWeights {
+        options: *opts,
+        rubrics,
+        shift,
+        scale,
+        tensors,
+        epochs_run,
+        stopped_early,
+        train_loss: last_loss,
+        validation_loss,
+    })
+}
+
+impl FlowWeights {
+    /// MC-dropout corrections of judge scores `xs` on `rubric`, evaluated directly: per score,
+    /// the K sub-networks' outputs. Returns them pass-major: `out[k][i]`.
+    pub fn passes(&self, rubric: usize, xs: &[f64]) -> Result<Vec<Vec<f64>>, String> {
+        if rubric >= self.rubrics {
+            return Err(format!("the flow has no rubric {rubric}"));
+        }
+        let net = Net::load(&self.tensors)?;
+        let opts = &self.options;
+        let k = opts.mc_passes;
+        let n = xs.len();
+        let z: Vec<f32> = xs
+            .iter()
+            .map(|x| ((x - self.shift) / self.scale) as f32)
+            .collect();
+        let (mut m1, mut m2) = (Vec::with_capacity(k * n), Vec::with_capacity(k * n));
+        for pass in 0..k {
+            let (a, b) = pass_masks(opts, pass);
+            for _ in 0..n {
+                m1.extend_from_slice(&a);
+                m2.extend_from_slice(&b);
+            }
+        }
+        let out = tch::no_grad(|| {
+            let h = opts.hidden;
+            let rows = (k * n) as i64;
+            let x = Tensor::from_slice(&z)
+                .view([1, -1])
+                .repeat([k as i64, 1])
+                .view([-1, 1]);
+            let idx = Tensor::full([rows], rubric as i64, (Kind::Int64, Device::Cpu));
+            let base = net.base(&idx);
+            let m1 = Tensor::from_slice(&m1).view([rows, h]);
+            let m2 = Tensor::from_slice(&m2).view([rows, h]);
+            net.integrate(&x, opts.steps(), &base, &m1, &m2)
+                .view(-1)
+                .to_kind(Kind::Double)
+        });
+        let flat =
+            Vec::<f64>::try_from(out).map_err(|e| format!("reading the flow's output: {e}"))?;
+        Ok(flat
+            .chunks(n.max(1))
+            .map(|c| c.iter().map(|v| v * self.scale + self.shift).collect())
+            .collect())
+    }
+
+    /// Mean and sd over the MC passes of each score, evaluated directly.
+    pub fn correct_direct(&self, rubric: usize, xs: &[f64]) -> Result<Vec<(f64, f64)>, String> {
+        let passes = self.passes(rubric, xs)?;
+        Ok((0..xs.len())
+            .map(|i| mean_sd(passes.iter().map(|p| p[i])))
+            .collect())
+    }
+}
+
+/// Mean and (population) sd of the K pass values.
+pub(crate) fn mean_sd(values: impl Iterator<Item = f64> + Clone) -> (f64, f64) {
+    let (n, sum) = values
+        .clone()
+        .fold((0.0, 0.0), |(n, s), v| (n + 1.0, s + v));
+    let mean = sum / n;
+    let var = values.map(|v| (v - mean).powi(2)).sum::<f64>() / n;
+    (mean, var.sqrt())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,189 @@
+//! Known-answer tests of the flow, at small sizes (few hundred anchors, a few hundred epochs):
+//! the full-size run is a benchmark.
+
+use std::sync::atomic::AtomicBool;
+
+use nuts_rs::rand::rngs::ChaCha8Rng;
+use nuts_rs::rand::{RngExt, SeedableRng};
+
+use super::*;
+
+fn normal(rng: &mut ChaCha8Rng) -> f64 {
+    let u1: f64 = rng.random::<f64>().max(1e-300);
+    let u2: f64 = rng.random();
+    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+}
+
+/// n anchors of y = map(j) + N(0, noise²), j uniform on [lo, hi].
+fn anchors(
+    seed: u64,
+    n: usize,
+    lo: f64,
+    hi: f64,
+    noise: f64,
+    map: impl Fn(f64) -> f64,
+) -> Vec<(f64, f64)> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    (0..n)
+        .map(|_| {
+            let j = lo + (hi - lo) * rng.random::<f64>();
+            (j, map(j) + noise * normal(&mut rng))
+        })
+        .collect()
+}
+
+fn s_curve(j: f64) -> f64 {
+    j + 0.4 * (0.9 * (j - 3.0)).tanh()
+}
+
+fn quick() -> FlowOptions {
+    FlowOptions {
+        epochs: 400,
+        learning_rate: 1e-2,
+        ..FlowOptions::default()
+    }
+}
+
+fn fit(data: &[Vec<(f64, f64)>], opts: &FlowOptions) -> FlowWeights {
+    train(data, opts, &|_| {}, &AtomicBool::new(false)).expect("training")
+}
+
+fn mae(pred: &[f64], truth: &[f64]) -> f64 {
+    pred.iter()
+        .zip(truth)
+        .map(|(p, t)| (p - t).abs())
+        .sum::<f64>()
+        / pred.len() as f64
+}
+
+/// Least-squares line through the pairs.
+fn line(pairs: &[(f64, f64)]) -> impl Fn(f64) -> f64 {
+    let n = pairs.len() as f64;
+    let mj = pairs.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = pairs.iter().map(|p| p.1).sum::<f64>() / n;
+    let b = pairs.iter().map(|(j, y)| (j - mj) * (y - my)).sum::<f64>()
+        / pairs.iter().map(|(j, _)| (j - mj).powi(2)).sum::<f64>();
+    move |j| my + b * (j - mj)
+}
+
+#[test]
+fn the_flow_learns_a_curve_that_no_line_can() {
+    let train_set = anchors(1, 400, 1.0, 5.0, 0.05, s_curve);
+    let flow = fit(std::slice::from_ref(&train_set), &quick());
+    // Held-out points, compared with the noiseless truth.
+    let test: Vec<f64> = (0..200)
+        .map(|i| 1.0 + 4.0 * (i as f64 + 0.5) / 200.0)
+        .collect();
+    let truth: Vec<f64> = test.iter().map(|&j| s_curve(j)).collect();
+    let flow_pred: Vec<f64> = flow
+        .correct_direct(0, &test)
+        .unwrap()
+        .into_iter()
+        .map(|(m, _)| m)
+        .collect();
+    let best_line = line(&train_set);
+    let line_pred: Vec<f64> = test.iter().map(|&j| best_line(j)).collect();
+    let (flow_mae, line_mae) = (mae(&flow_pred, &truth), mae(&line_pred, &truth));
+    // The best line misses the S by about 0.08 on average; the flow must halve that.
+    assert!(
+        flow_mae < 0.5 * line_mae,
+        "flow MAE {flow_mae:.4}, best line {line_mae:.4}"
+    );
+}
+
+#[test]
+fn sigma_grows_far_outside_the_anchors() {
+    let train_set = anchors(2, 300, 2.0, 4.0, 0.1, s_curve);
+    let flow = fit(&[train_set], &quick());
+    let inside = flow.correct_direct(0, &[2.5, 3.0, 3.5]).unwrap();
+    let outside = flow.correct_direct(0, &[-3.0, 9.0]).unwrap();
+    let max_inside = inside.iter().map(|p| p.1).fold(0.0, f64::max);
+    let min_outside = outside.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
+    // tanh saturates far out, so σ grows by a bounded factor: require a quarter more.
+    assert!(
+        min_outside > 1.25 * max_inside,
+        "σ inside {inside:?}, outside {outside:?}"
+    );
+}
+
+#[test]
+fn one_flow_learns_two_rubrics_through_the_embedding() {
+    let up = |j: f64| j + 0.6;
+    let down = |j: f64| 0.5 * j + 1.2;
+    let data = vec![
+        anchors(3, 300, 1.0, 5.0, 0.05, up),
+        anchors(4, 300, 1.0, 5.0, 0.05, down),
+    ];
+    let flow = fit(&data, &quick());
+    let test = [1.5, 2.5, 3.5, 4.5];
+    for (rubric, map) in [(0, &up as &dyn Fn(f64) -> f64), (1, &down)] {
+        let pred = flow.correct_direct(rubric, &test).unwrap();
+        for (&j, (m, _)) in test.iter().zip(&pred) {
+            // The two maps differ by 0.1 to 1.1 here; each rubric must be within 0.1 of its own.
+            assert!(
+                (m - map(j)).abs() < 0.1,
+                "rubric {rubric} at {j}: {m} vs {}",
+                map(j)
+            );
+        }
+    }
+}
+
+#[test]
+fn a_stored_and_reloaded_flow_gives_the_same_numbers_and_the_table_matches() {
+    let train_set = anchors(5, 200, 1.0, 5.0, 0.1, s_curve);
+    let flow = fit(
+        &[train_set],
+        &FlowOptions {
+            epochs: 100,
+            ..quick()
+        },
+    );
+    // "Same" means bit-for-bit: the weights round-trip through JSON exactly (serde_json's
+    // float_roundtrip), and MC pass k uses the same seeded dropout mask in every process.
+    let json = serde_json::to_string(&flow).unwrap();
+    let reloaded: FlowWeights = serde_json::from_str(&json).unwrap();
+    assert_eq!(reloaded, flow);
+    let xs = [0.5, 1.7, 3.3, 4.9, 6.0];
+    assert_eq!(
+        flow.correct_direct(0, &xs).unwrap(),
+        reloaded.correct_direct(0, &xs).unwrap()
+    );
+    // The table of 1,025 points over [−1, 7] stays within 1e-3 of direct evaluation, for the
+    // mean and for σ, at points between its nodes.
+    let table = Table::build(&reloaded, 0, -1.0, 7.0, 1025).unwrap();
+    let probes: Vec<f64> = (0..997)
+        .map(|i| -1.0 + 8.0 * (i as f64 + 0.37) / 997.0)
+        .collect();
+    let direct = reloaded.correct_direct(0, &probes).unwrap();
+    let worst = probes
+        .iter()
+        .zip(&direct)
+        .map(|(&x, &(m, s))| {
+            let (tm, ts) = table.correct(x).unwrap();
+            (tm - m).abs().max((ts - s).abs())
+        })
+        .fold(0.0, f64::max);
+    assert!(worst <= 1e-3, "largest deviation {worst}");
+    assert!(table.correct(7.5).is_none());
+}
+
+#[test]
+fn early_stopping_keeps_the_best_epoch_and_cancel_stops() {
+    let train_set = anchors(6, 200, 1.0, 5.0, 0.3, s_curve);
+    let opts = FlowOptions {
+        epochs: 2000,
+        early_stopping: Some(0.2),
+        patience: 50,
+        learning_rate: 3e-2,
+        ..FlowOptions::default()
+    };
+    let flow = fit(std::slice::from_ref(&train_set), &opts);
+    assert!(flow.validation_loss.is_some());
+    assert!(flow.epochs_run <= 2000);
+    if flow.stopped_early {
+        assert!(flow.epochs_run < 2000);
+    }
+    let err = train(&[train_set], &quick(), &|_| {}, &AtomicBool::new(true)).unwrap_err();
+    assert_eq!(err, "cancelled");
+}
