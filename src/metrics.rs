@@ -29,6 +29,8 @@ pub struct Metrics {
     pub corrections: IntCounterVec,
     pub training_jobs: IntCounterVec,
     pub training_duration: HistogramVec,
+    pub dropout_sigma: HistogramVec,
+    pub review_routed: IntCounterVec,
 }
 
 fn register<C: Collector + Clone + 'static>(registry: &Registry, c: C) -> C {
@@ -128,6 +130,17 @@ impl Metrics {
                 ],
                 &["method"],
             ),
+            dropout_sigma: histogram(
+                "judgecal_dropout_sigma",
+                "MC-dropout sd of the flow's corrected scores (score units)",
+                vec![0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0],
+                CELL,
+            ),
+            review_routed: counter(
+                "judgecal_review_routed_total",
+                "Corrected scores whose sigma exceeded the cell's review threshold",
+                CELL,
+            ),
             registry: r,
         }
     }
@@ -165,7 +178,18 @@ impl Metrics {
                     .with_label_values(&labels)
                     .set(diagnostics.ess_bulk_min);
             }
+            Fitted::Flow(_) => {}
         }
+    }
+
+    /// The σ of a flow's corrections and how many went to review.
+    pub fn observe_flow(&self, key: &CellKey, sigmas: impl Iterator<Item = f64>, routed: usize) {
+        let labels = [key.judge.as_str(), key.rubric.as_str()];
+        let h = self.dropout_sigma.with_label_values(&labels);
+        sigmas.for_each(|s| h.observe(s));
+        self.review_routed
+            .with_label_values(&labels)
+            .inc_by(routed as u64);
     }
 
     pub fn count_corrections(&self, key: &CellKey, method: Method, n: usize) {
@@ -174,8 +198,8 @@ impl Metrics {
             .inc_by(n as u64);
     }
 
-    pub fn count_finished_job(&self, method: Method, succeeded: bool, seconds: f64) {
-        let outcome = if succeeded { "succeeded" } else { "failed" };
+    /// A finished job; `outcome` is its state (succeeded, failed, cancelled).
+    pub fn count_finished_job(&self, method: Method, outcome: &str, seconds: f64) {
         self.training_jobs
             .with_label_values(&[method.as_str(), outcome])
             .inc();

@@ -59,7 +59,8 @@ async fn finished(app: &TestApp, id: &str) -> Value {
     loop {
         let job = app.get(&format!("/v1/jobs/{id}")).await;
         assert_eq!(job.status, 200, "{}", job.body);
-        if job.body["state"] == "succeeded" || job.body["state"] == "failed" {
+        if ["succeeded", "failed", "cancelled"].contains(&job.body["state"].as_str().unwrap_or(""))
+        {
             return job.body;
         }
         assert!(
@@ -292,13 +293,9 @@ async fn bad_requests_name_the_field(backend: Backend) {
     );
     assert_eq!(d[0]["field"], "method");
     let res = train(json!({"method": "bayes", "options": {"draw": 10}})).await;
-    assert_error(&res, 422, "invalid_input");
-    assert!(
-        res.body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("draw")
-    );
+    let d = assert_error(&res, 422, "invalid_input");
+    assert_eq!(d[0]["field"], "options");
+    assert!(d[0]["problem"].as_str().unwrap().contains("draw"), "{d:?}");
     let d = assert_error(
         &train(json!({"method": "bayes", "options": {"folds": 1}})).await,
         422,
@@ -562,7 +559,146 @@ async fn a_job_that_keeps_killing_its_process_fails_after_max_attempts(backend: 
     );
 }
 
+async fn a_flow_version_corrects_with_sigma_and_review(backend: Backend) {
+    let app = TestApp::new(backend).await;
+    upload(&app, "j1", "coherence", 300, 0.5, 0.8).await;
+    // Options of the other method are refused, naming the field.
+    let res = app
+        .json(
+            "POST",
+            "/v1/judges/j1/calibrations",
+            &json!({"method": "flow", "options": {"chains": 2}}),
+        )
+        .await;
+    let d = assert_error(&res, 422, "invalid_input");
+    assert!(
+        d[0]["problem"].as_str().unwrap().contains("chains"),
+        "{d:?}"
+    );
+
+    let id = train(
+        &app,
+        "j1",
+        json!({"method": "flow", "options": {"epochs": 150, "learning_rate": 0.01}}),
+    )
+    .await;
+    let job = finished(&app, &id).await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+    assert_eq!(job["detail"]["epoch"], 150, "{job}");
+    // A finished job cannot be cancelled.
+    assert_error(
+        &app.json("POST", &format!("/v1/jobs/{id}/cancel"), &json!({}))
+            .await,
+        409,
+        "conflict",
+    );
+    let v = &app.get("/v1/cells/j1/coherence/calibrators").await.body["versions"][0];
+    assert_eq!(
+        (v["method"].clone(), v["active"].clone()),
+        (json!("flow"), json!(true)),
+        "{v}"
+    );
+    // 20% held out: trained on 240, evaluated on 60, where it beats the raw judge.
+    assert_eq!(v["flow"]["trained_on"], 240);
+    assert_eq!(v["evaluation"]["scheme"], "holdout 0.2");
+    assert_eq!(v["evaluation"]["calibrated"]["n"], 60);
+    assert!(
+        v["evaluation"]["calibrated"]["mae"].as_f64().unwrap()
+            < v["evaluation"]["raw"]["mae"].as_f64().unwrap(),
+        "{v}"
+    );
+
+    // 30 is far off the anchors (and off the table): evaluated directly, with a large σ.
+    let res = correct(
+        &app,
+        json!({"judge": "j1", "rubric": "coherence", "scores": [2.0, 4.0, 30.0]}),
+    )
+    .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert_eq!(res.body["method"], "flow");
+    assert!(res.body.get("canary").is_none());
+    let r = res.body["results"].as_array().unwrap();
+    for (item, j) in r.iter().zip([2.0, 4.0]) {
+        assert!(item.get("credible").is_none(), "{item}");
+        let c = item["corrected"].as_f64().unwrap();
+        assert!((c - (0.5 + 0.8 * j)).abs() < 0.2, "{item}");
+    }
+    let sigma = |i: usize| r[i]["sigma"].as_f64().unwrap();
+    assert!(sigma(2) > sigma(0) && sigma(2) > sigma(1), "{r:?}");
+    assert_eq!(r[2]["review"], true, "{r:?}");
+    assert!(res.body["review_count"].as_u64().unwrap() >= 1);
+    let text = metrics(&app).await;
+    assert_eq!(
+        metric(
+            &text,
+            r#"judgecal_dropout_sigma_count{judge="j1",rubric="coherence"}"#
+        ),
+        Some(3.0)
+    );
+    assert!(
+        metric(
+            &text,
+            r#"judgecal_review_routed_total{judge="j1",rubric="coherence"}"#
+        )
+        .unwrap()
+            >= 1.0
+    );
+}
+
+async fn jobs_can_be_cancelled_queued_or_running(backend: Backend) {
+    // Queued: a process that does not train.
+    let mut idle = TestApp::with(backend, |s| s.jobs.enabled = false).await;
+    upload(&idle, "j1", "coherence", 200, 0.5, 0.8).await;
+    let id = train(&idle, "j1", json!({"method": "flow"})).await;
+    let res = idle
+        .json("POST", &format!("/v1/jobs/{id}/cancel"), &json!({}))
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert_eq!(res.body["state"], "cancelled");
+    // Cancelling again is harmless.
+    let again = idle
+        .json("POST", &format!("/v1/jobs/{id}/cancel"), &json!({}))
+        .await;
+    assert_eq!(again.body["state"], "cancelled", "{}", again.body);
+    // Running: a worker renewing its lease every ~330 ms sees the request.
+    let mut settings = idle.settings.clone();
+    settings.jobs.enabled = true;
+    settings.jobs.lease_secs = 1;
+    let dir = idle.take_dir();
+    drop(idle);
+    let app = TestApp::on(settings, dir).await;
+    let id = train(
+        &app,
+        "j1",
+        json!({"method": "flow", "options": {"epochs": 100000}}),
+    )
+    .await;
+    let started = Instant::now();
+    while app.get(&format!("/v1/jobs/{id}")).await.body["state"] != "running" {
+        assert!(started.elapsed() < Duration::from_secs(30), "never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let res = app
+        .json("POST", &format!("/v1/jobs/{id}/cancel"), &json!({}))
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let job = finished(&app, &id).await;
+    assert_eq!(job["state"], "cancelled", "{job}");
+    assert_eq!(job["versions"], json!([]));
+    assert_error(
+        &correct(
+            &app,
+            json!({"judge": "j1", "rubric": "coherence", "scores": [1.0]}),
+        )
+        .await,
+        404,
+        "not_found",
+    );
+}
+
 on_both_backends!(
+    a_flow_version_corrects_with_sigma_and_review,
+    jobs_can_be_cancelled_queued_or_running,
     train_then_correct_with_intervals,
     without_a_calibrator_correct_says_how_to_train_one,
     bad_requests_name_the_field,

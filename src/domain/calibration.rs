@@ -8,6 +8,7 @@ use uuid::Uuid;
 
 use super::{CellKey, JudgeName, Problem, RubricName};
 use crate::calibrate::bayes::{FitDiagnostics, FitOptions, RubricPosterior};
+use crate::calibrate::flow::{FlowOptions, FlowWeights, ReviewRule};
 use crate::calibrate::metrics::{Comparison, Scheme};
 
 macro_rules! id_type {
@@ -56,14 +57,17 @@ id_type!(
 pub enum Method {
     /// The hierarchical Bayesian linear corrector (NUTS).
     Bayes,
+    /// The neural-ODE score transport (libtorch), with MC-dropout σ.
+    Flow,
 }
 
 impl Method {
-    pub const ALL: [Method; 1] = [Method::Bayes];
+    pub const ALL: [Method; 2] = [Method::Bayes, Method::Flow];
 
     pub fn as_str(&self) -> &'static str {
         match self {
             Method::Bayes => "bayes",
+            Method::Flow => "flow",
         }
     }
 
@@ -93,6 +97,7 @@ pub enum JobState {
     Running,
     Succeeded,
     Failed,
+    Cancelled,
 }
 
 impl JobState {
@@ -102,7 +107,15 @@ impl JobState {
             JobState::Running => "running",
             JobState::Succeeded => "succeeded",
             JobState::Failed => "failed",
+            JobState::Cancelled => "cancelled",
         }
+    }
+
+    pub fn finished(&self) -> bool {
+        matches!(
+            self,
+            JobState::Succeeded | JobState::Failed | JobState::Cancelled
+        )
     }
 
     pub fn parse(raw: &str) -> Option<Self> {
@@ -111,6 +124,7 @@ impl JobState {
             JobState::Running,
             JobState::Succeeded,
             JobState::Failed,
+            JobState::Cancelled,
         ]
         .into_iter()
         .find(|s| s.as_str() == raw)
@@ -200,13 +214,144 @@ impl TrainingOptions {
     }
 }
 
+/// The options of a flow training request. Unknown keys are refused.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FlowTrainingOptions {
+    /// Activate the new versions whatever their held-out figures (flows have no
+    /// convergence diagnostics; they always pass).
+    pub force: bool,
+    /// Fraction of each rubric's anchors held out: the flow is trained on the rest and
+    /// evaluated on these (one training, not k: a flow takes a minute).
+    pub holdout: f64,
+    pub hidden: i64,
+    pub embedding_dim: i64,
+    pub dropout: f64,
+    pub step: f64,
+    pub learning_rate: f64,
+    pub epochs: u64,
+    pub seed: u64,
+    pub early_stopping: Option<f64>,
+    pub patience: u64,
+    pub mc_passes: usize,
+    pub review: ReviewRule,
+}
+
+impl Default for FlowTrainingOptions {
+    fn default() -> Self {
+        let f = FlowOptions::default();
+        Self {
+            force: false,
+            holdout: 0.2,
+            hidden: f.hidden,
+            embedding_dim: f.embedding_dim,
+            dropout: f.dropout,
+            step: f.step,
+            learning_rate: f.learning_rate,
+            epochs: f.epochs,
+            seed: f.seed,
+            early_stopping: f.early_stopping,
+            patience: f.patience,
+            mc_passes: f.mc_passes,
+            review: f.review,
+        }
+    }
+}
+
+impl FlowTrainingOptions {
+    pub fn flow(&self) -> FlowOptions {
+        FlowOptions {
+            hidden: self.hidden,
+            embedding_dim: self.embedding_dim,
+            dropout: self.dropout,
+            step: self.step,
+            learning_rate: self.learning_rate,
+            epochs: self.epochs,
+            seed: self.seed,
+            early_stopping: self.early_stopping,
+            patience: self.patience,
+            mc_passes: self.mc_passes,
+            review: self.review,
+        }
+    }
+
+    pub fn check(&self) -> Result<(), Vec<Problem>> {
+        let mut problems = Vec::new();
+        if let Err(e) = self.flow().check() {
+            problems.push(Problem::at(None, "options", e));
+        }
+        if !(self.holdout > 0.0 && self.holdout < 0.5) {
+            problems.push(Problem::at(
+                None,
+                "options.holdout",
+                format!("must lie in (0, 0.5); got {}", self.holdout),
+            ));
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems)
+        }
+    }
+}
+
+/// A method's options, parsed from the request's `options` object.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum MethodOptions {
+    Bayes(TrainingOptions),
+    Flow(FlowTrainingOptions),
+}
+
+impl MethodOptions {
+    /// Parses `options` for `method`, refusing keys that method does not know.
+    pub fn parse(method: Method, options: &serde_json::Value) -> Result<Self, Vec<Problem>> {
+        let bad = |e: serde_json::Error| vec![Problem::at(None, "options", e.to_string())];
+        let parsed = match method {
+            Method::Bayes => {
+                MethodOptions::Bayes(serde_json::from_value(options.clone()).map_err(bad)?)
+            }
+            Method::Flow => {
+                MethodOptions::Flow(serde_json::from_value(options.clone()).map_err(bad)?)
+            }
+        };
+        match &parsed {
+            MethodOptions::Bayes(o) => o.check()?,
+            MethodOptions::Flow(o) => o.check()?,
+        }
+        Ok(parsed)
+    }
+
+    pub fn force(&self) -> bool {
+        match self {
+            MethodOptions::Bayes(o) => o.force,
+            MethodOptions::Flow(o) => o.force,
+        }
+    }
+
+    /// The options with every default filled in, as the job records them.
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            MethodOptions::Bayes(o) => serde_json::to_value(o),
+            MethodOptions::Flow(o) => serde_json::to_value(o),
+        }
+        .unwrap_or_default()
+    }
+}
+
 /// A checked training request: which judge, which of its rubrics (all when `None`), how.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TrainingRequest {
     pub judge: JudgeName,
     pub method: Method,
     pub rubrics: Option<Vec<RubricName>>,
-    pub options: TrainingOptions,
+    /// The method's options with every default filled in (see [`MethodOptions`]).
+    pub options: serde_json::Value,
+}
+
+impl TrainingRequest {
+    pub fn options(&self) -> Result<MethodOptions, Vec<Problem>> {
+        MethodOptions::parse(self.method, &self.options)
+    }
 }
 
 /// A version as the job that made it reports it.
@@ -227,6 +372,8 @@ pub struct Job {
     pub state: JobState,
     /// 0 to 1.
     pub progress: f64,
+    /// What the running job last reported (JSON text; empty before that).
+    pub detail: String,
     pub error: Option<String>,
     pub attempts: i64,
     pub created_at_ms: i64,
@@ -235,20 +382,36 @@ pub struct Job {
     pub versions: Vec<VersionRef>,
 }
 
+/// What a flow version holds for its cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlowFit {
+    /// The judge's flow (shared by its rubrics) and this cell's rubric index in it.
+    pub weights: FlowWeights,
+    pub rubric: usize,
+    /// σ above this routes a corrected score to review.
+    pub review_sigma: f64,
+    /// The range of judge scores tabulated for corrections.
+    pub table_lo: f64,
+    pub table_hi: f64,
+    /// Anchors of this cell the flow was trained on (the rest were held out).
+    pub trained_on: usize,
+}
+
 /// What a method fitted for one cell: all a correction needs.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "method", rename_all = "snake_case")]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Fitted {
     Bayes {
         posterior: RubricPosterior,
         diagnostics: FitDiagnostics,
     },
+    Flow(Box<FlowFit>),
 }
 
 impl Fitted {
     pub fn method(&self) -> Method {
         match self {
             Fitted::Bayes { .. } => Method::Bayes,
+            Fitted::Flow(_) => Method::Flow,
         }
     }
 
@@ -256,6 +419,8 @@ impl Fitted {
     pub fn failure(&self) -> Option<String> {
         match self {
             Fitted::Bayes { diagnostics, .. } => diagnostics.failure(),
+            Fitted::Flow(f) => (!f.weights.train_loss.is_finite())
+                .then(|| "the training loss is not finite".to_owned()),
         }
     }
 }
@@ -309,12 +474,17 @@ mod tests {
         assert_eq!(o.check().unwrap_err()[0].field, "options");
         let o: TrainingOptions = serde_json::from_str(r#"{"holdout": 1.5}"#).unwrap();
         assert_eq!(o.check().unwrap_err()[0].field, "options.holdout");
+        // Options of the other method are refused too.
+        let flow_only = serde_json::json!({"epochs": 10});
+        assert!(MethodOptions::parse(Method::Bayes, &flow_only).is_err());
+        assert!(MethodOptions::parse(Method::Flow, &flow_only).is_ok());
         assert!(TrainingOptions::default().check().is_ok());
     }
 
     #[test]
     fn methods_parse_by_name() {
         assert_eq!(Method::parse("bayes"), Ok(Method::Bayes));
+        assert_eq!(Method::parse("flow"), Ok(Method::Flow));
         assert!(Method::parse("Bayes").unwrap_err().contains("bayes"));
     }
 }

@@ -11,7 +11,7 @@ use super::extract::{AnyKey, Authorized, Json, Path, Query, TrainScope, cell_key
 use super::{AppState, rfc3339};
 use crate::calibrate::metrics::{Comparison, Evaluation, Scheme};
 use crate::domain::Problem;
-use crate::domain::calibration::{CalibratorVersion, Fitted, Job, JobId, TrainingOptions};
+use crate::domain::calibration::{CalibratorVersion, Fitted, Job, JobId};
 use crate::service::TrainingBody;
 
 #[derive(Deserialize)]
@@ -19,15 +19,20 @@ use crate::service::TrainingBody;
 pub struct TrainingRequestBody {
     method: String,
     rubrics: Option<Vec<String>>,
-    #[serde(default)]
-    options: TrainingOptions,
+    #[serde(default = "empty_object")]
+    options: serde_json::Value,
+}
+
+fn empty_object() -> serde_json::Value {
+    serde_json::json!({})
 }
 
 /// Start training calibrators for a judge's cells.
 #[derive(ToSchema)]
 #[allow(dead_code)] // Documents the body; the handler reads `TrainingRequestBody`.
 pub struct TrainingRequestDoc {
-    /// `bayes`: the hierarchical Bayesian linear corrector.
+    /// `bayes`: the hierarchical Bayesian linear corrector; `flow`: the neural-ODE score
+    /// transport with MC-dropout σ.
     #[schema(example = "bayes")]
     method: String,
     /// Rubrics to train (default: every cell of the judge with at least jobs.min_anchors
@@ -36,7 +41,9 @@ pub struct TrainingRequestDoc {
     options: Option<TrainingOptionsDoc>,
 }
 
-/// Every field is optional; unknown fields are refused.
+/// Every field is optional; fields the method does not know are refused. `force` for both;
+/// `folds`, `holdout` and the sampler fields for `bayes`; `holdout` (default 0.2) and the
+/// network fields for `flow`.
 #[derive(ToSchema)]
 #[allow(dead_code)]
 pub struct TrainingOptionsDoc {
@@ -62,6 +69,24 @@ pub struct TrainingOptionsDoc {
     /// The canary fires when Pr(beta < collapse_beta) > collapse_probability (0.3, 0.05).
     collapse_beta: Option<f64>,
     collapse_probability: Option<f64>,
+    /// flow: hidden width (64), rubric embedding size (4), dropout (0.1), RK4 step (0.1),
+    /// Adam learning rate (0.003), full-batch epochs (1500).
+    hidden: Option<i64>,
+    embedding_dim: Option<i64>,
+    dropout: Option<f64>,
+    step: Option<f64>,
+    learning_rate: Option<f64>,
+    epochs: Option<u64>,
+    /// flow: hold out this fraction for early stopping (off by default), with `patience`
+    /// epochs (100).
+    early_stopping: Option<f64>,
+    patience: Option<u64>,
+    /// flow: MC-dropout passes at inference (40).
+    mc_passes: Option<usize>,
+    /// flow: `{"top_percent": 5}` (default: the 5% highest σ on the anchors) or
+    /// `{"sigma_above": 0.3}`.
+    #[schema(value_type = Object)]
+    review: Option<serde_json::Value>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -79,10 +104,14 @@ pub struct JobDto {
     pub id: String,
     pub judge: String,
     pub method: String,
-    /// `queued`, `running`, `succeeded` or `failed`.
+    /// `queued`, `running`, `succeeded`, `failed` or `cancelled`.
     pub state: String,
     /// 0 to 1.
     pub progress: f64,
+    /// What the running job last reported: for a flow, `{"epoch", "loss"}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Object)]
+    pub detail: Option<serde_json::Value>,
     /// Times a process has taken the job (more than 1 after a process died running it).
     pub attempts: i64,
     /// The request with every default filled in.
@@ -107,6 +136,7 @@ impl From<Job> for JobDto {
             method: j.method.to_string(),
             state: j.state.as_str().to_owned(),
             progress: j.progress,
+            detail: serde_json::from_str(&j.detail).ok(),
             attempts: j.attempts,
             request: j.request,
             error: j.error,
@@ -203,6 +233,42 @@ pub async fn job(
     Ok(axum::Json(state.service.job(id).await?.into()))
 }
 
+/// Cancel a job: a queued one at once; a running one stops within a lease renewal
+/// (jobs.lease_secs / 3) and ends `cancelled`, storing nothing.
+#[utoipa::path(
+    post, path = "/v1/jobs/{id}/cancel", tag = "calibration",
+    params(("id" = String, Path)),
+    responses(
+        (status = 200, description = "Cancelled, or cancelling (state still running)", body = JobDto),
+        (status = 401, description = "No or unknown API key", body = ErrorBody),
+        (status = 403, description = "Key lacks the train scope", body = ErrorBody),
+        (status = 404, description = "No such job", body = ErrorBody),
+        (status = 409, description = "The job has already finished", body = ErrorBody),
+    ),
+    security(("api_key" = ["train"]))
+)]
+pub async fn cancel(
+    State(state): State<AppState>,
+    _auth: Authorized<TrainScope>,
+    Path(id): Path<String>,
+) -> Result<axum::Json<JobDto>, ApiError> {
+    let id = job_id(&id)?;
+    Ok(axum::Json(state.service.cancel(id).await?.into()))
+}
+
+fn job_id(raw: &str) -> Result<JobId, ApiError> {
+    JobId::parse(raw).ok_or_else(|| {
+        ApiError::invalid(
+            "the URL names no job",
+            vec![Problem::at(
+                None,
+                "id",
+                format!("{raw:?} is not a job id (a UUID)"),
+            )],
+        )
+    })
+}
+
 #[derive(Serialize, ToSchema)]
 pub struct PosteriorDto {
     pub alpha_mean: f64,
@@ -275,6 +341,24 @@ impl From<Comparison> for ComparisonDto {
     }
 }
 
+#[derive(Serialize, ToSchema)]
+pub struct FlowDto {
+    /// Anchors of the cell the flow was trained on (the rest were held out for evaluation).
+    pub trained_on: usize,
+    pub epochs_run: u64,
+    pub stopped_early: bool,
+    /// Mean squared error on the training anchors at the last epoch (score units²).
+    pub train_loss: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub validation_loss: Option<f64>,
+    /// MC-dropout passes per correction.
+    pub mc_passes: usize,
+    /// σ above this routes a corrected score to review.
+    pub review_sigma: f64,
+    /// The judge scores the correction table covers; others are evaluated directly.
+    pub table: [f64; 2],
+}
+
 fn finite(x: f64) -> Option<f64> {
     x.is_finite().then_some(x)
 }
@@ -298,8 +382,14 @@ pub struct VersionDto {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub job_id: Option<String>,
     pub created_at: String,
-    pub posterior: PosteriorDto,
-    pub diagnostics: DiagnosticsDto,
+    /// bayes versions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub posterior: Option<PosteriorDto>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diagnostics: Option<DiagnosticsDto>,
+    /// flow versions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flow: Option<FlowDto>,
     /// Absent when the cell had too few anchors to hold some out.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub evaluation: Option<ComparisonDto>,
@@ -307,32 +397,48 @@ pub struct VersionDto {
 
 impl From<CalibratorVersion> for VersionDto {
     fn from(v: CalibratorVersion) -> Self {
-        let (posterior, diagnostics) = match v.fitted {
+        let method = v.fitted.method().to_string();
+        let (posterior, diagnostics, flow) = match v.fitted {
             Fitted::Bayes {
                 posterior: p,
                 diagnostics: d,
             } => (
-                PosteriorDto {
+                Some(PosteriorDto {
                     alpha_mean: p.alpha_mean,
                     beta_mean: p.beta_mean,
                     sigma_mean: p.sigma_mean,
                     beta_interval: [p.beta_lo, p.beta_hi],
                     beta_collapse_probability: p.beta_collapse_probability,
                     canary: p.canary,
-                },
-                DiagnosticsDto {
+                }),
+                Some(DiagnosticsDto {
                     rhat_max: finite(d.rhat_max),
                     ess_bulk_min: finite(d.ess_bulk_min),
                     ess_tail_min: finite(d.ess_tail_min),
                     divergences: d.divergences,
-                },
+                }),
+                None,
+            ),
+            Fitted::Flow(f) => (
+                None,
+                None,
+                Some(FlowDto {
+                    trained_on: f.trained_on,
+                    epochs_run: f.weights.epochs_run,
+                    stopped_early: f.weights.stopped_early,
+                    train_loss: f.weights.train_loss,
+                    validation_loss: f.weights.validation_loss,
+                    mc_passes: f.weights.options.mc_passes,
+                    review_sigma: f.review_sigma,
+                    table: [f.table_lo, f.table_hi],
+                }),
             ),
         };
         Self {
             judge: v.key.judge.to_string(),
             rubric: v.key.rubric.to_string(),
             version: v.version,
-            method: v.fitted.method().to_string(),
+            method,
             active: v.active,
             passed: v.failure.is_none(),
             failure: v.failure,
@@ -342,6 +448,7 @@ impl From<CalibratorVersion> for VersionDto {
             created_at: rfc3339(v.created_at_ms),
             posterior,
             diagnostics,
+            flow,
             evaluation: v.evaluation.map(Into::into),
         }
     }

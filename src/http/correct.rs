@@ -9,6 +9,7 @@ use super::error::{ApiError, ErrorBody};
 use super::extract::{Authorized, CorrectScope, Json};
 use crate::domain::Problem;
 use crate::domain::calibration::Fitted;
+use crate::service::CorrectedScores;
 
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -35,6 +36,8 @@ pub struct ItemScore {
     score: f64,
 }
 
+/// One corrected score. Which fields appear depends on the version's `method`: `bayes` gives
+/// `credible` and `predictive`; `flow` gives `sigma` and `review`.
 #[derive(Serialize, ToSchema)]
 pub struct CorrectedDto {
     /// The item's id, when the request gave `items`.
@@ -42,12 +45,22 @@ pub struct CorrectedDto {
     pub id: Option<String>,
     /// The raw judge score.
     pub judge_score: f64,
-    /// The corrected score: the posterior mean of alpha + beta·judge_score.
+    /// bayes: the posterior mean of alpha + beta·judge_score; flow: the mean over the
+    /// MC-dropout passes.
     pub corrected: f64,
-    /// 95% credible interval of the corrected (mean) score.
-    pub credible: [f64; 2],
-    /// 95% interval for a new item's reference score (adds the rubric's noise sigma).
-    pub predictive: [f64; 2],
+    /// bayes: 95% credible interval of the corrected (mean) score.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub credible: Option<[f64; 2]>,
+    /// bayes: 95% interval for a new item's reference score (adds the rubric's noise sigma).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predictive: Option<[f64; 2]>,
+    /// flow: sd of the corrected score over the MC-dropout passes (the flow's uncertainty
+    /// about its own map, not the reference's noise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sigma: Option<f64>,
+    /// flow: sigma is above the cell's review threshold; route the item to a person.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub review: Option<bool>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -56,11 +69,15 @@ pub struct CorrectResponse {
     pub rubric: String,
     /// The calibrator version that made every number below.
     pub version: i64,
-    /// The method of that version (`bayes`).
+    /// The method of that version: `bayes` or `flow`.
     pub method: String,
-    /// The beta canary of that version: when true the judge no longer tracks the reference
-    /// on this rubric and no linear correction can fix it.
-    pub canary: bool,
+    /// bayes: the beta canary of that version; when true the judge no longer tracks the
+    /// reference on this rubric and no linear correction can fix it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub canary: Option<bool>,
+    /// flow: how many of the results are routed to review.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub review_count: Option<usize>,
     /// One per input score, in order.
     pub results: Vec<CorrectedDto>,
 }
@@ -68,7 +85,9 @@ pub struct CorrectResponse {
 /// Correct raw judge scores.
 ///
 /// Uses the cell's active calibrator version, or `version`. At most limits.max_correct_batch
-/// (default 100,000) scores per request.
+/// (default 100,000) scores per request. The response says which method made the numbers:
+/// bayes versions give credible and predictive intervals, flow versions give sigma and
+/// review.
 #[utoipa::path(
     post, path = "/v1/correct", tag = "correction",
     request_body = CorrectRequest,
@@ -117,28 +136,54 @@ pub async fn correct(
             req.version,
         )
         .await?;
-    let v = &correction.version;
+    let v = &correction.version.version;
     let canary = match &v.fitted {
-        Fitted::Bayes { posterior, .. } => posterior.canary,
+        Fitted::Bayes { posterior, .. } => Some(posterior.canary),
+        Fitted::Flow(_) => None,
     };
     let mut ids = ids.map(Vec::into_iter);
-    let results = scores
-        .iter()
-        .zip(&correction.results)
-        .map(|(&j, c)| CorrectedDto {
-            id: ids.as_mut().and_then(Iterator::next),
-            judge_score: j,
-            corrected: c.score,
-            credible: [c.credible.0, c.credible.1],
-            predictive: [c.predictive.0, c.predictive.1],
-        })
-        .collect();
+    let mut next_id = || ids.as_mut().and_then(Iterator::next);
+    let (results, review_count): (Vec<CorrectedDto>, Option<usize>) = match &correction.results {
+        CorrectedScores::Bayes(rs) => (
+            scores
+                .iter()
+                .zip(rs)
+                .map(|(&j, c)| CorrectedDto {
+                    id: next_id(),
+                    judge_score: j,
+                    corrected: c.score,
+                    credible: Some([c.credible.0, c.credible.1]),
+                    predictive: Some([c.predictive.0, c.predictive.1]),
+                    sigma: None,
+                    review: None,
+                })
+                .collect(),
+            None,
+        ),
+        CorrectedScores::Flow(rs) => (
+            scores
+                .iter()
+                .zip(rs)
+                .map(|(&j, c)| CorrectedDto {
+                    id: next_id(),
+                    judge_score: j,
+                    corrected: c.score,
+                    credible: None,
+                    predictive: None,
+                    sigma: Some(c.sigma),
+                    review: Some(c.review),
+                })
+                .collect(),
+            Some(rs.iter().filter(|c| c.review).count()),
+        ),
+    };
     Ok(axum::Json(CorrectResponse {
         judge: v.key.judge.to_string(),
         rubric: v.key.rubric.to_string(),
         version: v.version,
         method: v.method().to_string(),
         canary,
+        review_count,
         results,
     }))
 }

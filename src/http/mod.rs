@@ -62,6 +62,7 @@ pub fn router(service: Arc<Service>, settings: &Settings) -> Router {
         .route("/v1/rubrics/{rubric}", put(rubrics::put_rubric))
         .route("/v1/judges/{judge}/calibrations", post(calibration::train))
         .route("/v1/jobs/{id}", get(calibration::job))
+        .route("/v1/jobs/{id}/cancel", post(calibration::cancel))
         .route(
             "/v1/cells/{judge}/{rubric}/calibrators",
             get(calibration::versions),

@@ -24,6 +24,7 @@ Authentication: `Authorization: Bearer <key>`; keys carry scopes `ingest`, `corr
         rubrics::put_rubric,
         calibration::train,
         calibration::job,
+        calibration::cancel,
         calibration::versions,
         calibration::activate,
         correct::correct,

@@ -3,14 +3,14 @@
 //! metrics.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio::task::JoinHandle;
 use tracing::Instrument;
 
-use crate::service::Service;
-use crate::store::ClaimedJob;
+use crate::service::{Progress, Service};
+use crate::store::{ClaimedJob, Lease};
 
 /// Starts the refresh task and, when `jobs.enabled`, `jobs.workers` training workers. They
 /// run until [`Service::stop_background`]; a worker then puts its running job back in the
@@ -89,14 +89,14 @@ async fn run(service: &Service, owner: &str, job: ClaimedJob) {
             settings.max_attempts
         ));
         tracing::error!("{e}");
-        if let Err(e) = service.fail_training(&job, owner, &e).await {
+        if let Err(e) = service.fail_training(&job, owner, &e, false).await {
             tracing::error!(error = ?e, "cannot mark the job failed");
         }
         return;
     }
     tracing::info!("training started");
     let lease_ms = (settings.lease_secs * 1000) as i64;
-    let progress = Arc::new(AtomicU64::new(0f64.to_bits()));
+    let progress = Arc::new(Progress::default());
     let training = service.run_training(&job, progress.clone());
     tokio::pin!(training);
     // Renew the lease three times per lease period, so one slow write does not lose it.
@@ -107,10 +107,19 @@ async fn run(service: &Service, owner: &str, job: ClaimedJob) {
         tokio::select! {
             result = &mut training => break result,
             _ = renew.tick() => {
-                let p = f64::from_bits(progress.load(Ordering::Relaxed));
-                match service.store().renew_lease(job.id, owner, lease_ms, p).await {
-                    Ok(true) => {}
-                    Ok(false) => {
+                let lease = service
+                    .store()
+                    .renew_lease(job.id, owner, lease_ms, progress.share(), &progress.detail())
+                    .await;
+                match lease {
+                    Ok(Lease::Held) => {}
+                    Ok(Lease::CancelRequested) => {
+                        // The training thread checks this between epochs (flow) or finishes
+                        // its short fit (bayes); the job then ends as cancelled.
+                        progress.cancel.store(true, Ordering::Relaxed);
+                    }
+                    Ok(Lease::Lost) => {
+                        progress.cancel.store(true, Ordering::Relaxed);
                         tracing::warn!("lost the job's lease to another process; abandoning it");
                         return;
                     }
@@ -118,6 +127,7 @@ async fn run(service: &Service, owner: &str, job: ClaimedJob) {
                 }
             }
             _ = stop.changed() => {
+                progress.cancel.store(true, Ordering::Relaxed);
                 tracing::info!("shutting down: putting the job back in the queue");
                 if let Err(e) = service.store().release_job(job.id, owner).await {
                     tracing::warn!(error = ?e, "cannot release the job; it resumes when its lease runs out");
@@ -126,22 +136,43 @@ async fn run(service: &Service, owner: &str, job: ClaimedJob) {
             }
         }
     };
+    let cancelled = progress.cancel.load(Ordering::Relaxed);
     match result {
-        Ok(versions) => match service.finish_training(&job, owner, &versions).await {
-            Ok(true) => tracing::info!(versions = versions.len(), "training succeeded"),
-            Ok(false) => {
-                tracing::warn!("lost the job's lease before storing; another process has it")
+        Ok(_) if cancelled => {
+            let e = crate::Error::Internal("cancelled".into());
+            if let Err(e) = service.fail_training(&job, owner, &e, true).await {
+                tracing::error!(error = ?e, "cannot mark the job cancelled");
             }
-            Err(e) => {
-                tracing::error!(error = ?e, "cannot store the trained versions");
-                if let Err(e) = service.fail_training(&job, owner, &e).await {
-                    tracing::error!(error = ?e, "cannot mark the job failed");
-                }
-            }
-        },
+        }
+        Ok(versions) => {
+            // What the job last reported, for its caller; then the versions.
+            let _ = service
+                .store()
+                .renew_lease(job.id, owner, lease_ms, 1.0, &progress.detail())
+                .await;
+            finish(service, owner, &job, &versions).await;
+        }
         Err(e) => {
-            tracing::warn!(error = ?e, "training failed");
-            if let Err(e) = service.fail_training(&job, owner, &e).await {
+            tracing::warn!(error = ?e, cancelled, "training stopped");
+            if let Err(e) = service.fail_training(&job, owner, &e, cancelled).await {
+                tracing::error!(error = ?e, "cannot mark the job failed");
+            }
+        }
+    }
+}
+
+async fn finish(
+    service: &Service,
+    owner: &str,
+    job: &ClaimedJob,
+    versions: &[crate::domain::calibration::NewVersion],
+) {
+    match service.finish_training(job, owner, versions).await {
+        Ok(true) => tracing::info!(versions = versions.len(), "training succeeded"),
+        Ok(false) => tracing::warn!("lost the job's lease before storing; another process has it"),
+        Err(e) => {
+            tracing::error!(error = ?e, "cannot store the trained versions");
+            if let Err(e) = service.fail_training(job, owner, &e, false).await {
                 tracing::error!(error = ?e, "cannot mark the job failed");
             }
         }

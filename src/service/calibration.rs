@@ -2,25 +2,46 @@
 //! the versions cells serve.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use super::Service;
-use super::training::{self, CellData};
+use super::training::{self, CellData, Progress};
 use crate::calibrate::bayes::Corrected;
+use crate::calibrate::flow::Table;
 use crate::domain::calibration::{
-    CalibratorVersion, Fitted, Job, JobId, Method, NewVersion, TrainingOptions, TrainingRequest,
+    CalibratorVersion, Fitted, Job, JobId, JobState, Method, MethodOptions, NewVersion,
+    TrainingRequest,
 };
 use crate::domain::{CellKey, ItemId, JudgeName, Problem, RubricName};
 use crate::error::{Error, Result};
 use crate::store::ClaimedJob;
 
+/// A version ready to correct with: a flow's MC-dropout table is built when it is loaded.
+pub struct Loaded {
+    pub version: CalibratorVersion,
+    pub table: Option<Table>,
+}
+
 /// The versions this process serves: each cell's active one, and versions asked for by
 /// number (immutable, so never stale).
 #[derive(Default)]
 pub struct Cache {
-    active: RwLock<HashMap<CellKey, Arc<CalibratorVersion>>>,
-    pinned: RwLock<HashMap<(CellKey, i64), Arc<CalibratorVersion>>>,
+    active: RwLock<HashMap<CellKey, Arc<Loaded>>>,
+    pinned: RwLock<HashMap<(CellKey, i64), Arc<Loaded>>>,
+}
+
+/// A flow's corrected score: the MC-dropout mean, its sd, and whether it goes to a person.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FlowCorrected {
+    pub score: f64,
+    pub sigma: f64,
+    pub review: bool,
+}
+
+/// Corrected scores, as the version's method makes them.
+pub enum CorrectedScores {
+    Bayes(Vec<Corrected>),
+    Flow(Vec<FlowCorrected>),
 }
 
 /// The finished jobs already counted: those finished before `since_ms`, and `seen` at it.
@@ -30,18 +51,19 @@ pub struct JobWatermark {
     seen: HashSet<JobId>,
 }
 
-/// A training request as it arrives, before checking.
+/// A training request as it arrives, before checking. `options` is the method's options
+/// object (`{}` for the defaults).
 #[derive(Debug, Clone)]
 pub struct TrainingBody {
     pub method: String,
     pub rubrics: Option<Vec<String>>,
-    pub options: TrainingOptions,
+    pub options: serde_json::Value,
 }
 
 /// Corrected scores and the version that made them.
 pub struct Correction {
-    pub version: Arc<CalibratorVersion>,
-    pub results: Vec<Corrected>,
+    pub version: Arc<Loaded>,
+    pub results: CorrectedScores,
 }
 
 fn refused(problems: Vec<Problem>) -> Error {
@@ -94,10 +116,15 @@ impl Service {
                 })
                 .collect()
         });
-        if let Err(p) = body.options.check() {
-            problems.extend(p);
-        }
-        let (Ok(judge), Ok(method), true) = (judge, method, problems.is_empty()) else {
+        let options = match &method {
+            Ok(m) => MethodOptions::parse(*m, &body.options)
+                .map_err(|p| problems.extend(p))
+                .ok(),
+            Err(()) => None,
+        };
+        let (Ok(judge), Ok(method), Some(options), true) =
+            (judge, method, options, problems.is_empty())
+        else {
             return Err(refused(problems));
         };
         let min = self.jobs.min_anchors as i64;
@@ -177,7 +204,7 @@ impl Service {
             judge,
             method,
             rubrics: Some(rubrics),
-            options: body.options,
+            options: options.to_json(),
         };
         let id = JobId::new();
         self.store.insert_job(id, &request).await?;
@@ -194,13 +221,16 @@ impl Service {
     }
 
     /// Runs a claimed job's computation: reads the snapshot, fits off the async runtime,
-    /// returns the versions to store. `progress` holds the share done as f64 bits.
+    /// returns the versions to store.
     pub async fn run_training(
         &self,
         job: &ClaimedJob,
-        progress: Arc<AtomicU64>,
+        progress: Arc<Progress>,
     ) -> Result<Vec<NewVersion>> {
         let request = &job.request;
+        let options = request
+            .options()
+            .map_err(|p| Error::rejected("the stored job's options", p))?;
         let scales = self.store.rubric_scales().await?;
         let snapshot = self
             .store
@@ -240,11 +270,9 @@ impl Service {
                 CellData::new(rubric, scale, &anchors)
             })
             .collect();
-        let options = request.options;
-        let method = request.method;
-        let report = move |p: f64| progress.store(p.clamp(0.0, 1.0).to_bits(), Ordering::Relaxed);
-        tokio::task::spawn_blocking(move || match method {
-            Method::Bayes => training::bayes(&cells, &options, &report),
+        tokio::task::spawn_blocking(move || match options {
+            MethodOptions::Bayes(o) => training::bayes(&cells, &o, &|p| progress.set(p)),
+            MethodOptions::Flow(o) => training::flow(&cells, &o, &progress),
         })
         .await
         .map_err(|_| Error::Internal("the training thread panicked; see the service log".into()))?
@@ -260,15 +288,10 @@ impl Service {
         versions: &[NewVersion],
     ) -> Result<bool> {
         let request = &job.request;
+        let force = request.options().is_ok_and(|o| o.force());
         let stored = self
             .store
-            .finish_job(
-                job.id,
-                owner,
-                &request.judge,
-                versions,
-                request.options.force,
-            )
+            .finish_job(job.id, owner, &request.judge, versions, force)
             .await?;
         if stored {
             self.refresh_calibrators().await?;
@@ -277,16 +300,43 @@ impl Service {
         Ok(stored)
     }
 
-    /// Marks a job failed with a message its caller can act on.
-    pub async fn fail_training(&self, job: &ClaimedJob, owner: &str, error: &Error) -> Result<()> {
-        if self
-            .store
-            .fail_job(job.id, owner, &job_error_text(error))
-            .await?
-        {
+    /// Ends a job as failed (with a message its caller can act on) or, when `cancelled`,
+    /// as cancelled.
+    pub async fn fail_training(
+        &self,
+        job: &ClaimedJob,
+        owner: &str,
+        error: &Error,
+        cancelled: bool,
+    ) -> Result<()> {
+        let (state, text) = if cancelled {
+            (JobState::Cancelled, "cancelled while running".to_owned())
+        } else {
+            (JobState::Failed, job_error_text(error))
+        };
+        if self.store.end_job(job.id, owner, state, &text).await? {
             self.count_finished_jobs().await?;
         }
         Ok(())
+    }
+
+    /// Cancels a job: at once when queued; when running, its process stops it within a lease
+    /// renewal (jobs.lease_secs / 3). A finished job cannot be cancelled.
+    pub async fn cancel(&self, id: JobId) -> Result<Job> {
+        match self.store.cancel_job(id).await? {
+            None => Err(Error::NotFound(format!("no job {id}"))),
+            Some(JobState::Succeeded | JobState::Failed) => {
+                let job = self.job(id).await?;
+                Err(Error::conflict(
+                    format!(
+                        "job {id} has already {}; nothing to cancel",
+                        job.state.as_str()
+                    ),
+                    vec![],
+                ))
+            }
+            Some(_) => self.job(id).await,
+        }
     }
 
     pub async fn versions(&self, key: &CellKey) -> Result<Vec<CalibratorVersion>> {
@@ -317,17 +367,46 @@ impl Service {
         }
         self.store.activate(key, &v).await?;
         v.active = true;
-        self.install(v.clone());
+        self.install(v.clone()).await?;
         tracing::info!(cell = %key, version, "calibrator activated");
         Ok(v)
     }
 
-    fn install(&self, v: CalibratorVersion) {
-        self.metrics.set_active(&v);
-        let key = v.key.clone();
+    /// Readies a version to correct with: a flow's MC-dropout table is built on a blocking
+    /// thread (libtorch, about a second).
+    async fn load(v: CalibratorVersion) -> Result<Arc<Loaded>> {
+        let table = match &v.fitted {
+            Fitted::Bayes { .. } => None,
+            Fitted::Flow(f) => {
+                let f = f.clone();
+                Some(
+                    tokio::task::spawn_blocking(move || {
+                        Table::build(
+                            &f.weights,
+                            f.rubric,
+                            f.table_lo,
+                            f.table_hi,
+                            training::TABLE_POINTS,
+                        )
+                    })
+                    .await
+                    .map_err(|_| Error::Internal("building a flow table panicked".into()))?
+                    .map_err(Error::Internal)?,
+                )
+            }
+        };
+        Ok(Arc::new(Loaded { version: v, table }))
+    }
+
+    /// Makes `v` the version this process serves for its cell.
+    async fn install(&self, v: CalibratorVersion) -> Result<Arc<Loaded>> {
+        let loaded = Self::load(v).await?;
+        self.metrics.set_active(&loaded.version);
+        let key = loaded.version.key.clone();
         if let Ok(mut active) = self.calibrators.active.write() {
-            active.insert(key, Arc::new(v));
+            active.insert(key, loaded.clone());
         }
+        Ok(loaded)
     }
 
     /// Brings the cache in line with which version every cell serves in the store: at start,
@@ -337,13 +416,13 @@ impl Service {
             .calibrators
             .active
             .read()
-            .map(|a| a.iter().map(|(k, v)| (k.clone(), v.id)).collect())
+            .map(|a| a.iter().map(|(k, v)| (k.clone(), v.version.id)).collect())
             .unwrap_or_default();
         for (key, id) in self.store.active_calibrators().await? {
             if current.get(&key) != Some(&id)
                 && let Some(v) = self.store.calibrator(id).await?
             {
-                self.install(v);
+                self.install(v).await?;
             }
         }
         Ok(())
@@ -368,7 +447,7 @@ impl Service {
             w.seen.insert(job.id);
             self.metrics.count_finished_job(
                 job.method,
-                job.succeeded,
+                job.state.as_str(),
                 job.duration_ms as f64 / 1e3,
             );
         }
@@ -376,11 +455,7 @@ impl Service {
     }
 
     /// The version that corrects for `key`: the pinned `version`, or the active one.
-    async fn corrector(
-        &self,
-        key: &CellKey,
-        version: Option<i64>,
-    ) -> Result<Arc<CalibratorVersion>> {
+    async fn corrector(&self, key: &CellKey, version: Option<i64>) -> Result<Arc<Loaded>> {
         if let Some(version) = version {
             let pinned = (key.clone(), version);
             if let Some(v) = self
@@ -392,12 +467,13 @@ impl Service {
             {
                 return Ok(v);
             }
-            let v = Arc::new(self.store.version(key, version).await?.ok_or_else(|| {
+            let v = Self::load(self.store.version(key, version).await?.ok_or_else(|| {
                 Error::NotFound(format!(
                     "cell {key} has no calibrator version {version}; GET /v1/cells/{}/{}/calibrators lists them",
                     key.judge, key.rubric
                 ))
-            })?);
+            })?)
+            .await?;
             if let Ok(mut p) = self.calibrators.pinned.write() {
                 p.insert(pinned, v.clone());
             }
@@ -424,8 +500,7 @@ impl Service {
             Err(e) => return Err(e),
         };
         if let Some(active) = versions.iter().find(|v| v.active) {
-            self.install(active.clone());
-            return Ok(Arc::new(active.clone()));
+            return self.install(active.clone()).await;
         }
         Err(Error::NotFound(match versions.first() {
             None => format!(
@@ -498,14 +573,58 @@ impl Service {
             ));
         };
         let key = CellKey { judge, rubric };
-        let version = self.corrector(&key, version).await?;
-        let results = match &version.fitted {
-            Fitted::Bayes { posterior, .. } => {
-                scores.iter().map(|&j| posterior.correct(j)).collect()
+        let loaded = self.corrector(&key, version).await?;
+        let results = match (&loaded.version.fitted, &loaded.table) {
+            (Fitted::Bayes { posterior, .. }, _) => {
+                CorrectedScores::Bayes(scores.iter().map(|&j| posterior.correct(j)).collect())
+            }
+            (Fitted::Flow(flow), Some(table)) => {
+                let mut out: Vec<Option<(f64, f64)>> =
+                    scores.iter().map(|&j| table.correct(j)).collect();
+                // Scores off the table (far outside the anchors) are evaluated directly.
+                let off: Vec<usize> = (0..scores.len()).filter(|&i| out[i].is_none()).collect();
+                if !off.is_empty() {
+                    let xs: Vec<f64> = off.iter().map(|&i| scores[i]).collect();
+                    let flow = flow.clone();
+                    let direct = tokio::task::spawn_blocking(move || {
+                        flow.weights.correct_direct(flow.rubric, &xs)
+                    })
+                    .await
+                    .map_err(|_| Error::Internal("flow evaluation panicked".into()))?
+                    .map_err(Error::Internal)?;
+                    for (i, d) in off.into_iter().zip(direct) {
+                        out[i] = Some(d);
+                    }
+                }
+                let corrected: Vec<FlowCorrected> = out
+                    .into_iter()
+                    .map(|c| {
+                        let (score, sigma) = c.unwrap_or((f64::NAN, f64::NAN));
+                        FlowCorrected {
+                            score,
+                            sigma,
+                            review: sigma > flow.review_sigma,
+                        }
+                    })
+                    .collect();
+                self.metrics.observe_flow(
+                    &key,
+                    corrected.iter().map(|c| c.sigma),
+                    corrected.iter().filter(|c| c.review).count(),
+                );
+                CorrectedScores::Flow(corrected)
+            }
+            (Fitted::Flow(_), None) => {
+                return Err(Error::Internal(
+                    "a flow version was loaded without its table".into(),
+                ));
             }
         };
         self.metrics
-            .count_corrections(&key, version.method(), scores.len());
-        Ok(Correction { version, results })
+            .count_corrections(&key, loaded.version.method(), scores.len());
+        Ok(Correction {
+            version: loaded,
+            results,
+        })
     }
 }

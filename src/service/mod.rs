@@ -4,7 +4,8 @@
 mod calibration;
 mod training;
 
-pub use calibration::{Correction, TrainingBody};
+pub use calibration::{CorrectedScores, Correction, FlowCorrected, Loaded, TrainingBody};
+pub use training::Progress;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -253,7 +254,7 @@ impl Service {
             let body = TrainingBody {
                 method: "bayes".into(),
                 rubrics: None,
-                options: Default::default(),
+                options: serde_json::json!({}),
             };
             jobs.push(self.submit_training(judge.as_str(), body).await?.id);
         }

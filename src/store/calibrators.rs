@@ -27,6 +27,16 @@ fn encode(fitted: &Fitted) -> Result<(String, String)> {
             posterior,
             diagnostics,
         } => Ok((to_json(posterior)?, to_json(diagnostics)?)),
+        Fitted::Flow(flow) => {
+            let w = &flow.weights;
+            let summary = serde_json::json!({
+                "epochs_run": w.epochs_run,
+                "stopped_early": w.stopped_early,
+                "train_loss": w.train_loss,
+                "validation_loss": w.validation_loss,
+            });
+            Ok((to_json(flow)?, to_json(&summary)?))
+        }
     }
 }
 
@@ -36,6 +46,9 @@ fn decode(method: Method, params: &str, diagnostics: &str) -> Result<Fitted> {
             posterior: serde_json::from_str(params).map_err(|_| corrupt("posterior"))?,
             diagnostics: serde_json::from_str(diagnostics).map_err(|_| corrupt("diagnostics"))?,
         }),
+        Method::Flow => Ok(Fitted::Flow(Box::new(
+            serde_json::from_str(params).map_err(|_| corrupt("flow weights"))?,
+        ))),
     }
 }
 

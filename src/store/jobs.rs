@@ -23,12 +23,22 @@ pub struct ClaimedJob {
     pub attempts: i64,
 }
 
+/// What renewing a lease found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lease {
+    Held,
+    /// Held, and someone asked for the job to be cancelled.
+    CancelRequested,
+    /// Another process has the job now.
+    Lost,
+}
+
 /// A finished job, for the training metrics.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FinishedJob {
     pub id: JobId,
     pub method: Method,
-    pub succeeded: bool,
+    pub state: JobState,
     pub duration_ms: i64,
     pub finished_at_ms: i64,
 }
@@ -37,8 +47,8 @@ fn corrupt(what: &str) -> Error {
     Error::Internal(format!("stored job has an unreadable {what}"))
 }
 
-const JOB_COLUMNS: &str = "id, judge, method, request, state, progress, error, attempts, \
-     created_at_ms, started_at_ms, finished_at_ms";
+const JOB_COLUMNS: &str = "id, judge, method, request, state, progress, detail, error, \
+     attempts, created_at_ms, started_at_ms, finished_at_ms";
 
 fn job_from_row(row: &AnyRow) -> Result<Job> {
     let id: String = row.try_get("id")?;
@@ -53,6 +63,7 @@ fn job_from_row(row: &AnyRow) -> Result<Job> {
         state: JobState::parse(&row.try_get::<String, _>("state")?)
             .ok_or_else(|| corrupt("state"))?,
         progress: row.try_get("progress")?,
+        detail: row.try_get("detail")?,
         error: row.try_get("error")?,
         attempts: row.try_get("attempts")?,
         created_at_ms: row.try_get("created_at_ms")?,
@@ -139,29 +150,64 @@ impl Store {
         Ok(None)
     }
 
-    /// Extends the lease and records progress; `false` when `owner` no longer holds the job
-    /// (its lease ran out and another process took it).
+    /// Extends the lease and records progress (`detail`: what the job last reported).
     pub async fn renew_lease(
         &self,
         id: JobId,
         owner: &str,
         lease_ms: i64,
         progress: f64,
-    ) -> Result<bool> {
+        detail: &str,
+    ) -> Result<Lease> {
         let now = now_ms();
-        let done = sqlx::query(
-            "UPDATE jobs SET lease_expires_at_ms = $1, progress = $2, updated_at_ms = $3
-             WHERE id = $4 AND lease_owner = $5 AND state = 'running'",
+        let row = sqlx::query(
+            "UPDATE jobs SET lease_expires_at_ms = $1, progress = $2, detail = $3, updated_at_ms = $4
+             WHERE id = $5 AND lease_owner = $6 AND state = 'running'
+             RETURNING cancel_requested",
         )
         .bind(now + lease_ms)
         .bind(progress)
+        .bind(detail)
         .bind(now)
         .bind(id.to_string())
         .bind(owner)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(match row {
+            None => Lease::Lost,
+            Some(r) if r.try_get::<i64, _>(0)? != 0 => Lease::CancelRequested,
+            Some(_) => Lease::Held,
+        })
+    }
+
+    /// Cancels a queued job at once, or asks the process running it to stop. Returns the
+    /// job's state afterwards (`running` while the cancel is on its way), or `None` when there
+    /// is no such job.
+    pub async fn cancel_job(&self, id: JobId) -> Result<Option<JobState>> {
+        let now = now_ms();
+        let queued = sqlx::query(
+            "UPDATE jobs SET state = 'cancelled', error = 'cancelled before it started',
+                 finished_at_ms = $1, updated_at_ms = $2
+             WHERE id = $3 AND state = 'queued'",
+        )
+        .bind(now)
+        .bind(now)
+        .bind(id.to_string())
         .execute(&self.pool)
         .await?
         .rows_affected();
-        Ok(done == 1)
+        if queued == 1 {
+            return Ok(Some(JobState::Cancelled));
+        }
+        sqlx::query(
+            "UPDATE jobs SET cancel_requested = 1, updated_at_ms = $1
+             WHERE id = $2 AND state = 'running'",
+        )
+        .bind(now)
+        .bind(id.to_string())
+        .execute(&self.pool)
+        .await?;
+        Ok(self.job(id).await?.map(|j| j.state))
     }
 
     /// Puts a job this process holds back in the queue (at shutdown), for any process to take.
@@ -179,14 +225,22 @@ impl Store {
         Ok(())
     }
 
-    /// Marks a job failed; `false` when `owner` no longer holds it.
-    pub async fn fail_job(&self, id: JobId, owner: &str, error: &str) -> Result<bool> {
+    /// Ends a job this process holds as failed or cancelled, with `error`; `false` when
+    /// `owner` no longer holds it.
+    pub async fn end_job(
+        &self,
+        id: JobId,
+        owner: &str,
+        state: JobState,
+        error: &str,
+    ) -> Result<bool> {
         let now = now_ms();
         let done = sqlx::query(
-            "UPDATE jobs SET state = 'failed', error = $1, finished_at_ms = $2, updated_at_ms = $3,
+            "UPDATE jobs SET state = $1, error = $2, finished_at_ms = $3, updated_at_ms = $4,
                  lease_owner = NULL, lease_expires_at_ms = NULL
-             WHERE id = $4 AND lease_owner = $5 AND state = 'running'",
+             WHERE id = $5 AND lease_owner = $6 AND state = 'running'",
         )
+        .bind(state.as_str())
         .bind(error)
         .bind(now)
         .bind(now)
@@ -215,7 +269,8 @@ impl Store {
                     id: JobId::parse(&r.try_get::<String, _>(0)?).ok_or_else(|| corrupt("id"))?,
                     method: Method::parse(&r.try_get::<String, _>(1)?)
                         .map_err(|_| corrupt("method"))?,
-                    succeeded: r.try_get::<String, _>(2)? == "succeeded",
+                    state: JobState::parse(&r.try_get::<String, _>(2)?)
+                        .ok_or_else(|| corrupt("state"))?,
                     duration_ms: finished - started.unwrap_or(finished),
                     finished_at_ms: finished,
                 })

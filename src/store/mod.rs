@@ -11,7 +11,7 @@ mod jobs;
 mod keys;
 
 pub use anchors::CellIngest;
-pub use jobs::{ClaimedJob, FinishedJob};
+pub use jobs::{ClaimedJob, FinishedJob, Lease};
 pub use keys::StoredKey;
 
 use std::path::Path;
