@@ -1,8 +1,9 @@
-//! /v1/correct speed on a trained Bayesian version (embedded SQLite; the store is not on the
-//! correction path):
+//! /v1/correct speed on a trained Bayesian version and a flow version (embedded SQLite; the
+//! store is not on the correction path):
 //!
 //! 1. one request with 100,000 scores, server-side: through the router in-process (JSON
-//!    parse, correction, JSON response), no socket;
+//!    parse, correction, JSON response), no socket; for the flow, with K = 40 MC-dropout σ
+//!    from its tabulated sub-networks;
 //! 2. single-score requests from a bounded load run on loopback: `CONNECTIONS` keep-alive
 //!    clients for `SECONDS` seconds against the server listening on 127.0.0.1, client and
 //!    server in one process on separate runtimes (2 threads each) sharing the machine.
@@ -61,18 +62,26 @@ fn start_server(dir: &std::path::Path) -> (std::net::SocketAddr, axum::Router) {
                            "reference_score": (0.6 + 0.8 * j + ((i * 7919) % 100) as f64 / 250.0 - 0.2).clamp(1.0, 5.0)})
                 })
                 .collect();
-            call(&router, "POST", "/v1/anchors",
-                 json!({"judge": "bench", "rubric": "coherence", "anchors": anchors}).to_string()).await;
-            let job = call(&router, "POST", "/v1/judges/bench/calibrations",
-                           json!({"method": "bayes"}).to_string()).await;
-            let id = job["id"].as_str().expect("job id").to_owned();
-            loop {
-                let j = call(&router, "GET", &format!("/v1/jobs/{id}"), String::new()).await;
-                if j["state"] == "succeeded" {
-                    break;
+            for judge in ["bench", "benchflow"] {
+                call(&router, "POST", "/v1/anchors",
+                     json!({"judge": judge, "rubric": "coherence", "anchors": anchors}).to_string()).await;
+            }
+            // The flow's correction speed does not depend on how long it trained.
+            for (judge, body) in [
+                ("bench", json!({"method": "bayes"})),
+                ("benchflow", json!({"method": "flow", "options": {"epochs": 200}})),
+            ] {
+                let job = call(&router, "POST", &format!("/v1/judges/{judge}/calibrations"),
+                               body.to_string()).await;
+                let id = job["id"].as_str().expect("job id").to_owned();
+                loop {
+                    let j = call(&router, "GET", &format!("/v1/jobs/{id}"), String::new()).await;
+                    if j["state"] == "succeeded" {
+                        break;
+                    }
+                    assert_ne!(j["state"], "failed", "{j}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
                 }
-                assert_ne!(j["state"], "failed", "{j}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
             }
             tx.send((app.address(), router)).unwrap();
             app.run_until_stopped(std::future::pending()).await.unwrap();
@@ -81,7 +90,7 @@ fn start_server(dir: &std::path::Path) -> (std::net::SocketAddr, axum::Router) {
     rx.recv().unwrap()
 }
 
-fn batch_in_process(router: &axum::Router) {
+fn batch_in_process(router: &axum::Router, judge: &str) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -90,7 +99,7 @@ fn batch_in_process(router: &axum::Router) {
     let scores: Vec<f64> = (0..BATCH)
         .map(|i| 1.0 + (i % 4001) as f64 / 1000.0)
         .collect();
-    let body = json!({"judge": "bench", "rubric": "coherence", "scores": scores}).to_string();
+    let body = json!({"judge": judge, "rubric": "coherence", "scores": scores}).to_string();
     let mut times = Vec::new();
     rt.block_on(async {
         for _ in 0..11 {
@@ -107,7 +116,7 @@ fn batch_in_process(router: &axum::Router) {
     });
     times.sort_by(f64::total_cmp);
     println!(
-        "correct 100,000 scores in one request (in-process, request bytes to response bytes): median {:.1} ms, best {:.1} ms, worst {:.1} ms over 11",
+        "correct 100,000 scores in one request, {judge} (in-process, request bytes to response bytes): median {:.1} ms, best {:.1} ms, worst {:.1} ms over 11",
         times[5], times[0], times[10]
     );
 }
@@ -182,6 +191,7 @@ fn load_run(address: std::net::SocketAddr) {
 fn main() {
     let dir = tempfile::tempdir().unwrap();
     let (address, router) = start_server(dir.path());
-    batch_in_process(&router);
+    batch_in_process(&router, "bench");
+    batch_in_process(&router, "benchflow");
     load_run(address);
 }
