@@ -132,10 +132,7 @@ async fn announce_demo(
     for id in jobs {
         loop {
             match service.job(id).await {
-                Ok(job)
-                    if job.state == crate::domain::calibration::JobState::Queued
-                        || job.state == crate::domain::calibration::JobState::Running =>
-                {
+                Ok(job) if !job.state.finished() => {
                     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
                 }
                 Ok(job) => {

@@ -22,3 +22,12 @@ pub mod nullable_f64 {
         Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
     }
 }
+
+/// One standard normal variate (Box–Muller), for the draws both correctors make from their
+/// own seeded generators.
+pub(crate) fn standard_normal(rng: &mut nuts_rs::rand::rngs::ChaCha8Rng) -> f64 {
+    use nuts_rs::rand::RngExt;
+    let u1: f64 = rng.random::<f64>().max(1e-300);
+    let u2: f64 = rng.random();
+    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+}

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 pub use model::{Model, Priors, SufficientStats};
 
 use super::metrics::Scheme;
+use super::standard_normal;
 
 /// Sampler settings; the defaults are the issue's: 2 chains × (500 warm-up + 1,000 draws),
 /// target acceptance 0.9.
@@ -358,14 +359,6 @@ pub fn cross_validate(
     Ok(predictions)
 }
 
-/// One standard normal variate (Box–Muller).
-fn standard_normal(rng: &mut ChaCha8Rng) -> f64 {
-    use nuts_rs::rand::RngExt;
-    let u1: f64 = rng.random::<f64>().max(1e-300);
-    let u2: f64 = rng.random();
-    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
-}
-
 /// A quantity of one draw: from the rubrics' conditionals, the sampled (α, β) per rubric and
 /// the sampler's coordinates.
 type DrawFn<'a> = dyn Fn(&[model::RubricDraw], &[(f64, f64)], &[f64]) -> f64 + 'a;
@@ -498,10 +491,7 @@ mod tests {
         (0..n)
             .map(|_| {
                 let j = 1.0 + 4.0 * rng.random::<f64>();
-                // Box–Muller.
-                let (u1, u2): (f64, f64) = (rng.random::<f64>().max(1e-300), rng.random());
-                let e = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
-                (j, a + b * j + s * e)
+                (j, a + b * j + s * standard_normal(rng))
             })
             .collect()
     }

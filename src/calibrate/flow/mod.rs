@@ -25,6 +25,8 @@ use serde::{Deserialize, Serialize};
 use tch::nn::OptimizerConfig;
 use tch::{Device, Kind, Tensor, nn};
 
+use super::standard_normal;
+
 /// When a corrected score is routed to a person.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
@@ -335,13 +337,6 @@ fn flush_denormals() {
         use std::arch::x86_64::{_mm_getcsr, _mm_setcsr};
         _mm_setcsr(_mm_getcsr() | 0x8040);
     }
-}
-
-/// One standard normal variate (Box–Muller).
-fn standard_normal(rng: &mut ChaCha8Rng) -> f64 {
-    let u1: f64 = rng.random::<f64>().max(1e-300);
-    let u2: f64 = rng.random();
-    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
 }
 
 /// A dropout mask of `h` units, scaled by 1/keep.

@@ -8,12 +8,6 @@ use nuts_rs::rand::{RngExt, SeedableRng};
 
 use super::*;
 
-fn normal(rng: &mut ChaCha8Rng) -> f64 {
-    let u1: f64 = rng.random::<f64>().max(1e-300);
-    let u2: f64 = rng.random();
-    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
-}
-
 /// n anchors of y = map(j) + N(0, noise²), j uniform on [lo, hi].
 fn anchors(
     seed: u64,
@@ -27,7 +21,10 @@ fn anchors(
     (0..n)
         .map(|_| {
             let j = lo + (hi - lo) * rng.random::<f64>();
-            (j, map(j) + noise * normal(&mut rng))
+            (
+                j,
+                map(j) + noise * crate::calibrate::standard_normal(&mut rng),
+            )
         })
         .collect()
 }
