@@ -4,6 +4,8 @@
 pub mod bayes;
 pub mod flow;
 pub mod metrics;
+pub mod quantile;
+pub mod select;
 
 /// Serde for figures that may be NaN or infinite (an R̂ of a constant chain): JSON has no such
 /// numbers, so they are written as `null` and read back as NaN.

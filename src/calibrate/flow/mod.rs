@@ -27,6 +27,18 @@ use tch::{Device, Kind, Tensor, nn};
 
 use super::standard_normal;
 
+/// Points of each rubric's MC-dropout table.
+pub const TABLE_POINTS: usize = 1025;
+
+/// The judge scores a flow version tabulates: the rubric's scale and the anchors' judge
+/// scores, widened by half their width on each side.
+pub fn table_range(scale: (f64, f64), pairs: &[(f64, f64)]) -> (f64, f64) {
+    let lo = pairs.iter().map(|p| p.0).fold(scale.0, f64::min);
+    let hi = pairs.iter().map(|p| p.0).fold(scale.1, f64::max);
+    let pad = 0.5 * (hi - lo);
+    (lo - pad, hi + pad)
+}
+
 /// When a corrected score is routed to a person.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
