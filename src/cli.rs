@@ -1,4 +1,5 @@
-//! The command line: `serve` (the default), `migrate`, `openapi`, `keys create`.
+//! The command line: `serve` (the default), `migrate`, `openapi`, `keys create`, and the
+//! studies `experiment` and `evaluate`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -41,11 +42,198 @@ pub enum Command {
     Migrate,
     /// Print the OpenAPI document (YAML).
     Openapi,
+    /// Reproduce the paper's study: a synthetic strict-and-compressing judge, the nested
+    /// split, every method at every anchor budget; prints Table 1 (and Table 2 with --seeds).
+    Experiment(Box<ExperimentArgs>),
+    /// Cross-validate every method on every cell of an anchors CSV and print the figures.
+    Evaluate(EvaluateArgs),
     /// Manage API keys.
     Keys {
         #[command(subcommand)]
         command: KeysCommand,
     },
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ExperimentArgs {
+    /// Reference scores from this CSV (with --column); default: the built-in stand-in.
+    #[arg(long, requires = "column", conflicts_with = "pairs")]
+    pub reference: Option<PathBuf>,
+    /// The numeric column of --reference holding the reference scores.
+    #[arg(long)]
+    pub column: Option<String>,
+    /// A given split instead of a synthesised one: columns split,order,judge,reference.
+    #[arg(long)]
+    pub pairs: Option<PathBuf>,
+    /// First seed (the judge's noise, the reference draw and the split).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Run this many seeds and print Table 2 (mean and sd per method).
+    #[arg(long, default_value_t = 1)]
+    pub seeds: usize,
+    /// Held-out test items.
+    #[arg(long, default_value_t = 200)]
+    pub test: usize,
+    /// Training pool; budget n trains on its first n items.
+    #[arg(long, default_value_t = 1500)]
+    pub pool: usize,
+    #[arg(long, value_delimiter = ',', default_value = "100,1500")]
+    pub budgets: Vec<usize>,
+    /// Budgets of Figure 4 (with --figures).
+    #[arg(long, value_delimiter = ',', default_value = "50,100,200,400,800,1500")]
+    pub sweep: Vec<usize>,
+    /// raw, bayes, flow, quantile_map.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "raw,bayes,flow,quantile_map"
+    )]
+    pub methods: Vec<String>,
+    /// Flow training epochs (the paper's 1500; fewer for a quick look).
+    #[arg(long, default_value_t = 1500)]
+    pub flow_epochs: u64,
+    /// The rubric's scale: min,max.
+    #[arg(long, value_delimiter = ',', default_value = "1,5")]
+    pub scale: Vec<f64>,
+    /// Where Table 1 (and Table 2) go as JSON.
+    #[arg(long, default_value = "experiment.json")]
+    pub json: PathBuf,
+    /// Write the paper's four figures (SVG and PNG) into this folder.
+    #[arg(long)]
+    pub figures: Option<PathBuf>,
+    #[command(flatten)]
+    pub judge: crate::study::synthetic::JudgeModel,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct EvaluateArgs {
+    /// An anchors CSV: judge,rubric,item_id,judge_score,reference_score.
+    #[arg(long)]
+    pub anchors: PathBuf,
+    /// k of k-fold cross-validation.
+    #[arg(long, default_value_t = 5)]
+    pub folds: usize,
+    /// Hold out this fraction instead of k folds.
+    #[arg(long)]
+    pub holdout: Option<f64>,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// raw, quantile_map, bayes, flow.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "raw,quantile_map,bayes,flow"
+    )]
+    pub methods: Vec<String>,
+    /// A cell needs this many anchors for the flow to be evaluated on it.
+    #[arg(long, default_value_t = 1000)]
+    pub flow_min_anchors: usize,
+    #[arg(long, default_value_t = 1500)]
+    pub flow_epochs: u64,
+    /// Also write the rows as JSON here.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+fn methods(raw: &[String]) -> Result<Vec<crate::calibrate::select::Candidate>, String> {
+    let mut out = Vec::new();
+    for m in raw {
+        let c = crate::calibrate::select::Candidate::parse(m.trim())?;
+        if !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    Ok(out)
+}
+
+fn write_json(path: &std::path::Path, value: &impl serde::Serialize) -> Result<(), String> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| e.to_string())?;
+    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn experiment(a: ExperimentArgs) -> Result<(), String> {
+    use crate::study::experiment::{self, Options, Source};
+    let [lo, hi] = a.scale[..] else {
+        return Err("--scale takes min,max".into());
+    };
+    let source = match (a.pairs, a.reference, a.column) {
+        (Some(p), _, _) => Source::Pairs(p),
+        (None, Some(file), Some(column)) => Source::Column { file, column },
+        _ => Source::StandIn,
+    };
+    let opts = Options {
+        source,
+        judge: a.judge,
+        scale: (lo, hi),
+        seed: a.seed,
+        seeds: a.seeds,
+        test: a.test,
+        pool: a.pool,
+        budgets: a.budgets,
+        sweep: a.sweep,
+        methods: methods(&a.methods)?,
+        settings: Default::default(),
+        flow_epochs: a.flow_epochs,
+    };
+    let report = experiment::run(opts, a.figures.as_deref())?;
+    println!(
+        "Table 1 (seed {}; KL is symmetrised, on the test items)",
+        a.seed
+    );
+    print!("{}", experiment::table1(&report.table1));
+    if !report.table2.is_empty() {
+        println!("\nTable 2 (mean ± sd over {} seeds)", a.seeds);
+        print!("{}", experiment::table2(&report.table2));
+    }
+    write_json(&a.json, &report)?;
+    println!("\nwrote {}", a.json.display());
+    if let Some(dir) = a.figures {
+        println!("wrote figures 1-4 (SVG and PNG) to {}", dir.display());
+    }
+    Ok(())
+}
+
+fn evaluate(a: EvaluateArgs) -> Result<(), String> {
+    use crate::calibrate::metrics::Scheme;
+    use crate::study::evaluate::{self, Options};
+    let opts = Options {
+        scheme: match a.holdout {
+            Some(f) => Scheme::Holdout(f),
+            None => Scheme::Folds(a.folds),
+        },
+        seed: a.seed,
+        methods: methods(&a.methods)?,
+        rule: Default::default(),
+        flow_min_anchors: a.flow_min_anchors,
+        settings: crate::calibrate::select::Settings {
+            flow: crate::calibrate::flow::FlowOptions {
+                epochs: a.flow_epochs,
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    };
+    let rows = evaluate::run(&a.anchors, &opts)?;
+    print!("{}", evaluate::table(&rows));
+    if let Some(path) = a.json {
+        write_json(&path, &rows)?;
+    }
+    Ok(())
+}
+
+/// Runs a study command off the async runtime; its errors are the user's to fix.
+async fn study(f: impl FnOnce() -> Result<(), String> + Send + 'static) -> ExitCode {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(e)) => {
+            eprintln!("judgecal: {e}");
+            ExitCode::from(2)
+        }
+        Err(_) => {
+            eprintln!("judgecal: the study panicked");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -64,10 +252,15 @@ pub enum KeysCommand {
 /// Runs the parsed command; the exit code says whether it worked.
 pub async fn run(cli: Cli) -> ExitCode {
     let command = cli.command.unwrap_or(Command::Serve { demo: false });
-    if let Command::Openapi = command {
-        print!("{}", crate::http::openapi::yaml());
-        return ExitCode::SUCCESS;
-    }
+    let command = match command {
+        Command::Openapi => {
+            print!("{}", crate::http::openapi::yaml());
+            return ExitCode::SUCCESS;
+        }
+        Command::Experiment(a) => return study(move || experiment(*a)).await,
+        Command::Evaluate(a) => return study(move || evaluate(a)).await,
+        other => other,
+    };
     let settings = match Settings::load(&cli.config_dir) {
         Ok(s) => s,
         Err(e) => {
@@ -82,7 +275,9 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Keys {
             command: KeysCommand::Create { scopes, name },
         } => create_key(settings, &scopes, &name).await,
-        Command::Openapi => unreachable!("handled above"),
+        Command::Openapi | Command::Experiment(_) | Command::Evaluate(_) => {
+            unreachable!("handled above")
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

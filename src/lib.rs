@@ -12,9 +12,11 @@ pub mod error;
 pub mod http;
 pub mod jobs;
 pub mod metrics;
+pub mod plots;
 pub mod service;
 pub mod startup;
 pub mod store;
+pub mod study;
 pub mod telemetry;
 
 pub use error::{Error, Result};

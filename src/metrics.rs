@@ -157,11 +157,12 @@ impl Metrics {
         self.active_version
             .with_label_values(&labels)
             .set(v.version);
-        match &v.fitted {
-            Fitted::Bayes {
-                posterior,
-                diagnostics,
-            } => {
+        let beta = match &v.fitted {
+            Fitted::Bayes { posterior, .. } => Some(posterior),
+            _ => v.decision.as_ref().and_then(|d| d.beta.as_ref()),
+        };
+        match beta {
+            Some(posterior) => {
                 self.beta_mean
                     .with_label_values(&labels)
                     .set(posterior.beta_mean);
@@ -171,6 +172,17 @@ impl Metrics {
                 self.beta_canary
                     .with_label_values(&labels)
                     .set(i64::from(posterior.canary));
+            }
+            None => {
+                // A version with no β posterior: no stale canary from an earlier one.
+                for g in [&self.beta_mean, &self.beta_collapse] {
+                    let _ = g.remove_label_values(&labels);
+                }
+                let _ = self.beta_canary.remove_label_values(&labels);
+            }
+        }
+        match &v.fitted {
+            Fitted::Bayes { diagnostics, .. } => {
                 self.rhat_max
                     .with_label_values(&labels)
                     .set(diagnostics.rhat_max);
@@ -178,7 +190,10 @@ impl Metrics {
                     .with_label_values(&labels)
                     .set(diagnostics.ess_bulk_min);
             }
-            Fitted::Flow(_) => {}
+            _ => {
+                let _ = self.rhat_max.remove_label_values(&labels);
+                let _ = self.ess_min.remove_label_values(&labels);
+            }
         }
     }
 

@@ -729,7 +729,172 @@ async fn jobs_can_be_cancelled_queued_or_running(backend: Backend) {
     );
 }
 
+/// `auto` on two cells of one judge: on a linear bias a corrector wins; on a ceiling (a third
+/// of the references pinned at 5, the rest equal to the judge score) every corrector loses
+/// to the raw judge on MAE, so the raw judge is served.
+async fn auto_picks_the_held_out_winner_and_never_loses_to_the_raw_judge(backend: Backend) {
+    let app = TestApp::new(backend).await;
+    upload(&app, "j1", "linear", 300, 0.5, 0.8).await;
+    let ceiling: Vec<Value> = (0..200)
+        .map(|i| {
+            let j = 1.0 + 4.0 * ((i * 7919) % 200) as f64 / 200.0;
+            let y = if i % 3 == 0 { 5.0 } else { j };
+            json!({"item_id": format!("item-{i:05}"), "judge_score": j, "reference_score": y})
+        })
+        .collect();
+    let res = app
+        .json(
+            "POST",
+            "/v1/anchors",
+            &json!({"judge": "j1", "rubric": "ceiling", "anchors": ceiling}),
+        )
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    // Unknown objectives are refused, naming the field.
+    let res = app
+        .json(
+            "POST",
+            "/v1/judges/j1/calibrations",
+            &json!({"method": "auto", "options": {"objective": "rmse"}}),
+        )
+        .await;
+    assert!(
+        assert_error(&res, 422, "invalid_input")[0]["problem"]
+            .as_str()
+            .unwrap()
+            .contains("rmse")
+    );
+    let id = train(
+        &app,
+        "j1",
+        json!({"method": "auto", "options": {
+            "flow_min_anchors": 250,
+            "bayes": {"warmup": 300, "draws": 500},
+            "flow": {"epochs": 60, "learning_rate": 0.01},
+        }}),
+    )
+    .await;
+    let job = finished(&app, &id).await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+    assert_eq!(job["method"], "auto");
+
+    let version = |rubric: &'static str| {
+        let app = &app;
+        async move {
+            app.get(&format!("/v1/cells/j1/{rubric}/calibrators"))
+                .await
+                .body["versions"][0]
+                .clone()
+        }
+    };
+    let mae = |e: &Value| e["mae"].as_f64().unwrap();
+    let linear = version("linear").await;
+    let d = &linear["decision"];
+    assert_eq!(d["scheme"], "5-fold", "{d}");
+    let candidates = d["candidates"].as_array().unwrap();
+    let methods: Vec<&str> = candidates
+        .iter()
+        .map(|c| c["method"].as_str().unwrap())
+        .collect();
+    assert_eq!(methods, ["identity", "quantile_map", "bayes", "flow"]);
+    // Every candidate was evaluated on the same 300 held-out anchors.
+    assert!(
+        candidates.iter().all(|c| c["evaluation"]["n"] == 300),
+        "{d}"
+    );
+    assert_ne!(d["chosen"], "identity", "{d}");
+    assert_eq!(linear["method"], d["chosen"]);
+    assert_eq!(linear["active"], true);
+    let best = candidates
+        .iter()
+        .map(|c| mae(&c["evaluation"]))
+        .fold(f64::INFINITY, f64::min);
+    assert!(
+        mae(&linear["evaluation"]["calibrated"]) <= best * 1.01 + 1e-12,
+        "{d}"
+    );
+    assert!(mae(&linear["evaluation"]["calibrated"]) < mae(&linear["evaluation"]["raw"]));
+
+    let ceiling = version("ceiling").await;
+    let d = &ceiling["decision"];
+    assert_eq!(d["chosen"], "identity", "{d}");
+    assert_eq!(ceiling["method"], "identity");
+    let raw = mae(&d["candidates"][0]["evaluation"]);
+    assert!(
+        mae(&d["candidates"][2]["evaluation"]) > raw,
+        "the line loses: {d}"
+    );
+    assert!(
+        d["candidates"][3]["excluded"]
+            .as_str()
+            .unwrap()
+            .contains("flow_min_anchors"),
+        "{d}"
+    );
+    // The β canary is kept from the Bayesian fit although the line did not win.
+    assert!(d["beta"]["beta_mean"].is_number(), "{d}");
+    let res = correct(
+        &app,
+        json!({"judge": "j1", "rubric": "ceiling", "scores": [2.0, 4.5]}),
+    )
+    .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert_eq!(res.body["method"], "identity");
+    assert_eq!(res.body["results"][1]["corrected"], 4.5);
+    let text = metrics(&app).await;
+    assert!(
+        metric(
+            &text,
+            r#"judgecal_beta_canary{judge="j1",rubric="ceiling"}"#
+        )
+        .is_some(),
+        "{text}"
+    );
+
+    // A quantile map on its own: the corrected scores follow the reference distribution.
+    let id = train(
+        &app,
+        "j1",
+        json!({"method": "quantile_map", "rubrics": ["linear"]}),
+    )
+    .await;
+    assert_eq!(finished(&app, &id).await["state"], "succeeded");
+    let res = correct(
+        &app,
+        json!({"judge": "j1", "rubric": "linear", "scores": [1.0, 3.0, 5.0]}),
+    )
+    .await;
+    assert_eq!(res.body["method"], "quantile_map", "{}", res.body);
+    let c: Vec<f64> = res.body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["corrected"].as_f64().unwrap())
+        .collect();
+    assert!(c[0] < c[1] && c[1] < c[2], "{c:?}");
+    assert!((c[1] - (0.5 + 0.8 * 3.0)).abs() < 0.2, "{c:?}");
+
+    // The report draws the active version for a person.
+    let res = app.get("/v1/cells/j1/linear/report.svg").await;
+    assert_eq!(res.status, 200);
+    assert_eq!(res.headers["content-type"], "image/svg+xml");
+    let svg = res.body.as_str().unwrap();
+    assert!(
+        svg.starts_with("<svg") && svg.contains("version 2 (quantile_map), 300 anchors"),
+        "{}",
+        &svg[..400.min(svg.len())]
+    );
+    // 300 corrected points and 300 raw crosses per panel.
+    assert!(svg.matches("<circle").count() >= 600);
+    assert_error(
+        &app.get("/v1/cells/j1/nothing/report.svg").await,
+        404,
+        "not_found",
+    );
+}
+
 on_both_backends!(
+    auto_picks_the_held_out_winner_and_never_loses_to_the_raw_judge,
     a_flow_version_corrects_with_sigma_and_review,
     jobs_can_be_cancelled_queued_or_running,
     train_then_correct_with_intervals,

@@ -164,3 +164,111 @@ async fn a_created_key_opens_the_demo_and_sigterm_stops_it_cleanly() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+#[test]
+fn the_experiment_prints_its_tables_and_writes_json_and_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("exp.json");
+    let figures = dir.path().join("figs");
+    let out = judgecal(dir.path())
+        .args(["experiment", "--methods", "raw,bayes,flow,quantile_map"])
+        .args(["--pool", "300", "--budgets", "50,300", "--sweep", "100"])
+        .args(["--seeds", "2", "--flow-epochs", "30"])
+        .arg("--json")
+        .arg(&json)
+        .arg("--figures")
+        .arg(&figures)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for text in [
+        "Table 1",
+        "Table 2",
+        "Bayesian linear",
+        "neural-ODE flow",
+        "quantile map",
+    ] {
+        assert!(stdout.contains(text), "{text} missing:\n{stdout}");
+    }
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    // Raw plus 3 methods at 2 budgets; Table 2 the same 7 rows over 2 seeds.
+    assert_eq!(report["table1"].as_array().unwrap().len(), 7);
+    let table2 = report["table2"].as_array().unwrap();
+    assert_eq!(table2.len(), 7);
+    assert!(table2.iter().all(|r| r["seeds"] == 2));
+    for n in 1..=4 {
+        for ext in ["svg", "png"] {
+            let found = std::fs::read_dir(&figures).unwrap().any(|e| {
+                let name = e.unwrap().file_name().into_string().unwrap();
+                name.starts_with(&format!("figure{n}_")) && name.ends_with(ext)
+            });
+            assert!(found, "figure {n} .{ext} missing");
+        }
+    }
+
+    // A budget larger than the pool is refused before anything runs.
+    let out = judgecal(dir.path())
+        .args(["experiment", "--pool", "100", "--budgets", "500"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("budget 500"));
+}
+
+#[test]
+fn evaluate_cross_validates_every_cell_and_names_a_bad_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("anchors.csv");
+    let mut csv = "judge,rubric,item_id,judge_score,reference_score\n".to_owned();
+    for i in 0..80 {
+        let j = 1.0 + (i % 40) as f64 / 10.0;
+        csv += &format!("g,fluency,i{i},{j},{}\n", (0.8 + 0.8 * j).min(5.0));
+        csv += &format!("g,depth,i{i},{j},{}\n", if i % 3 == 0 { 5.0 } else { j });
+    }
+    std::fs::write(&path, &csv).unwrap();
+    let out = judgecal(dir.path())
+        .args([
+            "evaluate",
+            "--methods",
+            "raw,quantile_map,bayes",
+            "--anchors",
+        ])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    // Two cells x three methods, one winner each.
+    assert_eq!(
+        stdout.lines().filter(|l| l.starts_with("g ")).count(),
+        6,
+        "{stdout}"
+    );
+    assert_eq!(stdout.matches(" * ").count(), 2, "{stdout}");
+    // On the ceiling cell the raw judge wins.
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.contains("depth") && l.contains("identity *")),
+        "{stdout}"
+    );
+
+    std::fs::write(&path, csv + "g,fluency,bad,abc,3\n").unwrap();
+    let out = judgecal(dir.path())
+        .args(["evaluate", "--anchors"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("row 161") && err.contains("judge_score"),
+        "{err}"
+    );
+}

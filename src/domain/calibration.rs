@@ -10,6 +10,8 @@ use super::{CellKey, JudgeName, Problem, RubricName};
 use crate::calibrate::bayes::{FitDiagnostics, FitOptions, RubricPosterior};
 use crate::calibrate::flow::{FlowOptions, FlowWeights, ReviewRule};
 use crate::calibrate::metrics::{Comparison, Scheme};
+use crate::calibrate::quantile::QuantileMap;
+use crate::calibrate::select::{Candidate, Decision, Objective, Rule};
 
 macro_rules! id_type {
     ($(#[$meta:meta])* $name:ident) => {
@@ -59,15 +61,42 @@ pub enum Method {
     Bayes,
     /// The neural-ODE score transport (libtorch), with MC-dropout σ.
     Flow,
+    /// The marginal optimal-transport map from the judge scores' distribution to the
+    /// reference scores'.
+    QuantileMap,
+    /// The raw judge score: what `auto` serves when no corrector beats it.
+    Identity,
+    /// A training method only: fits the others on the same held-out folds and keeps the best
+    /// per cell.
+    Auto,
 }
 
 impl Method {
-    pub const ALL: [Method; 2] = [Method::Bayes, Method::Flow];
+    pub const ALL: [Method; 5] = [
+        Method::Bayes,
+        Method::Flow,
+        Method::QuantileMap,
+        Method::Identity,
+        Method::Auto,
+    ];
 
     pub fn as_str(&self) -> &'static str {
         match self {
             Method::Bayes => "bayes",
             Method::Flow => "flow",
+            Method::QuantileMap => "quantile_map",
+            Method::Identity => "identity",
+            Method::Auto => "auto",
+        }
+    }
+
+    /// The version method of a selection candidate.
+    pub fn of(c: Candidate) -> Self {
+        match c {
+            Candidate::Identity => Method::Identity,
+            Candidate::QuantileMap => Method::QuantileMap,
+            Candidate::Bayes => Method::Bayes,
+            Candidate::Flow => Method::Flow,
         }
     }
 
@@ -187,10 +216,7 @@ impl TrainingOptions {
     }
 
     pub fn scheme(&self) -> Scheme {
-        match self.holdout {
-            Some(f) => Scheme::Holdout(f),
-            None => Scheme::Folds(self.folds),
-        }
+        scheme_of(self.folds, self.holdout)
     }
 
     pub fn check(&self) -> Result<(), Vec<Problem>> {
@@ -198,14 +224,7 @@ impl TrainingOptions {
         if let Err(e) = self.fit().check() {
             problems.push(Problem::at(None, "options", e));
         }
-        if let Err(e) = self.scheme().check() {
-            let field = if self.holdout.is_some() {
-                "options.holdout"
-            } else {
-                "options.folds"
-            };
-            problems.push(Problem::at(None, field, e));
-        }
+        check_scheme(self.folds, self.holdout, &mut problems);
         if problems.is_empty() {
             Ok(())
         } else {
@@ -295,36 +314,169 @@ impl FlowTrainingOptions {
     }
 }
 
+/// The options of the methods with nothing to tune (`quantile_map`, `identity`): how they are
+/// evaluated. Unknown keys are refused.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EvaluationOptions {
+    /// k of k-fold cross-validation (ignored when `holdout` is set).
+    pub folds: usize,
+    /// Evaluate on this held-out fraction instead of k folds.
+    pub holdout: Option<f64>,
+    /// Seeds the split.
+    pub seed: u64,
+}
+
+impl Default for EvaluationOptions {
+    fn default() -> Self {
+        Self {
+            folds: 5,
+            holdout: None,
+            seed: 0,
+        }
+    }
+}
+
+fn scheme_of(folds: usize, holdout: Option<f64>) -> Scheme {
+    match holdout {
+        Some(f) => Scheme::Holdout(f),
+        None => Scheme::Folds(folds),
+    }
+}
+
+fn check_scheme(folds: usize, holdout: Option<f64>, problems: &mut Vec<Problem>) {
+    if let Err(e) = scheme_of(folds, holdout).check() {
+        let field = if holdout.is_some() {
+            "options.holdout"
+        } else {
+            "options.folds"
+        };
+        problems.push(Problem::at(None, field, e));
+    }
+}
+
+impl EvaluationOptions {
+    pub fn scheme(&self) -> Scheme {
+        scheme_of(self.folds, self.holdout)
+    }
+}
+
+/// The options of `"method": "auto"`. Unknown keys are refused.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AutoOptions {
+    /// k of the k folds every candidate is evaluated on (ignored when `holdout` is set).
+    pub folds: usize,
+    /// Evaluate every candidate on this held-out fraction instead (one flow training
+    /// instead of k).
+    pub holdout: Option<f64>,
+    /// Seeds the split.
+    pub seed: u64,
+    /// The figure that picks the winner (lower is better): mae, kl_sym, w1 or mean_error.
+    pub objective: Objective,
+    /// Breaks ties on `objective`.
+    pub tie_break: Objective,
+    /// Candidates within this fraction of the best `objective` are tied.
+    pub tie_tolerance: f64,
+    /// A cell needs this many anchors for the flow to be a candidate.
+    pub flow_min_anchors: usize,
+    /// The Bayesian candidate's sampler settings.
+    pub bayes: FitOptions,
+    /// The flow candidate's settings.
+    pub flow: FlowOptions,
+}
+
+impl Default for AutoOptions {
+    fn default() -> Self {
+        let rule = Rule::default();
+        Self {
+            folds: 5,
+            holdout: None,
+            seed: 0,
+            objective: rule.objective,
+            tie_break: rule.tie_break,
+            tie_tolerance: rule.tie_tolerance,
+            flow_min_anchors: 1000,
+            bayes: FitOptions::default(),
+            flow: FlowOptions::default(),
+        }
+    }
+}
+
+impl AutoOptions {
+    pub fn scheme(&self) -> Scheme {
+        scheme_of(self.folds, self.holdout)
+    }
+
+    pub fn rule(&self) -> Rule {
+        Rule {
+            objective: self.objective,
+            tie_break: self.tie_break,
+            tie_tolerance: self.tie_tolerance,
+        }
+    }
+}
+
 /// A method's options, parsed from the request's `options` object.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum MethodOptions {
     Bayes(TrainingOptions),
     Flow(FlowTrainingOptions),
+    /// `quantile_map` or `identity`.
+    Plain(Method, EvaluationOptions),
+    Auto(AutoOptions),
 }
 
 impl MethodOptions {
     /// Parses `options` for `method`, refusing keys that method does not know.
     pub fn parse(method: Method, options: &serde_json::Value) -> Result<Self, Vec<Problem>> {
-        let bad = |e: serde_json::Error| vec![Problem::at(None, "options", e.to_string())];
+        fn read<T: serde::de::DeserializeOwned>(v: &serde_json::Value) -> Result<T, Vec<Problem>> {
+            serde_json::from_value(v.clone())
+                .map_err(|e| vec![Problem::at(None, "options", e.to_string())])
+        }
         let parsed = match method {
-            Method::Bayes => {
-                MethodOptions::Bayes(serde_json::from_value(options.clone()).map_err(bad)?)
-            }
-            Method::Flow => {
-                MethodOptions::Flow(serde_json::from_value(options.clone()).map_err(bad)?)
-            }
+            Method::Bayes => MethodOptions::Bayes(read(options)?),
+            Method::Flow => MethodOptions::Flow(read(options)?),
+            Method::QuantileMap | Method::Identity => MethodOptions::Plain(method, read(options)?),
+            Method::Auto => MethodOptions::Auto(read(options)?),
         };
+        let mut problems = Vec::new();
         match &parsed {
             MethodOptions::Bayes(o) => o.check()?,
             MethodOptions::Flow(o) => o.check()?,
+            MethodOptions::Plain(_, o) => check_scheme(o.folds, o.holdout, &mut problems),
+            MethodOptions::Auto(o) => {
+                check_scheme(o.folds, o.holdout, &mut problems);
+                for (field, e) in [
+                    ("options", o.rule().check()),
+                    ("options.bayes", o.bayes.check()),
+                    ("options.flow", o.flow.check()),
+                ] {
+                    if let Err(e) = e {
+                        problems.push(Problem::at(None, field, e));
+                    }
+                }
+                if o.flow_min_anchors < 2 {
+                    problems.push(Problem::at(
+                        None,
+                        "options.flow_min_anchors",
+                        "must be at least 2",
+                    ));
+                }
+            }
         }
-        Ok(parsed)
+        if problems.is_empty() {
+            Ok(parsed)
+        } else {
+            Err(problems)
+        }
     }
 
     pub fn force(&self) -> bool {
         match self {
             MethodOptions::Bayes(o) => o.force,
             MethodOptions::Flow(o) => o.force,
+            MethodOptions::Plain(..) | MethodOptions::Auto(_) => false,
         }
     }
 
@@ -333,6 +485,8 @@ impl MethodOptions {
         match self {
             MethodOptions::Bayes(o) => serde_json::to_value(o),
             MethodOptions::Flow(o) => serde_json::to_value(o),
+            MethodOptions::Plain(_, o) => serde_json::to_value(o),
+            MethodOptions::Auto(o) => serde_json::to_value(o),
         }
         .unwrap_or_default()
     }
@@ -405,6 +559,8 @@ pub enum Fitted {
         diagnostics: FitDiagnostics,
     },
     Flow(Box<FlowFit>),
+    QuantileMap(QuantileMap),
+    Identity,
 }
 
 impl Fitted {
@@ -412,6 +568,8 @@ impl Fitted {
         match self {
             Fitted::Bayes { .. } => Method::Bayes,
             Fitted::Flow(_) => Method::Flow,
+            Fitted::QuantileMap(_) => Method::QuantileMap,
+            Fitted::Identity => Method::Identity,
         }
     }
 
@@ -421,6 +579,7 @@ impl Fitted {
             Fitted::Bayes { diagnostics, .. } => diagnostics.failure(),
             Fitted::Flow(f) => (!f.weights.train_loss.is_finite())
                 .then(|| "the training loss is not finite".to_owned()),
+            Fitted::QuantileMap(_) | Fitted::Identity => None,
         }
     }
 }
@@ -433,6 +592,8 @@ pub struct NewVersion {
     pub anchor_digest: String,
     pub fitted: Fitted,
     pub evaluation: Option<Comparison>,
+    /// An `auto` job's choice for this cell: every candidate's figures and why this won.
+    pub decision: Option<Decision>,
 }
 
 /// One immutable calibrator version of a cell.
@@ -447,6 +608,8 @@ pub struct CalibratorVersion {
     pub fitted: Fitted,
     /// Held-out figures beside the raw judge's; `None` when the cell had too few anchors.
     pub evaluation: Option<Comparison>,
+    /// An `auto` job's choice for this cell.
+    pub decision: Option<Decision>,
     pub failure: Option<String>,
     pub created_at_ms: i64,
     pub active: bool,

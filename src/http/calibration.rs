@@ -9,9 +9,11 @@ use utoipa::{IntoParams, ToSchema};
 use super::error::{ApiError, ErrorBody};
 use super::extract::{AnyKey, Authorized, Json, Path, Query, TrainScope, cell_key};
 use super::{AppState, rfc3339};
+use crate::calibrate::bayes::RubricPosterior;
 use crate::calibrate::metrics::{Comparison, Evaluation, Scheme};
+use crate::calibrate::select::Decision;
 use crate::domain::Problem;
-use crate::domain::calibration::{CalibratorVersion, Fitted, Job, JobId};
+use crate::domain::calibration::{CalibratorVersion, Fitted, Job, JobId, Method};
 use crate::service::TrainingBody;
 
 #[derive(Deserialize)]
@@ -32,7 +34,9 @@ fn empty_object() -> serde_json::Value {
 #[allow(dead_code)] // Documents the body; the handler reads `TrainingRequestBody`.
 pub struct TrainingRequestDoc {
     /// `bayes`: the hierarchical Bayesian linear corrector; `flow`: the neural-ODE score
-    /// transport with MC-dropout σ.
+    /// transport with MC-dropout σ; `quantile_map`: the marginal optimal-transport map;
+    /// `identity`: the raw judge; `auto`: fits them on the same held-out folds and
+    /// activates the winner per cell (the version records the decision).
     #[schema(example = "bayes")]
     method: String,
     /// Rubrics to train (default: every cell of the judge with at least jobs.min_anchors
@@ -41,9 +45,12 @@ pub struct TrainingRequestDoc {
     options: Option<TrainingOptionsDoc>,
 }
 
-/// Every field is optional; fields the method does not know are refused. `force` for both;
-/// `folds`, `holdout` and the sampler fields for `bayes`; `holdout` (default 0.2) and the
-/// network fields for `flow`.
+/// Every field is optional; fields the method does not know are refused. `force` for `bayes`
+/// and `flow`; `folds`, `holdout` and the sampler fields for `bayes`; `holdout` (default 0.2)
+/// and the network fields for `flow`; `folds`, `holdout` and `seed` for `quantile_map` and
+/// `identity`; for `auto`: `folds`, `holdout`, `seed`, `objective`, `tie_break`,
+/// `tie_tolerance`, `flow_min_anchors`, and the candidates' settings as objects `bayes`
+/// (sampler fields) and `flow` (network fields).
 #[derive(ToSchema)]
 #[allow(dead_code)]
 pub struct TrainingOptionsDoc {
@@ -87,6 +94,21 @@ pub struct TrainingOptionsDoc {
     /// `{"sigma_above": 0.3}`.
     #[schema(value_type = Object)]
     review: Option<serde_json::Value>,
+    /// auto: the held-out figure that picks the winner per cell: `mae` (default), `kl_sym`,
+    /// `w1` or `mean_error` (absolute). A candidate worse than the raw judge on it never wins.
+    objective: Option<String>,
+    /// auto: breaks ties on the objective (default `kl_sym`).
+    tie_break: Option<String>,
+    /// auto: candidates within this fraction of the best objective are tied (default 0.01).
+    tie_tolerance: Option<f64>,
+    /// auto: a cell needs this many anchors for the flow to be a candidate (default 1000).
+    flow_min_anchors: Option<usize>,
+    /// auto: the Bayesian candidate's sampler fields, as for `bayes`.
+    #[schema(value_type = Object)]
+    bayes: Option<serde_json::Value>,
+    /// auto: the flow candidate's network fields, as for `flow`.
+    #[schema(value_type = Object)]
+    flow: Option<serde_json::Value>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -108,7 +130,8 @@ pub struct JobDto {
     pub state: String,
     /// 0 to 1.
     pub progress: f64,
-    /// What the running job last reported: for a flow, `{"epoch", "loss"}`.
+    /// What the running job last reported: for a flow, `{"epoch", "loss"}`; for auto,
+    /// `{"step"}`.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Object)]
     pub detail: Option<serde_json::Value>,
@@ -331,10 +354,7 @@ pub struct ComparisonDto {
 impl From<Comparison> for ComparisonDto {
     fn from(c: Comparison) -> Self {
         Self {
-            scheme: match c.scheme {
-                Scheme::Folds(k) => format!("{k}-fold"),
-                Scheme::Holdout(f) => format!("holdout {f}"),
-            },
+            scheme: scheme_text(c.scheme),
             calibrated: c.calibrated.into(),
             raw: c.raw.into(),
         }
@@ -357,6 +377,78 @@ pub struct FlowDto {
     pub review_sigma: f64,
     /// The judge scores the correction table covers; others are evaluated directly.
     pub table: [f64; 2],
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct CandidateDto {
+    /// identity (the raw judge), quantile_map, bayes or flow.
+    pub method: String,
+    /// Its held-out figures on the same anchors as every other candidate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evaluation: Option<EvaluationDto>,
+    /// Why it was not considered for this cell.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub excluded: Option<String>,
+}
+
+/// What an `auto` job saw and chose for this cell.
+#[derive(Serialize, ToSchema)]
+pub struct DecisionDto {
+    /// `5-fold` or `holdout 0.2`: the anchors every candidate was evaluated on.
+    pub scheme: String,
+    /// The figure that picked the winner (lower is better), and the tie-break.
+    pub objective: String,
+    pub tie_break: String,
+    /// Candidates within this fraction of the best objective were tied.
+    pub tie_tolerance: f64,
+    pub candidates: Vec<CandidateDto>,
+    pub chosen: String,
+    pub reason: String,
+    /// The Bayesian fit's beta posterior on every anchor (kept whichever method won, for the
+    /// canary).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub beta: Option<PosteriorDto>,
+}
+
+fn scheme_text(s: Scheme) -> String {
+    match s {
+        Scheme::Folds(k) => format!("{k}-fold"),
+        Scheme::Holdout(f) => format!("holdout {f}"),
+    }
+}
+
+fn posterior_dto(p: &RubricPosterior) -> PosteriorDto {
+    PosteriorDto {
+        alpha_mean: p.alpha_mean,
+        beta_mean: p.beta_mean,
+        sigma_mean: p.sigma_mean,
+        beta_interval: [p.beta_lo, p.beta_hi],
+        beta_collapse_probability: p.beta_collapse_probability,
+        canary: p.canary,
+    }
+}
+
+impl From<Decision> for DecisionDto {
+    fn from(d: Decision) -> Self {
+        Self {
+            scheme: scheme_text(d.scheme),
+            objective: d.rule.objective.as_str().to_owned(),
+            tie_break: d.rule.tie_break.as_str().to_owned(),
+            tie_tolerance: d.rule.tie_tolerance,
+            candidates: d
+                .candidates
+                .into_iter()
+                .map(|c| CandidateDto {
+                    method: Method::of(c.method).to_string(),
+                    evaluation: c.evaluation.map(Into::into),
+                    excluded: c.excluded,
+                })
+                .collect(),
+            chosen: Method::of(d.chosen).to_string(),
+            reason: d.reason,
+            beta: d.beta.as_ref().map(posterior_dto),
+        }
+    }
 }
 
 fn finite(x: f64) -> Option<f64> {
@@ -393,6 +485,9 @@ pub struct VersionDto {
     /// Absent when the cell had too few anchors to hold some out.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub evaluation: Option<ComparisonDto>,
+    /// Versions made by an `auto` job: every candidate's figures and why this one won.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<DecisionDto>,
 }
 
 impl From<CalibratorVersion> for VersionDto {
@@ -403,14 +498,7 @@ impl From<CalibratorVersion> for VersionDto {
                 posterior: p,
                 diagnostics: d,
             } => (
-                Some(PosteriorDto {
-                    alpha_mean: p.alpha_mean,
-                    beta_mean: p.beta_mean,
-                    sigma_mean: p.sigma_mean,
-                    beta_interval: [p.beta_lo, p.beta_hi],
-                    beta_collapse_probability: p.beta_collapse_probability,
-                    canary: p.canary,
-                }),
+                Some(posterior_dto(&p)),
                 Some(DiagnosticsDto {
                     rhat_max: finite(d.rhat_max),
                     ess_bulk_min: finite(d.ess_bulk_min),
@@ -433,6 +521,7 @@ impl From<CalibratorVersion> for VersionDto {
                     table: [f.table_lo, f.table_hi],
                 }),
             ),
+            Fitted::QuantileMap(_) | Fitted::Identity => (None, None, None),
         };
         Self {
             judge: v.key.judge.to_string(),
@@ -450,6 +539,7 @@ impl From<CalibratorVersion> for VersionDto {
             diagnostics,
             flow,
             evaluation: v.evaluation.map(Into::into),
+            decision: v.decision.map(Into::into),
         }
     }
 }
@@ -482,6 +572,38 @@ pub async fn versions(
     Ok(axum::Json(VersionsResponse {
         versions: versions.into_iter().map(Into::into).collect(),
     }))
+}
+
+#[derive(Deserialize, IntoParams)]
+pub struct ReportParams {
+    /// A version to draw instead of the active one.
+    version: Option<i64>,
+}
+
+/// A picture of the cell's active calibrator (or `version`), for a person: corrected against
+/// reference scores on the cell's anchors (the raw judge in grey), and the residuals against
+/// the judge score. The anchors are the ones the version was fitted on, so the picture is
+/// in-sample; the title gives the held-out MAE beside the raw judge's.
+#[utoipa::path(
+    get, path = "/v1/cells/{judge}/{rubric}/report.svg", tag = "calibration",
+    params(("judge" = String, Path), ("rubric" = String, Path), ReportParams),
+    responses(
+        (status = 200, description = "An SVG image", content_type = "image/svg+xml", body = String),
+        (status = 401, description = "No or unknown API key", body = ErrorBody),
+        (status = 404, description = "No such cell, no active calibrator, or no such version", body = ErrorBody),
+        (status = 422, description = "Bad judge or rubric name", body = ErrorBody),
+    ),
+    security(("api_key" = []))
+)]
+pub async fn report(
+    State(state): State<AppState>,
+    _auth: Authorized<AnyKey>,
+    Path((judge, rubric)): Path<(String, String)>,
+    Query(params): Query<ReportParams>,
+) -> Result<impl IntoResponse, ApiError> {
+    let key = cell_key(&judge, &rubric)?;
+    let svg = state.service.report_svg(&key, params.version).await?;
+    Ok(([(header::CONTENT_TYPE, "image/svg+xml")], svg))
 }
 
 #[derive(Deserialize, IntoParams)]

@@ -37,7 +37,8 @@ pub struct ItemScore {
 }
 
 /// One corrected score. Which fields appear depends on the version's `method`: `bayes` gives
-/// `credible` and `predictive`; `flow` gives `sigma` and `review`.
+/// `credible` and `predictive`; `flow` gives `sigma` and `review`; `quantile_map` and
+/// `identity` give the score alone.
 #[derive(Serialize, ToSchema)]
 pub struct CorrectedDto {
     /// The item's id, when the request gave `items`.
@@ -46,7 +47,8 @@ pub struct CorrectedDto {
     /// The raw judge score.
     pub judge_score: f64,
     /// bayes: the posterior mean of alpha + beta·judge_score; flow: the mean over the
-    /// MC-dropout passes.
+    /// MC-dropout passes; quantile_map: the reference quantile at the judge score's level;
+    /// identity: the judge score.
     pub corrected: f64,
     /// bayes: 95% credible interval of the corrected (mean) score.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -69,7 +71,8 @@ pub struct CorrectResponse {
     pub rubric: String,
     /// The calibrator version that made every number below.
     pub version: i64,
-    /// The method of that version: `bayes` or `flow`.
+    /// The method of that version: `bayes`, `flow`, `quantile_map` or `identity` (the raw
+    /// judge score, served when an `auto` job found no corrector that beats it).
     pub method: String,
     /// bayes: the beta canary of that version; when true the judge no longer tracks the
     /// reference on this rubric and no linear correction can fix it.
@@ -139,7 +142,7 @@ pub async fn correct(
     let v = &correction.version.version;
     let canary = match &v.fitted {
         Fitted::Bayes { posterior, .. } => Some(posterior.canary),
-        Fitted::Flow(_) => None,
+        _ => None,
     };
     let mut ids = ids.map(Vec::into_iter);
     let mut next_id = || ids.as_mut().and_then(Iterator::next);
@@ -175,6 +178,22 @@ pub async fn correct(
                 })
                 .collect(),
             Some(rs.iter().filter(|c| c.review).count()),
+        ),
+        CorrectedScores::Plain(rs) => (
+            scores
+                .iter()
+                .zip(rs)
+                .map(|(&j, &c)| CorrectedDto {
+                    id: next_id(),
+                    judge_score: j,
+                    corrected: c,
+                    credible: None,
+                    predictive: None,
+                    sigma: None,
+                    review: None,
+                })
+                .collect(),
+            None,
         ),
     };
     Ok(axum::Json(CorrectResponse {

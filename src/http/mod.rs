@@ -71,6 +71,10 @@ pub fn router(service: Arc<Service>, settings: &Settings) -> Router {
             "/v1/cells/{judge}/{rubric}/calibrators/{version}/activate",
             post(calibration::activate),
         )
+        .route(
+            "/v1/cells/{judge}/{rubric}/report.svg",
+            get(calibration::report),
+        )
         .route("/v1/correct", post(correct::correct))
         .layer(limits)
         .layer(DefaultBodyLimit::max(settings.server.max_body_bytes));

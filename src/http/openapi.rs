@@ -27,6 +27,7 @@ Authentication: `Authorization: Bearer <key>`; keys carry scopes `ingest`, `corr
         calibration::cancel,
         calibration::versions,
         calibration::activate,
+        calibration::report,
         correct::correct,
         ops::healthz,
         ops::readyz,

@@ -30,6 +30,20 @@ pub struct Cache {
     pinned: RwLock<HashMap<(CellKey, i64), Arc<Loaded>>>,
 }
 
+impl Loaded {
+    /// The corrected score of `j`; `None` for a flow score off its table (the report skips
+    /// those rather than run libtorch on a request thread).
+    pub fn score(&self, j: f64) -> Option<f64> {
+        match (&self.version.fitted, &self.table) {
+            (Fitted::Bayes { posterior, .. }, _) => Some(posterior.correct(j).score),
+            (Fitted::Flow(_), Some(table)) => table.correct(j).map(|c| c.0),
+            (Fitted::Flow(_), None) => None,
+            (Fitted::QuantileMap(map), _) => Some(map.correct(j)),
+            (Fitted::Identity, _) => Some(j),
+        }
+    }
+}
+
 /// A flow's corrected score: the MC-dropout mean, its sd, and whether it goes to a person.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FlowCorrected {
@@ -42,6 +56,8 @@ pub struct FlowCorrected {
 pub enum CorrectedScores {
     Bayes(Vec<Corrected>),
     Flow(Vec<FlowCorrected>),
+    /// `quantile_map` and `identity`: a score and nothing else.
+    Plain(Vec<f64>),
 }
 
 /// The finished jobs already counted: those finished before `since_ms`, and `seen` at it.
@@ -273,6 +289,8 @@ impl Service {
         tokio::task::spawn_blocking(move || match options {
             MethodOptions::Bayes(o) => training::bayes(&cells, &o, &|p| progress.set(p)),
             MethodOptions::Flow(o) => training::flow(&cells, &o, &progress),
+            MethodOptions::Plain(method, o) => training::plain(&cells, method, &o, &progress),
+            MethodOptions::Auto(o) => training::auto(&cells, &o, &progress),
         })
         .await
         .map_err(|_| Error::Internal("the training thread panicked; see the service log".into()))?
@@ -376,7 +394,7 @@ impl Service {
     /// thread (libtorch, about a second).
     async fn load(v: CalibratorVersion) -> Result<Arc<Loaded>> {
         let table = match &v.fitted {
-            Fitted::Bayes { .. } => None,
+            Fitted::Bayes { .. } | Fitted::QuantileMap(_) | Fitted::Identity => None,
             Fitted::Flow(f) => {
                 let f = f.clone();
                 Some(
@@ -386,7 +404,7 @@ impl Service {
                             f.rubric,
                             f.table_lo,
                             f.table_hi,
-                            training::TABLE_POINTS,
+                            crate::calibrate::flow::TABLE_POINTS,
                         )
                     })
                     .await
@@ -519,6 +537,54 @@ impl Service {
         }))
     }
 
+    /// An SVG report of the cell's active version (or `version`): corrected against reference
+    /// on the cell's anchors, and the residuals against the judge score.
+    pub async fn report_svg(&self, key: &CellKey, version: Option<i64>) -> Result<String> {
+        let loaded = self.corrector(key, version).await?;
+        let v = &loaded.version;
+        let anchors = self
+            .store
+            .judge_anchors(&key.judge, Some(std::slice::from_ref(&key.rubric)))
+            .await?
+            .into_iter()
+            .flat_map(|(_, a)| a)
+            .collect::<Vec<_>>();
+        let scale = self
+            .store
+            .rubric_scales()
+            .await?
+            .get(&key.rubric)
+            .copied()
+            .unwrap_or(crate::domain::Scale::DEFAULT);
+        let (pairs, corrected): (Vec<(f64, f64)>, Vec<f64>) = anchors
+            .iter()
+            .filter_map(|a| {
+                loaded
+                    .score(a.judge_score)
+                    .map(|c| ((a.judge_score, a.reference_score), c))
+            })
+            .unzip();
+        let held_out = v.evaluation.map_or(String::new(), |e| {
+            format!(
+                "; held-out MAE {:.3} (raw {:.3})",
+                e.calibrated.mae, e.raw.mae
+            )
+        });
+        let title = format!(
+            "{key}: version {} ({}), {} anchors{held_out}",
+            v.version,
+            v.method(),
+            pairs.len()
+        );
+        crate::plots::svg(&crate::plots::cell_report(
+            &title,
+            (scale.min, scale.max),
+            &pairs,
+            &corrected,
+        ))
+        .map_err(Error::Internal)
+    }
+
     /// Corrects judge scores with the cell's active version (or `version`). `ids`, when given,
     /// are checked as item ids, one per score; rows count from 1.
     pub async fn correct(
@@ -614,6 +680,10 @@ impl Service {
                 );
                 CorrectedScores::Flow(corrected)
             }
+            (Fitted::QuantileMap(map), _) => {
+                CorrectedScores::Plain(scores.iter().map(|&j| map.correct(j)).collect())
+            }
+            (Fitted::Identity, _) => CorrectedScores::Plain(scores.to_vec()),
             (Fitted::Flow(_), None) => {
                 return Err(Error::Internal(
                     "a flow version was loaded without its table".into(),

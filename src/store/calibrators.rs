@@ -37,6 +37,8 @@ fn encode(fitted: &Fitted) -> Result<(String, String)> {
             });
             Ok((to_json(flow)?, to_json(&summary)?))
         }
+        Fitted::QuantileMap(map) => Ok((to_json(map)?, "{}".to_owned())),
+        Fitted::Identity => Ok(("{}".to_owned(), "{}".to_owned())),
     }
 }
 
@@ -49,12 +51,17 @@ fn decode(method: Method, params: &str, diagnostics: &str) -> Result<Fitted> {
         Method::Flow => Ok(Fitted::Flow(Box::new(
             serde_json::from_str(params).map_err(|_| corrupt("flow weights"))?,
         ))),
+        Method::QuantileMap => Ok(Fitted::QuantileMap(
+            serde_json::from_str(params).map_err(|_| corrupt("quantile map"))?,
+        )),
+        Method::Identity => Ok(Fitted::Identity),
+        Method::Auto => Err(corrupt("method")),
     }
 }
 
 const VERSION_COLUMNS: &str = "cal.id, c.judge, c.rubric, cal.version, cal.method, cal.job_id, \
      cal.anchor_count, cal.anchor_digest, cal.params, cal.diagnostics, cal.evaluation, \
-     cal.failure, cal.created_at_ms, act.calibrator_id AS active_id";
+     cal.decision, cal.failure, cal.created_at_ms, act.calibrator_id AS active_id";
 
 const VERSION_FROM: &str = "FROM calibrators cal JOIN cells c ON c.id = cal.cell_id \
      LEFT JOIN active_calibrators act ON act.cell_id = cal.cell_id";
@@ -66,6 +73,7 @@ fn version_from_row(row: &AnyRow) -> Result<CalibratorVersion> {
     let job_id: Option<String> = row.try_get("job_id")?;
     let active_id: Option<String> = row.try_get("active_id")?;
     let evaluation: String = row.try_get("evaluation")?;
+    let decision: Option<String> = row.try_get("decision")?;
     Ok(CalibratorVersion {
         id: CalibratorId::parse(&id).ok_or_else(|| corrupt("id"))?,
         key: CellKey {
@@ -84,6 +92,9 @@ fn version_from_row(row: &AnyRow) -> Result<CalibratorVersion> {
             &row.try_get::<String, _>("diagnostics")?,
         )?,
         evaluation: serde_json::from_str(&evaluation).map_err(|_| corrupt("evaluation"))?,
+        decision: decision
+            .map(|d| serde_json::from_str(&d).map_err(|_| corrupt("decision")))
+            .transpose()?,
         failure: row.try_get("failure")?,
         created_at_ms: row.try_get("created_at_ms")?,
         active: active_id.as_deref() == Some(id.as_str()),
@@ -212,8 +223,9 @@ impl Store {
             let failure = v.fitted.failure();
             sqlx::query(
                 "INSERT INTO calibrators (id, cell_id, version, method, job_id, anchor_count,
-                     anchor_digest, params, diagnostics, evaluation, passed, failure, created_at_ms)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+                     anchor_digest, params, diagnostics, evaluation, decision, passed, failure,
+                     created_at_ms)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
             )
             .bind(&id)
             .bind(&cell_id)
@@ -225,6 +237,7 @@ impl Store {
             .bind(params)
             .bind(diagnostics)
             .bind(to_json(&v.evaluation)?)
+            .bind(v.decision.as_ref().map(to_json).transpose()?)
             .bind(i64::from(failure.is_none()))
             .bind(failure.clone())
             .bind(now)

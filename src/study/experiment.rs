@@ -1,0 +1,613 @@
+//! `judgecal experiment`: the paper's study end to end. A synthetic strict-and-compressing
+//! judge over reference scores (a CSV column, or the built-in stand-in), the nested split
+//! (test, then a pool whose first n anchors are the budget-n training set), every method
+//! fitted at every budget and judged on the same test items by the three questions.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use nuts_rs::rand::SeedableRng;
+use nuts_rs::rand::rngs::ChaCha8Rng;
+use nuts_rs::rand::seq::SliceRandom;
+use serde::Serialize;
+
+use super::synthetic::{JudgeModel, stand_in_reference};
+use super::{Bars, figures};
+use crate::calibrate::flow;
+use crate::calibrate::metrics::{Evaluation, evaluate};
+use crate::calibrate::select::{self, Candidate, Settings};
+
+/// Where the reference scores come from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub enum Source {
+    /// The built-in stand-in (see [`stand_in_reference`]).
+    StandIn,
+    /// A numeric column of a CSV file with a header row.
+    Column { file: PathBuf, column: String },
+    /// A given split: columns `split,order,judge,reference`.
+    Pairs(PathBuf),
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Options {
+    pub source: Source,
+    pub judge: JudgeModel,
+    pub scale: (f64, f64),
+    pub seed: u64,
+    pub seeds: usize,
+    pub test: usize,
+    pub pool: usize,
+    pub budgets: Vec<usize>,
+    /// Extra budgets fitted for the budget figure only.
+    pub sweep: Vec<usize>,
+    pub methods: Vec<Candidate>,
+    #[serde(skip)]
+    pub settings: Settings,
+    pub flow_epochs: u64,
+}
+
+/// One split: the test items and the ordered training pool, as (judge, reference).
+pub struct Split {
+    pub test: Vec<(f64, f64)>,
+    pub pool: Vec<(f64, f64)>,
+}
+
+/// One fitted (method, budget) on one seed: its test predictions and figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct Run {
+    pub seed: u64,
+    pub method: Candidate,
+    /// None for the raw judge.
+    pub anchors: Option<usize>,
+    pub evaluation: Evaluation,
+    pub fit_seconds: f64,
+    #[serde(skip)]
+    pub predictions: Vec<f64>,
+}
+
+/// Mean and sd over seeds of one (method, budget).
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    pub method: Candidate,
+    pub anchors: Option<usize>,
+    pub seeds: usize,
+    pub mean: Figures,
+    pub sd: Figures,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Figures {
+    pub mean_error: f64,
+    pub mae: f64,
+    pub pearson: f64,
+    pub kl_sym: f64,
+    pub w1: f64,
+    pub fit_seconds: f64,
+}
+
+impl Figures {
+    fn of(r: &Run) -> Self {
+        let e = &r.evaluation;
+        Self {
+            mean_error: e.mean_error,
+            mae: e.mae,
+            pearson: e.pearson,
+            kl_sym: e.kl_sym,
+            w1: e.w1,
+            fit_seconds: r.fit_seconds,
+        }
+    }
+
+    fn as_array(&self) -> [f64; 6] {
+        [
+            self.mean_error,
+            self.mae,
+            self.pearson,
+            self.kl_sym,
+            self.w1,
+            self.fit_seconds,
+        ]
+    }
+
+    fn from_array(a: [f64; 6]) -> Self {
+        Self {
+            mean_error: a[0],
+            mae: a[1],
+            pearson: a[2],
+            kl_sym: a[3],
+            w1: a[4],
+            fit_seconds: a[5],
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub options: Options,
+    /// Table 1: the first seed.
+    pub table1: Vec<Run>,
+    /// Table 2: mean and sd over every seed (present with --seeds > 1).
+    pub table2: Vec<Summary>,
+}
+
+fn read_csv(path: &Path) -> Result<csv::Reader<std::fs::File>, String> {
+    csv::ReaderBuilder::new()
+        .trim(csv::Trim::All)
+        .from_path(path)
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn column_index(
+    reader: &mut csv::Reader<std::fs::File>,
+    path: &Path,
+    name: &str,
+) -> Result<usize, String> {
+    let headers = reader
+        .headers()
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    headers.iter().position(|h| h == name).ok_or_else(|| {
+        format!(
+            "{} has no column {name:?}; its columns: {}",
+            path.display(),
+            headers.iter().collect::<Vec<_>>().join(", ")
+        )
+    })
+}
+
+fn number(raw: &str, path: &Path, row: usize, column: &str) -> Result<f64, String> {
+    raw.parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite())
+        .ok_or_else(|| {
+            format!(
+                "{} row {row}, column {column}: {raw:?} is not a finite number",
+                path.display()
+            )
+        })
+}
+
+/// The reference scores of a CSV column, in file order.
+pub fn read_column(path: &Path, column: &str, scale: (f64, f64)) -> Result<Vec<f64>, String> {
+    let mut reader = read_csv(path)?;
+    let idx = column_index(&mut reader, path, column)?;
+    let mut out = Vec::new();
+    for (i, record) in reader.records().enumerate() {
+        let row = i + 2;
+        let record = record.map_err(|e| format!("{} row {row}: {e}", path.display()))?;
+        let y = number(record.get(idx).unwrap_or(""), path, row, column)?;
+        if !(scale.0..=scale.1).contains(&y) {
+            return Err(format!(
+                "{} row {row}, column {column}: {y} lies outside the scale [{}, {}] (--scale)",
+                path.display(),
+                scale.0,
+                scale.1
+            ));
+        }
+        out.push(y);
+    }
+    Ok(out)
+}
+
+/// A given split: `split` is train or test, `order` ranks the train rows (budget n takes the
+/// n lowest).
+pub fn read_pairs(path: &Path) -> Result<Split, String> {
+    let mut reader = read_csv(path)?;
+    let idx: Vec<usize> = ["split", "order", "judge", "reference"]
+        .iter()
+        .map(|c| column_index(&mut reader, path, c))
+        .collect::<Result<_, _>>()?;
+    let mut test = Vec::new();
+    let mut train: Vec<(f64, (f64, f64))> = Vec::new();
+    for (i, record) in reader.records().enumerate() {
+        let row = i + 2;
+        let record = record.map_err(|e| format!("{} row {row}: {e}", path.display()))?;
+        let field = |k: usize| record.get(idx[k]).unwrap_or("");
+        let j = number(field(2), path, row, "judge")?;
+        let y = number(field(3), path, row, "reference")?;
+        match field(0) {
+            "test" => test.push((j, y)),
+            "train" => train.push((number(field(1), path, row, "order")?, (j, y))),
+            other => {
+                return Err(format!(
+                    "{} row {row}, column split: {other:?} must be train or test",
+                    path.display()
+                ));
+            }
+        }
+    }
+    train.sort_by(|a, b| a.0.total_cmp(&b.0));
+    if test.len() < 2 || train.len() < 2 {
+        return Err(format!(
+            "{}: needs at least 2 test and 2 train rows",
+            path.display()
+        ));
+    }
+    Ok(Split {
+        test,
+        pool: train.into_iter().map(|t| t.1).collect(),
+    })
+}
+
+/// The split of one seed: references drawn (or shuffled from the column), the judge
+/// synthesised, the first `test` items for testing and the next `pool` as the pool.
+pub fn synthesise(opts: &Options, column: Option<&[f64]>, seed: u64) -> Result<Split, String> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let n = opts.test + opts.pool;
+    let y: Vec<f64> = match column {
+        Some(values) => {
+            if values.len() < n {
+                return Err(format!(
+                    "the reference column has {} values; --test {} plus --pool {} needs {n}",
+                    values.len(),
+                    opts.test,
+                    opts.pool
+                ));
+            }
+            let mut v = values.to_vec();
+            v.shuffle(&mut rng);
+            v.truncate(n);
+            v
+        }
+        None => stand_in_reference(n, opts.scale, &mut rng),
+    };
+    let pairs: Vec<(f64, f64)> = y
+        .iter()
+        .map(|&y| (opts.judge.draw(y, opts.scale, &mut rng), y))
+        .collect();
+    Ok(Split {
+        test: pairs[..opts.test].to_vec(),
+        pool: pairs[opts.test..].to_vec(),
+    })
+}
+
+/// Fits every method at every budget on one split.
+pub fn run_split(
+    opts: &Options,
+    split: &Split,
+    seed: u64,
+    budgets: &[usize],
+    bars: &Bars,
+) -> Result<Vec<Run>, String> {
+    let (tj, ty): (Vec<f64>, Vec<f64>) = split.test.iter().copied().unzip();
+    let (lo, hi) = opts.scale;
+    let mut runs = vec![Run {
+        seed,
+        method: Candidate::Identity,
+        anchors: None,
+        evaluation: evaluate(&tj, &ty, lo, hi),
+        fit_seconds: 0.0,
+        predictions: tj.clone(),
+    }];
+    let settings = Settings {
+        bayes: crate::calibrate::bayes::FitOptions {
+            seed,
+            ..opts.settings.bayes
+        },
+        flow: flow::FlowOptions {
+            seed,
+            epochs: opts.flow_epochs,
+            ..opts.settings.flow
+        },
+    };
+    let never = AtomicBool::new(false);
+    for &n in budgets {
+        let train = split.pool[..n.min(split.pool.len())].to_vec();
+        let range = flow::table_range(opts.scale, &train);
+        for &m in opts.methods.iter().filter(|m| **m != Candidate::Identity) {
+            bars.fit(&format!("seed {seed}: {m} on {n} anchors"));
+            let started = Instant::now();
+            let fitted = select::fit(
+                m,
+                &settings,
+                std::slice::from_ref(&train),
+                &[range],
+                &never,
+                &|p| bars.within(p),
+            )?;
+            let fit_seconds = started.elapsed().as_secs_f64();
+            let predictions: Vec<f64> = tj
+                .iter()
+                .map(|&j| fitted.correct(0, j))
+                .collect::<Result<_, _>>()?;
+            runs.push(Run {
+                seed,
+                method: m,
+                anchors: Some(n),
+                evaluation: evaluate(&predictions, &ty, lo, hi),
+                fit_seconds,
+                predictions,
+            });
+            bars.done();
+        }
+    }
+    Ok(runs)
+}
+
+fn summarise(runs: &[Run]) -> Vec<Summary> {
+    let mut keys: Vec<(Candidate, Option<usize>)> =
+        runs.iter().map(|r| (r.method, r.anchors)).collect();
+    keys.sort_by_key(|k| (k.1, k.0));
+    keys.dedup();
+    keys.into_iter()
+        .map(|(method, anchors)| {
+            let xs: Vec<[f64; 6]> = runs
+                .iter()
+                .filter(|r| r.method == method && r.anchors == anchors)
+                .map(|r| Figures::of(r).as_array())
+                .collect();
+            let n = xs.len() as f64;
+            let mut mean = [0.0; 6];
+            let mut sd = [0.0; 6];
+            for k in 0..6 {
+                mean[k] = xs.iter().map(|x| x[k]).sum::<f64>() / n;
+                sd[k] = (xs.iter().map(|x| (x[k] - mean[k]).powi(2)).sum::<f64>()
+                    / (n - 1.0).max(1.0))
+                .sqrt();
+            }
+            Summary {
+                method,
+                anchors,
+                seeds: xs.len(),
+                mean: Figures::from_array(mean),
+                sd: Figures::from_array(sd),
+            }
+        })
+        .collect()
+}
+
+fn label(m: Candidate) -> &'static str {
+    match m {
+        Candidate::Identity => "raw judge",
+        Candidate::QuantileMap => "quantile map",
+        Candidate::Bayes => "Bayesian linear",
+        Candidate::Flow => "neural-ODE flow",
+    }
+}
+
+/// Table 1 as text.
+pub fn table1(runs: &[Run]) -> String {
+    let raw_mae = runs
+        .iter()
+        .find(|r| r.method == Candidate::Identity)
+        .map_or(f64::NAN, |r| r.evaluation.mae);
+    let mut out = format!(
+        "{:<16} {:>7} {:>9} {:>7} {:>9} {:>8} {:>7} {:>7} {:>8}\n",
+        "method", "anchors", "mean err", "MAE", "ΔMAE raw", "Pearson", "KL", "W1", "fit s"
+    );
+    for r in runs {
+        let e = &r.evaluation;
+        let delta = if r.method == Candidate::Identity {
+            "—".to_owned()
+        } else {
+            format!("{:+.1}%", 100.0 * (e.mae - raw_mae) / raw_mae)
+        };
+        out += &format!(
+            "{:<16} {:>7} {:>+9.3} {:>7.3} {:>9} {:>8.3} {:>7.3} {:>7.3} {:>8.2}\n",
+            label(r.method),
+            r.anchors.map_or("—".to_owned(), |n| n.to_string()),
+            e.mean_error,
+            e.mae,
+            delta,
+            e.pearson,
+            e.kl_sym,
+            e.w1,
+            r.fit_seconds
+        );
+    }
+    out
+}
+
+/// Table 2 as text: mean ± sd over seeds.
+pub fn table2(summaries: &[Summary]) -> String {
+    let mut out = format!(
+        "{:<16} {:>7} {:>5} {:>15} {:>15} {:>15} {:>15} {:>15} {:>13}\n",
+        "method", "anchors", "seeds", "mean err", "MAE", "Pearson", "KL", "W1", "fit s"
+    );
+    for s in summaries {
+        let pm = |m: f64, sd: f64| format!("{m:+.3} ± {sd:.3}");
+        out += &format!(
+            "{:<16} {:>7} {:>5} {:>15} {:>15} {:>15} {:>15} {:>15} {:>13}\n",
+            label(s.method),
+            s.anchors.map_or("—".to_owned(), |n| n.to_string()),
+            s.seeds,
+            pm(s.mean.mean_error, s.sd.mean_error),
+            pm(s.mean.mae, s.sd.mae),
+            pm(s.mean.pearson, s.sd.pearson),
+            pm(s.mean.kl_sym, s.sd.kl_sym),
+            pm(s.mean.w1, s.sd.w1),
+            format!("{:.2} ± {:.2}", s.mean.fit_seconds, s.sd.fit_seconds),
+        );
+    }
+    out
+}
+
+/// Runs the study. Returns the report; `figures`, when given, is a folder for the four
+/// figures.
+pub fn run(opts: Options, figures_dir: Option<&Path>) -> Result<Report, String> {
+    opts.judge.check()?;
+    if opts.budgets.is_empty() || opts.methods.is_empty() {
+        return Err("give at least one budget and one method".into());
+    }
+    let column = match &opts.source {
+        Source::Column { file, column } => Some(read_column(file, column, opts.scale)?),
+        _ => None,
+    };
+    let given = match &opts.source {
+        Source::Pairs(path) => Some(read_pairs(path)?),
+        _ => None,
+    };
+    let pool_len = given.as_ref().map_or(opts.pool, |s| s.pool.len());
+    for &b in opts.budgets.iter().chain(&opts.sweep) {
+        if b < 2 || b > pool_len {
+            return Err(format!(
+                "budget {b} must lie between 2 and the pool's {pool_len} anchors"
+            ));
+        }
+    }
+    // The first seed also fits the sweep, for the budget figure.
+    let mut first_budgets = opts.budgets.clone();
+    if figures_dir.is_some() {
+        first_budgets.extend(&opts.sweep);
+    }
+    first_budgets.sort_unstable();
+    first_budgets.dedup();
+    let mut budgets = opts.budgets.clone();
+    budgets.sort_unstable();
+    budgets.dedup();
+    let seeds = if given.is_some() {
+        1
+    } else {
+        opts.seeds.max(1)
+    };
+    let fitted_methods = opts
+        .methods
+        .iter()
+        .filter(|m| **m != Candidate::Identity)
+        .count();
+    let fits = fitted_methods * (first_budgets.len() + (seeds - 1) * budgets.len());
+    let bars = Bars::new(fits as u64);
+    let mut all = Vec::new();
+    let mut first: Option<(Split, Vec<Run>)> = None;
+    for s in 0..seeds {
+        let seed = opts.seed + s as u64;
+        let split = match &given {
+            Some(g) => Split {
+                test: g.test.clone(),
+                pool: g.pool.clone(),
+            },
+            None => synthesise(&opts, column.as_deref(), seed)?,
+        };
+        let runs = run_split(
+            &opts,
+            &split,
+            seed,
+            if s == 0 { &first_budgets } else { &budgets },
+            &bars,
+        )?;
+        if s == 0 {
+            first = Some((split, runs.clone()));
+        }
+        all.extend(
+            runs.into_iter()
+                .filter(|r| r.anchors.is_none_or(|n| budgets.contains(&n))),
+        );
+    }
+    bars.finish();
+    let Some((split, first_runs)) = first else {
+        return Err("no seed ran".into());
+    };
+    if let Some(dir) = figures_dir {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        figures::write_all(dir, &opts, &split, &first_runs)?;
+    }
+    let table1 = first_runs
+        .into_iter()
+        .filter(|r| r.anchors.is_none_or(|n| budgets.contains(&n)))
+        .collect();
+    let table2 = if seeds > 1 {
+        summarise(&all)
+    } else {
+        Vec::new()
+    };
+    Ok(Report {
+        options: opts,
+        table1,
+        table2,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn quick(methods: Vec<Candidate>) -> Options {
+        Options {
+            source: Source::StandIn,
+            judge: JudgeModel::default(),
+            scale: (1.0, 5.0),
+            seed: 3,
+            seeds: 1,
+            test: 200,
+            pool: 600,
+            budgets: vec![100, 600],
+            sweep: vec![],
+            methods,
+            settings: Settings::default(),
+            flow_epochs: 40,
+        }
+    }
+
+    #[test]
+    fn correcting_the_synthetic_judge_fixes_the_mean_and_the_line_saturates() {
+        let report = run(
+            quick(vec![
+                Candidate::Identity,
+                Candidate::Bayes,
+                Candidate::QuantileMap,
+            ]),
+            None,
+        )
+        .unwrap();
+        let get = |m: Candidate, n: Option<usize>| {
+            report
+                .table1
+                .iter()
+                .find(|r| r.method == m && r.anchors == n)
+                .unwrap()
+                .evaluation
+        };
+        let raw = get(Candidate::Identity, None);
+        // The judge under-rates by ~0.7; every corrector brings the mean within 0.15.
+        assert!(raw.mean_error < -0.5, "{raw:?}");
+        for n in [100, 600] {
+            let b = get(Candidate::Bayes, Some(n));
+            assert!(b.mean_error.abs() < 0.15, "{b:?}");
+            assert!(b.mae < 0.7 * raw.mae, "{b:?} vs {raw:?}");
+            // A line cannot change the correlation.
+            assert!((b.pearson - raw.pearson).abs() < 1e-9);
+        }
+        // The line saturates: 6x the anchors changes its MAE by little.
+        let gain = get(Candidate::Bayes, Some(100)).mae - get(Candidate::Bayes, Some(600)).mae;
+        assert!(gain.abs() < 0.05, "{gain}");
+        let text = table1(&report.table1);
+        assert!(
+            text.contains("Bayesian linear") && text.contains("ΔMAE"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_given_split_is_used_as_given_and_bad_rows_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pairs.csv");
+        let mut text = "split,order,judge,reference\n".to_owned();
+        for i in 0..60 {
+            let j = 1.0 + (i % 40) as f64 / 10.0;
+            let split = if i < 20 { "test" } else { "train" };
+            text += &format!("{split},{},{j},{}\n", 100 - i, 0.5 + 0.9 * j);
+        }
+        std::fs::write(&path, &text).unwrap();
+        let split = read_pairs(&path).unwrap();
+        assert_eq!((split.test.len(), split.pool.len()), (20, 40));
+        // Train rows come in `order`: the lowest order first (the file's last row).
+        assert_eq!(split.pool[0], (1.0 + 19.0 / 10.0, 0.5 + 0.9 * 2.9));
+        let mut opts = quick(vec![Candidate::Identity, Candidate::QuantileMap]);
+        opts.source = Source::Pairs(path.clone());
+        opts.budgets = vec![40];
+        let report = run(opts, None).unwrap();
+        assert_eq!(report.table1.len(), 2);
+        assert!(report.table1[1].evaluation.mae < 0.1);
+
+        std::fs::write(&path, "split,order,judge,reference\ntest,1,2.0,x\n").unwrap();
+        let e = read_pairs(&path).err().unwrap();
+        assert!(e.contains("row 2, column reference"), "{e}");
+        std::fs::write(&path, "split,judge\n").unwrap();
+        assert!(
+            read_pairs(&path)
+                .err()
+                .unwrap()
+                .contains("no column \"order\"")
+        );
+    }
+}

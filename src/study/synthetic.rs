@@ -1,0 +1,158 @@
+//! The paper's synthetic strict-and-compressing judge (section 6.2), and the stand-in for its
+//! reference scores when no CSV column is given.
+
+use clap::Args;
+use nuts_rs::rand::rngs::ChaCha8Rng;
+use rand_distr::{Bernoulli, Beta, Distribution, Normal};
+use serde::{Deserialize, Serialize};
+
+/// j = offset + slope·y + tanh_amp·tanh(tanh_rate·(y − centre))
+///     + verbose_bump·1[verbose]·1[|y − centre| < verbose_band] + N(0, σ(y)²),
+/// σ(y) = noise_base + noise_slope·|y − centre|, verbose ~ Bernoulli(verbose_prob); j clipped
+/// to the scale unless `no_clip`. The defaults are the paper's.
+#[derive(Debug, Clone, Copy, PartialEq, Args, Serialize, Deserialize)]
+pub struct JudgeModel {
+    #[arg(long, default_value_t = -0.5, allow_negative_numbers = true)]
+    pub offset: f64,
+    #[arg(long, default_value_t = 0.85)]
+    pub slope: f64,
+    #[arg(long, default_value_t = 0.4, allow_negative_numbers = true)]
+    pub tanh_amp: f64,
+    #[arg(long, default_value_t = 0.9)]
+    pub tanh_rate: f64,
+    #[arg(long, default_value_t = 3.0)]
+    pub centre: f64,
+    #[arg(long, default_value_t = 0.35, allow_negative_numbers = true)]
+    pub verbose_bump: f64,
+    #[arg(long, default_value_t = 0.3)]
+    pub verbose_prob: f64,
+    #[arg(long, default_value_t = 1.5)]
+    pub verbose_band: f64,
+    #[arg(long, default_value_t = 0.30)]
+    pub noise_base: f64,
+    #[arg(long, default_value_t = 0.18)]
+    pub noise_slope: f64,
+    /// Keep judge scores outside the scale instead of clipping them to it.
+    #[arg(long)]
+    pub no_clip: bool,
+}
+
+impl Default for JudgeModel {
+    fn default() -> Self {
+        Self {
+            offset: -0.5,
+            slope: 0.85,
+            tanh_amp: 0.4,
+            tanh_rate: 0.9,
+            centre: 3.0,
+            verbose_bump: 0.35,
+            verbose_prob: 0.3,
+            verbose_band: 1.5,
+            noise_base: 0.30,
+            noise_slope: 0.18,
+            no_clip: false,
+        }
+    }
+}
+
+impl JudgeModel {
+    pub fn check(&self) -> Result<(), String> {
+        if !(0.0..=1.0).contains(&self.verbose_prob) {
+            return Err("--verbose-prob must lie in [0, 1]".into());
+        }
+        if self.noise_base < 0.0 || self.noise_slope < 0.0 {
+            return Err("--noise-base and --noise-slope must be ≥ 0".into());
+        }
+        Ok(())
+    }
+
+    /// E[j | y] before noise and clipping: the mean curve of the paper's Figure 1.
+    pub fn mean(&self, y: f64) -> f64 {
+        let d = y - self.centre;
+        let bump = if d.abs() < self.verbose_band {
+            self.verbose_bump * self.verbose_prob
+        } else {
+            0.0
+        };
+        self.offset + self.slope * y + self.tanh_amp * (self.tanh_rate * d).tanh() + bump
+    }
+
+    /// One judge score for reference score `y` on the scale [lo, hi].
+    pub fn draw(&self, y: f64, (lo, hi): (f64, f64), rng: &mut ChaCha8Rng) -> f64 {
+        let d = y - self.centre;
+        let verbose = Bernoulli::new(self.verbose_prob)
+            .map(|b| b.sample(rng))
+            .unwrap_or(false);
+        let bump = if verbose && d.abs() < self.verbose_band {
+            self.verbose_bump
+        } else {
+            0.0
+        };
+        let sd = self.noise_base + self.noise_slope * d.abs();
+        let noise = Normal::new(0.0, sd).map_or(0.0, |n| n.sample(rng));
+        let j = self.offset
+            + self.slope * y
+            + self.tanh_amp * (self.tanh_rate * d).tanh()
+            + bump
+            + noise;
+        if self.no_clip { j } else { j.clamp(lo, hi) }
+    }
+}
+
+/// The stand-in for UltraFeedback's fine-grained GPT-4 scores (the paper's reference: mean
+/// 3.78, sd 1.04 on 1–5): a Beta(1.485, 0.651) stretched to the scale, which has that mean
+/// and sd and piles up towards the top like the real scores, rounded to quarter points as a
+/// mean of four 1–5 ratings is.
+pub fn stand_in_reference(n: usize, (lo, hi): (f64, f64), rng: &mut ChaCha8Rng) -> Vec<f64> {
+    let Ok(beta) = Beta::new(1.485, 0.651) else {
+        return Vec::new();
+    };
+    (0..n)
+        .map(|_| {
+            let y = lo + (hi - lo) * beta.sample(rng);
+            ((y * 4.0).round() / 4.0).clamp(lo, hi)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nuts_rs::rand::SeedableRng;
+
+    #[test]
+    fn the_stand_in_has_the_papers_mean_and_sd() {
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let y = stand_in_reference(100_000, (1.0, 5.0), &mut rng);
+        let m = y.iter().sum::<f64>() / y.len() as f64;
+        let sd = (y.iter().map(|v| (v - m).powi(2)).sum::<f64>() / y.len() as f64).sqrt();
+        // Sampling error at n = 100,000 is ~0.003; rounding to quarters moves the sd ~0.003.
+        assert!((m - 3.78).abs() < 0.02, "{m}");
+        assert!((sd - 1.04).abs() < 0.02, "{sd}");
+    }
+
+    #[test]
+    fn the_judge_is_strict_and_compressing_as_in_the_paper() {
+        // On the stand-in reference the judge's mean is about 0.7 below the reference's, and
+        // the average of j − E[j | y] is zero up to clipping and sampling.
+        let mut rng = ChaCha8Rng::seed_from_u64(2);
+        let model = JudgeModel::default();
+        let y = stand_in_reference(50_000, (1.0, 5.0), &mut rng);
+        let j: Vec<f64> = y
+            .iter()
+            .map(|&y| model.draw(y, (1.0, 5.0), &mut rng))
+            .collect();
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        let gap = mean(&y) - mean(&j);
+        assert!((0.55..0.9).contains(&gap), "{gap}");
+        let unclipped = JudgeModel {
+            no_clip: true,
+            ..model
+        };
+        let resid: Vec<f64> = y
+            .iter()
+            .map(|&y| unclipped.draw(y, (1.0, 5.0), &mut rng) - unclipped.mean(y))
+            .collect();
+        assert!(mean(&resid).abs() < 0.01, "{}", mean(&resid));
+    }
+}
