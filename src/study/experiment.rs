@@ -405,13 +405,13 @@ pub fn table2(summaries: &[Summary]) -> String {
         "method", "anchors", "seeds", "mean err", "MAE", "Pearson", "KL", "W1", "fit s"
     );
     for s in summaries {
-        let pm = |m: f64, sd: f64| format!("{m:+.3} ± {sd:.3}");
+        let pm = |m: f64, sd: f64| format!("{m:.3} ± {sd:.3}");
         out += &format!(
             "{:<16} {:>7} {:>5} {:>15} {:>15} {:>15} {:>15} {:>15} {:>13}\n",
             label(s.method),
             s.anchors.map_or("—".to_owned(), |n| n.to_string()),
             s.seeds,
-            pm(s.mean.mean_error, s.sd.mean_error),
+            format!("{:+.3} ± {:.3}", s.mean.mean_error, s.sd.mean_error),
             pm(s.mean.mae, s.sd.mae),
             pm(s.mean.pearson, s.sd.pearson),
             pm(s.mean.kl_sym, s.sd.kl_sym),
