@@ -329,6 +329,29 @@ pub type HeldOut = Vec<Vec<Option<f64>>>;
 /// A candidate's held-out predictions for one cell, or why it is not a candidate there.
 pub type Predictions<'a> = (Candidate, Result<&'a [Option<f64>], String>);
 
+/// Cell `r`'s predictions from every candidate's held-out run (`held_out`, per rubric): the
+/// flow is not a candidate where the cell has fewer than `flow_min_anchors` of its `anchors`.
+pub fn cell_predictions(
+    held_out: &[(Candidate, Result<HeldOut, String>)],
+    r: usize,
+    anchors: usize,
+    flow_min_anchors: usize,
+) -> Vec<Predictions<'_>> {
+    held_out
+        .iter()
+        .map(|(c, p)| {
+            let p = match p {
+                Ok(_) if *c == Candidate::Flow && anchors < flow_min_anchors => Err(format!(
+                    "{anchors} anchors; the flow needs flow_min_anchors = {flow_min_anchors}"
+                )),
+                Ok(p) => Ok(p[r].as_slice()),
+                Err(e) => Err(e.clone()),
+            };
+            (*c, p)
+        })
+        .collect()
+}
+
 /// One candidate's held-out figures on a cell, or why it was not considered there.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Considered {

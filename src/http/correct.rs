@@ -65,6 +65,21 @@ pub struct CorrectedDto {
     pub review: Option<bool>,
 }
 
+impl CorrectedDto {
+    /// A corrected score with none of the method-specific fields.
+    fn score(id: Option<String>, judge_score: f64, corrected: f64) -> Self {
+        Self {
+            id,
+            judge_score,
+            corrected,
+            credible: None,
+            predictive: None,
+            sigma: None,
+            review: None,
+        }
+    }
+}
+
 #[derive(Serialize, ToSchema)]
 pub struct CorrectResponse {
     pub judge: String,
@@ -152,13 +167,9 @@ pub async fn correct(
                 .iter()
                 .zip(rs)
                 .map(|(&j, c)| CorrectedDto {
-                    id: next_id(),
-                    judge_score: j,
-                    corrected: c.score,
                     credible: Some([c.credible.0, c.credible.1]),
                     predictive: Some([c.predictive.0, c.predictive.1]),
-                    sigma: None,
-                    review: None,
+                    ..CorrectedDto::score(next_id(), j, c.score)
                 })
                 .collect(),
             None,
@@ -168,13 +179,9 @@ pub async fn correct(
                 .iter()
                 .zip(rs)
                 .map(|(&j, c)| CorrectedDto {
-                    id: next_id(),
-                    judge_score: j,
-                    corrected: c.score,
-                    credible: None,
-                    predictive: None,
                     sigma: Some(c.sigma),
                     review: Some(c.review),
+                    ..CorrectedDto::score(next_id(), j, c.score)
                 })
                 .collect(),
             Some(rs.iter().filter(|c| c.review).count()),
@@ -183,15 +190,7 @@ pub async fn correct(
             scores
                 .iter()
                 .zip(rs)
-                .map(|(&j, &c)| CorrectedDto {
-                    id: next_id(),
-                    judge_score: j,
-                    corrected: c,
-                    credible: None,
-                    predictive: None,
-                    sigma: None,
-                    review: None,
-                })
+                .map(|(&j, &c)| CorrectedDto::score(next_id(), j, c))
                 .collect(),
             None,
         ),

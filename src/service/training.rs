@@ -10,7 +10,7 @@ use crate::calibrate::bayes::{self, SufficientStats};
 use crate::calibrate::flow::{self, FlowWeights, ReviewRule, Table};
 use crate::calibrate::metrics::{Comparison, Scheme};
 use crate::calibrate::quantile::QuantileMap;
-use crate::calibrate::select::{self, Candidate, HeldOut, Predictions, Settings};
+use crate::calibrate::select::{self, Candidate, HeldOut, Settings};
 use crate::domain::calibration::{
     AutoOptions, EvaluationOptions, Fitted, FlowFit, FlowTrainingOptions, Method, NewVersion,
     TrainingOptions,
@@ -284,11 +284,9 @@ pub fn auto(
     let data: Vec<Vec<(f64, f64)>> = cells.iter().map(|c| c.pairs.clone()).collect();
     let ranges: Vec<(f64, f64)> = cells.iter().map(range).collect();
     let assignment = select::assignment(scheme, &data, options.seed);
-    let flow_cells: Vec<bool> = cells
+    let with_flow = cells
         .iter()
-        .map(|c| c.pairs.len() >= options.flow_min_anchors)
-        .collect();
-    let with_flow = flow_cells.iter().any(|&f| f);
+        .any(|c| c.pairs.len() >= options.flow_min_anchors);
     // Shares of the progress bar: the flow's trainings dominate when it runs.
     let rounds = match scheme {
         Scheme::Folds(k) => k as f64,
@@ -345,28 +343,18 @@ pub fn auto(
         .iter()
         .enumerate()
         .map(|(r, cell)| {
-            let predictions: Vec<Predictions<'_>> = held_out
-                .iter()
-                .map(|(c, p)| {
-                    let p = match (c, p) {
-                        (Candidate::Flow, _) if !flow_cells[r] => Err(format!(
-                            "{} anchors; the flow needs flow_min_anchors = {}",
-                            cell.pairs.len(),
-                            options.flow_min_anchors
-                        )),
-                        (Candidate::Bayes, Ok(p)) => match &bayes_all {
-                            Ok(fit) => match fit.rubric_diagnostics[r].failure() {
-                                Some(why) => Err(format!("failed its diagnostics: {why}")),
-                                None => Ok(p[r].as_slice()),
-                            },
-                            Err(e) => Err(e.clone()),
-                        },
-                        (_, Ok(p)) => Ok(p[r].as_slice()),
-                        (_, Err(e)) => Err(e.clone()),
-                    };
-                    (*c, p)
-                })
-                .collect();
+            let mut predictions =
+                select::cell_predictions(&held_out, r, cell.pairs.len(), options.flow_min_anchors);
+            // A Bayesian fit that fails its diagnostics on all anchors is not a candidate.
+            for (c, p) in &mut predictions {
+                if *c == Candidate::Bayes
+                    && p.is_ok()
+                    && let Ok(fit) = &bayes_all
+                    && let Some(why) = fit.rubric_diagnostics[r].failure()
+                {
+                    *p = Err(format!("failed its diagnostics: {why}"));
+                }
+            }
             select::decide(
                 &rule,
                 scheme,

@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::Bars;
 use crate::calibrate::flow;
 use crate::calibrate::metrics::{Evaluation, Scheme};
-use crate::calibrate::select::{self, Candidate, Predictions, Rule, Settings};
+use crate::calibrate::select::{self, Candidate, Rule, Settings};
 use crate::domain::anchors::{rows_from_csv, validate};
 use crate::domain::{JudgeName, RubricName, Scale};
 
@@ -80,11 +80,7 @@ pub fn read_anchors(path: &Path) -> Result<Judges, String> {
 pub fn run(path: &Path, opts: &Options) -> Result<Vec<Row>, String> {
     opts.scheme.check()?;
     let judges = read_anchors(path)?;
-    let rounds = match opts.scheme {
-        Scheme::Folds(k) => k as u64,
-        Scheme::Holdout(_) => 1,
-    };
-    let bars = Bars::new(judges.len() as u64 * opts.methods.len() as u64 * rounds);
+    let bars = Bars::new(judges.len() as u64 * opts.methods.len() as u64);
     let never = AtomicBool::new(false);
     let scale = Scale::DEFAULT;
     let mut rows = Vec::new();
@@ -95,17 +91,11 @@ pub fn run(path: &Path, opts: &Options) -> Result<Vec<Row>, String> {
             .map(|d| flow::table_range((scale.min, scale.max), d))
             .collect();
         let assignment = select::assignment(opts.scheme, &data, opts.seed);
-        let flow_cells: Vec<bool> = data
-            .iter()
-            .map(|d| d.len() >= opts.flow_min_anchors)
-            .collect();
         let mut held_out = Vec::new();
         for &m in &opts.methods {
-            if m == Candidate::Flow && !flow_cells.iter().any(|&f| f) {
+            if m == Candidate::Flow && data.iter().all(|d| d.len() < opts.flow_min_anchors) {
                 held_out.push((m, Err("no cell has flow_min_anchors".to_owned())));
-                for _ in 0..rounds {
-                    bars.done();
-                }
+                bars.done();
                 continue;
             }
             bars.fit(&format!("{judge}: {m}"));
@@ -119,27 +109,12 @@ pub fn run(path: &Path, opts: &Options) -> Result<Vec<Row>, String> {
                 &never,
                 &|p| bars.within(p),
             );
-            for _ in 0..rounds {
-                bars.done();
-            }
+            bars.done();
             held_out.push((m, p));
         }
         for (r, (rubric, pairs)) in cells.iter().enumerate() {
-            let mut predictions: Vec<Predictions<'_>> = held_out
-                .iter()
-                .map(|(m, p)| {
-                    let p = match p {
-                        Ok(_) if *m == Candidate::Flow && !flow_cells[r] => Err(format!(
-                            "{} anchors; the flow needs {}",
-                            pairs.len(),
-                            opts.flow_min_anchors
-                        )),
-                        Ok(p) => Ok(p[r].as_slice()),
-                        Err(e) => Err(e.clone()),
-                    };
-                    (*m, p)
-                })
-                .collect();
+            let mut predictions =
+                select::cell_predictions(&held_out, r, pairs.len(), opts.flow_min_anchors);
             // The rule needs the raw judge even when it is not listed.
             let identity: Vec<Option<f64>> = pairs.iter().map(|p| Some(p.0)).collect();
             if !opts.methods.contains(&Candidate::Identity) {
