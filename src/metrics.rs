@@ -2,6 +2,9 @@
 //! method, status, judge, rubric), never item ids. One registry per application, so tests can
 //! run several side by side.
 
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
 use prometheus::core::Collector;
 use prometheus::{
     Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry,
@@ -10,6 +13,7 @@ use prometheus::{
 
 use crate::domain::CellKey;
 use crate::domain::calibration::{CalibratorVersion, Fitted, Method};
+use crate::store::CoverageWindow;
 
 const CELL: &[&str] = &["judge", "rubric"];
 
@@ -31,6 +35,10 @@ pub struct Metrics {
     pub training_duration: HistogramVec,
     pub dropout_sigma: HistogramVec,
     pub review_routed: IntCounterVec,
+    pub anchor_coverage: GaugeVec,
+    pub anchor_coverage_anchors: IntGaugeVec,
+    /// The cells the coverage gauges are set for, to drop those whose version changed.
+    coverage_cells: Arc<Mutex<HashSet<CellKey>>>,
 }
 
 fn register<C: Collector + Clone + 'static>(registry: &Registry, c: C) -> C {
@@ -141,6 +149,15 @@ impl Metrics {
                 "Corrected scores whose sigma exceeded the cell's review threshold",
                 CELL,
             ),
+            anchor_coverage: gauge(
+                "judgecal_anchor_coverage",
+                "Share of recently arrived anchors inside the active version's 95% predictive interval; well below 0.95 means the judge or the raters shifted",
+            ),
+            anchor_coverage_anchors: int_gauge(
+                "judgecal_anchor_coverage_anchors",
+                "Anchors behind judgecal_anchor_coverage (the newest batches checked against the active version)",
+            ),
+            coverage_cells: Arc::default(),
             registry: r,
         }
     }
@@ -195,6 +212,30 @@ impl Metrics {
                 let _ = self.ess_min.remove_label_values(&labels);
             }
         }
+    }
+
+    /// The coverage of every cell with checks against its active version; cells without
+    /// (a new version, or none) lose theirs.
+    pub fn set_coverage(&self, windows: &[CoverageWindow]) {
+        let Ok(mut cells) = self.coverage_cells.lock() else {
+            return;
+        };
+        let now: HashSet<CellKey> = windows.iter().map(|w| w.key.clone()).collect();
+        for gone in cells.difference(&now) {
+            let labels = [gone.judge.as_str(), gone.rubric.as_str()];
+            let _ = self.anchor_coverage.remove_label_values(&labels);
+            let _ = self.anchor_coverage_anchors.remove_label_values(&labels);
+        }
+        for w in windows {
+            let labels = [w.key.judge.as_str(), w.key.rubric.as_str()];
+            self.anchor_coverage
+                .with_label_values(&labels)
+                .set(w.inside as f64 / w.checked as f64);
+            self.anchor_coverage_anchors
+                .with_label_values(&labels)
+                .set(w.checked);
+        }
+        *cells = now;
     }
 
     /// The σ of a flow's corrections and how many went to review.

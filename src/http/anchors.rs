@@ -61,6 +61,23 @@ pub struct CellIngestDto {
     pub replaced: usize,
     /// The cell's anchors after this upload.
     pub anchor_count: i64,
+    /// How this batch's new anchors fared against the 95% predictive interval of the version
+    /// the cell serves; absent when it serves none. A share well below 0.95 means the judge or
+    /// the raters have shifted since that version was fitted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<CoverageDto>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct CoverageDto {
+    /// The active version the anchors were checked against.
+    pub version: i64,
+    /// Anchors checked (a flow skips judge scores far outside its anchors).
+    pub checked: i64,
+    /// Of those, inside the interval.
+    pub inside: i64,
+    /// inside / checked.
+    pub share: f64,
 }
 
 /// Upload a batch of anchors.
@@ -116,6 +133,12 @@ pub async fn upload(
                 unchanged: c.unchanged,
                 replaced: c.replaced,
                 anchor_count: c.anchor_count,
+                coverage: c.coverage.map(|v| CoverageDto {
+                    version: v.version,
+                    checked: v.checked,
+                    inside: v.inside,
+                    share: v.inside as f64 / v.checked as f64,
+                }),
             })
             .collect(),
     }))

@@ -41,6 +41,9 @@ async fn refresh(service: Arc<Service>, every: Duration) {
         if let Err(e) = service.refresh_calibrators().await {
             tracing::warn!(error = ?e, "calibrator refresh failed; serving the cached versions");
         }
+        if let Err(e) = service.refresh_coverage().await {
+            tracing::warn!(error = ?e, "anchor coverage refresh failed");
+        }
         if let Err(e) = service.count_finished_jobs().await {
             tracing::warn!(error = ?e, "training metrics refresh failed");
         }

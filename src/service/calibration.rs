@@ -20,6 +20,9 @@ use crate::store::ClaimedJob;
 pub struct Loaded {
     pub version: CalibratorVersion,
     pub table: Option<Table>,
+    /// The residual band of a version without a noise model, worked out on its first coverage
+    /// check (see `service::coverage`); `None` inside when too few anchors fitted it.
+    pub band: tokio::sync::OnceCell<Option<(f64, f64)>>,
 }
 
 /// The versions this process serves: each cell's active one, and versions asked for by
@@ -28,6 +31,13 @@ pub struct Loaded {
 pub struct Cache {
     active: RwLock<HashMap<CellKey, Arc<Loaded>>>,
     pinned: RwLock<HashMap<(CellKey, i64), Arc<Loaded>>>,
+}
+
+impl Cache {
+    /// The version `key` serves, as this process has it loaded.
+    pub fn active_version(&self, key: &CellKey) -> Option<Arc<Loaded>> {
+        self.active.read().ok()?.get(key).cloned()
+    }
 }
 
 impl Loaded {
@@ -413,7 +423,11 @@ impl Service {
                 )
             }
         };
-        Ok(Arc::new(Loaded { version: v, table }))
+        Ok(Arc::new(Loaded {
+            version: v,
+            table,
+            band: tokio::sync::OnceCell::new(),
+        }))
     }
 
     /// Makes `v` the version this process serves for its cell.

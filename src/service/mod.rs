@@ -2,9 +2,11 @@
 //! store, and keeps the metrics in step. No HTTP types here.
 
 mod calibration;
+mod coverage;
 mod training;
 
 pub use calibration::{CorrectedScores, Correction, FlowCorrected, Loaded, TrainingBody};
+pub use coverage::COVERAGE_WINDOW;
 pub use training::Progress;
 
 use std::sync::{Arc, Mutex};
@@ -114,10 +116,11 @@ impl Service {
         let scales = self.store.rubric_scales().await?;
         let cells = anchors::validate(rows, &scales, self.limits.max_batch_anchors)
             .map_err(|p| Error::invalid("the anchor batch was refused", p))?;
-        let outcomes = self.store.ingest(&cells, &scales, replace).await?;
+        let mut outcomes = self.store.ingest(&cells, &scales, replace).await?;
         for o in &outcomes {
             self.metrics.set_cell_anchors(&o.key, o.anchor_count);
         }
+        self.check_coverage(&mut outcomes).await;
         Ok(IngestReport {
             inserted: outcomes.iter().map(|o| o.inserted).sum(),
             unchanged: outcomes.iter().map(|o| o.unchanged).sum(),
@@ -224,6 +227,7 @@ impl Service {
             self.metrics.set_cell_anchors(&cell.key, cell.anchor_count);
         }
         self.refresh_calibrators().await?;
+        self.refresh_coverage().await?;
         self.count_finished_jobs().await
     }
 

@@ -25,6 +25,10 @@ pub struct CellIngest {
     pub unchanged: usize,
     pub replaced: usize,
     pub anchor_count: i64,
+    /// The anchors this batch stored (new or replaced): what the coverage check looks at.
+    pub stored: Vec<Anchor>,
+    /// How the stored anchors fared against the version the cell served (set by the service).
+    pub coverage: Option<super::BatchCoverage>,
 }
 
 fn bad_row(what: &str) -> Error {
@@ -281,6 +285,8 @@ impl Store {
                 unchanged,
                 replaced: changed.len(),
                 anchor_count,
+                stored: to_insert.into_iter().cloned().collect(),
+                coverage: None,
             });
         }
         if !conflicts.is_empty() {

@@ -7,10 +7,12 @@
 
 mod anchors;
 mod calibrators;
+mod coverage;
 mod jobs;
 mod keys;
 
 pub use anchors::CellIngest;
+pub use coverage::{BatchCoverage, CoverageWindow};
 pub use jobs::{ClaimedJob, FinishedJob, Lease};
 pub use keys::StoredKey;
 

@@ -1,0 +1,108 @@
+//! Anchor coverage: how many anchors of each batch fell inside the 95% predictive interval of
+//! the version their cell served when they arrived.
+
+use sqlx::Row;
+use uuid::Uuid;
+
+use super::Store;
+use crate::domain::calibration::{CalibratorId, CalibratorVersion};
+use crate::domain::{CellKey, JudgeName, RubricName, now_ms};
+use crate::error::{Error, Result};
+
+fn corrupt(what: &str) -> Error {
+    Error::Internal(format!("stored coverage has an unreadable {what}"))
+}
+
+/// One batch's check, as the upload reports it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BatchCoverage {
+    /// The version the anchors were checked against.
+    pub version: i64,
+    pub checked: i64,
+    pub inside: i64,
+}
+
+/// The newest coverage checks of one cell's active version.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CoverageWindow {
+    pub key: CellKey,
+    pub checked: i64,
+    pub inside: i64,
+}
+
+impl Store {
+    pub async fn record_coverage(
+        &self,
+        calibrator: CalibratorId,
+        checked: i64,
+        inside: i64,
+    ) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO anchor_coverage (id, calibrator_id, checked, inside, created_at_ms)
+             VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(Uuid::new_v4().to_string())
+        .bind(calibrator.to_string())
+        .bind(checked)
+        .bind(inside)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Per cell, the newest checks against its active version, whole batches, until at least
+    /// `window` anchors are counted. Cells whose active version has no checks are left out.
+    pub async fn coverage(&self, window: i64) -> Result<Vec<CoverageWindow>> {
+        let rows = sqlx::query(
+            "SELECT c.judge, c.rubric, cov.checked, cov.inside
+             FROM anchor_coverage cov
+             JOIN active_calibrators act ON act.calibrator_id = cov.calibrator_id
+             JOIN cells c ON c.id = act.cell_id
+             ORDER BY c.judge, c.rubric, cov.created_at_ms DESC, cov.id",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        let mut out: Vec<CoverageWindow> = Vec::new();
+        for r in &rows {
+            let judge: String = r.try_get(0)?;
+            let rubric: String = r.try_get(1)?;
+            let (checked, inside): (i64, i64) = (r.try_get(2)?, r.try_get(3)?);
+            match out.last_mut() {
+                Some(w) if w.key.judge.as_str() == judge && w.key.rubric.as_str() == rubric => {
+                    if w.checked < window {
+                        w.checked += checked;
+                        w.inside += inside;
+                    }
+                }
+                _ => out.push(CoverageWindow {
+                    key: CellKey {
+                        judge: JudgeName::parse(&judge).map_err(|_| corrupt("judge"))?,
+                        rubric: RubricName::parse(&rubric).map_err(|_| corrupt("rubric"))?,
+                    },
+                    checked,
+                    inside,
+                }),
+            }
+        }
+        Ok(out)
+    }
+
+    /// The (judge score, reference score) pairs a version could have been fitted on: its
+    /// cell's anchors stored no later than the version.
+    pub async fn anchors_before(&self, v: &CalibratorVersion) -> Result<Vec<(f64, f64)>> {
+        let rows = sqlx::query(
+            "SELECT a.judge_score, a.reference_score
+             FROM anchors a JOIN cells c ON c.id = a.cell_id
+             WHERE c.judge = $1 AND c.rubric = $2 AND a.updated_at_ms <= $3",
+        )
+        .bind(v.key.judge.as_str())
+        .bind(v.key.rubric.as_str())
+        .bind(v.created_at_ms)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+            .collect()
+    }
+}
