@@ -14,17 +14,33 @@ use super::rfc3339;
 #[derive(ToSchema)]
 #[allow(dead_code)] // Documents the body: the handler reads rows itself to report every problem.
 pub struct AnchorBatchRequest {
-    #[schema(example = "gpt-4o-mini")]
+    #[schema(
+        example = "gpt-4o-mini",
+        pattern = "^[A-Za-z0-9][A-Za-z0-9._:-]*$",
+        min_length = 1,
+        max_length = 64
+    )]
     judge: String,
-    #[schema(example = "coherence")]
+    #[schema(
+        example = "coherence",
+        pattern = "^[A-Za-z0-9][A-Za-z0-9._:-]*$",
+        min_length = 1,
+        max_length = 64
+    )]
     rubric: String,
+    #[schema(min_items = 1)]
     anchors: Vec<AnchorDto>,
 }
 
 #[derive(Serialize, ToSchema)]
 pub struct AnchorDto {
-    /// Unique within the cell.
-    #[schema(example = "story-17")]
+    /// Unique within the cell: 1 to 256 characters, no control characters.
+    #[schema(
+        example = "story-17",
+        min_length = 1,
+        max_length = 256,
+        pattern = "^[^\\u0000-\\u001F\\u007F]+$"
+    )]
     pub item_id: String,
     /// The LLM judge's score; any finite number.
     #[schema(example = 3.25)]

@@ -11,26 +11,86 @@ use crate::domain::Problem;
 use crate::domain::calibration::Fitted;
 use crate::service::CorrectedScores;
 
+/// The body of POST /v1/correct: `scores`, or `items` to get ids back (not both).
 #[derive(Deserialize, ToSchema)]
+#[allow(dead_code)] // Documents the body; the handler reads `CorrectRequest`.
+#[serde(untagged)]
+pub enum CorrectRequestDoc {
+    Scores(ScoresRequestDoc),
+    Items(ItemsRequestDoc),
+}
+
+#[derive(Deserialize, ToSchema)]
+#[allow(dead_code)]
+#[serde(deny_unknown_fields)]
+pub struct ScoresRequestDoc {
+    #[schema(
+        example = "gpt-4o-mini",
+        pattern = "^[A-Za-z0-9][A-Za-z0-9._:-]*$",
+        min_length = 1,
+        max_length = 64
+    )]
+    judge: String,
+    #[schema(
+        example = "coherence",
+        pattern = "^[A-Za-z0-9][A-Za-z0-9._:-]*$",
+        min_length = 1,
+        max_length = 64
+    )]
+    rubric: String,
+    /// Raw judge scores.
+    #[schema(example = json!([2.5, 3.0]), min_items = 1)]
+    scores: Vec<f64>,
+    /// A version of the cell to use instead of the active one.
+    #[schema(minimum = 1)]
+    version: Option<i64>,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[allow(dead_code)]
+#[serde(deny_unknown_fields)]
+pub struct ItemsRequestDoc {
+    #[schema(
+        example = "gpt-4o-mini",
+        pattern = "^[A-Za-z0-9][A-Za-z0-9._:-]*$",
+        min_length = 1,
+        max_length = 64
+    )]
+    judge: String,
+    #[schema(
+        example = "coherence",
+        pattern = "^[A-Za-z0-9][A-Za-z0-9._:-]*$",
+        min_length = 1,
+        max_length = 64
+    )]
+    rubric: String,
+    /// Raw judge scores with ids echoed back in the results.
+    #[schema(min_items = 1)]
+    items: Vec<ItemScore>,
+    /// A version of the cell to use instead of the active one.
+    #[schema(minimum = 1)]
+    version: Option<i64>,
+}
+
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CorrectRequest {
-    #[schema(example = "gpt-4o-mini")]
     judge: String,
-    #[schema(example = "coherence")]
     rubric: String,
-    /// Raw judge scores; give either `scores` or `items`.
-    #[schema(example = json!([2.5, 3.0]))]
     scores: Option<Vec<f64>>,
-    /// Raw judge scores with ids echoed back in the results.
     items: Option<Vec<ItemScore>>,
-    /// A version of the cell to use instead of the active one.
     version: Option<i64>,
 }
 
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ItemScore {
-    #[schema(example = "story-17")]
+    #[schema(
+        example = "story-17",
+        min_length = 1,
+        max_length = 256,
+        pattern = "^[^\\u0000-\\u001F\\u007F]+$"
+    )]
     id: String,
     #[schema(example = 2.5)]
     score: f64,
@@ -108,7 +168,7 @@ pub struct CorrectResponse {
 /// review.
 #[utoipa::path(
     post, path = "/v1/correct", tag = "correction",
-    request_body = CorrectRequest,
+    request_body = CorrectRequestDoc,
     responses(
         (status = 200, body = CorrectResponse),
         (status = 400, description = "Body is not valid JSON", body = ErrorBody),
