@@ -51,6 +51,7 @@ pub struct AnchorDto {
 }
 
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct UploadParams {
     /// Overwrite anchors stored with different scores instead of answering 409.
     #[serde(default)]
@@ -202,10 +203,13 @@ pub async fn list_cells(
 }
 
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct PageParams {
-    /// Anchors per page: 1 to limits.max_page_size (default 100).
+    /// Anchors per page: 1 to limits.max_page_size (1000 unless configured; default 100).
+    #[param(minimum = 1, maximum = 1000)]
     limit: Option<usize>,
     /// `next_cursor` of the previous page.
+    #[param(pattern = "^([0-9a-fA-F]{2})+$")]
     cursor: Option<String>,
 }
 

@@ -575,6 +575,7 @@ pub async fn versions(
 }
 
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ReportParams {
     /// A version to draw instead of the active one.
     version: Option<i64>,
@@ -607,6 +608,7 @@ pub async fn report(
 }
 
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ActivateParams {
     /// Activate even a version that failed its diagnostics.
     #[serde(default)]

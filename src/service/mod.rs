@@ -341,6 +341,8 @@ impl Service {
     }
 }
 
+/// A cursor is the last item id of a page, hex-encoded. Any even run of hex digits is a
+/// position (bytes that are not UTF-8 are read lossily: the page starts after them).
 fn decode_cursor(c: &str) -> Option<String> {
     if !c.len().is_multiple_of(2) {
         return None;
@@ -349,7 +351,7 @@ fn decode_cursor(c: &str) -> Option<String> {
         .step_by(2)
         .map(|i| u8::from_str_radix(c.get(i..i + 2)?, 16).ok())
         .collect::<Option<Vec<u8>>>()?;
-    String::from_utf8(bytes).ok()
+    Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 #[cfg(test)]
@@ -360,5 +362,6 @@ mod tests {
         assert_eq!(super::decode_cursor(&c).as_deref(), Some("story-é/1"));
         assert_eq!(super::decode_cursor("zz"), None);
         assert_eq!(super::decode_cursor("abc"), None);
+        assert_eq!(super::decode_cursor("ff").as_deref(), Some("\u{fffd}"));
     }
 }
