@@ -54,13 +54,21 @@ impl Store {
     /// Per cell, the newest checks against its active version, whole batches, until at least
     /// `window` anchors are counted. Cells whose active version has no checks are left out.
     pub async fn coverage(&self, window: i64) -> Result<Vec<CoverageWindow>> {
+        // Every check counts at least one anchor, so the newest `window` checks of a version
+        // always fill its window: older rows are never read, however long a version serves.
         let rows = sqlx::query(
-            "SELECT c.judge, c.rubric, cov.checked, cov.inside
-             FROM anchor_coverage cov
-             JOIN active_calibrators act ON act.calibrator_id = cov.calibrator_id
-             JOIN cells c ON c.id = act.cell_id
-             ORDER BY c.judge, c.rubric, cov.created_at_ms DESC, cov.id",
+            "SELECT judge, rubric, checked, inside FROM (
+                 SELECT c.judge, c.rubric, cov.checked, cov.inside, cov.created_at_ms, cov.id,
+                        ROW_NUMBER() OVER (PARTITION BY cov.calibrator_id
+                                           ORDER BY cov.created_at_ms DESC, cov.id) AS n
+                 FROM anchor_coverage cov
+                 JOIN active_calibrators act ON act.calibrator_id = cov.calibrator_id
+                 JOIN cells c ON c.id = act.cell_id
+             ) recent
+             WHERE n <= $1
+             ORDER BY judge, rubric, created_at_ms DESC, id",
         )
+        .bind(window)
         .fetch_all(&self.pool)
         .await?;
         let mut out: Vec<CoverageWindow> = Vec::new();
