@@ -6,7 +6,7 @@
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-use judgecal::calibrate::flow::{FlowOptions, Table, train};
+use judgecal::calibrate::flow::{FlowConfig, Table, train};
 
 fn main() {
     let anchors: Vec<(f64, f64)> = (0..1500)
@@ -19,9 +19,9 @@ fn main() {
     if let Ok(n) = std::env::var("FLOW_THREADS") {
         tch::set_num_threads(n.parse().unwrap());
     }
-    let opts = FlowOptions {
+    let opts = FlowConfig {
         epochs: std::env::var("FLOW_EPOCHS").map_or(1500, |e| e.parse().unwrap()),
-        ..FlowOptions::default()
+        ..FlowConfig::default()
     };
     let started = Instant::now();
     let marks = std::sync::Mutex::new(Vec::new());

@@ -82,12 +82,8 @@ pub struct ExperimentArgs {
     /// Budgets of Figure 4 (with --figures).
     #[arg(long, value_delimiter = ',', default_value = "50,100,200,400,800,1500")]
     pub sweep: Vec<usize>,
-    /// raw, bayes, flow, quantile_map.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "raw,bayes,flow,quantile_map"
-    )]
+    /// Methods by name (raw is the identity); the default is every method.
+    #[arg(long, value_delimiter = ',')]
     pub methods: Vec<String>,
     /// Flow training epochs (the paper's 1500; fewer for a quick look).
     #[arg(long, default_value_t = 1500)]
@@ -118,12 +114,8 @@ pub struct EvaluateArgs {
     pub holdout: Option<f64>,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// raw, quantile_map, bayes, flow.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "raw,quantile_map,bayes,flow"
-    )]
+    /// Methods by name (raw is the identity); default: every method.
+    #[arg(long, value_delimiter = ',')]
     pub methods: Vec<String>,
     /// A cell needs this many anchors for the flow to be evaluated on it.
     #[arg(long, default_value_t = 1000)]
@@ -135,10 +127,18 @@ pub struct EvaluateArgs {
     pub json: Option<PathBuf>,
 }
 
-fn methods(raw: &[String]) -> Result<Vec<crate::calibrate::select::Candidate>, String> {
+/// Methods by name (`raw` is the paper's name for the identity); none named is every method.
+fn methods(raw: &[String]) -> Result<Vec<crate::calibrate::Method>, String> {
+    use crate::calibrate::Method;
+    if raw.is_empty() {
+        return Ok(Method::ALL.to_vec());
+    }
     let mut out = Vec::new();
     for m in raw {
-        let c = crate::calibrate::select::Candidate::parse(m.trim())?;
+        let c = match m.trim() {
+            "raw" => Method::Identity,
+            other => Method::parse(other)?,
+        };
         if !out.contains(&c) {
             out.push(c);
         }
@@ -194,23 +194,24 @@ fn experiment(a: ExperimentArgs) -> Result<(), String> {
 }
 
 fn evaluate(a: EvaluateArgs) -> Result<(), String> {
-    use crate::calibrate::metrics::Scheme;
+    use crate::calibrate::cv::{Scheme, Split};
+    use crate::calibrate::select::AutoOptions;
     use crate::study::evaluate::{self, Options};
+    let mut candidates = crate::calibrate::Candidates::default();
+    candidates.flow.epochs = a.flow_epochs;
     let opts = Options {
-        scheme: match a.holdout {
-            Some(f) => Scheme::Holdout(f),
-            None => Scheme::Folds(a.folds),
-        },
-        seed: a.seed,
         methods: methods(&a.methods)?,
-        rule: Default::default(),
-        flow_min_anchors: a.flow_min_anchors,
-        settings: crate::calibrate::select::Settings {
-            flow: crate::calibrate::flow::FlowOptions {
-                epochs: a.flow_epochs,
-                ..Default::default()
+        auto: AutoOptions {
+            split: Split {
+                scheme: match a.holdout {
+                    Some(f) => Scheme::Holdout(f),
+                    None => Scheme::Folds(a.folds),
+                },
+                seed: a.seed,
             },
-            ..Default::default()
+            rule: Default::default(),
+            flow_min_anchors: a.flow_min_anchors,
+            candidates,
         },
     };
     let rows = evaluate::run(&a.anchors, &opts)?;

@@ -11,8 +11,9 @@ use prometheus::{
     TextEncoder,
 };
 
+use crate::calibrate::Method;
 use crate::domain::CellKey;
-use crate::domain::calibration::{CalibratorVersion, Fitted, Method};
+use crate::domain::calibration::{CalibratorVersion, JobKind};
 use crate::store::CoverageWindow;
 
 const CELL: &[&str] = &["judge", "rubric"];
@@ -174,10 +175,10 @@ impl Metrics {
         self.active_version
             .with_label_values(&labels)
             .set(v.version);
-        let beta = match &v.fitted {
-            Fitted::Bayes { posterior, .. } => Some(posterior),
-            _ => v.decision.as_ref().and_then(|d| d.beta.as_ref()),
-        };
+        let beta = v
+            .model
+            .posterior()
+            .or_else(|| v.decision.as_ref().and_then(|d| d.beta.as_ref()));
         match beta {
             Some(posterior) => {
                 self.beta_mean
@@ -198,8 +199,8 @@ impl Metrics {
                 let _ = self.beta_canary.remove_label_values(&labels);
             }
         }
-        match &v.fitted {
-            Fitted::Bayes { diagnostics, .. } => {
+        match v.model.diagnostics() {
+            Some(diagnostics) => {
                 self.rhat_max
                     .with_label_values(&labels)
                     .set(diagnostics.rhat_max);
@@ -207,7 +208,7 @@ impl Metrics {
                     .with_label_values(&labels)
                     .set(diagnostics.ess_bulk_min);
             }
-            _ => {
+            None => {
                 let _ = self.rhat_max.remove_label_values(&labels);
                 let _ = self.ess_min.remove_label_values(&labels);
             }
@@ -238,8 +239,8 @@ impl Metrics {
         *cells = now;
     }
 
-    /// The σ of a flow's corrections and how many went to review.
-    pub fn observe_flow(&self, key: &CellKey, sigmas: impl Iterator<Item = f64>, routed: usize) {
+    /// The MC-dropout σ of a flow's corrections and how many went to review.
+    pub fn observe_sigma(&self, key: &CellKey, sigmas: impl Iterator<Item = f64>, routed: usize) {
         let labels = [key.judge.as_str(), key.rubric.as_str()];
         let h = self.dropout_sigma.with_label_values(&labels);
         sigmas.for_each(|s| h.observe(s));
@@ -255,12 +256,12 @@ impl Metrics {
     }
 
     /// A finished job; `outcome` is its state (succeeded, failed, cancelled).
-    pub fn count_finished_job(&self, method: Method, outcome: &str, seconds: f64) {
+    pub fn count_finished_job(&self, kind: JobKind, outcome: &str, seconds: f64) {
         self.training_jobs
-            .with_label_values(&[method.as_str(), outcome])
+            .with_label_values(&[kind.as_str(), outcome])
             .inc();
         self.training_duration
-            .with_label_values(&[method.as_str()])
+            .with_label_values(&[kind.as_str()])
             .observe(seconds);
     }
 

@@ -31,6 +31,9 @@ pub mod colour {
     pub const FLOW: RGBColor = RGBColor(214, 39, 40);
     pub const QUANTILE: RGBColor = RGBColor(44, 160, 44);
     pub const OTHER: RGBColor = RGBColor(148, 103, 189);
+    /// The methods' colours, in the registry's order (`Method::ALL`); methods past its end
+    /// take `OTHER`.
+    pub const METHODS: [RGBColor; 5] = [RAW, QUANTILE, BAYES, FLOW, RGBColor(255, 127, 14)];
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]

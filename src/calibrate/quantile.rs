@@ -10,6 +10,10 @@
 //! range map to the reference extremes: the map never extrapolates.
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::corrector::{Cell, CellModel, Corrected, Corrector, Run};
+use super::stats::quantile_sorted;
 
 /// Levels kept for each quantile function (fewer when there are fewer anchors).
 pub const KNOTS: usize = 513;
@@ -19,14 +23,6 @@ pub struct QuantileMap {
     /// Q_j(p_k) and Q_y(p_k) at p_k = k / (len − 1); both non-decreasing.
     pub judge: Vec<f64>,
     pub reference: Vec<f64>,
-}
-
-/// The type-7 quantile of sorted `xs` at level `p` in [0, 1].
-fn quantile_sorted(xs: &[f64], p: f64) -> f64 {
-    let h = p * (xs.len() - 1) as f64;
-    let lo = h.floor() as usize;
-    let hi = (lo + 1).min(xs.len() - 1);
-    xs[lo] + (h - lo as f64) * (xs[hi] - xs[lo])
 }
 
 impl QuantileMap {
@@ -86,10 +82,58 @@ impl QuantileMap {
     }
 }
 
+/// The quantile map has nothing to set.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct QuantileMapOptions {}
+
+/// The quantile map as a method: one map per rubric.
+pub struct QuantileMapping;
+
+impl Corrector for QuantileMapping {
+    const LABEL: &'static str = "quantile map";
+    type Options = QuantileMapOptions;
+    type Fit = Vec<QuantileMap>;
+    type Model = QuantileMap;
+
+    fn fit(_: &QuantileMapOptions, cells: &[Cell], _: u64, _: &Run) -> Result<Self::Fit, String> {
+        cells.iter().map(|c| QuantileMap::fit(&c.pairs)).collect()
+    }
+
+    fn predict(fit: &Self::Fit, r: usize, scores: &[f64]) -> Result<Vec<Corrected>, String> {
+        fit[r].correct_all(scores)
+    }
+
+    fn model(
+        fit: &Self::Fit,
+        r: usize,
+        _: &Cell,
+        _: &[Option<Corrected>],
+        _: usize,
+    ) -> Result<QuantileMap, String> {
+        Ok(fit[r].clone())
+    }
+}
+
+impl QuantileMap {
+    fn correct_all(&self, scores: &[f64]) -> Result<Vec<Corrected>, String> {
+        Ok(scores
+            .iter()
+            .map(|&j| Corrected::score(self.correct(j)))
+            .collect())
+    }
+}
+
+impl CellModel for QuantileMap {
+    fn correct(&self, scores: &[f64]) -> Result<Vec<Corrected>, String> {
+        self.correct_all(scores)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::calibrate::metrics::kl_symmetric;
+    use crate::calibrate::quality::kl_symmetric;
 
     #[test]
     fn recovers_a_monotone_map() {

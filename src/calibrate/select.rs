@@ -1,70 +1,18 @@
-//! Choosing a corrector by its held-out figures: every candidate (the raw judge, the quantile
-//! map, the Bayesian line, the flow) predicts the same held-out anchors, and a rule picks the
-//! winner per cell. Used by `"method": "auto"` jobs, `judgecal evaluate` and
-//! `judgecal experiment`.
-
-use std::fmt;
-use std::sync::atomic::AtomicBool;
+//! How `auto` chooses a corrector per cell: every candidate method predicts the same held-out
+//! anchors (the one cross-validation routine, on one fold assignment), and a rule picks the
+//! winner on held-out figures. Also used by `judgecal evaluate`.
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
-use super::bayes::{self, FitOptions, RubricPosterior, SufficientStats};
-use super::flow::{self, FlowOptions, Table};
-use super::metrics::{Comparison, Evaluation, Scheme};
-use super::quantile::QuantileMap;
-
-/// A corrector that can be fitted and compared.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Candidate {
-    /// The raw judge score, uncorrected: what doing nothing gives.
-    Identity,
-    QuantileMap,
-    Bayes,
-    Flow,
-}
-
-impl Candidate {
-    pub const ALL: [Candidate; 4] = [
-        Candidate::Identity,
-        Candidate::QuantileMap,
-        Candidate::Bayes,
-        Candidate::Flow,
-    ];
-
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Candidate::Identity => "identity",
-            Candidate::QuantileMap => "quantile_map",
-            Candidate::Bayes => "bayes",
-            Candidate::Flow => "flow",
-        }
-    }
-
-    /// Accepts `raw` for the identity, as the paper calls it.
-    pub fn parse(raw: &str) -> Result<Self, String> {
-        match raw {
-            "raw" => Ok(Candidate::Identity),
-            _ => Self::ALL
-                .into_iter()
-                .find(|c| c.as_str() == raw)
-                .ok_or_else(|| {
-                    format!(
-                        "unknown method {raw:?}; one of raw, identity, quantile_map, bayes, flow"
-                    )
-                }),
-        }
-    }
-}
-
-impl fmt::Display for Candidate {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+use super::bayes::RubricPosterior;
+use super::corrector::{Cell, Run};
+use super::cv::{self, Folds, HeldOut, Scheme, Split};
+use super::method::{Candidates, Method, Model};
+use super::quality::{Comparison, Figures};
 
 /// A figure a rule compares; lower is better.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Objective {
     Mae,
@@ -75,7 +23,7 @@ pub enum Objective {
 }
 
 impl Objective {
-    pub fn of(&self, e: &Evaluation) -> f64 {
+    pub fn of(&self, e: &Figures) -> f64 {
         match self {
             Objective::Mae => e.mae,
             Objective::KlSym => e.kl_sym,
@@ -117,23 +65,13 @@ impl Default for Rule {
 }
 
 impl Rule {
-    pub fn check(&self) -> Result<(), String> {
-        if !(0.0..=0.5).contains(&self.tie_tolerance) {
-            return Err(format!(
-                "tie_tolerance (relative) must lie in [0, 0.5]; got {}",
-                self.tie_tolerance
-            ));
-        }
-        Ok(())
-    }
-
     /// The winner among `scored` (which must include the identity) and why it won.
-    pub fn choose(&self, scored: &[(Candidate, Evaluation)]) -> (Candidate, String) {
+    pub fn choose(&self, scored: &[(Method, Figures)]) -> (Method, String) {
         let raw = scored
             .iter()
-            .find(|(c, _)| *c == Candidate::Identity)
+            .find(|(c, _)| *c == Method::Identity)
             .map_or(f64::INFINITY, |(_, e)| self.objective.of(e));
-        let eligible: Vec<&(Candidate, Evaluation)> = scored
+        let eligible: Vec<&(Method, Figures)> = scored
             .iter()
             .filter(|(_, e)| {
                 let v = self.objective.of(e);
@@ -146,12 +84,12 @@ impl Rule {
             .min_by(f64::total_cmp)
         else {
             return (
-                Candidate::Identity,
+                Method::Identity,
                 "no candidate had finite held-out figures; serving the raw judge".into(),
             );
         };
         let limit = best * (1.0 + self.tie_tolerance) + 1e-12;
-        let tied: Vec<&&(Candidate, Evaluation)> = eligible
+        let tied: Vec<&&(Method, Figures)> = eligible
             .iter()
             .filter(|(_, e)| self.objective.of(e) <= limit)
             .collect();
@@ -163,7 +101,7 @@ impl Rule {
                     .total_cmp(&self.tie_break.of(&b.1))
                     .then(a.0.cmp(&b.0))
             })
-            .map_or(Candidate::Identity, |w| w.0);
+            .map_or(Method::Identity, |w| w.0);
         let o = self.objective.as_str();
         let reason = if tied.len() > 1 {
             format!(
@@ -183,180 +121,153 @@ impl Rule {
     }
 }
 
-/// The fitting settings of the methods that have any.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Settings {
-    pub bayes: FitOptions,
-    pub flow: FlowOptions,
+/// A candidate's held-out predictions for one cell, or why it is not a candidate there.
+pub type Predictions = (Method, Result<Vec<Option<f64>>, String>);
+
+/// The options of `"method": "auto"`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AutoOptions {
+    /// The held-out anchors every candidate is judged on.
+    pub split: Split,
+    pub rule: Rule,
+    /// A cell needs this many anchors for the flow to be a candidate.
+    pub flow_min_anchors: usize,
+    /// Each candidate's settings.
+    pub candidates: Candidates,
 }
 
-/// What a candidate fitted on one judge's rubrics.
-pub enum Fitted {
-    Identity,
-    QuantileMap(Vec<QuantileMap>),
-    Bayes(Box<bayes::Fit>),
-    Flow {
-        weights: Box<flow::FlowWeights>,
-        tables: Vec<Table>,
-    },
-}
+impl AutoOptions {
+    /// The fewest anchors a cell needs for `method` to be a candidate.
+    pub fn floor(&self, method: Method) -> usize {
+        if method == Method::Flow {
+            self.flow_min_anchors
+        } else {
+            method.auto_min_anchors()
+        }
+    }
 
-impl Fitted {
-    /// The corrected score of judge score `j` on rubric `r`.
-    pub fn correct(&self, r: usize, j: f64) -> Result<f64, String> {
-        Ok(match self {
-            Fitted::Identity => j,
-            Fitted::QuantileMap(maps) => maps[r].correct(j),
-            Fitted::Bayes(fit) => fit.rubrics[r].correct(j).score,
-            Fitted::Flow { weights, tables } => match tables[r].correct(j) {
-                Some((score, _)) => score,
-                None => weights.correct_direct(r, &[j])?[0].0,
-            },
-        })
+    /// Why a cell of `anchors` anchors is too small for `method`, if it is.
+    pub fn too_few(&self, method: Method, anchors: usize) -> Option<String> {
+        let floor = self.floor(method);
+        let option = if method == Method::Flow {
+            " (flow_min_anchors)"
+        } else {
+            ""
+        };
+        (anchors < floor).then(|| format!("{anchors} anchors; {method} needs {floor}{option}"))
     }
 }
 
-/// Fits `candidate` to `train[r]` = rubric r's (judge, reference) pairs; `ranges[r]` is the
-/// judge-score range a flow tabulates for rubric r.
-pub fn fit(
-    candidate: Candidate,
-    settings: &Settings,
-    train: &[Vec<(f64, f64)>],
-    ranges: &[(f64, f64)],
-    cancel: &AtomicBool,
-    progress: &(dyn Fn(f64) + Sync),
-) -> Result<Fitted, String> {
-    Ok(match candidate {
-        Candidate::Identity => Fitted::Identity,
-        Candidate::QuantileMap => Fitted::QuantileMap(
-            train
-                .iter()
-                .map(|d| QuantileMap::fit(d))
-                .collect::<Result<_, _>>()?,
-        ),
-        Candidate::Bayes => {
-            let stats: Vec<SufficientStats> = train
-                .iter()
-                .map(|d| SufficientStats::from_pairs(d.iter().copied()))
-                .collect();
-            Fitted::Bayes(Box::new(bayes::fit(&stats, &settings.bayes, &|p| {
-                progress(p)
-            })?))
-        }
-        Candidate::Flow => {
-            let epochs = settings.flow.epochs as f64;
-            let weights = flow::train(
-                train,
-                &settings.flow,
-                &|e| progress(e.epoch as f64 / epochs),
-                cancel,
-            )?;
-            let tables = ranges
-                .iter()
-                .enumerate()
-                .map(|(r, &(lo, hi))| Table::build(&weights, r, lo, hi, flow::TABLE_POINTS))
-                .collect::<Result<_, _>>()?;
-            Fitted::Flow {
-                weights: Box::new(weights),
-                tables,
-            }
-        }
-    })
+/// One candidate's results on a judge: held-out predictions, and its models fitted on every
+/// anchor.
+struct Tried {
+    method: Method,
+    held_out: Result<HeldOut, String>,
+    models: Result<Vec<Model>, String>,
 }
 
-/// Which round holds out each anchor: `scheme.rounds` per rubric, seeded per rubric, so every
-/// candidate sees the same split.
-pub fn assignment(scheme: Scheme, data: &[Vec<(f64, f64)>], seed: u64) -> Vec<Vec<Option<usize>>> {
-    data.iter()
-        .enumerate()
-        .map(|(r, d)| {
-            scheme
-                .rounds(d.len(), seed ^ (r as u64).wrapping_mul(0x9E37))
-                .1
-        })
-        .collect()
+/// What `auto` serves for one cell, why, and the winner's held-out figures.
+pub struct Chosen {
+    pub model: Model,
+    pub decision: Decision,
+    pub evaluation: Option<Comparison>,
 }
 
-/// Held-out predictions of `candidate`: in each round it is fitted on the anchors not held
-/// out and predicts those that are. `out[r][i]` is `None` for anchors never held out.
-#[allow(clippy::too_many_arguments)]
-pub fn cross_validate(
-    candidate: Candidate,
-    settings: &Settings,
-    data: &[Vec<(f64, f64)>],
-    ranges: &[(f64, f64)],
-    scheme: Scheme,
-    assignment: &[Vec<Option<usize>>],
-    cancel: &AtomicBool,
-    progress: &(dyn Fn(f64) + Sync),
-) -> Result<HeldOut, String> {
-    let rounds = match scheme {
-        Scheme::Folds(k) => k,
-        Scheme::Holdout(_) => 1,
-    };
-    let mut out: Vec<Vec<Option<f64>>> = data.iter().map(|d| vec![None; d.len()]).collect();
-    for round in 0..rounds {
-        let held = |r: usize, i: usize| assignment[r][i] == Some(round);
-        let train: Vec<Vec<(f64, f64)>> = data
+/// `auto` on one judge's cells: every candidate is cross-validated on the same folds and
+/// fitted on every anchor; per cell the rule picks among those that have the anchors they need
+/// and whose fit passes its own checks (a Bayesian fit that fails its diagnostics is not a
+/// candidate), and the winner's model is served. The Bayesian β posterior is kept in the
+/// decision whichever method wins, for the canary.
+pub fn auto(cells: &[Cell], options: &AutoOptions, run: &Run) -> Result<Vec<Chosen>, String> {
+    let sizes: Vec<usize> = cells.iter().map(|c| c.pairs.len()).collect();
+    let folds = Folds::new(options.split, &sizes);
+    let seed = options.split.seed;
+    let methods: Vec<Method> = Method::ALL
+        .iter()
+        .copied()
+        .filter(|&m| sizes.iter().any(|&n| n >= options.floor(m)))
+        .collect();
+    let total: f64 = methods.iter().map(|m| m.cost()).sum();
+    let mut done = 0.0;
+    let mut tried = Vec::with_capacity(methods.len());
+    for &m in &methods {
+        let part = run.part(done / total, (done + m.cost()) / total);
+        done += m.cost();
+        let rounds = folds.rounds() as f64;
+        let cv_share = rounds / (rounds + 1.0);
+        run.detail(format!(r#"{{"step": "cross-validating {m}"}}"#));
+        let opts = options.candidates.get(m);
+        let held_out = opts.cross_validate(cells, &folds, seed, &part.part(0.0, cv_share));
+        if run.cancelled() {
+            return Err("cancelled".into());
+        }
+        run.detail(format!(r#"{{"step": "fitting {m} on every anchor"}}"#));
+        let models = match &held_out {
+            Ok(h) => opts.fit_models(cells, seed, h, &part.part(cv_share, 1.0)),
+            Err(e) => Err(e.clone()),
+        };
+        if run.cancelled() {
+            return Err("cancelled".into());
+        }
+        tried.push(Tried {
+            method: m,
+            held_out,
+            models,
+        });
+    }
+    let mut chosen = Vec::with_capacity(cells.len());
+    for (r, cell) in cells.iter().enumerate() {
+        let predictions: Vec<Predictions> = Method::ALL
             .iter()
-            .enumerate()
-            .map(|(r, d)| {
-                d.iter()
-                    .enumerate()
-                    .filter(|(i, _)| !held(r, *i))
-                    .map(|(_, p)| *p)
-                    .collect()
+            .map(|&m| {
+                let found = tried.iter().find(|t| t.method == m);
+                let p = match (options.too_few(m, cell.pairs.len()), found) {
+                    (Some(why), _) => Err(why),
+                    (None, None) => Err(format!("no cell has the anchors {m} needs")),
+                    (None, Some(t)) => match (&t.held_out, &t.models) {
+                        (Err(e), _) | (_, Err(e)) => Err(format!("the fit failed: {e}")),
+                        (Ok(h), Ok(models)) => match models[r].failure() {
+                            Some(why) => Err(format!("failed its diagnostics: {why}")),
+                            None => Ok(cv::scores(&h[r])),
+                        },
+                    },
+                };
+                (m, p)
             })
             .collect();
-        let fitted = fit(candidate, settings, &train, ranges, cancel, &|p| {
-            progress((round as f64 + p) / rounds as f64)
-        })?;
-        for (r, d) in data.iter().enumerate() {
-            for (i, (j, _)) in d.iter().enumerate() {
-                if held(r, i) {
-                    out[r][i] = Some(fitted.correct(r, *j)?);
-                }
-            }
-        }
+        let (mut decision, evaluation) = decide(
+            &options.rule,
+            options.split.scheme,
+            &predictions,
+            &cell.pairs,
+            cell.scale.0,
+            cell.scale.1,
+        );
+        decision.beta = tried
+            .iter()
+            .filter_map(|t| t.models.as_ref().ok())
+            .find_map(|models| models[r].posterior().copied());
+        let model = tried
+            .iter()
+            .find(|t| t.method == decision.chosen)
+            .and_then(|t| t.models.as_ref().ok())
+            .map(|models| models[r].clone())
+            .ok_or_else(|| format!("{} won but has no model", decision.chosen))?;
+        chosen.push(Chosen {
+            model,
+            decision,
+            evaluation,
+        });
     }
-    progress(1.0);
-    Ok(out)
-}
-
-/// Held-out predictions: per rubric, per anchor (`None` where never held out).
-pub type HeldOut = Vec<Vec<Option<f64>>>;
-
-/// A candidate's held-out predictions for one cell, or why it is not a candidate there.
-pub type Predictions<'a> = (Candidate, Result<&'a [Option<f64>], String>);
-
-/// Cell `r`'s predictions from every candidate's held-out run (`held_out`, per rubric): the
-/// flow is not a candidate where the cell has fewer than `flow_min_anchors` of its `anchors`.
-pub fn cell_predictions(
-    held_out: &[(Candidate, Result<HeldOut, String>)],
-    r: usize,
-    anchors: usize,
-    flow_min_anchors: usize,
-) -> Vec<Predictions<'_>> {
-    held_out
-        .iter()
-        .map(|(c, p)| {
-            let p = match p {
-                Ok(_) if *c == Candidate::Flow && anchors < flow_min_anchors => Err(format!(
-                    "{anchors} anchors; the flow needs flow_min_anchors = {flow_min_anchors}"
-                )),
-                Ok(p) => Ok(p[r].as_slice()),
-                Err(e) => Err(e.clone()),
-            };
-            (*c, p)
-        })
-        .collect()
+    run.report(1.0);
+    Ok(chosen)
 }
 
 /// One candidate's held-out figures on a cell, or why it was not considered there.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Considered {
-    pub method: Candidate,
-    pub evaluation: Option<Evaluation>,
+    pub method: Method,
+    pub evaluation: Option<Figures>,
     pub excluded: Option<String>,
 }
 
@@ -366,7 +277,7 @@ pub struct Decision {
     pub rule: Rule,
     pub scheme: Scheme,
     pub candidates: Vec<Considered>,
-    pub chosen: Candidate,
+    pub chosen: Method,
     pub reason: String,
     /// The Bayesian fit on every anchor of the cell, kept whichever method won: the β canary
     /// says whether the judge tracks the reference at all.
@@ -379,7 +290,7 @@ pub struct Decision {
 pub fn decide(
     rule: &Rule,
     scheme: Scheme,
-    predictions: &[Predictions<'_>],
+    predictions: &[Predictions],
     pairs: &[(f64, f64)],
     lo: f64,
     hi: f64,
@@ -432,8 +343,8 @@ pub fn decide(
 mod tests {
     use super::*;
 
-    fn eval(mae: f64, kl: f64) -> Evaluation {
-        Evaluation {
+    fn eval(mae: f64, kl: f64) -> Figures {
+        Figures {
             n: 10,
             mean_error: 0.0,
             mae,
@@ -447,19 +358,19 @@ mod tests {
     fn the_lowest_mae_wins_and_kl_breaks_ties() {
         let rule = Rule::default();
         let scored = [
-            (Candidate::Identity, eval(0.70, 0.15)),
-            (Candidate::QuantileMap, eval(0.40, 0.01)),
-            (Candidate::Bayes, eval(0.36, 0.03)),
-            (Candidate::Flow, eval(0.362, 0.02)),
+            (Method::Identity, eval(0.70, 0.15)),
+            (Method::QuantileMap, eval(0.40, 0.01)),
+            (Method::Bayes, eval(0.36, 0.03)),
+            (Method::Flow, eval(0.362, 0.02)),
         ];
         // Bayes and flow are within 1% on MAE; the flow's KL is lower.
         let (winner, reason) = rule.choose(&scored);
-        assert_eq!(winner, Candidate::Flow, "{reason}");
+        assert_eq!(winner, Method::Flow, "{reason}");
         let strict = Rule {
             tie_tolerance: 0.0,
             ..rule
         };
-        assert_eq!(strict.choose(&scored).0, Candidate::Bayes);
+        assert_eq!(strict.choose(&scored).0, Method::Bayes);
     }
 
     #[test]
@@ -468,56 +379,59 @@ mod tests {
         // tolerance with a far better KL: the raw judge still wins.
         let rule = Rule::default();
         let scored = [
-            (Candidate::Identity, eval(0.50, 0.20)),
-            (Candidate::QuantileMap, eval(0.503, 0.01)),
-            (Candidate::Bayes, eval(0.60, 0.05)),
+            (Method::Identity, eval(0.50, 0.20)),
+            (Method::QuantileMap, eval(0.503, 0.01)),
+            (Method::Bayes, eval(0.60, 0.05)),
         ];
-        assert_eq!(rule.choose(&scored).0, Candidate::Identity);
+        assert_eq!(rule.choose(&scored).0, Method::Identity);
         let nan = [
-            (Candidate::Identity, eval(0.50, 0.20)),
-            (Candidate::Bayes, eval(f64::NAN, 0.05)),
+            (Method::Identity, eval(0.50, 0.20)),
+            (Method::Bayes, eval(f64::NAN, 0.05)),
         ];
-        assert_eq!(rule.choose(&nan).0, Candidate::Identity);
+        assert_eq!(rule.choose(&nan).0, Method::Identity);
     }
 
     #[test]
     fn every_candidate_predicts_the_same_held_out_anchors() {
         // y = 1 + 0.5·j exactly: the line and the quantile map recover it; identity does not.
-        let data: Vec<Vec<(f64, f64)>> = vec![
-            (0..60)
+        let cells = vec![Cell {
+            pairs: (0..60)
                 .map(|i| {
                     let j = 1.0 + 4.0 * ((i * 37) % 60) as f64 / 59.0;
                     (j, 1.0 + 0.5 * j)
                 })
                 .collect(),
-        ];
-        let scheme = Scheme::Folds(3);
-        let a = assignment(scheme, &data, 5);
-        let settings = Settings::default();
-        let cancel = AtomicBool::new(false);
-        let ranges = [(0.0, 6.0)];
-        let mut preds = Vec::new();
-        for c in [Candidate::Identity, Candidate::QuantileMap] {
-            let p =
-                cross_validate(c, &settings, &data, &ranges, scheme, &a, &cancel, &|_| {}).unwrap();
+            scale: (1.0, 5.0),
+        }];
+        let split = Split {
+            scheme: Scheme::Folds(3),
+            seed: 5,
+        };
+        let folds = Folds::new(split, &[60]);
+        let never = std::sync::atomic::AtomicBool::new(false);
+        let run = Run::new(&never, &|_| {});
+        let mut preds: Vec<Predictions> = Vec::new();
+        for m in [Method::Identity, Method::QuantileMap] {
+            let p = Candidates::default()
+                .get(m)
+                .cross_validate(&cells, &folds, 5, &run)
+                .unwrap();
             assert!(p[0].iter().all(Option::is_some));
-            preds.push((c, p));
+            preds.push((m, Ok(cv::scores(&p[0]))));
         }
-        let args: Vec<Predictions<'_>> = preds
-            .iter()
-            .map(|(c, p)| (*c, Ok(p[0].as_slice())))
-            .chain([(
-                Candidate::Flow,
-                Err("fewer anchors than flow_min_anchors".into()),
-            )])
-            .collect();
-        let (decision, cmp) = decide(&Rule::default(), scheme, &args, &data[0], 1.0, 5.0);
-        assert_eq!(
-            decision.chosen,
-            Candidate::QuantileMap,
-            "{}",
-            decision.reason
+        preds.push((
+            Method::Flow,
+            Err("fewer anchors than flow_min_anchors".into()),
+        ));
+        let (decision, cmp) = decide(
+            &Rule::default(),
+            split.scheme,
+            &preds,
+            &cells[0].pairs,
+            1.0,
+            5.0,
         );
+        assert_eq!(decision.chosen, Method::QuantileMap, "{}", decision.reason);
         let cmp = cmp.unwrap();
         assert!(cmp.calibrated.mae < 0.05, "{:?}", cmp.calibrated);
         assert!(cmp.raw.mae > 0.3);

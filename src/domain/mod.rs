@@ -2,7 +2,10 @@
 //! here can trust them. No web or storage types in this module.
 
 pub mod anchors;
+pub mod bounds;
 pub mod calibration;
+pub mod correction;
+pub mod training;
 
 use std::fmt;
 

@@ -7,9 +7,9 @@ use utoipa::ToSchema;
 use super::AppState;
 use super::error::{ApiError, ErrorBody};
 use super::extract::{Authorized, CorrectScope, Json};
+use crate::calibrate::Corrected;
 use crate::domain::Problem;
-use crate::domain::calibration::Fitted;
-use crate::service::CorrectedScores;
+use crate::domain::correction::CorrectionRequest;
 
 /// The body of POST /v1/correct: `scores`, or `items` to get ids back (not both).
 #[derive(Deserialize, ToSchema)]
@@ -126,16 +126,15 @@ pub struct CorrectedDto {
 }
 
 impl CorrectedDto {
-    /// A corrected score with none of the method-specific fields.
-    fn score(id: Option<String>, judge_score: f64, corrected: f64) -> Self {
+    fn of(id: Option<String>, judge_score: f64, c: &Corrected) -> Self {
         Self {
             id,
             judge_score,
-            corrected,
-            credible: None,
-            predictive: None,
-            sigma: None,
-            review: None,
+            corrected: c.score,
+            credible: c.credible.map(|(lo, hi)| [lo, hi]),
+            predictive: c.predictive.map(|(lo, hi)| [lo, hi]),
+            sigma: c.sigma,
+            review: c.review,
         }
     }
 }
@@ -204,64 +203,41 @@ pub async fn correct(
             ));
         }
     };
-    let correction = state
-        .service
-        .correct(
-            &req.judge,
-            &req.rubric,
-            &scores,
-            ids.as_deref(),
-            req.version,
-        )
-        .await?;
+    let request = CorrectionRequest::parse(&req.judge, &req.rubric, scores, ids, req.version)
+        .map_err(|p| ApiError::invalid("the correction request was refused", p))?;
+    let correction = state.service.correct(request.clone()).await?;
     let v = &correction.version.version;
-    let canary = match &v.fitted {
-        Fitted::Bayes { posterior, .. } => Some(posterior.canary),
-        _ => None,
-    };
-    let mut ids = ids.map(Vec::into_iter);
-    let mut next_id = || ids.as_mut().and_then(Iterator::next);
-    let (results, review_count): (Vec<CorrectedDto>, Option<usize>) = match &correction.results {
-        CorrectedScores::Bayes(rs) => (
-            scores
-                .iter()
-                .zip(rs)
-                .map(|(&j, c)| CorrectedDto {
-                    credible: Some([c.credible.0, c.credible.1]),
-                    predictive: Some([c.predictive.0, c.predictive.1]),
-                    ..CorrectedDto::score(next_id(), j, c.score)
-                })
-                .collect(),
-            None,
-        ),
-        CorrectedScores::Flow(rs) => (
-            scores
-                .iter()
-                .zip(rs)
-                .map(|(&j, c)| CorrectedDto {
-                    sigma: Some(c.sigma),
-                    review: Some(c.review),
-                    ..CorrectedDto::score(next_id(), j, c.score)
-                })
-                .collect(),
-            Some(rs.iter().filter(|c| c.review).count()),
-        ),
-        CorrectedScores::Plain(rs) => (
-            scores
-                .iter()
-                .zip(rs)
-                .map(|(&j, &c)| CorrectedDto::score(next_id(), j, c))
-                .collect(),
-            None,
-        ),
-    };
+    let mut ids = request.ids.map(Vec::into_iter);
+    let results: Vec<CorrectedDto> = request
+        .scores
+        .iter()
+        .zip(&correction.results)
+        .map(|(&j, c)| {
+            CorrectedDto::of(
+                ids.as_mut()
+                    .and_then(Iterator::next)
+                    .map(|i| i.as_str().to_owned()),
+                j,
+                c,
+            )
+        })
+        .collect();
+    let routed = correction
+        .results
+        .iter()
+        .filter(|c| c.review == Some(true))
+        .count();
     Ok(axum::Json(CorrectResponse {
         judge: v.key.judge.to_string(),
         rubric: v.key.rubric.to_string(),
         version: v.version,
         method: v.method().to_string(),
-        canary,
-        review_count,
+        canary: v.model.posterior().map(|p| p.canary),
+        review_count: correction
+            .results
+            .iter()
+            .any(|c| c.review.is_some())
+            .then_some(routed),
         results,
     }))
 }

@@ -66,8 +66,8 @@ async fn work(service: Arc<Service>, owner: String) {
                 let span = tracing::info_span!(
                     "job",
                     job_id = %job.id,
-                    judge = %job.request.judge,
-                    method = %job.request.method,
+                    judge = %job.judge,
+                    method = %job.kind,
                     attempt = job.attempts,
                 );
                 run(&service, &owner, job).instrument(span).await;
@@ -147,13 +147,13 @@ async fn run(service: &Service, owner: &str, job: ClaimedJob) {
                 tracing::error!(error = ?e, "cannot mark the job cancelled");
             }
         }
-        Ok(versions) => {
+        Ok(trained) => {
             // What the job last reported, for its caller; then the versions.
             let _ = service
                 .store()
                 .renew_lease(job.id, owner, lease_ms, 1.0, &progress.detail())
                 .await;
-            finish(service, owner, &job, &versions).await;
+            finish(service, owner, &job, &trained).await;
         }
         Err(e) => {
             tracing::warn!(error = ?e, cancelled, "training stopped");
@@ -168,10 +168,10 @@ async fn finish(
     service: &Service,
     owner: &str,
     job: &ClaimedJob,
-    versions: &[crate::domain::calibration::NewVersion],
+    trained: &crate::service::Trained,
 ) {
-    match service.finish_training(job, owner, versions).await {
-        Ok(true) => tracing::info!(versions = versions.len(), "training succeeded"),
+    match service.finish_training(job, owner, trained).await {
+        Ok(true) => tracing::info!(versions = trained.versions.len(), "training succeeded"),
         Ok(false) => tracing::warn!("lost the job's lease before storing; another process has it"),
         Err(e) => {
             tracing::error!(error = ?e, "cannot store the trained versions");

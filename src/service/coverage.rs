@@ -8,10 +8,9 @@
 //! residuals are in-sample, so a flow that fits its anchors closely gets a narrow band.
 
 use super::Service;
-use super::calibration::Loaded;
-use crate::calibrate::bayes::diagnostics::quantile;
+use super::versions::Loaded;
+use crate::calibrate::stats::quantile;
 use crate::domain::Anchor;
-use crate::domain::calibration::Fitted;
 use crate::error::Result;
 use crate::store::{BatchCoverage, CellIngest};
 
@@ -32,16 +31,25 @@ fn residual_band(loaded: &Loaded, fitted_on: &[(f64, f64)]) -> Option<(f64, f64)
         .then(|| (quantile(&residuals, 0.025), quantile(&residuals, 0.975)))
 }
 
+/// The 95% predictive interval `loaded` gives judge score `j`: its method's own, or the
+/// residual band around its corrected score; `None` for a flow score off its table.
+fn interval(loaded: &Loaded, band: Option<(f64, f64)>, j: f64) -> Option<(f64, f64)> {
+    let model = &loaded.version.model;
+    if model.heavy(&[j]) {
+        return None;
+    }
+    let c = model.correct(&[j]).ok()?[0];
+    c.predictive
+        .or_else(|| band.map(|(lo, hi)| (c.score + lo, c.score + hi)))
+}
+
 /// How many of `anchors` fall inside `loaded`'s 95% predictive interval, of how many it could
 /// check (a flow skips scores off its table).
 fn count_inside(loaded: &Loaded, band: Option<(f64, f64)>, anchors: &[Anchor]) -> (i64, i64) {
     let mut checked = 0;
     let mut inside = 0;
     for a in anchors {
-        let interval = match &loaded.version.fitted {
-            Fitted::Bayes { posterior, .. } => Some(posterior.correct(a.judge_score).predictive),
-            _ => band.and_then(|(lo, hi)| loaded.score(a.judge_score).map(|s| (s + lo, s + hi))),
-        };
+        let interval = interval(loaded, band, a.judge_score);
         if let Some((lo, hi)) = interval {
             checked += 1;
             inside += i64::from((lo..=hi).contains(&a.reference_score));
@@ -85,20 +93,24 @@ impl Service {
         loaded: &Loaded,
         anchors: &[Anchor],
     ) -> Result<Option<BatchCoverage>> {
-        let band = match &loaded.version.fitted {
-            Fitted::Bayes { .. } => None,
-            _ => {
-                let fitted_on = loaded
-                    .band
-                    .get_or_try_init(|| async {
-                        let pairs = self.store.anchors_before(&loaded.version).await?;
-                        Ok::<_, crate::error::Error>(residual_band(loaded, &pairs))
-                    })
-                    .await?;
-                match fitted_on {
-                    Some(b) => Some(*b),
-                    None => return Ok(None),
-                }
+        // A method with its own predictive interval (bayes) needs no residual band.
+        let own = anchors
+            .first()
+            .and_then(|a| interval(loaded, None, a.judge_score))
+            .is_some();
+        let band = if own {
+            None
+        } else {
+            let fitted_on = loaded
+                .band
+                .get_or_try_init(|| async {
+                    let pairs = self.store.anchors_before(&loaded.version).await?;
+                    Ok::<_, crate::error::Error>(residual_band(loaded, &pairs))
+                })
+                .await?;
+            match fitted_on {
+                Some(b) => Some(*b),
+                None => return Ok(None),
             }
         };
         let (checked, inside) = count_inside(loaded, band, anchors);

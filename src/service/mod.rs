@@ -1,13 +1,17 @@
 //! The service layer: what the HTTP handlers and the CLI call. It validates, talks to the
 //! store, and keeps the metrics in step. No HTTP types here.
 
-mod calibration;
+mod corrections;
 mod coverage;
+mod jobs;
 mod training;
+mod versions;
 
-pub use calibration::{CorrectedScores, Correction, FlowCorrected, Loaded, TrainingBody};
+pub use corrections::Correction;
 pub use coverage::COVERAGE_WINDOW;
+pub use jobs::Trained;
 pub use training::Progress;
+pub use versions::Loaded;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -17,6 +21,7 @@ use tokio::sync::{Notify, watch};
 use crate::auth::{self, KeyCache, Principal, Scope};
 use crate::config::{JobSettings, LimitSettings, Settings};
 use crate::domain::anchors::{self, RawAnchor};
+use crate::domain::training::TrainingRequest;
 use crate::domain::{Anchor, CellKey, CellSummary, Problem, Rubric, RubricName, Scale, now_ms};
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
@@ -57,13 +62,13 @@ pub struct Service {
     jobs: JobSettings,
     auth_disabled: bool,
     keys: KeyCache,
-    calibrators: calibration::Cache,
+    calibrators: versions::Cache,
     /// Wakes this process's idle workers when a job is queued here.
     job_queued: Notify,
     /// Tells the background tasks to stop (true) at shutdown.
     stop: watch::Sender<bool>,
     /// The finished jobs already counted in the training metrics.
-    jobs_counted: Mutex<calibration::JobWatermark>,
+    jobs_counted: Mutex<jobs::JobWatermark>,
 }
 
 impl Service {
@@ -75,10 +80,10 @@ impl Service {
             jobs: settings.jobs.clone(),
             auth_disabled: settings.auth.disabled,
             keys: KeyCache::new(Duration::from_secs(60)),
-            calibrators: calibration::Cache::default(),
+            calibrators: versions::Cache::default(),
             job_queued: Notify::new(),
             stop: watch::channel(false).0,
-            jobs_counted: Mutex::new(calibration::JobWatermark::default()),
+            jobs_counted: Mutex::new(jobs::JobWatermark::default()),
         })
     }
 
@@ -255,12 +260,10 @@ impl Service {
             if active.iter().any(|(key, _)| key.judge == judge) {
                 continue;
             }
-            let body = TrainingBody {
-                method: "bayes".into(),
-                rubrics: None,
-                options: serde_json::json!({}),
-            };
-            jobs.push(self.submit_training(judge.as_str(), body).await?.id);
+            let request =
+                TrainingRequest::parse(judge.as_str(), "bayes", None, serde_json::json!({}))
+                    .map_err(|p| Error::rejected("the demo's training request", p))?;
+            jobs.push(self.submit_training(request).await?.id);
         }
         Ok(jobs)
     }

@@ -5,9 +5,8 @@ use sqlx::{AnyPool, Row};
 use uuid::Uuid;
 
 use super::Store;
-use crate::domain::calibration::{
-    CalibratorId, CalibratorVersion, Fitted, JobId, Method, NewVersion, VersionRef,
-};
+use crate::calibrate::{Method, Model};
+use crate::domain::calibration::{CalibratorId, CalibratorVersion, JobId, NewVersion, VersionRef};
 use crate::domain::{Anchor, CellKey, ItemId, JudgeName, RubricName, now_ms};
 use crate::error::{Error, Result};
 
@@ -18,45 +17,6 @@ fn corrupt(what: &str) -> Error {
 fn to_json<T: serde::Serialize>(value: &T) -> Result<String> {
     serde_json::to_string(value)
         .map_err(|e| Error::Internal(format!("cannot encode a calibrator: {e}")))
-}
-
-/// The method's parameters and diagnostics, as the `params` and `diagnostics` columns hold them.
-fn encode(fitted: &Fitted) -> Result<(String, String)> {
-    match fitted {
-        Fitted::Bayes {
-            posterior,
-            diagnostics,
-        } => Ok((to_json(posterior)?, to_json(diagnostics)?)),
-        Fitted::Flow(flow) => {
-            let w = &flow.weights;
-            let summary = serde_json::json!({
-                "epochs_run": w.epochs_run,
-                "stopped_early": w.stopped_early,
-                "train_loss": w.train_loss,
-                "validation_loss": w.validation_loss,
-            });
-            Ok((to_json(flow)?, to_json(&summary)?))
-        }
-        Fitted::QuantileMap(map) => Ok((to_json(map)?, "{}".to_owned())),
-        Fitted::Identity => Ok(("{}".to_owned(), "{}".to_owned())),
-    }
-}
-
-fn decode(method: Method, params: &str, diagnostics: &str) -> Result<Fitted> {
-    match method {
-        Method::Bayes => Ok(Fitted::Bayes {
-            posterior: serde_json::from_str(params).map_err(|_| corrupt("posterior"))?,
-            diagnostics: serde_json::from_str(diagnostics).map_err(|_| corrupt("diagnostics"))?,
-        }),
-        Method::Flow => Ok(Fitted::Flow(Box::new(
-            serde_json::from_str(params).map_err(|_| corrupt("flow weights"))?,
-        ))),
-        Method::QuantileMap => Ok(Fitted::QuantileMap(
-            serde_json::from_str(params).map_err(|_| corrupt("quantile map"))?,
-        )),
-        Method::Identity => Ok(Fitted::Identity),
-        Method::Auto => Err(corrupt("method")),
-    }
 }
 
 const VERSION_COLUMNS: &str = "cal.id, c.judge, c.rubric, cal.version, cal.method, cal.job_id, \
@@ -70,6 +30,8 @@ fn version_from_row(row: &AnyRow) -> Result<CalibratorVersion> {
     let id: String = row.try_get("id")?;
     let method =
         Method::parse(&row.try_get::<String, _>("method")?).map_err(|_| corrupt("method"))?;
+    let params: serde_json::Value = serde_json::from_str(&row.try_get::<String, _>("params")?)
+        .map_err(|_| corrupt("params"))?;
     let job_id: Option<String> = row.try_get("job_id")?;
     let active_id: Option<String> = row.try_get("active_id")?;
     let evaluation: String = row.try_get("evaluation")?;
@@ -86,11 +48,7 @@ fn version_from_row(row: &AnyRow) -> Result<CalibratorVersion> {
         job_id: job_id.as_deref().and_then(JobId::parse),
         anchor_count: row.try_get("anchor_count")?,
         anchor_digest: row.try_get("anchor_digest")?,
-        fitted: decode(
-            method,
-            &row.try_get::<String, _>("params")?,
-            &row.try_get::<String, _>("diagnostics")?,
-        )?,
+        model: Model::from_params(method, params).map_err(|_| corrupt(method.as_str()))?,
         evaluation: serde_json::from_str(&evaluation).map_err(|_| corrupt("evaluation"))?,
         decision: decision
             .map(|d| serde_json::from_str(&d).map_err(|_| corrupt("decision")))
@@ -219,8 +177,8 @@ impl Store {
             .await?
             .try_get(0)?;
             let id = Uuid::new_v4().to_string();
-            let (params, diagnostics) = encode(&v.fitted)?;
-            let failure = v.fitted.failure();
+            let params = v.model.params().map_err(Error::Internal)?.to_string();
+            let failure = v.model.failure();
             sqlx::query(
                 "INSERT INTO calibrators (id, cell_id, version, method, job_id, anchor_count,
                      anchor_digest, params, diagnostics, evaluation, decision, passed, failure,
@@ -230,12 +188,13 @@ impl Store {
             .bind(&id)
             .bind(&cell_id)
             .bind(version)
-            .bind(v.fitted.method().as_str())
+            .bind(v.model.method().as_str())
             .bind(job.to_string())
             .bind(v.anchor_count)
             .bind(&v.anchor_digest)
             .bind(params)
-            .bind(diagnostics)
+            // The model's diagnostics are in `params` (migration 6); the column stays empty.
+            .bind("{}")
             .bind(to_json(&v.evaluation)?)
             .bind(v.decision.as_ref().map(to_json).transpose()?)
             .bind(i64::from(failure.is_none()))

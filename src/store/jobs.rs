@@ -10,7 +10,8 @@ use sqlx::any::AnyRow;
 
 use super::Store;
 use super::calibrators::version_refs;
-use crate::domain::calibration::{Job, JobId, JobState, Method, TrainingRequest};
+use crate::domain::calibration::{Job, JobId, JobKind, JobState};
+use crate::domain::training::TrainingRequest;
 use crate::domain::{JudgeName, now_ms};
 use crate::error::{Error, Result};
 
@@ -18,7 +19,11 @@ use crate::error::{Error, Result};
 #[derive(Debug, Clone)]
 pub struct ClaimedJob {
     pub id: JobId,
-    pub request: TrainingRequest,
+    pub judge: JudgeName,
+    pub kind: JobKind,
+    /// The request as stored; parsed when the job runs, so a request this build cannot read
+    /// fails its job with the reason instead of blocking the queue.
+    pub request: serde_json::Value,
     /// How many times a process has claimed it, this claim included.
     pub attempts: i64,
 }
@@ -37,7 +42,7 @@ pub enum Lease {
 #[derive(Debug, Clone, PartialEq)]
 pub struct FinishedJob {
     pub id: JobId,
-    pub method: Method,
+    pub kind: JobKind,
     pub state: JobState,
     pub duration_ms: i64,
     pub finished_at_ms: i64,
@@ -57,7 +62,7 @@ fn job_from_row(row: &AnyRow) -> Result<Job> {
         id: JobId::parse(&id).ok_or_else(|| corrupt("id"))?,
         judge: JudgeName::parse(&row.try_get::<String, _>("judge")?)
             .map_err(|_| corrupt("judge"))?,
-        method: Method::parse(&row.try_get::<String, _>("method")?)
+        kind: JobKind::parse(&row.try_get::<String, _>("method")?)
             .map_err(|_| corrupt("method"))?,
         request: serde_json::from_str(&request).map_err(|_| corrupt("request"))?,
         state: JobState::parse(&row.try_get::<String, _>("state")?)
@@ -77,15 +82,14 @@ impl Store {
     /// Queues a training job.
     pub async fn insert_job(&self, id: JobId, request: &TrainingRequest) -> Result<()> {
         let now = now_ms();
-        let json = serde_json::to_string(request)
-            .map_err(|e| Error::Internal(format!("cannot encode a training request: {e}")))?;
+        let json = request.to_json().to_string();
         sqlx::query(
             "INSERT INTO jobs (id, judge, method, request, state, created_at_ms, updated_at_ms)
              VALUES ($1, $2, $3, $4, 'queued', $5, $6)",
         )
         .bind(id.to_string())
         .bind(request.judge.as_str())
-        .bind(request.method.as_str())
+        .bind(request.kind().as_str())
         .bind(json)
         .bind(now)
         .bind(now)
@@ -128,7 +132,7 @@ impl Store {
                      attempts = attempts + 1, started_at_ms = $3, updated_at_ms = $4
                  WHERE id = $5
                    AND (state = 'queued' OR (state = 'running' AND lease_expires_at_ms < $6))
-                 RETURNING request, attempts",
+                 RETURNING request, attempts, judge, method",
             )
             .bind(owner)
             .bind(now + lease_ms)
@@ -142,6 +146,10 @@ impl Store {
                 let request: String = row.try_get(0)?;
                 return Ok(Some(ClaimedJob {
                     id: JobId::parse(&id).ok_or_else(|| corrupt("id"))?,
+                    judge: JudgeName::parse(&row.try_get::<String, _>(2)?)
+                        .map_err(|_| corrupt("judge"))?,
+                    kind: JobKind::parse(&row.try_get::<String, _>(3)?)
+                        .map_err(|_| corrupt("method"))?,
                     request: serde_json::from_str(&request).map_err(|_| corrupt("request"))?,
                     attempts: row.try_get(1)?,
                 }));
@@ -267,7 +275,7 @@ impl Store {
                 let started: Option<i64> = r.try_get(3)?;
                 Ok(FinishedJob {
                     id: JobId::parse(&r.try_get::<String, _>(0)?).ok_or_else(|| corrupt("id"))?,
-                    method: Method::parse(&r.try_get::<String, _>(1)?)
+                    kind: JobKind::parse(&r.try_get::<String, _>(1)?)
                         .map_err(|_| corrupt("method"))?,
                     state: JobState::parse(&r.try_get::<String, _>(2)?)
                         .ok_or_else(|| corrupt("state"))?,

@@ -9,20 +9,19 @@ use std::sync::atomic::AtomicBool;
 use serde::Serialize;
 
 use super::Bars;
-use crate::calibrate::flow;
-use crate::calibrate::metrics::{Evaluation, Scheme};
-use crate::calibrate::select::{self, Candidate, Rule, Settings};
+use crate::calibrate::cv::{self, Folds};
+use crate::calibrate::quality::Figures;
+use crate::calibrate::select::{self, AutoOptions, Predictions};
+use crate::calibrate::{Cell, Method, Run};
 use crate::domain::anchors::{rows_from_csv, validate};
 use crate::domain::{JudgeName, RubricName, Scale};
 
 #[derive(Debug, Clone)]
 pub struct Options {
-    pub scheme: Scheme,
-    pub seed: u64,
-    pub methods: Vec<Candidate>,
-    pub rule: Rule,
-    pub flow_min_anchors: usize,
-    pub settings: Settings,
+    /// The methods to report; `auto`'s rule always sees the raw judge too.
+    pub methods: Vec<Method>,
+    /// What `auto` would run: the split, the rule, the flow's floor and each method's options.
+    pub auto: AutoOptions,
 }
 
 /// Each judge's cells: rubric and (judge, reference) pairs.
@@ -34,8 +33,8 @@ pub struct Row {
     pub judge: String,
     pub rubric: String,
     pub anchors: usize,
-    pub method: Candidate,
-    pub evaluation: Option<Evaluation>,
+    pub method: Method,
+    pub evaluation: Option<Figures>,
     pub excluded: Option<String>,
     /// `auto` would serve this method for the cell.
     pub chosen: bool,
@@ -76,53 +75,65 @@ pub fn read_anchors(path: &Path) -> Result<Judges, String> {
     Ok(judges)
 }
 
-/// Cross-validates every method on every cell of `path`.
+/// Cross-validates every method on every cell of `path`, on the folds `auto` would use.
 pub fn run(path: &Path, opts: &Options) -> Result<Vec<Row>, String> {
-    opts.scheme.check()?;
+    opts.auto.split.scheme.check()?;
     let judges = read_anchors(path)?;
     let bars = Bars::new(judges.len() as u64 * opts.methods.len() as u64);
     let never = AtomicBool::new(false);
     let scale = Scale::DEFAULT;
     let mut rows = Vec::new();
-    for (judge, cells) in &judges {
-        let data: Vec<Vec<(f64, f64)>> = cells.iter().map(|c| c.1.clone()).collect();
-        let ranges: Vec<(f64, f64)> = data
+    for (judge, named) in &judges {
+        let cells: Vec<Cell> = named
             .iter()
-            .map(|d| flow::table_range((scale.min, scale.max), d))
+            .map(|(_, pairs)| Cell {
+                pairs: pairs.clone(),
+                scale: (scale.min, scale.max),
+            })
             .collect();
-        let assignment = select::assignment(opts.scheme, &data, opts.seed);
+        let sizes: Vec<usize> = cells.iter().map(|c| c.pairs.len()).collect();
+        let folds = Folds::new(opts.auto.split, &sizes);
         let mut held_out = Vec::new();
         for &m in &opts.methods {
-            if m == Candidate::Flow && data.iter().all(|d| d.len() < opts.flow_min_anchors) {
-                held_out.push((m, Err("no cell has flow_min_anchors".to_owned())));
+            let floor = opts.auto.floor(m);
+            if sizes.iter().all(|&n| n < floor) {
+                held_out.push((m, Err(format!("no cell has the {floor} anchors {m} needs"))));
                 bars.done();
                 continue;
             }
             bars.fit(&format!("{judge}: {m}"));
-            let p = select::cross_validate(
-                m,
-                &opts.settings,
-                &data,
-                &ranges,
-                opts.scheme,
-                &assignment,
-                &never,
-                &|p| bars.within(p),
+            let report = |p: f64| bars.within(p);
+            let p = opts.auto.candidates.get(m).cross_validate(
+                &cells,
+                &folds,
+                opts.auto.split.seed,
+                &Run::new(&never, &report),
             );
             bars.done();
             held_out.push((m, p));
         }
-        for (r, (rubric, pairs)) in cells.iter().enumerate() {
-            let mut predictions =
-                select::cell_predictions(&held_out, r, pairs.len(), opts.flow_min_anchors);
+        for (r, ((rubric, pairs), cell)) in named.iter().zip(&cells).enumerate() {
+            let mut predictions: Vec<Predictions> = held_out
+                .iter()
+                .map(|(m, p)| {
+                    let p = match (opts.auto.too_few(*m, cell.pairs.len()), p) {
+                        (Some(why), _) => Err(why),
+                        (None, Ok(h)) => Ok(cv::scores(&h[r])),
+                        (None, Err(e)) => Err(e.clone()),
+                    };
+                    (*m, p)
+                })
+                .collect();
             // The rule needs the raw judge even when it is not listed.
-            let identity: Vec<Option<f64>> = pairs.iter().map(|p| Some(p.0)).collect();
-            if !opts.methods.contains(&Candidate::Identity) {
-                predictions.push((Candidate::Identity, Ok(identity.as_slice())));
+            if !opts.methods.contains(&Method::Identity) {
+                predictions.push((
+                    Method::Identity,
+                    Ok(pairs.iter().map(|p| Some(p.0)).collect()),
+                ));
             }
             let (decision, _) = select::decide(
-                &opts.rule,
-                opts.scheme,
+                &opts.auto.rule,
+                opts.auto.split.scheme,
                 &predictions,
                 pairs,
                 scale.min,

@@ -14,9 +14,8 @@ use serde::Serialize;
 
 use super::synthetic::{JudgeModel, stand_in_reference};
 use super::{Bars, figures};
-use crate::calibrate::flow;
-use crate::calibrate::metrics::{Evaluation, evaluate};
-use crate::calibrate::select::{self, Candidate, Settings};
+use crate::calibrate::quality::{Figures as Quality, evaluate};
+use crate::calibrate::{Candidates, Cell, Method, Run as FitRun};
 
 /// Where the reference scores come from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -41,9 +40,10 @@ pub struct Options {
     pub budgets: Vec<usize>,
     /// Extra budgets fitted for the budget figure only.
     pub sweep: Vec<usize>,
-    pub methods: Vec<Candidate>,
+    pub methods: Vec<Method>,
+    /// Each method's options (the flow's epochs are `flow_epochs`).
     #[serde(skip)]
-    pub settings: Settings,
+    pub settings: Candidates,
     pub flow_epochs: u64,
 }
 
@@ -57,10 +57,10 @@ pub struct Split {
 #[derive(Debug, Clone, Serialize)]
 pub struct Run {
     pub seed: u64,
-    pub method: Candidate,
+    pub method: Method,
     /// None for the raw judge.
     pub anchors: Option<usize>,
-    pub evaluation: Evaluation,
+    pub evaluation: Quality,
     pub fit_seconds: f64,
     #[serde(skip)]
     pub predictions: Vec<f64>,
@@ -69,7 +69,7 @@ pub struct Run {
 /// Mean and sd over seeds of one (method, budget).
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
-    pub method: Candidate,
+    pub method: Method,
     pub anchors: Option<usize>,
     pub seeds: usize,
     pub mean: Figures,
@@ -273,43 +273,31 @@ pub fn run_split(
     let (lo, hi) = opts.scale;
     let mut runs = vec![Run {
         seed,
-        method: Candidate::Identity,
+        method: Method::Identity,
         anchors: None,
         evaluation: evaluate(&tj, &ty, lo, hi),
         fit_seconds: 0.0,
         predictions: tj.clone(),
     }];
-    let settings = Settings {
-        bayes: crate::calibrate::bayes::FitOptions {
-            seed,
-            ..opts.settings.bayes
-        },
-        flow: flow::FlowOptions {
-            seed,
-            epochs: opts.flow_epochs,
-            ..opts.settings.flow
-        },
-    };
+    let mut settings = opts.settings.clone();
+    settings.flow.epochs = opts.flow_epochs;
     let never = AtomicBool::new(false);
     for &n in budgets {
-        let train = split.pool[..n.min(split.pool.len())].to_vec();
-        let range = flow::table_range(opts.scale, &train);
-        for &m in opts.methods.iter().filter(|m| **m != Candidate::Identity) {
+        let train = vec![Cell {
+            pairs: split.pool[..n.min(split.pool.len())].to_vec(),
+            scale: opts.scale,
+        }];
+        for &m in opts.methods.iter().filter(|m| **m != Method::Identity) {
             bars.fit(&format!("seed {seed}: {m} on {n} anchors"));
             let started = Instant::now();
-            let fitted = select::fit(
-                m,
-                &settings,
-                std::slice::from_ref(&train),
-                &[range],
-                &never,
-                &|p| bars.within(p),
-            )?;
+            let report = |p: f64| bars.within(p);
+            let predictions: Vec<f64> = settings
+                .get(m)
+                .fit_predict(&train, seed, 0, &tj, &FitRun::new(&never, &report))?
+                .into_iter()
+                .map(|c| c.score)
+                .collect();
             let fit_seconds = started.elapsed().as_secs_f64();
-            let predictions: Vec<f64> = tj
-                .iter()
-                .map(|&j| fitted.correct(0, j))
-                .collect::<Result<_, _>>()?;
             runs.push(Run {
                 seed,
                 method: m,
@@ -325,7 +313,7 @@ pub fn run_split(
 }
 
 fn summarise(runs: &[Run]) -> Vec<Summary> {
-    let mut keys: Vec<(Candidate, Option<usize>)> =
+    let mut keys: Vec<(Method, Option<usize>)> =
         runs.iter().map(|r| (r.method, r.anchors)).collect();
     keys.sort_by_key(|k| (k.1, k.0));
     keys.dedup();
@@ -356,20 +344,11 @@ fn summarise(runs: &[Run]) -> Vec<Summary> {
         .collect()
 }
 
-fn label(m: Candidate) -> &'static str {
-    match m {
-        Candidate::Identity => "raw judge",
-        Candidate::QuantileMap => "quantile map",
-        Candidate::Bayes => "Bayesian linear",
-        Candidate::Flow => "neural-ODE flow",
-    }
-}
-
 /// Table 1 as text.
 pub fn table1(runs: &[Run]) -> String {
     let raw_mae = runs
         .iter()
-        .find(|r| r.method == Candidate::Identity)
+        .find(|r| r.method == Method::Identity)
         .map_or(f64::NAN, |r| r.evaluation.mae);
     let mut out = format!(
         "{:<16} {:>7} {:>9} {:>7} {:>9} {:>8} {:>7} {:>7} {:>8}\n",
@@ -377,14 +356,14 @@ pub fn table1(runs: &[Run]) -> String {
     );
     for r in runs {
         let e = &r.evaluation;
-        let delta = if r.method == Candidate::Identity {
+        let delta = if r.method == Method::Identity {
             "—".to_owned()
         } else {
             format!("{:+.1}%", 100.0 * (e.mae - raw_mae) / raw_mae)
         };
         out += &format!(
             "{:<16} {:>7} {:>+9.3} {:>7.3} {:>9} {:>8.3} {:>7.3} {:>7.3} {:>8.2}\n",
-            label(r.method),
+            r.method.label(),
             r.anchors.map_or("—".to_owned(), |n| n.to_string()),
             e.mean_error,
             e.mae,
@@ -408,7 +387,7 @@ pub fn table2(summaries: &[Summary]) -> String {
         let pm = |m: f64, sd: f64| format!("{m:.3} ± {sd:.3}");
         out += &format!(
             "{:<16} {:>7} {:>5} {:>15} {:>15} {:>15} {:>15} {:>15} {:>13}\n",
-            label(s.method),
+            s.method.label(),
             s.anchors.map_or("—".to_owned(), |n| n.to_string()),
             s.seeds,
             format!("{:+.3} ± {:.3}", s.mean.mean_error, s.sd.mean_error),
@@ -463,7 +442,7 @@ pub fn run(opts: Options, figures_dir: Option<&Path>) -> Result<Report, String> 
     let fitted_methods = opts
         .methods
         .iter()
-        .filter(|m| **m != Candidate::Identity)
+        .filter(|m| **m != Method::Identity)
         .count();
     let fits = fitted_methods * (first_budgets.len() + (seeds - 1) * budgets.len());
     let bars = Bars::new(fits as u64);
@@ -521,7 +500,7 @@ pub fn run(opts: Options, figures_dir: Option<&Path>) -> Result<Report, String> 
 mod tests {
     use super::*;
 
-    fn quick(methods: Vec<Candidate>) -> Options {
+    fn quick(methods: Vec<Method>) -> Options {
         Options {
             source: Source::StandIn,
             judge: JudgeModel::default(),
@@ -533,7 +512,7 @@ mod tests {
             budgets: vec![100, 600],
             sweep: vec![],
             methods,
-            settings: Settings::default(),
+            settings: Candidates::default(),
             flow_epochs: 40,
         }
     }
@@ -541,15 +520,11 @@ mod tests {
     #[test]
     fn correcting_the_synthetic_judge_fixes_the_mean_and_the_line_saturates() {
         let report = run(
-            quick(vec![
-                Candidate::Identity,
-                Candidate::Bayes,
-                Candidate::QuantileMap,
-            ]),
+            quick(vec![Method::Identity, Method::Bayes, Method::QuantileMap]),
             None,
         )
         .unwrap();
-        let get = |m: Candidate, n: Option<usize>| {
+        let get = |m: Method, n: Option<usize>| {
             report
                 .table1
                 .iter()
@@ -557,18 +532,18 @@ mod tests {
                 .unwrap()
                 .evaluation
         };
-        let raw = get(Candidate::Identity, None);
+        let raw = get(Method::Identity, None);
         // The judge under-rates by ~0.7; every corrector brings the mean within 0.15.
         assert!(raw.mean_error < -0.5, "{raw:?}");
         for n in [100, 600] {
-            let b = get(Candidate::Bayes, Some(n));
+            let b = get(Method::Bayes, Some(n));
             assert!(b.mean_error.abs() < 0.15, "{b:?}");
             assert!(b.mae < 0.7 * raw.mae, "{b:?} vs {raw:?}");
             // A line cannot change the correlation.
             assert!((b.pearson - raw.pearson).abs() < 1e-9);
         }
         // The line saturates: 6x the anchors changes its MAE by little.
-        let gain = get(Candidate::Bayes, Some(100)).mae - get(Candidate::Bayes, Some(600)).mae;
+        let gain = get(Method::Bayes, Some(100)).mae - get(Method::Bayes, Some(600)).mae;
         assert!(gain.abs() < 0.05, "{gain}");
         let text = table1(&report.table1);
         assert!(
@@ -592,7 +567,7 @@ mod tests {
         assert_eq!((split.test.len(), split.pool.len()), (20, 40));
         // Train rows come in `order`: the lowest order first (the file's last row).
         assert_eq!(split.pool[0], (1.0 + 19.0 / 10.0, 0.5 + 0.9 * 2.9));
-        let mut opts = quick(vec![Candidate::Identity, Candidate::QuantileMap]);
+        let mut opts = quick(vec![Method::Identity, Method::QuantileMap]);
         opts.source = Source::Pairs(path.clone());
         opts.budgets = vec![40];
         let report = run(opts, None).unwrap();

@@ -6,17 +6,16 @@ use std::path::Path;
 use plotters::style::RGBColor;
 
 use super::experiment::{Options, Run, Split};
-use crate::calibrate::metrics::kde_on_grid;
-use crate::calibrate::select::Candidate;
+use crate::calibrate::Method;
+use crate::calibrate::quality::kde_on_grid;
 use crate::plots::{Figure, Mark, Panel, Series, colour, write};
 
-pub fn method_colour(m: Candidate) -> RGBColor {
-    match m {
-        Candidate::Identity => colour::RAW,
-        Candidate::QuantileMap => colour::QUANTILE,
-        Candidate::Bayes => colour::BAYES,
-        Candidate::Flow => colour::FLOW,
-    }
+pub fn method_colour(m: Method) -> RGBColor {
+    Method::ALL
+        .iter()
+        .position(|&x| x == m)
+        .and_then(|i| colour::METHODS.get(i).copied())
+        .unwrap_or(colour::OTHER)
 }
 
 /// A KDE as a density curve on `points` points over [lo, hi].
@@ -95,7 +94,7 @@ pub fn bias(opts: &Options, split: &Split) -> Figure {
 }
 
 fn fitted_runs(runs: &[Run]) -> impl Iterator<Item = &Run> {
-    runs.iter().filter(|r| r.method != Candidate::Identity)
+    runs.iter().filter(|r| r.method != Method::Identity)
 }
 
 /// Figure 2: corrected against reference per (method, budget), with the raw judge in grey.
@@ -203,8 +202,8 @@ pub fn shapes(opts: &Options, split: &Split, runs: &[Run]) -> Figure {
 
 /// Figure 4: MAE and KL against the anchor budget, the raw judge dashed.
 pub fn budget(runs: &[Run]) -> Figure {
-    let raw = runs.iter().find(|r| r.method == Candidate::Identity);
-    let mut methods: Vec<Candidate> = fitted_runs(runs).map(|r| r.method).collect();
+    let raw = runs.iter().find(|r| r.method == Method::Identity);
+    let mut methods: Vec<Method> = fitted_runs(runs).map(|r| r.method).collect();
     methods.sort();
     methods.dedup();
     let budgets: Vec<f64> = fitted_runs(runs)

@@ -4,80 +4,7 @@
 //! computes them (see ../shared/NOTES.md), so they are written here, following the paper and
 //! Stan's reference implementation (`posterior::rhat`, `ess_bulk`, `ess_tail`).
 
-/// The standard normal CDF, from the complementary error function's Chebyshev fit
-/// (Numerical Recipes' `erfcc`; relative error below 1.2e-7 everywhere).
-pub fn normal_cdf(x: f64) -> f64 {
-    let z = x.abs() / std::f64::consts::SQRT_2;
-    let t = 1.0 / (1.0 + 0.5 * z);
-    let poly = -z * z - 1.265_512_23
-        + t * (1.000_023_68
-            + t * (0.374_091_96
-                + t * (0.096_784_18
-                    + t * (-0.186_288_06
-                        + t * (0.278_868_07
-                            + t * (-1.135_203_98
-                                + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77))))))));
-    let erfc = t * poly.exp();
-    if x >= 0.0 {
-        1.0 - 0.5 * erfc
-    } else {
-        0.5 * erfc
-    }
-}
-
-/// Inverse of the standard normal CDF (Acklam's rational approximation, relative error below
-/// 1.2e-9): enough for rank normalisation, where only the ordering of scores matters up to
-/// smooth distortion.
-#[allow(clippy::excessive_precision)] // The published coefficients, as published.
-pub fn normal_quantile(p: f64) -> f64 {
-    const A: [f64; 6] = [
-        -3.969683028665376e1,
-        2.209460984245205e2,
-        -2.759285104469687e2,
-        1.383577518672690e2,
-        -3.066479806614716e1,
-        2.506628277459239,
-    ];
-    const B: [f64; 5] = [
-        -5.447609879822406e1,
-        1.615858368580409e2,
-        -1.556989798598866e2,
-        6.680131188771972e1,
-        -1.328068155288572e1,
-    ];
-    const C: [f64; 6] = [
-        -7.784894002430293e-3,
-        -3.223964580411365e-1,
-        -2.400758277161838,
-        -2.549732539343734,
-        4.374664141464968,
-        2.938163982698783,
-    ];
-    const D: [f64; 4] = [
-        7.784695709041462e-3,
-        3.224671290700398e-1,
-        2.445134137142996,
-        3.754408661907416,
-    ];
-    let tail = |q: f64| {
-        (((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5])
-            / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
-    };
-    if p <= 0.0 {
-        f64::NEG_INFINITY
-    } else if p >= 1.0 {
-        f64::INFINITY
-    } else if p < 0.02425 {
-        tail((-2.0 * p.ln()).sqrt())
-    } else if p > 1.0 - 0.02425 {
-        -tail((-2.0 * (1.0 - p).ln()).sqrt())
-    } else {
-        let q = p - 0.5;
-        let r = q * q;
-        (((((A[0] * r + A[1]) * r + A[2]) * r + A[3]) * r + A[4]) * r + A[5]) * q
-            / (((((B[0] * r + B[1]) * r + B[2]) * r + B[3]) * r + B[4]) * r + 1.0)
-    }
-}
+use crate::calibrate::stats::{normal_quantile, quantile};
 
 /// Each chain cut into its two halves (the "split" of split-R̂).
 fn split(chains: &[Vec<f64>]) -> Vec<Vec<f64>> {
@@ -232,16 +159,6 @@ pub fn convergence(chains: &[Vec<f64>]) -> Convergence {
     }
 }
 
-/// The p-quantile by linear interpolation between order statistics (type 7, as R and NumPy).
-pub fn quantile(xs: &[f64], p: f64) -> f64 {
-    let mut v = xs.to_vec();
-    v.sort_by(f64::total_cmp);
-    let h = (v.len() - 1) as f64 * p;
-    let lo = h.floor() as usize;
-    let hi = h.ceil() as usize;
-    v[lo] + (h - lo as f64) * (v[hi] - v[lo])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -264,23 +181,6 @@ mod tests {
                 x + shift
             })
             .collect()
-    }
-
-    #[test]
-    fn the_normal_cdf_inverts_the_quantile() {
-        for p in [0.001, 0.025, 0.3, 0.5, 0.9, 0.975, 0.999] {
-            assert!((normal_cdf(normal_quantile(p)) - p).abs() < 1e-6, "{p}");
-        }
-        // Φ(1) from tables: 0.841344746.
-        assert!((normal_cdf(1.0) - 0.841_344_746).abs() < 1e-7);
-    }
-
-    #[test]
-    fn normal_quantile_matches_known_values() {
-        // Reference values from the standard normal table.
-        assert!((normal_quantile(0.975) - 1.959963985).abs() < 1e-8);
-        assert!((normal_quantile(0.5)).abs() < 1e-12);
-        assert!((normal_quantile(0.001) + 3.090232306).abs() < 1e-8);
     }
 
     #[test]
@@ -308,11 +208,5 @@ mod tests {
     fn chains_in_different_places_have_large_rhat() {
         let chains = vec![ar1(0.0, 1000, 1, 0.0), ar1(0.0, 1000, 2, 1.0)];
         assert!(convergence(&chains).rhat > 1.1);
-    }
-
-    #[test]
-    fn quantile_interpolates_like_numpy() {
-        assert_eq!(quantile(&[1.0, 2.0, 3.0, 4.0], 0.5), 2.5);
-        assert_eq!(quantile(&[4.0, 1.0, 3.0, 2.0], 0.25), 1.75);
     }
 }

@@ -2,6 +2,7 @@
 //! nuts-rs, convergence diagnostics (`diagnostics`) and the posterior summary a correction
 //! needs.
 
+mod corrector;
 pub mod diagnostics;
 pub mod model;
 
@@ -14,10 +15,10 @@ use nuts_rs::{
 };
 use serde::{Deserialize, Serialize};
 
+pub use corrector::{Bayes, BayesModel, BayesOptions};
 pub use model::{Model, Priors, SufficientStats};
 
-use super::metrics::Scheme;
-use super::standard_normal;
+use super::stats::{self, standard_normal};
 
 /// Sampler settings; the defaults are the issue's: 2 chains × (500 warm-up + 1,000 draws),
 /// target acceptance 0.9.
@@ -303,62 +304,6 @@ pub fn fit(
     Ok(summarise(&model, &chains, divergences, opts))
 }
 
-/// Held-out predictions of every rubric's anchors under `scheme`: in each round one joint fit
-/// without the held-out anchors of every rubric predicts those anchors (posterior mean).
-/// `data[r]` are rubric r's (judge, reference) pairs; the result has one entry per pair,
-/// `None` for pairs never held out.
-pub fn cross_validate(
-    data: &[Vec<(f64, f64)>],
-    opts: &FitOptions,
-    scheme: Scheme,
-    progress: &(dyn Fn(f64) + Sync),
-) -> Result<Vec<Vec<Option<f64>>>, String> {
-    scheme.check()?;
-    let mut rounds = 0;
-    let assignment: Vec<Vec<Option<usize>>> = data
-        .iter()
-        .enumerate()
-        .map(|(r, d)| {
-            let (k, a) = scheme.rounds(d.len(), opts.seed ^ (r as u64).wrapping_mul(0x9E37));
-            rounds = k;
-            a
-        })
-        .collect();
-    let mut predictions: Vec<Vec<Option<f64>>> = data.iter().map(|d| vec![None; d.len()]).collect();
-    for round in 0..rounds {
-        let held_out = |r: usize, i: usize| assignment[r][i] == Some(round);
-        if !(0..data.len()).any(|r| (0..data[r].len()).any(|i| held_out(r, i))) {
-            continue;
-        }
-        let stats: Vec<SufficientStats> = data
-            .iter()
-            .enumerate()
-            .map(|(r, d)| {
-                SufficientStats::from_pairs(
-                    d.iter()
-                        .enumerate()
-                        .filter(|(i, _)| !held_out(r, *i))
-                        .map(|(_, p)| *p),
-                )
-            })
-            .collect();
-        let round_opts = FitOptions {
-            seed: opts.seed.wrapping_add(1 + round as u64),
-            ..*opts
-        };
-        let share = |p: f64| progress((round as f64 + p) / rounds as f64);
-        let fitted = fit(&stats, &round_opts, &share)?;
-        for (r, d) in data.iter().enumerate() {
-            for (i, (j, _)) in d.iter().enumerate() {
-                if held_out(r, i) {
-                    predictions[r][i] = Some(fitted.rubrics[r].correct(*j).score);
-                }
-            }
-        }
-    }
-    Ok(predictions)
-}
-
 /// A quantity of one draw: from the rubrics' conditionals, the sampled (α, β) per rubric and
 /// the sampler's coordinates.
 type DrawFn<'a> = dyn Fn(&[model::RubricDraw], &[(f64, f64)], &[f64]) -> f64 + 'a;
@@ -430,7 +375,7 @@ fn summarise(model: &Model, chains: &[Vec<Vec<f64>>], divergences: u64, opts: &F
         let beta_of = |d: &model::RubricDraw| d.beta;
         let below = mean(&|d| {
             if d.var_beta > 0.0 {
-                diagnostics::normal_cdf((opts.collapse_beta - d.beta) / d.var_beta.sqrt())
+                stats::normal_cdf((opts.collapse_beta - d.beta) / d.var_beta.sqrt())
             } else {
                 f64::from(u8::from(d.beta < opts.collapse_beta))
             }
@@ -444,8 +389,8 @@ fn summarise(model: &Model, chains: &[Vec<Vec<f64>>], divergences: u64, opts: &F
             beta_var: mean(&|d| d.var_beta) + between(&beta_of, mb, &beta_of, mb),
             alpha_beta_cov: mean(&|d| d.cov) + between(&alpha_of, ma, &beta_of, mb),
             sigma2_mean: mean(&|d| d.sigma * d.sigma),
-            beta_lo: diagnostics::quantile(&b, 0.025),
-            beta_hi: diagnostics::quantile(&b, 0.975),
+            beta_lo: stats::quantile(&b, 0.025),
+            beta_hi: stats::quantile(&b, 0.975),
             beta_collapse_probability: below,
             canary: below > opts.collapse_probability,
         });
@@ -482,12 +427,18 @@ fn summarise(model: &Model, chains: &[Vec<Vec<f64>>], divergences: u64, opts: &F
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use nuts_rs::rand::RngExt;
 
     /// Anchors from y = a + b·j + N(0, s²), j uniform on [1, 5].
-    fn simulate(rng: &mut ChaCha8Rng, n: usize, a: f64, b: f64, s: f64) -> Vec<(f64, f64)> {
+    pub(super) fn simulate(
+        rng: &mut ChaCha8Rng,
+        n: usize,
+        a: f64,
+        b: f64,
+        s: f64,
+    ) -> Vec<(f64, f64)> {
         (0..n)
             .map(|_| {
                 let j = 1.0 + 4.0 * rng.random::<f64>();
@@ -647,37 +598,6 @@ mod tests {
         assert!(fit.rubrics[0].beta_collapse_probability > 0.5);
         assert!(!fit.rubrics[1].canary, "{:?}", fit.rubrics[1]);
         assert!(fit.rubrics[1].beta_collapse_probability < 0.01);
-    }
-
-    #[test]
-    fn cross_validation_predicts_every_anchor_from_a_fit_that_did_not_see_it() {
-        // y = 0.5 + 0.8·j + N(0, 0.3²): the best possible MAE is the noise's, 0.3·√(2/π) =
-        // 0.239; with 400 held-out anchors its standard error is about 0.009, so ±0.03 is over
-        // 3 standard errors. The raw judge is off by 0.5 − 0.2·j, about 0.1 on average in
-        // absolute terms plus the noise, so it must do clearly worse.
-        let mut rng = ChaCha8Rng::seed_from_u64(11);
-        let data = vec![
-            simulate(&mut rng, 200, 0.5, 0.8, 0.3),
-            simulate(&mut rng, 200, 0.5, 0.8, 0.3),
-        ];
-        let opts = FitOptions {
-            warmup: 300,
-            draws: 500,
-            ..FitOptions::default()
-        };
-        let pred = cross_validate(&data, &opts, Scheme::Folds(5), &no_progress).unwrap();
-        assert!(pred.iter().flatten().all(Option::is_some));
-        for (p, d) in pred.iter().zip(&data) {
-            let c = crate::calibrate::metrics::Comparison::of(Scheme::Folds(5), p, d, 1.0, 5.0)
-                .unwrap();
-            let best = 0.3 * (2.0 / std::f64::consts::PI).sqrt();
-            assert!((c.calibrated.mae - best).abs() < 0.03, "{c:?}");
-            assert!(c.raw.mae > c.calibrated.mae + 0.03, "{c:?}");
-            assert!(c.calibrated.mean_error.abs() < 0.05, "{c:?}");
-        }
-        // A holdout predicts only its fraction.
-        let pred = cross_validate(&data, &opts, Scheme::Holdout(0.25), &no_progress).unwrap();
-        assert_eq!(pred[0].iter().filter(|p| p.is_some()).count(), 50);
     }
 
     #[test]

@@ -71,17 +71,21 @@ impl SufficientStats {
     }
 }
 
-/// The priors; the defaults are the paper's.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+/// The priors; the defaults are the paper's: α ~ N(0, 2²), β ~ N(1, 2²), σ ~ HalfNormal(1).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Priors {
     pub alpha_mean: f64,
+    #[schema(exclusive_minimum = 0)]
     pub alpha_sd: f64,
     pub beta_mean: f64,
+    #[schema(exclusive_minimum = 0)]
     pub beta_sd: f64,
     /// Scale of the HalfNormal prior on each σ_r.
+    #[schema(exclusive_minimum = 0)]
     pub sigma_scale: f64,
     /// Scale of the HalfNormal priors on τ_α and τ_β.
+    #[schema(exclusive_minimum = 0)]
     pub tau_scale: f64,
 }
 

@@ -13,8 +13,10 @@
 //! gives the same numbers. Each sub-network is a fixed one-dimensional map per rubric, which
 //! [`Table`] tabulates on a fine grid; corrections interpolate it.
 
+mod corrector;
 mod table;
 
+pub use corrector::{Flow, FlowModel, FlowOptions, FlowSummary};
 pub use table::Table;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use tch::nn::OptimizerConfig;
 use tch::{Device, Kind, Tensor, nn};
 
-use super::standard_normal;
+use super::stats::standard_normal;
 
 /// Points of each rubric's MC-dropout table.
 pub const TABLE_POINTS: usize = 1025;
@@ -40,7 +42,7 @@ pub fn table_range(scale: (f64, f64), pairs: &[(f64, f64)]) -> (f64, f64) {
 }
 
 /// When a corrected score is routed to a person.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum ReviewRule {
     /// σ above this value (in score units).
@@ -52,7 +54,7 @@ pub enum ReviewRule {
 /// Model, training and inference settings; the defaults are the paper's.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct FlowOptions {
+pub struct FlowConfig {
     pub hidden: i64,
     pub embedding_dim: i64,
     pub dropout: f64,
@@ -70,7 +72,7 @@ pub struct FlowOptions {
     pub review: ReviewRule,
 }
 
-impl Default for FlowOptions {
+impl Default for FlowConfig {
     fn default() -> Self {
         Self {
             hidden: 64,
@@ -88,7 +90,7 @@ impl Default for FlowOptions {
     }
 }
 
-impl FlowOptions {
+impl FlowConfig {
     pub fn check(&self) -> Result<(), String> {
         let steps = 1.0 / self.step;
         if !(2..=1024).contains(&self.hidden) || !(1..=64).contains(&self.embedding_dim) {
@@ -144,7 +146,7 @@ type Stored = Vec<(String, StoredTensor)>;
 /// A trained flow: everything needed to rebuild the network anywhere.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FlowWeights {
-    pub options: FlowOptions,
+    pub options: FlowConfig,
     pub rubrics: usize,
     /// Standardisation of scores: z = (x − shift) / scale.
     pub shift: f64,
@@ -181,7 +183,7 @@ impl Net {
     /// Fresh parameters in `vs`, initialised as PyTorch's `nn.Linear` and `nn.Embedding` do,
     /// from `rng` rather than libtorch's global generator, so that concurrent trainings in one
     /// process stay reproducible.
-    fn new(vs: &nn::Path, opts: &FlowOptions, rubrics: usize, rng: &mut ChaCha8Rng) -> Self {
+    fn new(vs: &nn::Path, opts: &FlowConfig, rubrics: usize, rng: &mut ChaCha8Rng) -> Self {
         let h = opts.hidden;
         let e = opts.embedding_dim;
         let pooled = rubrics > 1;
@@ -367,7 +369,7 @@ fn dropout_mask(rng: &mut ChaCha8Rng, h: i64, p: f64) -> Vec<f32> {
 
 /// The masks of MC-dropout pass `pass`: one [1, h] row per hidden layer, from a seeded
 /// generator independent of libtorch, so every process draws the same sub-networks.
-pub(crate) fn pass_masks(opts: &FlowOptions, pass: usize) -> (Vec<f32>, Vec<f32>) {
+pub(crate) fn pass_masks(opts: &FlowConfig, pass: usize) -> (Vec<f32>, Vec<f32>) {
     let mut rng = ChaCha8Rng::seed_from_u64(
         opts.seed ^ 0x4D43_0000 ^ (pass as u64).wrapping_mul(0x9E37_79B9_7F4A),
     );
@@ -380,7 +382,7 @@ pub(crate) fn pass_masks(opts: &FlowOptions, pass: usize) -> (Vec<f32>, Vec<f32>
 /// every 10 epochs; setting `cancel` stops training with an error.
 pub fn train(
     data: &[Vec<(f64, f64)>],
-    opts: &FlowOptions,
+    opts: &FlowConfig,
     progress: &dyn Fn(Epoch),
     cancel: &AtomicBool,
 ) -> Result<FlowWeights, String> {
@@ -400,7 +402,7 @@ pub fn train(
         .sqrt()
         .max(1e-3);
     // The validation split, seeded.
-    let folds = crate::calibrate::metrics::folds(all.len(), all.len(), opts.seed);
+    let folds = crate::calibrate::cv::folds(all.len(), all.len(), opts.seed);
     let held = opts
         .early_stopping
         .map_or(0, |f| ((f * n).ceil() as usize).min(all.len() - 1));

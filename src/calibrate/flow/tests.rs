@@ -23,7 +23,7 @@ fn anchors(
             let j = lo + (hi - lo) * rng.random::<f64>();
             (
                 j,
-                map(j) + noise * crate::calibrate::standard_normal(&mut rng),
+                map(j) + noise * crate::calibrate::stats::standard_normal(&mut rng),
             )
         })
         .collect()
@@ -33,15 +33,15 @@ fn s_curve(j: f64) -> f64 {
     j + 0.4 * (0.9 * (j - 3.0)).tanh()
 }
 
-fn quick() -> FlowOptions {
-    FlowOptions {
+fn quick() -> FlowConfig {
+    FlowConfig {
         epochs: 400,
         learning_rate: 1e-2,
-        ..FlowOptions::default()
+        ..FlowConfig::default()
     }
 }
 
-fn fit(data: &[Vec<(f64, f64)>], opts: &FlowOptions) -> FlowWeights {
+fn fit(data: &[Vec<(f64, f64)>], opts: &FlowConfig) -> FlowWeights {
     train(data, opts, &|_| {}, &AtomicBool::new(false)).expect("training")
 }
 
@@ -131,7 +131,7 @@ fn a_stored_and_reloaded_flow_gives_the_same_numbers_and_the_table_matches() {
     let train_set = anchors(5, 200, 1.0, 5.0, 0.1, s_curve);
     let flow = fit(
         &[train_set],
-        &FlowOptions {
+        &FlowConfig {
             epochs: 100,
             ..quick()
         },
@@ -168,12 +168,12 @@ fn a_stored_and_reloaded_flow_gives_the_same_numbers_and_the_table_matches() {
 #[test]
 fn early_stopping_keeps_the_best_epoch_and_cancel_stops() {
     let train_set = anchors(6, 200, 1.0, 5.0, 0.3, s_curve);
-    let opts = FlowOptions {
+    let opts = FlowConfig {
         epochs: 2000,
         early_stopping: Some(0.2),
         patience: 50,
         learning_rate: 3e-2,
-        ..FlowOptions::default()
+        ..FlowConfig::default()
     };
     let flow = fit(std::slice::from_ref(&train_set), &opts);
     assert!(flow.validation_loss.is_some());

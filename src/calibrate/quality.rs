@@ -8,8 +8,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::cv::Scheme;
+
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Evaluation {
+pub struct Figures {
     pub n: usize,
     pub mean_error: f64,
     pub mae: f64,
@@ -95,8 +97,8 @@ pub fn wasserstein1(a: &[f64], b: &[f64]) -> f64 {
 
 /// All three questions for predictions `pred` against references `truth`, the KDEs on the
 /// rubric's scale [lo, hi].
-pub fn evaluate(pred: &[f64], truth: &[f64], lo: f64, hi: f64) -> Evaluation {
-    Evaluation {
+pub fn evaluate(pred: &[f64], truth: &[f64], lo: f64, hi: f64) -> Figures {
+    Figures {
         n: pred.len(),
         mean_error: mean(pred) - mean(truth),
         mae: pred
@@ -111,71 +113,12 @@ pub fn evaluate(pred: &[f64], truth: &[f64], lo: f64, hi: f64) -> Evaluation {
     }
 }
 
-/// Fold of each of `n` items for k-fold cross-validation: a seeded shuffle dealt round-robin,
-/// so fold sizes differ by at most one.
-pub fn folds(n: usize, k: usize, seed: u64) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..n).collect();
-    let mut state = seed ^ 0x2545_F491_4F6C_DD1D;
-    for i in (1..n).rev() {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        order.swap(i, (state % (i as u64 + 1)) as usize);
-    }
-    let mut fold = vec![0; n];
-    for (pos, &item) in order.iter().enumerate() {
-        fold[item] = pos % k;
-    }
-    fold
-}
-
-/// How a fitted version is tested on anchors it did not see.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Scheme {
-    /// k-fold cross-validation: k fits, each anchor predicted once by the fit without its fold.
-    Folds(usize),
-    /// One fit without a seeded random fraction of the anchors, predicted on that fraction.
-    Holdout(f64),
-}
-
-impl Scheme {
-    pub fn check(&self) -> Result<(), String> {
-        match *self {
-            Scheme::Folds(k) if !(2..=20).contains(&k) => {
-                Err(format!("folds must be between 2 and 20; got {k}"))
-            }
-            Scheme::Holdout(f) if !(f > 0.0 && f < 1.0) => {
-                Err(format!("holdout must lie in (0, 1); got {f}"))
-            }
-            _ => Ok(()),
-        }
-    }
-
-    /// The rounds of fitting: in round r, items whose entry is `Some(r)` are held out and
-    /// predicted, the others trained on. `None` items are always trained on.
-    pub fn rounds(&self, n: usize, seed: u64) -> (usize, Vec<Option<usize>>) {
-        match *self {
-            Scheme::Folds(k) => (k, folds(n, k, seed).into_iter().map(Some).collect()),
-            Scheme::Holdout(f) => {
-                // Shuffle with the fold dealer, then hold out the first ⌈f·n⌉.
-                let held = ((f * n as f64).ceil() as usize).min(n);
-                let order = folds(n, n.max(1), seed);
-                (
-                    1,
-                    order.into_iter().map(|p| (p < held).then_some(0)).collect(),
-                )
-            }
-        }
-    }
-}
-
 /// A version's figures on held-out anchors beside the raw judge's on the same anchors.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {
     pub scheme: Scheme,
-    pub calibrated: Evaluation,
-    pub raw: Evaluation,
+    pub calibrated: Figures,
+    pub raw: Figures,
 }
 
 impl Comparison {
@@ -238,7 +181,7 @@ mod tests {
         // Large samples from N(3, 0.5²) and N(3.5, 0.5²) (normal quantiles on an even grid):
         // their KDEs are N(μ, 0.5² + h²) and the symmetrised KL of two normals with equal
         // variance s² is (Δμ)²/s². With n = 2000, h = 0.5·2000^(−0.2) = 0.0978.
-        let q = |p: f64| crate::calibrate::bayes::diagnostics::normal_quantile(p);
+        let q = |p: f64| crate::calibrate::stats::normal_quantile(p);
         let n = 2000;
         let a: Vec<f64> = (0..n)
             .map(|i| 3.0 + 0.5 * q((i as f64 + 0.5) / n as f64))
@@ -252,24 +195,5 @@ mod tests {
             "{got} vs {expected}"
         );
         assert!(kl_symmetric(&a, &a, -1.0, 8.0).abs() < 1e-12);
-    }
-
-    #[test]
-    fn a_holdout_holds_out_its_fraction() {
-        let (rounds, held) = Scheme::Holdout(0.2).rounds(101, 3);
-        assert_eq!(rounds, 1);
-        assert_eq!(held.iter().filter(|h| h.is_some()).count(), 21);
-        assert!(Scheme::Holdout(1.0).check().is_err());
-        assert!(Scheme::Folds(1).check().is_err());
-    }
-
-    #[test]
-    fn folds_are_balanced_and_seeded() {
-        let f = folds(103, 5, 7);
-        let mut counts = [0; 5];
-        f.iter().for_each(|&k| counts[k] += 1);
-        assert!(counts.iter().all(|&c| c == 20 || c == 21), "{counts:?}");
-        assert_eq!(f, folds(103, 5, 7));
-        assert_ne!(f, folds(103, 5, 8));
     }
 }

@@ -1,0 +1,202 @@
+//! What every calibration method is: a [`Corrector`] fits a judge's rubrics at once and makes a
+//! stored [`CellModel`] per rubric, which turns judge scores into [`Corrected`] scores. The
+//! registry in `method` lists the methods; nothing else names them one by one.
+
+use std::fmt::Debug;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use utoipa::ToSchema;
+
+use super::bayes::{FitDiagnostics, RubricPosterior};
+use super::cv::Scheme;
+use super::flow::FlowSummary;
+
+/// One rubric's anchors, as (judge score, reference score), and the rubric's scale.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cell {
+    pub pairs: Vec<(f64, f64)>,
+    pub scale: (f64, f64),
+}
+
+/// How a fit reports progress (0 to 1 of its part of the whole) and learns it should stop.
+#[derive(Clone, Copy)]
+pub struct Run<'a> {
+    cancel: &'a AtomicBool,
+    progress: &'a (dyn Fn(f64) + Sync),
+    detail: Option<&'a (dyn Fn(String) + Sync)>,
+    from: f64,
+    to: f64,
+}
+
+impl<'a> Run<'a> {
+    pub fn new(cancel: &'a AtomicBool, progress: &'a (dyn Fn(f64) + Sync)) -> Self {
+        Self {
+            cancel,
+            progress,
+            detail: None,
+            from: 0.0,
+            to: 1.0,
+        }
+    }
+
+    /// Also passes what the fit reports of itself (JSON text, such as a flow's epoch and
+    /// loss) to `detail`.
+    pub fn with_detail(self, detail: &'a (dyn Fn(String) + Sync)) -> Self {
+        Self {
+            detail: Some(detail),
+            ..self
+        }
+    }
+
+    /// Reports what the fit is doing, as JSON text.
+    pub fn detail(&self, json: String) {
+        if let Some(d) = self.detail {
+            d(json);
+        }
+    }
+
+    pub fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
+    }
+
+    pub fn cancel_flag(&self) -> &'a AtomicBool {
+        self.cancel
+    }
+
+    /// `share` (0 to 1) of this part is done.
+    pub fn report(&self, share: f64) {
+        (self.progress)(self.from + (self.to - self.from) * share.clamp(0.0, 1.0));
+    }
+
+    /// The part from `a` to `b` (shares of this one) of the work.
+    pub fn part(&self, a: f64, b: f64) -> Run<'a> {
+        let width = self.to - self.from;
+        Run {
+            from: self.from + width * a,
+            to: self.from + width * b,
+            ..*self
+        }
+    }
+}
+
+/// A corrected score and whatever uncertainty its method gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Corrected {
+    pub score: f64,
+    /// 95% credible interval of the mean corrected score (bayes).
+    pub credible: Option<(f64, f64)>,
+    /// 95% interval for a new item's reference score.
+    pub predictive: Option<(f64, f64)>,
+    /// MC-dropout sd (flow).
+    pub sigma: Option<f64>,
+    /// Route the item to a person (flow).
+    pub review: Option<bool>,
+}
+
+impl Corrected {
+    /// A score with no uncertainty attached.
+    pub fn score(score: f64) -> Self {
+        Self {
+            score,
+            ..Self::default()
+        }
+    }
+}
+
+/// A calibration method. Implemented by a marker type per method and listed once in the
+/// registry (`calibrate::method`).
+pub trait Corrector {
+    /// What the experiment's tables and figures call it.
+    const LABEL: &'static str;
+    /// The evaluation a job of this method runs unless the request says otherwise.
+    const DEFAULT_SCHEME: Scheme = Scheme::Folds(5);
+    /// With a single holdout, serve the fit that was evaluated instead of fitting again on
+    /// every anchor: the recorded held-out figures are then exactly the served model's.
+    const SERVES_HOLDOUT_FIT: bool = false;
+    /// Cells with fewer anchors are not a candidate of `auto`.
+    const AUTO_MIN_ANCHORS: usize = 0;
+    /// What one fit costs relative to the others (for shares of a job's progress).
+    const COST: f64 = 1.0;
+
+    /// Its settings: its part of a training request's `options`. Ranges and defaults are
+    /// stated once, in the schema attributes and the `Default` impl.
+    type Options: Clone
+        + Debug
+        + Default
+        + PartialEq
+        + Serialize
+        + DeserializeOwned
+        + ToSchema
+        + Send
+        + Sync;
+    /// A fit of one judge's rubrics.
+    type Fit: Send;
+    /// What a version stores for one cell.
+    type Model: CellModel;
+
+    /// Rules across fields that a schema cannot state.
+    fn check(_options: &Self::Options) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Fits `cells[r]`, the anchors of the judge's rubric r, all at once.
+    fn fit(
+        options: &Self::Options,
+        cells: &[Cell],
+        seed: u64,
+        run: &Run,
+    ) -> Result<Self::Fit, String>;
+
+    /// Corrected scores of rubric `r` (held-out predictions, the experiment's test items).
+    fn predict(fit: &Self::Fit, r: usize, scores: &[f64]) -> Result<Vec<Corrected>, String>;
+
+    /// Rubric `r`'s model: `cell` are all its anchors, `held_out` the held-out predictions of
+    /// them (`None` where never held out) and `trained_on` how many the fit saw.
+    fn model(
+        fit: &Self::Fit,
+        r: usize,
+        cell: &Cell,
+        held_out: &[Option<Corrected>],
+        trained_on: usize,
+    ) -> Result<Self::Model, String>;
+}
+
+/// A fitted cell, as a version stores it: all a correction needs.
+pub trait CellModel:
+    Clone + Debug + PartialEq + Serialize + DeserializeOwned + Send + Sync + 'static
+{
+    /// Readies it for corrections (a flow tabulates its sub-networks, about a second of
+    /// libtorch): called on a blocking thread when a version is loaded.
+    fn prepare(&self) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Whether correcting `scores` needs more than table look-ups (run off the async runtime).
+    fn heavy(&self, _scores: &[f64]) -> bool {
+        false
+    }
+
+    fn correct(&self, scores: &[f64]) -> Result<Vec<Corrected>, String>;
+
+    /// Why the version should not be activated unless forced.
+    fn failure(&self) -> Option<String> {
+        None
+    }
+
+    /// The β posterior, for the canary.
+    fn posterior(&self) -> Option<&RubricPosterior> {
+        None
+    }
+
+    /// Convergence diagnostics of a sampled fit.
+    fn diagnostics(&self) -> Option<&FitDiagnostics> {
+        None
+    }
+
+    /// What a flow version reports of its training.
+    fn flow(&self) -> Option<FlowSummary> {
+        None
+    }
+}

@@ -1,0 +1,227 @@
+//! Cross-validation: one fold assignment and one routine for every method, for `auto` and for
+//! `judgecal evaluate`. The same anchors and seed give the same folds whichever path asks, so
+//! held-out figures recorded by different jobs mean the same thing.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::corrector::{Cell, Corrected, Corrector, Run};
+
+/// Fold of each of `n` items for k-fold cross-validation: a seeded shuffle dealt round-robin,
+/// so fold sizes differ by at most one.
+pub fn folds(n: usize, k: usize, seed: u64) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    let mut state = seed ^ 0x2545_F491_4F6C_DD1D;
+    for i in (1..n).rev() {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        order.swap(i, (state % (i as u64 + 1)) as usize);
+    }
+    let mut fold = vec![0; n];
+    for (pos, &item) in order.iter().enumerate() {
+        fold[item] = pos % k;
+    }
+    fold
+}
+
+/// How a fitted version is tested on anchors it did not see.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Scheme {
+    /// k-fold cross-validation: k fits, each anchor predicted once by the fit without its fold.
+    Folds(usize),
+    /// One fit without a seeded random fraction of the anchors, predicted on that fraction.
+    Holdout(f64),
+}
+
+impl Scheme {
+    pub fn check(&self) -> Result<(), String> {
+        match *self {
+            Scheme::Folds(k) if !(2..=20).contains(&k) => {
+                Err(format!("folds must be between 2 and 20; got {k}"))
+            }
+            Scheme::Holdout(f) if !(f > 0.0 && f < 1.0) => {
+                Err(format!("holdout must lie in (0, 1); got {f}"))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The rounds of fitting: in round r, items whose entry is `Some(r)` are held out and
+    /// predicted, the others trained on. `None` items are always trained on.
+    pub fn rounds(&self, n: usize, seed: u64) -> (usize, Vec<Option<usize>>) {
+        match *self {
+            Scheme::Folds(k) => (k, folds(n, k, seed).into_iter().map(Some).collect()),
+            Scheme::Holdout(f) => {
+                // Shuffle with the fold dealer, then hold out the first ⌈f·n⌉.
+                let held = ((f * n as f64).ceil() as usize).min(n);
+                let order = folds(n, n.max(1), seed);
+                (
+                    1,
+                    order.into_iter().map(|p| (p < held).then_some(0)).collect(),
+                )
+            }
+        }
+    }
+}
+
+/// How held-out anchors are chosen: the scheme and the seed of the shuffle.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Split {
+    pub scheme: Scheme,
+    pub seed: u64,
+}
+
+/// Which round holds out each anchor of each rubric. Rubric r is shuffled with its own seed
+/// (`seed ^ r·0x9E37`), so adding a rubric does not move another's folds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Folds {
+    rounds: usize,
+    held: Vec<Vec<Option<usize>>>,
+}
+
+impl Folds {
+    /// The folds of rubrics with `sizes[r]` anchors each.
+    pub fn new(split: Split, sizes: &[usize]) -> Self {
+        let mut rounds = match split.scheme {
+            Scheme::Folds(k) => k,
+            Scheme::Holdout(_) => 1,
+        };
+        let held = sizes
+            .iter()
+            .enumerate()
+            .map(|(r, &n)| {
+                let (k, held) = split
+                    .scheme
+                    .rounds(n, split.seed ^ (r as u64).wrapping_mul(0x9E37));
+                rounds = k;
+                held
+            })
+            .collect();
+        Self { rounds, held }
+    }
+
+    pub fn rounds(&self) -> usize {
+        self.rounds
+    }
+
+    /// Whether anchor `i` of rubric `r` is held out in `round`.
+    pub fn held(&self, r: usize, i: usize, round: usize) -> bool {
+        self.held[r][i] == Some(round)
+    }
+
+    /// Each rubric's anchors without those held out in `round`.
+    pub fn train(&self, cells: &[Cell], round: usize) -> Vec<Cell> {
+        cells
+            .iter()
+            .enumerate()
+            .map(|(r, c)| Cell {
+                pairs: c
+                    .pairs
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| !self.held(r, *i, round))
+                    .map(|(_, p)| *p)
+                    .collect(),
+                scale: c.scale,
+            })
+            .collect()
+    }
+}
+
+/// Held-out predictions: per rubric, per anchor (`None` for anchors never held out).
+pub type HeldOut = Vec<Vec<Option<Corrected>>>;
+
+/// The corrected scores of held-out predictions.
+pub fn scores(held_out: &[Option<Corrected>]) -> Vec<Option<f64>> {
+    held_out.iter().map(|c| c.map(|c| c.score)).collect()
+}
+
+/// A single round's fit, with each rubric's count of anchors it was trained on.
+pub type RoundFit<F> = Option<(F, Vec<usize>)>;
+
+/// Held-out predictions of method `C`: in each round it is fitted on the anchors not held out
+/// (seed `seed + 1 + round`) and predicts those that are. With a single round the fit is
+/// returned too, with each rubric's count of anchors it was trained on, for a method that
+/// serves the fit it was evaluated on.
+pub fn cross_validate<C: Corrector>(
+    options: &C::Options,
+    cells: &[Cell],
+    folds: &Folds,
+    seed: u64,
+    run: &Run,
+) -> Result<(HeldOut, RoundFit<C::Fit>), String> {
+    let rounds = folds.rounds();
+    let mut out: HeldOut = cells.iter().map(|c| vec![None; c.pairs.len()]).collect();
+    let mut last = None;
+    for round in 0..rounds {
+        if run.cancelled() {
+            return Err("cancelled".into());
+        }
+        let train = folds.train(cells, round);
+        if train.iter().all(|c| c.pairs.is_empty()) {
+            continue;
+        }
+        let part = run.part(
+            round as f64 / rounds as f64,
+            (round + 1) as f64 / rounds as f64,
+        );
+        let fit = C::fit(options, &train, seed.wrapping_add(1 + round as u64), &part)?;
+        for (r, cell) in cells.iter().enumerate() {
+            let held: Vec<usize> = (0..cell.pairs.len())
+                .filter(|&i| folds.held(r, i, round))
+                .collect();
+            if held.is_empty() {
+                continue;
+            }
+            let scores: Vec<f64> = held.iter().map(|&i| cell.pairs[i].0).collect();
+            for (i, c) in held.into_iter().zip(C::predict(&fit, r, &scores)?) {
+                out[r][i] = Some(c);
+            }
+        }
+        if rounds == 1 {
+            last = Some((fit, train.iter().map(|c| c.pairs.len()).collect()));
+        }
+    }
+    run.report(1.0);
+    Ok((out, last))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_holdout_holds_out_its_fraction() {
+        let (rounds, held) = Scheme::Holdout(0.2).rounds(101, 3);
+        assert_eq!(rounds, 1);
+        assert_eq!(held.iter().filter(|h| h.is_some()).count(), 21);
+        assert!(Scheme::Holdout(1.0).check().is_err());
+        assert!(Scheme::Folds(1).check().is_err());
+    }
+
+    #[test]
+    fn folds_are_balanced_and_seeded() {
+        let f = folds(103, 5, 7);
+        let mut counts = [0; 5];
+        f.iter().for_each(|&k| counts[k] += 1);
+        assert!(counts.iter().all(|&c| c == 20 || c == 21), "{counts:?}");
+        assert_eq!(f, folds(103, 5, 7));
+        assert_ne!(f, folds(103, 5, 8));
+    }
+
+    #[test]
+    fn the_same_anchors_and_seed_give_the_same_folds() {
+        let split = Split {
+            scheme: Scheme::Folds(5),
+            seed: 3,
+        };
+        let a = Folds::new(split, &[40, 7]);
+        assert_eq!(a, Folds::new(split, &[40, 7]));
+        // A rubric's folds do not depend on its siblings.
+        let b = Folds::new(split, &[40]);
+        assert_eq!(a.held[0], b.held[0]);
+        assert_ne!(a, Folds::new(Split { seed: 4, ..split }, &[40, 7]));
+    }
+}

@@ -1,0 +1,132 @@
+//! Small numerical helpers shared by the correctors, the figures and the service: the normal
+//! distribution, type-7 quantiles and a seeded standard normal draw.
+
+/// The standard normal CDF, from the complementary error function's Chebyshev fit
+/// (Numerical Recipes' `erfcc`; relative error below 1.2e-7 everywhere).
+pub fn normal_cdf(x: f64) -> f64 {
+    let z = x.abs() / std::f64::consts::SQRT_2;
+    let t = 1.0 / (1.0 + 0.5 * z);
+    let poly = -z * z - 1.265_512_23
+        + t * (1.000_023_68
+            + t * (0.374_091_96
+                + t * (0.096_784_18
+                    + t * (-0.186_288_06
+                        + t * (0.278_868_07
+                            + t * (-1.135_203_98
+                                + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77))))))));
+    let erfc = t * poly.exp();
+    if x >= 0.0 {
+        1.0 - 0.5 * erfc
+    } else {
+        0.5 * erfc
+    }
+}
+
+/// Inverse of the standard normal CDF (Acklam's rational approximation, relative error below
+/// 1.2e-9): enough for rank normalisation, where only the ordering of scores matters up to
+/// smooth distortion.
+#[allow(clippy::excessive_precision)] // The published coefficients, as published.
+pub fn normal_quantile(p: f64) -> f64 {
+    const A: [f64; 6] = [
+        -3.969683028665376e1,
+        2.209460984245205e2,
+        -2.759285104469687e2,
+        1.383577518672690e2,
+        -3.066479806614716e1,
+        2.506628277459239,
+    ];
+    const B: [f64; 5] = [
+        -5.447609879822406e1,
+        1.615858368580409e2,
+        -1.556989798598866e2,
+        6.680131188771972e1,
+        -1.328068155288572e1,
+    ];
+    const C: [f64; 6] = [
+        -7.784894002430293e-3,
+        -3.223964580411365e-1,
+        -2.400758277161838,
+        -2.549732539343734,
+        4.374664141464968,
+        2.938163982698783,
+    ];
+    const D: [f64; 4] = [
+        7.784695709041462e-3,
+        3.224671290700398e-1,
+        2.445134137142996,
+        3.754408661907416,
+    ];
+    let tail = |q: f64| {
+        (((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5])
+            / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
+    };
+    if p <= 0.0 {
+        f64::NEG_INFINITY
+    } else if p >= 1.0 {
+        f64::INFINITY
+    } else if p < 0.02425 {
+        tail((-2.0 * p.ln()).sqrt())
+    } else if p > 1.0 - 0.02425 {
+        -tail((-2.0 * (1.0 - p).ln()).sqrt())
+    } else {
+        let q = p - 0.5;
+        let r = q * q;
+        (((((A[0] * r + A[1]) * r + A[2]) * r + A[3]) * r + A[4]) * r + A[5]) * q
+            / (((((B[0] * r + B[1]) * r + B[2]) * r + B[3]) * r + B[4]) * r + 1.0)
+    }
+}
+
+/// The p-quantile by linear interpolation between order statistics (type 7, as R and NumPy).
+pub fn quantile(xs: &[f64], p: f64) -> f64 {
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let h = (v.len() - 1) as f64 * p;
+    let lo = h.floor() as usize;
+    let hi = h.ceil() as usize;
+    v[lo] + (h - lo as f64) * (v[hi] - v[lo])
+}
+
+/// The p-quantile of already sorted `xs` (type 7).
+pub fn quantile_sorted(xs: &[f64], p: f64) -> f64 {
+    let h = p * (xs.len() - 1) as f64;
+    let lo = h.floor() as usize;
+    let hi = (lo + 1).min(xs.len() - 1);
+    xs[lo] + (h - lo as f64) * (xs[hi] - xs[lo])
+}
+
+/// One standard normal variate (Box–Muller), for the draws both correctors make from their
+/// own seeded generators.
+pub(crate) fn standard_normal(rng: &mut nuts_rs::rand::rngs::ChaCha8Rng) -> f64 {
+    use nuts_rs::rand::RngExt;
+    let u1: f64 = rng.random::<f64>().max(1e-300);
+    let u2: f64 = rng.random();
+    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_normal_cdf_inverts_the_quantile() {
+        for p in [0.001, 0.025, 0.3, 0.5, 0.9, 0.975, 0.999] {
+            assert!((normal_cdf(normal_quantile(p)) - p).abs() < 1e-6, "{p}");
+        }
+        // Φ(1) from tables: 0.841344746.
+        assert!((normal_cdf(1.0) - 0.841_344_746).abs() < 1e-7);
+    }
+
+    #[test]
+    fn normal_quantile_matches_known_values() {
+        // Reference values from the standard normal table.
+        assert!((normal_quantile(0.975) - 1.959963985).abs() < 1e-8);
+        assert!((normal_quantile(0.5)).abs() < 1e-12);
+        assert!((normal_quantile(0.001) + 3.090232306).abs() < 1e-8);
+    }
+
+    #[test]
+    fn quantile_interpolates_like_numpy() {
+        assert_eq!(quantile(&[1.0, 2.0, 3.0, 4.0], 0.5), 2.5);
+        assert_eq!(quantile(&[4.0, 1.0, 3.0, 2.0], 0.25), 1.75);
+    }
+}

@@ -1,0 +1,58 @@
+//! What a training job computes for one method, whatever the method: held-out predictions of
+//! every anchor by the one cross-validation routine, then the model each cell serves.
+
+use super::corrector::{Cell, Corrector, Run};
+use super::cv::{self, Folds, HeldOut, Split};
+
+/// Cross-validates `C` under `split`, then makes each cell's model: fitted on every anchor, or,
+/// for a method that serves its holdout fit, the fit that was evaluated.
+pub fn train<C: Corrector>(
+    options: &C::Options,
+    cells: &[Cell],
+    split: Split,
+    run: &Run,
+) -> Result<(Vec<C::Model>, HeldOut), String> {
+    let sizes: Vec<usize> = cells.iter().map(|c| c.pairs.len()).collect();
+    let folds = Folds::new(split, &sizes);
+    let reuse = C::SERVES_HOLDOUT_FIT && folds.rounds() == 1;
+    // The evaluation's share of the work: all of it when its fit is served.
+    let share = if reuse {
+        0.98
+    } else {
+        folds.rounds() as f64 / (folds.rounds() + 1) as f64
+    };
+    let (held_out, holdout_fit) =
+        cv::cross_validate::<C>(options, cells, &folds, split.seed, &run.part(0.0, share))?;
+    let models = match holdout_fit {
+        Some((fit, trained_on)) if reuse => cells
+            .iter()
+            .enumerate()
+            .map(|(r, cell)| C::model(&fit, r, cell, &held_out[r], trained_on[r]))
+            .collect::<Result<_, _>>()?,
+        _ => fit_models::<C>(
+            options,
+            cells,
+            split.seed,
+            &held_out,
+            &run.part(share, 0.98),
+        )?,
+    };
+    run.report(1.0);
+    Ok((models, held_out))
+}
+
+/// Fits `C` on every anchor of `cells` and makes each cell's model.
+pub fn fit_models<C: Corrector>(
+    options: &C::Options,
+    cells: &[Cell],
+    seed: u64,
+    held_out: &HeldOut,
+    run: &Run,
+) -> Result<Vec<C::Model>, String> {
+    let fit = C::fit(options, cells, seed, run)?;
+    cells
+        .iter()
+        .enumerate()
+        .map(|(r, cell)| C::model(&fit, r, cell, &held_out[r], cell.pairs.len()))
+        .collect()
+}

@@ -1,0 +1,79 @@
+//! A correction request, parsed at the edge: the cell, the scores (with item ids when the
+//! caller sent items) and the version to use.
+
+use super::{CellKey, ItemId, JudgeName, Problem, RubricName};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CorrectionRequest {
+    pub key: CellKey,
+    pub scores: Vec<f64>,
+    /// One per score, when the caller sent `items`.
+    pub ids: Option<Vec<ItemId>>,
+    /// A version to use instead of the active one.
+    pub version: Option<i64>,
+}
+
+impl CorrectionRequest {
+    /// Checks names, scores (finite), ids and the version; rows count from 1.
+    pub fn parse(
+        judge: &str,
+        rubric: &str,
+        scores: Vec<f64>,
+        ids: Option<Vec<String>>,
+        version: Option<i64>,
+    ) -> Result<Self, Vec<Problem>> {
+        let mut problems = Vec::new();
+        let judge =
+            JudgeName::parse(judge).map_err(|e| problems.push(Problem::at(None, "judge", e)));
+        let rubric =
+            RubricName::parse(rubric).map_err(|e| problems.push(Problem::at(None, "rubric", e)));
+        let (field, score_field) = if ids.is_some() {
+            ("items", "score")
+        } else {
+            ("scores", "scores")
+        };
+        if scores.is_empty() {
+            problems.push(Problem::at(None, field, "give at least one score"));
+        }
+        if version.is_some_and(|v| v < 1) {
+            problems.push(Problem::at(None, "version", "versions count from 1"));
+        }
+        for (i, s) in scores.iter().enumerate() {
+            if !s.is_finite() {
+                problems.push(Problem::at(
+                    Some(i + 1),
+                    score_field,
+                    "must be a finite number",
+                ));
+            }
+        }
+        let ids: Option<Vec<ItemId>> = ids.map(|ids| {
+            ids.iter()
+                .enumerate()
+                .filter_map(|(i, id)| {
+                    ItemId::parse(id)
+                        .map_err(|e| problems.push(Problem::at(Some(i + 1), "id", e)))
+                        .ok()
+                })
+                .collect()
+        });
+        match (judge, rubric, problems.is_empty()) {
+            (Ok(judge), Ok(rubric), true) => Ok(Self {
+                key: CellKey { judge, rubric },
+                scores,
+                ids,
+                version,
+            }),
+            _ => Err(problems),
+        }
+    }
+
+    /// The name of the field that holds the scores.
+    pub fn field(&self) -> &'static str {
+        if self.ids.is_some() {
+            "items"
+        } else {
+            "scores"
+        }
+    }
+}

@@ -1,0 +1,458 @@
+//! A training request, parsed once into types: which judge, which rubrics, which method with
+//! which options (or `auto` with its rule and every candidate's options). Unknown option keys
+//! are refused, so a misspelt option never silently does nothing.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
+
+use super::bounds;
+use super::calibration::JobKind;
+use super::{JudgeName, Problem, RubricName};
+use crate::calibrate::cv::{Scheme, Split};
+use crate::calibrate::method::SchemaSet;
+use crate::calibrate::select::{AutoOptions, Objective, Rule};
+use crate::calibrate::{Candidates, Method, MethodOptions};
+
+/// What a job of one method takes besides the method's own options: how its versions are
+/// evaluated on held-out anchors, its seed, and whether to activate them whatever their
+/// checks say.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct JobOptions {
+    /// Activate the new versions even when they fail their checks (a Bayesian fit's
+    /// diagnostics).
+    pub force: bool,
+    /// k of k-fold cross-validation (default: 5; the flow's default is `holdout` 0.2).
+    #[schema(minimum = 2, maximum = 20)]
+    pub folds: Option<usize>,
+    /// Evaluate on this held-out fraction instead of k folds.
+    #[schema(exclusive_minimum = 0, exclusive_maximum = 1)]
+    pub holdout: Option<f64>,
+    /// Seeds the split and the fit: same anchors + same seed = same versions.
+    pub seed: u64,
+}
+
+impl JobOptions {
+    fn split(&self, method: Method) -> Split {
+        let scheme = match (self.holdout, self.folds) {
+            (Some(f), _) => Scheme::Holdout(f),
+            (None, Some(k)) => Scheme::Folds(k),
+            (None, None) => method.default_scheme(),
+        };
+        Split {
+            scheme,
+            seed: self.seed,
+        }
+    }
+}
+
+/// The settings of `"method": "auto"` besides each candidate's options (given under the
+/// candidate's name, e.g. `"bayes": {"draws": 2000}`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct AutoSettings {
+    /// k of the k folds every candidate is evaluated on.
+    #[schema(minimum = 2, maximum = 20)]
+    pub folds: usize,
+    /// Evaluate every candidate on this held-out fraction instead (one flow training instead
+    /// of k).
+    #[schema(exclusive_minimum = 0, exclusive_maximum = 1)]
+    pub holdout: Option<f64>,
+    /// Seeds the split and every fit.
+    pub seed: u64,
+    /// The held-out figure that picks the winner per cell (lower is better; `mean_error` is
+    /// taken absolute). A candidate worse than the raw judge on it never wins.
+    pub objective: Objective,
+    /// Breaks ties on the objective.
+    pub tie_break: Objective,
+    /// Candidates within this fraction of the best objective are tied.
+    #[schema(minimum = 0, maximum = 0.5)]
+    pub tie_tolerance: f64,
+    /// A cell needs this many anchors for the flow to be a candidate.
+    #[schema(minimum = 2)]
+    pub flow_min_anchors: usize,
+}
+
+impl Default for AutoSettings {
+    fn default() -> Self {
+        let rule = Rule::default();
+        Self {
+            folds: 5,
+            holdout: None,
+            seed: 0,
+            objective: rule.objective,
+            tie_break: rule.tie_break,
+            tie_tolerance: rule.tie_tolerance,
+            flow_min_anchors: Method::Flow.auto_min_anchors(),
+        }
+    }
+}
+
+/// A job of one method.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MethodJob {
+    pub options: MethodOptions,
+    pub split: Split,
+    pub force: bool,
+}
+
+/// What a job does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Plan {
+    Method(MethodJob),
+    Auto(AutoOptions),
+}
+
+/// A checked training request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrainingRequest {
+    pub judge: JudgeName,
+    /// The rubrics to train; every cell of the judge with enough anchors when `None`.
+    pub rubrics: Option<Vec<RubricName>>,
+    pub plan: Plan,
+}
+
+fn settings<T: serde::de::DeserializeOwned + Serialize>(
+    map: Map<String, Value>,
+    schema: SchemaSet,
+    problems: &mut Vec<Problem>,
+) -> Option<T> {
+    match serde_json::from_value::<T>(Value::Object(map)) {
+        Ok(t) => {
+            let json = serde_json::to_value(&t).unwrap_or_default();
+            problems.extend(bounds::check(&json, &schema, "options"));
+            Some(t)
+        }
+        Err(e) => {
+            problems.push(Problem::at(None, "options", e.to_string()));
+            None
+        }
+    }
+}
+
+fn schema_set<T: ToSchema>() -> SchemaSet {
+    let mut refs = Vec::new();
+    T::schemas(&mut refs);
+    (T::name().into_owned(), T::schema(), refs)
+}
+
+/// A method's options: parsed, then checked against its schema's bounds and its own rules.
+fn method_options(
+    method: Method,
+    value: Value,
+    field: &str,
+    problems: &mut Vec<Problem>,
+) -> Option<MethodOptions> {
+    match method.options(value) {
+        Ok(o) => {
+            let before = problems.len();
+            let mut found = bounds::check(&o.to_json(), &method.options_schema(), field);
+            problems.append(&mut found);
+            if let Err(e) = o.check() {
+                problems.push(Problem::at(None, field, e));
+            }
+            (problems.len() == before).then_some(o)
+        }
+        Err(e) => {
+            problems.push(Problem::at(None, field, e));
+            None
+        }
+    }
+}
+
+/// The keys `names` of `options`, taken out of it.
+fn take(options: &mut Map<String, Value>, names: &[&str]) -> Map<String, Value> {
+    names
+        .iter()
+        .filter_map(|k| options.remove(*k).map(|v| ((*k).to_owned(), v)))
+        .collect()
+}
+
+const JOB_KEYS: &[&str] = &["force", "folds", "holdout", "seed"];
+const AUTO_KEYS: &[&str] = &[
+    "folds",
+    "holdout",
+    "seed",
+    "objective",
+    "tie_break",
+    "tie_tolerance",
+    "flow_min_anchors",
+];
+
+impl TrainingRequest {
+    /// Parses a request for `judge` as it arrives: `method` by name, `rubrics` by name, and
+    /// `options` for that method. Every problem is named.
+    pub fn parse(
+        judge: &str,
+        method: &str,
+        rubrics: Option<&[String]>,
+        options: Value,
+    ) -> Result<Self, Vec<Problem>> {
+        let mut problems = Vec::new();
+        let judge =
+            JudgeName::parse(judge).map_err(|e| problems.push(Problem::at(None, "judge", e)));
+        let kind =
+            JobKind::parse(method).map_err(|e| problems.push(Problem::at(None, "method", e)));
+        let rubrics: Option<Vec<RubricName>> = rubrics.map(|names| {
+            names
+                .iter()
+                .enumerate()
+                .filter_map(|(i, r)| {
+                    RubricName::parse(r)
+                        .map_err(|e| problems.push(Problem::at(None, &format!("rubrics[{i}]"), e)))
+                        .ok()
+                })
+                .collect()
+        });
+        if rubrics.as_ref().is_some_and(Vec::is_empty) {
+            problems.push(Problem::at(
+                None,
+                "rubrics",
+                "name at least one rubric, or leave `rubrics` out to train them all",
+            ));
+        }
+        let mut map = match options {
+            Value::Object(m) => m,
+            Value::Null => Map::new(),
+            other => {
+                problems.push(Problem::at(
+                    None,
+                    "options",
+                    format!("must be an object; got {other}"),
+                ));
+                Map::new()
+            }
+        };
+        let plan = match kind {
+            Ok(JobKind::Method(m)) => {
+                let common: Option<JobOptions> = settings(
+                    take(&mut map, JOB_KEYS),
+                    schema_set::<JobOptions>(),
+                    &mut problems,
+                );
+                let options = method_options(m, Value::Object(map), "options", &mut problems);
+                common.zip(options).map(|(c, options)| {
+                    Plan::Method(MethodJob {
+                        options,
+                        split: c.split(m),
+                        force: c.force,
+                    })
+                })
+            }
+            Ok(JobKind::Auto) => {
+                let auto: Option<AutoSettings> = settings(
+                    take(&mut map, AUTO_KEYS),
+                    schema_set::<AutoSettings>(),
+                    &mut problems,
+                );
+                let mut candidates = Candidates::default();
+                for (key, value) in map {
+                    match Method::parse(&key) {
+                        Ok(m) => {
+                            let field = format!("options.{key}");
+                            if let Some(o) = method_options(m, value, &field, &mut problems) {
+                                candidates.set(o);
+                            }
+                        }
+                        Err(_) => problems.push(Problem::at(
+                            None,
+                            "options",
+                            format!(
+                                "unknown field `{key}`; auto takes {} and each candidate's options under its name ({})",
+                                AUTO_KEYS.join(", "),
+                                Method::ALL.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(", ")
+                            ),
+                        )),
+                    }
+                }
+                auto.map(|a| {
+                    Plan::Auto(AutoOptions {
+                        split: Split {
+                            scheme: match a.holdout {
+                                Some(f) => Scheme::Holdout(f),
+                                None => Scheme::Folds(a.folds),
+                            },
+                            seed: a.seed,
+                        },
+                        rule: Rule {
+                            objective: a.objective,
+                            tie_break: a.tie_break,
+                            tie_tolerance: a.tie_tolerance,
+                        },
+                        flow_min_anchors: a.flow_min_anchors,
+                        candidates,
+                    })
+                })
+            }
+            Err(()) => None,
+        };
+        match (judge, plan, problems.is_empty()) {
+            (Ok(judge), Some(plan), true) => Ok(Self {
+                judge,
+                rubrics,
+                plan,
+            }),
+            _ => Err(problems),
+        }
+    }
+
+    pub fn kind(&self) -> JobKind {
+        match &self.plan {
+            Plan::Method(j) => JobKind::Method(j.options.method()),
+            Plan::Auto(_) => JobKind::Auto,
+        }
+    }
+
+    /// Activate the versions whatever their checks say.
+    pub fn force(&self) -> bool {
+        match &self.plan {
+            Plan::Method(j) => j.force,
+            Plan::Auto(_) => false,
+        }
+    }
+
+    /// The options with every default filled in, as the job records them.
+    pub fn options_json(&self) -> Value {
+        let scheme = |s: Scheme| match s {
+            Scheme::Folds(k) => (Some(k), None),
+            Scheme::Holdout(f) => (None, Some(f)),
+        };
+        match &self.plan {
+            Plan::Method(j) => {
+                let (folds, holdout) = scheme(j.split.scheme);
+                let common = JobOptions {
+                    force: j.force,
+                    folds,
+                    holdout,
+                    seed: j.split.seed,
+                };
+                merge(&[
+                    serde_json::to_value(common).unwrap_or_default(),
+                    j.options.to_json(),
+                ])
+            }
+            Plan::Auto(a) => {
+                let (folds, holdout) = scheme(a.split.scheme);
+                let settings = AutoSettings {
+                    folds: folds.unwrap_or(AutoSettings::default().folds),
+                    holdout,
+                    seed: a.split.seed,
+                    objective: a.rule.objective,
+                    tie_break: a.rule.tie_break,
+                    tie_tolerance: a.rule.tie_tolerance,
+                    flow_min_anchors: a.flow_min_anchors,
+                };
+                merge(&[
+                    serde_json::to_value(settings).unwrap_or_default(),
+                    a.candidates.to_json(),
+                ])
+            }
+        }
+    }
+
+    /// The request as a job stores and shows it.
+    pub fn to_json(&self) -> Value {
+        serde_json::json!({
+            "judge": self.judge,
+            "method": self.kind().as_str(),
+            "rubrics": self.rubrics,
+            "options": self.options_json(),
+        })
+    }
+
+    /// A stored job's request.
+    pub fn from_json(stored: &Value) -> Result<Self, Vec<Problem>> {
+        let text = |k: &str| stored.get(k).and_then(Value::as_str).unwrap_or_default();
+        let rubrics: Option<Vec<String>> = stored
+            .get("rubrics")
+            .and_then(|r| serde_json::from_value(r.clone()).ok());
+        Self::parse(
+            text("judge"),
+            text("method"),
+            rubrics.as_deref(),
+            stored.get("options").cloned().unwrap_or(Value::Null),
+        )
+    }
+}
+
+/// One object with the keys of all of `parts` (objects).
+fn merge(parts: &[Value]) -> Value {
+    let mut out = Map::new();
+    for p in parts {
+        if let Value::Object(m) = p {
+            out.extend(m.clone());
+        }
+    }
+    Value::Object(out)
+}
+
+/// The schemas of a job's options, for the API document: one method's job options, and
+/// auto's.
+pub fn options_schemas() -> Vec<SchemaSet> {
+    let mut out = vec![schema_set::<JobOptions>(), schema_set::<AutoSettings>()];
+    out.extend(Method::ALL.iter().map(|m| m.options_schema()));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn parse(method: &str, options: Value) -> Result<TrainingRequest, Vec<Problem>> {
+        TrainingRequest::parse("j1", method, None, options)
+    }
+
+    #[test]
+    fn options_refuse_unknown_keys_and_bad_values() {
+        let e = parse("bayes", json!({"draw": 10})).unwrap_err();
+        assert_eq!(e[0].field, "options");
+        assert!(e[0].problem.contains("unknown field `draw`"), "{e:?}");
+        let e = parse("bayes", json!({"draws": 5})).unwrap_err();
+        assert_eq!(e[0].field, "options.draws");
+        let e = parse("bayes", json!({"holdout": 1.5})).unwrap_err();
+        assert_eq!(e[0].field, "options.holdout");
+        let e = parse("bayes", json!({"folds": 1})).unwrap_err();
+        assert_eq!(e[0].field, "options.folds");
+        // Options of the other method are refused too.
+        assert!(parse("bayes", json!({"epochs": 10})).is_err());
+        assert!(parse("flow", json!({"epochs": 10})).is_ok());
+        let e = parse("flow", json!({"step": 0.3})).unwrap_err();
+        assert!(e[0].problem.contains("step"), "{e:?}");
+        assert!(parse("bayes", json!({})).is_ok());
+        let e = parse("magic", json!({})).unwrap_err();
+        assert_eq!(e[0].field, "method");
+    }
+
+    #[test]
+    fn every_default_is_recorded_and_reads_back_the_same() {
+        for (method, options) in [
+            ("bayes", json!({"draws": 2000, "seed": 4})),
+            ("flow", json!({"epochs": 10, "folds": 3})),
+            ("quantile_map", json!({"holdout": 0.3})),
+            ("identity", json!({})),
+            (
+                "auto",
+                json!({"objective": "w1", "bayes": {"warmup": 100}, "flow": {"epochs": 5}}),
+            ),
+        ] {
+            let r = parse(method, options).unwrap();
+            let stored = r.to_json();
+            assert_eq!(stored["method"], method);
+            assert_eq!(TrainingRequest::from_json(&stored).unwrap(), r, "{stored}");
+        }
+        let flow = parse("flow", json!({})).unwrap();
+        assert_eq!(flow.options_json()["holdout"], 0.2);
+        let Plan::Auto(a) = parse("auto", json!({"bayes": {"draws": 50}})).unwrap().plan else {
+            panic!("auto");
+        };
+        assert_eq!(a.candidates.bayes.draws, 50);
+        let e = parse("auto", json!({"objective": "rmse"})).unwrap_err();
+        assert!(e[0].problem.contains("rmse"), "{e:?}");
+        let e = parse("auto", json!({"bayes": {"draws": 5}, "nope": 1})).unwrap_err();
+        let fields: Vec<&str> = e.iter().map(|p| p.field.as_str()).collect();
+        assert_eq!(fields, ["options.bayes.draws", "options"], "{e:?}");
+    }
+}

@@ -1,0 +1,424 @@
+//! What the calibration routes answer, and the schema of a training request composed from the
+//! real option types.
+
+use serde::Serialize;
+use serde_json::{Value, json};
+use utoipa::openapi::{RefOr, Schema};
+use utoipa::{PartialSchema, ToSchema};
+
+use crate::calibrate::Method;
+use crate::calibrate::bayes::RubricPosterior;
+use crate::calibrate::cv::Scheme;
+use crate::calibrate::flow::FlowSummary;
+use crate::calibrate::quality::{Comparison, Figures};
+use crate::calibrate::select::Decision;
+use crate::domain::calibration::{CalibratorVersion, Job};
+use crate::domain::training;
+use crate::http::rfc3339;
+
+/// The body of `POST /v1/judges/{judge}/calibrations`: one alternative per method, each with
+/// its own options (every field optional; unknown fields are refused). A method's options are
+/// the job's (`force`, `folds`, `holdout`, `seed`) and the method's own; `auto` takes its rule
+/// and each candidate's options under the candidate's name.
+pub struct TrainingRequestDoc;
+
+fn merged(parts: &[&str], extra: Value) -> Value {
+    // One object schema with the properties of the named component schemas.
+    let sets = training::options_schemas();
+    let mut properties = serde_json::Map::new();
+    for name in parts {
+        if let Some((_, schema, _)) = sets.iter().find(|(n, _, _)| n == name) {
+            let schema = serde_json::to_value(schema).unwrap_or_default();
+            if let Some(p) = schema.get("properties").and_then(Value::as_object) {
+                properties.extend(p.clone());
+            }
+        }
+    }
+    if let Value::Object(extra) = extra {
+        properties.extend(extra);
+    }
+    json!({"type": "object", "properties": properties, "additionalProperties": false})
+}
+
+fn request_schema() -> Value {
+    let rubrics = json!({
+        "type": ["array", "null"], "minItems": 1,
+        "description": "Rubrics to train (default: every cell of the judge with at least jobs.min_anchors anchors). All rubrics of one job are fitted together and share strength.",
+        "items": {"type": "string", "minLength": 1, "maxLength": 64, "pattern": "^[A-Za-z0-9][A-Za-z0-9._:-]*$"},
+    });
+    let alternative = |method: &str, description: String, options: Value| {
+        json!({
+            "type": "object",
+            "description": description,
+            "required": ["method"],
+            "additionalProperties": false,
+            "properties": {
+                "method": {"type": "string", "enum": [method]},
+                "rubrics": rubrics,
+                "options": options,
+            },
+        })
+    };
+    let mut alternatives: Vec<Value> = Method::ALL
+        .iter()
+        .map(|m| {
+            let (name, _, _) = m.options_schema();
+            alternative(
+                m.as_str(),
+                format!("{}: {}", m.as_str(), m.label()),
+                merged(&["JobOptions", &name], json!({})),
+            )
+        })
+        .collect();
+    let candidates: serde_json::Map<String, Value> = Method::ALL
+        .iter()
+        .map(|m| {
+            let (name, _, _) = m.options_schema();
+            (
+                m.as_str().to_owned(),
+                json!({"$ref": format!("#/components/schemas/{name}")}),
+            )
+        })
+        .collect();
+    alternatives.push(alternative(
+        "auto",
+        "auto: every method on the same held-out folds, the winner served per cell".into(),
+        merged(&["AutoSettings"], Value::Object(candidates)),
+    ));
+    json!({"oneOf": alternatives})
+}
+
+impl PartialSchema for TrainingRequestDoc {
+    fn schema() -> RefOr<Schema> {
+        serde_json::from_value(request_schema()).expect("a well-formed schema")
+    }
+}
+
+impl ToSchema for TrainingRequestDoc {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        for (name, schema, refs) in training::options_schemas() {
+            schemas.push((name, schema));
+            schemas.extend(refs);
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct JobVersionDto {
+    pub rubric: String,
+    pub version: i64,
+    /// Passed its diagnostics.
+    pub passed: bool,
+    /// The version the cell serves now.
+    pub active: bool,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct JobDto {
+    pub id: String,
+    pub judge: String,
+    pub method: String,
+    /// `queued`, `running`, `succeeded`, `failed` or `cancelled`.
+    pub state: String,
+    /// 0 to 1.
+    pub progress: f64,
+    /// What the running job last reported: for a flow, `{"epoch", "loss"}`; for auto,
+    /// `{"step"}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Object)]
+    pub detail: Option<serde_json::Value>,
+    /// Times a process has taken the job (more than 1 after a process died running it).
+    pub attempts: i64,
+    /// The request with every default filled in.
+    #[schema(value_type = Object)]
+    pub request: serde_json::Value,
+    /// Why it failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub versions: Vec<JobVersionDto>,
+    pub created_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<String>,
+}
+
+impl From<Job> for JobDto {
+    fn from(j: Job) -> Self {
+        Self {
+            id: j.id.to_string(),
+            judge: j.judge.to_string(),
+            method: j.kind.to_string(),
+            state: j.state.as_str().to_owned(),
+            progress: j.progress,
+            detail: serde_json::from_str(&j.detail).ok(),
+            attempts: j.attempts,
+            request: j.request,
+            error: j.error,
+            versions: j
+                .versions
+                .into_iter()
+                .map(|v| JobVersionDto {
+                    rubric: v.rubric.to_string(),
+                    version: v.version,
+                    passed: v.passed,
+                    active: v.active,
+                })
+                .collect(),
+            created_at: rfc3339(j.created_at_ms),
+            started_at: j.started_at_ms.map(rfc3339),
+            finished_at: j.finished_at_ms.map(rfc3339),
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct PosteriorDto {
+    pub alpha_mean: f64,
+    pub beta_mean: f64,
+    pub sigma_mean: f64,
+    /// 95% credible interval of beta.
+    pub beta_interval: [f64; 2],
+    /// Pr(beta < collapse_beta | anchors).
+    pub beta_collapse_probability: f64,
+    /// The judge no longer tracks the reference on this rubric.
+    pub canary: bool,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct DiagnosticsDto {
+    /// Largest rank-normalised split R-hat (null if undefined).
+    pub rhat_max: Option<f64>,
+    pub ess_bulk_min: Option<f64>,
+    pub ess_tail_min: Option<f64>,
+    pub divergences: u64,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct EvaluationDto {
+    /// Held-out anchors evaluated.
+    pub n: usize,
+    /// mean(corrected) − mean(reference).
+    pub mean_error: f64,
+    pub mae: f64,
+    pub pearson: f64,
+    /// Symmetrised KL between KDEs of corrected and reference scores.
+    pub kl_sym: f64,
+    /// Wasserstein-1 between corrected and reference scores.
+    pub w1: f64,
+}
+
+impl From<Figures> for EvaluationDto {
+    fn from(e: Figures) -> Self {
+        Self {
+            n: e.n,
+            mean_error: e.mean_error,
+            mae: e.mae,
+            pearson: e.pearson,
+            kl_sym: e.kl_sym,
+            w1: e.w1,
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ComparisonDto {
+    /// `5-fold` or `holdout 0.2`.
+    pub scheme: String,
+    /// This version's held-out corrections.
+    pub calibrated: EvaluationDto,
+    /// The raw judge scores of the same anchors.
+    pub raw: EvaluationDto,
+}
+
+impl From<Comparison> for ComparisonDto {
+    fn from(c: Comparison) -> Self {
+        Self {
+            scheme: scheme_text(c.scheme),
+            calibrated: c.calibrated.into(),
+            raw: c.raw.into(),
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct FlowDto {
+    /// Anchors of the cell the flow was trained on (the rest were held out for evaluation).
+    pub trained_on: usize,
+    pub epochs_run: u64,
+    pub stopped_early: bool,
+    /// Mean squared error on the training anchors at the last epoch (score units²).
+    pub train_loss: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub validation_loss: Option<f64>,
+    /// MC-dropout passes per correction.
+    pub mc_passes: usize,
+    /// σ above this routes a corrected score to review.
+    pub review_sigma: f64,
+    /// The judge scores the correction table covers; others are evaluated directly.
+    pub table: [f64; 2],
+}
+
+impl From<FlowSummary> for FlowDto {
+    fn from(f: FlowSummary) -> Self {
+        Self {
+            trained_on: f.trained_on,
+            epochs_run: f.epochs_run,
+            stopped_early: f.stopped_early,
+            train_loss: f.train_loss,
+            validation_loss: f.validation_loss,
+            mc_passes: f.mc_passes,
+            review_sigma: f.review_sigma,
+            table: [f.table.0, f.table.1],
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct CandidateDto {
+    /// identity (the raw judge), quantile_map, bayes or flow.
+    pub method: String,
+    /// Its held-out figures on the same anchors as every other candidate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evaluation: Option<EvaluationDto>,
+    /// Why it was not considered for this cell.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub excluded: Option<String>,
+}
+
+/// What an `auto` job saw and chose for this cell.
+#[derive(Serialize, ToSchema)]
+pub struct DecisionDto {
+    /// `5-fold` or `holdout 0.2`: the anchors every candidate was evaluated on.
+    pub scheme: String,
+    /// The figure that picked the winner (lower is better), and the tie-break.
+    pub objective: String,
+    pub tie_break: String,
+    /// Candidates within this fraction of the best objective were tied.
+    pub tie_tolerance: f64,
+    pub candidates: Vec<CandidateDto>,
+    pub chosen: String,
+    pub reason: String,
+    /// The Bayesian fit's beta posterior on every anchor (kept whichever method won, for the
+    /// canary).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub beta: Option<PosteriorDto>,
+}
+
+fn scheme_text(s: Scheme) -> String {
+    match s {
+        Scheme::Folds(k) => format!("{k}-fold"),
+        Scheme::Holdout(f) => format!("holdout {f}"),
+    }
+}
+
+fn posterior_dto(p: &RubricPosterior) -> PosteriorDto {
+    PosteriorDto {
+        alpha_mean: p.alpha_mean,
+        beta_mean: p.beta_mean,
+        sigma_mean: p.sigma_mean,
+        beta_interval: [p.beta_lo, p.beta_hi],
+        beta_collapse_probability: p.beta_collapse_probability,
+        canary: p.canary,
+    }
+}
+
+impl From<Decision> for DecisionDto {
+    fn from(d: Decision) -> Self {
+        Self {
+            scheme: scheme_text(d.scheme),
+            objective: d.rule.objective.as_str().to_owned(),
+            tie_break: d.rule.tie_break.as_str().to_owned(),
+            tie_tolerance: d.rule.tie_tolerance,
+            candidates: d
+                .candidates
+                .into_iter()
+                .map(|c| CandidateDto {
+                    method: c.method.to_string(),
+                    evaluation: c.evaluation.map(Into::into),
+                    excluded: c.excluded,
+                })
+                .collect(),
+            chosen: d.chosen.to_string(),
+            reason: d.reason,
+            beta: d.beta.as_ref().map(posterior_dto),
+        }
+    }
+}
+
+fn finite(x: f64) -> Option<f64> {
+    x.is_finite().then_some(x)
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct VersionDto {
+    pub judge: String,
+    pub rubric: String,
+    pub version: i64,
+    pub method: String,
+    /// The version the cell serves.
+    pub active: bool,
+    /// Passed its diagnostics.
+    pub passed: bool,
+    /// Why it did not pass.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+    /// Anchors the fit saw, and the SHA-256 of that snapshot.
+    pub anchor_count: i64,
+    pub anchor_digest: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub job_id: Option<String>,
+    pub created_at: String,
+    /// bayes versions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub posterior: Option<PosteriorDto>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diagnostics: Option<DiagnosticsDto>,
+    /// flow versions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flow: Option<FlowDto>,
+    /// Absent when the cell had too few anchors to hold some out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evaluation: Option<ComparisonDto>,
+    /// Versions made by an `auto` job: every candidate's figures and why this one won.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<DecisionDto>,
+}
+
+impl From<CalibratorVersion> for VersionDto {
+    fn from(v: CalibratorVersion) -> Self {
+        let method = v.method().to_string();
+        let posterior = v.model.posterior().map(posterior_dto);
+        let diagnostics = v.model.diagnostics().map(|d| DiagnosticsDto {
+            rhat_max: finite(d.rhat_max),
+            ess_bulk_min: finite(d.ess_bulk_min),
+            ess_tail_min: finite(d.ess_tail_min),
+            divergences: d.divergences,
+        });
+        let flow = v.model.flow().map(FlowDto::from);
+        Self {
+            judge: v.key.judge.to_string(),
+            rubric: v.key.rubric.to_string(),
+            version: v.version,
+            method,
+            active: v.active,
+            passed: v.failure.is_none(),
+            failure: v.failure,
+            anchor_count: v.anchor_count,
+            anchor_digest: v.anchor_digest,
+            job_id: v.job_id.map(|j| j.to_string()),
+            created_at: rfc3339(v.created_at_ms),
+            posterior,
+            diagnostics,
+            flow,
+            evaluation: v.evaluation.map(Into::into),
+            decision: v.decision.map(Into::into),
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct VersionsResponse {
+    /// Newest first.
+    pub versions: Vec<VersionDto>,
+}

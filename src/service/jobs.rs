@@ -1,0 +1,280 @@
+//! Training jobs: queueing a checked request, running it off the async runtime, storing its
+//! versions, failing or cancelling it, and counting finished jobs into the metrics.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use super::Service;
+use super::training::{self, CellData, Progress};
+use crate::domain::calibration::{Job, JobId, JobState, NewVersion};
+use crate::domain::training::TrainingRequest;
+use crate::domain::{Problem, RubricName};
+use crate::error::{Error, Result};
+use crate::store::ClaimedJob;
+
+/// The finished jobs already counted: those finished before `since_ms`, and `seen` at it.
+#[derive(Default)]
+pub struct JobWatermark {
+    since_ms: i64,
+    seen: HashSet<JobId>,
+}
+
+/// What a job computed: its versions, and whether to activate them whatever their checks say.
+pub struct Trained {
+    pub versions: Vec<NewVersion>,
+    pub force: bool,
+}
+
+fn refused(problems: Vec<Problem>) -> Error {
+    Error::rejected("the training request was refused", problems)
+}
+
+/// The text a failed job shows its caller: what went wrong where the caller can act on it,
+/// a pointer to the logs where only an operator can.
+fn job_error_text(e: &Error) -> String {
+    match e {
+        Error::Invalid { message, details } => {
+            let what: Vec<String> = details
+                .iter()
+                .map(|p| format!("{}: {}", p.field, p.problem))
+                .collect();
+            format!("{message}: {}", what.join("; "))
+        }
+        Error::Conflict { message, .. } | Error::NotFound(message) | Error::Internal(message) => {
+            message.clone()
+        }
+        Error::Storage(_) | Error::Migrate(_) => {
+            "the store failed while training (see the service log); submit the job again".into()
+        }
+    }
+}
+
+impl Service {
+    /// Queues a checked training request. Without `rubrics`, every cell of the judge with at
+    /// least `jobs.min_anchors` anchors is trained.
+    pub async fn submit_training(&self, request: TrainingRequest) -> Result<Job> {
+        let judge = &request.judge;
+        let mut problems = Vec::new();
+        let min = self.jobs.min_anchors as i64;
+        let cells: Vec<_> = self
+            .store
+            .cells()
+            .await?
+            .into_iter()
+            .filter(|c| &c.key.judge == judge)
+            .collect();
+        if cells.is_empty() {
+            return Err(Error::NotFound(format!(
+                "judge {judge} has no anchors; upload some with POST /v1/anchors first"
+            )));
+        }
+        let rubrics: Vec<RubricName> = match &request.rubrics {
+            Some(wanted) => {
+                for (i, r) in wanted.iter().enumerate() {
+                    match cells.iter().find(|c| &c.key.rubric == r) {
+                        None => problems.push(Problem::at(
+                            None,
+                            &format!("rubrics[{i}]"),
+                            format!(
+                                "judge {judge} has no anchors for rubric {r}; its rubrics: {}",
+                                cells
+                                    .iter()
+                                    .map(|c| c.key.rubric.as_str())
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            ),
+                        )),
+                        Some(c) if c.anchor_count < min => problems.push(Problem::at(
+                            None,
+                            &format!("rubrics[{i}]"),
+                            format!(
+                                "cell {} has {} anchors; training needs at least {min} (jobs.min_anchors)",
+                                c.key, c.anchor_count
+                            ),
+                        )),
+                        Some(_) => {}
+                    }
+                }
+                let mut wanted = wanted.clone();
+                wanted.sort();
+                wanted.dedup();
+                wanted
+            }
+            None => {
+                let eligible: Vec<RubricName> = cells
+                    .iter()
+                    .filter(|c| c.anchor_count >= min)
+                    .map(|c| c.key.rubric.clone())
+                    .collect();
+                if eligible.is_empty() {
+                    problems.push(Problem::at(
+                        None,
+                        "judge",
+                        format!(
+                            "no cell of judge {judge} has the {min} anchors training needs (jobs.min_anchors)"
+                        ),
+                    ));
+                }
+                eligible
+            }
+        };
+        if !problems.is_empty() {
+            return Err(refused(problems));
+        }
+        let request = TrainingRequest {
+            rubrics: Some(rubrics),
+            ..request
+        };
+        let id = JobId::new();
+        self.store.insert_job(id, &request).await?;
+        self.job_queued.notify_one();
+        tracing::info!(job_id = %id, judge = %request.judge, method = %request.kind(), "training job queued");
+        self.job(id).await
+    }
+
+    pub async fn job(&self, id: JobId) -> Result<Job> {
+        self.store
+            .job(id)
+            .await?
+            .ok_or_else(|| Error::NotFound(format!("no job {id}")))
+    }
+
+    /// Runs a claimed job's computation: parses its request, reads the snapshot, fits off the
+    /// async runtime.
+    pub async fn run_training(&self, job: &ClaimedJob, progress: Arc<Progress>) -> Result<Trained> {
+        let request = TrainingRequest::from_json(&job.request)
+            .map_err(|p| Error::rejected("the stored job's request", p))?;
+        let scales = self.store.rubric_scales().await?;
+        let snapshot = self
+            .store
+            .judge_anchors(&request.judge, request.rubrics.as_deref())
+            .await?;
+        let min = self.jobs.min_anchors;
+        let mut problems = Vec::new();
+        for wanted in request.rubrics.iter().flatten() {
+            let n = snapshot
+                .iter()
+                .find(|(r, _)| r == wanted)
+                .map_or(0, |(_, a)| a.len());
+            if n < min {
+                problems.push(Problem::at(
+                    None,
+                    "rubrics",
+                    format!(
+                        "cell {}/{wanted} has {n} anchors now; training needs at least {min}",
+                        request.judge
+                    ),
+                ));
+            }
+        }
+        if !problems.is_empty() {
+            return Err(Error::rejected(
+                "the anchors changed since the job was queued",
+                problems,
+            ));
+        }
+        let cells: Vec<CellData> = snapshot
+            .into_iter()
+            .map(|(rubric, anchors)| {
+                let scale = scales
+                    .get(&rubric)
+                    .copied()
+                    .unwrap_or(crate::domain::Scale::DEFAULT);
+                CellData::new(rubric, scale, &anchors)
+            })
+            .collect();
+        let force = request.force();
+        let versions =
+            tokio::task::spawn_blocking(move || training::train(&cells, &request.plan, &progress))
+                .await
+                .map_err(|_| {
+                    Error::Internal("the training thread panicked; see the service log".into())
+                })?
+                .map_err(Error::Internal)?;
+        Ok(Trained { versions, force })
+    }
+
+    /// Stores a job's versions (activating those that passed, or all with `force`) and marks
+    /// it succeeded; `false` when this process lost the job's lease meanwhile.
+    pub async fn finish_training(
+        &self,
+        job: &ClaimedJob,
+        owner: &str,
+        trained: &Trained,
+    ) -> Result<bool> {
+        let stored = self
+            .store
+            .finish_job(job.id, owner, &job.judge, &trained.versions, trained.force)
+            .await?;
+        if stored {
+            self.refresh_calibrators().await?;
+            self.count_finished_jobs().await?;
+        }
+        Ok(stored)
+    }
+
+    /// Ends a job as failed (with a message its caller can act on) or, when `cancelled`,
+    /// as cancelled.
+    pub async fn fail_training(
+        &self,
+        job: &ClaimedJob,
+        owner: &str,
+        error: &Error,
+        cancelled: bool,
+    ) -> Result<()> {
+        let (state, text) = if cancelled {
+            (JobState::Cancelled, "cancelled while running".to_owned())
+        } else {
+            (JobState::Failed, job_error_text(error))
+        };
+        if self.store.end_job(job.id, owner, state, &text).await? {
+            self.count_finished_jobs().await?;
+        }
+        Ok(())
+    }
+
+    /// Cancels a job: at once when queued; when running, its process stops it within a lease
+    /// renewal (jobs.lease_secs / 3). A finished job cannot be cancelled.
+    pub async fn cancel(&self, id: JobId) -> Result<Job> {
+        match self.store.cancel_job(id).await? {
+            None => Err(Error::NotFound(format!("no job {id}"))),
+            Some(JobState::Succeeded | JobState::Failed) => {
+                let job = self.job(id).await?;
+                Err(Error::conflict(
+                    format!(
+                        "job {id} has already {}; nothing to cancel",
+                        job.state.as_str()
+                    ),
+                    vec![],
+                ))
+            }
+            Some(_) => self.job(id).await,
+        }
+    }
+
+    /// Counts jobs finished since the last count (by any process) into the training metrics,
+    /// so every process reports the store's totals, also after a restart.
+    pub async fn count_finished_jobs(&self) -> Result<()> {
+        let since = self.jobs_counted.lock().map(|w| w.since_ms).unwrap_or(0);
+        let finished = self.store.finished_jobs(since).await?;
+        let Ok(mut w) = self.jobs_counted.lock() else {
+            return Ok(());
+        };
+        for job in finished {
+            if job.finished_at_ms < w.since_ms || w.seen.contains(&job.id) {
+                continue;
+            }
+            if job.finished_at_ms > w.since_ms {
+                w.since_ms = job.finished_at_ms;
+                w.seen.clear();
+            }
+            w.seen.insert(job.id);
+            self.metrics.count_finished_job(
+                job.kind,
+                job.state.as_str(),
+                job.duration_ms as f64 / 1e3,
+            );
+        }
+        Ok(())
+    }
+}
