@@ -6,301 +6,28 @@
 //! here, with no fallback arm: a method is either registered in full or not at all.
 //!
 //! Adding a method: write its module (a marker type implementing [`Corrector`], its options and
-//! its [`CellModel`]) and add its line below.
+//! its [`CellModel`]) and add its line to the registry in `calibrate/mod.rs`.
+//!
+//! [`Corrector`]: super::Corrector
+//! [`CellModel`]: super::CellModel
+//! [`Method`]: super::Method
+//! [`MethodOptions`]: super::MethodOptions
+//! [`Model`]: super::Model
+//! [`Candidates`]: super::Candidates
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 use utoipa::openapi::{RefOr, Schema};
 
-use super::bayes::{FitDiagnostics, RubricPosterior};
-use super::corrector::{Cell, CellModel, Corrected, Corrector, Run};
-use super::cv::{HeldOut, Scheme, Split};
-use super::flow::FlowSummary;
-use super::train;
+use super::{Candidates, Method};
 
 /// The schema of a type and every schema it refers to.
 pub type SchemaSet = (String, RefOr<Schema>, Vec<(String, RefOr<Schema>)>);
 
-fn schema_set<T: ToSchema>() -> SchemaSet {
+pub fn schema_set<T: ToSchema>() -> SchemaSet {
     let mut refs = Vec::new();
     T::schemas(&mut refs);
     (T::name().into_owned(), T::schema(), refs)
-}
-
-macro_rules! registry {
-    ($($variant:ident $name:ident => $corrector:ty),* $(,)?) => {
-        /// A calibration method: how a cell's corrector is fitted.
-        #[derive(
-            Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
-            ToSchema,
-        )]
-        #[serde(rename_all = "snake_case")]
-        pub enum Method {
-            $($variant),*
-        }
-
-        impl Method {
-            /// Every method, in the order `auto` lists its candidates.
-            pub const ALL: &[Method] = &[$(Method::$variant),*];
-
-            pub fn as_str(self) -> &'static str {
-                match self {
-                    $(Method::$variant => stringify!($name)),*
-                }
-            }
-
-            /// What the experiment's tables call it.
-            pub fn label(self) -> &'static str {
-                match self {
-                    $(Method::$variant => <$corrector as Corrector>::LABEL),*
-                }
-            }
-
-            pub fn default_scheme(self) -> Scheme {
-                match self {
-                    $(Method::$variant => <$corrector as Corrector>::DEFAULT_SCHEME),*
-                }
-            }
-
-            /// What one fit costs, relative to the others: how `auto` shares out its
-            /// progress.
-            pub fn cost(self) -> f64 {
-                match self {
-                    $(Method::$variant => <$corrector as Corrector>::COST),*
-                }
-            }
-
-            pub fn auto_min_anchors(self) -> usize {
-                match self {
-                    $(Method::$variant => <$corrector as Corrector>::AUTO_MIN_ANCHORS),*
-                }
-            }
-
-            /// The method's options from JSON, refusing keys it does not know.
-            pub fn options(self, value: Value) -> Result<MethodOptions, String> {
-                match self {
-                    $(Method::$variant => serde_json::from_value(value)
-                        .map(MethodOptions::$variant)
-                        .map_err(|e| e.to_string())),*
-                }
-            }
-
-            /// Its default options.
-            pub fn default_options(self) -> MethodOptions {
-                match self {
-                    $(Method::$variant => MethodOptions::$variant(Default::default())),*
-                }
-            }
-
-            /// The schema of its options.
-            pub fn options_schema(self) -> SchemaSet {
-                match self {
-                    $(Method::$variant =>
-                        schema_set::<<$corrector as Corrector>::Options>()),*
-                }
-            }
-        }
-
-        /// One method's options, typed.
-        #[derive(Debug, Clone, PartialEq)]
-        pub enum MethodOptions {
-            $($variant(<$corrector as Corrector>::Options)),*
-        }
-
-        impl MethodOptions {
-            pub fn method(&self) -> Method {
-                match self {
-                    $(MethodOptions::$variant(_) => Method::$variant),*
-                }
-            }
-
-            /// The method's rules across fields.
-            pub fn check(&self) -> Result<(), String> {
-                match self {
-                    $(MethodOptions::$variant(o) => <$corrector as Corrector>::check(o)),*
-                }
-            }
-
-            /// The options with every default filled in.
-            pub fn to_json(&self) -> Value {
-                match self {
-                    $(MethodOptions::$variant(o) => serde_json::to_value(o)),*
-                }
-                .unwrap_or_default()
-            }
-
-            /// Held-out predictions of every anchor under `split`, then a model per cell:
-            /// what a job of this method computes.
-            pub fn train(
-                &self,
-                cells: &[Cell],
-                split: Split,
-                run: &Run,
-            ) -> Result<(Vec<Model>, HeldOut), String> {
-                match self {
-                    $(MethodOptions::$variant(o) => {
-                        let (models, held_out) =
-                            train::train::<$corrector>(o, cells, split, run)?;
-                        Ok((models.into_iter().map(Model::$variant).collect(), held_out))
-                    }),*
-                }
-            }
-
-            /// Held-out predictions of every anchor on the given folds.
-            pub fn cross_validate(
-                &self,
-                cells: &[Cell],
-                folds: &super::cv::Folds,
-                seed: u64,
-                run: &Run,
-            ) -> Result<HeldOut, String> {
-                match self {
-                    $(MethodOptions::$variant(o) => super::cv::cross_validate::<$corrector>(
-                        o, cells, folds, seed, run,
-                    )
-                    .map(|(held_out, _)| held_out)),*
-                }
-            }
-
-            /// A model per cell fitted on every anchor; `held_out` as `cross_validate` gave.
-            pub fn fit_models(
-                &self,
-                cells: &[Cell],
-                seed: u64,
-                held_out: &HeldOut,
-                run: &Run,
-            ) -> Result<Vec<Model>, String> {
-                match self {
-                    $(MethodOptions::$variant(o) => Ok(
-                        train::fit_models::<$corrector>(o, cells, seed, held_out, run)?
-                            .into_iter()
-                            .map(Model::$variant)
-                            .collect(),
-                    )),*
-                }
-            }
-
-            /// Fits `cells` and predicts `scores` of rubric `r` (the experiment's test items).
-            pub fn fit_predict(
-                &self,
-                cells: &[Cell],
-                seed: u64,
-                r: usize,
-                scores: &[f64],
-                run: &Run,
-            ) -> Result<Vec<Corrected>, String> {
-                match self {
-                    $(MethodOptions::$variant(o) => {
-                        let fit = <$corrector as Corrector>::fit(o, cells, seed, run)?;
-                        <$corrector as Corrector>::predict(&fit, r, scores)
-                    }),*
-                }
-            }
-        }
-
-        /// What a version stores for one cell, tagged with its method.
-        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-        #[serde(tag = "method", content = "params", rename_all = "snake_case")]
-        pub enum Model {
-            $($variant(<$corrector as Corrector>::Model)),*
-        }
-
-        impl Model {
-            pub fn method(&self) -> Method {
-                match self {
-                    $(Model::$variant(_) => Method::$variant),*
-                }
-            }
-
-            /// The method's own part, as the store's `params` column holds it.
-            pub fn params(&self) -> Result<Value, String> {
-                match self {
-                    $(Model::$variant(m) => serde_json::to_value(m)),*
-                }
-                .map_err(|e| e.to_string())
-            }
-
-            /// Reads a model back from its method and `params`.
-            pub fn from_params(method: Method, params: Value) -> Result<Self, String> {
-                match method {
-                    $(Method::$variant => serde_json::from_value(params).map(Model::$variant)),*
-                }
-                .map_err(|e| e.to_string())
-            }
-
-            pub fn prepare(&self) -> Result<(), String> {
-                match self {
-                    $(Model::$variant(m) => CellModel::prepare(m)),*
-                }
-            }
-
-            pub fn heavy(&self, scores: &[f64]) -> bool {
-                match self {
-                    $(Model::$variant(m) => CellModel::heavy(m, scores)),*
-                }
-            }
-
-            pub fn correct(&self, scores: &[f64]) -> Result<Vec<Corrected>, String> {
-                match self {
-                    $(Model::$variant(m) => CellModel::correct(m, scores)),*
-                }
-            }
-
-            pub fn failure(&self) -> Option<String> {
-                match self {
-                    $(Model::$variant(m) => CellModel::failure(m)),*
-                }
-            }
-
-            pub fn posterior(&self) -> Option<&RubricPosterior> {
-                match self {
-                    $(Model::$variant(m) => CellModel::posterior(m)),*
-                }
-            }
-
-            pub fn diagnostics(&self) -> Option<&FitDiagnostics> {
-                match self {
-                    $(Model::$variant(m) => CellModel::diagnostics(m)),*
-                }
-            }
-
-            pub fn flow(&self) -> Option<FlowSummary> {
-                match self {
-                    $(Model::$variant(m) => CellModel::flow(m)),*
-                }
-            }
-        }
-
-        /// Every method's options, as `auto` takes them for its candidates.
-        #[derive(Debug, Clone, Default, PartialEq)]
-        pub struct Candidates {
-            $(pub $name: <$corrector as Corrector>::Options),*
-        }
-
-        impl Candidates {
-            /// The options of `method`.
-            pub fn get(&self, method: Method) -> MethodOptions {
-                match method {
-                    $(Method::$variant => MethodOptions::$variant(self.$name.clone())),*
-                }
-            }
-
-            /// Replaces `method`'s options.
-            pub fn set(&mut self, options: MethodOptions) {
-                match options {
-                    $(MethodOptions::$variant(o) => self.$name = o),*
-                }
-            }
-        }
-    };
-}
-
-registry! {
-    Identity identity => super::identity::Identity,
-    QuantileMap quantile_map => super::quantile::QuantileMapping,
-    Bayes bayes => super::bayes::Bayes,
-    Flow flow => super::flow::Flow,
 }
 
 impl Method {
@@ -340,3 +67,274 @@ impl Candidates {
         )
     }
 }
+
+/// Generates the registry's enums and their dispatch; invoked once, in `calibrate/mod.rs`.
+macro_rules! registry {
+    ($($variant:ident $name:ident => $corrector:ty),* $(,)?) => {
+        /// A calibration method: how a cell's corrector is fitted.
+        #[derive(
+            Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize,
+            serde::Deserialize, utoipa::ToSchema,
+        )]
+        #[serde(rename_all = "snake_case")]
+        pub enum Method {
+            $($variant),*
+        }
+
+        impl Method {
+            /// Every method, in the order `auto` lists its candidates.
+            pub const ALL: &[Method] = &[$(Method::$variant),*];
+
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Method::$variant => stringify!($name)),*
+                }
+            }
+
+            /// What the experiment's tables call it.
+            pub fn label(self) -> &'static str {
+                match self {
+                    $(Method::$variant => <$corrector as $crate::calibrate::Corrector>::LABEL),*
+                }
+            }
+
+            pub fn default_scheme(self) -> $crate::calibrate::cv::Scheme {
+                match self {
+                    $(Method::$variant => <$corrector as $crate::calibrate::Corrector>::DEFAULT_SCHEME),*
+                }
+            }
+
+            /// What one fit costs, relative to the others: how `auto` shares out its
+            /// progress.
+            pub fn cost(self) -> f64 {
+                match self {
+                    $(Method::$variant => <$corrector as $crate::calibrate::Corrector>::COST),*
+                }
+            }
+
+            pub fn auto_min_anchors(self) -> usize {
+                match self {
+                    $(Method::$variant => <$corrector as $crate::calibrate::Corrector>::AUTO_MIN_ANCHORS),*
+                }
+            }
+
+            /// The method's options from JSON, refusing keys it does not know.
+            pub fn options(self, value: serde_json::Value) -> Result<MethodOptions, String> {
+                match self {
+                    $(Method::$variant => serde_json::from_value(value)
+                        .map(MethodOptions::$variant)
+                        .map_err(|e| e.to_string())),*
+                }
+            }
+
+            /// Its default options.
+            pub fn default_options(self) -> MethodOptions {
+                match self {
+                    $(Method::$variant => MethodOptions::$variant(Default::default())),*
+                }
+            }
+
+            /// The schema of its options.
+            pub fn options_schema(self) -> $crate::calibrate::method::SchemaSet {
+                match self {
+                    $(Method::$variant =>
+                        $crate::calibrate::method::schema_set::<<$corrector as $crate::calibrate::Corrector>::Options>()),*
+                }
+            }
+        }
+
+        /// One method's options, typed.
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum MethodOptions {
+            $($variant(<$corrector as $crate::calibrate::Corrector>::Options)),*
+        }
+
+        impl MethodOptions {
+            pub fn method(&self) -> Method {
+                match self {
+                    $(MethodOptions::$variant(_) => Method::$variant),*
+                }
+            }
+
+            /// The method's rules across fields.
+            pub fn check(&self) -> Result<(), String> {
+                match self {
+                    $(MethodOptions::$variant(o) => <$corrector as $crate::calibrate::Corrector>::check(o)),*
+                }
+            }
+
+            /// The options with every default filled in.
+            pub fn to_json(&self) -> serde_json::Value {
+                match self {
+                    $(MethodOptions::$variant(o) => serde_json::to_value(o)),*
+                }
+                .unwrap_or_default()
+            }
+
+            /// Held-out predictions of every anchor under `split`, then a model per cell:
+            /// what a job of this method computes.
+            pub fn train(
+                &self,
+                cells: &[$crate::calibrate::Cell],
+                split: $crate::calibrate::cv::Split,
+                run: &$crate::calibrate::Run,
+            ) -> Result<(Vec<Model>, $crate::calibrate::cv::HeldOut), String> {
+                match self {
+                    $(MethodOptions::$variant(o) => {
+                        let (models, held_out) =
+                            $crate::calibrate::train::train::<$corrector>(o, cells, split, run)?;
+                        Ok((models.into_iter().map(Model::$variant).collect(), held_out))
+                    }),*
+                }
+            }
+
+            /// Held-out predictions of every anchor on the given folds.
+            pub fn cross_validate(
+                &self,
+                cells: &[$crate::calibrate::Cell],
+                folds: &$crate::calibrate::cv::Folds,
+                seed: u64,
+                run: &$crate::calibrate::Run,
+            ) -> Result<$crate::calibrate::cv::HeldOut, String> {
+                match self {
+                    $(MethodOptions::$variant(o) => $crate::calibrate::cv::cross_validate::<$corrector>(
+                        o, cells, folds, seed, run,
+                    )
+                    .map(|(held_out, _)| held_out)),*
+                }
+            }
+
+            /// A model per cell fitted on every anchor; `held_out` as `cross_validate` gave.
+            pub fn fit_models(
+                &self,
+                cells: &[$crate::calibrate::Cell],
+                seed: u64,
+                held_out: &$crate::calibrate::cv::HeldOut,
+                run: &$crate::calibrate::Run,
+            ) -> Result<Vec<Model>, String> {
+                match self {
+                    $(MethodOptions::$variant(o) => Ok(
+                        $crate::calibrate::train::fit_models::<$corrector>(o, cells, seed, held_out, run)?
+                            .into_iter()
+                            .map(Model::$variant)
+                            .collect(),
+                    )),*
+                }
+            }
+
+            /// Fits `cells` and predicts `scores` of rubric `r` (the experiment's test items).
+            pub fn fit_predict(
+                &self,
+                cells: &[$crate::calibrate::Cell],
+                seed: u64,
+                r: usize,
+                scores: &[f64],
+                run: &$crate::calibrate::Run,
+            ) -> Result<Vec<$crate::calibrate::Corrected>, String> {
+                match self {
+                    $(MethodOptions::$variant(o) => {
+                        let fit = <$corrector as $crate::calibrate::Corrector>::fit(o, cells, seed, run)?;
+                        <$corrector as $crate::calibrate::Corrector>::predict(&fit, r, scores)
+                    }),*
+                }
+            }
+        }
+
+        /// What a version stores for one cell, tagged with its method.
+        #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+        #[serde(tag = "method", content = "params", rename_all = "snake_case")]
+        pub enum Model {
+            $($variant(<$corrector as $crate::calibrate::Corrector>::Model)),*
+        }
+
+        impl Model {
+            pub fn method(&self) -> Method {
+                match self {
+                    $(Model::$variant(_) => Method::$variant),*
+                }
+            }
+
+            /// The method's own part, as the store's `params` column holds it.
+            pub fn params(&self) -> Result<serde_json::Value, String> {
+                match self {
+                    $(Model::$variant(m) => serde_json::to_value(m)),*
+                }
+                .map_err(|e| e.to_string())
+            }
+
+            /// Reads a model back from its method and `params`.
+            pub fn from_params(method: Method, params: serde_json::Value) -> Result<Self, String> {
+                match method {
+                    $(Method::$variant => serde_json::from_value(params).map(Model::$variant)),*
+                }
+                .map_err(|e| e.to_string())
+            }
+
+            pub fn prepare(&self) -> Result<(), String> {
+                match self {
+                    $(Model::$variant(m) => $crate::calibrate::CellModel::prepare(m)),*
+                }
+            }
+
+            pub fn heavy(&self, scores: &[f64]) -> bool {
+                match self {
+                    $(Model::$variant(m) => $crate::calibrate::CellModel::heavy(m, scores)),*
+                }
+            }
+
+            pub fn correct(&self, scores: &[f64]) -> Result<Vec<$crate::calibrate::Corrected>, String> {
+                match self {
+                    $(Model::$variant(m) => $crate::calibrate::CellModel::correct(m, scores)),*
+                }
+            }
+
+            pub fn failure(&self) -> Option<String> {
+                match self {
+                    $(Model::$variant(m) => $crate::calibrate::CellModel::failure(m)),*
+                }
+            }
+
+            pub fn posterior(&self) -> Option<&$crate::calibrate::bayes::RubricPosterior> {
+                match self {
+                    $(Model::$variant(m) => $crate::calibrate::CellModel::posterior(m)),*
+                }
+            }
+
+            pub fn diagnostics(&self) -> Option<&$crate::calibrate::bayes::FitDiagnostics> {
+                match self {
+                    $(Model::$variant(m) => $crate::calibrate::CellModel::diagnostics(m)),*
+                }
+            }
+
+            pub fn flow(&self) -> Option<$crate::calibrate::flow::FlowSummary> {
+                match self {
+                    $(Model::$variant(m) => $crate::calibrate::CellModel::flow(m)),*
+                }
+            }
+        }
+
+        /// Every method's options, as `auto` takes them for its candidates.
+        #[derive(Debug, Clone, Default, PartialEq)]
+        pub struct Candidates {
+            $(pub $name: <$corrector as $crate::calibrate::Corrector>::Options),*
+        }
+
+        impl Candidates {
+            /// The options of `method`.
+            pub fn get(&self, method: Method) -> MethodOptions {
+                match method {
+                    $(Method::$variant => MethodOptions::$variant(self.$name.clone())),*
+                }
+            }
+
+            /// Replaces `method`'s options.
+            pub fn set(&mut self, options: MethodOptions) {
+                match options {
+                    $(MethodOptions::$variant(o) => self.$name = o),*
+                }
+            }
+        }
+    };
+}
+
+pub(crate) use registry;

@@ -1,7 +1,8 @@
 //! The statistics: correctors and how they are judged. Pure computation: no I/O, no HTTP, no
 //! database; everything here is testable on its own.
 //!
-//! - `corrector`: what a calibration method is; `method`: the registry of methods.
+//! - `corrector`: what a calibration method is; the registry below lists the methods and
+//!   `method` says what it generates.
 //! - One module per method: `identity`, `quantile`, `bayes`, `flow`.
 //! - `cv`: the one cross-validation routine; `train`: what a job of one method computes;
 //!   `select`: how `auto` chooses among them.
@@ -21,7 +22,14 @@ pub mod stats;
 pub mod train;
 
 pub use corrector::{Cell, CellModel, Corrected, Corrector, Run};
-pub use method::{Candidates, Method, MethodOptions, Model};
+// The registry: every calibration method, once. A line names the method (its variant and its
+// serde name) and the type implementing `Corrector`; see `method` for what it generates.
+method::registry! {
+    Identity identity => identity::Identity,
+    QuantileMap quantile_map => quantile::QuantileMapping,
+    Bayes bayes => bayes::Bayes,
+    Flow flow => flow::Flow,
+}
 
 /// Serde for figures that may be NaN or infinite (an R̂ of a constant chain): JSON has no such
 /// numbers, so they are written as `null` and read back as NaN.

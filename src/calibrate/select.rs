@@ -8,8 +8,8 @@ use utoipa::ToSchema;
 use super::bayes::RubricPosterior;
 use super::corrector::{Cell, Run};
 use super::cv::{self, Folds, HeldOut, Scheme, Split};
-use super::method::{Candidates, Method, Model};
 use super::quality::{Comparison, Figures};
+use super::{Candidates, Method, Model};
 
 /// A figure a rule compares; lower is better.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
