@@ -796,7 +796,10 @@ async fn auto_picks_the_held_out_winner_and_never_loses_to_the_raw_judge(backend
         .iter()
         .map(|c| c["method"].as_str().unwrap())
         .collect();
-    assert_eq!(methods, ["identity", "quantile_map", "bayes", "flow"]);
+    assert_eq!(
+        methods,
+        ["identity", "quantile_map", "bayes", "flow", "isotonic"]
+    );
     // Every candidate was evaluated on the same 300 held-out anchors.
     assert!(
         candidates.iter().all(|c| c["evaluation"]["n"] == 300),
@@ -973,7 +976,89 @@ async fn anchors_off_the_active_intervals_lower_the_coverage(backend: Backend) {
     assert_eq!(metric(&metrics(&app).await, CHECKED), Some(100.0));
 }
 
+/// Isotonic regression as a method of its own: a job, a version, corrections with a predictive
+/// interval from its held-out residuals, the same numbers after a restart.
+async fn an_isotonic_version_corrects_with_a_held_out_interval(backend: Backend) {
+    let app = TestApp::new(backend).await;
+    // y = 1 + 4/(1 + e^(−2(j − 3))) plus the fixed noise of `anchors` (uniform ±0.5): monotone
+    // and far from a line.
+    let rows: Vec<Value> = anchors(400, 0.0, 0.0)
+        .into_iter()
+        .map(|mut r| {
+            let j = r["judge_score"].as_f64().unwrap();
+            let i: usize = r["item_id"].as_str().unwrap()[5..].parse().unwrap();
+            let noise = ((i * 104_729) % 1000) as f64 / 1000.0 - 0.5;
+            r["reference_score"] =
+                json!((1.0 + 4.0 / (1.0 + (-2.0 * (j - 3.0)).exp()) + noise).clamp(1.0, 5.0));
+            r
+        })
+        .collect();
+    let res = app
+        .json(
+            "POST",
+            "/v1/anchors",
+            &json!({"judge": "j1", "rubric": "coherence", "anchors": rows}),
+        )
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let job = finished(
+        &app,
+        &train(&app, "j1", json!({"method": "isotonic"})).await,
+    )
+    .await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+    let v = &app.get("/v1/cells/j1/coherence/calibrators").await.body["versions"][0];
+    assert_eq!(
+        (v["method"].clone(), v["active"].clone()),
+        (json!("isotonic"), json!(true)),
+        "{v}"
+    );
+    let eval = &v["evaluation"];
+    assert_eq!(
+        (eval["scheme"].clone(), eval["calibrated"]["n"].clone()),
+        (json!("5-fold"), json!(400))
+    );
+    assert!(
+        eval["calibrated"]["mae"].as_f64().unwrap() + 0.1 < eval["raw"]["mae"].as_f64().unwrap(),
+        "{eval}"
+    );
+    let body = json!({"judge": "j1", "rubric": "coherence", "scores": [1.5, 3.0, 4.5]});
+    let res = correct(&app, body.clone()).await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert_eq!(res.body["method"], "isotonic");
+    let r = res.body["results"].as_array().unwrap();
+    let c: Vec<f64> = r.iter().map(|x| x["corrected"].as_f64().unwrap()).collect();
+    assert!(c[0] < c[1] && c[1] < c[2], "{c:?}");
+    for (item, j) in r.iter().zip([1.5, 3.0, 4.5]) {
+        let truth = 1.0 + 4.0 / (1.0 + (-2.0 * (j - 3.0_f64)).exp());
+        let corrected = item["corrected"].as_f64().unwrap();
+        assert!((corrected - truth).abs() < 0.25, "{item}");
+        let (lo, hi) = (
+            item["predictive"][0].as_f64().unwrap(),
+            item["predictive"][1].as_f64().unwrap(),
+        );
+        // The noise is uniform on ±0.5: a 95% band of residuals is about ±0.48, a little wider
+        // for the fit's own error.
+        assert!(lo < corrected && corrected < hi, "{item}");
+        assert!((0.8..1.4).contains(&(hi - lo)), "{item}");
+        assert!(
+            item.get("credible").is_none() && item.get("sigma").is_none(),
+            "{item}"
+        );
+    }
+    let mut app = app;
+    let settings = app.settings.clone();
+    let dir = app.take_dir();
+    drop(app);
+    let restarted = TestApp::on(settings, dir).await;
+    assert_eq!(
+        correct(&restarted, body).await.body["results"],
+        res.body["results"]
+    );
+}
+
 on_both_backends!(
+    an_isotonic_version_corrects_with_a_held_out_interval,
     anchors_off_the_active_intervals_lower_the_coverage,
     auto_picks_the_held_out_winner_and_never_loses_to_the_raw_judge,
     a_flow_version_corrects_with_sigma_and_review,

@@ -3,7 +3,7 @@
 //!
 //! - `corrector`: what a calibration method is; the registry below lists the methods and
 //!   `method` says what it generates.
-//! - One module per method: `identity`, `quantile`, `bayes`, `flow`.
+//! - One module per method: `identity`, `quantile`, `bayes`, `flow`, `isotonic`.
 //! - `cv`: the one cross-validation routine; `train`: what a job of one method computes;
 //!   `select`: how `auto` chooses among them.
 //! - `quality`: the three questions (mean error, MAE and Pearson, KL and W1); `stats`: shared
@@ -14,6 +14,7 @@ pub mod corrector;
 pub mod cv;
 pub mod flow;
 pub mod identity;
+pub mod isotonic;
 pub mod method;
 pub mod quality;
 pub mod quantile;
@@ -29,6 +30,7 @@ method::registry! {
     QuantileMap quantile_map => quantile::QuantileMapping,
     Bayes bayes => bayes::Bayes,
     Flow flow => flow::Flow,
+    Isotonic isotonic => isotonic::Isotonic,
 }
 
 /// Serde for figures that may be NaN or infinite (an R̂ of a constant chain): JSON has no such
