@@ -5,12 +5,10 @@
 //! Each property drives one in-process app on the embedded SQLite (the parsers run before the
 //! store, and the Postgres suite covers the store). A failing case is shrunk and printed.
 
-mod common;
-
 use std::sync::OnceLock;
 
+use crate::common::{Backend, Response, TestApp};
 use axum::body::Body;
-use common::{Backend, Response, TestApp};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use serde_json::{Map, Value, json};

@@ -1,12 +1,10 @@
 //! Access control, the error shape of every kind of refusal, limits and operations endpoints.
 
-mod common;
-
 use std::time::Duration;
 
+use crate::common::{Backend, TestApp, assert_error};
 use axum::body::Body;
 use axum::http::Request;
-use common::{Backend, TestApp, assert_error};
 use judgecal::auth::Scope;
 use serde_json::json;
 
@@ -244,7 +242,7 @@ async fn metrics_count_routes_and_survive_a_restart(backend: Backend) {
 }
 
 async fn readiness_needs_migrations(backend: Backend) {
-    let (mut settings, _dir) = common::fresh_settings(backend).await;
+    let (mut settings, _dir) = crate::common::fresh_settings(backend).await;
     settings.database.migrate_on_start = false;
     let app = judgecal::startup::Application::build(settings)
         .await

@@ -1,12 +1,10 @@
 //! Training jobs, calibrator versions and /v1/correct on both backends, and the job queue
 //! shared by several processes on one database.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
+use crate::common::{Backend, TestApp, assert_error};
 use axum::body::Body;
-use common::{Backend, TestApp, assert_error};
 use judgecal::auth::Scope;
 use judgecal::domain::calibration::JobId;
 use serde_json::{Value, json};
@@ -72,7 +70,7 @@ async fn finished(app: &TestApp, id: &str) -> Value {
     }
 }
 
-async fn correct(app: &TestApp, body: Value) -> common::Response {
+async fn correct(app: &TestApp, body: Value) -> crate::common::Response {
     app.json("POST", "/v1/correct", &body).await
 }
 

@@ -4,7 +4,6 @@
 //! Postgres is the real server named by JUDGECAL_TEST_POSTGRES_URL (scripts/test sets it to the
 //! local one); each test gets its own database. A Postgres test fails, never skips, when the
 //! server cannot be reached.
-#![allow(dead_code)]
 
 use std::sync::Arc;
 

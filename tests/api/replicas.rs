@@ -4,8 +4,6 @@
 //! SIGKILL; every job runs exactly once; an activation through one is served by the other
 //! within seconds; and every anchor either process acknowledged is stored.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -211,7 +209,7 @@ async fn lease_owner_pid(database: &str, id: &str) -> u32 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_processes_survive_a_sigkill_and_lose_no_acknowledged_anchor() {
-    let database = common::fresh_postgres_database().await;
+    let database = crate::common::fresh_postgres_database().await;
     let a = Replica::start(&database).await;
     let b = Replica::start(&database).await;
     let client = reqwest::Client::new();

@@ -1,9 +1,7 @@
 //! The anchors API on both backends: whole-batch validation, idempotent retries, conflicts,
 //! replace, CSV, paging and deletion.
 
-mod common;
-
-use common::{Backend, TestApp, assert_error};
+use crate::common::{Backend, TestApp, assert_error};
 use serde_json::{Value, json};
 
 fn batch(judge: &str, rubric: &str, n: usize, bad_row: Option<usize>) -> Value {
