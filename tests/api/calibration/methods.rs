@@ -1,0 +1,360 @@
+//! The other methods as services: the flow, isotonic regression, and auto choosing among
+//! them all.
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::common::{Backend, TestApp, assert_error};
+
+async fn a_flow_version_corrects_with_sigma_and_review(backend: Backend) {
+    let app = TestApp::new(backend).await;
+    upload(&app, "j1", "coherence", 300, 0.5, 0.8).await;
+    // Options of the other method are refused, naming the field.
+    let res = app
+        .json(
+            "POST",
+            "/v1/judges/j1/calibrations",
+            &json!({"method": "flow", "options": {"chains": 2}}),
+        )
+        .await;
+    let d = assert_error(&res, 422, "invalid_input");
+    assert!(
+        d[0]["problem"].as_str().unwrap().contains("chains"),
+        "{d:?}"
+    );
+
+    let id = train(
+        &app,
+        "j1",
+        json!({"method": "flow", "options": {"epochs": 150, "learning_rate": 0.01}}),
+    )
+    .await;
+    let job = finished(&app, &id).await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+    assert_eq!(job["detail"]["epoch"], 150, "{job}");
+    // A finished job cannot be cancelled.
+    assert_error(
+        &app.json("POST", &format!("/v1/jobs/{id}/cancel"), &json!({}))
+            .await,
+        409,
+        "conflict",
+    );
+    let v = &app.get("/v1/cells/j1/coherence/calibrators").await.body["versions"][0];
+    assert_eq!(
+        (v["method"].clone(), v["active"].clone()),
+        (json!("flow"), json!(true)),
+        "{v}"
+    );
+    // 20% held out: trained on 240, evaluated on 60, where it beats the raw judge.
+    assert_eq!(v["flow"]["trained_on"], 240);
+    assert_eq!(v["evaluation"]["scheme"], "holdout 0.2");
+    assert_eq!(v["evaluation"]["calibrated"]["n"], 60);
+    assert!(
+        v["evaluation"]["calibrated"]["mae"].as_f64().unwrap()
+            < v["evaluation"]["raw"]["mae"].as_f64().unwrap(),
+        "{v}"
+    );
+
+    // 30 is far off the anchors (and off the table): evaluated directly, with a large σ.
+    let res = correct(
+        &app,
+        json!({"judge": "j1", "rubric": "coherence", "scores": [2.0, 4.0, 30.0]}),
+    )
+    .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert_eq!(res.body["method"], "flow");
+    assert!(res.body.get("canary").is_none());
+    let r = res.body["results"].as_array().unwrap();
+    for (item, j) in r.iter().zip([2.0, 4.0]) {
+        assert!(item.get("credible").is_none(), "{item}");
+        let c = item["corrected"].as_f64().unwrap();
+        assert!((c - (0.5 + 0.8 * j)).abs() < 0.2, "{item}");
+    }
+    let sigma = |i: usize| r[i]["sigma"].as_f64().unwrap();
+    assert!(sigma(2) > sigma(0) && sigma(2) > sigma(1), "{r:?}");
+    assert_eq!(r[2]["review"], true, "{r:?}");
+    assert!(res.body["review_count"].as_u64().unwrap() >= 1);
+    let text = metrics(&app).await;
+    assert_eq!(
+        metric(
+            &text,
+            r#"judgecal_dropout_sigma_count{judge="j1",rubric="coherence"}"#
+        ),
+        Some(3.0)
+    );
+    // Another process on the same database (here: a restart) loads the version from the
+    // store and gives the same numbers, bit for bit: the weights round-trip exactly and the
+    // MC-dropout masks are seeded.
+    let mut app = app;
+    let settings = app.settings.clone();
+    let dir = app.take_dir();
+    let other = TestApp::on(settings, dir).await;
+    let again = correct(
+        &other,
+        json!({"judge": "j1", "rubric": "coherence", "scores": [2.0, 4.0, 30.0]}),
+    )
+    .await;
+    assert_eq!(again.body["results"], res.body["results"]);
+    assert!(
+        metric(
+            &text,
+            r#"judgecal_review_routed_total{judge="j1",rubric="coherence"}"#
+        )
+        .unwrap()
+            >= 1.0
+    );
+}
+
+/// `auto` on two cells of one judge: on a linear bias a corrector wins; on a ceiling (a third
+/// of the references pinned at 5, the rest equal to the judge score) every corrector loses
+/// to the raw judge on MAE, so the raw judge is served.
+async fn auto_picks_the_held_out_winner_and_never_loses_to_the_raw_judge(backend: Backend) {
+    let app = TestApp::new(backend).await;
+    upload(&app, "j1", "linear", 300, 0.5, 0.8).await;
+    let ceiling: Vec<Value> = (0..200)
+        .map(|i| {
+            let j = 1.0 + 4.0 * ((i * 7919) % 200) as f64 / 200.0;
+            let y = if i % 3 == 0 { 5.0 } else { j };
+            json!({"item_id": format!("item-{i:05}"), "judge_score": j, "reference_score": y})
+        })
+        .collect();
+    let res = app
+        .json(
+            "POST",
+            "/v1/anchors",
+            &json!({"judge": "j1", "rubric": "ceiling", "anchors": ceiling}),
+        )
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    // Unknown objectives are refused, naming the field.
+    let res = app
+        .json(
+            "POST",
+            "/v1/judges/j1/calibrations",
+            &json!({"method": "auto", "options": {"objective": "rmse"}}),
+        )
+        .await;
+    assert!(
+        assert_error(&res, 422, "invalid_input")[0]["problem"]
+            .as_str()
+            .unwrap()
+            .contains("rmse")
+    );
+    let id = train(
+        &app,
+        "j1",
+        json!({"method": "auto", "options": {
+            "flow_min_anchors": 250,
+            "bayes": {"warmup": 300, "draws": 500},
+            "flow": {"epochs": 60, "learning_rate": 0.01},
+        }}),
+    )
+    .await;
+    let job = finished(&app, &id).await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+    assert_eq!(job["method"], "auto");
+
+    let version = |rubric: &'static str| {
+        let app = &app;
+        async move {
+            app.get(&format!("/v1/cells/j1/{rubric}/calibrators"))
+                .await
+                .body["versions"][0]
+                .clone()
+        }
+    };
+    let mae = |e: &Value| e["mae"].as_f64().unwrap();
+    let linear = version("linear").await;
+    let d = &linear["decision"];
+    assert_eq!(d["scheme"], "5-fold", "{d}");
+    let candidates = d["candidates"].as_array().unwrap();
+    let methods: Vec<&str> = candidates
+        .iter()
+        .map(|c| c["method"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        methods,
+        ["identity", "quantile_map", "bayes", "flow", "isotonic"]
+    );
+    // Every candidate was evaluated on the same 300 held-out anchors.
+    assert!(
+        candidates.iter().all(|c| c["evaluation"]["n"] == 300),
+        "{d}"
+    );
+    assert_ne!(d["chosen"], "identity", "{d}");
+    assert_eq!(linear["method"], d["chosen"]);
+    assert_eq!(linear["active"], true);
+    let best = candidates
+        .iter()
+        .map(|c| mae(&c["evaluation"]))
+        .fold(f64::INFINITY, f64::min);
+    assert!(
+        mae(&linear["evaluation"]["calibrated"]) <= best * 1.01 + 1e-12,
+        "{d}"
+    );
+    assert!(mae(&linear["evaluation"]["calibrated"]) < mae(&linear["evaluation"]["raw"]));
+
+    let ceiling = version("ceiling").await;
+    let d = &ceiling["decision"];
+    assert_eq!(d["chosen"], "identity", "{d}");
+    assert_eq!(ceiling["method"], "identity");
+    let raw = mae(&d["candidates"][0]["evaluation"]);
+    assert!(
+        mae(&d["candidates"][2]["evaluation"]) > raw,
+        "the line loses: {d}"
+    );
+    assert!(
+        d["candidates"][3]["excluded"]
+            .as_str()
+            .unwrap()
+            .contains("flow_min_anchors"),
+        "{d}"
+    );
+    // The β canary is kept from the Bayesian fit although the line did not win.
+    assert!(d["beta"]["beta_mean"].is_number(), "{d}");
+    let res = correct(
+        &app,
+        json!({"judge": "j1", "rubric": "ceiling", "scores": [2.0, 4.5]}),
+    )
+    .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert_eq!(res.body["method"], "identity");
+    assert_eq!(res.body["results"][1]["corrected"], 4.5);
+    let text = metrics(&app).await;
+    assert!(
+        metric(
+            &text,
+            r#"judgecal_beta_canary{judge="j1",rubric="ceiling"}"#
+        )
+        .is_some(),
+        "{text}"
+    );
+
+    // A quantile map on its own: the corrected scores follow the reference distribution.
+    let id = train(
+        &app,
+        "j1",
+        json!({"method": "quantile_map", "rubrics": ["linear"]}),
+    )
+    .await;
+    assert_eq!(finished(&app, &id).await["state"], "succeeded");
+    let res = correct(
+        &app,
+        json!({"judge": "j1", "rubric": "linear", "scores": [1.0, 3.0, 5.0]}),
+    )
+    .await;
+    assert_eq!(res.body["method"], "quantile_map", "{}", res.body);
+    let c: Vec<f64> = res.body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["corrected"].as_f64().unwrap())
+        .collect();
+    assert!(c[0] < c[1] && c[1] < c[2], "{c:?}");
+    assert!((c[1] - (0.5 + 0.8 * 3.0)).abs() < 0.2, "{c:?}");
+
+    // The report draws the active version for a person.
+    let res = app.get("/v1/cells/j1/linear/report.svg").await;
+    assert_eq!(res.status, 200);
+    assert_eq!(res.headers["content-type"], "image/svg+xml");
+    let svg = res.body.as_str().unwrap();
+    assert!(
+        svg.starts_with("<svg") && svg.contains("version 2 (quantile_map), 300 anchors"),
+        "{}",
+        &svg[..400.min(svg.len())]
+    );
+    // 300 corrected points and 300 raw crosses per panel.
+    assert!(svg.matches("<circle").count() >= 600);
+    assert_error(
+        &app.get("/v1/cells/j1/nothing/report.svg").await,
+        404,
+        "not_found",
+    );
+}
+
+/// Isotonic regression as a method of its own: a job, a version, corrections with a predictive
+/// interval from its held-out residuals, the same numbers after a restart.
+async fn an_isotonic_version_corrects_with_a_held_out_interval(backend: Backend) {
+    let app = TestApp::new(backend).await;
+    // y = 1 + 4/(1 + e^(−2(j − 3))) plus the fixed noise of `anchors` (uniform ±0.5): monotone
+    // and far from a line.
+    let rows: Vec<Value> = anchors(400, 0.0, 0.0)
+        .into_iter()
+        .map(|mut r| {
+            let j = r["judge_score"].as_f64().unwrap();
+            let i: usize = r["item_id"].as_str().unwrap()[5..].parse().unwrap();
+            let noise = ((i * 104_729) % 1000) as f64 / 1000.0 - 0.5;
+            r["reference_score"] =
+                json!((1.0 + 4.0 / (1.0 + (-2.0 * (j - 3.0)).exp()) + noise).clamp(1.0, 5.0));
+            r
+        })
+        .collect();
+    let res = app
+        .json(
+            "POST",
+            "/v1/anchors",
+            &json!({"judge": "j1", "rubric": "coherence", "anchors": rows}),
+        )
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let job = finished(
+        &app,
+        &train(&app, "j1", json!({"method": "isotonic"})).await,
+    )
+    .await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+    let v = &app.get("/v1/cells/j1/coherence/calibrators").await.body["versions"][0];
+    assert_eq!(
+        (v["method"].clone(), v["active"].clone()),
+        (json!("isotonic"), json!(true)),
+        "{v}"
+    );
+    let eval = &v["evaluation"];
+    assert_eq!(
+        (eval["scheme"].clone(), eval["calibrated"]["n"].clone()),
+        (json!("5-fold"), json!(400))
+    );
+    assert!(
+        eval["calibrated"]["mae"].as_f64().unwrap() + 0.1 < eval["raw"]["mae"].as_f64().unwrap(),
+        "{eval}"
+    );
+    let body = json!({"judge": "j1", "rubric": "coherence", "scores": [1.5, 3.0, 4.5]});
+    let res = correct(&app, body.clone()).await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert_eq!(res.body["method"], "isotonic");
+    let r = res.body["results"].as_array().unwrap();
+    let c: Vec<f64> = r.iter().map(|x| x["corrected"].as_f64().unwrap()).collect();
+    assert!(c[0] < c[1] && c[1] < c[2], "{c:?}");
+    for (item, j) in r.iter().zip([1.5, 3.0, 4.5]) {
+        let truth = 1.0 + 4.0 / (1.0 + (-2.0 * (j - 3.0_f64)).exp());
+        let corrected = item["corrected"].as_f64().unwrap();
+        assert!((corrected - truth).abs() < 0.25, "{item}");
+        let (lo, hi) = (
+            item["predictive"][0].as_f64().unwrap(),
+            item["predictive"][1].as_f64().unwrap(),
+        );
+        // The noise is uniform on ±0.5: a 95% band of residuals is about ±0.48, a little wider
+        // for the fit's own error.
+        assert!(lo < corrected && corrected < hi, "{item}");
+        assert!((0.8..1.4).contains(&(hi - lo)), "{item}");
+        assert!(
+            item.get("credible").is_none() && item.get("sigma").is_none(),
+            "{item}"
+        );
+    }
+    let mut app = app;
+    let settings = app.settings.clone();
+    let dir = app.take_dir();
+    drop(app);
+    let restarted = TestApp::on(settings, dir).await;
+    assert_eq!(
+        correct(&restarted, body).await.body["results"],
+        res.body["results"]
+    );
+}
+
+on_both_backends!(
+    a_flow_version_corrects_with_sigma_and_review,
+    auto_picks_the_held_out_winner_and_never_loses_to_the_raw_judge,
+    an_isotonic_version_corrects_with_a_held_out_interval,
+);

@@ -1,0 +1,108 @@
+//! Training jobs, calibrator versions and /v1/correct on both backends, and the job queue
+//! shared by several processes on one database. The helpers here are shared by the modules.
+
+mod coverage;
+mod jobs;
+mod methods;
+mod training;
+
+use std::time::{Duration, Instant};
+
+use crate::common::TestApp;
+use serde_json::{Value, json};
+
+/// `n` anchors of y = a + b·j + noise, j spread over [1, 5]. The noise is a fixed,
+/// deterministic pattern with mean ≈ 0 and sd ≈ 0.29 (uniform on ±0.5).
+pub(super) fn anchors(n: usize, a: f64, b: f64) -> Vec<Value> {
+    (0..n)
+        .map(|i| {
+            let j = 1.0 + 4.0 * ((i * 7919) % n) as f64 / n as f64;
+            let noise = ((i * 104_729) % 1000) as f64 / 1000.0 - 0.5;
+            let y: f64 = (a + b * j + noise).clamp(1.0, 5.0);
+            json!({"item_id": format!("item-{i:05}"), "judge_score": j, "reference_score": y})
+        })
+        .collect()
+}
+
+pub(super) async fn upload(app: &TestApp, judge: &str, rubric: &str, n: usize, a: f64, b: f64) {
+    let res = app
+        .json(
+            "POST",
+            "/v1/anchors",
+            &json!({"judge": judge, "rubric": rubric, "anchors": anchors(n, a, b)}),
+        )
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+}
+
+/// Quick sampler settings: tests check behaviour, not the defaults' precision.
+pub(super) fn quick() -> Value {
+    json!({"warmup": 300, "draws": 500})
+}
+
+pub(super) async fn train(app: &TestApp, judge: &str, body: Value) -> String {
+    let res = app
+        .json("POST", &format!("/v1/judges/{judge}/calibrations"), &body)
+        .await;
+    assert_eq!(res.status, 202, "{}", res.body);
+    let id = res.body["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        res.headers["location"].to_str().unwrap(),
+        format!("/v1/jobs/{id}")
+    );
+    id
+}
+
+/// Polls the job until it has finished; panics after 90 s.
+pub(super) async fn finished(app: &TestApp, id: &str) -> Value {
+    let started = Instant::now();
+    loop {
+        let job = app.get(&format!("/v1/jobs/{id}")).await;
+        assert_eq!(job.status, 200, "{}", job.body);
+        if ["succeeded", "failed", "cancelled"].contains(&job.body["state"].as_str().unwrap_or(""))
+        {
+            return job.body;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(90),
+            "job still {}",
+            job.body
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+pub(super) async fn correct(app: &TestApp, body: Value) -> crate::common::Response {
+    app.json("POST", "/v1/correct", &body).await
+}
+
+pub(super) fn metric(text: &str, name_and_labels: &str) -> Option<f64> {
+    text.lines()
+        .find(|l| l.starts_with(name_and_labels))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+/// Metrics text once `name_and_labels` reads `value`: a job's state is visible in the store a
+/// moment before its process has counted it. Panics after 5 s.
+pub(super) async fn metrics_once(app: &TestApp, name_and_labels: &str, value: f64) -> String {
+    let started = Instant::now();
+    loop {
+        let text = metrics(app).await;
+        if metric(&text, name_and_labels) == Some(value) {
+            return text;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{name_and_labels} never read {value}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+pub(super) async fn metrics(app: &TestApp) -> String {
+    match app.get("/metrics").await.body {
+        Value::String(s) => s,
+        other => panic!("metrics are text: {other}"),
+    }
+}
