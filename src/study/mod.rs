@@ -5,6 +5,7 @@
 pub mod evaluate;
 pub mod experiment;
 pub mod figures;
+pub mod sources;
 pub mod synthetic;
 
 use indicatif::{ProgressBar, ProgressStyle};
