@@ -10,7 +10,7 @@ use super::bounds;
 use super::calibration::JobKind;
 use super::{JudgeName, Problem, RubricName};
 use crate::calibrate::cv::{Scheme, Split};
-use crate::calibrate::method::SchemaSet;
+use crate::calibrate::method::{SchemaSet, schema_set};
 use crate::calibrate::select::{AutoOptions, Objective, Rule};
 use crate::calibrate::{Candidates, Method, MethodOptions};
 
@@ -129,12 +129,6 @@ fn settings<T: serde::de::DeserializeOwned + Serialize>(
             None
         }
     }
-}
-
-fn schema_set<T: ToSchema>() -> SchemaSet {
-    let mut refs = Vec::new();
-    T::schemas(&mut refs);
-    (T::name().into_owned(), T::schema(), refs)
 }
 
 /// A method's options: parsed, then checked against its schema's bounds and its own rules.
