@@ -14,6 +14,7 @@ pub mod corrector;
 pub mod cv;
 pub mod flow;
 pub mod identity;
+pub mod inference;
 pub mod isotonic;
 pub mod method;
 pub mod quality;

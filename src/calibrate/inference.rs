@@ -1,0 +1,389 @@
+//! A run's de-biased mean with an interval: the statistical core of run-level estimates (not yet
+//! served; see the open issue on `/v1/estimate`).
+//!
+//! The estimand is θ = the mean reference score the run's N items would get if every one were
+//! labelled. Two paths:
+//!
+//! - **Plain** (judge scores only): θ̂ = mean of the corrected scores. Its error is the
+//!   corrector's own (shared by every item: `corrector_var`, from the posterior of (α, β) or
+//!   by resampling the anchors) plus the mean of the N items' residuals around the corrector,
+//!   whose variance is `noise_var / N` for independent items. It rests on the judge-to-reference
+//!   relation on the run's items being the one on the anchors.
+//! - **Labelled** (some items also carry a reference, drawn uniformly from the run):
+//!   prediction-powered inference with the power-tuned weight (PPI++): θ̂ = mean_N(λ·f) +
+//!   mean_n(Y − λ·f), λ = Cov(Y, f) / ((1 + n/N)·Var(f)) clipped to [0, 1]. θ̂ − θ is the
+//!   difference between the labelled and the whole run's mean of Y − λ·f, so its variance is
+//!   (1 − n/N)·S²/n for a uniform sample without replacement (S² the sample variance of
+//!   Y − λ·f on the labelled items), with a t quantile on n − 1 degrees of freedom. It needs no
+//!   assumption about the corrector: a poor one gets λ near 0 (the labelled mean), a good one
+//!   shrinks S².
+//!
+//! Items of one cluster (outputs of one prompt) are not independent: with clusters the labelled
+//! variance is the cluster-robust one (cluster sums, G/(G − 1), t on G − 1 degrees of freedom),
+//! and the plain path's noise term assumes the worst case, errors shared within a cluster
+//! (Σ m_c² / N² instead of 1/N), since unlabelled items cannot show how alike they are.
+
+use super::stats::normal_quantile;
+
+/// The quantile of Student's t with `df` degrees of freedom at `p` (> 0.5): closed forms for 1
+/// and 2, Newton's method on the exact CDF for 3 and 4, otherwise the Cornish–Fisher expansion
+/// to the fourth order (within 0.001 at df = 5, and closer as df grows), the normal quantile
+/// past 1e6.
+pub fn t_quantile(p: f64, df: f64) -> f64 {
+    if df <= 1.0 {
+        return (std::f64::consts::PI * (p - 0.5)).tan();
+    }
+    if df <= 2.0 {
+        return (2.0 * p - 1.0) / (2.0 * p * (1.0 - p)).sqrt();
+    }
+    let z = normal_quantile(p);
+    if df > 1e6 {
+        return z;
+    }
+    let (z2, v) = (z * z, df);
+    if df < 5.0 {
+        // CDF and density of t with 3 or 4 degrees of freedom, in closed form.
+        let exact = |t: f64| -> (f64, f64) {
+            if df < 3.5 {
+                let u = 1.0 + t * t / 3.0;
+                let cdf =
+                    0.5 + (t / (3f64.sqrt() * u) + (t / 3f64.sqrt()).atan()) / std::f64::consts::PI;
+                (cdf, 2.0 / (std::f64::consts::PI * 3f64.sqrt() * u * u))
+            } else {
+                let u = 1.0 + t * t / 4.0;
+                let cdf = 0.5 + 0.375 * t / u.sqrt() * (1.0 - t * t / (12.0 * u));
+                (cdf, 0.375 * u.powf(-2.5))
+            }
+        };
+        let mut t = z + (z2 + 1.0) * z / (4.0 * v);
+        for _ in 0..20 {
+            let (cdf, pdf) = exact(t);
+            t -= (cdf - p) / pdf;
+        }
+        return t;
+    }
+    let g1 = (z2 + 1.0) * z / 4.0;
+    let g2 = ((5.0 * z2 + 16.0) * z2 + 3.0) * z / 96.0;
+    let g3 = (((3.0 * z2 + 19.0) * z2 + 17.0) * z2 - 15.0) * z / 384.0;
+    let g4 = ((((79.0 * z2 + 776.0) * z2 + 1482.0) * z2 - 1920.0) * z2 - 945.0) * z / 92160.0;
+    z + g1 / v + g2 / (v * v) + g3 / (v * v * v) + g4 / (v * v * v * v)
+}
+
+/// The parts of an estimate's variance.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Variance {
+    /// From the run's own items: their residuals (plain), or the labelled sample (labelled).
+    pub sampling: f64,
+    /// From the corrector's finite anchors (plain path only: the labelled path does not rely
+    /// on the corrector being right).
+    pub corrector: f64,
+}
+
+/// A run's mean with its interval.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MeanEstimate {
+    pub estimate: f64,
+    pub interval: (f64, f64),
+    pub variance: Variance,
+    /// Degrees of freedom of the t quantile; `None` for the normal one.
+    pub df: Option<f64>,
+    /// PPI++'s weight on the corrector (labelled path).
+    pub lambda: Option<f64>,
+    pub n: usize,
+    pub labelled: usize,
+}
+
+fn mean(xs: &[f64]) -> f64 {
+    xs.iter().sum::<f64>() / xs.len() as f64
+}
+
+/// Σ m_c² over the clusters of `clusters` (item → cluster id).
+fn cluster_sizes_squared(clusters: &[u64]) -> f64 {
+    let mut sorted = clusters.to_vec();
+    sorted.sort_unstable();
+    sorted
+        .chunk_by(|a, b| a == b)
+        .map(|c| (c.len() * c.len()) as f64)
+        .sum()
+}
+
+/// The plain path: `corrected` are the run's corrected scores, `noise_var` the variance of a
+/// reference around its corrected score, `corrector_var` the variance of the mean corrected
+/// score from the corrector's own uncertainty; `level` e.g. 0.95.
+pub fn plain(
+    corrected: &[f64],
+    noise_var: f64,
+    corrector_var: f64,
+    clusters: Option<&[u64]>,
+    level: f64,
+) -> Result<MeanEstimate, String> {
+    let n = corrected.len();
+    if n == 0 {
+        return Err("the run has no scores".into());
+    }
+    let nf = n as f64;
+    let share = match clusters {
+        Some(c) => cluster_sizes_squared(c) / (nf * nf),
+        None => 1.0 / nf,
+    };
+    let variance = Variance {
+        sampling: noise_var.max(0.0) * share,
+        corrector: corrector_var.max(0.0),
+    };
+    let estimate = mean(corrected);
+    let half = normal_quantile(0.5 + level / 2.0) * (variance.sampling + variance.corrector).sqrt();
+    Ok(MeanEstimate {
+        estimate,
+        interval: (estimate - half, estimate + half),
+        variance,
+        df: None,
+        lambda: None,
+        n,
+        labelled: 0,
+    })
+}
+
+/// The variance of the mean of `r` (labelled items' values) and its degrees of freedom:
+/// the sample variance over n, or, with `clusters`, the cluster-robust one.
+fn mean_variance(r: &[f64], clusters: Option<&[u64]>) -> (f64, f64) {
+    let n = r.len() as f64;
+    let m = mean(r);
+    match clusters {
+        None => {
+            let s2 = r.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0);
+            (s2 / n, n - 1.0)
+        }
+        Some(c) => {
+            let mut by: Vec<(u64, f64)> = c.iter().copied().zip(r.iter().map(|x| x - m)).collect();
+            by.sort_by_key(|p| p.0);
+            let sums: Vec<f64> = by
+                .chunk_by(|a, b| a.0 == b.0)
+                .map(|g| g.iter().map(|p| p.1).sum())
+                .collect();
+            let g = sums.len() as f64;
+            let v = g / (g - 1.0).max(1.0) * sums.iter().map(|s| s * s).sum::<f64>() / (n * n);
+            (v, (g - 1.0).max(1.0))
+        }
+    }
+}
+
+/// The labelled path (PPI++): `corrected[i]` for every item, `reference[i]` where item i is
+/// labelled; `clusters[i]` its cluster when given. Needs at least 3 labelled items (and 2
+/// clusters among them).
+pub fn labelled(
+    corrected: &[f64],
+    reference: &[Option<f64>],
+    clusters: Option<&[u64]>,
+    level: f64,
+) -> Result<MeanEstimate, String> {
+    let big_n = corrected.len();
+    let idx: Vec<usize> = (0..big_n).filter(|&i| reference[i].is_some()).collect();
+    let n = idx.len();
+    if n < 3 {
+        return Err(format!(
+            "{n} labelled items; the labelled path needs at least 3"
+        ));
+    }
+    let f: Vec<f64> = idx.iter().map(|&i| corrected[i]).collect();
+    let y: Vec<f64> = idx
+        .iter()
+        .map(|&i| reference[i].unwrap_or_default())
+        .collect();
+    let (mf, my) = (mean(&f), mean(&y));
+    let var_f = f.iter().map(|v| (v - mf).powi(2)).sum::<f64>() / (n as f64 - 1.0);
+    let cov = f
+        .iter()
+        .zip(&y)
+        .map(|(a, b)| (a - mf) * (b - my))
+        .sum::<f64>()
+        / (n as f64 - 1.0);
+    let lambda = if var_f > 0.0 {
+        (cov / ((1.0 + n as f64 / big_n as f64) * var_f)).clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    let r: Vec<f64> = f.iter().zip(&y).map(|(f, y)| y - lambda * f).collect();
+    let labelled_clusters: Option<Vec<u64>> = clusters.map(|c| idx.iter().map(|&i| c[i]).collect());
+    let (var, df) = mean_variance(&r, labelled_clusters.as_deref());
+    let sampling = (1.0 - n as f64 / big_n as f64) * var;
+    let estimate = lambda * mean(corrected) + mean(&r);
+    let half = t_quantile(0.5 + level / 2.0, df) * sampling.sqrt();
+    Ok(MeanEstimate {
+        estimate,
+        interval: (estimate - half, estimate + half),
+        variance: Variance {
+            sampling,
+            corrector: 0.0,
+        },
+        df: Some(df),
+        lambda: Some(lambda),
+        n: big_n,
+        labelled: n,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use nuts_rs::rand::rngs::ChaCha8Rng;
+    use nuts_rs::rand::seq::SliceRandom;
+    use nuts_rs::rand::{RngExt, SeedableRng};
+
+    use super::*;
+    use crate::calibrate::stats::standard_normal;
+
+    #[test]
+    fn t_quantiles_match_tables() {
+        // Student t 97.5% points from standard tables.
+        for (df, t) in [
+            (1.0, 12.706),
+            (2.0, 4.303),
+            (3.0, 3.182),
+            (4.0, 2.776),
+            (5.0, 2.571),
+            (9.0, 2.262),
+            (49.0, 2.010),
+            (199.0, 1.972),
+        ] {
+            assert!(
+                (t_quantile(0.975, df) - t).abs() < 0.0015,
+                "df {df}: {}",
+                t_quantile(0.975, df)
+            );
+        }
+    }
+
+    /// The paper's synthetic judge on a uniform-ish reference: j = −0.5 + 0.85y +
+    /// 0.4·tanh(0.9(y − 3)) + N(0, (0.3 + 0.18|y − 3|)²).
+    fn judge(rng: &mut ChaCha8Rng, y: f64) -> f64 {
+        let d = y - 3.0;
+        -0.5 + 0.85 * y + 0.4 * (0.9 * d).tanh() + (0.3 + 0.18 * d.abs()) * standard_normal(rng)
+    }
+
+    fn reference(rng: &mut ChaCha8Rng) -> f64 {
+        (1.0 + 4.0 * rng.random::<f64>().powf(0.6)).min(5.0)
+    }
+
+    /// Over `reps` runs of 2,000 items with `n` labelled at random, how often the 95%
+    /// interval of the labelled path covers the run's true mean, with the raw judge as the
+    /// corrector (biased by about 0.7).
+    fn labelled_coverage(n: usize, reps: usize, seed: u64) -> f64 {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut covered = 0;
+        for _ in 0..reps {
+            let y: Vec<f64> = (0..2000).map(|_| reference(&mut rng)).collect();
+            let j: Vec<f64> = y.iter().map(|&y| judge(&mut rng, y)).collect();
+            let mut order: Vec<usize> = (0..2000).collect();
+            order.shuffle(&mut rng);
+            let mut refs = vec![None; 2000];
+            for &i in &order[..n] {
+                refs[i] = Some(y[i]);
+            }
+            let e = labelled(&j, &refs, None, 0.95).unwrap();
+            let truth = mean(&y);
+            covered += usize::from(e.interval.0 <= truth && truth <= e.interval.1);
+        }
+        covered as f64 / reps as f64
+    }
+
+    #[test]
+    fn the_labelled_path_covers_with_the_raw_judge_as_corrector() {
+        // 500 runs: the binomial sd of a 95% rate is 1 point, so [0.93, 0.97] is ±2 sd.
+        for n in [50, 200] {
+            let c = labelled_coverage(n, 500, n as u64);
+            assert!((0.93..=0.97).contains(&c), "n = {n}: coverage {c}");
+        }
+    }
+
+    #[test]
+    fn a_better_corrector_gives_a_narrower_labelled_interval_and_a_useless_one_costs_little() {
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let y: Vec<f64> = (0..2000).map(|_| reference(&mut rng)).collect();
+        let j: Vec<f64> = y.iter().map(|&y| judge(&mut rng, y)).collect();
+        let refs: Vec<Option<f64>> = (0..2000).map(|i| (i % 10 == 0).then_some(y[i])).collect();
+        let width = |f: &[f64]| {
+            let e = labelled(f, &refs, None, 0.95).unwrap();
+            e.interval.1 - e.interval.0
+        };
+        let noise: Vec<f64> = (0..2000).map(|_| 3.0 + standard_normal(&mut rng)).collect();
+        let labelled_only = width(&vec![3.0; 2000]);
+        assert!(width(&j) < 0.8 * labelled_only);
+        // Pure noise as the corrector: λ goes to about 0, so the width is about the labelled
+        // mean's.
+        assert!(width(&noise) < 1.1 * labelled_only);
+    }
+
+    #[test]
+    fn clusters_widen_the_labelled_interval_when_their_items_share_errors() {
+        // 100 prompts × 20 outputs; the judge's error is shared within a prompt. Treating the
+        // outputs as independent covers too rarely; the cluster-robust interval covers.
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        let (mut robust, mut naive) = (0, 0);
+        let reps = 400;
+        for _ in 0..reps {
+            let prompt_error: Vec<f64> =
+                (0..100).map(|_| 0.6 * standard_normal(&mut rng)).collect();
+            let y: Vec<f64> = (0..2000).map(|_| reference(&mut rng)).collect();
+            let j: Vec<f64> = (0..2000)
+                .map(|i| y[i] - 0.5 + prompt_error[i / 20] + 0.2 * standard_normal(&mut rng))
+                .collect();
+            let clusters: Vec<u64> = (0..2000).map(|i| (i / 20) as u64).collect();
+            // 10 whole prompts labelled.
+            let mut prompts: Vec<usize> = (0..100).collect();
+            prompts.shuffle(&mut rng);
+            let refs: Vec<Option<f64>> = (0..2000)
+                .map(|i| prompts[..10].contains(&(i / 20)).then_some(y[i]))
+                .collect();
+            let truth = mean(&y);
+            let inside =
+                |e: MeanEstimate| usize::from(e.interval.0 <= truth && truth <= e.interval.1);
+            robust += inside(labelled(&j, &refs, Some(&clusters), 0.95).unwrap());
+            naive += inside(labelled(&j, &refs, None, 0.95).unwrap());
+        }
+        let (robust, naive) = (robust as f64 / reps as f64, naive as f64 / reps as f64);
+        assert!(robust >= 0.92, "cluster-robust {robust}");
+        assert!(naive < 0.85, "independent {naive}");
+    }
+
+    #[test]
+    fn the_plain_path_covers_with_a_line_whose_uncertainty_is_known() {
+        // Anchors and runs from one population, y = 0.8 + 0.7·j + N(0, 0.4²) given j; the
+        // corrector is least squares on 100 anchors with its exact sampling covariance (what
+        // the Bayesian posterior gives at this n). 500 runs of 200 items.
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let (a, b, s) = (0.8, 0.7, 0.4);
+        let mut covered = 0;
+        let reps = 500;
+        for _ in 0..reps {
+            let anchors: Vec<(f64, f64)> = (0..100)
+                .map(|_| {
+                    let j = 1.0 + 4.0 * rng.random::<f64>();
+                    (j, a + b * j + s * standard_normal(&mut rng))
+                })
+                .collect();
+            let n = anchors.len() as f64;
+            let mj = anchors.iter().map(|p| p.0).sum::<f64>() / n;
+            let my = anchors.iter().map(|p| p.1).sum::<f64>() / n;
+            let sxx: f64 = anchors.iter().map(|p| (p.0 - mj).powi(2)).sum();
+            let bh = anchors.iter().map(|p| (p.0 - mj) * (p.1 - my)).sum::<f64>() / sxx;
+            let ah = my - bh * mj;
+            let s2 = anchors
+                .iter()
+                .map(|p| (p.1 - ah - bh * p.0).powi(2))
+                .sum::<f64>()
+                / (n - 2.0);
+            let run_j: Vec<f64> = (0..200).map(|_| 1.0 + 4.0 * rng.random::<f64>()).collect();
+            let run_y: Vec<f64> = run_j
+                .iter()
+                .map(|&j| a + b * j + s * standard_normal(&mut rng))
+                .collect();
+            let corrected: Vec<f64> = run_j.iter().map(|&j| ah + bh * j).collect();
+            let jbar = mean(&run_j);
+            let corrector_var = s2 * (1.0 / n + (jbar - mj).powi(2) / sxx);
+            let e = plain(&corrected, s2, corrector_var, None, 0.95).unwrap();
+            let truth = mean(&run_y);
+            covered += usize::from(e.interval.0 <= truth && truth <= e.interval.1);
+        }
+        let c = covered as f64 / reps as f64;
+        assert!((0.93..=0.97).contains(&c), "coverage {c}");
+    }
+}
