@@ -412,7 +412,61 @@ async fn a_fit_that_fails_its_diagnostics_is_kept_but_not_served_unless_forced(b
     );
 }
 
+/// A Bayesian version stored before migration 6 (posterior in `params`, diagnostics in
+/// `diagnostics`) reads back the same after it: the migration's statement turns the old row
+/// into the one stored form, and a restarted process serves it.
+async fn a_version_stored_in_the_old_form_reads_back_after_migration_6(backend: Backend) {
+    use sqlx::Connection;
+    let app = TestApp::new(backend).await;
+    upload(&app, "j1", "coherence", 100, 0.5, 0.8).await;
+    let job = finished(
+        &app,
+        &train(&app, "j1", json!({"method": "bayes", "options": quick()})).await,
+    )
+    .await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+    let before = app.get("/v1/cells/j1/coherence/calibrators").await.body["versions"][0].clone();
+    let scores = json!({"judge": "j1", "rubric": "coherence", "scores": [2.0, 4.0]});
+    let corrected = correct(&app, scores.clone()).await.body["results"].clone();
+    // Put the row back in the form earlier builds stored.
+    sqlx::any::install_default_drivers();
+    let mut conn = sqlx::AnyConnection::connect(&app.settings.database.url)
+        .await
+        .unwrap();
+    let params: String = sqlx::query_scalar("SELECT params FROM calibrators")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    let params: Value = serde_json::from_str(&params).unwrap();
+    sqlx::query("UPDATE calibrators SET params = $1, diagnostics = $2")
+        .bind(params["posterior"].to_string())
+        .bind(params["diagnostics"].to_string())
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    sqlx::query(include_str!(
+        "../../../migrations/20261123000006_bayes_params.sql"
+    ))
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    conn.close().await.unwrap();
+    let mut app = app;
+    let settings = app.settings.clone();
+    let dir = app.take_dir();
+    drop(app);
+    let restarted = TestApp::on(settings, dir).await;
+    let after = restarted
+        .get("/v1/cells/j1/coherence/calibrators")
+        .await
+        .body["versions"][0]
+        .clone();
+    assert_eq!(after, before);
+    assert_eq!(correct(&restarted, scores).await.body["results"], corrected);
+}
+
 on_both_backends!(
+    a_version_stored_in_the_old_form_reads_back_after_migration_6,
     train_then_correct_with_intervals,
     without_a_calibrator_correct_says_how_to_train_one,
     bad_requests_name_the_field,
