@@ -205,7 +205,7 @@ pub async fn correct(
     };
     let request = CorrectionRequest::parse(&req.judge, &req.rubric, scores, ids, req.version)
         .map_err(|p| ApiError::invalid("the correction request was refused", p))?;
-    let correction = state.service.correct(request.clone()).await?;
+    let correction = state.service.correct(&request).await?;
     let v = &correction.version.version;
     let mut ids = request.ids.map(Vec::into_iter);
     let results: Vec<CorrectedDto> = request

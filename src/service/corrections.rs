@@ -21,7 +21,7 @@ const INLINE: usize = 4096;
 
 impl Service {
     /// Corrects judge scores with the cell's active version (or the requested one).
-    pub async fn correct(&self, request: CorrectionRequest) -> Result<Correction> {
+    pub async fn correct(&self, request: &CorrectionRequest) -> Result<Correction> {
         let max = self.limits.max_correct_batch;
         if request.scores.len() > max {
             return Err(Error::rejected(
