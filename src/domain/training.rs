@@ -208,7 +208,6 @@ impl TrainingRequest {
         }
         let mut map = match options {
             Value::Object(m) => m,
-            Value::Null => Map::new(),
             other => {
                 problems.push(Problem::at(
                     None,
@@ -365,7 +364,10 @@ impl TrainingRequest {
             text("judge"),
             text("method"),
             rubrics.as_deref(),
-            stored.get("options").cloned().unwrap_or(Value::Null),
+            stored
+                .get("options")
+                .cloned()
+                .unwrap_or_else(|| Value::Object(Map::new())),
         )
     }
 }
@@ -418,6 +420,8 @@ mod tests {
         assert!(parse("bayes", json!({})).is_ok());
         let e = parse("magic", json!({})).unwrap_err();
         assert_eq!(e[0].field, "method");
+        // `options` is an object (left out, it is `{}`).
+        assert_eq!(parse("bayes", Value::Null).unwrap_err()[0].field, "options");
     }
 
     #[test]

@@ -23,8 +23,12 @@ use crate::domain::training::TrainingRequest;
 pub struct TrainingBody {
     method: String,
     rubrics: Option<Vec<String>>,
-    #[serde(default)]
+    #[serde(default = "empty_object")]
     options: serde_json::Value,
+}
+
+fn empty_object() -> serde_json::Value {
+    serde_json::json!({})
 }
 
 /// Train calibrators for a judge.
