@@ -450,6 +450,7 @@ mod tests {
         // 500 runs: the binomial sd of a 95% rate is 1 point, so [0.93, 0.97] is ±2 sd.
         for n in [50, 200] {
             let c = labelled_coverage(n, 500, n as u64);
+            eprintln!("labelled path, raw judge, {n} of 2,000 labelled: coverage {c:.3}");
             assert!((0.93..=0.97).contains(&c), "n = {n}: coverage {c}");
         }
     }
@@ -500,6 +501,7 @@ mod tests {
             naive += inside(labelled(&j, &refs, None, 0.95).unwrap());
         }
         let (robust, naive) = (robust as f64 / reps as f64, naive as f64 / reps as f64);
+        eprintln!("clustered labels: cluster-robust {robust:.3}, independent {naive:.3}");
         assert!(robust >= 0.92, "cluster-robust {robust}");
         assert!(naive < 0.85, "independent {naive}");
     }
@@ -544,6 +546,7 @@ mod tests {
             covered += usize::from(e.interval.0 <= truth && truth <= e.interval.1);
         }
         let c = covered as f64 / reps as f64;
+        eprintln!("plain path, least-squares line on 100 anchors, runs of 200: coverage {c:.3}");
         assert!((0.93..=0.97).contains(&c), "coverage {c}");
     }
 
@@ -573,6 +576,11 @@ mod tests {
             independent_width += u.interval.1 - u.interval.0;
         }
         let rate = |k: usize| k as f64 / reps as f64;
+        eprintln!(
+            "paired difference, true 0: coverage {:.4}, p < 0.05 in {:.4}",
+            rate(covered),
+            rate(rejected)
+        );
         assert!((0.93..=0.97).contains(&rate(covered)), "{}", rate(covered));
         assert!(
             (0.03..=0.07).contains(&rate(rejected)),
@@ -659,6 +667,7 @@ mod tests {
             .sum::<f64>()
             / 4.0;
         let ratio = estimated / truth;
+        eprintln!("resampled corrector variance / true: {ratio:.3}");
         assert!(
             (1.0 / 1.6..=1.6).contains(&ratio),
             "resampled {estimated}, true {truth}"
