@@ -199,4 +199,27 @@ pub trait CellModel:
     fn flow(&self) -> Option<FlowSummary> {
         None
     }
+
+    /// How the uncertainty of the fit itself, from its finite anchors, reaches a run's mean
+    /// corrected score (see `calibrate::runlevel`): by refitting on resampled anchors unless
+    /// the method says otherwise.
+    fn mean_uncertainty(&self) -> MeanUncertainty<'_> {
+        MeanUncertainty::Resample
+    }
+}
+
+/// How a method's own uncertainty reaches a run's de-biased mean.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum MeanUncertainty<'a> {
+    /// A line α + β·j with this posterior: the variance of the mean is in closed form, and
+    /// the posterior's E[σ²] is the noise of a reference around it.
+    Line(&'a RubricPosterior),
+    /// Refit the method on anchors drawn with replacement and take the spread of the run's
+    /// mean over the refits.
+    Resample,
+    /// The method corrects nothing (the raw judge): the run's mean is shifted by the anchors'
+    /// mean residual (reference − judge), whose standard error is the term.
+    Offset,
+    /// The term is left out, for this reason (stated in every answer that relies on it).
+    Omitted(&'static str),
 }

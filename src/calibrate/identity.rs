@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::corrector::{Cell, CellModel, Corrected, Corrector, Run};
+use super::corrector::{Cell, CellModel, Corrected, Corrector, MeanUncertainty, Run};
 
 /// The identity has nothing to set.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -45,5 +45,9 @@ impl Corrector for Identity {
 impl CellModel for IdentityModel {
     fn correct(&self, scores: &[f64]) -> Result<Vec<Corrected>, String> {
         Ok(scores.iter().map(|&j| Corrected::score(j)).collect())
+    }
+
+    fn mean_uncertainty(&self) -> MeanUncertainty<'_> {
+        MeanUncertainty::Offset
     }
 }

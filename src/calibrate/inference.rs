@@ -1,5 +1,5 @@
-//! A run's de-biased mean with an interval: the statistical core of run-level estimates (not yet
-//! served; see the open issue on `/v1/estimate`).
+//! A run's de-biased mean with an interval: the statistical core of run-level estimates
+//! (`runlevel` puts it together with a version's model for `/v1/estimate` and `/v1/compare`).
 //!
 //! The estimand is θ = the mean reference score the run's N items would get if every one were
 //! labelled. Two paths:
@@ -121,13 +121,8 @@ pub fn plain(
     if n == 0 {
         return Err("the run has no scores".into());
     }
-    let nf = n as f64;
-    let share = match clusters {
-        Some(c) => cluster_sizes_squared(c) / (nf * nf),
-        None => 1.0 / nf,
-    };
     let variance = Variance {
-        sampling: noise_var.max(0.0) * share,
+        sampling: noise_var.max(0.0) * mean_share(n, clusters),
         corrector: corrector_var.max(0.0),
     };
     let estimate = mean(corrected);
@@ -234,15 +229,97 @@ pub struct Difference {
     pub paired: bool,
 }
 
+/// The two-sided p-value of `z` against a t with `df` degrees of freedom (the normal where
+/// `None`), by inverting [`t_quantile`].
+pub fn two_sided_p(z: f64, df: Option<f64>) -> f64 {
+    let z = z.abs();
+    match df {
+        None => 2.0 * (1.0 - super::stats::normal_cdf(z)),
+        Some(_) if !z.is_finite() => 0.0,
+        Some(df) => {
+            // t_quantile(p) grows with p: find the p whose quantile is z.
+            let (mut lo, mut hi) = (0.5, 1.0 - 1e-15);
+            if t_quantile(hi, df) < z {
+                return 2.0 * (1.0 - hi);
+            }
+            for _ in 0..80 {
+                let mid = 0.5 * (lo + hi);
+                if t_quantile(mid, df) < z {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+            }
+            2.0 * (1.0 - 0.5 * (lo + hi))
+        }
+    }
+}
+
+impl Difference {
+    /// The difference `estimate` with variance `variance` (t on `df` degrees of freedom, or
+    /// normal), its interval at `level` and its p-value against 0.
+    pub fn new(
+        estimate: f64,
+        variance: Variance,
+        df: Option<f64>,
+        level: f64,
+        paired: bool,
+    ) -> Self {
+        let se = (variance.sampling.max(0.0) + variance.corrector.max(0.0)).sqrt();
+        let q = df.map_or_else(
+            || normal_quantile(0.5 + level / 2.0),
+            |df| t_quantile(0.5 + level / 2.0, df),
+        );
+        let p_value = if se > 0.0 {
+            two_sided_p(estimate / se, df)
+        } else if estimate == 0.0 {
+            1.0
+        } else {
+            0.0
+        };
+        Difference {
+            estimate,
+            interval: (estimate - q * se, estimate + q * se),
+            p_value,
+            variance,
+            paired,
+        }
+    }
+}
+
+/// The share of the run's variance of a mean for independent items (1/N) or, with clusters,
+/// errors shared within a cluster (Σ m_c² / N²).
+pub fn mean_share(n: usize, clusters: Option<&[u64]>) -> f64 {
+    let nf = n as f64;
+    match clusters {
+        Some(c) => cluster_sizes_squared(c) / (nf * nf),
+        None => 1.0 / nf,
+    }
+}
+
+/// The mean of `values` with its interval at `level` (t on n − 1 degrees of freedom, or on
+/// G − 1 with cluster-robust variance when `clusters` are given).
+pub fn mean_interval(values: &[f64], clusters: Option<&[u64]>, level: f64) -> (f64, (f64, f64)) {
+    let m = mean(values);
+    if values.len() < 2 {
+        return (m, (f64::NEG_INFINITY, f64::INFINITY));
+    }
+    let (var, df) = mean_variance(values, clusters);
+    let half = t_quantile(0.5 + level / 2.0, df) * var.sqrt();
+    (m, (m - half, m + half))
+}
+
 /// The plain difference of runs A and B corrected by one corrector. Paired runs (`pairs`:
 /// index in A, index in B, for every item of both) take the sampling variance from the
-/// corrected differences, so what the two runs share (the prompt) cancels; unpaired runs add
-/// their residual variances. `corrector_var` is the variance of the difference from the
-/// corrector's uncertainty, which both runs share: counted once, not twice.
+/// corrected differences (cluster-robust with A's `clusters`), so what the two runs share
+/// (the prompt) cancels; unpaired runs add their residual variances, each times its
+/// [`mean_share`]. `corrector_var` is the variance of the difference from the corrector's
+/// uncertainty, which both runs share: counted once, not twice.
 pub fn difference(
     a: &[f64],
     b: &[f64],
     pairs: Option<&[(usize, usize)]>,
+    clusters: (Option<&[u64]>, Option<&[u64]>),
     noise_var: (f64, f64),
     corrector_var: f64,
     level: f64,
@@ -251,33 +328,23 @@ pub fn difference(
         return Err("both runs need scores".into());
     }
     let estimate = mean(a) - mean(b);
+    let paired = pairs.is_some_and(|p| p.len() >= 2);
     let sampling = match pairs {
-        Some(p) if p.len() >= 2 => {
+        Some(p) if paired => {
             let d: Vec<f64> = p.iter().map(|&(i, k)| a[i] - b[k]).collect();
-            mean_variance(&d, None).0
+            let c: Option<Vec<u64>> = clusters.0.map(|c| p.iter().map(|&(i, _)| c[i]).collect());
+            mean_variance(&d, c.as_deref()).0
         }
-        _ => noise_var.0.max(0.0) / a.len() as f64 + noise_var.1.max(0.0) / b.len() as f64,
+        _ => {
+            noise_var.0.max(0.0) * mean_share(a.len(), clusters.0)
+                + noise_var.1.max(0.0) * mean_share(b.len(), clusters.1)
+        }
     };
     let variance = Variance {
         sampling,
         corrector: corrector_var.max(0.0),
     };
-    let se = (variance.sampling + variance.corrector).sqrt();
-    let half = normal_quantile(0.5 + level / 2.0) * se;
-    let p_value = if se > 0.0 {
-        2.0 * (1.0 - super::stats::normal_cdf((estimate / se).abs()))
-    } else if estimate == 0.0 {
-        1.0
-    } else {
-        0.0
-    };
-    Ok(Difference {
-        estimate,
-        interval: (estimate - half, estimate + half),
-        p_value,
-        variance,
-        paired: pairs.is_some_and(|p| p.len() >= 2),
-    })
+    Ok(Difference::new(estimate, variance, None, level, paired))
 }
 
 /// What would bring an interval's half-width down to `target`.
@@ -329,10 +396,42 @@ pub fn line_variance(p: &super::bayes::RubricPosterior, jbar: f64) -> f64 {
     (p.alpha_var + jbar * jbar * p.beta_var + 2.0 * jbar * p.alpha_beta_cov).max(0.0)
 }
 
+/// What refitting a corrector on resampled anchors gives.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resampled {
+    /// `means[b][k]`: refit b's mean corrected score of run k, on a bootstrap sample of the
+    /// anchors (the refits' mean less the fit's own estimates the fit's bias).
+    pub means: Vec<Vec<f64>>,
+    /// The same on half-samples drawn without replacement, scaled so that their variance
+    /// ([`variance_of`]) estimates a fit on every anchor's.
+    pub half_means: Vec<Vec<f64>>,
+    /// The mean squared residual (reference − corrected) of anchors a refit did not draw, over
+    /// every refit: the noise of a reference around a corrected score out of sample, which
+    /// in-sample residuals understate for a flexible fit.
+    pub out_of_bag_mean_square: Option<f64>,
+}
+
+impl Resampled {
+    /// The variance of Σ_k `weights[k]`·(run k's mean) from the corrector's uncertainty. For a
+    /// level (weights not summing to 0) it is taken over the half-samples, where the
+    /// bootstrap's errs narrow; for a contrast of runs (A − B), where the corrector's error
+    /// mostly cancels and what is left depends on the fit's local shape, over the bootstrap
+    /// samples, since half-sample fits are rougher than the full one and overstate it. Both
+    /// choices are measured by `judgecal coverage` (README).
+    pub fn variance(&self, weights: &[f64]) -> f64 {
+        let contrast = weights.iter().sum::<f64>().abs() < 1e-12;
+        if self.half_means.len() >= 2 && !contrast {
+            variance_of(weights, &self.half_means)
+        } else {
+            variance_of(weights, &self.means)
+        }
+    }
+}
+
 /// The corrector's uncertainty by resampling its anchors, for methods without a posterior:
-/// `refits` fits of `options` on `anchors` drawn with replacement, each averaged over every run
-/// in `runs` (their [`histogram`]s). `out[b][k]` is refit b's mean corrected score of run k;
-/// the variance of any combination of runs (one run, or A − B) follows from it with
+/// `refits` fits of `options` on `anchors` drawn with replacement and `refits` on half of them
+/// drawn without, each averaged over every run in `runs` (their [`histogram`]s). The variance
+/// of any combination of runs (one run, or A − B) follows from the half-sample means with
 /// [`variance_of`], so what the runs share is counted once.
 pub fn resampled_means(
     options: &super::MethodOptions,
@@ -340,7 +439,7 @@ pub fn resampled_means(
     runs: &[Vec<(f64, f64)>],
     refits: usize,
     seed: u64,
-) -> Result<Vec<Vec<f64>>, String> {
+) -> Result<Resampled, String> {
     use nuts_rs::rand::RngExt;
     use nuts_rs::rand::SeedableRng;
     use nuts_rs::rand::rngs::ChaCha8Rng;
@@ -348,28 +447,83 @@ pub fn resampled_means(
     let n = anchors.pairs.len();
     let never = std::sync::atomic::AtomicBool::new(false);
     let run = super::Run::new(&never, &|_| {});
-    let grid: Vec<f64> = runs.iter().flatten().map(|p| p.0).collect();
-    (0..refits)
-        .map(|b| {
-            let cell = super::Cell {
-                pairs: (0..n)
-                    .map(|_| anchors.pairs[rng.random_range(0..n)])
-                    .collect(),
-                scale: anchors.scale,
-            };
-            let corrected =
-                options.fit_predict(&[cell], seed.wrapping_add(b as u64), 0, &grid, &run)?;
-            let mut at = corrected.iter().map(|c| c.score);
-            Ok(runs
-                .iter()
+    // The runs' groups, then every anchor's judge score (for the out-of-bag residuals).
+    let grid: Vec<f64> = runs
+        .iter()
+        .flatten()
+        .map(|p| p.0)
+        .chain(anchors.pairs.iter().map(|p| p.0))
+        .collect();
+    let (mut oob_sum, mut oob_count) = (0.0, 0usize);
+    let mut means = Vec::with_capacity(refits);
+    for b in 0..refits {
+        let mut drawn = vec![false; n];
+        let cell = super::Cell {
+            pairs: (0..n)
+                .map(|_| {
+                    let i = rng.random_range(0..n);
+                    drawn[i] = true;
+                    anchors.pairs[i]
+                })
+                .collect(),
+            scale: anchors.scale,
+        };
+        let corrected =
+            options.fit_predict(&[cell], seed.wrapping_add(b as u64), 0, &grid, &run)?;
+        let mut at = corrected.iter().map(|c| c.score);
+        means.push(
+            runs.iter()
                 .map(|h| {
                     h.iter()
                         .map(|&(_, w)| w * at.next().unwrap_or(f64::NAN))
                         .sum()
                 })
-                .collect())
-        })
-        .collect()
+                .collect(),
+        );
+        for (i, c) in at.enumerate() {
+            if !drawn[i] {
+                oob_sum += (anchors.pairs[i].1 - c).powi(2);
+                oob_count += 1;
+            }
+        }
+    }
+    // Half-samples without replacement, for the variance: (m / (n − m))·Var over them
+    // estimates the variance of a fit on all n (the delete-d jackknife with d = n − m, which
+    // errs on the wide side by the Efron–Stein inequality; the bootstrap's variance errs on
+    // the narrow side for isotonic regression on 100 anchors).
+    let m = n / 2;
+    let mut half_means = Vec::new();
+    if m >= 2 {
+        let grid: Vec<f64> = runs.iter().flatten().map(|p| p.0).collect();
+        let mut order: Vec<usize> = (0..n).collect();
+        for b in 0..refits {
+            use nuts_rs::rand::seq::SliceRandom;
+            order.shuffle(&mut rng);
+            let cell = super::Cell {
+                pairs: order[..m].iter().map(|&i| anchors.pairs[i]).collect(),
+                scale: anchors.scale,
+            };
+            let corrected =
+                options.fit_predict(&[cell], seed.wrapping_add(b as u64), 0, &grid, &run)?;
+            let mut at = corrected.iter().map(|c| c.score);
+            let scale = (m as f64 / (n - m) as f64).sqrt();
+            half_means.push(
+                runs.iter()
+                    .map(|h| {
+                        scale
+                            * h.iter()
+                                .map(|&(_, w)| w * at.next().unwrap_or(f64::NAN))
+                                .sum::<f64>()
+                    })
+                    .collect(),
+            );
+        }
+    }
+    Ok(Resampled {
+        means,
+        half_means,
+        out_of_bag_mean_square: (oob_count > 0).then(|| oob_sum / oob_count as f64),
+    })
 }
 
 /// The variance over refits of Σ_k `weights[k]`·means[b][k].
@@ -567,10 +721,11 @@ mod tests {
             let line = |j: f64| 1.2 + 0.9 * j;
             let a: Vec<f64> = y.iter().map(|&y| line(judge(&mut rng, y))).collect();
             let b: Vec<f64> = y.iter().map(|&y| line(judge(&mut rng, y))).collect();
-            let d = difference(&a, &b, Some(&pairs), (0.25, 0.25), 0.0, 0.95).unwrap();
+            let d =
+                difference(&a, &b, Some(&pairs), (None, None), (0.25, 0.25), 0.0, 0.95).unwrap();
             covered += usize::from(d.interval.0 <= 0.0 && 0.0 <= d.interval.1);
             rejected += usize::from(d.p_value < 0.05);
-            let u = difference(&a, &b, None, (0.25, 0.25), 0.0, 0.95).unwrap();
+            let u = difference(&a, &b, None, (None, None), (0.25, 0.25), 0.0, 0.95).unwrap();
             assert!(d.paired && !u.paired);
             paired_width += d.interval.1 - d.interval.0;
             independent_width += u.interval.1 - u.interval.0;
@@ -659,10 +814,9 @@ mod tests {
         let estimated: f64 = (0..4)
             .map(|k| {
                 let cell = draw(&mut rng);
-                variance_of(
-                    &[1.0],
-                    &resampled_means(&options, &cell, &h, 300, k).unwrap(),
-                )
+                resampled_means(&options, &cell, &h, 300, k)
+                    .unwrap()
+                    .variance(&[1.0])
             })
             .sum::<f64>()
             / 4.0;

@@ -311,6 +311,12 @@ macro_rules! registry {
                     $(Model::$variant(m) => $crate::calibrate::CellModel::flow(m)),*
                 }
             }
+
+            pub fn mean_uncertainty(&self) -> $crate::calibrate::corrector::MeanUncertainty<'_> {
+                match self {
+                    $(Model::$variant(m) => $crate::calibrate::CellModel::mean_uncertainty(m)),*
+                }
+            }
         }
 
         /// Every method's options, as `auto` takes them for its candidates.

@@ -19,11 +19,12 @@ pub mod isotonic;
 pub mod method;
 pub mod quality;
 pub mod quantile;
+pub mod runlevel;
 pub mod select;
 pub mod stats;
 pub mod train;
 
-pub use corrector::{Cell, CellModel, Corrected, Corrector, Run};
+pub use corrector::{Cell, CellModel, Corrected, Corrector, MeanUncertainty, Run};
 // The registry: every calibration method, once. A line names the method (its variant and its
 // serde name) and the type implementing `Corrector`; see `method` for what it generates.
 method::registry! {

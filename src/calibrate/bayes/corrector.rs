@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{FitDiagnostics, FitOptions, Priors, RubricPosterior, SufficientStats};
-use crate::calibrate::corrector::{Cell, CellModel, Corrected, Corrector, Run};
+use crate::calibrate::corrector::{Cell, CellModel, Corrected, Corrector, MeanUncertainty, Run};
 
 /// Sampler, priors and canary. The defaults are the paper's: 2 chains × (500 warm-up + 1,000
 /// draws), target acceptance 0.9.
@@ -139,6 +139,10 @@ impl CellModel for BayesModel {
 
     fn diagnostics(&self) -> Option<&FitDiagnostics> {
         Some(&self.diagnostics)
+    }
+
+    fn mean_uncertainty(&self) -> MeanUncertainty<'_> {
+        MeanUncertainty::Line(&self.posterior)
     }
 }
 

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{FlowConfig, FlowWeights, ReviewRule, TABLE_POINTS, Table, table_range};
-use crate::calibrate::corrector::{Cell, CellModel, Corrected, Corrector, Run};
+use crate::calibrate::corrector::{Cell, CellModel, Corrected, Corrector, MeanUncertainty, Run};
 use crate::calibrate::cv::Scheme;
 use crate::calibrate::stats::quantile;
 
@@ -271,6 +271,14 @@ impl CellModel for FlowModel {
 
     fn failure(&self) -> Option<String> {
         (!self.weights.train_loss.is_finite()).then(|| "the training loss is not finite".to_owned())
+    }
+
+    /// Refitting a flow takes seconds to minutes per fit, and its version keeps neither its
+    /// anchors' fits nor a posterior: the term is left out, and the answer says so.
+    fn mean_uncertainty(&self) -> MeanUncertainty<'_> {
+        MeanUncertainty::Omitted(
+            "a flow version carries no measure of its own fit's uncertainty (refitting it on resampled anchors takes minutes), so the interval leaves the corrector's uncertainty out and is too narrow when anchors are few; send labelled items, or estimate with a bayes or isotonic version",
+        )
     }
 
     fn flow(&self) -> Option<FlowSummary> {

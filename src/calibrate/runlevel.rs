@@ -1,0 +1,589 @@
+//! A run's de-biased mean and the difference of two runs, from a version's model and the
+//! anchors it was fitted on: what `/v1/estimate` and `/v1/compare` compute (the statistics
+//! are in `inference`).
+//!
+//! The estimand is the mean reference score the run's items would get if every one were
+//! labelled. Without labelled items (the plain path) the estimate is the mean corrected score,
+//! which rests on the judge-to-reference relation on the run's items being the one on the
+//! anchors; its variance is the run's own (the residual noise of a reference around its
+//! corrected score, over N) plus the corrector's, as the method's [`MeanUncertainty`] says.
+//! With labelled items (a uniform sample of this run) the labelled path (PPI++) needs no such
+//! assumption.
+
+use super::inference::{self, Difference, MeanEstimate, Variance};
+use super::{Cell, MeanUncertainty, Model};
+
+/// One run as the caller sent it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunItems {
+    pub scores: Vec<f64>,
+    /// Each item's reference score where it has one (empty: none has).
+    pub reference: Vec<Option<f64>>,
+    /// Each item's cluster (the prompt it answers), when given.
+    pub clusters: Option<Vec<u64>>,
+    /// Each item's id, when given (pairs the items of two runs).
+    pub ids: Option<Vec<String>>,
+}
+
+impl RunItems {
+    pub fn scores(scores: Vec<f64>) -> Self {
+        Self {
+            scores,
+            ..Self::default()
+        }
+    }
+
+    fn references(&self) -> Vec<Option<f64>> {
+        if self.reference.is_empty() {
+            vec![None; self.scores.len()]
+        } else {
+            self.reference.clone()
+        }
+    }
+
+    pub fn labelled(&self) -> usize {
+        self.reference.iter().filter(|r| r.is_some()).count()
+    }
+}
+
+/// A version's model and the anchors it could have been fitted on.
+#[derive(Clone, Copy)]
+pub struct Basis<'a> {
+    pub model: &'a Model,
+    pub anchors: &'a Cell,
+}
+
+/// How an answer is worked out.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Settings {
+    /// Of the interval, e.g. 0.95.
+    pub level: f64,
+    /// Refits of a resampled corrector term.
+    pub refits: usize,
+    pub seed: u64,
+    /// A half-width to plan for.
+    pub target: Option<f64>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            level: 0.95,
+            refits: 200,
+            seed: 0,
+            target: None,
+        }
+    }
+}
+
+/// Groups of neighbouring judge scores a resampled term averages over per run.
+const HISTOGRAM_BINS: usize = 64;
+
+/// A labelled path needs at least this many labelled items.
+pub const MIN_LABELLED: usize = 3;
+
+/// The plain path calls the level extrapolated above this share of scores outside the
+/// anchors' range.
+pub const SUPPORT_LIMIT: f64 = 0.05;
+
+/// Which path an answer took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Path {
+    Plain,
+    Labelled,
+}
+
+impl Path {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Path::Plain => "plain",
+            Path::Labelled => "labelled",
+        }
+    }
+}
+
+/// How the corrector's own uncertainty entered the answer.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Term {
+    /// Closed form from the posterior of (α, β).
+    Posterior,
+    /// Refits on resampled anchors.
+    Resampled(usize),
+    /// The raw judge shifted by the anchors' mean residual, with its standard error.
+    AnchorOffset,
+    /// Left out, for this reason.
+    Omitted(&'static str),
+    /// Not needed: the labelled path does not rely on the corrector being right.
+    NotNeeded,
+}
+
+impl Term {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Term::Posterior => "posterior",
+            Term::Resampled(_) => "resampled",
+            Term::AnchorOffset => "anchor_offset",
+            Term::Omitted(_) => "omitted",
+            Term::NotNeeded => "not_needed",
+        }
+    }
+}
+
+/// Where the run's judge scores lie against the anchors'.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Support {
+    pub anchor_range: (f64, f64),
+    /// Share of the run's scores outside it.
+    pub outside: f64,
+}
+
+impl Support {
+    pub fn extrapolated(&self) -> bool {
+        self.outside > SUPPORT_LIMIT
+    }
+}
+
+/// The transport check: the corrector's mean residual (reference − corrected) on the run's
+/// labelled items, with its interval; away from 0, the corrector is biased on this run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Transport {
+    pub mean_residual: f64,
+    pub interval: (f64, f64),
+}
+
+/// What would bring the half-width down to the target.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Advice {
+    Reached,
+    /// About this many anchors in all.
+    Anchors(usize),
+    /// About this many labelled items in the run.
+    Labels(usize),
+    /// The run's own size is the limit.
+    RunSize,
+}
+
+/// One run's de-biased mean.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunEstimate {
+    pub path: Path,
+    pub mean: MeanEstimate,
+    pub term: Term,
+    pub support: Support,
+    pub transport: Option<Transport>,
+    pub advice: Option<Advice>,
+}
+
+/// The difference of two runs' de-biased means, A − B.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunComparison {
+    pub a: RunEstimate,
+    pub b: RunEstimate,
+    pub path: Path,
+    pub difference: Difference,
+    pub term: Term,
+    /// Items paired by id.
+    pub pairs: usize,
+    /// Pr(A > B), for a Bayesian version on the plain path.
+    pub prob_a_greater: Option<f64>,
+    pub advice: Option<Advice>,
+}
+
+fn mean(xs: &[f64]) -> f64 {
+    xs.iter().sum::<f64>() / xs.len() as f64
+}
+
+fn sample_variance(xs: &[f64]) -> f64 {
+    let m = mean(xs);
+    xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (xs.len() as f64 - 1.0).max(1.0)
+}
+
+/// The corrector's own uncertainty in an answer.
+struct CorrectorTerm {
+    /// Of the answer, from the corrector's finite anchors.
+    variance: f64,
+    term: Term,
+    /// Of a reference around its corrected score (out of bag where the corrector was
+    /// refitted: in-sample residuals understate it for a flexible fit).
+    noise_var: f64,
+    /// The fit's bias in the answer, as the refits estimate it (0 where not refitted): a
+    /// flexible fit's mean over new scores is not its mean over its anchors.
+    bias: f64,
+}
+
+/// What the corrector's anchors say: its residuals on them, the noise of a reference around
+/// a corrected score, and the shift the plain path adds.
+struct Anchored<'a> {
+    basis: Basis<'a>,
+    residuals: Vec<f64>,
+    noise_var: f64,
+    shift: f64,
+}
+
+impl<'a> Anchored<'a> {
+    fn new(basis: Basis<'a>) -> Result<Self, String> {
+        let pairs = &basis.anchors.pairs;
+        if pairs.len() < 2 {
+            return Err(format!(
+                "the version's cell has {} anchors; an estimate needs at least 2 to know how far a reference lies from its corrected score",
+                pairs.len()
+            ));
+        }
+        let js: Vec<f64> = pairs.iter().map(|p| p.0).collect();
+        let fitted = basis.model.correct(&js)?;
+        let residuals: Vec<f64> = pairs
+            .iter()
+            .zip(&fitted)
+            .map(|(p, c)| p.1 - c.score)
+            .collect();
+        let mean_square = residuals.iter().map(|r| r * r).sum::<f64>() / residuals.len() as f64;
+        let (noise_var, shift) = match basis.model.mean_uncertainty() {
+            MeanUncertainty::Line(p) => (p.sigma2_mean, 0.0),
+            MeanUncertainty::Offset => (sample_variance(&residuals), mean(&residuals)),
+            MeanUncertainty::Resample | MeanUncertainty::Omitted(_) => (mean_square, 0.0),
+        };
+        Ok(Self {
+            basis,
+            residuals,
+            noise_var,
+            shift,
+        })
+    }
+
+    fn support(&self, scores: &[f64]) -> Support {
+        let (lo, hi) = self
+            .basis
+            .anchors
+            .pairs
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), p| {
+                (lo.min(p.0), hi.max(p.0))
+            });
+        Support {
+            anchor_range: (lo, hi),
+            outside: inference::outside_support(scores, lo, hi),
+        }
+    }
+
+    fn corrected(&self, scores: &[f64]) -> Result<Vec<f64>, String> {
+        Ok(self
+            .basis
+            .model
+            .correct(scores)?
+            .iter()
+            .map(|c| c.score)
+            .collect())
+    }
+
+    /// What the corrector's own uncertainty does to Σ_k `weights[k]`·(run k's mean corrected
+    /// score).
+    fn corrector_term(
+        &self,
+        runs: &[&[f64]],
+        weights: &[f64],
+        settings: &Settings,
+    ) -> Result<CorrectorTerm, String> {
+        let total: f64 = weights.iter().sum();
+        let (v, term) = match self.basis.model.mean_uncertainty() {
+            MeanUncertainty::Line(p) => {
+                // Var(a·α + b·β) with a = Σ w_k, b = Σ w_k·j̄_k.
+                let b: f64 = runs.iter().zip(weights).map(|(r, w)| w * mean(r)).sum();
+                let v = total * total * p.alpha_var
+                    + b * b * p.beta_var
+                    + 2.0 * total * b * p.alpha_beta_cov;
+                (v.max(0.0), Term::Posterior)
+            }
+            MeanUncertainty::Offset => (
+                total * total * sample_variance(&self.residuals) / self.residuals.len() as f64,
+                Term::AnchorOffset,
+            ),
+            MeanUncertainty::Omitted(why) => (0.0, Term::Omitted(why)),
+            MeanUncertainty::Resample => {
+                let histograms: Vec<Vec<(f64, f64)>> = runs
+                    .iter()
+                    .map(|r| inference::histogram(r, HISTOGRAM_BINS))
+                    .collect();
+                let options = self.basis.model.method().default_options();
+                let resampled = inference::resampled_means(
+                    &options,
+                    self.basis.anchors,
+                    &histograms,
+                    settings.refits.max(2),
+                    settings.seed,
+                )?;
+                // The bootstrap's estimate of the fit's bias for this combination: the refits'
+                // mean less the fit's own, both over the runs' groups.
+                let mut fitted = 0.0;
+                for (h, w) in histograms.iter().zip(weights) {
+                    let xs: Vec<f64> = h.iter().map(|p| p.0).collect();
+                    let c = self.basis.model.correct(&xs)?;
+                    fitted += w * h.iter().zip(&c).map(|(p, c)| p.1 * c.score).sum::<f64>();
+                }
+                let refitted = resampled
+                    .means
+                    .iter()
+                    .map(|m| m.iter().zip(weights).map(|(x, w)| x * w).sum::<f64>())
+                    .sum::<f64>()
+                    / resampled.means.len() as f64;
+                return Ok(CorrectorTerm {
+                    variance: resampled.variance(weights),
+                    term: Term::Resampled(settings.refits.max(2)),
+                    noise_var: resampled
+                        .out_of_bag_mean_square
+                        .unwrap_or(self.noise_var)
+                        .max(self.noise_var),
+                    bias: refitted - fitted,
+                });
+            }
+        };
+        Ok(CorrectorTerm {
+            variance: v,
+            term,
+            noise_var: self.noise_var,
+            bias: 0.0,
+        })
+    }
+
+    /// The plain estimate of one run whose corrected scores are `corrected`.
+    fn plain(
+        &self,
+        run: &RunItems,
+        corrected: &[f64],
+        settings: &Settings,
+    ) -> Result<(MeanEstimate, Term), String> {
+        let t = self.corrector_term(&[&run.scores], &[1.0], settings)?;
+        let mut e = inference::plain(
+            corrected,
+            t.noise_var,
+            t.variance,
+            run.clusters.as_deref(),
+            settings.level,
+        )?;
+        let shift = self.shift - t.bias;
+        e.estimate += shift;
+        e.interval = (e.interval.0 + shift, e.interval.1 + shift);
+        Ok((e, t.term))
+    }
+
+    /// One run's estimate: labelled where it has labelled items, plain otherwise.
+    fn estimate(&self, run: &RunItems, settings: &Settings) -> Result<RunEstimate, String> {
+        let corrected = self.corrected(&run.scores)?;
+        let support = self.support(&run.scores);
+        let labelled = run.labelled();
+        if labelled > 0 && labelled < MIN_LABELLED {
+            return Err(format!(
+                "{labelled} items carry a reference; the labelled path needs at least {MIN_LABELLED} (or send none for the plain estimate)"
+            ));
+        }
+        if labelled == 0 {
+            let (mean, term) = self.plain(run, &corrected, settings)?;
+            let advice = settings.target.map(|t| {
+                match inference::plan(mean.variance, self.residuals.len(), t, settings.level) {
+                    inference::Plan::Reached => Advice::Reached,
+                    inference::Plan::Anchors(n) => Advice::Anchors(n),
+                    inference::Plan::RunSize => Advice::RunSize,
+                }
+            });
+            return Ok(RunEstimate {
+                path: Path::Plain,
+                mean,
+                term,
+                support,
+                transport: None,
+                advice,
+            });
+        }
+        let references = run.references();
+        let mean = inference::labelled(
+            &corrected,
+            &references,
+            run.clusters.as_deref(),
+            settings.level,
+        )?;
+        Ok(RunEstimate {
+            path: Path::Labelled,
+            transport: Some(transport(
+                &corrected,
+                &references,
+                run.clusters.as_deref(),
+                settings.level,
+            )),
+            advice: settings
+                .target
+                .map(|t| labels_needed(&mean, t, settings.level)),
+            mean,
+            term: Term::NotNeeded,
+            support,
+        })
+    }
+}
+
+/// The corrector's mean residual on the labelled items, with its interval.
+fn transport(
+    corrected: &[f64],
+    reference: &[Option<f64>],
+    clusters: Option<&[u64]>,
+    level: f64,
+) -> Transport {
+    let idx: Vec<usize> = (0..corrected.len())
+        .filter(|&i| reference[i].is_some())
+        .collect();
+    let residuals: Vec<f64> = idx
+        .iter()
+        .map(|&i| reference[i].unwrap_or_default() - corrected[i])
+        .collect();
+    let c: Option<Vec<u64>> = clusters.map(|c| idx.iter().map(|&i| c[i]).collect());
+    let (mean_residual, interval) = inference::mean_interval(&residuals, c.as_deref(), level);
+    Transport {
+        mean_residual,
+        interval,
+    }
+}
+
+/// How many labelled items would bring a labelled estimate's half-width to `target`: its
+/// sampling variance is (1/n − 1/N)·S².
+fn labels_needed(e: &MeanEstimate, target: f64, level: f64) -> Advice {
+    let q = inference::t_quantile(0.5 + level / 2.0, e.df.unwrap_or(f64::INFINITY));
+    let (n, big_n) = (e.labelled as f64, e.n as f64);
+    if q * e.variance.sampling.sqrt() <= target {
+        return Advice::Reached;
+    }
+    let s2 = e.variance.sampling / (1.0 / n - 1.0 / big_n);
+    let needed = 1.0 / ((target / q).powi(2) / s2 + 1.0 / big_n);
+    Advice::Labels((needed.ceil() as usize).min(e.n))
+}
+
+/// The de-biased mean of `run`.
+pub fn estimate(basis: Basis, run: &RunItems, settings: &Settings) -> Result<RunEstimate, String> {
+    Anchored::new(basis)?.estimate(run, settings)
+}
+
+/// Pairs of (index in A, index in B) when both runs have ids and the same set of them.
+fn pairing(a: &RunItems, b: &RunItems) -> Option<Vec<(usize, usize)>> {
+    let (ia, ib) = (a.ids.as_ref()?, b.ids.as_ref()?);
+    if ia.len() != ib.len() {
+        return None;
+    }
+    let index: std::collections::HashMap<&str, usize> = ib
+        .iter()
+        .enumerate()
+        .map(|(k, id)| (id.as_str(), k))
+        .collect();
+    ia.iter()
+        .enumerate()
+        .map(|(i, id)| index.get(id.as_str()).map(|&k| (i, k)))
+        .collect()
+}
+
+/// The difference of the de-biased means of runs `a` and `b`, A − B.
+pub fn compare(
+    basis: Basis,
+    a: &RunItems,
+    b: &RunItems,
+    settings: &Settings,
+) -> Result<RunComparison, String> {
+    let anchored = Anchored::new(basis)?;
+    let est_a = anchored
+        .estimate(a, settings)
+        .map_err(|e| format!("run a: {e}"))?;
+    let est_b = anchored
+        .estimate(b, settings)
+        .map_err(|e| format!("run b: {e}"))?;
+    let pairs = pairing(a, b);
+    let paired = pairs.as_ref().is_some_and(|p| p.len() >= 2);
+    let (fa, fb) = (
+        anchored.corrected(&a.scores)?,
+        anchored.corrected(&b.scores)?,
+    );
+    let level = settings.level;
+    if est_a.path == Path::Plain && est_b.path == Path::Plain {
+        let t = anchored.corrector_term(&[&a.scores, &b.scores], &[1.0, -1.0], settings)?;
+        let term = t.term;
+        let d = inference::difference(
+            &fa,
+            &fb,
+            pairs.as_deref(),
+            (a.clusters.as_deref(), b.clusters.as_deref()),
+            (t.noise_var, t.noise_var),
+            t.variance,
+            level,
+        )?;
+        let difference = Difference::new(d.estimate - t.bias, d.variance, None, level, d.paired);
+        let se = (difference.variance.sampling + difference.variance.corrector).sqrt();
+        let prob_a_greater = matches!(term, Term::Posterior)
+            .then(|| super::stats::normal_cdf(difference.estimate / se.max(f64::MIN_POSITIVE)));
+        let advice = settings.target.map(|t| {
+            match inference::plan(difference.variance, anchored.residuals.len(), t, level) {
+                inference::Plan::Reached => Advice::Reached,
+                inference::Plan::Anchors(n) => Advice::Anchors(n),
+                inference::Plan::RunSize => Advice::RunSize,
+            }
+        });
+        return Ok(RunComparison {
+            a: est_a,
+            b: est_b,
+            path: Path::Plain,
+            difference,
+            term,
+            pairs: pairs.map_or(0, |p| p.len()),
+            prob_a_greater,
+            advice,
+        });
+    }
+    // Paired runs labelled on the same items: the labelled path on the per-item differences.
+    if let Some(p) = pairs.as_ref().filter(|_| paired) {
+        let (ra, rb) = (a.references(), b.references());
+        let d_ref: Vec<Option<f64>> = p
+            .iter()
+            .map(|&(i, k)| ra[i].zip(rb[k]).map(|(x, y)| x - y))
+            .collect();
+        if d_ref.iter().flatten().count() >= MIN_LABELLED {
+            let d: Vec<f64> = p.iter().map(|&(i, k)| fa[i] - fb[k]).collect();
+            let c: Option<Vec<u64>> = a
+                .clusters
+                .as_ref()
+                .map(|c| p.iter().map(|&(i, _)| c[i]).collect());
+            let e = inference::labelled(&d, &d_ref, c.as_deref(), level)?;
+            let difference = Difference::new(e.estimate, e.variance, e.df, level, true);
+            return Ok(RunComparison {
+                a: est_a,
+                b: est_b,
+                path: Path::Labelled,
+                difference,
+                term: Term::NotNeeded,
+                pairs: p.len(),
+                prob_a_greater: None,
+                advice: settings.target.map(|t| labels_needed(&e, t, level)),
+            });
+        }
+    }
+    // Otherwise each run on its own path; their errors are independent.
+    let variance = Variance {
+        sampling: est_a.mean.variance.sampling + est_b.mean.variance.sampling,
+        corrector: est_a.mean.variance.corrector + est_b.mean.variance.corrector,
+    };
+    // A t quantile where both runs are labelled (on the smaller df); normal otherwise.
+    let df = est_a.mean.df.zip(est_b.mean.df).map(|(x, y)| x.min(y));
+    let difference = Difference::new(
+        est_a.mean.estimate - est_b.mean.estimate,
+        variance,
+        df,
+        level,
+        false,
+    );
+    let term = if est_a.path == Path::Plain {
+        est_a.term
+    } else {
+        est_b.term
+    };
+    Ok(RunComparison {
+        a: est_a,
+        b: est_b,
+        path: Path::Labelled,
+        difference,
+        term,
+        pairs: pairs.map_or(0, |p| p.len()),
+        prob_a_greater: None,
+        advice: None,
+    })
+}
