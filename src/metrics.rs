@@ -32,6 +32,7 @@ pub struct Metrics {
     pub rhat_max: GaugeVec,
     pub ess_min: GaugeVec,
     pub corrections: IntCounterVec,
+    pub estimates: IntCounterVec,
     pub training_jobs: IntCounterVec,
     pub training_duration: HistogramVec,
     pub dropout_sigma: HistogramVec,
@@ -125,6 +126,11 @@ impl Metrics {
                 "judgecal_corrections_total",
                 "Scores corrected by this process",
                 &["judge", "rubric", "method"],
+            ),
+            estimates: counter(
+                "judgecal_estimates_total",
+                "Run-level answers given by this process: kind is estimate (POST /v1/estimate) or compare (POST /v1/compare)",
+                &["judge", "rubric", "kind"],
             ),
             training_jobs: counter(
                 "judgecal_training_jobs_total",
@@ -253,6 +259,13 @@ impl Metrics {
         self.corrections
             .with_label_values(&[key.judge.as_str(), key.rubric.as_str(), method.as_str()])
             .inc_by(n as u64);
+    }
+
+    /// A run-level answer; `kind` is `estimate` or `compare`.
+    pub fn count_estimate(&self, key: &CellKey, kind: &str) {
+        self.estimates
+            .with_label_values(&[key.judge.as_str(), key.rubric.as_str(), kind])
+            .inc();
     }
 
     /// A finished job; `outcome` is its state (succeeded, failed, cancelled).

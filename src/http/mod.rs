@@ -5,6 +5,7 @@ mod anchors;
 mod calibration;
 mod correct;
 pub mod error;
+mod estimate;
 mod extract;
 pub mod openapi;
 mod ops;
@@ -76,6 +77,8 @@ pub fn router(service: Arc<Service>, settings: &Settings) -> Router {
             get(calibration::report),
         )
         .route("/v1/correct", post(correct::correct))
+        .route("/v1/estimate", post(estimate::estimate))
+        .route("/v1/compare", post(estimate::compare))
         .layer(limits)
         .layer(DefaultBodyLimit::max(settings.server.max_body_bytes));
     let metrics = service.metrics().clone();

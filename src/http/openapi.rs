@@ -7,7 +7,7 @@ use utoipa::openapi::path::ParameterIn;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{anchors, calibration, correct, error, ops, rubrics};
+use super::{anchors, calibration, correct, error, estimate, ops, rubrics};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -32,6 +32,8 @@ Authentication: `Authorization: Bearer <key>`; keys carry scopes `ingest`, `corr
         calibration::activate,
         calibration::report,
         correct::correct,
+        estimate::estimate,
+        estimate::compare,
         ops::healthz,
         ops::readyz,
         ops::metrics,

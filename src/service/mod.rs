@@ -3,12 +3,14 @@
 
 mod corrections;
 mod coverage;
+mod estimates;
 mod jobs;
 mod training;
 mod versions;
 
 pub use corrections::Correction;
 pub use coverage::COVERAGE_WINDOW;
+pub use estimates::{CompareRequest, EstimateRequest};
 pub use jobs::Trained;
 pub use training::Progress;
 pub use versions::Loaded;

@@ -15,6 +15,9 @@ pub struct Loaded {
     /// The residual band of a version without a noise model, worked out on its first coverage
     /// check (see `service::coverage`); `None` inside when too few anchors fitted it.
     pub band: tokio::sync::OnceCell<Option<(f64, f64)>>,
+    /// The anchors it could have been fitted on (stored no later than the version), read on
+    /// its first run-level estimate.
+    pub anchors: tokio::sync::OnceCell<Arc<crate::calibrate::Cell>>,
 }
 
 /// The versions this process serves: each cell's active one, and versions asked for by
@@ -96,6 +99,7 @@ impl Service {
         Ok(Arc::new(Loaded {
             version: CalibratorVersion { model, ..v },
             band: tokio::sync::OnceCell::new(),
+            anchors: tokio::sync::OnceCell::new(),
         }))
     }
 
@@ -198,6 +202,20 @@ impl Service {
         }))
     }
 
+    /// The rubric's stored scale, or the default one.
+    pub(super) async fn scale_of(
+        &self,
+        rubric: &crate::domain::RubricName,
+    ) -> Result<crate::domain::Scale> {
+        Ok(self
+            .store
+            .rubric_scales()
+            .await?
+            .get(rubric)
+            .copied()
+            .unwrap_or(crate::domain::Scale::DEFAULT))
+    }
+
     /// An SVG report of the cell's active version (or `version`): corrected against reference
     /// on the cell's anchors, and the residuals against the judge score.
     pub async fn report_svg(&self, key: &CellKey, version: Option<i64>) -> Result<String> {
@@ -210,13 +228,7 @@ impl Service {
             .into_iter()
             .flat_map(|(_, a)| a)
             .collect::<Vec<_>>();
-        let scale = self
-            .store
-            .rubric_scales()
-            .await?
-            .get(&key.rubric)
-            .copied()
-            .unwrap_or(crate::domain::Scale::DEFAULT);
+        let scale = self.scale_of(&key.rubric).await?;
         let (pairs, corrected): (Vec<(f64, f64)>, Vec<f64>) = anchors
             .iter()
             .filter_map(|a| {

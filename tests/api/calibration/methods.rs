@@ -95,6 +95,24 @@ async fn a_flow_version_corrects_with_sigma_and_review(backend: Backend) {
     )
     .await;
     assert_eq!(again.body["results"], res.body["results"]);
+    // A run-level estimate from a flow version leaves the corrector's term out and says so.
+    let est = other
+        .json(
+            "POST",
+            "/v1/estimate",
+            &json!({"judge": "j1", "rubric": "coherence", "scores": [2.0, 3.0, 4.0]}),
+        )
+        .await;
+    assert_eq!(est.status, 200, "{}", est.body);
+    assert_eq!(est.body["corrector_term"], "omitted", "{}", est.body);
+    assert_eq!(est.body["variance"]["corrector"], 0.0, "{}", est.body);
+    assert!(
+        est.body["warnings"][0]
+            .as_str()
+            .is_some_and(|w| w.contains("leaves the corrector's uncertainty out")),
+        "{}",
+        est.body
+    );
     assert!(
         metric(
             &text,
@@ -342,6 +360,34 @@ async fn an_isotonic_version_corrects_with_a_held_out_interval(backend: Backend)
             "{item}"
         );
     }
+    // A run's estimate takes the corrector's uncertainty from refits on resampled anchors:
+    // the truth is the curve's mean over the run, within the interval; the noise is uniform
+    // on ±0.5 (variance 1/12), and its share of the variance is about that over the run size.
+    let run: Vec<f64> = (0..500).map(|i| 1.2 + 3.6 * i as f64 / 500.0).collect();
+    let truth = run
+        .iter()
+        .map(|j| 1.0 + 4.0 / (1.0 + (-2.0 * (j - 3.0_f64)).exp()))
+        .sum::<f64>()
+        / 500.0;
+    let est = app
+        .json(
+            "POST",
+            "/v1/estimate",
+            &json!({"judge": "j1", "rubric": "coherence", "scores": run}),
+        )
+        .await;
+    let e = &est.body;
+    assert_eq!(est.status, 200, "{e}");
+    assert_eq!(e["corrector_term"], "resampled", "{e}");
+    let (lo, hi) = (
+        e["interval"][0].as_f64().unwrap(),
+        e["interval"][1].as_f64().unwrap(),
+    );
+    assert!(lo < truth && truth < hi, "{truth} outside {e}");
+    let corrector = e["variance"]["corrector"].as_f64().unwrap();
+    let sampling = e["variance"]["sampling"].as_f64().unwrap();
+    assert!(corrector > 0.0, "{e}");
+    assert!((sampling * 500.0 - 1.0 / 12.0).abs() < 0.03, "{e}");
     let mut app = app;
     let settings = app.settings.clone();
     let dir = app.take_dir();

@@ -1,0 +1,282 @@
+//! Run-level requests (`/v1/estimate`, `/v1/compare`), parsed at the edge: the cell, each run's
+//! scores with their ids, reference scores and clusters, the version, the level and the
+//! target half-width. Every problem is named by row and field; nothing partial gets through.
+
+use std::collections::HashMap;
+
+use super::{CellKey, ItemId, JudgeName, Problem, RubricName};
+use crate::calibrate::runlevel::{MIN_LABELLED, RunItems, Settings};
+
+/// One item of a run as sent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawItem {
+    pub id: Option<String>,
+    pub score: f64,
+    pub reference: Option<f64>,
+    pub cluster: Option<String>,
+}
+
+/// A run as sent: bare scores, or items.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RawRun {
+    Scores(Vec<f64>),
+    Items(Vec<RawItem>),
+}
+
+/// The interval's level and the planning target, as sent.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RawSettings {
+    pub level: Option<f64>,
+    pub target_half_width: Option<f64>,
+}
+
+/// Levels an interval may have.
+pub const LEVELS: std::ops::RangeInclusive<f64> = 0.5..=0.999;
+
+/// Gives each cluster name a number, the same in both runs of a comparison.
+#[derive(Default)]
+pub struct ClusterNames(HashMap<String, u64>);
+
+impl ClusterNames {
+    fn number(&mut self, name: &str) -> u64 {
+        let next = self.0.len() as u64;
+        *self.0.entry(name.to_owned()).or_insert(next)
+    }
+}
+
+/// Checks one run; `prefix` names it in problems (`""`, or `"a."` in a comparison).
+pub fn parse_run(
+    prefix: &str,
+    raw: RawRun,
+    clusters: &mut ClusterNames,
+    problems: &mut Vec<Problem>,
+) -> RunItems {
+    let field = |f: &str| format!("{prefix}{f}");
+    let items = match raw {
+        RawRun::Scores(scores) => {
+            if scores.is_empty() {
+                problems.push(Problem::at(
+                    None,
+                    &field("scores"),
+                    "give at least one score",
+                ));
+            }
+            for (i, s) in scores.iter().enumerate() {
+                if !s.is_finite() {
+                    problems.push(Problem::at(
+                        Some(i + 1),
+                        &field("scores"),
+                        "must be a finite number",
+                    ));
+                }
+            }
+            return RunItems::scores(scores);
+        }
+        RawRun::Items(items) => items,
+    };
+    if items.is_empty() {
+        problems.push(Problem::at(None, &field("items"), "give at least one item"));
+    }
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    let with_id = items.iter().filter(|i| i.id.is_some()).count();
+    let with_cluster = items.iter().filter(|i| i.cluster.is_some()).count();
+    for (i, item) in items.iter().enumerate() {
+        let row = Some(i + 1);
+        if !item.score.is_finite() {
+            problems.push(Problem::at(row, &field("score"), "must be a finite number"));
+        }
+        if item.reference.is_some_and(|r| !r.is_finite()) {
+            problems.push(Problem::at(
+                row,
+                &field("reference"),
+                "must be a finite number",
+            ));
+        }
+        match &item.id {
+            Some(id) => {
+                if let Err(e) = ItemId::parse(id) {
+                    problems.push(Problem::at(row, &field("id"), e));
+                } else if let Some(first) = seen.insert(id.as_str(), i + 1) {
+                    problems.push(Problem::at(
+                        row,
+                        &field("id"),
+                        format!("{id:?} is also item {first}: ids name one item each"),
+                    ));
+                }
+            }
+            None if with_id > 0 => problems.push(Problem::at(
+                row,
+                &field("id"),
+                "give every item an id or none (ids pair the items of two runs)",
+            )),
+            None => {}
+        }
+        match &item.cluster {
+            Some(c) if c.is_empty() || c.len() > 256 => {
+                problems.push(Problem::at(row, &field("cluster"), "1 to 256 characters"));
+            }
+            None if with_cluster > 0 => problems.push(Problem::at(
+                row,
+                &field("cluster"),
+                "give every item a cluster or none",
+            )),
+            _ => {}
+        }
+    }
+    let labelled = items.iter().filter(|i| i.reference.is_some()).count();
+    if (1..MIN_LABELLED).contains(&labelled) {
+        problems.push(Problem::at(
+            None,
+            &field("reference"),
+            format!(
+                "{labelled} items carry a reference; the labelled path needs at least {MIN_LABELLED}, drawn at random from the run (or send none for the plain estimate)"
+            ),
+        ));
+    }
+    RunItems {
+        scores: items.iter().map(|i| i.score).collect(),
+        reference: if labelled > 0 {
+            items.iter().map(|i| i.reference).collect()
+        } else {
+            Vec::new()
+        },
+        clusters: (with_cluster > 0).then(|| {
+            items
+                .iter()
+                .map(|i| clusters.number(i.cluster.as_deref().unwrap_or_default()))
+                .collect()
+        }),
+        ids: (with_id > 0).then(|| {
+            items
+                .iter()
+                .map(|i| i.id.clone().unwrap_or_default())
+                .collect()
+        }),
+    }
+}
+
+/// Checks the cell, the version and the settings.
+pub fn parse_common(
+    judge: &str,
+    rubric: &str,
+    version: Option<i64>,
+    raw: RawSettings,
+    problems: &mut Vec<Problem>,
+) -> (Option<CellKey>, Settings) {
+    let judge = JudgeName::parse(judge).map_err(|e| problems.push(Problem::at(None, "judge", e)));
+    let rubric =
+        RubricName::parse(rubric).map_err(|e| problems.push(Problem::at(None, "rubric", e)));
+    if version.is_some_and(|v| v < 1) {
+        problems.push(Problem::at(None, "version", "versions count from 1"));
+    }
+    let mut settings = Settings::default();
+    if let Some(level) = raw.level {
+        if LEVELS.contains(&level) {
+            settings.level = level;
+        } else {
+            problems.push(Problem::at(
+                None,
+                "level",
+                "must lie in [0.5, 0.999] (0.95 for a 95% interval)",
+            ));
+        }
+    }
+    if let Some(t) = raw.target_half_width {
+        if t.is_finite() && t > 0.0 {
+            settings.target = Some(t);
+        } else {
+            problems.push(Problem::at(
+                None,
+                "target_half_width",
+                "must be a positive number, in score units",
+            ));
+        }
+    }
+    let key = match (judge, rubric) {
+        (Ok(judge), Ok(rubric)) => Some(CellKey { judge, rubric }),
+        _ => None,
+    };
+    (key, settings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(id: Option<&str>, score: f64, reference: Option<f64>) -> RawItem {
+        RawItem {
+            id: id.map(str::to_owned),
+            score,
+            reference,
+            cluster: None,
+        }
+    }
+
+    #[test]
+    fn every_bad_row_and_field_is_named() {
+        let mut problems = Vec::new();
+        let run = RawRun::Items(vec![
+            item(Some("x"), 3.0, Some(3.5)),
+            item(Some("x"), f64::NAN, None),
+            item(None, 2.0, Some(f64::INFINITY)),
+        ]);
+        parse_run("a.", run, &mut ClusterNames::default(), &mut problems);
+        let named: Vec<(Option<usize>, &str)> =
+            problems.iter().map(|p| (p.row, p.field.as_str())).collect();
+        assert!(named.contains(&(Some(2), "a.id")), "{named:?}");
+        assert!(named.contains(&(Some(2), "a.score")), "{named:?}");
+        assert!(named.contains(&(Some(3), "a.reference")), "{named:?}");
+        assert!(named.contains(&(Some(3), "a.id")), "{named:?}");
+        // Two labelled items are too few for the labelled path.
+        assert!(named.contains(&(None, "a.reference")), "{named:?}");
+    }
+
+    #[test]
+    fn clusters_are_numbered_alike_across_runs_and_levels_are_bounded() {
+        let mut names = ClusterNames::default();
+        let mut problems = Vec::new();
+        let with = |c: &str| RawItem {
+            cluster: Some(c.into()),
+            ..item(None, 3.0, None)
+        };
+        let a = parse_run(
+            "a.",
+            RawRun::Items(vec![with("p1"), with("p2"), with("p1")]),
+            &mut names,
+            &mut problems,
+        );
+        let b = parse_run(
+            "b.",
+            RawRun::Items(vec![with("p2")]),
+            &mut names,
+            &mut problems,
+        );
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(a.clusters, Some(vec![0, 1, 0]));
+        assert_eq!(b.clusters, Some(vec![1]));
+        let (key, settings) = parse_common(
+            "g",
+            "r",
+            None,
+            RawSettings {
+                level: Some(0.9),
+                target_half_width: Some(0.05),
+            },
+            &mut problems,
+        );
+        assert!(key.is_some() && problems.is_empty());
+        assert_eq!((settings.level, settings.target), (0.9, Some(0.05)));
+        parse_common(
+            "g",
+            "r",
+            Some(0),
+            RawSettings {
+                level: Some(1.0),
+                target_half_width: Some(-1.0),
+            },
+            &mut problems,
+        );
+        let fields: Vec<&str> = problems.iter().map(|p| p.field.as_str()).collect();
+        assert_eq!(fields, ["version", "level", "target_half_width"]);
+    }
+}

@@ -1,0 +1,605 @@
+//! Run-level answers: a run's de-biased mean, and whether model A beats model B.
+
+use axum::extract::State;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::AppState;
+use super::error::{ApiError, ErrorBody};
+use super::extract::{Authorized, CorrectScope, Json};
+use crate::calibrate::runlevel::{Advice, RunComparison, RunEstimate, Support, Term, Transport};
+use crate::domain::Problem;
+use crate::domain::estimate::{self, ClusterNames, RawItem, RawRun, RawSettings};
+use crate::service::{CompareRequest, EstimateRequest, Loaded};
+
+/// One item of a run.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunItemDto {
+    /// The item's id: items with the same id in both runs of a comparison are paired. Give
+    /// every item an id or none.
+    #[schema(
+        example = "prompt-17",
+        min_length = 1,
+        max_length = 256,
+        pattern = "^[^\\u0000-\\u001F\\u007F]+$"
+    )]
+    id: Option<String>,
+    /// The raw judge score.
+    #[schema(example = 3.5)]
+    score: f64,
+    /// The item's reference score, where this item of the run was labelled. The labelled
+    /// items must be a uniform random sample of the run, at least 3.
+    reference: Option<f64>,
+    /// What the item shares its errors with, such as its prompt: items of one cluster are not
+    /// counted as independent evidence. Give every item a cluster or none.
+    #[schema(example = "prompt-17", min_length = 1, max_length = 256)]
+    cluster: Option<String>,
+}
+
+impl From<RunItemDto> for RawItem {
+    fn from(i: RunItemDto) -> Self {
+        RawItem {
+            id: i.id,
+            score: i.score,
+            reference: i.reference,
+            cluster: i.cluster,
+        }
+    }
+}
+
+/// A run: bare judge scores, or items (with ids, reference scores or clusters).
+#[derive(Deserialize, ToSchema)]
+#[allow(dead_code)] // Documents a run; the handler reads `RunBody`.
+#[serde(untagged)]
+pub enum RunDto {
+    Scores(ScoresRun),
+    Items(ItemsRun),
+}
+
+#[derive(Deserialize, ToSchema)]
+#[allow(dead_code)]
+#[serde(deny_unknown_fields)]
+pub struct ScoresRun {
+    /// Raw judge scores, one per item of the run.
+    #[schema(example = json!([2.5, 3.0, 4.0]), min_items = 1)]
+    scores: Vec<f64>,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[allow(dead_code)]
+#[serde(deny_unknown_fields)]
+pub struct ItemsRun {
+    #[schema(min_items = 1)]
+    items: Vec<RunItemDto>,
+}
+
+/// A run as the handlers read it: errors then name the field, where an untagged enum could
+/// only say that nothing matched.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunBody {
+    scores: Option<Vec<f64>>,
+    items: Option<Vec<RunItemDto>>,
+}
+
+impl RunBody {
+    /// The run, or the problem of giving both shapes or neither; `prefix` names the run.
+    fn raw(self, prefix: &str) -> Result<RawRun, Problem> {
+        match (self.scores, self.items) {
+            (Some(scores), None) => Ok(RawRun::Scores(scores)),
+            (None, Some(items)) => Ok(RawRun::Items(items.into_iter().map(Into::into).collect())),
+            _ => Err(Problem::at(
+                None,
+                &format!("{prefix}scores"),
+                "give exactly one of `scores` (numbers) and `items` ({score, id?, reference?, cluster?} objects)",
+            )),
+        }
+    }
+}
+
+/// The body of POST /v1/estimate: the cell, the run (`scores` or `items`, not both) and how
+/// to answer.
+#[derive(Deserialize, ToSchema)]
+#[allow(dead_code)] // Documents the body; the handler reads `EstimateBody`.
+#[serde(untagged)]
+pub enum EstimateBodyDoc {
+    Scores(EstimateScoresDoc),
+    Items(EstimateItemsDoc),
+}
+
+/// Declares a documented estimate body: the common fields and the run's own.
+macro_rules! estimate_doc {
+    ($name:ident { $(#[$meta:meta])* $field:ident: $ty:ty }) => {
+        #[derive(Deserialize, ToSchema)]
+        #[allow(dead_code)]
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            #[schema(
+                example = "gpt-4o-mini",
+                pattern = "^[A-Za-z0-9][A-Za-z0-9._:-]*$",
+                min_length = 1,
+                max_length = 64
+            )]
+            judge: String,
+            #[schema(
+                example = "coherence",
+                pattern = "^[A-Za-z0-9][A-Za-z0-9._:-]*$",
+                min_length = 1,
+                max_length = 64
+            )]
+            rubric: String,
+            $(#[$meta])*
+            $field: $ty,
+            /// A version of the cell to use instead of the active one.
+            #[schema(minimum = 1)]
+            version: Option<i64>,
+            /// Of the interval (default 0.95).
+            #[schema(minimum = 0.5, maximum = 0.999, example = 0.95)]
+            level: Option<f64>,
+            /// A half-width to plan for: the answer says whether more anchors (or labelled
+            /// items) would reach it, and about how many, or that the run's own size is the
+            /// limit.
+            #[schema(exclusive_minimum = 0.0, example = 0.05)]
+            target_half_width: Option<f64>,
+        }
+    };
+}
+
+estimate_doc!(EstimateScoresDoc {
+    /// Raw judge scores, one per item of the run.
+    #[schema(example = json!([2.5, 3.0, 4.0]), min_items = 1)]
+    scores: Vec<f64>
+});
+estimate_doc!(EstimateItemsDoc {
+    /// The run's items, with ids, reference scores or clusters.
+    #[schema(min_items = 1)]
+    items: Vec<RunItemDto>
+});
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EstimateBody {
+    judge: String,
+    rubric: String,
+    scores: Option<Vec<f64>>,
+    items: Option<Vec<RunItemDto>>,
+    version: Option<i64>,
+    level: Option<f64>,
+    target_half_width: Option<f64>,
+}
+
+/// The body of POST /v1/compare: two runs of one cell.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CompareBody {
+    #[schema(
+        example = "gpt-4o-mini",
+        pattern = "^[A-Za-z0-9][A-Za-z0-9._:-]*$",
+        min_length = 1,
+        max_length = 64
+    )]
+    judge: String,
+    #[schema(
+        example = "coherence",
+        pattern = "^[A-Za-z0-9][A-Za-z0-9._:-]*$",
+        min_length = 1,
+        max_length = 64
+    )]
+    rubric: String,
+    /// Run A (for example model A's outputs).
+    #[schema(value_type = RunDto)]
+    a: RunBody,
+    /// Run B. Items with the same ids as A's are paired (the same prompts answered by two
+    /// models); the pairing needs both runs to have the same set of ids.
+    #[schema(value_type = RunDto)]
+    b: RunBody,
+    #[schema(minimum = 1)]
+    version: Option<i64>,
+    #[schema(minimum = 0.5, maximum = 0.999, example = 0.95)]
+    level: Option<f64>,
+    #[schema(exclusive_minimum = 0.0, example = 0.05)]
+    target_half_width: Option<f64>,
+}
+
+/// The variance of an estimate, in its parts.
+#[derive(Serialize, ToSchema)]
+pub struct VarianceDto {
+    /// From the run's own items: the noise of the reference around the corrected scores
+    /// (plain), or the labelled sample (labelled).
+    sampling: f64,
+    /// From the corrector's finite anchors (0 on the labelled path, which does not rely on
+    /// the corrector; 0 where `corrector_term` is `omitted`).
+    corrector: f64,
+    total: f64,
+}
+
+/// The run's judge scores against the anchors' range.
+#[derive(Serialize, ToSchema)]
+pub struct SupportDto {
+    /// The smallest and largest judge score among the version's anchors.
+    anchor_range: [f64; 2],
+    /// Share of the run's judge scores outside that range.
+    outside_share: f64,
+    /// More than 5% outside: the corrector's level there is extrapolated.
+    extrapolated: bool,
+}
+
+/// The corrector's bias on this run, from its labelled items.
+#[derive(Serialize, ToSchema)]
+pub struct TransportDto {
+    /// Mean of reference − corrected on the labelled items.
+    mean_residual: f64,
+    /// Its interval at the request's level; excluding 0, the corrector is biased on this run
+    /// and the plain path's answer would be off by about this much.
+    interval: [f64; 2],
+}
+
+/// What would bring the half-width to `target_half_width`.
+#[derive(Serialize, ToSchema)]
+pub struct PlanDto {
+    /// `reached`, `more_anchors`, `more_labelled` or `run_size` (the run's own items limit the
+    /// interval; more anchors cannot help).
+    outcome: &'static str,
+    /// About how many anchors in all (more_anchors), or labelled items in the run
+    /// (more_labelled).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    needed: Option<usize>,
+    message: String,
+}
+
+/// One run's de-biased mean.
+#[derive(Serialize, ToSchema)]
+pub struct RunEstimateDto {
+    /// The estimate of the mean reference score the run's items would get if every one were
+    /// labelled.
+    estimate: f64,
+    interval: [f64; 2],
+    /// `plain` (judge scores only) or `labelled` (PPI++ with the run's labelled items).
+    path: &'static str,
+    /// Items in the run.
+    n: usize,
+    /// Items with a reference score.
+    labelled: usize,
+    variance: VarianceDto,
+    /// How the corrector's own uncertainty entered: `posterior` (bayes, closed form),
+    /// `resampled` (refits on resampled anchors), `anchor_offset` (identity: the anchors' mean
+    /// residual and its standard error), `omitted` (flow; `warnings` says why) or
+    /// `not_needed` (labelled path).
+    corrector_term: &'static str,
+    /// labelled path: the weight PPI++ gave the corrector (0: ignored, 1: trusted fully).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lambda: Option<f64>,
+    support: SupportDto,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    transport: Option<TransportDto>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct EstimateResponse {
+    judge: String,
+    rubric: String,
+    /// The calibrator version that made every number.
+    version: i64,
+    method: String,
+    level: f64,
+    #[serde(flatten)]
+    run: RunEstimateDto,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    plan: Option<PlanDto>,
+    /// What a reader of the interval must know: extrapolation, a left-out term, a transport
+    /// check that found bias.
+    warnings: Vec<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct CompareResponse {
+    judge: String,
+    rubric: String,
+    version: i64,
+    method: String,
+    level: f64,
+    /// Each run's own estimate.
+    a: RunEstimateDto,
+    b: RunEstimateDto,
+    /// mean(A) − mean(B), de-biased.
+    difference: f64,
+    interval: [f64; 2],
+    /// Two-sided, against no difference.
+    p_value: f64,
+    /// bayes versions on the plain path: the posterior probability that A's mean is higher.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prob_a_greater: Option<f64>,
+    /// `plain` or `labelled` (either run has labelled items).
+    path: &'static str,
+    /// Whether the items were paired by id (the interval then uses the per-item differences).
+    paired: bool,
+    /// Items paired.
+    pairs: usize,
+    variance: VarianceDto,
+    corrector_term: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    plan: Option<PlanDto>,
+    warnings: Vec<String>,
+}
+
+fn variance(v: crate::calibrate::inference::Variance) -> VarianceDto {
+    VarianceDto {
+        sampling: v.sampling,
+        corrector: v.corrector,
+        total: v.sampling + v.corrector,
+    }
+}
+
+fn support(s: &Support) -> SupportDto {
+    SupportDto {
+        anchor_range: [s.anchor_range.0, s.anchor_range.1],
+        outside_share: s.outside,
+        extrapolated: s.extrapolated(),
+    }
+}
+
+fn run_dto(e: &RunEstimate) -> RunEstimateDto {
+    RunEstimateDto {
+        estimate: e.mean.estimate,
+        interval: [e.mean.interval.0, e.mean.interval.1],
+        path: e.path.as_str(),
+        n: e.mean.n,
+        labelled: e.mean.labelled,
+        variance: variance(e.mean.variance),
+        corrector_term: e.term.as_str(),
+        lambda: e.mean.lambda,
+        support: support(&e.support),
+        transport: e.transport.map(|t: Transport| TransportDto {
+            mean_residual: t.mean_residual,
+            interval: [t.interval.0, t.interval.1],
+        }),
+    }
+}
+
+fn plan(advice: Option<Advice>, target: Option<f64>) -> Option<PlanDto> {
+    let target = target?;
+    Some(match advice? {
+        Advice::Reached => PlanDto {
+            outcome: "reached",
+            needed: None,
+            message: format!("the interval is already within ±{target}"),
+        },
+        Advice::Anchors(n) => PlanDto {
+            outcome: "more_anchors",
+            needed: Some(n),
+            message: format!(
+                "about {n} anchors in all (drawn like the present ones) would bring the half-width to {target}; retrain after uploading them"
+            ),
+        },
+        Advice::Labels(n) => PlanDto {
+            outcome: "more_labelled",
+            needed: Some(n),
+            message: format!(
+                "about {n} labelled items of this run, drawn at random, would bring the half-width to {target}"
+            ),
+        },
+        Advice::RunSize => PlanDto {
+            outcome: "run_size",
+            needed: None,
+            message: format!(
+                "the run's own items limit the interval: even a perfect corrector leaves it wider than ±{target}; score more items, or label a sample of the run"
+            ),
+        },
+    })
+}
+
+/// What the reader must know about one run's answer; `name` prefixes run-specific notes.
+fn warnings(name: &str, e: &RunEstimate, level: f64, out: &mut Vec<String>) {
+    if e.support.extrapolated() {
+        out.push(format!(
+            "{name}{:.1}% of the judge scores lie outside the anchors' range [{}, {}]: the corrected level there is extrapolated; upload anchors covering those scores, or label a sample of the run",
+            100.0 * e.support.outside,
+            e.support.anchor_range.0,
+            e.support.anchor_range.1
+        ));
+    }
+    if let Term::Omitted(why) = e.term {
+        out.push(format!("{name}{why}"));
+    }
+    if let Some(t) = e.transport
+        && (t.interval.0 > 0.0 || t.interval.1 < 0.0)
+    {
+        out.push(format!(
+            "{name}the corrector is biased on this run: its mean residual on the labelled items is {:.3} ({:.0}% interval [{:.3}, {:.3}]); the labelled path corrects for it, a plain estimate would not",
+            t.mean_residual,
+            100.0 * level,
+            t.interval.0,
+            t.interval.1
+        ));
+    }
+}
+
+/// Names the request's cell on its span and checks what both endpoints share.
+fn begin(
+    judge: &str,
+    rubric: &str,
+    version: Option<i64>,
+    raw: RawSettings,
+) -> (
+    Vec<Problem>,
+    Option<crate::domain::CellKey>,
+    crate::calibrate::runlevel::Settings,
+) {
+    let span = tracing::Span::current();
+    span.record("judge", judge);
+    span.record("rubric", rubric);
+    let mut problems = Vec::new();
+    let (key, settings) = estimate::parse_common(judge, rubric, version, raw, &mut problems);
+    (problems, key, settings)
+}
+
+fn identify(v: &Loaded) -> (String, String, i64, String) {
+    let v = &v.version;
+    (
+        v.key.judge.to_string(),
+        v.key.rubric.to_string(),
+        v.version,
+        v.method().to_string(),
+    )
+}
+
+/// A run's de-biased mean with its interval.
+///
+/// The estimand is the mean reference score the run's items would get if every one were
+/// labelled. With judge scores only, the estimate is the mean corrected score of the cell's
+/// version (active, or `version`); its interval adds the corrector's own uncertainty from its
+/// finite anchors to the run's noise, and assumes the judge relates to the reference on this
+/// run as on the anchors. Items that carry a `reference` (a random sample of the run, at least
+/// 3) switch to the labelled path (PPI++), which needs no such assumption, and add a transport
+/// check of the corrector on this run.
+#[utoipa::path(
+    post, path = "/v1/estimate", tag = "correction",
+    request_body = EstimateBodyDoc,
+    responses(
+        (status = 200, body = EstimateResponse),
+        (status = 400, description = "Body is not valid JSON", body = ErrorBody),
+        (status = 401, description = "No or unknown API key", body = ErrorBody),
+        (status = 403, description = "Key lacks the correct scope", body = ErrorBody),
+        (status = 404, description = "No active calibrator (the message says how to train one), or no such version", body = ErrorBody),
+        (status = 409, description = "The version cannot answer (too few anchors)", body = ErrorBody),
+        (status = 422, description = "Bad judge, rubric, score, reference, id, cluster, level or target; too few labelled items; too many scores", body = ErrorBody),
+    ),
+    security(("api_key" = ["correct"]))
+)]
+pub async fn estimate(
+    State(state): State<AppState>,
+    _auth: Authorized<CorrectScope>,
+    Json(body): Json<EstimateBody>,
+) -> Result<axum::Json<EstimateResponse>, ApiError> {
+    let (mut problems, key, settings) = begin(
+        &body.judge,
+        &body.rubric,
+        body.version,
+        RawSettings {
+            level: body.level,
+            target_half_width: body.target_half_width,
+        },
+    );
+    let raw = RunBody {
+        scores: body.scores,
+        items: body.items,
+    }
+    .raw("")
+    .map_err(|p| ApiError::invalid("the estimate request was refused", vec![p]))?;
+    let run = estimate::parse_run("", raw, &mut ClusterNames::default(), &mut problems);
+    let Some(key) = key.filter(|_| problems.is_empty()) else {
+        return Err(ApiError::invalid(
+            "the estimate request was refused",
+            problems,
+        ));
+    };
+    let request = EstimateRequest {
+        key,
+        run,
+        version: body.version,
+        settings,
+    };
+    let (loaded, e) = state.service.estimate(request).await?;
+    let (judge, rubric, version, method) = identify(&loaded);
+    let mut notes = Vec::new();
+    warnings("", &e, settings.level, &mut notes);
+    Ok(axum::Json(EstimateResponse {
+        judge,
+        rubric,
+        version,
+        method,
+        level: settings.level,
+        run: run_dto(&e),
+        plan: plan(e.advice, settings.target),
+        warnings: notes,
+    }))
+}
+
+/// Is model A better than model B? The difference of two runs' de-biased means.
+///
+/// Items with the same ids in both runs are paired (the same prompts answered by two models),
+/// and the interval uses the per-item differences; otherwise the runs are independent. The
+/// corrector's uncertainty, which both runs share, enters the difference once. Items of
+/// either run may carry a `reference`; then the labelled path applies (on the per-item
+/// differences where the same items of paired runs are labelled).
+#[utoipa::path(
+    post, path = "/v1/compare", tag = "correction",
+    request_body = CompareBody,
+    responses(
+        (status = 200, body = CompareResponse),
+        (status = 400, description = "Body is not valid JSON", body = ErrorBody),
+        (status = 401, description = "No or unknown API key", body = ErrorBody),
+        (status = 403, description = "Key lacks the correct scope", body = ErrorBody),
+        (status = 404, description = "No active calibrator (the message says how to train one), or no such version", body = ErrorBody),
+        (status = 409, description = "The version cannot answer (too few anchors)", body = ErrorBody),
+        (status = 422, description = "Bad judge, rubric, score, reference, id, cluster, level or target; too few labelled items; too many scores", body = ErrorBody),
+    ),
+    security(("api_key" = ["correct"]))
+)]
+pub async fn compare(
+    State(state): State<AppState>,
+    _auth: Authorized<CorrectScope>,
+    Json(body): Json<CompareBody>,
+) -> Result<axum::Json<CompareResponse>, ApiError> {
+    let (mut problems, key, settings) = begin(
+        &body.judge,
+        &body.rubric,
+        body.version,
+        RawSettings {
+            level: body.level,
+            target_half_width: body.target_half_width,
+        },
+    );
+    let mut names = ClusterNames::default();
+    let mut run = |prefix: &str, body: RunBody, problems: &mut Vec<Problem>| match body.raw(prefix)
+    {
+        Ok(raw) => estimate::parse_run(prefix, raw, &mut names, problems),
+        Err(p) => {
+            problems.push(p);
+            Default::default()
+        }
+    };
+    let a = run("a.", body.a, &mut problems);
+    let b = run("b.", body.b, &mut problems);
+    let Some(key) = key.filter(|_| problems.is_empty()) else {
+        return Err(ApiError::invalid(
+            "the comparison request was refused",
+            problems,
+        ));
+    };
+    let request = CompareRequest {
+        key,
+        a,
+        b,
+        version: body.version,
+        settings,
+    };
+    let (loaded, c): (_, RunComparison) = state.service.compare(request).await?;
+    let (judge, rubric, version, method) = identify(&loaded);
+    let mut notes = Vec::new();
+    warnings("run a: ", &c.a, settings.level, &mut notes);
+    warnings("run b: ", &c.b, settings.level, &mut notes);
+    notes.dedup();
+    let d = &c.difference;
+    Ok(axum::Json(CompareResponse {
+        judge,
+        rubric,
+        version,
+        method,
+        level: settings.level,
+        a: run_dto(&c.a),
+        b: run_dto(&c.b),
+        difference: d.estimate,
+        interval: [d.interval.0, d.interval.1],
+        p_value: d.p_value,
+        prob_a_greater: c.prob_a_greater,
+        path: c.path.as_str(),
+        paired: d.paired,
+        pairs: c.pairs,
+        variance: variance(d.variance),
+        corrector_term: c.term.as_str(),
+        plan: plan(c.advice, settings.target),
+        warnings: notes,
+    }))
+}

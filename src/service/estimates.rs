@@ -1,0 +1,148 @@
+//! Run-level answers: a run's de-biased mean (`/v1/estimate`) and the difference of two runs
+//! (`/v1/compare`), from a version and the anchors it could have been fitted on.
+
+use std::sync::Arc;
+
+use super::Service;
+use super::versions::Loaded;
+use crate::calibrate::runlevel::{self, Basis, RunComparison, RunEstimate, RunItems, Settings};
+use crate::calibrate::{Cell, MeanUncertainty};
+use crate::domain::{CellKey, Problem};
+use crate::error::{Error, Result};
+
+/// One run's estimate, asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EstimateRequest {
+    pub key: CellKey,
+    pub run: RunItems,
+    pub version: Option<i64>,
+    pub settings: Settings,
+}
+
+/// Two runs' difference, asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompareRequest {
+    pub key: CellKey,
+    pub a: RunItems,
+    pub b: RunItems,
+    pub version: Option<i64>,
+    pub settings: Settings,
+}
+
+impl Service {
+    fn check_size(&self, runs: &[(&str, &RunItems)]) -> Result<()> {
+        let max = self.limits.max_correct_batch;
+        let problems: Vec<Problem> = runs
+            .iter()
+            .filter(|(_, r)| r.scores.len() > max)
+            .map(|(field, r)| {
+                Problem::at(
+                    None,
+                    field,
+                    format!(
+                        "{} scores; at most {max} per run (limits.max_correct_batch)",
+                        r.scores.len()
+                    ),
+                )
+            })
+            .collect();
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::rejected(
+                "the estimate request was refused",
+                problems,
+            ))
+        }
+    }
+
+    /// The version to answer with and the anchors it could have been fitted on.
+    async fn basis(&self, key: &CellKey, version: Option<i64>) -> Result<(Arc<Loaded>, Arc<Cell>)> {
+        let loaded = self.corrector(key, version).await?;
+        let anchors = loaded
+            .anchors
+            .get_or_try_init(|| async {
+                let mut pairs = self.store.anchors_before(&loaded.version).await?;
+                // The store returns them in no set order; resampling wants a fixed one.
+                pairs.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+                let scale = self.scale_of(&key.rubric).await?;
+                Ok::<_, Error>(Arc::new(Cell {
+                    pairs,
+                    scale: (scale.min, scale.max),
+                }))
+            })
+            .await?
+            .clone();
+        Ok((loaded, anchors))
+    }
+
+    /// Runs `f` on the version's model and anchors: on a blocking thread where it refits or
+    /// needs libtorch.
+    async fn with_basis<T: Send + 'static>(
+        (loaded, anchors): (Arc<Loaded>, Arc<Cell>),
+        scores: usize,
+        f: impl FnOnce(Basis) -> std::result::Result<T, String> + Send + 'static,
+    ) -> Result<T> {
+        let model = &loaded.version.model;
+        let light = matches!(model.mean_uncertainty(), MeanUncertainty::Line(_))
+            && scores <= 4096
+            && !model.heavy(&[]);
+        let run = move || {
+            f(Basis {
+                model: &loaded.version.model,
+                anchors: &anchors,
+            })
+        };
+        let out = if light {
+            run()
+        } else {
+            tokio::task::spawn_blocking(run)
+                .await
+                .map_err(|_| Error::Internal("working out an estimate panicked".into()))?
+        };
+        out.map_err(|e| {
+            Error::conflict(format!("this version cannot give the answer: {e}"), vec![])
+        })
+    }
+
+    /// The de-biased mean of one run.
+    pub async fn estimate(&self, request: EstimateRequest) -> Result<(Arc<Loaded>, RunEstimate)> {
+        self.check_size(&[(request.field(), &request.run)])?;
+        let basis = self.basis(&request.key, request.version).await?;
+        let loaded = basis.0.clone();
+        let n = request.run.scores.len();
+        let (run, settings) = (request.run, request.settings);
+        let answer = Self::with_basis(basis, n, move |basis| {
+            runlevel::estimate(basis, &run, &settings)
+        })
+        .await?;
+        self.metrics.count_estimate(&request.key, "estimate");
+        Ok((loaded, answer))
+    }
+
+    /// The difference of two runs' de-biased means.
+    pub async fn compare(&self, request: CompareRequest) -> Result<(Arc<Loaded>, RunComparison)> {
+        self.check_size(&[("a", &request.a), ("b", &request.b)])?;
+        let basis = self.basis(&request.key, request.version).await?;
+        let loaded = basis.0.clone();
+        let n = request.a.scores.len() + request.b.scores.len();
+        let (a, b, settings) = (request.a, request.b, request.settings);
+        let answer = Self::with_basis(basis, n, move |basis| {
+            runlevel::compare(basis, &a, &b, &settings)
+        })
+        .await?;
+        self.metrics.count_estimate(&request.key, "compare");
+        Ok((loaded, answer))
+    }
+}
+
+impl EstimateRequest {
+    /// The name of the field that holds the run.
+    pub fn field(&self) -> &'static str {
+        if self.run.ids.is_some() {
+            "items"
+        } else {
+            "scores"
+        }
+    }
+}

@@ -1,0 +1,320 @@
+//! /v1/estimate and /v1/compare over HTTP, on both backends: answers with known values (an
+//! identity version's estimate is the raw mean plus the anchors' mean residual; a fully
+//! labelled run's estimate is its reference mean, exactly), pairing, the support check,
+//! planning, refusals that name the field, and the metric.
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::common::{Backend, TestApp, assert_error};
+
+fn mean(xs: &[f64]) -> f64 {
+    xs.iter().sum::<f64>() / xs.len() as f64
+}
+
+fn var(xs: &[f64]) -> f64 {
+    let m = mean(xs);
+    xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (xs.len() as f64 - 1.0)
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+async fn an_identity_estimate_is_the_raw_mean_shifted_by_the_anchors_residual(backend: Backend) {
+    let app = TestApp::new(backend).await;
+    upload(&app, "j1", "coherence", 120, 0.5, 0.8).await;
+    let job = finished(
+        &app,
+        &train(&app, "j1", json!({"method": "identity"})).await,
+    )
+    .await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+    // What the anchors say: reference − judge.
+    let residuals: Vec<f64> = anchors(120, 0.5, 0.8)
+        .iter()
+        .map(|a| f(&a["reference_score"]) - f(&a["judge_score"]))
+        .collect();
+    let scores: Vec<f64> = (0..400).map(|i| 1.5 + 3.0 * (i as f64) / 400.0).collect();
+    let res = app
+        .json(
+            "POST",
+            "/v1/estimate",
+            &json!({"judge": "j1", "rubric": "coherence", "scores": scores}),
+        )
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let b = &res.body;
+    assert_eq!(
+        (b["method"].clone(), b["path"].clone()),
+        (json!("identity"), json!("plain"))
+    );
+    assert_eq!(b["corrector_term"], "anchor_offset");
+    let expected = mean(&scores) + mean(&residuals);
+    assert!((f(&b["estimate"]) - expected).abs() < 1e-9, "{b}");
+    // Its variance: the anchors' residual variance over 120 (the offset) and over 400 (the
+    // run's own noise).
+    let v = var(&residuals);
+    assert!(
+        (f(&b["variance"]["corrector"]) - v / 120.0).abs() < 1e-12,
+        "{b}"
+    );
+    assert!(
+        (f(&b["variance"]["sampling"]) - v / 400.0).abs() < 1e-12,
+        "{b}"
+    );
+    let half = 1.959964 * (v / 120.0 + v / 400.0).sqrt();
+    assert!((f(&b["interval"][1]) - expected - half).abs() < 1e-5, "{b}");
+    assert_eq!(b["support"]["extrapolated"], false);
+    assert!(b["warnings"].as_array().unwrap().is_empty(), "{b}");
+
+    // Every item labelled: PPI's estimate is the reference mean itself, with no variance.
+    let items: Vec<Value> = scores
+        .iter()
+        .enumerate()
+        .map(|(i, &s)| json!({"id": format!("p{i}"), "score": s, "reference": s + 0.25}))
+        .collect();
+    let res = app
+        .json(
+            "POST",
+            "/v1/estimate",
+            &json!({"judge": "j1", "rubric": "coherence", "items": items, "level": 0.9}),
+        )
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let b = &res.body;
+    assert_eq!(
+        (b["path"].clone(), b["labelled"].clone()),
+        (json!("labelled"), json!(400))
+    );
+    assert!(
+        (f(&b["estimate"]) - (mean(&scores) + 0.25)).abs() < 1e-9,
+        "{b}"
+    );
+    assert!(f(&b["variance"]["total"]).abs() < 1e-12, "{b}");
+    // The transport check: the raw judge is off by exactly 0.25 on this run.
+    assert!(
+        (f(&b["transport"]["mean_residual"]) - 0.25).abs() < 1e-9,
+        "{b}"
+    );
+    assert_eq!(b["level"], 0.9);
+
+    // Paired runs: B is A shifted by 1 on every item; the offset cancels in the difference,
+    // which is exactly 1 with no variance at all.
+    let run = |shift: f64| -> Vec<Value> {
+        scores
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| json!({"id": format!("p{i}"), "score": s + shift}))
+            .collect()
+    };
+    let res = app
+        .json(
+            "POST",
+            "/v1/compare",
+            &json!({"judge": "j1", "rubric": "coherence", "a": {"items": run(1.0)}, "b": {"items": run(0.0)}}),
+        )
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let b = &res.body;
+    assert_eq!(
+        (b["paired"].clone(), b["pairs"].clone()),
+        (json!(true), json!(400))
+    );
+    assert!((f(&b["difference"]) - 1.0).abs() < 1e-9, "{b}");
+    assert!(f(&b["variance"]["total"]).abs() < 1e-12, "{b}");
+    assert!(f(&b["p_value"]) < 1e-9, "{b}");
+    // Unpaired (bare scores), the runs' noise adds up and the interval is wide.
+    let bare = |shift: f64| scores.iter().map(|s| s + shift).collect::<Vec<_>>();
+    let res = app
+        .json(
+            "POST",
+            "/v1/compare",
+            &json!({"judge": "j1", "rubric": "coherence", "a": {"scores": bare(0.02)}, "b": {"scores": bare(0.0)}}),
+        )
+        .await;
+    let b = &res.body;
+    assert_eq!(b["paired"], false, "{b}");
+    assert!(
+        (f(&b["variance"]["sampling"]) - 2.0 * v / 400.0).abs() < 1e-12,
+        "{b}"
+    );
+    // 0.02 apart with a standard error of √(2·v/400) ≈ 0.026: far from significant, and the
+    // interval covers 0.
+    assert!(f(&b["p_value"]) > 0.3, "{b}");
+    assert!(
+        f(&b["interval"][0]) < 0.0 && f(&b["interval"][1]) > 0.02,
+        "{b}"
+    );
+    let counted = metrics(&app).await;
+    assert_eq!(
+        metric(
+            &counted,
+            "judgecal_estimates_total{judge=\"j1\",kind=\"estimate\",rubric=\"coherence\"}"
+        ),
+        Some(2.0)
+    );
+    assert_eq!(
+        metric(
+            &counted,
+            "judgecal_estimates_total{judge=\"j1\",kind=\"compare\",rubric=\"coherence\"}"
+        ),
+        Some(2.0)
+    );
+}
+
+async fn a_bayes_estimate_is_the_mean_correction_with_its_posterior_term(backend: Backend) {
+    let app = TestApp::new(backend).await;
+    upload(&app, "j1", "coherence", 150, 0.5, 0.8).await;
+    let job = finished(
+        &app,
+        &train(&app, "j1", json!({"method": "bayes", "options": quick()})).await,
+    )
+    .await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+    let scores: Vec<f64> = (0..300).map(|i| 2.0 + 2.0 * (i as f64) / 300.0).collect();
+    let corrected = correct(
+        &app,
+        json!({"judge": "j1", "rubric": "coherence", "scores": scores}),
+    )
+    .await;
+    let corrected: Vec<f64> = corrected.body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| f(&r["corrected"]))
+        .collect();
+    let res = app
+        .json(
+            "POST",
+            "/v1/estimate",
+            &json!({"judge": "j1", "rubric": "coherence", "scores": scores, "target_half_width": 0.001}),
+        )
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let b = &res.body;
+    assert_eq!(b["corrector_term"], "posterior");
+    assert!((f(&b["estimate"]) - mean(&corrected)).abs() < 1e-9, "{b}");
+    assert!(f(&b["variance"]["corrector"]) > 0.0, "{b}");
+    // ±0.001 is narrower than 300 items' own noise allows.
+    assert_eq!(b["plan"]["outcome"], "run_size", "{b}");
+    // A generous target is met already.
+    let res = app
+        .json(
+            "POST",
+            "/v1/estimate",
+            &json!({"judge": "j1", "rubric": "coherence", "scores": scores, "target_half_width": 1.0}),
+        )
+        .await;
+    assert_eq!(res.body["plan"]["outcome"], "reached", "{}", res.body);
+
+    // Scores far above the anchors' range: the support check says so.
+    let high: Vec<f64> = (0..100).map(|i| if i < 20 { 7.0 } else { 3.0 }).collect();
+    let res = app
+        .json(
+            "POST",
+            "/v1/estimate",
+            &json!({"judge": "j1", "rubric": "coherence", "scores": high}),
+        )
+        .await;
+    let b = &res.body;
+    assert_eq!(b["support"]["extrapolated"], true, "{b}");
+    assert!(
+        (f(&b["support"]["outside_share"]) - 0.2).abs() < 1e-12,
+        "{b}"
+    );
+    assert!(
+        b["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("20.0% of the judge scores"),
+        "{b}"
+    );
+
+    // The same run twice, paired: no difference, and Pr(A > B) is a coin flip.
+    let items: Vec<Value> = scores
+        .iter()
+        .enumerate()
+        .map(|(i, &s)| json!({"id": format!("p{i}"), "score": s, "cluster": format!("c{}", i / 3)}))
+        .collect();
+    let res = app
+        .json(
+            "POST",
+            "/v1/compare",
+            &json!({"judge": "j1", "rubric": "coherence", "a": {"items": items}, "b": {"items": items}}),
+        )
+        .await;
+    let b = &res.body;
+    assert_eq!(res.status, 200, "{b}");
+    assert_eq!(
+        (b["paired"].clone(), b["difference"].clone()),
+        (json!(true), json!(0.0)),
+        "{b}"
+    );
+    assert!((f(&b["prob_a_greater"]) - 0.5).abs() < 1e-6, "{b}");
+}
+
+async fn run_level_requests_are_refused_whole_naming_the_field(backend: Backend) {
+    let app = TestApp::new(backend).await;
+    // No version for the cell: 404 saying how to get one.
+    let res = app
+        .json(
+            "POST",
+            "/v1/estimate",
+            &json!({"judge": "j1", "rubric": "coherence", "scores": [3.0]}),
+        )
+        .await;
+    assert_error(&res, 404, "not_found");
+    let bad = json!({
+        "judge": "j1", "rubric": "coherence", "level": 1.5,
+        "items": [
+            {"id": "x", "score": 3.0, "reference": 3.5},
+            {"id": "x", "score": 2.0},
+            {"score": 2.0, "reference": 2.5},
+        ]
+    });
+    let d = assert_error(
+        &app.json("POST", "/v1/estimate", &bad).await,
+        422,
+        "invalid_input",
+    );
+    let named: Vec<(Value, Value)> = d
+        .iter()
+        .map(|p| (p["row"].clone(), p["field"].clone()))
+        .collect();
+    for want in [
+        (json!(2), json!("id")),
+        (json!(3), json!("id")),
+        (Value::Null, json!("reference")),
+        (Value::Null, json!("level")),
+    ] {
+        assert!(named.contains(&want), "{want:?} not in {named:?}");
+    }
+    let d = assert_error(
+        &app.json(
+            "POST",
+            "/v1/compare",
+            &json!({"judge": "j1", "rubric": "coherence", "a": {"scores": []}, "b": {"items": [{"score": 1.0, "cluster": ""}]}}),
+        )
+        .await,
+        422,
+        "invalid_input",
+    );
+    let fields: Vec<&str> = d.iter().map(|p| p["field"].as_str().unwrap()).collect();
+    assert_eq!(fields, ["a.scores", "b.cluster"], "{d:?}");
+    // Both shapes of a run at once is not a run.
+    let res = app
+        .json(
+            "POST",
+            "/v1/estimate",
+            &json!({"judge": "j1", "rubric": "coherence", "scores": [3.0], "items": [{"score": 3.0}]}),
+        )
+        .await;
+    assert_eq!(res.status.as_u16(), 422, "{}", res.body);
+}
+
+on_both_backends!(
+    an_identity_estimate_is_the_raw_mean_shifted_by_the_anchors_residual,
+    a_bayes_estimate_is_the_mean_correction_with_its_posterior_term,
+    run_level_requests_are_refused_whole_naming_the_field,
+);
