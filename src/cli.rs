@@ -47,6 +47,12 @@ pub enum Command {
     Experiment(Box<ExperimentArgs>),
     /// Cross-validate every method on every cell of an anchors CSV and print the figures.
     Evaluate(EvaluateArgs),
+    /// Count how often the run-level intervals (/v1/estimate, /v1/compare) cover the truth
+    /// on the synthetic judge, per method, anchor count and run size; prints a Markdown table.
+    Coverage(CoverageArgs),
+    /// Rank HANNA's story-generation systems from one judge's scores: half of the stories
+    /// as anchors, each system's mean estimated on the other half; prints a Markdown table.
+    Systems(SystemsArgs),
     /// Manage API keys.
     Keys {
         #[command(subcommand)]
@@ -125,6 +131,86 @@ pub struct EvaluateArgs {
     /// Also write the rows as JSON here.
     #[arg(long)]
     pub json: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CoverageArgs {
+    /// Replications per setting.
+    #[arg(long, default_value_t = 500)]
+    pub reps: usize,
+    #[arg(long, value_delimiter = ',', default_value = "100,1500")]
+    pub anchors: Vec<usize>,
+    #[arg(long, value_delimiter = ',', default_value = "200,5000")]
+    pub runs: Vec<usize>,
+    /// Methods by name; default: every method /v1/estimate serves with its corrector term
+    /// (bayes, isotonic, quantile_map, identity; the flow leaves its term out).
+    #[arg(long, value_delimiter = ',')]
+    pub methods: Vec<String>,
+    /// Refits per resampled corrector term.
+    #[arg(long, default_value_t = 200)]
+    pub refits: usize,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    #[arg(long, default_value_t = 2)]
+    pub threads: usize,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct SystemsArgs {
+    /// HANNA in long form (../shared/data/hanna/hanna_long.csv).
+    #[arg(long)]
+    pub data: PathBuf,
+    #[arg(long, default_value = "ChatGPT")]
+    pub judge: String,
+    #[arg(long, default_value = "1")]
+    pub variant: String,
+    #[arg(long, default_value = "Coherence")]
+    pub rubric: String,
+    #[arg(long, default_value = "bayes")]
+    pub method: String,
+    /// Items of each system's run labelled at random for the labelled column.
+    #[arg(long, default_value_t = 12)]
+    pub labels: usize,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
+
+fn systems(a: SystemsArgs) -> Result<(), String> {
+    use crate::study::runlevel;
+    let method = crate::calibrate::Method::parse(&a.method)?;
+    let rows = runlevel::systems(
+        &a.data, &a.judge, &a.variant, &a.rubric, method, a.labels, a.seed,
+    )?;
+    print!("{}", runlevel::systems_table(&rows));
+    Ok(())
+}
+
+fn coverage(a: CoverageArgs) -> Result<(), String> {
+    use crate::study::runlevel::{self, Options};
+    let defaults = Options::default();
+    let opts = Options {
+        reps: a.reps,
+        anchors: a.anchors,
+        runs: a.runs,
+        methods: if a.methods.is_empty() {
+            defaults.methods.clone()
+        } else {
+            methods(&a.methods)?
+        },
+        refits: a.refits,
+        seed: a.seed,
+        threads: a.threads,
+        ..defaults
+    };
+    let started = std::time::Instant::now();
+    let rows = runlevel::run(&opts)?;
+    print!("{}", runlevel::table(&rows, opts.level));
+    eprintln!(
+        "{} replications in {:.0} s",
+        opts.reps,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
 }
 
 /// Methods by name (`raw` is the paper's name for the identity); none named is every method.
@@ -260,6 +346,8 @@ pub async fn run(cli: Cli) -> ExitCode {
         }
         Command::Experiment(a) => return study(move || experiment(*a)).await,
         Command::Evaluate(a) => return study(move || evaluate(a)).await,
+        Command::Coverage(a) => return study(move || coverage(a)).await,
+        Command::Systems(a) => return study(move || systems(a)).await,
         other => other,
     };
     let settings = match Settings::load(&cli.config_dir) {
@@ -276,7 +364,11 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Keys {
             command: KeysCommand::Create { scopes, name },
         } => create_key(settings, &scopes, &name).await,
-        Command::Openapi | Command::Experiment(_) | Command::Evaluate(_) => {
+        Command::Openapi
+        | Command::Experiment(_)
+        | Command::Evaluate(_)
+        | Command::Coverage(_)
+        | Command::Systems(_) => {
             unreachable!("handled above")
         }
     };

@@ -1,10 +1,12 @@
 //! The command-line studies: `judgecal experiment` (the paper's synthetic study, its tables
-//! and figures) and `judgecal evaluate` (every method cross-validated on an anchors file).
+//! and figures), `judgecal evaluate` (every method cross-validated on an anchors file) and
+//! `judgecal coverage` (how often the run-level intervals cover).
 //! They use the same correctors and metrics as the service, with no database.
 
 pub mod evaluate;
 pub mod experiment;
 pub mod figures;
+pub mod runlevel;
 pub mod sources;
 pub mod synthetic;
 
