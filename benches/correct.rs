@@ -10,111 +10,26 @@
 //!
 //!     cargo bench --bench correct
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use axum::body::Body;
-use axum::http::Request;
-use http_body_util::BodyExt;
-use judgecal::config::Settings;
-use judgecal::startup::Application;
-use serde_json::{Value, json};
-use tower::ServiceExt;
+use serde_json::json;
 
 const BATCH: usize = 100_000;
 const CONNECTIONS: usize = 32;
 const SECONDS: u64 = 10;
 
-async fn call(router: &axum::Router, method: &str, path: &str, body: String) -> Value {
-    let req = Request::builder()
-        .method(method)
-        .uri(path)
-        .header("content-type", "application/json")
-        .body(Body::from(body))
-        .unwrap();
-    let res = router.clone().oneshot(req).await.unwrap();
-    let bytes = res.into_body().collect().await.unwrap().to_bytes();
-    serde_json::from_slice(&bytes).unwrap_or(Value::Null)
-}
-
-/// An application with one trained cell, serving on a port of its own runtime.
-fn start_server(dir: &std::path::Path) -> (std::net::SocketAddr, axum::Router) {
-    let mut settings =
-        Settings::defaults_with_database(&format!("sqlite://{}/judgecal.db", dir.display()));
-    settings.server.bind = "127.0.0.1:0".into();
-    settings.auth.disabled = true;
-    settings.log.level = "warn".into();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let app = Application::build(settings).await.expect("app");
-            let router = app.router();
-            let anchors: Vec<Value> = (0..1500)
-                .map(|i| {
-                    let j = 1.0 + (i % 400) as f64 / 100.0;
-                    json!({"item_id": format!("i{i}"), "judge_score": j,
-                           "reference_score": (0.6 + 0.8 * j + ((i * 7919) % 100) as f64 / 250.0 - 0.2).clamp(1.0, 5.0)})
-                })
-                .collect();
-            for judge in ["bench", "benchflow"] {
-                call(&router, "POST", "/v1/anchors",
-                     json!({"judge": judge, "rubric": "coherence", "anchors": anchors}).to_string()).await;
-            }
-            // The flow's correction speed does not depend on how long it trained.
-            for (judge, body) in [
-                ("bench", json!({"method": "bayes"})),
-                ("benchflow", json!({"method": "flow", "options": {"epochs": 200}})),
-            ] {
-                let job = call(&router, "POST", &format!("/v1/judges/{judge}/calibrations"),
-                               body.to_string()).await;
-                let id = job["id"].as_str().expect("job id").to_owned();
-                loop {
-                    let j = call(&router, "GET", &format!("/v1/jobs/{id}"), String::new()).await;
-                    if j["state"] == "succeeded" {
-                        break;
-                    }
-                    assert_ne!(j["state"], "failed", "{j}");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-            }
-            tx.send((app.address(), router)).unwrap();
-            app.run_until_stopped(std::future::pending()).await.unwrap();
-        });
-    });
-    rx.recv().unwrap()
-}
-
 fn batch_in_process(router: &axum::Router, judge: &str) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
     let scores: Vec<f64> = (0..BATCH)
         .map(|i| 1.0 + (i % 4001) as f64 / 1000.0)
         .collect();
     let body = json!({"judge": judge, "rubric": "coherence", "scores": scores}).to_string();
-    let mut times = Vec::new();
-    rt.block_on(async {
-        for _ in 0..11 {
-            let req = Request::post("/v1/correct")
-                .header("content-type", "application/json")
-                .body(Body::from(body.clone()))
-                .unwrap();
-            let started = Instant::now();
-            let res = router.clone().oneshot(req).await.unwrap();
-            let bytes = res.into_body().collect().await.unwrap().to_bytes();
-            times.push(started.elapsed().as_secs_f64() * 1e3);
-            assert!(bytes.len() > BATCH * 50, "a full response");
-        }
+    let times = common::time_requests(router, "/v1/correct", &body, 11, |bytes| {
+        assert!(bytes.len() > BATCH * 50, "a full response");
     });
-    times.sort_by(f64::total_cmp);
     println!(
         "correct 100,000 scores in one request, {judge} (in-process, request bytes to response bytes): median {:.1} ms, best {:.1} ms, worst {:.1} ms over 11",
         times[5], times[0], times[10]
@@ -190,7 +105,17 @@ fn load_run(address: std::net::SocketAddr) {
 
 fn main() {
     let dir = tempfile::tempdir().unwrap();
-    let (address, router) = start_server(dir.path());
+    // The flow's correction speed does not depend on how long it trained.
+    let (address, router) = common::start_server(
+        dir.path(),
+        vec![
+            ("bench", json!({"method": "bayes"})),
+            (
+                "benchflow",
+                json!({"method": "flow", "options": {"epochs": 200}}),
+            ),
+        ],
+    );
     batch_in_process(&router, "bench");
     batch_in_process(&router, "benchflow");
     load_run(address);

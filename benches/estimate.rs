@@ -1,0 +1,68 @@
+//! /v1/estimate and /v1/compare speed, server-side (in-process through the router: JSON parse,
+//! the estimate, JSON response; embedded SQLite, whose anchors are read once per version):
+//!
+//! 1. a run of 100,000 scores on a Bayesian version (the corrector's term in closed form);
+//! 2. the same run on an isotonic version (the term from 200 refits on resampled anchors);
+//! 3. two paired runs of 100,000 scores each, on both.
+//!
+//!     cargo bench --bench estimate
+
+mod common;
+
+use serde_json::{Value, json};
+
+const RUN: usize = 100_000;
+
+fn report(what: &str, times: &[f64]) {
+    println!(
+        "{what}: median {:.1} ms, best {:.1} ms, worst {:.1} ms over {}",
+        times[times.len() / 2],
+        times[0],
+        times[times.len() - 1],
+        times.len()
+    );
+}
+
+fn main() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, router) = common::start_server(
+        dir.path(),
+        vec![
+            ("bench", json!({"method": "bayes"})),
+            ("benchiso", json!({"method": "isotonic"})),
+        ],
+    );
+    let scores: Vec<f64> = (0..RUN).map(|i| 1.0 + (i % 4001) as f64 / 1000.0).collect();
+    let ok = |bytes: &[u8]| {
+        let v: Value = serde_json::from_slice(bytes).expect("JSON");
+        assert!(v["interval"].is_array(), "{v}");
+    };
+    for (judge, term) in [("bench", "posterior"), ("benchiso", "resampled")] {
+        let body = json!({"judge": judge, "rubric": "coherence", "scores": scores}).to_string();
+        // The first request reads the version's anchors; the figures are of the ones after.
+        common::time_requests(&router, "/v1/estimate", &body, 1, ok);
+        let times = common::time_requests(&router, "/v1/estimate", &body, 11, ok);
+        report(
+            &format!("estimate, 100,000 scores, {judge} ({term} corrector term)"),
+            &times,
+        );
+        let items: Vec<Value> = scores
+            .iter()
+            .enumerate()
+            .map(|(i, s)| json!({"id": format!("p{i}"), "score": s}))
+            .collect();
+        let shifted: Vec<Value> = scores
+            .iter()
+            .enumerate()
+            .map(|(i, s)| json!({"id": format!("p{i}"), "score": (s + 0.1).min(5.0)}))
+            .collect();
+        let body = json!({"judge": judge, "rubric": "coherence",
+                          "a": {"items": shifted}, "b": {"items": items}})
+        .to_string();
+        let times = common::time_requests(&router, "/v1/compare", &body, 5, ok);
+        report(
+            &format!("compare, two paired runs of 100,000 items, {judge} ({term} corrector term)"),
+            &times,
+        );
+    }
+}
