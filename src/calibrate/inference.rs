@@ -376,16 +376,32 @@ pub fn outside_support(scores: &[f64], lo: f64, hi: f64) -> f64 {
     scores.iter().filter(|&&j| j < lo || j > hi).count() as f64 / scores.len().max(1) as f64
 }
 
-/// The run's scores summarised for averaging many correctors over them: at most `bins`
-/// groups of neighbouring scores, each its mean score and its share of the run.
-pub fn histogram(scores: &[f64], bins: usize) -> Vec<(f64, f64)> {
-    let mut sorted = scores.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let n = sorted.len();
-    let per = n.div_ceil(bins.max(1)).max(1);
-    sorted
+/// Several runs summarised on one shared set of groups: at most `bins` groups of neighbouring
+/// scores of all the runs pooled, each its mean pooled score and, per run, the run's share in
+/// it. A contrast of runs (A − B) then compares the corrector at the same points, so a step of
+/// a refit that falls between two runs' own group means does not pass for a difference.
+pub fn shared_histograms(runs: &[&[f64]], bins: usize) -> Vec<Vec<(f64, f64)>> {
+    let mut pooled: Vec<f64> = runs.iter().flat_map(|r| r.iter().copied()).collect();
+    pooled.sort_by(f64::total_cmp);
+    let per = pooled.len().div_ceil(bins.max(1)).max(1);
+    // Each group: its upper bound and its mean pooled score.
+    let groups: Vec<(f64, f64)> = pooled
         .chunks(per)
-        .map(|c| (mean(c), c.len() as f64 / n as f64))
+        .map(|c| (c[c.len() - 1], mean(c)))
+        .collect();
+    runs.iter()
+        .map(|run| {
+            let mut counts = vec![0usize; groups.len()];
+            for &x in run.iter() {
+                let g = groups.partition_point(|&(upper, _)| upper < x);
+                counts[g.min(groups.len() - 1)] += 1;
+            }
+            groups
+                .iter()
+                .zip(counts)
+                .map(|(&(_, centre), k)| (centre, k as f64 / run.len().max(1) as f64))
+                .collect()
+        })
         .collect()
 }
 
@@ -430,7 +446,7 @@ impl Resampled {
 
 /// The corrector's uncertainty by resampling its anchors, for methods without a posterior:
 /// `refits` fits of `options` on `anchors` drawn with replacement and `refits` on half of them
-/// drawn without, each averaged over every run in `runs` (their [`histogram`]s). The variance
+/// drawn without, each averaged over every run in `runs` (their [`shared_histograms`]). The variance
 /// of any combination of runs (one run, or A − B) follows from the half-sample means with
 /// [`variance_of`], so what the runs share is counted once.
 pub fn resampled_means(
@@ -765,8 +781,12 @@ mod tests {
         // ±0.015 is narrower than the run's own ±0.0196.
         assert_eq!(plan(v, 100, 0.015, 0.95), Plan::RunSize);
         assert_eq!(outside_support(&[0.5, 1.0, 3.0, 5.5], 1.0, 5.0), 0.5);
-        let h = histogram(&[3.0, 1.0, 2.0, 4.0], 2);
-        assert_eq!(h, vec![(1.5, 0.5), (3.5, 0.5)]);
+        let h = shared_histograms(&[&[3.0, 1.0, 2.0, 4.0]], 2);
+        assert_eq!(h, vec![vec![(1.5, 0.5), (3.5, 0.5)]]);
+        // Two runs on the groups of both: {1, 2, 3} and {4, 4} pooled.
+        let h = shared_histograms(&[&[1.0, 2.0], &[3.0, 4.0, 4.0]], 2);
+        assert_eq!(h[0], vec![(2.0, 1.0), (4.0, 0.0)]);
+        assert_eq!(h[1], vec![(2.0, 1.0 / 3.0), (4.0, 2.0 / 3.0)]);
     }
 
     #[test]
@@ -790,7 +810,7 @@ mod tests {
         let run: Vec<f64> = (0..200)
             .map(|i| 1.0 + 4.0 * (i as f64 + 0.5) / 200.0)
             .collect();
-        let h = vec![histogram(&run, 64)];
+        let h = shared_histograms(&[&run], 64);
         let options = super::super::Method::Isotonic.default_options();
         let never = std::sync::atomic::AtomicBool::new(false);
         let fit_run = super::super::Run::new(&never, &|_| {});

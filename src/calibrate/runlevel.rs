@@ -76,8 +76,9 @@ impl Default for Settings {
     }
 }
 
-/// Groups of neighbouring judge scores a resampled term averages over per run.
-const HISTOGRAM_BINS: usize = 64;
+/// Groups of neighbouring judge scores (of all runs of an answer) a resampled term averages
+/// over.
+const HISTOGRAM_BINS: usize = 128;
 
 /// A labelled path needs at least this many labelled items.
 pub const MIN_LABELLED: usize = 3;
@@ -299,10 +300,7 @@ impl<'a> Anchored<'a> {
             ),
             MeanUncertainty::Omitted(why) => (0.0, Term::Omitted(why)),
             MeanUncertainty::Resample => {
-                let histograms: Vec<Vec<(f64, f64)>> = runs
-                    .iter()
-                    .map(|r| inference::histogram(r, HISTOGRAM_BINS))
-                    .collect();
+                let histograms = inference::shared_histograms(runs, HISTOGRAM_BINS);
                 let options = self.basis.model.method().default_options();
                 let resampled = inference::resampled_means(
                     &options,
