@@ -12,6 +12,7 @@
 pub mod bayes;
 pub mod corrector;
 pub mod cv;
+pub mod drift;
 pub mod flow;
 pub mod identity;
 pub mod inference;
