@@ -225,6 +225,8 @@ pub struct Difference {
     /// Two-sided, against a difference of 0.
     pub p_value: f64,
     pub variance: Variance,
+    /// Degrees of freedom of the t quantile; `None` for the normal one.
+    pub df: Option<f64>,
     /// Whether the items were paired (the same ids in both runs).
     pub paired: bool,
 }
@@ -282,6 +284,7 @@ impl Difference {
             interval: (estimate - q * se, estimate + q * se),
             p_value,
             variance,
+            df,
             paired,
         }
     }
@@ -329,22 +332,26 @@ pub fn difference(
     }
     let estimate = mean(a) - mean(b);
     let paired = pairs.is_some_and(|p| p.len() >= 2);
-    let sampling = match pairs {
+    // Paired, the spread of the per-item differences is estimated from the pairs themselves:
+    // a t on n − 1 (or G − 1) degrees of freedom. Unpaired, the noise comes from the anchors.
+    let (sampling, df) = match pairs {
         Some(p) if paired => {
             let d: Vec<f64> = p.iter().map(|&(i, k)| a[i] - b[k]).collect();
             let c: Option<Vec<u64>> = clusters.0.map(|c| p.iter().map(|&(i, _)| c[i]).collect());
-            mean_variance(&d, c.as_deref()).0
+            let (v, df) = mean_variance(&d, c.as_deref());
+            (v, Some(df))
         }
-        _ => {
+        _ => (
             noise_var.0.max(0.0) * mean_share(a.len(), clusters.0)
-                + noise_var.1.max(0.0) * mean_share(b.len(), clusters.1)
-        }
+                + noise_var.1.max(0.0) * mean_share(b.len(), clusters.1),
+            None,
+        ),
     };
     let variance = Variance {
         sampling,
         corrector: corrector_var.max(0.0),
     };
-    Ok(Difference::new(estimate, variance, None, level, paired))
+    Ok(Difference::new(estimate, variance, df, level, paired))
 }
 
 /// What would bring an interval's half-width down to `target`.

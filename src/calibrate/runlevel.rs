@@ -506,10 +506,20 @@ pub fn compare(
             t.variance,
             level,
         )?;
-        let difference = Difference::new(d.estimate - t.bias, d.variance, None, level, d.paired);
+        let difference = Difference::new(d.estimate - t.bias, d.variance, d.df, level, d.paired);
         let se = (difference.variance.sampling + difference.variance.corrector).sqrt();
-        let prob_a_greater = matches!(term, Term::Posterior)
-            .then(|| super::stats::normal_cdf(difference.estimate / se.max(f64::MIN_POSITIVE)));
+        // The posterior of the difference, approximated by the interval's own distribution.
+        let prob_a_greater = matches!(term, Term::Posterior).then(|| {
+            let tail = inference::two_sided_p(
+                difference.estimate / se.max(f64::MIN_POSITIVE),
+                difference.df,
+            ) / 2.0;
+            if difference.estimate >= 0.0 {
+                1.0 - tail
+            } else {
+                tail
+            }
+        });
         let advice = settings.target.map(|t| {
             match inference::plan(difference.variance, anchored.residuals.len(), t, level) {
                 inference::Plan::Reached => Advice::Reached,
