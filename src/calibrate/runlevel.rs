@@ -416,7 +416,8 @@ impl<'a> Anchored<'a> {
     }
 }
 
-/// The corrector's mean residual on the labelled items, with its interval.
+/// The corrector's mean residual on the labelled items, with its interval for the mean
+/// residual over the whole run.
 fn transport(
     corrected: &[f64],
     reference: &[Option<f64>],
@@ -431,10 +432,13 @@ fn transport(
         .map(|&i| reference[i].unwrap_or_default() - corrected[i])
         .collect();
     let c: Option<Vec<u64>> = clusters.map(|c| idx.iter().map(|&i| c[i]).collect());
-    let (mean_residual, interval) = inference::mean_interval(&residuals, c.as_deref(), level);
+    let (mean_residual, (_, hi)) = inference::mean_interval(&residuals, c.as_deref(), level);
+    // The labelled items are a sample of this run without replacement: the finite-run
+    // correction, as in the labelled estimate itself.
+    let half = (hi - mean_residual) * (1.0 - idx.len() as f64 / corrected.len() as f64).sqrt();
     Transport {
         mean_residual,
-        interval,
+        interval: (mean_residual - half, mean_residual + half),
     }
 }
 
