@@ -1,61 +1,258 @@
-//! Flow speed with the paper's settings: training on 1,500 anchors for 1,500 full-batch
-//! epochs, and 100,000 MC-dropout corrections (K = 40) through the tabulated sub-networks.
+//! The flow's speed and quality, run alone (a concurrent build slows libtorch tenfold):
 //!
 //!     source scripts/setup.sh && cargo bench --bench flow
+//!
+//! 1. Time to quality: on `judgecal experiment`'s split (seeds 0–4, the flow trained on the
+//!    1,500-anchor pool, scored on the held-out test items), the default recipe beside the
+//!    paper preset: training seconds and held-out MAE of each.
+//! 2. Training threads: the default recipe on seed 0 with 1 and 2 libtorch threads, idle and
+//!    beside a second CPU-bound process.
+//! 3. A flow job for 1,500 anchors through the service, `POST` to `succeeded`.
+//! 4. `auto` for one judge with 6 rubrics × 1,000 anchors, 5 folds, the flow included, `POST`
+//!    to `succeeded`.
+//! 5. Tabulation and 100,000 corrections through the table.
+//!
+//! `FLOW_SECTIONS=1,3` runs some of them; `FLOW_SEEDS` and `FLOW_TEST` change section 1's
+//! seeds (default 5) and test items (default the experiment's 200); `FLOW_OPTIONS` (the
+//! options' JSON) replaces the default recipe there, `FLOW_PAPER=0` skips the paper preset;
+//! `FLOW_THREADS` sets libtorch's threads for all of them.
+
+mod common;
 
 use std::sync::atomic::AtomicBool;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use judgecal::calibrate::flow::{FlowConfig, Table, train};
+use judgecal::calibrate::flow::{Flow, FlowOptions, Table, set_threads, threads};
+use judgecal::calibrate::{Cell, Corrector, Run};
+use judgecal::study::experiment::{Options, Source, Split, synthesise};
+use judgecal::study::synthetic::JudgeModel;
+use serde_json::{Value, json};
 
-fn main() {
-    let anchors: Vec<(f64, f64)> = (0..1500)
-        .map(|i| {
-            let j = 1.0 + 4.0 * ((i * 7919) % 1500) as f64 / 1500.0;
-            let noise = (((i * 104_729) % 997) as f64 / 997.0 - 0.5) * 0.4;
-            (j, j + 0.4 * (0.9 * (j - 3.0)).tanh() + noise)
-        })
-        .collect();
-    if let Ok(n) = std::env::var("FLOW_THREADS") {
-        tch::set_num_threads(n.parse().unwrap());
-    }
-    let opts = FlowConfig {
-        epochs: std::env::var("FLOW_EPOCHS").map_or(1500, |e| e.parse().unwrap()),
-        ..FlowConfig::default()
+fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn split(seed: u64, test: usize) -> Split {
+    let opts = Options {
+        source: Source::StandIn,
+        judge: JudgeModel::default(),
+        scale: (1.0, 5.0),
+        seed,
+        seeds: 1,
+        test,
+        pool: 1500,
+        budgets: vec![1500],
+        sweep: vec![],
+        methods: vec![],
+        settings: Default::default(),
+        flow_preset: Default::default(),
+        flow_epochs: None,
     };
+    synthesise(&opts, None, seed).expect("split")
+}
+
+/// Trains on the split's pool and scores its test items: (training seconds, held-out MAE).
+fn fit(split: &Split, options: &FlowOptions, seed: u64) -> (f64, f64) {
+    let never = AtomicBool::new(false);
+    let quiet = |_: f64| {};
+    let run = Run::new(&never, &quiet);
+    let cells = [Cell {
+        pairs: split.pool.clone(),
+        scale: (1.0, 5.0),
+    }];
     let started = Instant::now();
-    let marks = std::sync::Mutex::new(Vec::new());
-    let flow = train(
-        &[anchors],
-        &opts,
-        &|e| {
-            marks
-                .lock()
-                .unwrap()
-                .push((e.epoch, started.elapsed().as_secs_f64()))
-        },
-        &AtomicBool::new(false),
+    let weights = Flow::fit(options, &cells, seed, &run).expect("training");
+    let seconds = started.elapsed().as_secs_f64();
+    let (tj, ty): (Vec<f64>, Vec<f64>) = split.test.iter().copied().unzip();
+    let pred = Flow::predict(&weights, 0, &tj).expect("prediction");
+    let mae = pred
+        .iter()
+        .zip(&ty)
+        .map(|(p, y)| (p.score - y).abs())
+        .sum::<f64>()
+        / ty.len() as f64;
+    (seconds, mae)
+}
+
+fn time_to_quality() {
+    let seeds: u64 = env("FLOW_SEEDS", 5);
+    let test: usize = env("FLOW_TEST", 200);
+    println!(
+        "1. time to quality: experiment split, 1,500 training anchors, {test} test items, {} threads",
+        threads()
+    );
+    println!("seed  default s  default MAE  paper s  paper MAE  MAE ratio");
+    let (mut fast_s, mut paper_s, mut worst) = (Vec::new(), Vec::new(), 0.0f64);
+    let default: FlowOptions = std::env::var("FLOW_OPTIONS")
+        .map(|j| serde_json::from_str(&j).expect("FLOW_OPTIONS: flow options as JSON"))
+        .unwrap_or_default();
+    let paper = env("FLOW_PAPER", 1) == 1;
+    for seed in 0..seeds {
+        let split = split(seed, test);
+        let (fs, fm) = fit(&split, &default, seed);
+        let (ps, pm) = if paper {
+            fit(&split, &FlowOptions::paper(), seed)
+        } else {
+            (f64::NAN, f64::NAN)
+        };
+        worst = worst.max(fm / pm);
+        fast_s.push(fs);
+        paper_s.push(ps);
+        println!(
+            "{seed:>4}  {fs:>9.2}  {fm:>11.4}  {ps:>7.1}  {pm:>9.4}  {:>9.4}",
+            fm / pm
+        );
+    }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    println!(
+        "default recipe: training {:.2} s on average (at most {:.2} s); paper preset {:.1} s; worst MAE ratio {worst:.4}",
+        mean(&fast_s),
+        fast_s.iter().copied().fold(0.0, f64::max),
+        mean(&paper_s)
+    );
+}
+
+/// A child process that keeps one core busy until dropped.
+struct Busy(std::process::Child);
+
+impl Busy {
+    fn start() -> Self {
+        Busy(
+            std::process::Command::new("sh")
+                .args(["-c", "while :; do :; done"])
+                .spawn()
+                .expect("a busy loop"),
+        )
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn training_threads() {
+    println!(
+        "2. training seconds, default recipe, seed 0 (1,500 anchors): idle / beside a busy process"
+    );
+    let split = split(0, 200);
+    let chosen = threads();
+    for n in [1, 2] {
+        set_threads(n);
+        let (idle, _) = fit(&split, &FlowOptions::default(), 0);
+        let busy = Busy::start();
+        let (loaded, _) = fit(&split, &FlowOptions::default(), 0);
+        drop(busy);
+        println!("{n} thread(s): {idle:.2} s / {loaded:.2} s");
+    }
+    set_threads(chosen);
+}
+
+/// Posts `body` as a calibration of `judge` and waits for it: seconds from `POST` to
+/// `succeeded`.
+async fn job(router: &axum::Router, judge: &str, body: Value) -> f64 {
+    let started = Instant::now();
+    let job = common::call(
+        router,
+        "POST",
+        &format!("/v1/judges/{judge}/calibrations"),
+        body.to_string(),
+    )
+    .await;
+    let id = job["id"].as_str().expect("job id").to_owned();
+    loop {
+        let j = common::call(router, "GET", &format!("/v1/jobs/{id}"), String::new()).await;
+        if j["state"] == "succeeded" {
+            return started.elapsed().as_secs_f64();
+        }
+        assert!(j["state"] != "failed" && j["state"] != "cancelled", "{j}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// `n` anchors of a curved bias with noise for `rubric`.
+fn anchors(rubric: usize, n: usize) -> Vec<Value> {
+    (0..n)
+        .map(|i| {
+            let j = 1.0 + 4.0 * ((i * 7919) % n) as f64 / n as f64;
+            let noise = (((i * 104_729 + rubric * 31) % 997) as f64 / 997.0 - 0.5) * 0.6;
+            let y =
+                (j + 0.1 * rubric as f64 + 0.4 * (0.9 * (j - 3.0)).tanh() + noise).clamp(1.0, 5.0);
+            json!({"item_id": format!("i{i}"), "judge_score": j, "reference_score": y})
+        })
+        .collect()
+}
+
+fn jobs(sections: &[u32]) {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, router) = common::start_server(dir.path(), vec![]);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        if sections.contains(&3) {
+            common::call(
+                &router,
+                "POST",
+                "/v1/anchors",
+                json!({"judge": "one", "rubric": "r0", "anchors": anchors(0, 1500)}).to_string(),
+            )
+            .await;
+            let mut times = Vec::new();
+            for _ in 0..3 {
+                times.push(job(&router, "one", json!({"method": "flow"})).await);
+            }
+            times.sort_by(f64::total_cmp);
+            println!(
+                "3. a flow job, 1,500 anchors, default recipe, POST to succeeded: median {:.2} s of 3 ({:.2}–{:.2})",
+                times[1], times[0], times[2]
+            );
+        }
+        if sections.contains(&4) {
+            for r in 0..6 {
+                common::call(
+                    &router,
+                    "POST",
+                    "/v1/anchors",
+                    json!({"judge": "six", "rubric": format!("r{r}"), "anchors": anchors(r, 1000)})
+                        .to_string(),
+                )
+                .await;
+            }
+            let seconds = job(&router, "six", json!({"method": "auto", "options": {"folds": 5}})).await;
+            println!(
+                "4. auto, 6 rubrics x 1,000 anchors, 5 folds, flow included, POST to succeeded: {seconds:.1} s"
+            );
+        }
+    });
+}
+
+fn tabulation() {
+    let split = split(0, 200);
+    let never = AtomicBool::new(false);
+    let quiet = |_: f64| {};
+    let cells = [Cell {
+        pairs: split.pool.clone(),
+        scale: (1.0, 5.0),
+    }];
+    let weights = Flow::fit(
+        &FlowOptions::default(),
+        &cells,
+        0,
+        &Run::new(&never, &quiet),
     )
     .expect("training");
-    let marks = marks.into_inner().unwrap();
-    let per_epoch = |from: usize, to: usize| {
-        (marks[to].1 - marks[from].1) / (marks[to].0 - marks[from].0) as f64 * 1e3
-    };
-    let last = marks.len() - 1;
-    println!(
-        "ms per epoch: first 100 {:.1}, last 100 {:.1}",
-        per_epoch(0, 10.min(last)),
-        per_epoch(last.saturating_sub(10), last)
-    );
-    println!(
-        "flow training, 1,500 anchors x 1,500 epochs (RK4 step 0.1, hidden 64): {:.1} s, final loss {:.4}",
-        started.elapsed().as_secs_f64(),
-        flow.train_loss
-    );
     let started = Instant::now();
-    let table = Table::build(&flow, 0, -3.0, 9.0, 1025).expect("table");
+    let table = Table::build(&weights, 0, -3.0, 9.0, 1025).expect("table");
     println!(
-        "tabulating K = 40 sub-networks on 1,025 points: {:.0} ms",
+        "5. tabulating K = 40 sub-networks on 1,025 points: {:.0} ms",
         started.elapsed().as_secs_f64() * 1e3
     );
     let scores: Vec<f64> = (0..100_000)
@@ -70,7 +267,30 @@ fn main() {
     }
     times.sort_by(f64::total_cmp);
     println!(
-        "100,000 corrections with σ from the table: median {:.1} ms",
+        "   100,000 corrections with σ from the table: median {:.1} ms",
         times[2]
     );
+}
+
+fn main() {
+    if let Ok(n) = std::env::var("FLOW_THREADS") {
+        set_threads(n.parse().expect("FLOW_THREADS: a number"));
+    }
+    let sections: Vec<u32> = std::env::var("FLOW_SECTIONS")
+        .unwrap_or_else(|_| "1,2,3,4,5".into())
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect();
+    if sections.contains(&1) {
+        time_to_quality();
+    }
+    if sections.contains(&2) {
+        training_threads();
+    }
+    if sections.contains(&3) || sections.contains(&4) {
+        jobs(&sections);
+    }
+    if sections.contains(&5) {
+        tabulation();
+    }
 }

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::auth::Scope;
+use crate::calibrate::flow::FlowPreset;
 use crate::config::Settings;
 use crate::startup::{Application, shutdown_signal};
 use crate::store::Store;
@@ -50,6 +51,9 @@ pub enum Command {
     /// Count how often the run-level intervals (/v1/estimate, /v1/compare) cover the truth
     /// on the synthetic judge, per method, anchor count and run size; prints a Markdown table.
     Coverage(CoverageArgs),
+    /// Count how often each method's 95% predictive interval covers new items on the
+    /// synthetic judge, overall and at the ends of the judge's scale; prints a Markdown table.
+    Intervals(IntervalsArgs),
     /// Rank HANNA's story-generation systems from one judge's scores: half of the stories
     /// as anchors, each system's mean estimated on the other half; prints a Markdown table.
     Systems(SystemsArgs),
@@ -91,9 +95,8 @@ pub struct ExperimentArgs {
     /// Methods by name (raw is the identity); the default is every method.
     #[arg(long, value_delimiter = ',')]
     pub methods: Vec<String>,
-    /// Flow training epochs (the paper's 1500; fewer for a quick look).
-    #[arg(long, default_value_t = 1500)]
-    pub flow_epochs: u64,
+    #[command(flatten)]
+    pub flow: FlowArgs,
     /// The rubric's scale: min,max.
     #[arg(long, value_delimiter = ',', default_value = "1,5")]
     pub scale: Vec<f64>,
@@ -105,6 +108,25 @@ pub struct ExperimentArgs {
     pub figures: Option<PathBuf>,
     #[command(flatten)]
     pub judge: crate::study::synthetic::JudgeModel,
+}
+
+/// The flow's training recipe in the study commands.
+#[derive(Debug, clap::Args)]
+pub struct FlowArgs {
+    /// The flow's training recipe: `fast` (the service's default) or `paper` (1,500
+    /// full-batch epochs at 3e-3).
+    #[arg(long, value_enum, default_value_t = FlowPreset::Fast)]
+    pub flow_preset: FlowPreset,
+    /// Flow training epochs (default: the preset's).
+    #[arg(long)]
+    pub flow_epochs: Option<u64>,
+}
+
+impl FlowArgs {
+    fn apply(&self, flow: &mut crate::calibrate::flow::FlowOptions) {
+        flow.preset = self.flow_preset;
+        flow.epochs = self.flow_epochs;
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -126,8 +148,8 @@ pub struct EvaluateArgs {
     /// A cell needs this many anchors for the flow to be evaluated on it.
     #[arg(long, default_value_t = 1000)]
     pub flow_min_anchors: usize,
-    #[arg(long, default_value_t = 1500)]
-    pub flow_epochs: u64,
+    #[command(flatten)]
+    pub flow: FlowArgs,
     /// Also write the rows as JSON here.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -153,6 +175,25 @@ pub struct CoverageArgs {
     pub seed: u64,
     #[arg(long, default_value_t = 2)]
     pub threads: usize,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct IntervalsArgs {
+    #[arg(long, default_value_t = 5)]
+    pub seeds: usize,
+    /// First seed.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    #[arg(long, default_value_t = 1500)]
+    pub anchors: usize,
+    /// Fresh test items per seed.
+    #[arg(long, default_value_t = 20000)]
+    pub test: usize,
+    /// Methods by name (raw is the identity); default: every method.
+    #[arg(long, value_delimiter = ',')]
+    pub methods: Vec<String>,
+    #[command(flatten)]
+    pub flow: FlowArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -182,6 +223,26 @@ fn systems(a: SystemsArgs) -> Result<(), String> {
         &a.data, &a.judge, &a.variant, &a.rubric, method, a.labels, a.seed,
     )?;
     print!("{}", runlevel::systems_table(&rows));
+    Ok(())
+}
+
+fn intervals(a: IntervalsArgs) -> Result<(), String> {
+    use crate::study::intervals::{self, Options};
+    let mut candidates = crate::calibrate::Candidates::default();
+    a.flow.apply(&mut candidates.flow);
+    let opts = Options {
+        seeds: a.seeds,
+        seed: a.seed,
+        anchors: a.anchors,
+        test: a.test,
+        methods: methods(&a.methods)?,
+        candidates,
+        judge: crate::study::synthetic::JudgeModel::default(),
+    };
+    let started = std::time::Instant::now();
+    let rows = intervals::run(&opts, &|step| eprintln!("{step}"))?;
+    print!("{}", intervals::table(&rows, &opts));
+    eprintln!("{:.0} s", started.elapsed().as_secs_f64());
     Ok(())
 }
 
@@ -259,11 +320,12 @@ fn experiment(a: ExperimentArgs) -> Result<(), String> {
         sweep: a.sweep,
         methods: methods(&a.methods)?,
         settings: Default::default(),
-        flow_epochs: a.flow_epochs,
+        flow_preset: a.flow.flow_preset,
+        flow_epochs: a.flow.flow_epochs,
     };
     let report = experiment::run(opts, a.figures.as_deref())?;
     println!(
-        "Table 1 (seed {}; KL is symmetrised, on the test items)",
+        "Table 1 (seed {}; on the test items; KL(ŷ‖y) is the paper's column, KL mean the mean of both directions)",
         a.seed
     );
     print!("{}", experiment::table1(&report.table1));
@@ -284,7 +346,7 @@ fn evaluate(a: EvaluateArgs) -> Result<(), String> {
     use crate::calibrate::select::AutoOptions;
     use crate::study::evaluate::{self, Options};
     let mut candidates = crate::calibrate::Candidates::default();
-    candidates.flow.epochs = a.flow_epochs;
+    a.flow.apply(&mut candidates.flow);
     let opts = Options {
         methods: methods(&a.methods)?,
         auto: AutoOptions {
@@ -347,6 +409,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Experiment(a) => return study(move || experiment(*a)).await,
         Command::Evaluate(a) => return study(move || evaluate(a)).await,
         Command::Coverage(a) => return study(move || coverage(a)).await,
+        Command::Intervals(a) => return study(move || intervals(a)).await,
         Command::Systems(a) => return study(move || systems(a)).await,
         other => other,
     };
@@ -368,6 +431,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         | Command::Experiment(_)
         | Command::Evaluate(_)
         | Command::Coverage(_)
+        | Command::Intervals(_)
         | Command::Systems(_) => {
             unreachable!("handled above")
         }

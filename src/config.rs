@@ -69,6 +69,8 @@ pub struct JobSettings {
 #[serde(deny_unknown_fields)]
 pub struct CalibratorSettings {
     pub refresh_millis: u64,
+    /// The drift alarm's chance of ever firing on a healthy cell, per activation.
+    pub drift_delta: f64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -169,6 +171,13 @@ impl Settings {
             if value == 0 {
                 return fail(key, "must be greater than 0".into());
             }
+        }
+        let delta = self.calibrators.drift_delta;
+        if !(delta > 0.0 && delta < 1.0) {
+            return fail(
+                "calibrators.drift_delta",
+                format!("must lie in (0, 1); got {delta}"),
+            );
         }
         if self.jobs.min_anchors < 2 {
             return fail(

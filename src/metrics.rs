@@ -14,6 +14,7 @@ use prometheus::{
 use crate::calibrate::Method;
 use crate::domain::CellKey;
 use crate::domain::calibration::{CalibratorVersion, JobKind};
+use crate::service::coverage::Drift;
 use crate::store::CoverageWindow;
 
 const CELL: &[&str] = &["judge", "rubric"];
@@ -39,8 +40,13 @@ pub struct Metrics {
     pub review_routed: IntCounterVec,
     pub anchor_coverage: GaugeVec,
     pub anchor_coverage_anchors: IntGaugeVec,
+    pub drift_evalue: GaugeVec,
+    pub drift_alarm: IntGaugeVec,
+    pub drift_anchors: IntGaugeVec,
     /// The cells the coverage gauges are set for, to drop those whose version changed.
     coverage_cells: Arc<Mutex<HashSet<CellKey>>>,
+    /// The cells the drift gauges are set for.
+    drift_cells: Arc<Mutex<HashSet<CellKey>>>,
 }
 
 fn register<C: Collector + Clone + 'static>(registry: &Registry, c: C) -> C {
@@ -164,7 +170,20 @@ impl Metrics {
                 "judgecal_anchor_coverage_anchors",
                 "Anchors behind judgecal_anchor_coverage (the newest batches checked against the active version)",
             ),
+            drift_evalue: gauge(
+                "judgecal_drift_evalue",
+                "The drift alarm's e-value for the active version: the wealth of a bet against \"new anchors miss its 95% interval at most 5% of the time\", over every anchor checked since the activation; the alarm fires at 1/calibrators.drift_delta",
+            ),
+            drift_alarm: int_gauge(
+                "judgecal_drift_alarm",
+                "1 once the drift e-value has reached 1/calibrators.drift_delta since the active version's activation (a healthy cell ever does so with probability at most delta); resets when a version is activated",
+            ),
+            drift_anchors: int_gauge(
+                "judgecal_drift_anchors",
+                "Anchors checked against the active version since its activation (behind judgecal_drift_evalue)",
+            ),
             coverage_cells: Arc::default(),
+            drift_cells: Arc::default(),
             registry: r,
         }
     }
@@ -241,6 +260,32 @@ impl Metrics {
             self.anchor_coverage_anchors
                 .with_label_values(&labels)
                 .set(w.checked);
+        }
+        *cells = now;
+    }
+
+    /// The drift alarm of every cell with checks since its version's activation; cells without
+    /// lose theirs.
+    pub fn set_drift(&self, drifts: &[(CellKey, Drift)]) {
+        let Ok(mut cells) = self.drift_cells.lock() else {
+            return;
+        };
+        let now: HashSet<CellKey> = drifts.iter().map(|(k, _)| k.clone()).collect();
+        for gone in cells.difference(&now) {
+            let labels = [gone.judge.as_str(), gone.rubric.as_str()];
+            let _ = self.drift_evalue.remove_label_values(&labels);
+            let _ = self.drift_alarm.remove_label_values(&labels);
+            let _ = self.drift_anchors.remove_label_values(&labels);
+        }
+        for (key, d) in drifts {
+            let labels = [key.judge.as_str(), key.rubric.as_str()];
+            self.drift_evalue.with_label_values(&labels).set(d.e_value);
+            self.drift_alarm
+                .with_label_values(&labels)
+                .set(i64::from(d.alarm));
+            self.drift_anchors
+                .with_label_values(&labels)
+                .set(d.anchors as i64);
         }
         *cells = now;
     }

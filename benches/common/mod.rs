@@ -75,6 +75,7 @@ pub fn start_server(
 
 /// `times` requests of `body` to `path` through the router in-process (request bytes to
 /// response bytes), in milliseconds, sorted; each response checked by `check`.
+#[allow(dead_code)] // the flow bench times jobs, not requests
 pub fn time_requests(
     router: &axum::Router,
     path: &str,

@@ -6,10 +6,13 @@
 //! - One module per method: `identity`, `quantile`, `bayes`, `flow`, `isotonic`.
 //! - `cv`: the one cross-validation routine; `train`: what a job of one method computes;
 //!   `select`: how `auto` chooses among them.
+//! - `conformal`: every version's predictive intervals from held-out residuals, per bin of the
+//!   judge score; `drift`: the anytime-valid alarm on new anchors' misses of them.
 //! - `quality`: the three questions (mean error, MAE and Pearson, KL and W1); `stats`: shared
 //!   numerical helpers.
 
 pub mod bayes;
+pub mod conformal;
 pub mod corrector;
 pub mod cv;
 pub mod drift;

@@ -2,9 +2,17 @@
 //!
 //! 1. Population mean: `mean_error` = mean(ŷ) − mean(y).
 //! 2. Per item: `mae` and `pearson`.
-//! 3. Shape: `kl_sym`, the symmetrised Kullback–Leibler divergence KL(p‖q) + KL(q‖p) between
-//!    Gaussian KDEs of ŷ and y (Scott's bandwidth) on a 500-point grid over the rubric's scale,
-//!    and `w1`, the Wasserstein-1 distance between the two empirical distributions.
+//! 3. Shape: the Kullback–Leibler divergence between Gaussian KDEs of ŷ and y on a 500-point
+//!    grid over the rubric's scale, in each direction (`kl_corrected_reference` = KL(ŷ‖y), the
+//!    paper's column; `kl_reference_corrected` = KL(y‖ŷ)) and `kl_mean`, their mean; and `w1`,
+//!    the Wasserstein-1 distance between the two empirical distributions.
+//!
+//! Each KDE takes Scott's bandwidth (σ̂·n^(−1/5)), but never narrower than the reference's level
+//! spacing (the median gap between its distinct values). A reference that only takes values a
+//! third of a point apart (the mean of three raters' integer scores) says nothing about shape
+//! at finer scales: with Scott's bandwidth alone its KDE is a row of spikes, the density
+//! between them underflows to the floor, and the floor, not the data, sets the KL. On a
+//! continuous reference the median gap is far below Scott's bandwidth and changes nothing.
 
 use serde::{Deserialize, Serialize};
 
@@ -16,8 +24,21 @@ pub struct Figures {
     pub mean_error: f64,
     pub mae: f64,
     pub pearson: f64,
-    pub kl_sym: f64,
+    /// KL(corrected ‖ reference), the paper's KL(p̂‖y). Versions stored before the KL was
+    /// reported per direction read it as NaN (null in JSON).
+    #[serde(default = "unknown", with = "super::nullable_f64")]
+    pub kl_corrected_reference: f64,
+    /// KL(reference ‖ corrected).
+    #[serde(default = "unknown", with = "super::nullable_f64")]
+    pub kl_reference_corrected: f64,
+    /// The mean of the two directions.
+    #[serde(default = "unknown", with = "super::nullable_f64")]
+    pub kl_mean: f64,
     pub w1: f64,
+}
+
+fn unknown() -> f64 {
+    f64::NAN
 }
 
 /// Grid points of the KDE comparison.
@@ -44,11 +65,35 @@ pub fn pearson(a: &[f64], b: &[f64]) -> f64 {
     }
 }
 
-/// A Gaussian KDE with Scott's bandwidth (σ̂·n^(−1/5)), evaluated on `grid` and normalised to
-/// sum to 1 there. A sample with no spread gets a bandwidth of 1% of the grid's width.
-pub fn kde_on_grid(xs: &[f64], grid: &[f64]) -> Vec<f64> {
+/// The median gap between the distinct values of `xs`: the spacing of its levels when it takes
+/// few (0 with fewer than two distinct values).
+pub fn level_spacing(xs: &[f64]) -> f64 {
+    let mut v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
+    v.sort_by(f64::total_cmp);
+    v.dedup();
+    let mut gaps: Vec<f64> = v.windows(2).map(|w| w[1] - w[0]).collect();
+    if gaps.is_empty() {
+        return 0.0;
+    }
+    gaps.sort_by(f64::total_cmp);
+    gaps[gaps.len() / 2]
+}
+
+/// A Gaussian KDE with Scott's bandwidth (σ̂·n^(−1/5)), but at least `min_h` and 1% of the
+/// grid's width, evaluated on `grid` and normalised to sum to 1 there.
+pub fn kde_on_grid(xs: &[f64], grid: &[f64], min_h: f64) -> Vec<f64> {
+    kde_with_floor(xs, grid, min_h, DENSITY_FLOOR)
+}
+
+/// Densities below this (relative to the grid's total) are raised to it, so log(p/q) stays
+/// finite where one density underflows.
+const DENSITY_FLOOR: f64 = 1e-12;
+
+fn kde_with_floor(xs: &[f64], grid: &[f64], min_h: f64, floor: f64) -> Vec<f64> {
     let width = grid[grid.len() - 1] - grid[0];
-    let h = (sd(xs) * (xs.len() as f64).powf(-0.2)).max(0.01 * width);
+    let h = (sd(xs) * (xs.len() as f64).powf(-0.2))
+        .max(0.01 * width)
+        .max(min_h);
     let mut dens: Vec<f64> = grid
         .iter()
         .map(|g| {
@@ -58,20 +103,23 @@ pub fn kde_on_grid(xs: &[f64], grid: &[f64]) -> Vec<f64> {
         })
         .collect();
     let total: f64 = dens.iter().sum();
-    // A floor keeps log(p/q) finite where one density underflows.
-    dens.iter_mut().for_each(|d| *d = (*d / total).max(1e-12));
+    dens.iter_mut().for_each(|d| *d = (*d / total).max(floor));
     let total: f64 = dens.iter().sum();
     dens.iter_mut().for_each(|d| *d /= total);
     dens
 }
 
-pub fn kl_symmetric(a: &[f64], b: &[f64], lo: f64, hi: f64) -> f64 {
+/// KL(p̂‖q̂) and KL(q̂‖p̂) between KDEs of `pred` (p̂) and `truth` (q̂) on [lo, hi], both with a
+/// bandwidth no narrower than `truth`'s level spacing.
+pub fn kl_divergences(pred: &[f64], truth: &[f64], lo: f64, hi: f64) -> (f64, f64) {
     let grid: Vec<f64> = (0..KDE_GRID)
         .map(|i| lo + (hi - lo) * i as f64 / (KDE_GRID - 1) as f64)
         .collect();
-    let p = kde_on_grid(a, &grid);
-    let q = kde_on_grid(b, &grid);
-    p.iter().zip(&q).map(|(p, q)| (p - q) * (p / q).ln()).sum()
+    let min_h = level_spacing(truth);
+    let p = kde_on_grid(pred, &grid, min_h);
+    let q = kde_on_grid(truth, &grid, min_h);
+    let kl = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(a, b)| a * (a / b).ln()).sum::<f64>();
+    (kl(&p, &q), kl(&q, &p))
 }
 
 /// W1 between two empirical distributions: ∫|F_a − F_b|.
@@ -98,6 +146,7 @@ pub fn wasserstein1(a: &[f64], b: &[f64]) -> f64 {
 /// All three questions for predictions `pred` against references `truth`, the KDEs on the
 /// rubric's scale [lo, hi].
 pub fn evaluate(pred: &[f64], truth: &[f64], lo: f64, hi: f64) -> Figures {
+    let (forward, reverse) = kl_divergences(pred, truth, lo, hi);
     Figures {
         n: pred.len(),
         mean_error: mean(pred) - mean(truth),
@@ -108,7 +157,9 @@ pub fn evaluate(pred: &[f64], truth: &[f64], lo: f64, hi: f64) -> Figures {
             .sum::<f64>()
             / pred.len() as f64,
         pearson: pearson(pred, truth),
-        kl_sym: kl_symmetric(pred, truth, lo, hi),
+        kl_corrected_reference: forward,
+        kl_reference_corrected: reverse,
+        kl_mean: (forward + reverse) / 2.0,
         w1: wasserstein1(pred, truth),
     }
 }
@@ -179,8 +230,8 @@ mod tests {
     #[test]
     fn kl_of_two_normal_kdes_matches_the_closed_form() {
         // Large samples from N(3, 0.5²) and N(3.5, 0.5²) (normal quantiles on an even grid):
-        // their KDEs are N(μ, 0.5² + h²) and the symmetrised KL of two normals with equal
-        // variance s² is (Δμ)²/s². With n = 2000, h = 0.5·2000^(−0.2) = 0.0978.
+        // their KDEs are N(μ, 0.5² + h²) and the KL of two normals with equal variance s² is
+        // (Δμ)²/(2s²) in each direction. With n = 2000, h = 0.5·2000^(−0.2) = 0.0978.
         let q = |p: f64| crate::calibrate::stats::normal_quantile(p);
         let n = 2000;
         let a: Vec<f64> = (0..n)
@@ -188,12 +239,56 @@ mod tests {
             .collect();
         let b: Vec<f64> = a.iter().map(|x| x + 0.5).collect();
         let h = 0.5 * (n as f64).powf(-0.2);
-        let expected = 0.25 / (0.25 + h * h);
-        let got = kl_symmetric(&a, &b, -1.0, 8.0);
-        assert!(
-            (got - expected).abs() < 0.02 * expected,
-            "{got} vs {expected}"
+        let expected = 0.25 / (2.0 * (0.25 + h * h));
+        let (forward, reverse) = kl_divergences(&a, &b, -1.0, 8.0);
+        for got in [forward, reverse] {
+            assert!(
+                (got - expected).abs() < 0.02 * expected,
+                "{got} vs {expected}"
+            );
+        }
+        let e = evaluate(&a, &b, -1.0, 8.0);
+        assert!((e.kl_mean - (forward + reverse) / 2.0).abs() < 1e-15);
+        assert_eq!(kl_divergences(&a, &a, -1.0, 8.0), (0.0, 0.0));
+    }
+
+    #[test]
+    fn a_reference_on_few_levels_gets_a_kl_set_by_the_data_not_the_floor() {
+        // A HANNA-like cell: 211 references, the mean of three raters (thirds), sd 0.9 about
+        // 3; corrected scores shrunk to the mean (3 ± 0.25), as a line does when the judge
+        // barely tracks the reference. With Scott's bandwidth alone the corrected scores'
+        // KDE is so narrow that at the reference's ends it underflows to the density floor,
+        // and KL(y‖ŷ) is set by the floor: moving the floor from 1e-12 to 1e-24 changes it
+        // by more than half. With the level spacing as the least bandwidth it does not move.
+        let q = |p: f64| crate::calibrate::stats::normal_quantile(p);
+        let n = 211;
+        let z: Vec<f64> = (0..n).map(|i| q((i as f64 + 0.5) / n as f64)).collect();
+        let reference: Vec<f64> = z
+            .iter()
+            .map(|z| ((3.0 + 0.9 * z).clamp(1.0, 5.0) * 3.0).round() / 3.0)
+            .collect();
+        let corrected: Vec<f64> = z.iter().map(|z| 3.0 + 0.25 * z).collect();
+        assert!((level_spacing(&reference) - 1.0 / 3.0).abs() < 1e-9);
+        assert!(level_spacing(&corrected) < 0.05);
+        let grid: Vec<f64> = (0..KDE_GRID)
+            .map(|i| 1.0 + 4.0 * i as f64 / (KDE_GRID - 1) as f64)
+            .collect();
+        let reverse = |min_h: f64, floor: f64| {
+            let p = kde_with_floor(&corrected, &grid, min_h, floor);
+            let r = kde_with_floor(&reference, &grid, min_h, floor);
+            r.iter().zip(&p).map(|(r, p)| r * (r / p).ln()).sum::<f64>()
+        };
+        let (scott, scott_lower) = (reverse(0.0, 1e-12), reverse(0.0, 1e-24));
+        let h = level_spacing(&reference);
+        let (spaced, spaced_lower) = (reverse(h, 1e-12), reverse(h, 1e-24));
+        eprintln!(
+            "KL(y‖ŷ): Scott's bandwidth alone {scott:.3} (floor 1e-12), {scott_lower:.3} (floor 1e-24); at least the level spacing {spaced:.3} and {spaced_lower:.3}"
         );
-        assert!(kl_symmetric(&a, &a, -1.0, 8.0).abs() < 1e-12);
+        assert!(scott_lower > 1.5 * scott, "{scott} {scott_lower}");
+        assert!(
+            (spaced_lower - spaced).abs() < 1e-6 * spaced,
+            "{spaced} {spaced_lower}"
+        );
+        assert_eq!(kl_divergences(&corrected, &reference, 1.0, 5.0).1, spaced);
     }
 }

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::bayes::RubricPosterior;
-use super::corrector::{Cell, Run};
+use super::corrector::{Cell, Corrected, Run};
 use super::cv::{self, Folds, HeldOut, Scheme, Split};
 use super::quality::{Comparison, Figures};
 use super::{Candidates, Method, Model};
@@ -16,7 +16,10 @@ use super::{Candidates, Method, Model};
 #[serde(rename_all = "snake_case")]
 pub enum Objective {
     Mae,
-    KlSym,
+    /// The mean of KL(corrected ‖ reference) and KL(reference ‖ corrected); `kl_sym`, its
+    /// old name, is read as this.
+    #[serde(alias = "kl_sym")]
+    KlMean,
     W1,
     /// |mean(ŷ) − mean(y)|.
     MeanError,
@@ -26,7 +29,7 @@ impl Objective {
     pub fn of(&self, e: &Figures) -> f64 {
         match self {
             Objective::Mae => e.mae,
-            Objective::KlSym => e.kl_sym,
+            Objective::KlMean => e.kl_mean,
             Objective::W1 => e.w1,
             Objective::MeanError => e.mean_error.abs(),
         }
@@ -35,7 +38,7 @@ impl Objective {
     pub fn as_str(&self) -> &'static str {
         match self {
             Objective::Mae => "mae",
-            Objective::KlSym => "kl_sym",
+            Objective::KlMean => "kl_mean",
             Objective::W1 => "w1",
             Objective::MeanError => "mean_error",
         }
@@ -58,7 +61,7 @@ impl Default for Rule {
     fn default() -> Self {
         Self {
             objective: Objective::Mae,
-            tie_break: Objective::KlSym,
+            tie_break: Objective::KlMean,
             tie_tolerance: 0.01,
         }
     }
@@ -171,6 +174,8 @@ pub struct Chosen {
     pub model: Model,
     pub decision: Decision,
     pub evaluation: Option<Comparison>,
+    /// The winner's held-out predictions of the cell's anchors.
+    pub held_out: Vec<Option<Corrected>>,
 }
 
 /// `auto` on one judge's cells: every candidate is cross-validated on the same folds and
@@ -235,7 +240,7 @@ pub fn auto(cells: &[Cell], options: &AutoOptions, run: &Run) -> Result<Vec<Chos
                 (m, p)
             })
             .collect();
-        let (mut decision, evaluation) = decide(
+        let (mut decision, _) = decide(
             &options.rule,
             options.split.scheme,
             &predictions,
@@ -243,20 +248,31 @@ pub fn auto(cells: &[Cell], options: &AutoOptions, run: &Run) -> Result<Vec<Chos
             cell.scale.0,
             cell.scale.1,
         );
+        // The figures recorded for the version are the choice's own, not the winner's on the
+        // anchors it won on.
+        let evaluation = nested(
+            &options.rule,
+            options.split.scheme,
+            &predictions,
+            &cell.pairs,
+            cell.scale,
+            seed,
+        );
+        decision.nested = evaluation.map(|c| c.calibrated);
         decision.beta = tried
             .iter()
             .filter_map(|t| t.models.as_ref().ok())
             .find_map(|models| models[r].posterior().copied());
-        let model = tried
-            .iter()
-            .find(|t| t.method == decision.chosen)
-            .and_then(|t| t.models.as_ref().ok())
-            .map(|models| models[r].clone())
+        let winner = tried.iter().find(|t| t.method == decision.chosen);
+        let (model, held_out) = winner
+            .and_then(|t| Some((t.models.as_ref().ok()?, t.held_out.as_ref().ok()?)))
+            .map(|(models, held_out)| (models[r].clone(), held_out[r].clone()))
             .ok_or_else(|| format!("{} won but has no model", decision.chosen))?;
         chosen.push(Chosen {
             model,
             decision,
             evaluation,
+            held_out,
         });
     }
     run.report(1.0);
@@ -282,6 +298,58 @@ pub struct Decision {
     /// The Bayesian fit on every anchor of the cell, kept whichever method won: the β canary
     /// says whether the judge tracks the reference at all.
     pub beta: Option<RubricPosterior>,
+    /// The held-out figures of the choice itself, which the version records: each held-out
+    /// anchor predicted by the method the rule picks on the other anchors (see [`nested`]).
+    /// The winner's entry in `candidates` is its figure on the anchors it won on, optimistic
+    /// by the choice. `None` in decisions recorded before.
+    #[serde(default)]
+    pub nested: Option<Figures>,
+}
+
+/// Groups of the nested check of a choice.
+const NESTED_GROUPS: usize = 5;
+
+/// The held-out figures of choosing by `rule`, honest about the choice: the held-out anchors
+/// are dealt into five seeded groups; for each group the rule chooses on the candidates'
+/// held-out predictions of the other four groups' anchors, and the group's anchors take that
+/// choice's predictions. No anchor's prediction is picked by a choice that saw its error.
+/// (The candidates' predictions come from the one cross-validation, so an anchor still
+/// trained the fits that predicted its neighbours; what is removed is the selection's
+/// optimism, the part that grows with the number of candidates.)
+pub fn nested(
+    rule: &Rule,
+    scheme: Scheme,
+    predictions: &[Predictions],
+    pairs: &[(f64, f64)],
+    (lo, hi): (f64, f64),
+    seed: u64,
+) -> Option<Comparison> {
+    let group = cv::folds(pairs.len(), NESTED_GROUPS, seed ^ 0x5E1E_C7ED);
+    let mut chosen: Vec<Option<f64>> = vec![None; pairs.len()];
+    for g in 0..NESTED_GROUPS {
+        let others: Vec<Predictions> = predictions
+            .iter()
+            .map(|(m, p)| {
+                let masked = p.as_ref().map(|p| {
+                    p.iter()
+                        .zip(&group)
+                        .map(|(x, &k)| if k == g { None } else { *x })
+                        .collect()
+                });
+                (*m, masked.map_err(Clone::clone))
+            })
+            .collect();
+        let (decision, _) = decide(rule, scheme, &others, pairs, lo, hi);
+        let Some((_, Ok(p))) = predictions.iter().find(|(m, _)| *m == decision.chosen) else {
+            continue;
+        };
+        for (i, x) in p.iter().enumerate() {
+            if group[i] == g {
+                chosen[i] = *x;
+            }
+        }
+    }
+    Comparison::of(scheme, &chosen, pairs, lo, hi)
 }
 
 /// Decides one cell: `predictions` holds each candidate's held-out predictions (or why it was
@@ -334,6 +402,7 @@ pub fn decide(
             chosen,
             reason,
             beta: None,
+            nested: None,
         },
         comparison,
     )
@@ -349,7 +418,9 @@ mod tests {
             mean_error: 0.0,
             mae,
             pearson: 0.9,
-            kl_sym: kl,
+            kl_corrected_reference: kl,
+            kl_reference_corrected: kl,
+            kl_mean: kl,
             w1: 0.1,
         }
     }
@@ -371,6 +442,52 @@ mod tests {
             ..rule
         };
         assert_eq!(strict.choose(&scored).0, Method::Bayes);
+    }
+
+    #[test]
+    fn the_nested_figure_removes_the_winners_optimism() {
+        // Four candidates of exactly equal quality (reference + N(0, 1) each, independently):
+        // the winner's own held-out MAE is the lowest of four noisy figures, below the true
+        // E|N(0, 1)| = 0.798; the nested figure, each group scored by the choice made on the
+        // others, is not.
+        use nuts_rs::rand::SeedableRng;
+        use nuts_rs::rand::rngs::ChaCha8Rng;
+        let mut rng = ChaCha8Rng::seed_from_u64(4);
+        let truth = (2.0 / std::f64::consts::PI).sqrt();
+        let (mut won, mut nested_sum) = (0.0, 0.0);
+        let reps: u32 = 300;
+        for rep in 0..reps {
+            let pairs: Vec<(f64, f64)> = (0..100).map(|i| (0.0, f64::from(i) / 20.0)).collect();
+            let mut preds: Vec<Predictions> = vec![(
+                Method::Identity,
+                Ok(pairs.iter().map(|p| Some(p.1 + 3.0)).collect()),
+            )];
+            for m in [
+                Method::QuantileMap,
+                Method::Bayes,
+                Method::Flow,
+                Method::Isotonic,
+            ] {
+                let p = pairs
+                    .iter()
+                    .map(|p| Some(p.1 + crate::calibrate::stats::standard_normal(&mut rng)))
+                    .collect();
+                preds.push((m, Ok(p)));
+            }
+            let rule = Rule::default();
+            let scheme = Scheme::Folds(5);
+            let (decision, cmp) = decide(&rule, scheme, &preds, &pairs, -10.0, 20.0);
+            assert_ne!(decision.chosen, Method::Identity);
+            won += cmp.unwrap().calibrated.mae;
+            let nested =
+                nested(&rule, scheme, &preds, &pairs, (-10.0, 20.0), u64::from(rep)).unwrap();
+            assert_eq!(nested.calibrated.n, 100);
+            nested_sum += nested.calibrated.mae;
+        }
+        let (won, nested) = (won / f64::from(reps), nested_sum / f64::from(reps));
+        eprintln!("winner's own MAE {won:.4}, nested {nested:.4}, truth {truth:.4}");
+        assert!(won < truth - 0.04, "{won}");
+        assert!((nested - truth).abs() < 0.015, "{nested}");
     }
 
     #[test]

@@ -7,9 +7,10 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::{CellKey, JudgeName, RubricName};
+use crate::calibrate::conformal::Intervals;
 use crate::calibrate::quality::Comparison;
 use crate::calibrate::select::Decision;
-use crate::calibrate::{Method, Model};
+use crate::calibrate::{Corrected, Method, Model};
 
 macro_rules! id_type {
     ($(#[$meta:meta])* $name:ident) => {
@@ -168,6 +169,7 @@ pub struct NewVersion {
     pub evaluation: Option<Comparison>,
     /// An `auto` job's choice for this cell: every candidate's figures and why this won.
     pub decision: Option<Decision>,
+    pub intervals: Option<Intervals>,
 }
 
 /// One immutable calibrator version of a cell.
@@ -184,6 +186,9 @@ pub struct CalibratorVersion {
     pub evaluation: Option<Comparison>,
     /// An `auto` job's choice for this cell.
     pub decision: Option<Decision>,
+    /// Its 95% predictive intervals and their held-out coverage; `None` where none could be
+    /// made (too few held-out anchors, or trained before versions recorded them).
+    pub intervals: Option<Intervals>,
     pub failure: Option<String>,
     pub created_at_ms: i64,
     pub active: bool,
@@ -196,6 +201,15 @@ impl CalibratorVersion {
 
     pub fn passed(&self) -> bool {
         self.failure.is_none()
+    }
+
+    /// Corrected scores of `scores`, each with the version's predictive interval.
+    pub fn correct(&self, scores: &[f64]) -> Result<Vec<Corrected>, String> {
+        let mut out = self.model.correct(scores)?;
+        if let Some(intervals) = &self.intervals {
+            intervals.apply(scores, &mut out);
+        }
+        Ok(out)
     }
 }
 

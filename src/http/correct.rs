@@ -96,9 +96,9 @@ pub struct ItemScore {
     score: f64,
 }
 
-/// One corrected score. Which fields appear depends on the version's `method`: `bayes` gives
-/// `credible` and `predictive`; `flow` gives `sigma` and `review`; `quantile_map` and
-/// `identity` give the score alone.
+/// One corrected score. Which fields appear depends on the version's `method`: every method
+/// gives `predictive` (where the version has intervals); `bayes` also gives `credible`;
+/// `flow` gives `sigma` and `review`.
 #[derive(Serialize, ToSchema)]
 pub struct CorrectedDto {
     /// The item's id, when the request gave `items`.
@@ -113,7 +113,10 @@ pub struct CorrectedDto {
     /// bayes: 95% credible interval of the corrected (mean) score.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub credible: Option<[f64; 2]>,
-    /// bayes: 95% interval for a new item's reference score (adds the rubric's noise sigma).
+    /// 95% interval for a new item's reference score. bayes: the posterior predictive (adds
+    /// the rubric's noise sigma); every other method: the corrected score plus the band of
+    /// held-out residuals (reference − corrected) in the judge score's bin, which the version
+    /// lists under `intervals` with how often it covered anchors the fit did not see.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub predictive: Option<[f64; 2]>,
     /// flow: sd of the corrected score over the MC-dropout passes (the flow's uncertainty
@@ -163,8 +166,8 @@ pub struct CorrectResponse {
 ///
 /// Uses the cell's active calibrator version, or `version`. At most limits.max_correct_batch
 /// (default 100,000) scores per request. The response says which method made the numbers:
-/// bayes versions give credible and predictive intervals, flow versions give sigma and
-/// review.
+/// every version gives a predictive interval (held-out, per bin of the judge score; bayes:
+/// its posterior predictive), bayes also a credible interval, flow versions sigma and review.
 #[utoipa::path(
     post, path = "/v1/correct", tag = "correction",
     request_body = CorrectRequestDoc,

@@ -40,11 +40,11 @@ impl Service {
         let loaded = self.corrector(key, request.version).await?;
         let model = &loaded.version.model;
         let results = if request.scores.len() <= INLINE && !model.heavy(&request.scores) {
-            model.correct(&request.scores)
+            loaded.version.correct(&request.scores)
         } else {
             let version = loaded.clone();
             let scores = request.scores.clone();
-            tokio::task::spawn_blocking(move || version.version.model.correct(&scores))
+            tokio::task::spawn_blocking(move || version.version.correct(&scores))
                 .await
                 .map_err(|_| Error::Internal("correcting scores panicked".into()))?
         }

@@ -1,61 +1,67 @@
 //! Drift beyond β: each anchor batch that reaches a cell with an active version is checked
-//! against that version's 95% predictive interval. A judge (or its raters) that has shifted
-//! since the fit shows as a share well below 95%, before any retraining.
+//! against that version's 95% predictive interval (its method's own, or the held-out
+//! conformal band per bin of the judge score: `calibrate::conformal`). Each anchor either
+//! falls inside or misses, and two figures watch the misses:
+//! - `judgecal_anchor_coverage`, the share inside over the newest batches (about 200 anchors),
+//!   a picture of the recent past with no error rate of its own;
+//! - the drift alarm (`calibrate::drift`), a betting e-process over every anchor checked
+//!   since the version was activated: the chance that it ever fires while the cell stays
+//!   healthy is at most `calibrators.drift_delta`, however long the version serves.
 //!
-//! The interval: the posterior predictive one for a Bayesian version; for the others, which
-//! have no noise model, the corrected score plus the 2.5% and 97.5% quantiles of the residuals
-//! (reference − corrected) on the anchors the version could have been fitted on. Those
-//! residuals are in-sample, so a flow that fits its anchors closely gets a narrow band.
+//! Both are recomputed from the store, so every replica reports the same.
 
 use super::Service;
 use super::versions::Loaded;
-use crate::calibrate::stats::quantile;
+use crate::calibrate::conformal::LEVEL;
+use crate::calibrate::drift::MissAlarm;
 use crate::domain::Anchor;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::store::{BatchCoverage, CellIngest};
 
 /// `judgecal_anchor_coverage` covers the newest checks of a cell's active version, whole
 /// batches, until at least this many anchors.
 pub const COVERAGE_WINDOW: i64 = 200;
 
-/// Below this many fitted anchors a residual band is too rough to check against.
-const MIN_BAND_ANCHORS: usize = 20;
+/// What the drift alarm says of one cell's active version.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Drift {
+    /// Anchors checked since the version was activated.
+    pub anchors: usize,
+    /// The e-process's current value (its wealth); the alarm fires when it reaches 1/δ.
+    pub e_value: f64,
+    /// Whether it has reached 1/δ since the activation (it stays raised until the next).
+    pub alarm: bool,
+}
 
-/// The residual band of a version without a noise model, from the anchors it was fitted on.
-fn residual_band(loaded: &Loaded, fitted_on: &[(f64, f64)]) -> Option<(f64, f64)> {
-    let residuals: Vec<f64> = fitted_on
+/// Replays `misses` through a fresh alarm.
+pub fn drift(misses: &[bool], delta: f64) -> Drift {
+    let mut alarm = MissAlarm::new(1.0 - LEVEL, delta);
+    for &m in misses {
+        alarm.observe(m);
+    }
+    Drift {
+        anchors: misses.len(),
+        e_value: alarm.e_value(),
+        alarm: alarm.alarmed_at.is_some(),
+    }
+}
+
+/// Whether each of `anchors` missed `loaded`'s 95% predictive interval, for those it has one
+/// for (a version with no interval checks none).
+fn misses(loaded: &Loaded, anchors: &[Anchor]) -> Result<Vec<bool>> {
+    let scores: Vec<f64> = anchors.iter().map(|a| a.judge_score).collect();
+    let corrected = loaded
+        .version
+        .correct(&scores)
+        .map_err(|e| Error::Internal(format!("correcting the batch's judge scores: {e}")))?;
+    Ok(anchors
         .iter()
-        .filter_map(|&(j, y)| loaded.score(j).map(|s| y - s))
-        .collect();
-    (residuals.len() >= MIN_BAND_ANCHORS)
-        .then(|| (quantile(&residuals, 0.025), quantile(&residuals, 0.975)))
-}
-
-/// The 95% predictive interval `loaded` gives judge score `j`: its method's own, or the
-/// residual band around its corrected score; `None` for a flow score off its table.
-fn interval(loaded: &Loaded, band: Option<(f64, f64)>, j: f64) -> Option<(f64, f64)> {
-    let model = &loaded.version.model;
-    if model.heavy(&[j]) {
-        return None;
-    }
-    let c = model.correct(&[j]).ok()?[0];
-    c.predictive
-        .or_else(|| band.map(|(lo, hi)| (c.score + lo, c.score + hi)))
-}
-
-/// How many of `anchors` fall inside `loaded`'s 95% predictive interval, of how many it could
-/// check (a flow skips scores off its table).
-fn count_inside(loaded: &Loaded, band: Option<(f64, f64)>, anchors: &[Anchor]) -> (i64, i64) {
-    let mut checked = 0;
-    let mut inside = 0;
-    for a in anchors {
-        let interval = interval(loaded, band, a.judge_score);
-        if let Some((lo, hi)) = interval {
-            checked += 1;
-            inside += i64::from((lo..=hi).contains(&a.reference_score));
-        }
-    }
-    (checked, inside)
+        .zip(corrected)
+        .filter_map(|(a, c)| {
+            c.predictive
+                .map(|(lo, hi)| !(lo..=hi).contains(&a.reference_score))
+        })
+        .collect())
 }
 
 impl Service {
@@ -68,10 +74,17 @@ impl Service {
             if outcome.stored.is_empty() {
                 continue;
             }
-            let Some(loaded) = self.calibrators.active_version(&outcome.key) else {
-                continue;
+            // The version the store says is active, loaded now if this process has not yet
+            // (a flow just trained here is still being tabulated by the refresh).
+            let loaded = match self.corrector(&outcome.key, None).await {
+                Ok(loaded) => loaded,
+                Err(Error::NotFound(_)) => continue,
+                Err(e) => {
+                    tracing::warn!(cell = %outcome.key, error = ?e, "could not load the active version to check the batch");
+                    continue;
+                }
             };
-            match self.check_batch(&loaded, &outcome.stored).await {
+            match self.check_batch(loaded, outcome.stored.clone()).await {
                 Ok(Some(c)) => {
                     outcome.coverage = Some(c);
                     touched = true;
@@ -90,48 +103,63 @@ impl Service {
 
     async fn check_batch(
         &self,
-        loaded: &Loaded,
-        anchors: &[Anchor],
+        loaded: std::sync::Arc<Loaded>,
+        anchors: Vec<Anchor>,
     ) -> Result<Option<BatchCoverage>> {
-        // A method with its own predictive interval (bayes) needs no residual band.
-        let own = anchors
-            .first()
-            .and_then(|a| interval(loaded, None, a.judge_score))
-            .is_some();
-        let band = if own {
-            None
-        } else {
-            let fitted_on = loaded
-                .band
-                .get_or_try_init(|| async {
-                    let pairs = self.store.anchors_before(&loaded.version).await?;
-                    Ok::<_, crate::error::Error>(residual_band(loaded, &pairs))
-                })
-                .await?;
-            match fitted_on {
-                Some(b) => Some(*b),
-                None => return Ok(None),
-            }
-        };
-        let (checked, inside) = count_inside(loaded, band, anchors);
-        if checked == 0 {
+        if loaded.version.intervals.is_none() {
             return Ok(None);
         }
-        self.store
-            .record_coverage(loaded.version.id, checked, inside)
-            .await?;
+        // A flow's corrections off its table run libtorch: off the async runtime.
+        let version = loaded.version.version;
+        let id = loaded.version.id;
+        let misses = tokio::task::spawn_blocking(move || misses(&loaded, &anchors))
+            .await
+            .map_err(|_| Error::Internal("checking a batch's coverage panicked".into()))??;
+        if misses.is_empty() {
+            return Ok(None);
+        }
+        self.store.record_coverage(id, &misses).await?;
         Ok(Some(BatchCoverage {
-            version: loaded.version.version,
-            checked,
-            inside,
+            version,
+            checked: misses.len() as i64,
+            inside: misses.iter().filter(|&&m| !m).count() as i64,
         }))
     }
 
-    /// Sets `judgecal_anchor_coverage` from the store for every cell, so each replica reports
-    /// the same share: after an upload here and on the refresh timer.
+    /// Sets `judgecal_anchor_coverage` and the drift alarm's gauges from the store for every
+    /// cell, so each replica reports the same: after an upload here and on the refresh timer.
     pub async fn refresh_coverage(&self) -> Result<()> {
         let windows = self.store.coverage(COVERAGE_WINDOW).await?;
         self.metrics.set_coverage(&windows);
+        let drifts: Vec<_> = self
+            .store
+            .misses_since_activation()
+            .await?
+            .into_iter()
+            .map(|(key, misses)| (key, drift(&misses, self.drift_delta)))
+            .collect();
+        self.metrics.set_drift(&drifts);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_alarm_replays_the_misses_in_order_and_stays_raised() {
+        // A run of misses raises it; healthy anchors afterwards lower the e-value, never the
+        // alarm.
+        let mut misses = vec![false; 300];
+        misses.extend(vec![true; 60]);
+        let raised = drift(&misses, 0.01);
+        assert!(raised.alarm && raised.e_value >= 100.0, "{raised:?}");
+        misses.extend(vec![false; 2000]);
+        let later = drift(&misses, 0.01);
+        assert!(later.alarm && later.e_value < raised.e_value, "{later:?}");
+        assert_eq!(later.anchors, 2360);
+        let healthy = drift(&vec![false; 1000], 0.01);
+        assert!(!healthy.alarm && healthy.e_value <= 1.0, "{healthy:?}");
     }
 }

@@ -195,22 +195,28 @@ impl Service {
     }
 
     /// Stores a job's versions (activating those that passed, or all with `force`) and marks
-    /// it succeeded; `false` when this process lost the job's lease meanwhile.
+    /// it succeeded; `false` when this process lost the job's lease meanwhile. The versions
+    /// this process just trained are served from memory at once, so a caller that sees the
+    /// job succeed here corrects with them (other processes load them on their next refresh).
     pub async fn finish_training(
         &self,
         job: &ClaimedJob,
         owner: &str,
         trained: &Trained,
     ) -> Result<bool> {
-        let stored = self
+        let Some(stored) = self
             .store
             .finish_job(job.id, owner, &job.judge, &trained.versions, trained.force)
-            .await?;
-        if stored {
-            self.refresh_calibrators().await?;
-            self.count_finished_jobs().await?;
+            .await?
+        else {
+            return Ok(false);
+        };
+        let seen = self.calibrators.seen();
+        for v in stored.into_iter().filter(|v| v.active) {
+            self.install(v, seen).await?;
         }
-        Ok(stored)
+        self.count_finished_jobs().await?;
+        Ok(true)
     }
 
     /// Ends a job as failed (with a message its caller can act on) or, when `cancelled`,

@@ -2,7 +2,7 @@
 //! store, and keeps the metrics in step. No HTTP types here.
 
 mod corrections;
-mod coverage;
+pub mod coverage;
 mod estimates;
 mod jobs;
 mod training;
@@ -71,6 +71,8 @@ pub struct Service {
     stop: watch::Sender<bool>,
     /// The finished jobs already counted in the training metrics.
     jobs_counted: Mutex<jobs::JobWatermark>,
+    /// The drift alarm's false-alarm probability (`calibrators.drift_delta`).
+    drift_delta: f64,
 }
 
 impl Service {
@@ -86,6 +88,7 @@ impl Service {
             job_queued: Notify::new(),
             stop: watch::channel(false).0,
             jobs_counted: Mutex::new(jobs::JobWatermark::default()),
+            drift_delta: settings.calibrators.drift_delta,
         })
     }
 

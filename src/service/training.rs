@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use sha2::{Digest, Sha256};
 
+use crate::calibrate::conformal::Intervals;
 use crate::calibrate::cv;
 use crate::calibrate::quality::Comparison;
 use crate::calibrate::select;
@@ -75,6 +76,7 @@ impl CellData {
             model,
             evaluation: None,
             decision: None,
+            intervals: None,
         }
     }
 }
@@ -123,6 +125,7 @@ pub fn train(
                         c.scale.min,
                         c.scale.max,
                     ),
+                    intervals: Intervals::of(&c.pairs, held, job.split.seed),
                     ..c.version(model)
                 })
                 .collect()
@@ -134,6 +137,7 @@ pub fn train(
                 tracing::info!(rubric = %c.rubric, chosen = %chosen.decision.chosen, reason = %chosen.decision.reason, "auto chose");
                 NewVersion {
                     evaluation: chosen.evaluation,
+                    intervals: Intervals::of(&c.pairs, &chosen.held_out, options.split.seed),
                     decision: Some(chosen.decision),
                     ..c.version(chosen.model)
                 }

@@ -2,6 +2,7 @@
 //! serve (each process loads them from the store and picks up activations made elsewhere).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use super::Service;
@@ -12,9 +13,6 @@ use crate::error::{Error, Result};
 /// A version ready to correct with (a flow's MC-dropout table is built when it is loaded).
 pub struct Loaded {
     pub version: CalibratorVersion,
-    /// The residual band of a version without a noise model, worked out on its first coverage
-    /// check (see `service::coverage`); `None` inside when too few anchors fitted it.
-    pub band: tokio::sync::OnceCell<Option<(f64, f64)>>,
     /// The anchors it could have been fitted on (stored no later than the version), read on
     /// its first run-level estimate.
     pub anchors: tokio::sync::OnceCell<Arc<crate::calibrate::Cell>>,
@@ -22,16 +20,49 @@ pub struct Loaded {
 
 /// The versions this process serves: each cell's active one, and versions asked for by
 /// number (immutable, so never stale).
+///
+/// Loading a version takes a while (a flow tabulates), so two loads of one cell can finish
+/// out of order: a refresh that read the store before a job activated version 2 could
+/// otherwise put version 1 back after the job installed version 2. Each entry therefore
+/// carries the `Seen` of the store read that chose it, and only a later read replaces it.
 #[derive(Default)]
 pub struct Cache {
-    active: RwLock<HashMap<CellKey, Arc<Loaded>>>,
+    active: RwLock<HashMap<CellKey, (Seen, Arc<Loaded>)>>,
     pinned: RwLock<HashMap<(CellKey, i64), Arc<Loaded>>>,
+    reads: AtomicU64,
 }
 
+/// When this process learnt which version a cell serves: taken before reading the store, or
+/// right after this process's own activation committed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct Seen(u64);
+
 impl Cache {
-    /// The version `key` serves, as this process has it loaded.
-    pub fn active_version(&self, key: &CellKey) -> Option<Arc<Loaded>> {
-        self.active.read().ok()?.get(key).cloned()
+    pub(super) fn seen(&self) -> Seen {
+        Seen(self.reads.fetch_add(1, Ordering::SeqCst))
+    }
+
+    fn active(&self, key: &CellKey) -> Option<Arc<Loaded>> {
+        self.active
+            .read()
+            .ok()
+            .and_then(|a| a.get(key).map(|(_, v)| v.clone()))
+    }
+
+    /// Serves `loaded` for its cell unless a later store read put another there; returns the
+    /// version the cell serves and whether it is `loaded`.
+    fn put(&self, seen: Seen, loaded: Arc<Loaded>) -> (Arc<Loaded>, bool) {
+        let Ok(mut active) = self.active.write() else {
+            return (loaded, false);
+        };
+        let key = loaded.version.key.clone();
+        if let Some((newer, current)) = active.get(&key)
+            && *newer > seen
+        {
+            return (current.clone(), false);
+        }
+        active.insert(key, (seen, loaded.clone()));
+        (loaded, true)
     }
 }
 
@@ -82,8 +113,9 @@ impl Service {
             ));
         }
         self.store.activate(key, &v).await?;
+        let seen = self.calibrators.seen();
         v.active = true;
-        self.install(v.clone()).await?;
+        self.install(v.clone(), seen).await?;
         tracing::info!(cell = %key, version, "calibrator activated");
         Ok(v)
     }
@@ -98,20 +130,18 @@ impl Service {
             .map_err(Error::Internal)?;
         Ok(Arc::new(Loaded {
             version: CalibratorVersion { model, ..v },
-            band: tokio::sync::OnceCell::new(),
             anchors: tokio::sync::OnceCell::new(),
         }))
     }
 
-    /// Makes `v` the version this process serves for its cell.
-    async fn install(&self, v: CalibratorVersion) -> Result<Arc<Loaded>> {
-        let loaded = Self::load(v).await?;
-        self.metrics.set_active(&loaded.version);
-        let key = loaded.version.key.clone();
-        if let Ok(mut active) = self.calibrators.active.write() {
-            active.insert(key, loaded.clone());
+    /// Makes `v` the version this process serves for its cell, unless a store read later
+    /// than `seen` has installed another meanwhile; returns the version the cell serves.
+    pub(super) async fn install(&self, v: CalibratorVersion, seen: Seen) -> Result<Arc<Loaded>> {
+        let (serving, installed) = self.calibrators.put(seen, Self::load(v).await?);
+        if installed {
+            self.metrics.set_active(&serving.version);
         }
-        Ok(loaded)
+        Ok(serving)
     }
 
     /// Brings the cache in line with which version every cell serves in the store: at start,
@@ -121,13 +151,18 @@ impl Service {
             .calibrators
             .active
             .read()
-            .map(|a| a.iter().map(|(k, v)| (k.clone(), v.version.id)).collect())
+            .map(|a| {
+                a.iter()
+                    .map(|(k, (_, v))| (k.clone(), v.version.id))
+                    .collect()
+            })
             .unwrap_or_default();
+        let seen = self.calibrators.seen();
         for (key, id) in self.store.active_calibrators().await? {
             if current.get(&key) != Some(&id)
                 && let Some(v) = self.store.calibrator(id).await?
             {
-                self.install(v).await?;
+                self.install(v, seen).await?;
             }
         }
         Ok(())
@@ -162,16 +197,11 @@ impl Service {
             }
             return Ok(v);
         }
-        if let Some(v) = self
-            .calibrators
-            .active
-            .read()
-            .ok()
-            .and_then(|a| a.get(key).cloned())
-        {
+        if let Some(v) = self.calibrators.active(key) {
             return Ok(v);
         }
         // Not cached: perhaps activated by another process since the last refresh, or never.
+        let seen = self.calibrators.seen();
         let versions = match self.store.versions(key).await {
             Ok(v) => v,
             Err(Error::NotFound(_)) => {
@@ -183,7 +213,7 @@ impl Service {
             Err(e) => return Err(e),
         };
         if let Some(active) = versions.iter().find(|v| v.active) {
-            return self.install(active.clone()).await;
+            return self.install(active.clone(), seen).await;
         }
         Err(Error::NotFound(match versions.first() {
             None => format!(
@@ -256,5 +286,56 @@ impl Service {
             &corrected,
         ))
         .map_err(Error::Internal)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::calibrate::Model;
+    use crate::calibrate::identity::IdentityModel;
+    use crate::domain::RubricName;
+    use crate::domain::calibration::CalibratorId;
+
+    fn loaded(key: &CellKey, version: i64) -> Arc<Loaded> {
+        Arc::new(Loaded {
+            version: CalibratorVersion {
+                id: CalibratorId::new(),
+                key: key.clone(),
+                version,
+                job_id: None,
+                anchor_count: 0,
+                anchor_digest: String::new(),
+                model: Model::Identity(IdentityModel {}),
+                evaluation: None,
+                decision: None,
+                intervals: None,
+                failure: None,
+                created_at_ms: 0,
+                active: true,
+            },
+            anchors: tokio::sync::OnceCell::new(),
+        })
+    }
+
+    /// A load chosen by an earlier store read that finishes last does not put its version
+    /// back over the one a later read chose; a later read replaces it, rollbacks included.
+    #[test]
+    fn a_slow_load_from_an_earlier_read_never_replaces_a_later_one() {
+        let cache = Cache::default();
+        let key = CellKey {
+            judge: JudgeName::parse("j").unwrap(),
+            rubric: RubricName::parse("r").unwrap(),
+        };
+        let refresh = cache.seen();
+        let job = cache.seen();
+        assert_eq!(cache.put(job, loaded(&key, 2)).0.version.version, 2);
+        let (serving, installed) = cache.put(refresh, loaded(&key, 1));
+        assert!(!installed);
+        assert_eq!(serving.version.version, 2);
+        assert_eq!(cache.active(&key).unwrap().version.version, 2);
+        let rollback = cache.seen();
+        assert!(cache.put(rollback, loaded(&key, 1)).1);
+        assert_eq!(cache.active(&key).unwrap().version.version, 1);
     }
 }

@@ -2,7 +2,6 @@
 
 use sqlx::any::AnyRow;
 use sqlx::{AnyPool, Row};
-use uuid::Uuid;
 
 use super::Store;
 use crate::calibrate::{Method, Model};
@@ -21,7 +20,7 @@ fn to_json<T: serde::Serialize>(value: &T) -> Result<String> {
 
 const VERSION_COLUMNS: &str = "cal.id, c.judge, c.rubric, cal.version, cal.method, cal.job_id, \
      cal.anchor_count, cal.anchor_digest, cal.params, cal.diagnostics, cal.evaluation, \
-     cal.decision, cal.failure, cal.created_at_ms, act.calibrator_id AS active_id";
+     cal.decision, cal.intervals, cal.failure, cal.created_at_ms, act.calibrator_id AS active_id";
 
 const VERSION_FROM: &str = "FROM calibrators cal JOIN cells c ON c.id = cal.cell_id \
      LEFT JOIN active_calibrators act ON act.cell_id = cal.cell_id";
@@ -36,6 +35,7 @@ fn version_from_row(row: &AnyRow) -> Result<CalibratorVersion> {
     let active_id: Option<String> = row.try_get("active_id")?;
     let evaluation: String = row.try_get("evaluation")?;
     let decision: Option<String> = row.try_get("decision")?;
+    let intervals: Option<String> = row.try_get("intervals")?;
     Ok(CalibratorVersion {
         id: CalibratorId::parse(&id).ok_or_else(|| corrupt("id"))?,
         key: CellKey {
@@ -52,6 +52,9 @@ fn version_from_row(row: &AnyRow) -> Result<CalibratorVersion> {
         evaluation: serde_json::from_str(&evaluation).map_err(|_| corrupt("evaluation"))?,
         decision: decision
             .map(|d| serde_json::from_str(&d).map_err(|_| corrupt("decision")))
+            .transpose()?,
+        intervals: intervals
+            .map(|i| serde_json::from_str(&i).map_err(|_| corrupt("intervals")))
             .transpose()?,
         failure: row.try_get("failure")?,
         created_at_ms: row.try_get("created_at_ms")?,
@@ -127,8 +130,8 @@ impl Store {
 
     /// Finishes a job this process holds: stores each new version (numbered per cell), makes
     /// it active when it passed its diagnostics or `force` is set, and marks the job
-    /// succeeded, all in one transaction. `false` (and nothing stored) when `owner` no longer
-    /// holds the job.
+    /// succeeded, all in one transaction. Returns the stored versions, or `None` (and nothing
+    /// stored) when `owner` no longer holds the job.
     pub async fn finish_job(
         &self,
         job: JobId,
@@ -136,7 +139,7 @@ impl Store {
         judge: &JudgeName,
         versions: &[NewVersion],
         force: bool,
-    ) -> Result<bool> {
+    ) -> Result<Option<Vec<CalibratorVersion>>> {
         let now = now_ms();
         let mut tx = self.pool.begin().await?;
         // The guard writes first: on SQLite that takes the write lock at once.
@@ -154,8 +157,9 @@ impl Store {
         .rows_affected();
         if held != 1 {
             tx.rollback().await?;
-            return Ok(false);
+            return Ok(None);
         }
+        let mut stored = Vec::with_capacity(versions.len());
         let mut sorted: Vec<&NewVersion> = versions.iter().collect();
         sorted.sort_by(|a, b| a.rubric.cmp(&b.rubric));
         for v in sorted {
@@ -176,14 +180,15 @@ impl Store {
             .fetch_one(&mut *tx)
             .await?
             .try_get(0)?;
-            let id = Uuid::new_v4().to_string();
+            let calibrator = CalibratorId::new();
+            let id = calibrator.to_string();
             let params = v.model.params().map_err(Error::Internal)?.to_string();
             let failure = v.model.failure();
             sqlx::query(
                 "INSERT INTO calibrators (id, cell_id, version, method, job_id, anchor_count,
-                     anchor_digest, params, diagnostics, evaluation, decision, passed, failure,
-                     created_at_ms)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+                     anchor_digest, params, diagnostics, evaluation, decision, intervals, passed,
+                     failure, created_at_ms)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
             )
             .bind(&id)
             .bind(&cell_id)
@@ -197,17 +202,37 @@ impl Store {
             .bind("{}")
             .bind(to_json(&v.evaluation)?)
             .bind(v.decision.as_ref().map(to_json).transpose()?)
+            .bind(v.intervals.as_ref().map(to_json).transpose()?)
             .bind(i64::from(failure.is_none()))
             .bind(failure.clone())
             .bind(now)
             .execute(&mut *tx)
             .await?;
-            if failure.is_none() || force {
+            let active = failure.is_none() || force;
+            if active {
                 set_active(&mut tx, &cell_id, &id, now).await?;
             }
+            stored.push(CalibratorVersion {
+                id: calibrator,
+                key: CellKey {
+                    judge: judge.clone(),
+                    rubric: v.rubric.clone(),
+                },
+                version,
+                job_id: Some(job),
+                anchor_count: v.anchor_count,
+                anchor_digest: v.anchor_digest.clone(),
+                model: v.model.clone(),
+                evaluation: v.evaluation,
+                decision: v.decision.clone(),
+                intervals: v.intervals.clone(),
+                failure,
+                created_at_ms: now,
+                active,
+            });
         }
         tx.commit().await?;
-        Ok(true)
+        Ok(Some(stored))
     }
 
     /// A cell's versions, newest first. 404 when the cell does not exist.

@@ -31,21 +31,22 @@ pub struct CoverageWindow {
 }
 
 impl Store {
-    pub async fn record_coverage(
-        &self,
-        calibrator: CalibratorId,
-        checked: i64,
-        inside: i64,
-    ) -> Result<()> {
+    /// Records one batch's check: `misses[i]` is whether its i-th checked anchor fell outside
+    /// the interval.
+    pub async fn record_coverage(&self, calibrator: CalibratorId, misses: &[bool]) -> Result<()> {
+        let checked = misses.len() as i64;
+        let inside = misses.iter().filter(|&&m| !m).count() as i64;
+        let misses: String = misses.iter().map(|&m| if m { '1' } else { '0' }).collect();
         sqlx::query(
-            "INSERT INTO anchor_coverage (id, calibrator_id, checked, inside, created_at_ms)
-             VALUES ($1, $2, $3, $4, $5)",
+            "INSERT INTO anchor_coverage (id, calibrator_id, checked, inside, created_at_ms, misses)
+             VALUES ($1, $2, $3, $4, $5, $6)",
         )
         .bind(Uuid::new_v4().to_string())
         .bind(calibrator.to_string())
         .bind(checked)
         .bind(inside)
         .bind(now_ms())
+        .bind(misses)
         .execute(&self.pool)
         .await?;
         Ok(())
@@ -91,6 +92,43 @@ impl Store {
                     checked,
                     inside,
                 }),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Per cell, every anchor checked against its active version since the version was last
+    /// activated, in arrival order (batches by time, then id): true where it missed the
+    /// interval. What the drift e-process replays; checks recorded before misses were kept are
+    /// left out.
+    pub async fn misses_since_activation(&self) -> Result<Vec<(CellKey, Vec<bool>)>> {
+        let rows = sqlx::query(
+            "SELECT c.judge, c.rubric, cov.misses
+             FROM anchor_coverage cov
+             JOIN active_calibrators act ON act.calibrator_id = cov.calibrator_id
+             JOIN cells c ON c.id = act.cell_id
+             WHERE cov.created_at_ms >= act.activated_at_ms AND cov.misses IS NOT NULL
+             ORDER BY c.judge, c.rubric, cov.created_at_ms, cov.id",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        let mut out: Vec<(CellKey, Vec<bool>)> = Vec::new();
+        for r in &rows {
+            let judge: String = r.try_get(0)?;
+            let rubric: String = r.try_get(1)?;
+            let misses: String = r.try_get(2)?;
+            let batch = misses.bytes().map(|b| b == b'1');
+            match out.last_mut() {
+                Some((k, m)) if k.judge.as_str() == judge && k.rubric.as_str() == rubric => {
+                    m.extend(batch)
+                }
+                _ => out.push((
+                    CellKey {
+                        judge: JudgeName::parse(&judge).map_err(|_| corrupt("judge"))?,
+                        rubric: RubricName::parse(&rubric).map_err(|_| corrupt("rubric"))?,
+                    },
+                    batch.collect(),
+                )),
             }
         }
         Ok(out)

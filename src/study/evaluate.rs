@@ -163,7 +163,7 @@ pub fn run(path: &Path, opts: &Options) -> Result<Vec<Row>, String> {
 pub fn table(rows: &[Row]) -> String {
     let mut out = format!(
         "{:<14} {:<11} {:>5}  {:<13} {:>9} {:>7} {:>8} {:>7} {:>7}\n",
-        "judge", "rubric", "n", "method", "mean err", "MAE", "Pearson", "KL", "W1"
+        "judge", "rubric", "n", "method", "mean err", "MAE", "Pearson", "KL mean", "W1"
     );
     let mut wins: BTreeMap<&str, usize> = BTreeMap::new();
     for r in rows {
@@ -174,7 +174,7 @@ pub fn table(rows: &[Row]) -> String {
         out += &match (&r.evaluation, &r.excluded) {
             (Some(e), _) => format!(
                 "{:<14} {:<11} {:>5}  {:<13} {:>+9.3} {:>7.3} {:>8.3} {:>7.3} {:>7.3}\n",
-                r.judge, r.rubric, r.anchors, name, e.mean_error, e.mae, e.pearson, e.kl_sym, e.w1
+                r.judge, r.rubric, r.anchors, name, e.mean_error, e.mae, e.pearson, e.kl_mean, e.w1
             ),
             (None, why) => format!(
                 "{:<14} {:<11} {:>5}  {:<13} ({})\n",

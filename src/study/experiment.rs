@@ -15,6 +15,7 @@ use serde::Serialize;
 use super::sources::{read_column, read_pairs};
 use super::synthetic::{JudgeModel, stand_in_reference};
 use super::{Bars, figures};
+use crate::calibrate::flow::FlowPreset;
 use crate::calibrate::quality::{Figures as Quality, evaluate};
 use crate::calibrate::{Candidates, Cell, Method, Run as FitRun};
 
@@ -42,10 +43,12 @@ pub struct Options {
     /// Extra budgets fitted for the budget figure only.
     pub sweep: Vec<usize>,
     pub methods: Vec<Method>,
-    /// Each method's options (the flow's epochs are `flow_epochs`).
+    /// Each method's options (the flow's recipe is `flow_preset`, its epochs `flow_epochs`).
     #[serde(skip)]
     pub settings: Candidates,
-    pub flow_epochs: u64,
+    pub flow_preset: FlowPreset,
+    /// The preset's when `None`.
+    pub flow_epochs: Option<u64>,
 }
 
 /// One split: the test items and the ordered training pool, as (judge, reference).
@@ -82,7 +85,9 @@ pub struct Figures {
     pub mean_error: f64,
     pub mae: f64,
     pub pearson: f64,
-    pub kl_sym: f64,
+    /// KL(corrected ‖ reference), the paper's column.
+    pub kl_corrected_reference: f64,
+    pub kl_mean: f64,
     pub w1: f64,
     pub fit_seconds: f64,
 }
@@ -94,31 +99,34 @@ impl Figures {
             mean_error: e.mean_error,
             mae: e.mae,
             pearson: e.pearson,
-            kl_sym: e.kl_sym,
+            kl_corrected_reference: e.kl_corrected_reference,
+            kl_mean: e.kl_mean,
             w1: e.w1,
             fit_seconds: r.fit_seconds,
         }
     }
 
-    fn as_array(&self) -> [f64; 6] {
+    fn as_array(&self) -> [f64; 7] {
         [
             self.mean_error,
             self.mae,
             self.pearson,
-            self.kl_sym,
+            self.kl_corrected_reference,
+            self.kl_mean,
             self.w1,
             self.fit_seconds,
         ]
     }
 
-    fn from_array(a: [f64; 6]) -> Self {
+    fn from_array(a: [f64; 7]) -> Self {
         Self {
             mean_error: a[0],
             mae: a[1],
             pearson: a[2],
-            kl_sym: a[3],
-            w1: a[4],
-            fit_seconds: a[5],
+            kl_corrected_reference: a[3],
+            kl_mean: a[4],
+            w1: a[5],
+            fit_seconds: a[6],
         }
     }
 }
@@ -183,7 +191,8 @@ pub fn run_split(
         predictions: tj.clone(),
     }];
     let mut settings = opts.settings.clone();
-    settings.flow.epochs = opts.flow_epochs;
+    settings.flow.preset = opts.flow_preset;
+    settings.flow.epochs = opts.flow_epochs.or(settings.flow.epochs);
     let never = AtomicBool::new(false);
     for &n in budgets {
         let train = vec![Cell {
@@ -222,15 +231,15 @@ fn summarise(runs: &[Run]) -> Vec<Summary> {
     keys.dedup();
     keys.into_iter()
         .map(|(method, anchors)| {
-            let xs: Vec<[f64; 6]> = runs
+            let xs: Vec<[f64; 7]> = runs
                 .iter()
                 .filter(|r| r.method == method && r.anchors == anchors)
                 .map(|r| Figures::of(r).as_array())
                 .collect();
             let n = xs.len() as f64;
-            let mut mean = [0.0; 6];
-            let mut sd = [0.0; 6];
-            for k in 0..6 {
+            let mut mean = [0.0; 7];
+            let mut sd = [0.0; 7];
+            for k in 0..7 {
                 mean[k] = xs.iter().map(|x| x[k]).sum::<f64>() / n;
                 sd[k] = (xs.iter().map(|x| (x[k] - mean[k]).powi(2)).sum::<f64>()
                     / (n - 1.0).max(1.0))
@@ -254,8 +263,18 @@ pub fn table1(runs: &[Run]) -> String {
         .find(|r| r.method == Method::Identity)
         .map_or(f64::NAN, |r| r.evaluation.mae);
     let mut out = format!(
-        "{:<16} {:>7} {:>9} {:>7} {:>9} {:>8} {:>7} {:>7} {:>8}\n",
-        "method", "anchors", "mean err", "MAE", "ΔMAE raw", "Pearson", "KL", "W1", "fit s"
+        "{:<16} {:>7} {:>9} {:>7} {:>9} {:>8} {:>8} {:>8} {:>8} {:>7} {:>8}\n",
+        "method",
+        "anchors",
+        "mean err",
+        "MAE",
+        "ΔMAE raw",
+        "Pearson",
+        "KL(ŷ‖y)",
+        "KL(y‖ŷ)",
+        "KL mean",
+        "W1",
+        "fit s"
     );
     for r in runs {
         let e = &r.evaluation;
@@ -265,14 +284,16 @@ pub fn table1(runs: &[Run]) -> String {
             format!("{:+.1}%", 100.0 * (e.mae - raw_mae) / raw_mae)
         };
         out += &format!(
-            "{:<16} {:>7} {:>+9.3} {:>7.3} {:>9} {:>8.3} {:>7.3} {:>7.3} {:>8.2}\n",
+            "{:<16} {:>7} {:>+9.3} {:>7.3} {:>9} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>7.3} {:>8.2}\n",
             r.method.label(),
             r.anchors.map_or("—".to_owned(), |n| n.to_string()),
             e.mean_error,
             e.mae,
             delta,
             e.pearson,
-            e.kl_sym,
+            e.kl_corrected_reference,
+            e.kl_reference_corrected,
+            e.kl_mean,
             e.w1,
             r.fit_seconds
         );
@@ -283,20 +304,30 @@ pub fn table1(runs: &[Run]) -> String {
 /// Table 2 as text: mean ± sd over seeds.
 pub fn table2(summaries: &[Summary]) -> String {
     let mut out = format!(
-        "{:<16} {:>7} {:>5} {:>15} {:>15} {:>15} {:>15} {:>15} {:>13}\n",
-        "method", "anchors", "seeds", "mean err", "MAE", "Pearson", "KL", "W1", "fit s"
+        "{:<16} {:>7} {:>5} {:>15} {:>15} {:>15} {:>15} {:>15} {:>15} {:>13}\n",
+        "method",
+        "anchors",
+        "seeds",
+        "mean err",
+        "MAE",
+        "Pearson",
+        "KL(ŷ‖y)",
+        "KL mean",
+        "W1",
+        "fit s"
     );
     for s in summaries {
         let pm = |m: f64, sd: f64| format!("{m:.3} ± {sd:.3}");
         out += &format!(
-            "{:<16} {:>7} {:>5} {:>15} {:>15} {:>15} {:>15} {:>15} {:>13}\n",
+            "{:<16} {:>7} {:>5} {:>15} {:>15} {:>15} {:>15} {:>15} {:>15} {:>13}\n",
             s.method.label(),
             s.anchors.map_or("—".to_owned(), |n| n.to_string()),
             s.seeds,
             format!("{:+.3} ± {:.3}", s.mean.mean_error, s.sd.mean_error),
             pm(s.mean.mae, s.sd.mae),
             pm(s.mean.pearson, s.sd.pearson),
-            pm(s.mean.kl_sym, s.sd.kl_sym),
+            pm(s.mean.kl_corrected_reference, s.sd.kl_corrected_reference),
+            pm(s.mean.kl_mean, s.sd.kl_mean),
             pm(s.mean.w1, s.sd.w1),
             format!("{:.2} ± {:.2}", s.mean.fit_seconds, s.sd.fit_seconds),
         );
@@ -416,7 +447,8 @@ mod tests {
             sweep: vec![],
             methods,
             settings: Candidates::default(),
-            flow_epochs: 40,
+            flow_preset: FlowPreset::Paper,
+            flow_epochs: Some(40),
         }
     }
 

@@ -7,7 +7,7 @@ use plotters::style::RGBColor;
 
 use super::experiment::{Options, Run, Split};
 use crate::calibrate::Method;
-use crate::calibrate::quality::kde_on_grid;
+use crate::calibrate::quality::{kde_on_grid, level_spacing};
 use crate::plots::{Figure, Mark, Panel, Series, colour, write};
 
 pub fn method_colour(m: Method) -> RGBColor {
@@ -18,11 +18,12 @@ pub fn method_colour(m: Method) -> RGBColor {
         .unwrap_or(colour::OTHER)
 }
 
-/// A KDE as a density curve on `points` points over [lo, hi].
+/// A KDE as a density curve on `points` points over [lo, hi], its bandwidth no narrower than
+/// the sample's level spacing (as in the KL).
 pub fn density(xs: &[f64], lo: f64, hi: f64, points: usize) -> Vec<(f64, f64)> {
     let step = (hi - lo) / (points - 1) as f64;
     let grid: Vec<f64> = (0..points).map(|i| lo + step * i as f64).collect();
-    let mass = kde_on_grid(xs, &grid);
+    let mass = kde_on_grid(xs, &grid, level_spacing(xs));
     grid.into_iter()
         .zip(mass)
         .map(|(g, m)| (g, m / step))
@@ -184,7 +185,10 @@ pub fn shapes(opts: &Options, split: &Split, runs: &[Run]) -> Figure {
             ];
             for r in fitted_runs(runs).filter(|r| r.anchors == Some(n)) {
                 series.push(Series::line(
-                    &format!("{} (KL {:.3})", r.method, r.evaluation.kl_sym),
+                    &format!(
+                        "{} (KL(ŷ‖y) {:.3})",
+                        r.method, r.evaluation.kl_corrected_reference
+                    ),
                     method_colour(r.method),
                     false,
                     density(&r.predictions, lo, hi, 300),
@@ -246,7 +250,7 @@ pub fn budget(runs: &[Run]) -> Figure {
         columns: 2,
         panels: vec![
             panel("MAE", |r| r.evaluation.mae),
-            panel("KL (symmetrised)", |r| r.evaluation.kl_sym),
+            panel("KL(ŷ‖y)", |r| r.evaluation.kl_corrected_reference),
         ],
     }
 }

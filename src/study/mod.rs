@@ -1,11 +1,13 @@
 //! The command-line studies: `judgecal experiment` (the paper's synthetic study, its tables
 //! and figures), `judgecal evaluate` (every method cross-validated on an anchors file) and
-//! `judgecal coverage` (how often the run-level intervals cover).
+//! `judgecal coverage` (how often the run-level intervals cover) and `judgecal intervals` (how
+//! often each method's predictive interval covers new items).
 //! They use the same correctors and metrics as the service, with no database.
 
 pub mod evaluate;
 pub mod experiment;
 pub mod figures;
+pub mod intervals;
 pub mod runlevel;
 pub mod sources;
 pub mod synthetic;

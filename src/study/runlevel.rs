@@ -58,10 +58,7 @@ impl Default for Options {
             ],
             refits: 200,
             seed: 0,
-            judge: JudgeModel {
-                no_clip: true,
-                ..JudgeModel::default()
-            },
+            judge: JudgeModel::default(),
             level: 0.95,
             threads: 2,
         }

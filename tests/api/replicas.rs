@@ -232,7 +232,7 @@ async fn two_processes_survive_a_sigkill_and_lose_no_acknowledged_anchor() {
         &client,
         &a,
         "slow",
-        json!({"method": "flow", "options": {"epochs": 400, "learning_rate": 0.01}}),
+        json!({"method": "flow", "options": {"preset": "paper", "epochs": 400, "learning_rate": 0.01}}),
     )
     .await;
     let running = wait_for(&client, &a, &slow, Duration::from_secs(60), |j| {

@@ -7,15 +7,51 @@ use std::sync::OnceLock;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{FlowConfig, FlowWeights, ReviewRule, TABLE_POINTS, Table, table_range};
+use super::{FlowConfig, FlowWeights, ReviewRule, Schedule, TABLE_POINTS, Table, table_range};
+use crate::calibrate::conformal::Intervals;
 use crate::calibrate::corrector::{Cell, CellModel, Corrected, Corrector, MeanUncertainty, Run};
 use crate::calibrate::cv::Scheme;
 use crate::calibrate::stats::quantile;
 
-/// Network, training and inference settings; the defaults are the paper's.
+/// A training recipe: what the flow's unset training options default to.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema, clap::ValueEnum,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum FlowPreset {
+    /// Minibatches with a cosine-decaying rate: the paper's held-out quality in a fraction of
+    /// its time (README, "The flow's training recipe").
+    #[default]
+    Fast,
+    /// The paper's: full-batch Adam at 3e-3 for 1,500 epochs.
+    Paper,
+}
+
+impl FlowPreset {
+    /// The preset's network, training and inference settings.
+    pub fn config(self) -> FlowConfig {
+        match self {
+            FlowPreset::Paper => FlowConfig::default(),
+            FlowPreset::Fast => FlowConfig::fast(),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FlowPreset::Fast => "fast",
+            FlowPreset::Paper => "paper",
+        }
+    }
+}
+
+/// Network, training and inference settings. The training recipe comes from `preset`; each
+/// training option given overrides the preset's value.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct FlowOptions {
+    /// `fast` (the default: minibatches and a cosine schedule) or `paper` (1,500 full-batch
+    /// epochs at 3e-3).
+    pub preset: FlowPreset,
     /// Hidden width of the three-layer tanh MLP.
     #[schema(minimum = 2, maximum = 1024)]
     pub hidden: i64,
@@ -28,17 +64,30 @@ pub struct FlowOptions {
     /// RK4 step on [0, 1]; must divide 1 (0.1, 0.05, 0.25, ...).
     #[schema(exclusive_minimum = 0, maximum = 1)]
     pub step: f64,
-    /// Adam learning rate.
+    /// Adam's (starting) learning rate; default: the preset's.
     #[schema(exclusive_minimum = 0, exclusive_maximum = 1)]
-    pub learning_rate: f64,
-    /// Full-batch epochs.
+    pub learning_rate: Option<f64>,
+    /// `constant` or `cosine` (decaying to zero); default: the preset's.
+    pub schedule: Option<Schedule>,
+    /// Anchors per optimiser step, reshuffled each epoch; 0 for full-batch steps; default:
+    /// the preset's.
+    #[schema(minimum = 0, maximum = 1000000)]
+    pub batch_size: Option<usize>,
+    /// Passes over the training anchors (`paper`: 1,500); given without `steps`, training
+    /// makes this many epochs.
     #[schema(minimum = 1, maximum = 100000)]
-    pub epochs: u64,
+    pub epochs: Option<u64>,
+    /// Optimiser steps, however many anchors there are, in place of epochs (`fast`: 220;
+    /// 0 counts `epochs` instead).
+    #[schema(minimum = 0, maximum = 1000000)]
+    pub steps: Option<u64>,
     /// Hold out this fraction of the training anchors and stop when its loss has not
-    /// improved for `patience` epochs, keeping the best weights (off by default).
-    #[schema(exclusive_minimum = 0, exclusive_maximum = 0.5)]
+    /// improved for `patience` epochs, keeping the best weights; 0 turns it off; default:
+    /// the preset's.
+    #[schema(minimum = 0, exclusive_maximum = 0.5)]
     pub early_stopping: Option<f64>,
-    pub patience: u64,
+    /// Default: the preset's.
+    pub patience: Option<u64>,
     /// MC-dropout passes per correction.
     #[schema(minimum = 2, maximum = 1000)]
     pub mc_passes: usize,
@@ -50,14 +99,18 @@ impl Default for FlowOptions {
     fn default() -> Self {
         let c = FlowConfig::default();
         Self {
+            preset: FlowPreset::default(),
             hidden: c.hidden,
             embedding_dim: c.embedding_dim,
             dropout: c.dropout,
             step: c.step,
-            learning_rate: c.learning_rate,
-            epochs: c.epochs,
-            early_stopping: c.early_stopping,
-            patience: c.patience,
+            learning_rate: None,
+            schedule: None,
+            batch_size: None,
+            epochs: None,
+            steps: None,
+            early_stopping: None,
+            patience: None,
             mc_passes: c.mc_passes,
             review: c.review,
         }
@@ -65,18 +118,42 @@ impl Default for FlowOptions {
 }
 
 impl FlowOptions {
-    /// The training configuration with `seed`.
+    /// The paper's recipe, every option at its default.
+    pub fn paper() -> Self {
+        Self {
+            preset: FlowPreset::Paper,
+            ..Self::default()
+        }
+    }
+
+    /// The training configuration with `seed`: the preset's recipe under the options given.
     pub fn config(&self, seed: u64) -> FlowConfig {
+        let recipe = self.preset.config();
         FlowConfig {
             hidden: self.hidden,
             embedding_dim: self.embedding_dim,
             dropout: self.dropout,
             step: self.step,
-            learning_rate: self.learning_rate,
-            epochs: self.epochs,
+            learning_rate: self.learning_rate.unwrap_or(recipe.learning_rate),
+            schedule: self.schedule.unwrap_or(recipe.schedule),
+            batch_size: match self.batch_size {
+                Some(0) => None,
+                Some(b) => Some(b),
+                None => recipe.batch_size,
+            },
+            epochs: self.epochs.unwrap_or(recipe.epochs),
+            steps: match (self.steps, self.epochs) {
+                (Some(0), _) | (None, Some(_)) => None,
+                (Some(s), _) => Some(s),
+                (None, None) => recipe.steps,
+            },
             seed,
-            early_stopping: self.early_stopping,
-            patience: self.patience,
+            early_stopping: match self.early_stopping {
+                Some(f) if f <= 0.0 => None,
+                Some(f) => Some(f),
+                None => recipe.early_stopping,
+            },
+            patience: self.patience.unwrap_or(recipe.patience),
             mc_passes: self.mc_passes,
             review: self.review,
         }
@@ -87,7 +164,7 @@ impl FlowOptions {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FlowModel {
     /// The judge's flow (shared by its rubrics) and this cell's rubric index in it.
-    pub weights: FlowWeights,
+    pub weights: Box<FlowWeights>,
     pub rubric: usize,
     /// σ above this routes a corrected score to review.
     pub review_sigma: f64,
@@ -96,6 +173,10 @@ pub struct FlowModel {
     pub table_hi: f64,
     /// Anchors of this cell the flow was trained on (the rest were held out).
     pub trained_on: usize,
+    /// How well its review routing caught the large errors of held-out anchors (`None` with
+    /// fewer than 50 of them, and for versions trained before it was recorded).
+    #[serde(default)]
+    pub review_audit: Option<Box<ReviewAudit>>,
     /// The MC-dropout sub-networks tabulated over [table_lo, table_hi], built once.
     #[serde(skip)]
     table: OnceLock<Table>,
@@ -124,6 +205,8 @@ impl PartialEq for FlowModel {
 /// What a flow version reports of its training.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FlowSummary {
+    /// The settings it was trained with.
+    pub config: FlowConfig,
     pub trained_on: usize,
     pub epochs_run: u64,
     pub stopped_early: bool,
@@ -132,6 +215,94 @@ pub struct FlowSummary {
     pub mc_passes: usize,
     pub review_sigma: f64,
     pub table: (f64, f64),
+    pub review_audit: Option<ReviewAudit>,
+}
+
+/// What the MC-dropout σ is worth as a review signal, on held-out anchors. σ is the spread of
+/// the flow's own map over dropout masks: its uncertainty about E[y | j], not the reference's
+/// noise around it. Large errors come mostly from that noise, so σ can only catch them where
+/// the map is uncertain for the same reason the references are noisy.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ReviewAudit {
+    /// Held-out anchors audited.
+    pub held_out: usize,
+    /// Share of them routed to review (σ above the threshold).
+    pub routed: f64,
+    /// Share of the largest 10% absolute errors among the routed: `routed` is what routing
+    /// at random would catch.
+    pub large_errors_routed: f64,
+    /// The same share when as many anchors are routed by the widest 95% interval instead
+    /// (conformal, per bin of the judge score; ties shared out evenly).
+    pub large_errors_routed_by_width: Option<f64>,
+}
+
+/// Anchors an audit needs: the largest 10% of errors are then at least five.
+const AUDIT_MIN: usize = 50;
+
+/// The review audit of held-out predictions `held_out` of `pairs` (`None` where not held out)
+/// with threshold `review_sigma`.
+pub fn review_audit(
+    pairs: &[(f64, f64)],
+    held_out: &[Option<Corrected>],
+    review_sigma: f64,
+) -> Option<ReviewAudit> {
+    let held: Vec<(f64, f64, f64)> = pairs
+        .iter()
+        .zip(held_out)
+        .filter_map(|(&(j, y), c)| {
+            let c = (*c)?;
+            Some((j, (y - c.score).abs(), c.sigma?))
+        })
+        .collect();
+    let n = held.len();
+    if n < AUDIT_MIN || held.iter().any(|h| !h.1.is_finite() || !h.2.is_finite()) {
+        return None;
+    }
+    let mut by_error: Vec<usize> = (0..n).collect();
+    by_error.sort_by(|&a, &b| held[b].1.total_cmp(&held[a].1));
+    let large = &by_error[..n.div_ceil(10)];
+    let routed: Vec<bool> = held.iter().map(|h| h.2 > review_sigma).collect();
+    let k = routed.iter().filter(|&&r| r).count();
+    // Routing k anchors by the widest interval: all wider than the k-th widest, and an even
+    // share of those tied with it.
+    let intervals = Intervals::of(pairs, held_out, 0);
+    let by_width = intervals.map(|iv| {
+        let width = |j: f64| {
+            let mut c = [Corrected::score(0.0)];
+            iv.apply(&[j], &mut c);
+            c[0].predictive.map_or(0.0, |(lo, hi)| hi - lo)
+        };
+        let widths: Vec<f64> = held.iter().map(|h| width(h.0)).collect();
+        let mut sorted = widths.clone();
+        sorted.sort_by(|a, b| b.total_cmp(a));
+        if k == 0 {
+            return 0.0;
+        }
+        let cut = sorted[k - 1];
+        let above = widths.iter().filter(|&&w| w > cut).count();
+        let tied = widths.iter().filter(|&&w| w == cut).count();
+        let share_tied = (k - above) as f64 / tied as f64;
+        large
+            .iter()
+            .map(|&i| {
+                if widths[i] > cut {
+                    1.0
+                } else if widths[i] == cut {
+                    share_tied
+                } else {
+                    0.0
+                }
+            })
+            .sum::<f64>()
+            / large.len() as f64
+    });
+    Some(ReviewAudit {
+        held_out: n,
+        routed: k as f64 / n as f64,
+        large_errors_routed: large.iter().filter(|&&i| routed[i]).count() as f64
+            / large.len() as f64,
+        large_errors_routed_by_width: by_width,
+    })
 }
 
 /// The neural-ODE score transport (libtorch), with MC-dropout σ.
@@ -160,12 +331,11 @@ impl Corrector for Flow {
         run: &Run,
     ) -> Result<FlowWeights, String> {
         let data: Vec<Vec<(f64, f64)>> = cells.iter().map(|c| c.pairs.clone()).collect();
-        let epochs = options.epochs as f64;
         super::train(
             &data,
             &options.config(seed),
             &|e| {
-                run.report(e.epoch as f64 / epochs);
+                run.report(e.epoch as f64 / e.of as f64);
                 run.detail(format!(r#"{{"epoch": {}, "loss": {}}}"#, e.epoch, e.loss));
             },
             run.cancel_flag(),
@@ -189,7 +359,7 @@ impl Corrector for Flow {
         fit: &FlowWeights,
         r: usize,
         cell: &Cell,
-        _: &[Option<Corrected>],
+        held_out: &[Option<Corrected>],
         trained_on: usize,
     ) -> Result<FlowModel, String> {
         let (lo, hi) = table_range(cell.scale, &cell.pairs);
@@ -204,12 +374,13 @@ impl Corrector for Flow {
             ReviewRule::TopPercent(q) => quantile(&sigmas, 1.0 - q / 100.0),
         };
         Ok(FlowModel {
-            weights: fit.clone(),
+            weights: Box::new(fit.clone()),
             rubric: r,
             review_sigma,
             table_lo: lo,
             table_hi: hi,
             trained_on,
+            review_audit: review_audit(&cell.pairs, held_out, review_sigma).map(Box::new),
             table: OnceLock::from(table),
         })
     }
@@ -284,6 +455,7 @@ impl CellModel for FlowModel {
     fn flow(&self) -> Option<FlowSummary> {
         let w = &self.weights;
         Some(FlowSummary {
+            config: w.options,
             trained_on: self.trained_on,
             epochs_run: w.epochs_run,
             stopped_early: w.stopped_early,
@@ -292,6 +464,7 @@ impl CellModel for FlowModel {
             mc_passes: w.options.mc_passes,
             review_sigma: self.review_sigma,
             table: (self.table_lo, self.table_hi),
+            review_audit: self.review_audit.as_deref().copied(),
         })
     }
 }

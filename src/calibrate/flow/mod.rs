@@ -17,18 +17,35 @@ mod corrector;
 mod net;
 mod table;
 
-pub use corrector::{Flow, FlowModel, FlowOptions, FlowSummary};
+pub use corrector::{Flow, FlowModel, FlowOptions, FlowPreset, FlowSummary, ReviewAudit};
 pub use table::Table;
 
 use net::{Masks, Net, dropout_mask};
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use nuts_rs::rand::SeedableRng;
 use nuts_rs::rand::rngs::ChaCha8Rng;
+use nuts_rs::rand::seq::SliceRandom;
 use serde::{Deserialize, Serialize};
 use tch::nn::OptimizerConfig;
 use tch::{Device, Kind, Tensor, nn};
+
+/// libtorch intra-op threads a flow training uses. One: the default recipe's minibatches are
+/// too small for a second thread to pay (2.3–2.6 s either way at 1,500 anchors), and a single
+/// thread never spins against the HTTP server or a second process for the other core (README,
+/// "The flow's training recipe", has the figures).
+static THREADS: AtomicUsize = AtomicUsize::new(1);
+
+/// Sets libtorch's intra-op threads for flow training in this process.
+pub fn set_threads(n: usize) {
+    THREADS.store(n.max(1), Ordering::Relaxed);
+}
+
+/// The intra-op threads a flow training uses.
+pub fn threads() -> usize {
+    THREADS.load(Ordering::Relaxed)
+}
 
 /// Points of each rubric's MC-dropout table.
 pub const TABLE_POINTS: usize = 1025;
@@ -52,7 +69,32 @@ pub enum ReviewRule {
     TopPercent(f64),
 }
 
-/// Model, training and inference settings; the defaults are the paper's.
+/// How the learning rate moves over training.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Schedule {
+    /// The same rate throughout (the paper's).
+    #[default]
+    Constant,
+    /// Half a cosine from the rate down to zero over all the optimiser's steps.
+    Cosine,
+}
+
+impl Schedule {
+    /// The rate at `step` of `steps` (0-based), starting from `rate`.
+    pub fn rate(self, rate: f64, step: usize, steps: usize) -> f64 {
+        match self {
+            Schedule::Constant => rate,
+            Schedule::Cosine => {
+                0.5 * rate * (1.0 + (std::f64::consts::PI * step as f64 / steps as f64).cos())
+            }
+        }
+    }
+}
+
+/// Model, training and inference settings; the defaults are the paper's (stored versions
+/// read missing fields from them, so a version trained before a field existed reads back as
+/// it was trained).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct FlowConfig {
@@ -62,7 +104,14 @@ pub struct FlowConfig {
     /// RK4 step on [0, 1].
     pub step: f64,
     pub learning_rate: f64,
+    pub schedule: Schedule,
+    /// Anchors per optimiser step, reshuffled each epoch; `None` for full-batch steps.
+    pub batch_size: Option<usize>,
     pub epochs: u64,
+    /// When set, training makes this many optimiser steps however many anchors there are
+    /// (reshuffling each epoch), in place of `epochs` epochs: the same time for 100 anchors
+    /// as for 6,000.
+    pub steps: Option<u64>,
     pub seed: u64,
     /// Hold out this fraction of the anchors and stop when its loss has not improved for
     /// `patience` epochs, keeping the best weights.
@@ -81,7 +130,10 @@ impl Default for FlowConfig {
             dropout: 0.1,
             step: 0.1,
             learning_rate: 3e-3,
+            schedule: Schedule::Constant,
+            batch_size: None,
             epochs: 1500,
+            steps: None,
             seed: 0,
             early_stopping: None,
             patience: 100,
@@ -92,6 +144,21 @@ impl Default for FlowConfig {
 }
 
 impl FlowConfig {
+    /// The default recipe (preset `fast`): 220 optimiser steps on minibatches of 128 with a
+    /// rate falling from 2e-2 along a cosine (about 19 epochs of 1,500 anchors), on the
+    /// paper's network, integrator and MC-dropout (README, "The flow's training recipe", has
+    /// the measurements behind it).
+    pub fn fast() -> Self {
+        Self {
+            learning_rate: 2e-2,
+            schedule: Schedule::Cosine,
+            batch_size: Some(128),
+            epochs: 19,
+            steps: Some(220),
+            ..Self::default()
+        }
+    }
+
     pub fn check(&self) -> Result<(), String> {
         let steps = 1.0 / self.step;
         if !(2..=1024).contains(&self.hidden) || !(1..=64).contains(&self.embedding_dim) {
@@ -106,8 +173,17 @@ impl FlowConfig {
         if !(self.learning_rate > 0.0 && self.learning_rate < 1.0) {
             return Err("learning_rate must lie in (0, 1)".into());
         }
+        if self
+            .batch_size
+            .is_some_and(|b| !(1..=1_000_000).contains(&b))
+        {
+            return Err("batch_size must be between 1 and 1000000".into());
+        }
         if !(1..=100_000).contains(&self.epochs) {
             return Err("epochs must be between 1 and 100000".into());
+        }
+        if self.steps.is_some_and(|s| !(1..=1_000_000).contains(&s)) {
+            return Err("steps must be between 1 and 1000000".into());
         }
         if let Some(f) = self.early_stopping
             && !(f > 0.0 && f < 0.5)
@@ -164,6 +240,8 @@ pub struct FlowWeights {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Epoch {
     pub epoch: u64,
+    /// Epochs the run will make (the last may be partial when `steps` is set).
+    pub of: u64,
     pub loss: f64,
 }
 
@@ -246,9 +324,7 @@ pub fn train(
         )
     };
     flush_denormals();
-    // libtorch defaults to one intra-op thread per physical core, which here is fewer than the
-    // cores the process may use (measured: 53 ms per epoch on one thread, 33–35 on two).
-    tch::set_num_threads(std::thread::available_parallelism().map_or(1, |n| n.get()) as i32);
+    tch::set_num_threads(threads() as i32);
     let vs = nn::VarStore::new(Device::Cpu);
     let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
     let net = Net::new(&vs.root(), opts, rubrics, &mut rng);
@@ -258,44 +334,77 @@ pub fn train(
     let (x, y, idx) = tensors(&train_rows);
     let (vx, vy, vidx) = tensors(&val_rows);
     let steps = opts.steps();
+    let rows = train_rows.len();
+    let batch = opts.batch_size.map_or(rows, |b| b.clamp(1, rows));
+    let per_epoch = rows.div_ceil(batch);
+    let total = opts
+        .steps
+        .map_or(per_epoch * opts.epochs as usize, |s| s as usize);
+    let epochs = total.div_ceil(per_epoch) as u64;
+    // Full-batch training checks the validation loss every 10 epochs, minibatch training
+    // (many steps an epoch) every epoch.
+    let check_every = if batch < rows { 1 } else { 10 };
+    let mut order: Vec<i64> = (0..rows as i64).collect();
     // (validation loss, epoch, weights) of the best epoch so far.
     let mut best: Option<(f64, u64, Stored)> = None;
     let mut last_loss = f64::NAN;
     let mut epochs_run = 0;
     let mut stopped_early = false;
-    for epoch in 1..=opts.epochs {
+    let mut step = 0;
+    for epoch in 1..=epochs {
         if cancel.load(Ordering::Relaxed) {
             return Err("cancelled".into());
         }
-        // One sub-network per epoch, as at inference one per MC pass.
-        // Each item follows its own sub-network for the whole integration, a new one each
-        // epoch. (One sub-network shared by the epoch's items would fold into the weights and
-        // save a tenth of the time, but learns the map visibly worse.)
-        let mut draw = || {
-            let m: Vec<f32> = (0..x.size()[0])
-                .flat_map(|_| dropout_mask(&mut rng, opts.hidden, opts.dropout))
-                .collect();
-            Tensor::from_slice(&m).view([-1, opts.hidden])
-        };
-        let masks = Masks::PerItem(draw(), draw());
-        let base = net.base(&idx);
-        let pred = net.integrate(&x, steps, &base, &masks);
-        let loss = (pred - &y).square().mean(Kind::Float);
-        adam.backward_step(&loss);
-        last_loss = loss.double_value(&[]) * scale * scale;
+        if batch < rows {
+            order.shuffle(&mut rng);
+        }
+        let (mut epoch_loss, mut seen) = (0.0, 0);
+        for part in order.chunks(batch).take(total - step) {
+            adam.set_lr(opts.schedule.rate(opts.learning_rate, step, total));
+            step += 1;
+            let (bx, by, bidx) = if batch < rows {
+                let pick = Tensor::from_slice(part);
+                (
+                    x.index_select(0, &pick),
+                    y.index_select(0, &pick),
+                    idx.index_select(0, &pick),
+                )
+            } else {
+                (x.shallow_clone(), y.shallow_clone(), idx.shallow_clone())
+            };
+            // Each item follows its own sub-network for the whole integration, a new one each
+            // step, as at inference one per MC pass. (One sub-network shared by the step's
+            // items would fold into the weights and save a tenth of the time, but learns the
+            // map visibly worse.)
+            let mut draw = || {
+                let m: Vec<f32> = (0..part.len())
+                    .flat_map(|_| dropout_mask(&mut rng, opts.hidden, opts.dropout))
+                    .collect();
+                Tensor::from_slice(&m).view([-1, opts.hidden])
+            };
+            let masks = Masks::PerItem(draw(), draw());
+            let base = net.base(&bidx);
+            let pred = net.integrate(&bx, steps, &base, &masks);
+            let loss = (pred - &by).square().mean(Kind::Float);
+            adam.backward_step(&loss);
+            epoch_loss += loss.double_value(&[]) * part.len() as f64;
+            seen += part.len();
+        }
+        last_loss = epoch_loss / seen as f64 * scale * scale;
         epochs_run = epoch;
         if !last_loss.is_finite() {
             return Err(format!(
                 "training diverged at epoch {epoch} (loss is not finite); lower learning_rate"
             ));
         }
-        if epoch % 10 == 0 || epoch == opts.epochs {
+        if epoch % 10 == 0 || epoch == epochs {
             progress(Epoch {
                 epoch,
+                of: epochs,
                 loss: last_loss,
             });
         }
-        if held > 0 && (epoch % 10 == 0 || epoch == opts.epochs) {
+        if held > 0 && (epoch % check_every == 0 || epoch == epochs) {
             let val = tch::no_grad(|| {
                 let base = net.base(&vidx);
                 let pred = net.integrate(&vx, steps, &base, &net.full());
@@ -337,6 +446,9 @@ impl FlowWeights {
             return Err(format!("the flow has no rubric {rubric}"));
         }
         let net = Net::load(&self.tensors)?;
+        // Forward passes over many rows: every core pays here (a table of 1,025 points × 40
+        // passes: 0.9 s on two threads, 1.5 s on one).
+        tch::set_num_threads(std::thread::available_parallelism().map_or(1, |n| n.get()) as i32);
         let opts = &self.options;
         let k = opts.mc_passes;
         let n = xs.len();

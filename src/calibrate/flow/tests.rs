@@ -184,3 +184,105 @@ fn early_stopping_keeps_the_best_epoch_and_cancel_stops() {
     let err = train(&[train_set], &quick(), &|_| {}, &AtomicBool::new(true)).unwrap_err();
     assert_eq!(err, "cancelled");
 }
+
+#[test]
+fn the_default_recipe_learns_the_curve_on_minibatches() {
+    let train_set = anchors(1, 400, 1.0, 5.0, 0.05, s_curve);
+    let flow = fit(std::slice::from_ref(&train_set), &FlowConfig::fast());
+    let test: Vec<f64> = (0..200)
+        .map(|i| 1.0 + 4.0 * (i as f64 + 0.5) / 200.0)
+        .collect();
+    let truth: Vec<f64> = test.iter().map(|&j| s_curve(j)).collect();
+    let flow_pred: Vec<f64> = flow
+        .correct_direct(0, &test)
+        .unwrap()
+        .into_iter()
+        .map(|(m, _)| m)
+        .collect();
+    let best_line = line(&train_set);
+    let line_pred: Vec<f64> = test.iter().map(|&j| best_line(j)).collect();
+    let (flow_mae, line_mae) = (mae(&flow_pred, &truth), mae(&line_pred, &truth));
+    assert!(
+        flow_mae < 0.5 * line_mae,
+        "flow MAE {flow_mae:.4}, best line {line_mae:.4}"
+    );
+}
+
+#[test]
+fn the_cosine_schedule_falls_from_the_rate_to_zero() {
+    let rate = |step| Schedule::Cosine.rate(0.01, step, 100);
+    assert!((rate(0) - 0.01).abs() < 1e-15);
+    assert!((rate(50) - 0.005).abs() < 1e-12);
+    assert!(rate(99) < 1e-5 && rate(99) > 0.0);
+    assert!(rate(25) > rate(26));
+    assert_eq!(Schedule::Constant.rate(0.01, 99, 100), 0.01);
+}
+
+#[test]
+fn options_take_the_presets_recipe_unless_given() {
+    let paper = FlowOptions::paper().config(7);
+    assert_eq!(
+        paper,
+        FlowConfig {
+            seed: 7,
+            ..FlowConfig::default()
+        }
+    );
+    let fast = FlowOptions::default().config(7);
+    assert_eq!(
+        fast,
+        FlowConfig {
+            seed: 7,
+            ..FlowConfig::fast()
+        }
+    );
+    assert!(fast.batch_size.is_some() && fast.schedule == Schedule::Cosine);
+    let epochs = FlowOptions {
+        epochs: Some(5),
+        ..FlowOptions::default()
+    }
+    .config(0);
+    assert_eq!(
+        (epochs.epochs, epochs.steps),
+        (5, None),
+        "epochs given count epochs"
+    );
+    let given = FlowOptions {
+        steps: Some(0),
+        epochs: Some(5),
+        batch_size: Some(0),
+        early_stopping: Some(0.0),
+        ..FlowOptions::default()
+    }
+    .config(0);
+    assert_eq!(given.epochs, 5);
+    assert_eq!(given.batch_size, None, "0 means full batches");
+    assert_eq!(given.early_stopping, None, "0 turns early stopping off");
+    assert_eq!(given.learning_rate, FlowConfig::fast().learning_rate);
+    let json: FlowOptions =
+        serde_json::from_value(serde_json::json!({"preset": "paper", "epochs": 300})).unwrap();
+    assert_eq!(json.config(0).epochs, 300);
+    assert_eq!(json.config(0).batch_size, None);
+}
+
+#[test]
+fn steps_count_optimiser_steps_whatever_the_anchors() {
+    let train_set = anchors(4, 50, 1.0, 5.0, 0.1, s_curve);
+    let opts = FlowConfig {
+        batch_size: Some(20),
+        steps: Some(7),
+        ..FlowConfig::fast()
+    };
+    // 3 steps an epoch (20, 20, 10): 7 steps end in the third epoch.
+    let flow = fit(std::slice::from_ref(&train_set), &opts);
+    assert_eq!(flow.epochs_run, 3);
+    let flow = fit(
+        &[train_set],
+        &FlowConfig {
+            steps: None,
+            epochs: 5,
+            ..opts
+        },
+    );
+    assert_eq!(flow.epochs_run, 5);
+}

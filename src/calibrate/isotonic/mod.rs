@@ -4,10 +4,8 @@
 //! pooled first; the fit is a step function, flat beyond the anchors' range; the mean of the
 //! fitted values equals the mean reference on the anchors.
 //!
-//! Its 95% predictive interval comes from held-out residuals: the corrected score plus the
-//! residuals' 2.5% and 97.5% order statistics, at ranks ⌊(n + 1)·0.025⌋ and ⌈(n + 1)·0.975⌉
-//! (split conformal, the finite-sample rank correction); with fewer than 39 held-out residuals
-//! those ranks do not exist and the version has no interval.
+//! Its 95% predictive interval is every method's: held-out residuals per bin of the judge
+//! score (`calibrate::conformal`).
 
 mod pava;
 
@@ -27,20 +25,6 @@ pub struct IsotonicOptions {}
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IsotonicModel {
     pub fit: StepFit,
-    /// The held-out residuals' (reference − corrected) 95% band.
-    pub band: Option<(f64, f64)>,
-}
-
-/// The 2.5% and 97.5% split-conformal order statistics of `residuals`.
-fn band(mut residuals: Vec<f64>) -> Option<(f64, f64)> {
-    let n = residuals.len();
-    let lo = ((n + 1) as f64 * 0.025).floor() as usize;
-    let hi = ((n + 1) as f64 * 0.975).ceil() as usize;
-    if lo < 1 || hi > n {
-        return None;
-    }
-    residuals.sort_by(f64::total_cmp);
-    Some((residuals[lo - 1], residuals[hi - 1]))
 }
 
 pub struct Isotonic;
@@ -72,19 +56,12 @@ impl Corrector for Isotonic {
     fn model(
         fit: &Self::Fit,
         r: usize,
-        cell: &Cell,
-        held_out: &[Option<Corrected>],
+        _: &Cell,
+        _: &[Option<Corrected>],
         _: usize,
     ) -> Result<IsotonicModel, String> {
-        let residuals = cell
-            .pairs
-            .iter()
-            .zip(held_out)
-            .filter_map(|(&(_, y), c)| c.map(|c| y - c.score))
-            .collect();
         Ok(IsotonicModel {
             fit: fit[r].clone(),
-            band: band(residuals),
         })
     }
 }
@@ -93,13 +70,7 @@ impl CellModel for IsotonicModel {
     fn correct(&self, scores: &[f64]) -> Result<Vec<Corrected>, String> {
         Ok(scores
             .iter()
-            .map(|&j| {
-                let score = self.fit.at(j);
-                Corrected {
-                    predictive: self.band.map(|(lo, hi)| (score + lo, score + hi)),
-                    ..Corrected::score(score)
-                }
-            })
+            .map(|&j| Corrected::score(self.fit.at(j)))
             .collect())
     }
 }
@@ -112,6 +83,7 @@ mod tests {
     use nuts_rs::rand::{RngExt, SeedableRng};
 
     use super::*;
+    use crate::calibrate::conformal::Intervals;
     use crate::calibrate::cv::{Scheme, Split};
     use crate::calibrate::stats::standard_normal;
     use crate::calibrate::train;
@@ -148,11 +120,14 @@ mod tests {
                 scheme: Scheme::Folds(5),
                 seed,
             };
-            let (models, _) =
+            let (models, held_out) =
                 train::train::<Isotonic>(&IsotonicOptions {}, &cells, split, &run).unwrap();
+            let intervals = Intervals::of(&cells[0].pairs, &held_out[0], seed).unwrap();
             let new = draw(&mut rng, 250);
             let js: Vec<f64> = new.iter().map(|p| p.0).collect();
-            for (c, (_, y)) in models[0].correct(&js).unwrap().iter().zip(&new) {
+            let mut corrected = models[0].correct(&js).unwrap();
+            intervals.apply(&js, &mut corrected);
+            for (c, (_, y)) in corrected.iter().zip(&new) {
                 let (lo, hi) = c.predictive.expect("400 residuals make a band");
                 inside += usize::from(lo <= *y && *y <= hi);
                 checked += 1;
@@ -163,13 +138,5 @@ mod tests {
             "isotonic 95% predictive interval: {inside} of {checked} new anchors inside ({share:.4})"
         );
         assert!((0.935..=0.975).contains(&share), "{share}");
-    }
-
-    #[test]
-    fn too_few_residuals_give_no_band() {
-        assert_eq!(band(vec![0.0; 38]), None);
-        let residuals: Vec<f64> = (1..=39).map(f64::from).collect();
-        // n = 39: ranks ⌊40·0.025⌋ = 1 and ⌈40·0.975⌉ = 39, the extremes.
-        assert_eq!(band(residuals), Some((1.0, 39.0)));
     }
 }

@@ -8,8 +8,9 @@ use utoipa::{PartialSchema, ToSchema};
 
 use crate::calibrate::Method;
 use crate::calibrate::bayes::RubricPosterior;
+use crate::calibrate::conformal::{Intervals, Source};
 use crate::calibrate::cv::Scheme;
-use crate::calibrate::flow::FlowSummary;
+use crate::calibrate::flow::{FlowSummary, Schedule};
 use crate::calibrate::quality::{Comparison, Figures};
 use crate::calibrate::select::Decision;
 use crate::domain::calibration::{CalibratorVersion, Job};
@@ -202,8 +203,14 @@ pub struct EvaluationDto {
     pub mean_error: f64,
     pub mae: f64,
     pub pearson: f64,
-    /// Symmetrised KL between KDEs of corrected and reference scores.
-    pub kl_sym: f64,
+    /// KL(corrected ‖ reference) between KDEs of the two (the paper's KL column); each KDE's
+    /// bandwidth is at least the reference's level spacing. Null for versions trained before
+    /// it was recorded per direction.
+    pub kl_corrected_reference: Option<f64>,
+    /// KL(reference ‖ corrected), the other direction.
+    pub kl_reference_corrected: Option<f64>,
+    /// The mean of the two directions (`auto`'s default tie-break).
+    pub kl_mean: Option<f64>,
     /// Wasserstein-1 between corrected and reference scores.
     pub w1: f64,
 }
@@ -215,7 +222,9 @@ impl From<Figures> for EvaluationDto {
             mean_error: e.mean_error,
             mae: e.mae,
             pearson: e.pearson,
-            kl_sym: e.kl_sym,
+            kl_corrected_reference: finite(e.kl_corrected_reference),
+            kl_reference_corrected: finite(e.kl_reference_corrected),
+            kl_mean: finite(e.kl_mean),
             w1: e.w1,
         }
     }
@@ -241,8 +250,28 @@ impl From<Comparison> for ComparisonDto {
     }
 }
 
+/// How a flow version was trained.
+#[derive(Serialize, ToSchema)]
+pub struct RecipeDto {
+    pub learning_rate: f64,
+    pub schedule: Schedule,
+    /// Anchors per optimiser step; absent for full-batch steps.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batch_size: Option<usize>,
+    /// Epochs asked for (`epochs_run` says how many ran); absent when `steps` counted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub epochs: Option<u64>,
+    /// Optimiser steps, when they counted in place of epochs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steps: Option<u64>,
+    /// The validation fraction, when early stopping was on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub early_stopping: Option<f64>,
+}
+
 #[derive(Serialize, ToSchema)]
 pub struct FlowDto {
+    pub recipe: RecipeDto,
     /// Anchors of the cell the flow was trained on (the rest were held out for evaluation).
     pub trained_on: usize,
     pub epochs_run: u64,
@@ -257,11 +286,37 @@ pub struct FlowDto {
     pub review_sigma: f64,
     /// The judge scores the correction table covers; others are evaluated directly.
     pub table: [f64; 2],
+    /// How well routing on sigma caught large errors on held-out anchors.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub review_audit: Option<ReviewAuditDto>,
+}
+
+/// The review routing checked on held-out anchors. Sigma is the spread of the flow's own map
+/// over dropout masks (its uncertainty about the mean reference at that judge score), not the
+/// reference's noise, which makes most large errors.
+#[derive(Serialize, ToSchema)]
+pub struct ReviewAuditDto {
+    pub held_out: usize,
+    /// Share of them routed to review.
+    pub routed: f64,
+    /// Share of the largest 10% absolute errors that were routed; routing at random catches
+    /// `routed`.
+    pub large_errors_routed: f64,
+    /// The same when as many are routed by the widest 95% interval instead.
+    pub large_errors_routed_by_width: Option<f64>,
 }
 
 impl From<FlowSummary> for FlowDto {
     fn from(f: FlowSummary) -> Self {
         Self {
+            recipe: RecipeDto {
+                learning_rate: f.config.learning_rate,
+                schedule: f.config.schedule,
+                batch_size: f.config.batch_size,
+                epochs: f.config.steps.is_none().then_some(f.config.epochs),
+                steps: f.config.steps,
+                early_stopping: f.config.early_stopping,
+            },
             trained_on: f.trained_on,
             epochs_run: f.epochs_run,
             stopped_early: f.stopped_early,
@@ -270,6 +325,12 @@ impl From<FlowSummary> for FlowDto {
             mc_passes: f.mc_passes,
             review_sigma: f.review_sigma,
             table: [f.table.0, f.table.1],
+            review_audit: f.review_audit.map(|a| ReviewAuditDto {
+                held_out: a.held_out,
+                routed: a.routed,
+                large_errors_routed: a.large_errors_routed,
+                large_errors_routed_by_width: a.large_errors_routed_by_width,
+            }),
         }
     }
 }
@@ -303,6 +364,67 @@ pub struct DecisionDto {
     /// canary).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub beta: Option<PosteriorDto>,
+    /// The held-out figures of the choice itself, which the version's `evaluation` records:
+    /// each held-out anchor predicted by the method chosen on the other anchors (five groups).
+    /// The winner's entry in `candidates` is optimistic: it won on those anchors.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nested: Option<EvaluationDto>,
+}
+
+/// One bin of the judge score and its interval.
+#[derive(Serialize, ToSchema)]
+pub struct IntervalBinDto {
+    /// Judge scores from `from` (inclusive) to `to` (exclusive); null is open-ended.
+    pub from: Option<f64>,
+    pub to: Option<f64>,
+    /// Held-out anchors in the bin.
+    pub anchors: usize,
+    /// conformal: the band of held-out residuals (reference − corrected) added to the
+    /// corrected score.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub band: Option<[f64; 2]>,
+    /// Share of the bin's held-out anchors inside their interval.
+    pub held_out_coverage: Option<f64>,
+}
+
+/// A version's 95% predictive intervals and how often they covered anchors it did not see.
+#[derive(Serialize, ToSchema)]
+pub struct IntervalsDto {
+    pub level: f64,
+    /// `method` (the Bayesian posterior predictive) or `conformal` (the corrected score plus
+    /// the band of held-out residuals of the judge score's bin).
+    pub source: String,
+    /// Held-out anchors the coverage was measured on (conformal: each checked against bands
+    /// made without its fifth of them).
+    pub held_out: usize,
+    pub held_out_coverage: Option<f64>,
+    pub bins: Vec<IntervalBinDto>,
+}
+
+impl From<Intervals> for IntervalsDto {
+    fn from(i: Intervals) -> Self {
+        Self {
+            level: i.level,
+            source: match i.source {
+                Source::Conformal => "conformal",
+                Source::Method => "method",
+            }
+            .to_owned(),
+            held_out: i.held_out,
+            held_out_coverage: i.held_out_coverage,
+            bins: i
+                .bins
+                .into_iter()
+                .map(|b| IntervalBinDto {
+                    from: b.from,
+                    to: b.to,
+                    anchors: b.anchors,
+                    band: b.band.map(|(lo, hi)| [lo, hi]),
+                    held_out_coverage: b.held_out_coverage,
+                })
+                .collect(),
+        }
+    }
 }
 
 fn scheme_text(s: Scheme) -> String {
@@ -342,6 +464,7 @@ impl From<Decision> for DecisionDto {
             chosen: d.chosen.to_string(),
             reason: d.reason,
             beta: d.beta.as_ref().map(posterior_dto),
+            nested: d.nested.map(Into::into),
         }
     }
 }
@@ -383,6 +506,11 @@ pub struct VersionDto {
     /// Versions made by an `auto` job: every candidate's figures and why this one won.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub decision: Option<DecisionDto>,
+    /// Its 95% predictive intervals per bin of the judge score, with their held-out coverage;
+    /// absent when none could be made (under 39 held-out anchors for a method without its
+    /// own interval).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub intervals: Option<IntervalsDto>,
 }
 
 impl From<CalibratorVersion> for VersionDto {
@@ -413,6 +541,7 @@ impl From<CalibratorVersion> for VersionDto {
             flow,
             evaluation: v.evaluation.map(Into::into),
             decision: v.decision.map(Into::into),
+            intervals: v.intervals.map(Into::into),
         }
     }
 }

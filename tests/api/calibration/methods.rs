@@ -23,15 +23,12 @@ async fn a_flow_version_corrects_with_sigma_and_review(backend: Backend) {
         "{d:?}"
     );
 
-    let id = train(
-        &app,
-        "j1",
-        json!({"method": "flow", "options": {"epochs": 150, "learning_rate": 0.01}}),
-    )
-    .await;
+    // The default recipe: 220 steps on minibatches of 128; 240 training anchors make 2 steps
+    // an epoch, so 110 epochs.
+    let id = train(&app, "j1", json!({"method": "flow"})).await;
     let job = finished(&app, &id).await;
     assert_eq!(job["state"], "succeeded", "{job}");
-    assert_eq!(job["detail"]["epoch"], 150, "{job}");
+    assert_eq!(job["detail"]["epoch"], 110, "{job}");
     // A finished job cannot be cancelled.
     assert_error(
         &app.json("POST", &format!("/v1/jobs/{id}/cancel"), &json!({}))
@@ -47,12 +44,36 @@ async fn a_flow_version_corrects_with_sigma_and_review(backend: Backend) {
     );
     // 20% held out: trained on 240, evaluated on 60, where it beats the raw judge.
     assert_eq!(v["flow"]["trained_on"], 240);
+    assert_eq!(
+        v["flow"]["recipe"],
+        json!({"learning_rate": 0.02, "schedule": "cosine", "batch_size": 128, "steps": 220}),
+        "{v}"
+    );
     assert_eq!(v["evaluation"]["scheme"], "holdout 0.2");
     assert_eq!(v["evaluation"]["calibrated"]["n"], 60);
     assert!(
         v["evaluation"]["calibrated"]["mae"].as_f64().unwrap()
             < v["evaluation"]["raw"]["mae"].as_f64().unwrap(),
         "{v}"
+    );
+    // Its 95% interval is the held-out conformal band (60 residuals: one bin), and its review
+    // routing is audited on the same held-out anchors.
+    assert_eq!(v["intervals"]["source"], "conformal", "{v}");
+    assert_eq!(v["intervals"]["held_out"], 60, "{v}");
+    assert_eq!(v["flow"]["review_audit"]["held_out"], 60, "{v}");
+
+    // New anchors are checked against that interval at once, before any correction has
+    // been asked of the version.
+    let cell = upload_as(&app, "j1", "coherence", "new-", 50, 0.5, 0.8).await;
+    let checked = &cell["coverage"];
+    assert_eq!(checked["checked"], 50, "{cell}");
+    assert!(checked["share"].as_f64().unwrap() >= 0.8, "{cell}");
+    assert_eq!(
+        metric(
+            &metrics(&app).await,
+            r#"judgecal_anchor_coverage_anchors{judge="j1",rubric="coherence"}"#
+        ),
+        Some(50.0)
     );
 
     // 30 is far off the anchors (and off the table): evaluated directly, with a large σ.
@@ -69,6 +90,11 @@ async fn a_flow_version_corrects_with_sigma_and_review(backend: Backend) {
         assert!(item.get("credible").is_none(), "{item}");
         let c = item["corrected"].as_f64().unwrap();
         assert!((c - (0.5 + 0.8 * j)).abs() < 0.2, "{item}");
+        let p = &item["predictive"];
+        assert!(
+            p[0].as_f64().unwrap() < c && c < p[1].as_f64().unwrap(),
+            "{item}"
+        );
     }
     let sigma = |i: usize| r[i]["sigma"].as_f64().unwrap();
     assert!(sigma(2) > sigma(0) && sigma(2) > sigma(1), "{r:?}");
@@ -164,7 +190,7 @@ async fn auto_picks_the_held_out_winner_and_never_loses_to_the_raw_judge(backend
         json!({"method": "auto", "options": {
             "flow_min_anchors": 250,
             "bayes": {"warmup": 300, "draws": 500},
-            "flow": {"epochs": 60, "learning_rate": 0.01},
+            "flow": {"preset": "paper", "epochs": 60, "learning_rate": 0.01},
         }}),
     )
     .await;

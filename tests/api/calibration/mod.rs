@@ -26,14 +26,36 @@ pub(super) fn anchors(n: usize, a: f64, b: f64) -> Vec<Value> {
 }
 
 pub(super) async fn upload(app: &TestApp, judge: &str, rubric: &str, n: usize, a: f64, b: f64) {
+    upload_as(app, judge, rubric, "", n, a, b).await;
+}
+
+/// Uploads `anchors(n, a, b)` with item ids prefixed by `prefix` (so a batch can follow one
+/// with the same ids); returns the cell's part of the response.
+pub(super) async fn upload_as(
+    app: &TestApp,
+    judge: &str,
+    rubric: &str,
+    prefix: &str,
+    n: usize,
+    a: f64,
+    b: f64,
+) -> Value {
+    let rows: Vec<Value> = anchors(n, a, b)
+        .into_iter()
+        .map(|mut r| {
+            r["item_id"] = json!(format!("{prefix}{}", r["item_id"].as_str().unwrap()));
+            r
+        })
+        .collect();
     let res = app
         .json(
             "POST",
             "/v1/anchors",
-            &json!({"judge": judge, "rubric": rubric, "anchors": anchors(n, a, b)}),
+            &json!({"judge": judge, "rubric": rubric, "anchors": rows}),
         )
         .await;
     assert_eq!(res.status, 200, "{}", res.body);
+    res.body["cells"][0].clone()
 }
 
 /// Quick sampler settings: tests check behaviour, not the defaults' precision.

@@ -1,0 +1,364 @@
+//! Predictive intervals that hold on anchors a version never saw, for every method.
+//!
+//! A training job predicts every anchor from a fit that did not see it (the one
+//! cross-validation routine). Those held-out residuals (reference − corrected) make the
+//! interval: the corrected score plus their 2.5% and 97.5% order statistics at ranks
+//! ⌊(n + 1)·0.025⌋ and ⌈(n + 1)·0.975⌉ (split or cross-conformal, with the finite-sample rank
+//! correction). Residuals on the anchors a version was fitted on would not do: a flexible fit
+//! follows its anchors, so its in-sample band is narrow and new anchors fall outside it far
+//! more often than 5%.
+//!
+//! The band is conditional on where the judge score lies: the held-out anchors are cut into
+//! bins of the judge score (at most [`MAX_BINS`], each with at least [`MIN_BIN`] anchors, never
+//! splitting tied scores), and each bin has its own band, so a judge that is noisier at the
+//! ends of the scale gets wider intervals there.
+//!
+//! A method with its own predictive interval (the Bayesian posterior predictive) keeps it; its
+//! held-out coverage is recorded the same way. A conformal band's own held-out coverage is
+//! measured by cross-fitting: the held-out anchors are dealt into five groups, and each group
+//! is checked against the bands made from the other four.
+
+use serde::{Deserialize, Serialize};
+
+use super::corrector::Corrected;
+use super::cv;
+
+/// The intervals' nominal coverage.
+pub const LEVEL: f64 = 0.95;
+
+/// A bin of the judge score needs this many held-out anchors.
+pub const MIN_BIN: usize = 100;
+
+/// At most this many bins.
+pub const MAX_BINS: usize = 5;
+
+/// Groups of the cross-fitted coverage check.
+const CHECK_GROUPS: usize = 5;
+
+/// Where a version's predictive intervals come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// The corrected score plus the bin's band of held-out residuals.
+    Conformal,
+    /// The method's own (the Bayesian posterior predictive).
+    Method,
+}
+
+/// One bin of the judge score: judge scores in [`from`, `to`) (open where `None`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Bin {
+    pub from: Option<f64>,
+    pub to: Option<f64>,
+    /// Held-out anchors in the bin.
+    pub anchors: usize,
+    /// The band of residuals added to the corrected score (conformal intervals only).
+    pub band: Option<(f64, f64)>,
+    /// Share of the bin's held-out anchors inside their interval (`None` where it could not be
+    /// measured).
+    pub held_out_coverage: Option<f64>,
+}
+
+/// Whether judge score `j` lies in [`from`, `to`) (open where `None`).
+fn within((from, to): (Option<f64>, Option<f64>), j: f64) -> bool {
+    from.is_none_or(|f| j >= f) && to.is_none_or(|t| j < t)
+}
+
+impl Bin {
+    /// Whether judge score `j` falls in this bin.
+    pub fn holds(&self, j: f64) -> bool {
+        within((self.from, self.to), j)
+    }
+}
+
+/// A version's predictive intervals and how often they covered held-out anchors.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Intervals {
+    pub level: f64,
+    pub source: Source,
+    pub bins: Vec<Bin>,
+    /// Held-out anchors the coverage was measured on.
+    pub held_out: usize,
+    /// Share of them inside their interval.
+    pub held_out_coverage: Option<f64>,
+}
+
+/// The 2.5% and 97.5% split-conformal order statistics of `residuals`; `None` with fewer than
+/// 39, where those ranks do not exist.
+pub fn band(mut residuals: Vec<f64>) -> Option<(f64, f64)> {
+    let n = residuals.len();
+    let tail = (1.0 - LEVEL) / 2.0;
+    let lo = ((n + 1) as f64 * tail).floor() as usize;
+    let hi = ((n + 1) as f64 * (1.0 - tail)).ceil() as usize;
+    if lo < 1 || hi > n {
+        return None;
+    }
+    residuals.sort_by(f64::total_cmp);
+    Some((residuals[lo - 1], residuals[hi - 1]))
+}
+
+/// Bins of the judge scores `js` (any order): cut between distinct scores, each with at least
+/// [`MIN_BIN`] of them (one bin when there are fewer).
+fn cut(js: &[f64]) -> Vec<(Option<f64>, Option<f64>)> {
+    let mut sorted = js.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    let bins = (n / MIN_BIN).clamp(1, MAX_BINS);
+    let target = n.div_ceil(bins);
+    let mut edges = Vec::new();
+    let mut count = 0;
+    for i in 0..n {
+        count += 1;
+        let boundary = i + 1 < n && sorted[i + 1] > sorted[i];
+        if boundary && count >= target && n - (i + 1) >= MIN_BIN && edges.len() + 1 < bins {
+            edges.push((sorted[i] + sorted[i + 1]) / 2.0);
+            count = 0;
+        }
+    }
+    let mut out = Vec::with_capacity(edges.len() + 1);
+    let mut from = None;
+    for &e in &edges {
+        out.push((from, Some(e)));
+        from = Some(e);
+    }
+    out.push((from, None));
+    out
+}
+
+fn share(inside: usize, of: usize) -> Option<f64> {
+    (of > 0).then(|| inside as f64 / of as f64)
+}
+
+impl Intervals {
+    /// The intervals of a version whose held-out predictions of `pairs` (judge, reference) are
+    /// `held_out` (`None` where an anchor was never held out). `None` when no interval can be
+    /// made: a method without its own needs 39 held-out anchors.
+    pub fn of(pairs: &[(f64, f64)], held_out: &[Option<Corrected>], seed: u64) -> Option<Self> {
+        let held: Vec<(f64, f64, Corrected)> = pairs
+            .iter()
+            .zip(held_out)
+            .filter_map(|(&(j, y), c)| c.map(|c| (j, y, c)))
+            .collect();
+        if held.is_empty() {
+            return None;
+        }
+        let own = held.iter().all(|h| h.2.predictive.is_some());
+        let js: Vec<f64> = held.iter().map(|h| h.0).collect();
+        let edges = cut(&js);
+        let bin_of = |j: f64| {
+            edges
+                .iter()
+                .position(|&edge| within(edge, j))
+                .unwrap_or(edges.len() - 1)
+        };
+        let bins_of: Vec<usize> = js.iter().map(|&j| bin_of(j)).collect();
+        let residuals_where = |keep: &dyn Fn(usize) -> bool, b: usize| -> Vec<f64> {
+            held.iter()
+                .enumerate()
+                .filter(|&(i, _)| bins_of[i] == b && keep(i))
+                .map(|(_, h)| h.1 - h.2.score)
+                .collect()
+        };
+        // Whether each held-out anchor fell inside an interval made without it.
+        let inside: Option<Vec<bool>> = if own {
+            Some(
+                held.iter()
+                    .map(|h| {
+                        let (lo, hi) = h.2.predictive.expect("checked above");
+                        (lo..=hi).contains(&h.1)
+                    })
+                    .collect(),
+            )
+        } else {
+            let group = cv::folds(held.len(), CHECK_GROUPS, seed);
+            (0..CHECK_GROUPS)
+                .map(|g| {
+                    (0..edges.len())
+                        .map(|b| band(residuals_where(&|i| group[i] != g, b)))
+                        .collect::<Option<Vec<_>>>()
+                })
+                .collect::<Option<Vec<_>>>()
+                .map(|bands| {
+                    held.iter()
+                        .enumerate()
+                        .map(|(i, h)| {
+                            let (lo, hi) = bands[group[i]][bins_of[i]];
+                            (lo..=hi).contains(&(h.1 - h.2.score))
+                        })
+                        .collect()
+                })
+        };
+        let bins: Vec<Bin> = edges
+            .iter()
+            .enumerate()
+            .map(|(b, &(from, to))| {
+                let members: Vec<usize> = (0..held.len()).filter(|&i| bins_of[i] == b).collect();
+                Bin {
+                    from,
+                    to,
+                    anchors: members.len(),
+                    band: (!own)
+                        .then(|| band(residuals_where(&|_| true, b)))
+                        .flatten(),
+                    held_out_coverage: inside.as_ref().and_then(|inside| {
+                        share(
+                            members.iter().filter(|&&i| inside[i]).count(),
+                            members.len(),
+                        )
+                    }),
+                }
+            })
+            .collect();
+        if !own && bins.iter().any(|b| b.band.is_none()) {
+            return None;
+        }
+        Some(Self {
+            level: LEVEL,
+            source: if own {
+                Source::Method
+            } else {
+                Source::Conformal
+            },
+            held_out: held.len(),
+            held_out_coverage: inside
+                .as_ref()
+                .and_then(|inside| share(inside.iter().filter(|&&x| x).count(), inside.len())),
+            bins,
+        })
+    }
+
+    /// Gives each of `corrected` (the corrections of `scores`) its conformal interval; a
+    /// method's own interval is kept.
+    pub fn apply(&self, scores: &[f64], corrected: &mut [Corrected]) {
+        if self.source != Source::Conformal {
+            return;
+        }
+        for (&j, c) in scores.iter().zip(corrected) {
+            let bin = self.bins.iter().find(|b| b.holds(j));
+            if let Some((lo, hi)) = bin.and_then(|b| b.band) {
+                c.predictive = Some((c.score + lo, c.score + hi));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use nuts_rs::rand::rngs::ChaCha8Rng;
+    use nuts_rs::rand::{RngExt, SeedableRng};
+
+    use super::*;
+    use crate::calibrate::stats::standard_normal;
+
+    #[test]
+    fn the_rank_correction_needs_39_residuals() {
+        assert!(band((0..38).map(f64::from).collect()).is_none());
+        // n = 39: ranks 1 and 39, the extremes.
+        assert_eq!(band((0..39).map(f64::from).collect()), Some((0.0, 38.0)));
+        // n = 199: ranks 5 and 195.
+        assert_eq!(band((0..199).map(f64::from).collect()), Some((4.0, 194.0)));
+    }
+
+    #[test]
+    fn bins_hold_enough_anchors_and_never_split_tied_scores() {
+        // Integer judge scores 1–5, 60 of each: 300 anchors allow three bins of 100, but whole
+        // levels only make 1–2 (120) and 3–5 (180): a third bin would hold 60.
+        let js: Vec<f64> = (0..300).map(|i| f64::from(1 + i % 5)).collect();
+        let edges = cut(&js);
+        assert_eq!(edges, vec![(None, Some(2.5)), (Some(2.5), None)]);
+        for (from, to) in &edges {
+            let n = js.iter().filter(|&&j| within((*from, *to), j)).count();
+            assert!(n >= MIN_BIN && n % 60 == 0, "{from:?}..{to:?}: {n}");
+        }
+        assert_eq!(cut(&js[..50]), vec![(None, None)]);
+        assert_eq!(cut(&vec![3.0; 900]), vec![(None, None)]);
+    }
+
+    /// Reference = judge + N(0, s(j)²), with s three times larger at the ends of [1, 5]; the
+    /// "held-out predictions" are the judge score itself, so the residuals are the noise.
+    fn draw(rng: &mut ChaCha8Rng, n: usize) -> Vec<(f64, f64)> {
+        (0..n)
+            .map(|_| {
+                let j = 1.0 + 4.0 * rng.random::<f64>();
+                let s = if !(1.8..=4.2).contains(&j) { 0.6 } else { 0.2 };
+                (j, j + s * standard_normal(rng))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn binned_bands_cover_new_anchors_at_the_ends_of_the_scale() {
+        // 200 replications of 1,000 anchors; each replication checks 500 new anchors against
+        // the intervals. Overall and in the outer bins coverage is near 95%; one band for the
+        // whole scale would cover the noisy ends far less.
+        let mut rng = ChaCha8Rng::seed_from_u64(17);
+        let (mut inside, mut outer_inside, mut outer, mut total) = (0, 0, 0, 0);
+        let (mut recorded, mut reps) = (0.0, 0);
+        let mut one_band_outer = 0;
+        for _ in 0..200 {
+            let pairs = draw(&mut rng, 1000);
+            let held: Vec<Option<Corrected>> =
+                pairs.iter().map(|p| Some(Corrected::score(p.0))).collect();
+            let iv = Intervals::of(&pairs, &held, 3).expect("1,000 residuals");
+            assert_eq!(iv.source, Source::Conformal);
+            assert_eq!(iv.bins.len(), MAX_BINS);
+            recorded += iv.held_out_coverage.unwrap();
+            reps += 1;
+            let single = band(pairs.iter().map(|p| p.1 - p.0).collect()).unwrap();
+            for (j, y) in draw(&mut rng, 500) {
+                let mut c = [Corrected::score(j)];
+                iv.apply(&[j], &mut c);
+                let (lo, hi) = c[0].predictive.unwrap();
+                let hit = (lo..=hi).contains(&y);
+                inside += usize::from(hit);
+                total += 1;
+                if !(1.8..=4.2).contains(&j) {
+                    outer += 1;
+                    outer_inside += usize::from(hit);
+                    one_band_outer += usize::from((j + single.0..=j + single.1).contains(&y));
+                }
+            }
+        }
+        let rate = |a: usize, b: usize| a as f64 / b as f64;
+        let (all, ends, one) = (
+            rate(inside, total),
+            rate(outer_inside, outer),
+            rate(one_band_outer, outer),
+        );
+        eprintln!("coverage {all:.4}, outer {ends:.4}, one band at the ends {one:.4}");
+        assert!((0.94..=0.96).contains(&all), "{all}");
+        assert!((0.93..=0.97).contains(&ends), "{ends}");
+        assert!(one < 0.90, "{one}");
+        let recorded = recorded / reps as f64;
+        assert!((0.94..=0.96).contains(&recorded), "{recorded}");
+    }
+
+    #[test]
+    fn a_method_with_its_own_interval_keeps_it_and_has_its_coverage_recorded() {
+        // Held-out predictions carry an interval that covers exactly the anchors with even
+        // index: coverage 50%, recorded as such, and apply leaves intervals alone.
+        let pairs: Vec<(f64, f64)> = (0..200).map(|i| (f64::from(i) / 50.0, 0.0)).collect();
+        let held: Vec<Option<Corrected>> = (0..200)
+            .map(|i| {
+                let off = if i % 2 == 0 { 0.0 } else { 1.0 };
+                Some(Corrected {
+                    predictive: Some((off - 0.5, off + 0.5)),
+                    ..Corrected::score(off)
+                })
+            })
+            .collect();
+        let iv = Intervals::of(&pairs, &held, 0).unwrap();
+        assert_eq!(iv.source, Source::Method);
+        assert_eq!(iv.held_out_coverage, Some(0.5));
+        assert_eq!(iv.bins.len(), 2);
+        let mut c = [Corrected {
+            predictive: Some((1.0, 2.0)),
+            ..Corrected::score(1.5)
+        }];
+        iv.apply(&[1.0], &mut c);
+        assert_eq!(c[0].predictive, Some((1.0, 2.0)));
+        // Too few held-out anchors for a conformal band: no intervals.
+        let plain: Vec<Option<Corrected>> = (0..30).map(|_| Some(Corrected::score(0.0))).collect();
+        assert!(Intervals::of(&pairs[..30], &plain, 0).is_none());
+    }
+}
