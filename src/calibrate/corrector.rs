@@ -119,6 +119,8 @@ pub trait Corrector {
     const AUTO_MIN_ANCHORS: usize = 0;
     /// What one fit costs relative to the others (for shares of a job's progress).
     const COST: f64 = 1.0;
+    /// A fit keeps to one core, so cross-validation rounds run side by side, one per core.
+    const PARALLEL_ROUNDS: bool = false;
 
     /// Its settings: its part of a training request's `options`. Ranges and defaults are
     /// stated once, in the schema attributes and the `Default` impl.

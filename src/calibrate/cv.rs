@@ -5,6 +5,8 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use std::sync::atomic::Ordering;
+
 use super::corrector::{Cell, Corrected, Corrector, Run};
 
 /// Fold of each of `n` items for k-fold cross-validation: a seeded shuffle dealt round-robin,
@@ -153,21 +155,17 @@ pub fn cross_validate<C: Corrector>(
     run: &Run,
 ) -> Result<(HeldOut, RoundFit<C::Fit>), String> {
     let rounds = folds.rounds();
-    let mut out: HeldOut = cells.iter().map(|c| vec![None; c.pairs.len()]).collect();
-    let mut last = None;
-    for round in 0..rounds {
-        if run.cancelled() {
+    // One round: its fit, and the predictions of the anchors it held out.
+    let one = |round: usize, part: &Run| -> Result<Option<RoundOutcome<C::Fit>>, String> {
+        if part.cancelled() {
             return Err("cancelled".into());
         }
         let train = folds.train(cells, round);
         if train.iter().all(|c| c.pairs.is_empty()) {
-            continue;
+            return Ok(None);
         }
-        let part = run.part(
-            round as f64 / rounds as f64,
-            (round + 1) as f64 / rounds as f64,
-        );
-        let fit = C::fit(options, &train, seed.wrapping_add(1 + round as u64), &part)?;
+        let fit = C::fit(options, &train, seed.wrapping_add(1 + round as u64), part)?;
+        let mut predicted = Vec::new();
         for (r, cell) in cells.iter().enumerate() {
             let held: Vec<usize> = (0..cell.pairs.len())
                 .filter(|&i| folds.held(r, i, round))
@@ -176,17 +174,89 @@ pub fn cross_validate<C: Corrector>(
                 continue;
             }
             let scores: Vec<f64> = held.iter().map(|&i| cell.pairs[i].0).collect();
-            for (i, c) in held.into_iter().zip(C::predict(&fit, r, &scores)?) {
+            predicted.push((r, held, C::predict(&fit, r, &scores)?));
+        }
+        let trained_on = train.iter().map(|c| c.pairs.len()).collect();
+        Ok(Some((fit, trained_on, predicted)))
+    };
+    let workers = if C::PARALLEL_ROUNDS {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(rounds)
+    } else {
+        1
+    };
+    let outcomes: Vec<Result<Option<RoundOutcome<C::Fit>>, String>> = if workers > 1 {
+        // Rounds on several threads at once, each fit reporting nothing of itself; progress
+        // moves as rounds finish.
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let finished = std::sync::atomic::AtomicUsize::new(0);
+        let quiet = |_: f64| {};
+        let slots: Vec<std::sync::Mutex<Option<_>>> =
+            (0..rounds).map(|_| std::sync::Mutex::new(None)).collect();
+        std::thread::scope(|scope| {
+            for _ in 0..workers {
+                scope.spawn(|| {
+                    let part = Run::new(run.cancel_flag(), &quiet);
+                    loop {
+                        let round = next.fetch_add(1, Ordering::Relaxed);
+                        if round >= rounds {
+                            break;
+                        }
+                        let outcome = one(round, &part);
+                        if let Ok(mut slot) = slots[round].lock() {
+                            *slot = Some(outcome);
+                        }
+                        let done = finished.fetch_add(1, Ordering::Relaxed) + 1;
+                        run.report(done as f64 / rounds as f64);
+                    }
+                });
+            }
+        });
+        slots
+            .into_iter()
+            .map(|s| {
+                s.into_inner()
+                    .ok()
+                    .flatten()
+                    .unwrap_or_else(|| Err("a cross-validation round did not finish".into()))
+            })
+            .collect()
+    } else {
+        (0..rounds)
+            .map(|round| {
+                one(
+                    round,
+                    &run.part(
+                        round as f64 / rounds as f64,
+                        (round + 1) as f64 / rounds as f64,
+                    ),
+                )
+            })
+            .collect()
+    };
+    let mut out: HeldOut = cells.iter().map(|c| vec![None; c.pairs.len()]).collect();
+    let mut last = None;
+    for outcome in outcomes {
+        let Some((fit, trained_on, predicted)) = outcome? else {
+            continue;
+        };
+        for (r, held, predictions) in predicted {
+            for (i, c) in held.into_iter().zip(predictions) {
                 out[r][i] = Some(c);
             }
         }
         if rounds == 1 {
-            last = Some((fit, train.iter().map(|c| c.pairs.len()).collect()));
+            last = Some((fit, trained_on));
         }
     }
     run.report(1.0);
     Ok((out, last))
 }
+
+/// What one round gives: its fit, each rubric's training count, and per rubric the held-out
+/// anchors' indices with their predictions.
+type RoundOutcome<F> = (F, Vec<usize>, Vec<(usize, Vec<usize>, Vec<Corrected>)>);
 
 #[cfg(test)]
 mod tests {

@@ -316,6 +316,8 @@ impl Corrector for Flow {
     /// About ten times what the line needs.
     const AUTO_MIN_ANCHORS: usize = 1000;
     const COST: f64 = 50.0;
+    /// Training keeps to one libtorch thread, so two folds train at once on two cores.
+    const PARALLEL_ROUNDS: bool = true;
     type Options = FlowOptions;
     type Fit = FlowWeights;
     type Model = FlowModel;
