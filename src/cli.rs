@@ -175,6 +175,11 @@ pub struct CoverageArgs {
     pub seed: u64,
     #[arg(long, default_value_t = 2)]
     pub threads: usize,
+    /// The grid where intervals could break instead (weak judges, an integer scale, groups
+    /// with their own bias, few labels, clusters), with the first of `--methods` (default
+    /// bayes) and `--reps` replications per cell.
+    #[arg(long)]
+    pub grid: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -248,6 +253,27 @@ fn intervals(a: IntervalsArgs) -> Result<(), String> {
 
 fn coverage(a: CoverageArgs) -> Result<(), String> {
     use crate::study::runlevel::{self, Options};
+    if a.grid {
+        let method = match a.methods.first() {
+            Some(m) => crate::calibrate::Method::parse(m)?,
+            None => crate::calibrate::Method::Bayes,
+        };
+        let started = std::time::Instant::now();
+        let rows = crate::study::grid::run(
+            &crate::study::grid::cells(),
+            method,
+            a.reps,
+            a.threads,
+            &|line| eprintln!("{line}"),
+        )?;
+        print!("{}", crate::study::grid::table(&rows));
+        eprintln!(
+            "{method}, {} replications per cell in {:.0} s",
+            a.reps,
+            started.elapsed().as_secs_f64()
+        );
+        return Ok(());
+    }
     let defaults = Options::default();
     let opts = Options {
         reps: a.reps,

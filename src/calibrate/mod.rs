@@ -18,7 +18,6 @@ pub mod cv;
 pub mod drift;
 pub mod flow;
 pub mod identity;
-pub mod inference;
 pub mod isotonic;
 pub mod method;
 pub mod quality;

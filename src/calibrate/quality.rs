@@ -17,6 +17,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::cv::Scheme;
+use super::stats::mean;
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Figures {
@@ -43,10 +44,6 @@ fn unknown() -> f64 {
 
 /// Grid points of the KDE comparison.
 pub const KDE_GRID: usize = 500;
-
-fn mean(xs: &[f64]) -> f64 {
-    xs.iter().sum::<f64>() / xs.len() as f64
-}
 
 fn sd(xs: &[f64]) -> f64 {
     let m = mean(xs);

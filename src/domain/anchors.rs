@@ -6,9 +6,13 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
 
-use super::{Anchor, CellKey, ItemId, JudgeName, Problem, RubricName, Scale};
+use super::{Anchor, CellKey, GroupName, ItemId, JudgeName, Problem, RubricName, Scale};
 
-/// The columns a CSV upload must have (in any order; extra columns are ignored).
+/// The optional column naming each anchor's group (the system whose output was judged).
+pub const GROUP_COLUMN: &str = "group";
+
+/// The columns a CSV upload must have (in any order; extra columns are ignored, but for
+/// [`GROUP_COLUMN`]).
 pub const CSV_COLUMNS: [&str; 5] = [
     "judge",
     "rubric",
@@ -58,6 +62,8 @@ pub struct RawAnchor {
     pub item_id: RawField,
     pub judge_score: RawField,
     pub reference_score: RawField,
+    /// Optional: `Missing` (or JSON null) is no group.
+    pub group: RawField,
 }
 
 /// One cell's validated anchors.
@@ -127,6 +133,10 @@ pub fn rows_from_json(body: &Value) -> Result<Vec<RawAnchor>, Vec<Problem>> {
                 item_id: field("item_id"),
                 judge_score: field("judge_score"),
                 reference_score: field("reference_score"),
+                group: match field("group") {
+                    RawField::Other("null") => RawField::Missing,
+                    other => other,
+                },
             }
         })
         .collect())
@@ -168,6 +178,7 @@ pub fn rows_from_csv(body: &[u8]) -> Result<Vec<RawAnchor>, Vec<Problem>> {
     if !problems.is_empty() {
         return Err(problems);
     }
+    let group_index = header.iter().position(|h| h == GROUP_COLUMN);
     let mut rows = Vec::new();
     for (i, record) in reader.records().enumerate() {
         let row = i + 1;
@@ -190,6 +201,7 @@ pub fn rows_from_csv(body: &[u8]) -> Result<Vec<RawAnchor>, Vec<Problem>> {
             item_id: field("item_id"),
             judge_score: field("judge_score"),
             reference_score: field("reference_score"),
+            group: RawField::from_csv(group_index.and_then(|i| record.get(i))),
         });
     }
     if problems.is_empty() {
@@ -307,12 +319,20 @@ pub fn validate(
                     ))
                 }
             });
-        let (judge, rubric, item_id, judge_score, reference_score) =
-            match (judge, rubric, item_id, judge_score, reference_score) {
-                (Ok(a), Ok(b), Ok(c), Ok(d), Ok(e)) => (a, b, c, d, e),
-                (a, b, c, d, e) => {
+        let group = match &raw.group {
+            RawField::Missing => Ok(None),
+            f => text_field(Some(row), "group", f).and_then(|s| {
+                GroupName::parse(&s)
+                    .map(Some)
+                    .map_err(|e| Problem::at(Some(row), "group", e))
+            }),
+        };
+        let (judge, rubric, item_id, judge_score, reference_score, group) =
+            match (judge, rubric, item_id, judge_score, reference_score, group) {
+                (Ok(a), Ok(b), Ok(c), Ok(d), Ok(e), Ok(g)) => (a, b, c, d, e, g),
+                (a, b, c, d, e, g) => {
                     problems.extend(
-                        [a.err(), b.err(), c.err(), d.err(), e.err()]
+                        [a.err(), b.err(), c.err(), d.err(), e.err(), g.err()]
                             .into_iter()
                             .flatten(),
                     );
@@ -338,6 +358,7 @@ pub fn validate(
             item_id,
             judge_score,
             reference_score,
+            group,
         });
         cell.rows.push(row);
     }
@@ -431,6 +452,37 @@ mod tests {
         );
         let ok = validate(rows[..2].to_vec(), &scales, 10).unwrap();
         assert_eq!(ok.len(), 2);
+    }
+
+    #[test]
+    fn groups_are_optional_and_validated_like_names() {
+        let body = json!({"judge": "j1", "rubric": "r1", "anchors": [
+            {"item_id": "a", "judge_score": 3, "reference_score": 4, "group": "gpt-4o"},
+            {"item_id": "b", "judge_score": 3, "reference_score": 4, "group": null},
+            {"item_id": "c", "judge_score": 3, "reference_score": 4}
+        ]});
+        let cells = validate(rows_from_json(&body).unwrap(), &no_scales(), 10).unwrap();
+        let groups: Vec<Option<&str>> = cells[0]
+            .anchors
+            .iter()
+            .map(|a| a.group.as_ref().map(|g| g.as_str()))
+            .collect();
+        assert_eq!(groups, vec![Some("gpt-4o"), None, None]);
+        let bad = json!({"judge": "j1", "rubric": "r1", "anchors": [
+            {"item_id": "a", "judge_score": 3, "reference_score": 4, "group": "no spaces"},
+            {"item_id": "b", "judge_score": 3, "reference_score": 4, "group": 7}
+        ]});
+        let problems = validate(rows_from_json(&bad).unwrap(), &no_scales(), 10).unwrap_err();
+        let got: Vec<(Option<usize>, &str)> =
+            problems.iter().map(|p| (p.row, p.field.as_str())).collect();
+        assert_eq!(got, vec![(Some(1), "group"), (Some(2), "group")]);
+        // CSV: the column is optional; an empty cell is no group.
+        let csv = "judge,rubric,item_id,judge_score,reference_score,group\n\
+                   j1,r1,a,3,4,BART\n\
+                   j1,r1,b,3,4,\n";
+        let cells = validate(rows_from_csv(csv.as_bytes()).unwrap(), &no_scales(), 10).unwrap();
+        assert_eq!(cells[0].anchors[0].group.as_ref().unwrap().as_str(), "BART");
+        assert!(cells[0].anchors[1].group.is_none());
     }
 
     #[test]

@@ -9,6 +9,7 @@ use uuid::Uuid;
 use super::{CellKey, JudgeName, RubricName};
 use crate::calibrate::conformal::Intervals;
 use crate::calibrate::quality::Comparison;
+use crate::calibrate::runlevel::groups::GroupBias;
 use crate::calibrate::select::Decision;
 use crate::calibrate::{Corrected, Method, Model};
 
@@ -170,6 +171,8 @@ pub struct NewVersion {
     /// An `auto` job's choice for this cell: every candidate's figures and why this won.
     pub decision: Option<Decision>,
     pub intervals: Option<Intervals>,
+    /// How its held-out bias varies between the anchors' groups (2 or more groups).
+    pub groups: Option<GroupBias>,
 }
 
 /// One immutable calibrator version of a cell.
@@ -189,6 +192,9 @@ pub struct CalibratorVersion {
     /// Its 95% predictive intervals and their held-out coverage; `None` where none could be
     /// made (too few held-out anchors, or trained before versions recorded them).
     pub intervals: Option<Intervals>,
+    /// How its held-out bias varies between the anchors' groups; `None` where they carry
+    /// fewer than two (or the version predates groups).
+    pub groups: Option<GroupBias>,
     pub failure: Option<String>,
     pub created_at_ms: i64,
     pub active: bool,

@@ -4,7 +4,8 @@
 
 use std::collections::HashMap;
 
-use super::{CellKey, ItemId, JudgeName, Problem, RubricName};
+use super::{CellKey, GroupName, ItemId, JudgeName, Problem, RubricName};
+use crate::calibrate::runlevel::inference::Estimand;
 use crate::calibrate::runlevel::{MIN_LABELLED, RunItems, Settings};
 
 /// One item of a run as sent.
@@ -23,11 +24,12 @@ pub enum RawRun {
     Items(Vec<RawItem>),
 }
 
-/// The interval's level and the planning target, as sent.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+/// The interval's level, the planning target and what a comparison estimates, as sent.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct RawSettings {
     pub level: Option<f64>,
     pub target_half_width: Option<f64>,
+    pub estimand: Option<String>,
 }
 
 /// Levels an interval may have.
@@ -44,8 +46,28 @@ impl ClusterNames {
     }
 }
 
-/// Checks one run; `prefix` names it in problems (`""`, or `"a."` in a comparison).
+/// Checks one run and its group; `prefix` names it in problems (`""`, or `"a."` in a
+/// comparison).
 pub fn parse_run(
+    prefix: &str,
+    raw: RawRun,
+    group: Option<&str>,
+    clusters: &mut ClusterNames,
+    problems: &mut Vec<Problem>,
+) -> RunItems {
+    let field = |f: &str| format!("{prefix}{f}");
+    let group = group.and_then(|g| {
+        GroupName::parse(g)
+            .map(|g| g.as_str().to_owned())
+            .map_err(|e| problems.push(Problem::at(None, &field("group"), e)))
+            .ok()
+    });
+    let mut run = parse_items(prefix, raw, clusters, problems);
+    run.group = group;
+    run
+}
+
+fn parse_items(
     prefix: &str,
     raw: RawRun,
     clusters: &mut ClusterNames,
@@ -124,6 +146,22 @@ pub fn parse_run(
         }
     }
     let labelled = items.iter().filter(|i| i.reference.is_some()).count();
+    if labelled >= MIN_LABELLED && with_cluster > 0 {
+        let mut labelled_clusters: Vec<&str> = items
+            .iter()
+            .filter(|i| i.reference.is_some())
+            .filter_map(|i| i.cluster.as_deref())
+            .collect();
+        labelled_clusters.sort_unstable();
+        labelled_clusters.dedup();
+        if labelled_clusters.len() < 2 {
+            problems.push(Problem::at(
+                None,
+                &field("cluster"),
+                "the labelled items lie in one cluster; a cluster-robust interval needs labelled items in at least 2 clusters (label items of another cluster, or send no clusters)",
+            ));
+        }
+    }
     if (1..MIN_LABELLED).contains(&labelled) {
         problems.push(Problem::at(
             None,
@@ -152,6 +190,7 @@ pub fn parse_run(
                 .map(|i| i.id.clone().unwrap_or_default())
                 .collect()
         }),
+        group: None,
     }
 }
 
@@ -179,6 +218,16 @@ pub fn parse_common(
                 "level",
                 "must lie in [0.5, 0.999] (0.95 for a 95% interval)",
             ));
+        }
+    }
+    if let Some(e) = &raw.estimand {
+        match Estimand::parse(e) {
+            Some(e) => settings.estimand = e,
+            None => problems.push(Problem::at(
+                None,
+                "estimand",
+                format!("{e:?} is not an estimand: `runs` (the runs' own difference, the default) or `population` (the mean difference over the prompts the paired items were drawn from)"),
+            )),
         }
     }
     if let Some(t) = raw.target_half_width {
@@ -220,7 +269,7 @@ mod tests {
             item(Some("x"), f64::NAN, None),
             item(None, 2.0, Some(f64::INFINITY)),
         ]);
-        parse_run("a.", run, &mut ClusterNames::default(), &mut problems);
+        parse_run("a.", run, None, &mut ClusterNames::default(), &mut problems);
         let named: Vec<(Option<usize>, &str)> =
             problems.iter().map(|p| (p.row, p.field.as_str())).collect();
         assert!(named.contains(&(Some(2), "a.id")), "{named:?}");
@@ -242,18 +291,24 @@ mod tests {
         let a = parse_run(
             "a.",
             RawRun::Items(vec![with("p1"), with("p2"), with("p1")]),
+            Some("BART"),
             &mut names,
             &mut problems,
         );
         let b = parse_run(
             "b.",
             RawRun::Items(vec![with("p2")]),
+            None,
             &mut names,
             &mut problems,
         );
         assert!(problems.is_empty(), "{problems:?}");
         assert_eq!(a.clusters, Some(vec![0, 1, 0]));
         assert_eq!(b.clusters, Some(vec![1]));
+        assert_eq!(
+            (a.group.as_deref(), b.group.as_deref()),
+            (Some("BART"), None)
+        );
         let (key, settings) = parse_common(
             "g",
             "r",
@@ -261,11 +316,13 @@ mod tests {
             RawSettings {
                 level: Some(0.9),
                 target_half_width: Some(0.05),
+                estimand: Some("population".into()),
             },
             &mut problems,
         );
         assert!(key.is_some() && problems.is_empty());
         assert_eq!((settings.level, settings.target), (0.9, Some(0.05)));
+        assert_eq!(settings.estimand, Estimand::Population);
         parse_common(
             "g",
             "r",
@@ -273,10 +330,14 @@ mod tests {
             RawSettings {
                 level: Some(1.0),
                 target_half_width: Some(-1.0),
+                estimand: Some("prompts".into()),
             },
             &mut problems,
         );
         let fields: Vec<&str> = problems.iter().map(|p| p.field.as_str()).collect();
-        assert_eq!(fields, ["version", "level", "target_half_width"]);
+        assert_eq!(
+            fields,
+            ["version", "level", "estimand", "target_half_width"]
+        );
     }
 }

@@ -100,6 +100,12 @@ name_type!(
     RubricName,
     "rubric"
 );
+name_type!(
+    /// The group of an anchor or a run: the system (model) whose output the judge scored,
+    /// e.g. `gpt-4o` or `BART`.
+    GroupName,
+    "group"
+);
 
 /// An item's id inside one cell: any non-empty text up to 256 characters, no control
 /// characters.
@@ -196,6 +202,8 @@ pub struct Anchor {
     pub item_id: ItemId,
     pub judge_score: f64,
     pub reference_score: f64,
+    /// The system whose output was judged, where the uploader named it.
+    pub group: Option<GroupName>,
 }
 
 /// What `GET /v1/cells` lists.

@@ -10,7 +10,8 @@ use super::extract::{AnchorUpload, AnyKey, Authorized, IngestScope, Path, Query,
 use super::rfc3339;
 
 /// One cell's anchors as JSON. CSV uploads (`text/csv`) carry the columns
-/// `judge,rubric,item_id,judge_score,reference_score` instead, for any number of cells.
+/// `judge,rubric,item_id,judge_score,reference_score` (and optionally `group`) instead, for any
+/// number of cells.
 #[derive(ToSchema)]
 #[allow(dead_code)] // Documents the body: the handler reads rows itself to report every problem.
 pub struct AnchorBatchRequest {
@@ -48,6 +49,17 @@ pub struct AnchorDto {
     /// The trusted score; inside the rubric's scale (1–5 unless set with PUT /v1/rubrics).
     #[schema(example = 4.0)]
     pub reference_score: f64,
+    /// Optional: the system (model) whose output was judged, named like judges. Versions then
+    /// measure how the judge's bias varies between systems, and run-level answers account
+    /// for it.
+    #[schema(
+        example = "BART",
+        pattern = "^[A-Za-z0-9][A-Za-z0-9._:-]*$",
+        min_length = 1,
+        max_length = 64
+    )]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -108,7 +120,7 @@ pub struct CoverageDto {
     params(UploadParams),
     request_body(content(
         (AnchorBatchRequest = "application/json"),
-        (String = "text/csv", example = "judge,rubric,item_id,judge_score,reference_score\ngpt-4o-mini,coherence,story-17,3.25,4\n"),
+        (String = "text/csv", example = "judge,rubric,item_id,judge_score,reference_score,group\ngpt-4o-mini,coherence,story-17,3.25,4,BART\n"),
     )),
     responses(
         (status = 200, description = "Stored (or found unchanged)", body = IngestResponse),
@@ -253,6 +265,7 @@ pub async fn list_anchors(
                 item_id: a.item_id.as_str().to_owned(),
                 judge_score: a.judge_score,
                 reference_score: a.reference_score,
+                group: a.group.map(String::from),
             })
             .collect(),
         next_cursor: page.next_cursor,

@@ -7,7 +7,10 @@ use utoipa::ToSchema;
 use super::AppState;
 use super::error::{ApiError, ErrorBody};
 use super::extract::{Authorized, CorrectScope, Json};
-use crate::calibrate::runlevel::{Advice, RunComparison, RunEstimate, Support, Term, Transport};
+use crate::calibrate::runlevel::groups::GroupTerm;
+use crate::calibrate::runlevel::{
+    Advice, GroupAnswer, RunComparison, RunEstimate, Support, THIN_ANCHORS, Term, Transport,
+};
 use crate::domain::Problem;
 use crate::domain::estimate::{self, ClusterNames, RawItem, RawRun, RawSettings};
 use crate::service::{CompareRequest, EstimateRequest, Loaded};
@@ -64,6 +67,8 @@ pub struct ScoresRun {
     /// Raw judge scores, one per item of the run.
     #[schema(example = json!([2.5, 3.0, 4.0]), min_items = 1)]
     scores: Vec<f64>,
+    #[schema(value_type = Option<String>, pattern = "^[A-Za-z0-9][A-Za-z0-9._:-]*$", min_length = 1, max_length = 64, example = "BART")]
+    group: Option<String>,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -72,6 +77,15 @@ pub struct ScoresRun {
 pub struct ItemsRun {
     #[schema(min_items = 1)]
     items: Vec<RunItemDto>,
+    /// The system whose outputs the run holds, as the anchors name their groups: a known
+    /// group gets its own bias correction, a new one (or none) the between-group variance.
+    #[schema(
+        pattern = "^[A-Za-z0-9][A-Za-z0-9._:-]*$",
+        min_length = 1,
+        max_length = 64,
+        example = "BART"
+    )]
+    group: Option<String>,
 }
 
 /// A run as the handlers read it: errors then name the field, where an untagged enum could
@@ -81,6 +95,7 @@ pub struct ItemsRun {
 pub struct RunBody {
     scores: Option<Vec<f64>>,
     items: Option<Vec<RunItemDto>>,
+    group: Option<String>,
 }
 
 impl RunBody {
@@ -131,6 +146,11 @@ macro_rules! estimate_doc {
             rubric: String,
             $(#[$meta])*
             $field: $ty,
+            /// The system whose outputs the run holds, as the anchors name their groups: a
+            /// known group gets its own shrunk bias correction, a new one (or none) the
+            /// between-group variance of the bias.
+            #[schema(pattern = "^[A-Za-z0-9][A-Za-z0-9._:-]*$", min_length = 1, max_length = 64, example = "BART")]
+            group: Option<String>,
             /// A version of the cell to use instead of the active one.
             #[schema(minimum = 1)]
             version: Option<i64>,
@@ -164,6 +184,7 @@ pub struct EstimateBody {
     rubric: String,
     scores: Option<Vec<f64>>,
     items: Option<Vec<RunItemDto>>,
+    group: Option<String>,
     version: Option<i64>,
     level: Option<f64>,
     target_half_width: Option<f64>,
@@ -200,6 +221,11 @@ pub struct CompareBody {
     level: Option<f64>,
     #[schema(exclusive_minimum = 0.0, example = 0.05)]
     target_half_width: Option<f64>,
+    /// What the difference estimates: `runs` (default), the runs' own mean reference
+    /// difference, what these very items would show if all were labelled; or `population`,
+    /// the mean difference over the prompts the paired items were drawn from.
+    #[schema(value_type = Option<String>, example = "runs", pattern = "^(runs|population)$")]
+    estimand: Option<String>,
 }
 
 /// The variance of an estimate, in its parts.
@@ -211,7 +237,32 @@ pub struct VarianceDto {
     /// From the corrector's finite anchors (0 on the labelled path, which does not rely on
     /// the corrector; 0 where `corrector_term` is `omitted`).
     corrector: f64,
+    /// From the system-specific bias of the run's group (plain path, where the anchors carry
+    /// groups): see `group`.
+    group: f64,
     total: f64,
+}
+
+/// How the judge's system-specific bias entered the answer.
+#[derive(Serialize, ToSchema)]
+pub struct GroupTermDto {
+    /// `known` (the run's group is among the anchors': its shrunk bias is applied), `new` (a
+    /// new system's bias is a draw from the between-group distribution: its variance is
+    /// added), or `unmeasured` (the anchors carry fewer than two groups, or the labelled path,
+    /// which needs no such term).
+    term: &'static str,
+    /// The bias correction applied to the estimate.
+    shift: f64,
+    variance: f64,
+    /// The between-group standard deviation of the bias the version measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tau: Option<f64>,
+    /// Groups behind it.
+    groups: usize,
+    /// `random_effects` (5 groups or more) or `conservative` (fewer: no shrinkage, and the
+    /// between-group spread taken whole).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rule: Option<String>,
 }
 
 /// The run's judge scores against the anchors' range.
@@ -223,6 +274,11 @@ pub struct SupportDto {
     outside_share: f64,
     /// More than 5% outside: the corrector's level there is extrapolated.
     extrapolated: bool,
+    /// Share of the run's judge scores where the anchors are thin: fewer than 20 anchors
+    /// within ± 1/20 of the anchors' range.
+    thin_share: f64,
+    /// More than 5% where the anchors are thin.
+    sparse: bool,
 }
 
 /// The corrector's bias on this run, from its labelled items.
@@ -230,9 +286,13 @@ pub struct SupportDto {
 pub struct TransportDto {
     /// Mean of reference − corrected on the labelled items.
     mean_residual: f64,
-    /// Its interval at the request's level; excluding 0, the corrector is biased on this run
-    /// and the plain path's answer would be off by about this much.
+    /// Its interval at the request's level for this run's own mean residual (the labelled
+    /// items are a sample of the run: finite-run corrected).
     interval: [f64; 2],
+    /// Its interval for the corrector's bias on the population the run was drawn from (no
+    /// finite-run correction); excluding 0, the corrector is biased on runs like this one and
+    /// a plain answer would be off by about this much (`warnings` says so).
+    bias_interval: [f64; 2],
 }
 
 /// What would bring the half-width to `target_half_width`.
@@ -273,6 +333,7 @@ pub struct RunEstimateDto {
     support: SupportDto,
     #[serde(skip_serializing_if = "Option::is_none")]
     transport: Option<TransportDto>,
+    group: GroupTermDto,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -307,27 +368,44 @@ pub struct CompareResponse {
     interval: [f64; 2],
     /// Two-sided, against no difference.
     p_value: f64,
-    /// bayes versions on the plain path: the posterior probability that A's mean is higher.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    prob_a_greater: Option<f64>,
+    /// The probability that A's mean is the higher, from the interval's own distribution (the
+    /// t or normal centred on `difference` with its standard error): an approximation, not a
+    /// posterior; on every path.
+    prob_a_greater: f64,
     /// `plain` or `labelled` (either run has labelled items).
     path: &'static str,
-    /// Whether the items were paired by id (the interval then uses the per-item differences).
+    /// Whether the items were paired by id.
     paired: bool,
+    /// `runs` (the runs' own difference) or `population` (over the prompts).
+    estimand: &'static str,
     /// Items paired.
     pairs: usize,
     variance: VarianceDto,
     corrector_term: &'static str,
+    /// The group term of the difference: cancelled where both runs name one group.
+    group: GroupTermDto,
     #[serde(skip_serializing_if = "Option::is_none")]
     plan: Option<PlanDto>,
     warnings: Vec<String>,
 }
 
-fn variance(v: crate::calibrate::inference::Variance) -> VarianceDto {
+fn variance(v: crate::calibrate::runlevel::inference::Variance) -> VarianceDto {
     VarianceDto {
         sampling: v.sampling,
         corrector: v.corrector,
-        total: v.sampling + v.corrector,
+        group: v.group,
+        total: v.total(),
+    }
+}
+
+fn group(g: &GroupAnswer) -> GroupTermDto {
+    GroupTermDto {
+        term: g.term.as_str(),
+        shift: g.shift,
+        variance: g.variance,
+        tau: g.tau,
+        groups: g.groups,
+        rule: g.rule.clone(),
     }
 }
 
@@ -336,6 +414,8 @@ fn support(s: &Support) -> SupportDto {
         anchor_range: [s.anchor_range.0, s.anchor_range.1],
         outside_share: s.outside,
         extrapolated: s.extrapolated(),
+        thin_share: s.thin,
+        sparse: s.sparse(),
     }
 }
 
@@ -353,7 +433,9 @@ fn run_dto(e: &RunEstimate) -> RunEstimateDto {
         transport: e.transport.map(|t: Transport| TransportDto {
             mean_residual: t.mean_residual,
             interval: [t.interval.0, t.interval.1],
+            bias_interval: [t.bias_interval.0, t.bias_interval.1],
         }),
+        group: group(&e.group),
     }
 }
 
@@ -399,19 +481,37 @@ fn warnings(name: &str, e: &RunEstimate, level: f64, out: &mut Vec<String>) {
             e.support.anchor_range.1
         ));
     }
+    if e.support.sparse() && !e.support.extrapolated() {
+        out.push(format!(
+            "{name}{:.1}% of the judge scores lie where the anchors are thin (fewer than {THIN_ANCHORS} anchors nearby): the corrected level there rests on few anchors; upload anchors near those scores, or label a sample of the run",
+            100.0 * e.support.thin
+        ));
+    }
     if let Term::Omitted(why) = e.term {
         out.push(format!("{name}{why}"));
     }
-    if let Some(t) = e.transport
-        && (t.interval.0 > 0.0 || t.interval.1 < 0.0)
-    {
+    if let Some(t) = e.transport.filter(Transport::biased) {
         out.push(format!(
-            "{name}the corrector is biased on this run: its mean residual on the labelled items is {:.3} ({:.0}% interval [{:.3}, {:.3}]); the labelled path corrects for it, a plain estimate would not",
+            "{name}the corrector is biased on runs like this one: its mean residual on the labelled items is {:.3} ({:.0}% interval for the bias [{:.3}, {:.3}]); the labelled path corrects for it, a plain estimate would not",
             t.mean_residual,
             100.0 * level,
-            t.interval.0,
-            t.interval.1
+            t.bias_interval.0,
+            t.bias_interval.1
         ));
+    }
+}
+
+/// What the reader must know about the group term of a plain answer.
+fn group_warnings(g: &GroupAnswer, out: &mut Vec<String>) {
+    match (g.term, g.rule.as_deref()) {
+        (GroupTerm::Unmeasured, _) => out.push(
+            "the version's anchors name fewer than two groups: system-specific bias (a judge rating one system's outputs differently from another's at the same score) is not accounted for; upload anchors with `group` set to the system whose output was judged, from several systems, and retrain".into(),
+        ),
+        (_, Some("conservative")) => out.push(format!(
+            "the version's anchors name {} groups: too few to estimate how the judge's bias varies between systems, so the conservative rule applies (the group's own bias unshrunk, or the whole between-group spread for a new system)",
+            g.groups
+        )),
+        _ => {}
     }
 }
 
@@ -479,15 +579,23 @@ pub async fn estimate(
         RawSettings {
             level: body.level,
             target_half_width: body.target_half_width,
+            estimand: None,
         },
     );
     let raw = RunBody {
         scores: body.scores,
         items: body.items,
+        group: None,
     }
     .raw("")
     .map_err(|p| ApiError::invalid("the estimate request was refused", vec![p]))?;
-    let run = estimate::parse_run("", raw, &mut ClusterNames::default(), &mut problems);
+    let run = estimate::parse_run(
+        "",
+        raw,
+        body.group.as_deref(),
+        &mut ClusterNames::default(),
+        &mut problems,
+    );
     let Some(key) = key.filter(|_| problems.is_empty()) else {
         return Err(ApiError::invalid(
             "the estimate request was refused",
@@ -504,6 +612,9 @@ pub async fn estimate(
     let (judge, rubric, version, method) = identify(&loaded);
     let mut notes = Vec::new();
     warnings("", &e, settings.level, &mut notes);
+    if e.path == crate::calibrate::runlevel::Path::Plain {
+        group_warnings(&e.group, &mut notes);
+    }
     Ok(axum::Json(EstimateResponse {
         judge,
         rubric,
@@ -549,15 +660,18 @@ pub async fn compare(
         RawSettings {
             level: body.level,
             target_half_width: body.target_half_width,
+            estimand: body.estimand.clone(),
         },
     );
     let mut names = ClusterNames::default();
-    let mut run = |prefix: &str, body: RunBody, problems: &mut Vec<Problem>| match body.raw(prefix)
-    {
-        Ok(raw) => estimate::parse_run(prefix, raw, &mut names, problems),
-        Err(p) => {
-            problems.push(p);
-            Default::default()
+    let mut run = |prefix: &str, body: RunBody, problems: &mut Vec<Problem>| {
+        let group = body.group.clone();
+        match body.raw(prefix) {
+            Ok(raw) => estimate::parse_run(prefix, raw, group.as_deref(), &mut names, problems),
+            Err(p) => {
+                problems.push(p);
+                Default::default()
+            }
         }
     };
     let a = run("a.", body.a, &mut problems);
@@ -580,6 +694,11 @@ pub async fn compare(
     let mut notes = Vec::new();
     warnings("run a: ", &c.a, settings.level, &mut notes);
     warnings("run b: ", &c.b, settings.level, &mut notes);
+    if c.a.path == crate::calibrate::runlevel::Path::Plain
+        || c.b.path == crate::calibrate::runlevel::Path::Plain
+    {
+        group_warnings(&c.group, &mut notes);
+    }
     notes.dedup();
     let d = &c.difference;
     Ok(axum::Json(CompareResponse {
@@ -596,9 +715,11 @@ pub async fn compare(
         prob_a_greater: c.prob_a_greater,
         path: c.path.as_str(),
         paired: d.paired,
+        estimand: c.estimand.as_str(),
         pairs: c.pairs,
         variance: variance(d.variance),
         corrector_term: c.term.as_str(),
+        group: group(&c.group),
         plan: plan(c.advice, settings.target),
         warnings: notes,
     }))

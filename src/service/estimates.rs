@@ -91,6 +91,7 @@ impl Service {
             f(Basis {
                 model: &loaded.version.model,
                 anchors: &anchors,
+                groups: loaded.version.groups.as_ref(),
             })
         };
         let out = if light {

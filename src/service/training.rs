@@ -10,11 +10,12 @@ use sha2::{Digest, Sha256};
 use crate::calibrate::conformal::Intervals;
 use crate::calibrate::cv;
 use crate::calibrate::quality::Comparison;
+use crate::calibrate::runlevel::groups::GroupBias;
 use crate::calibrate::select;
-use crate::calibrate::{Cell, Run};
+use crate::calibrate::{Cell, Corrected, Run};
 use crate::domain::calibration::NewVersion;
 use crate::domain::training::Plan;
-use crate::domain::{Anchor, RubricName, Scale};
+use crate::domain::{Anchor, GroupName, RubricName, Scale};
 
 /// Shared between a running job's worker and its training thread: how far it is, what it last
 /// reported, and whether it should stop.
@@ -52,6 +53,8 @@ pub struct CellData {
     pub scale: Scale,
     /// (judge score, reference score), in item order.
     pub pairs: Vec<(f64, f64)>,
+    /// Each anchor's group, in the same order.
+    pub groups: Vec<Option<GroupName>>,
     pub digest: String,
 }
 
@@ -64,6 +67,7 @@ impl CellData {
                 .iter()
                 .map(|a| (a.judge_score, a.reference_score))
                 .collect(),
+            groups: anchors.iter().map(|a| a.group.clone()).collect(),
             digest: digest(anchors),
         }
     }
@@ -77,11 +81,26 @@ impl CellData {
             evaluation: None,
             decision: None,
             intervals: None,
+            groups: None,
         }
+    }
+
+    /// How the bias of a version with held-out predictions `held_out` varies between this
+    /// cell's groups.
+    fn group_bias(&self, held_out: &[Option<Corrected>]) -> Option<GroupBias> {
+        let (residuals, groups): (Vec<f64>, Vec<Option<&str>>) = self
+            .pairs
+            .iter()
+            .zip(held_out)
+            .zip(&self.groups)
+            .filter_map(|((p, c), g)| c.map(|c| (p.1 - c.score, g.as_ref().map(|g| g.as_str()))))
+            .unzip();
+        GroupBias::of(&residuals, &groups)
     }
 }
 
-/// SHA-256 over the anchors in item order (id, then both scores' exact bits): two fits with
+/// SHA-256 over the anchors in item order (id, both scores' exact bits, the group where one is
+/// named): two fits with
 /// the same digest saw the same data.
 pub fn digest(anchors: &[Anchor]) -> String {
     let mut h = Sha256::new();
@@ -90,6 +109,11 @@ pub fn digest(anchors: &[Anchor]) -> String {
         h.update([0]);
         h.update(a.judge_score.to_bits().to_le_bytes());
         h.update(a.reference_score.to_bits().to_le_bytes());
+        // Only where there is one, so anchors without groups keep their digest.
+        if let Some(g) = &a.group {
+            h.update([1]);
+            h.update(g.as_str().as_bytes());
+        }
     }
     crate::auth::hex(&h.finalize())
 }
@@ -126,6 +150,7 @@ pub fn train(
                         c.scale.max,
                     ),
                     intervals: Intervals::of(&c.pairs, held, job.split.seed),
+                    groups: c.group_bias(held),
                     ..c.version(model)
                 })
                 .collect()
@@ -138,6 +163,7 @@ pub fn train(
                 NewVersion {
                     evaluation: chosen.evaluation,
                     intervals: Intervals::of(&c.pairs, &chosen.held_out, options.split.seed),
+                    groups: c.group_bias(&chosen.held_out),
                     decision: Some(chosen.decision),
                     ..c.version(chosen.model)
                 }

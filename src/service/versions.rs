@@ -310,6 +310,7 @@ mod tests {
                 evaluation: None,
                 decision: None,
                 intervals: None,
+                groups: None,
                 failure: None,
                 created_at_ms: 0,
                 active: true,

@@ -13,7 +13,7 @@ use crate::domain::{
 };
 use crate::error::{Error, Result};
 
-/// Rows per multi-row statement: 5 columns x 1,000 rows stays far below both backends'
+/// Rows per multi-row statement: 6 columns x 1,000 rows stays far below both backends'
 /// bind-parameter limits (65,535 on Postgres, 32,766 on SQLite).
 const CHUNK: usize = 1000;
 
@@ -187,11 +187,11 @@ impl Store {
 
             // Which of the batch's items are stored already, and with what scores. A new
             // (empty) cell needs no look-up.
-            let mut stored: HashMap<String, (f64, f64)> = HashMap::new();
+            let mut stored: HashMap<String, (f64, f64, Option<String>)> = HashMap::new();
             if stored_count > 0 {
                 for chunk in cell.anchors.chunks(CHUNK) {
                     let sql = format!(
-                        "SELECT item_id, judge_score, reference_score FROM anchors
+                        "SELECT item_id, judge_score, reference_score, group_name FROM anchors
                          WHERE cell_id = $1 AND item_id IN ({})",
                         placeholder_list(chunk.len(), 2)
                     );
@@ -200,7 +200,7 @@ impl Store {
                         q = q.bind(a.item_id.as_str());
                     }
                     for r in q.fetch_all(&mut *tx).await? {
-                        stored.insert(r.try_get(0)?, (r.try_get(1)?, r.try_get(2)?));
+                        stored.insert(r.try_get(0)?, (r.try_get(1)?, r.try_get(2)?, r.try_get(3)?));
                     }
                 }
             }
@@ -209,23 +209,30 @@ impl Store {
             let mut changed: Vec<&Anchor> = Vec::new();
             let mut unchanged = 0;
             for (anchor, &batch_row) in cell.anchors.iter().zip(&cell.rows) {
+                let group = anchor.group.as_ref().map(|g| g.as_str());
                 match stored.get(anchor.item_id.as_str()) {
                     None => fresh.push(anchor),
-                    Some(&(j, y)) if j == anchor.judge_score && y == anchor.reference_score => {
+                    Some((j, y, g))
+                        if *j == anchor.judge_score
+                            && *y == anchor.reference_score
+                            && g.as_deref() == group =>
+                    {
                         unchanged += 1;
                     }
-                    Some(&(j, y)) => {
+                    Some((j, y, g)) => {
                         if !replace {
                             conflicts.push(Problem::at(
                                 Some(batch_row),
                                 "item_id",
                                 format!(
-                                    "{:?} is stored for {} with judge_score {j} and reference_score {y}; \
-                                     this batch has {} and {}",
+                                    "{:?} is stored for {} with judge_score {j}, reference_score {y} and group {}; \
+                                     this batch has {}, {} and {}",
                                     anchor.item_id.as_str(),
                                     cell.key,
+                                    g.as_deref().unwrap_or("(none)"),
                                     anchor.judge_score,
-                                    anchor.reference_score
+                                    anchor.reference_score,
+                                    group.unwrap_or("(none)")
                                 ),
                             ));
                         }
@@ -251,8 +258,8 @@ impl Store {
             let to_insert: Vec<&Anchor> = fresh.iter().chain(&changed).copied().collect();
             for chunk in to_insert.chunks(CHUNK) {
                 let sql = format!(
-                    "INSERT INTO anchors (cell_id, item_id, judge_score, reference_score, updated_at_ms) VALUES {}",
-                    placeholder_rows(chunk.len(), 5, 1)
+                    "INSERT INTO anchors (cell_id, item_id, judge_score, reference_score, updated_at_ms, group_name) VALUES {}",
+                    placeholder_rows(chunk.len(), 6, 1)
                 );
                 let mut q = sqlx::query(AssertSqlSafe(sql));
                 for a in chunk {
@@ -261,7 +268,8 @@ impl Store {
                         .bind(a.item_id.as_str())
                         .bind(a.judge_score)
                         .bind(a.reference_score)
-                        .bind(now);
+                        .bind(now)
+                        .bind(a.group.as_ref().map(|g| g.as_str().to_owned()));
                 }
                 q.execute(&mut *tx).await?;
             }
@@ -352,7 +360,7 @@ impl Store {
     ) -> Result<(Vec<Anchor>, bool)> {
         let cell_id = self.cell_id(key).await?;
         let rows = sqlx::query(
-            "SELECT item_id, judge_score, reference_score FROM anchors
+            "SELECT item_id, judge_score, reference_score, group_name FROM anchors
              WHERE cell_id = $1 AND item_id > $2 ORDER BY item_id LIMIT $3",
         )
         .bind(&cell_id)
@@ -370,6 +378,7 @@ impl Store {
                         .map_err(|_| bad_row("item id"))?,
                     judge_score: r.try_get(1)?,
                     reference_score: r.try_get(2)?,
+                    group: group_of(r.try_get(3)?)?,
                 })
             })
             .collect::<Result<_>>()?;
@@ -411,4 +420,10 @@ impl Store {
         tx.commit().await?;
         Ok(count)
     }
+}
+
+/// A stored group name, checked again on the way out.
+pub(super) fn group_of(raw: Option<String>) -> Result<Option<crate::domain::GroupName>> {
+    raw.map(|g| crate::domain::GroupName::parse(&g).map_err(|_| bad_row("group name")))
+        .transpose()
 }

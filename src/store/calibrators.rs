@@ -20,7 +20,7 @@ fn to_json<T: serde::Serialize>(value: &T) -> Result<String> {
 
 const VERSION_COLUMNS: &str = "cal.id, c.judge, c.rubric, cal.version, cal.method, cal.job_id, \
      cal.anchor_count, cal.anchor_digest, cal.params, cal.diagnostics, cal.evaluation, \
-     cal.decision, cal.intervals, cal.failure, cal.created_at_ms, act.calibrator_id AS active_id";
+     cal.decision, cal.intervals, cal.groups, cal.failure, cal.created_at_ms, act.calibrator_id AS active_id";
 
 const VERSION_FROM: &str = "FROM calibrators cal JOIN cells c ON c.id = cal.cell_id \
      LEFT JOIN active_calibrators act ON act.cell_id = cal.cell_id";
@@ -36,6 +36,7 @@ fn version_from_row(row: &AnyRow) -> Result<CalibratorVersion> {
     let evaluation: String = row.try_get("evaluation")?;
     let decision: Option<String> = row.try_get("decision")?;
     let intervals: Option<String> = row.try_get("intervals")?;
+    let groups: Option<String> = row.try_get("groups")?;
     Ok(CalibratorVersion {
         id: CalibratorId::parse(&id).ok_or_else(|| corrupt("id"))?,
         key: CellKey {
@@ -55,6 +56,9 @@ fn version_from_row(row: &AnyRow) -> Result<CalibratorVersion> {
             .transpose()?,
         intervals: intervals
             .map(|i| serde_json::from_str(&i).map_err(|_| corrupt("intervals")))
+            .transpose()?,
+        groups: groups
+            .map(|g| serde_json::from_str(&g).map_err(|_| corrupt("groups")))
             .transpose()?,
         failure: row.try_get("failure")?,
         created_at_ms: row.try_get("created_at_ms")?,
@@ -98,7 +102,7 @@ impl Store {
         rubrics: Option<&[RubricName]>,
     ) -> Result<Vec<(RubricName, Vec<Anchor>)>> {
         let rows = sqlx::query(
-            "SELECT c.rubric, a.item_id, a.judge_score, a.reference_score
+            "SELECT c.rubric, a.item_id, a.judge_score, a.reference_score, a.group_name
              FROM anchors a JOIN cells c ON c.id = a.cell_id
              WHERE c.judge = $1 ORDER BY c.rubric, a.item_id",
         )
@@ -117,6 +121,7 @@ impl Store {
                     .map_err(|_| corrupt("item id"))?,
                 judge_score: r.try_get(2)?,
                 reference_score: r.try_get(3)?,
+                group: super::anchors::group_of(r.try_get(4)?)?,
             };
             if let Some((_, anchors)) = out.last_mut() {
                 anchors.push(anchor);
@@ -187,8 +192,8 @@ impl Store {
             sqlx::query(
                 "INSERT INTO calibrators (id, cell_id, version, method, job_id, anchor_count,
                      anchor_digest, params, diagnostics, evaluation, decision, intervals, passed,
-                     failure, created_at_ms)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+                     failure, created_at_ms, groups)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
             )
             .bind(&id)
             .bind(&cell_id)
@@ -206,6 +211,7 @@ impl Store {
             .bind(i64::from(failure.is_none()))
             .bind(failure.clone())
             .bind(now)
+            .bind(v.groups.as_ref().map(to_json).transpose()?)
             .execute(&mut *tx)
             .await?;
             let active = failure.is_none() || force;
@@ -226,6 +232,7 @@ impl Store {
                 evaluation: v.evaluation,
                 decision: v.decision.clone(),
                 intervals: v.intervals.clone(),
+                groups: v.groups.clone(),
                 failure,
                 created_at_ms: now,
                 active,

@@ -8,6 +8,7 @@ use plotters::style::RGBColor;
 use super::experiment::{Options, Run, Split};
 use crate::calibrate::Method;
 use crate::calibrate::quality::{kde_on_grid, level_spacing};
+use crate::calibrate::stats::mean;
 use crate::plots::{Figure, Mark, Panel, Series, colour, write};
 
 pub fn method_colour(m: Method) -> RGBColor {
@@ -32,10 +33,6 @@ pub fn density(xs: &[f64], lo: f64, hi: f64, points: usize) -> Vec<(f64, f64)> {
 
 fn diagonal(lo: f64, hi: f64) -> Series {
     Series::line("y = x", colour::REFERENCE, true, vec![(lo, lo), (hi, hi)])
-}
-
-fn mean(xs: &[f64]) -> f64 {
-    xs.iter().sum::<f64>() / xs.len() as f64
 }
 
 /// Figure 1: the bias mechanism: judge against reference with the mean curve, and the two

@@ -7,6 +7,7 @@
 pub mod evaluate;
 pub mod experiment;
 pub mod figures;
+pub mod grid;
 pub mod intervals;
 pub mod runlevel;
 pub mod sources;

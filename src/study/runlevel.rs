@@ -26,7 +26,7 @@ use nuts_rs::rand::{RngExt, SeedableRng};
 
 use super::synthetic::{JudgeModel, stand_in_reference};
 use crate::calibrate::runlevel::{self, Basis, Path, RunItems, Settings};
-use crate::calibrate::stats::normal_quantile;
+use crate::calibrate::stats::{mean, normal_quantile};
 use crate::calibrate::{Cell, Method, Model, Run};
 
 #[derive(Debug, Clone)]
@@ -153,10 +153,6 @@ pub struct Row {
     pub tally: Tally,
 }
 
-fn mean(xs: &[f64]) -> f64 {
-    xs.iter().sum::<f64>() / xs.len() as f64
-}
-
 /// mean ± z·se of `xs`.
 fn naive(xs: &[f64], z: f64) -> (f64, f64) {
     let m = mean(xs);
@@ -239,12 +235,13 @@ fn replicate(opts: &Options, rep: usize) -> Result<Vec<Row>, String> {
                 let basis = Basis {
                     model,
                     anchors: &cell,
+                    groups: None,
                 };
                 let settings = Settings {
                     level: opts.level,
                     refits: opts.refits,
                     seed: rep as u64,
-                    target: None,
+                    ..Settings::default()
                 };
                 let corrected = |js: &[f64]| -> Result<Vec<f64>, String> {
                     Ok(model.correct(js)?.iter().map(|c| c.score).collect())
@@ -539,6 +536,7 @@ pub fn systems(
     let basis = Basis {
         model: &model,
         anchors: &cell,
+        groups: None,
     };
     let settings = Settings {
         seed,

@@ -4,7 +4,7 @@
 //! computes them (see ../shared/NOTES.md), so they are written here, following the paper and
 //! Stan's reference implementation (`posterior::rhat`, `ess_bulk`, `ess_tail`).
 
-use crate::calibrate::stats::{normal_quantile, quantile};
+use crate::calibrate::stats::{mean, normal_quantile, quantile};
 
 /// Each chain cut into its two halves (the "split" of split-R̂).
 fn split(chains: &[Vec<f64>]) -> Vec<Vec<f64>> {
@@ -42,10 +42,6 @@ fn rank_normalise(chains: &[Vec<f64>]) -> Vec<Vec<f64>> {
         i = k + 1;
     }
     out
-}
-
-fn mean(xs: &[f64]) -> f64 {
-    xs.iter().sum::<f64>() / xs.len() as f64
 }
 
 fn var(xs: &[f64]) -> f64 {

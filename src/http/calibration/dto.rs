@@ -511,6 +511,12 @@ pub struct VersionDto {
     /// own interval).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub intervals: Option<IntervalsDto>,
+    /// How the version's held-out bias varies between the groups its anchors name (the
+    /// systems whose outputs were judged): each group's mean residual with its standard
+    /// error, and the between-group standard deviation τ that run-level answers use. Absent
+    /// where the anchors name fewer than two groups.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub groups: Option<crate::calibrate::runlevel::groups::GroupBias>,
 }
 
 impl From<CalibratorVersion> for VersionDto {
@@ -542,6 +548,7 @@ impl From<CalibratorVersion> for VersionDto {
             evaluation: v.evaluation.map(Into::into),
             decision: v.decision.map(Into::into),
             intervals: v.intervals.map(Into::into),
+            groups: v.groups,
         }
     }
 }

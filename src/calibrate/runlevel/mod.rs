@@ -9,9 +9,26 @@
 //! corrected score, over N) plus the corrector's, as the method's [`MeanUncertainty`] says.
 //! With labelled items (a uniform sample of this run) the labelled path (PPI++) needs no such
 //! assumption.
+//!
+//! Where the version's anchors carry groups (the systems whose outputs were judged), the plain
+//! path's assumption is the precise one: the reference given the judge score is distributed on
+//! the run as on the anchors' groups, up to a group bias drawn as theirs were. A run of a known
+//! group gets that group's shrunk bias; a run of a new group (or of none) the between-group
+//! variance (`groups`). Without groups the answer says that system-specific bias is not
+//! accounted for.
+//!
+//! - `inference`: the statistics of one mean and of a difference (plain and labelled paths);
+//! - `groups`: the between-group bias and its terms;
+//! - this module: a version's model and anchors put together into answers, with the corrector's
+//!   own term (`Term`), the support check, the transport check and the plan (`Advice`).
 
-use super::inference::{self, Difference, MeanEstimate, Variance};
+pub mod groups;
+pub mod inference;
+
+use super::stats::{mean, sample_variance};
 use super::{Cell, MeanUncertainty, Model};
+use groups::{BiasShift, GroupBias, GroupTerm};
+use inference::{Difference, Estimand, MeanEstimate};
 
 /// One run as the caller sent it.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -23,6 +40,8 @@ pub struct RunItems {
     pub clusters: Option<Vec<u64>>,
     /// Each item's id, when given (pairs the items of two runs).
     pub ids: Option<Vec<String>>,
+    /// The system whose outputs the run holds, when given.
+    pub group: Option<String>,
 }
 
 impl RunItems {
@@ -46,11 +65,13 @@ impl RunItems {
     }
 }
 
-/// A version's model and the anchors it could have been fitted on.
+/// A version's model, the anchors it could have been fitted on and what its held-out residuals
+/// say of the groups' bias.
 #[derive(Clone, Copy)]
 pub struct Basis<'a> {
     pub model: &'a Model,
     pub anchors: &'a Cell,
+    pub groups: Option<&'a GroupBias>,
 }
 
 /// How an answer is worked out.
@@ -63,6 +84,8 @@ pub struct Settings {
     pub seed: u64,
     /// A half-width to plan for.
     pub target: Option<f64>,
+    /// What a comparison estimates.
+    pub estimand: Estimand,
 }
 
 impl Default for Settings {
@@ -72,6 +95,7 @@ impl Default for Settings {
             refits: 200,
             seed: 0,
             target: None,
+            estimand: Estimand::Runs,
         }
     }
 }
@@ -84,8 +108,12 @@ const HISTOGRAM_BINS: usize = 128;
 pub const MIN_LABELLED: usize = 3;
 
 /// The plain path calls the level extrapolated above this share of scores outside the
-/// anchors' range.
+/// anchors' range, or where the anchors are thin.
 pub const SUPPORT_LIMIT: f64 = 0.05;
+
+/// A judge score whose neighbourhood (± 1/20 of the anchors' range) holds fewer anchors than
+/// this is where the anchors are thin.
+pub const THIN_ANCHORS: usize = 20;
 
 /// Which path an answer took.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,25 +164,76 @@ pub struct Support {
     pub anchor_range: (f64, f64),
     /// Share of the run's scores outside it.
     pub outside: f64,
+    /// Share of the run's scores with fewer than [`THIN_ANCHORS`] anchors within ± 1/20 of
+    /// the anchors' range (scores outside the range included).
+    pub thin: f64,
 }
 
 impl Support {
     pub fn extrapolated(&self) -> bool {
         self.outside > SUPPORT_LIMIT
     }
+
+    pub fn sparse(&self) -> bool {
+        self.thin > SUPPORT_LIMIT
+    }
 }
 
 /// The transport check: the corrector's mean residual (reference − corrected) on the run's
-/// labelled items, with its interval; away from 0, the corrector is biased on this run.
+/// labelled items. `interval` is for the run's own mean residual (the labelled items are a
+/// sample of the run: finite-run corrected), to report; `bias_interval` is for the bias of the
+/// corrector on the population the run was drawn from (S²/n, no finite-run correction), and it
+/// is the one the warning tests: a perfect corrector's residuals still average to something on
+/// a finite run.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Transport {
     pub mean_residual: f64,
     pub interval: (f64, f64),
+    pub bias_interval: (f64, f64),
+}
+
+impl Transport {
+    /// Whether the corrector is biased on this run's population, at the interval's level.
+    pub fn biased(&self) -> bool {
+        self.bias_interval.0 > 0.0 || self.bias_interval.1 < 0.0
+    }
+}
+
+/// The group term of an answer: which applied, and the measure behind it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupAnswer {
+    pub term: GroupTerm,
+    /// The bias correction applied (μ̂ for a new group, the shrunk bias for a known one).
+    pub shift: f64,
+    pub variance: f64,
+    /// τ̂ and the number of groups behind it (none where unmeasured).
+    pub tau: Option<f64>,
+    pub groups: usize,
+    /// `random_effects` or `conservative` (fewer than 5 groups).
+    pub rule: Option<String>,
+}
+
+impl GroupAnswer {
+    fn of(shift: &BiasShift, bias: Option<&GroupBias>) -> Self {
+        GroupAnswer {
+            term: shift.term,
+            shift: shift.shift(),
+            variance: shift.variance(),
+            tau: bias.map(|b| b.tau),
+            groups: bias.map_or(0, |b| b.groups.len()),
+            rule: bias.map(|b| b.rule.clone()),
+        }
+    }
+
+    fn none() -> Self {
+        Self::of(&BiasShift::none(), None)
+    }
 }
 
 /// What would bring the half-width down to the target.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Advice {
+    /// Already there.
     Reached,
     /// About this many anchors in all.
     Anchors(usize),
@@ -173,6 +252,7 @@ pub struct RunEstimate {
     pub support: Support,
     pub transport: Option<Transport>,
     pub advice: Option<Advice>,
+    pub group: GroupAnswer,
 }
 
 /// The difference of two runs' de-biased means, A − B.
@@ -185,18 +265,12 @@ pub struct RunComparison {
     pub term: Term,
     /// Items paired by id.
     pub pairs: usize,
-    /// Pr(A > B), for a Bayesian version on the plain path.
-    pub prob_a_greater: Option<f64>,
+    /// Pr(A > B) from the interval's own distribution (t or normal on the estimate and its
+    /// standard error): an approximation, on every path.
+    pub prob_a_greater: f64,
     pub advice: Option<Advice>,
-}
-
-fn mean(xs: &[f64]) -> f64 {
-    xs.iter().sum::<f64>() / xs.len() as f64
-}
-
-fn sample_variance(xs: &[f64]) -> f64 {
-    let m = mean(xs);
-    xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (xs.len() as f64 - 1.0).max(1.0)
+    pub group: GroupAnswer,
+    pub estimand: Estimand,
 }
 
 /// The corrector's own uncertainty in an answer.
@@ -219,6 +293,10 @@ struct Anchored<'a> {
     residuals: Vec<f64>,
     noise_var: f64,
     shift: f64,
+    /// The anchors' judge scores, sorted (the support check).
+    judge_scores: Vec<f64>,
+    /// The references' level spacing (0 for a continuous scale): the labelled path's floor.
+    spacing: f64,
 }
 
 impl<'a> Anchored<'a> {
@@ -243,12 +321,24 @@ impl<'a> Anchored<'a> {
             MeanUncertainty::Offset => (sample_variance(&residuals), mean(&residuals)),
             MeanUncertainty::Resample | MeanUncertainty::Omitted(_) => (mean_square, 0.0),
         };
+        let mut judge_scores = js;
+        judge_scores.sort_by(f64::total_cmp);
+        let references: Vec<f64> = pairs.iter().map(|p| p.1).collect();
         Ok(Self {
             basis,
             residuals,
             noise_var,
             shift,
+            judge_scores,
+            spacing: crate::calibrate::quality::level_spacing(&references),
         })
+    }
+
+    /// The group term of a run of `group`.
+    fn group_shift(&self, group: Option<&str>) -> BiasShift {
+        self.basis
+            .groups
+            .map_or(BiasShift::none(), |g| g.shift(group))
     }
 
     fn support(&self, scores: &[f64]) -> Support {
@@ -260,9 +350,21 @@ impl<'a> Anchored<'a> {
             .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), p| {
                 (lo.min(p.0), hi.max(p.0))
             });
+        let js = &self.judge_scores;
+        let radius = (hi - lo) / 20.0;
+        let thin = scores
+            .iter()
+            .filter(|&&j| {
+                let from = js.partition_point(|&x| x < j - radius);
+                let to = js.partition_point(|&x| x <= j + radius);
+                to - from < THIN_ANCHORS
+            })
+            .count() as f64
+            / scores.len().max(1) as f64;
         Support {
             anchor_range: (lo, hi),
             outside: inference::outside_support(scores, lo, hi),
+            thin,
         }
     }
 
@@ -375,13 +477,11 @@ impl<'a> Anchored<'a> {
         }
         if labelled == 0 {
             let (mean, term) = self.plain(run, &corrected, settings)?;
-            let advice = settings.target.map(|t| {
-                match inference::plan(mean.variance, self.residuals.len(), t, settings.level) {
-                    inference::Plan::Reached => Advice::Reached,
-                    inference::Plan::Anchors(n) => Advice::Anchors(n),
-                    inference::Plan::RunSize => Advice::RunSize,
-                }
-            });
+            let shift = self.group_shift(run.group.as_deref());
+            let mean = mean.with_group(&shift, settings.level);
+            let advice = settings
+                .target
+                .map(|t| inference::plan(mean.variance, self.residuals.len(), t, settings.level));
             return Ok(RunEstimate {
                 path: Path::Plain,
                 mean,
@@ -389,6 +489,7 @@ impl<'a> Anchored<'a> {
                 support,
                 transport: None,
                 advice,
+                group: GroupAnswer::of(&shift, self.basis.groups),
             });
         }
         let references = run.references();
@@ -397,6 +498,7 @@ impl<'a> Anchored<'a> {
             &references,
             run.clusters.as_deref(),
             settings.level,
+            self.spacing,
         )?;
         Ok(RunEstimate {
             path: Path::Labelled,
@@ -412,12 +514,13 @@ impl<'a> Anchored<'a> {
             mean,
             term: Term::NotNeeded,
             support,
+            group: GroupAnswer::none(),
         })
     }
 }
 
-/// The corrector's mean residual on the labelled items, with its interval for the mean
-/// residual over the whole run.
+/// The corrector's mean residual on the labelled items, with its interval for the run's own
+/// mean residual and for the corrector's bias on the run's population.
 fn transport(
     corrected: &[f64],
     reference: &[Option<f64>],
@@ -432,20 +535,22 @@ fn transport(
         .map(|&i| reference[i].unwrap_or_default() - corrected[i])
         .collect();
     let c: Option<Vec<u64>> = clusters.map(|c| idx.iter().map(|&i| c[i]).collect());
-    let (mean_residual, (_, hi)) = inference::mean_interval(&residuals, c.as_deref(), level);
+    let (mean_residual, bias_interval) = inference::mean_interval(&residuals, c.as_deref(), level);
     // The labelled items are a sample of this run without replacement: the finite-run
-    // correction, as in the labelled estimate itself.
-    let half = (hi - mean_residual) * (1.0 - idx.len() as f64 / corrected.len() as f64).sqrt();
+    // correction, as in the labelled estimate itself, for the run's own mean residual.
+    let half = (bias_interval.1 - mean_residual)
+        * (1.0 - idx.len() as f64 / corrected.len() as f64).sqrt();
     Transport {
         mean_residual,
         interval: (mean_residual - half, mean_residual + half),
+        bias_interval,
     }
 }
 
 /// How many labelled items would bring a labelled estimate's half-width to `target`: its
 /// sampling variance is (1/n − 1/N)·S².
 fn labels_needed(e: &MeanEstimate, target: f64, level: f64) -> Advice {
-    let q = inference::t_quantile(0.5 + level / 2.0, e.df.unwrap_or(f64::INFINITY));
+    let q = inference::quantile(level, e.df);
     let (n, big_n) = (e.labelled as f64, e.n as f64);
     if q * e.variance.sampling.sqrt() <= target {
         return Advice::Reached;
@@ -493,14 +598,25 @@ pub fn compare(
         .map_err(|e| format!("run b: {e}"))?;
     let pairs = pairing(a, b);
     let paired = pairs.as_ref().is_some_and(|p| p.len() >= 2);
-    let (fa, fb) = (
-        anchored.corrected(&a.scores)?,
-        anchored.corrected(&b.scores)?,
-    );
     let level = settings.level;
+    let answer = |difference: Difference, path, term, advice, group| RunComparison {
+        a: est_a.clone(),
+        b: est_b.clone(),
+        path,
+        prob_a_greater: difference.prob_a_greater,
+        difference,
+        term,
+        pairs: pairs.as_ref().map_or(0, |p| p.len()),
+        advice,
+        group,
+        estimand: settings.estimand,
+    };
     if est_a.path == Path::Plain && est_b.path == Path::Plain {
+        let (fa, fb) = (
+            anchored.corrected(&a.scores)?,
+            anchored.corrected(&b.scores)?,
+        );
         let t = anchored.corrector_term(&[&a.scores, &b.scores], &[1.0, -1.0], settings)?;
-        let term = t.term;
         let d = inference::difference(
             &fa,
             &fb,
@@ -508,39 +624,24 @@ pub fn compare(
             (a.clusters.as_deref(), b.clusters.as_deref()),
             (t.noise_var, t.noise_var),
             t.variance,
+            settings.estimand,
             level,
         )?;
-        let difference = Difference::new(d.estimate - t.bias, d.variance, d.df, level, d.paired);
-        let se = (difference.variance.sampling + difference.variance.corrector).sqrt();
-        // The posterior of the difference, approximated by the interval's own distribution.
-        let prob_a_greater = matches!(term, Term::Posterior).then(|| {
-            let tail = inference::two_sided_p(
-                difference.estimate / se.max(f64::MIN_POSITIVE),
-                difference.df,
-            ) / 2.0;
-            if difference.estimate >= 0.0 {
-                1.0 - tail
-            } else {
-                tail
-            }
+        let shift = basis.groups.map_or(BiasShift::none(), |g| {
+            g.contrast(a.group.as_deref(), b.group.as_deref())
         });
-        let advice = settings.target.map(|t| {
-            match inference::plan(difference.variance, anchored.residuals.len(), t, level) {
-                inference::Plan::Reached => Advice::Reached,
-                inference::Plan::Anchors(n) => Advice::Anchors(n),
-                inference::Plan::RunSize => Advice::RunSize,
-            }
+        let debiased = Difference::new(d.estimate - t.bias, d.variance, d.df, level, d.paired);
+        let difference = debiased.with_group(&shift, level);
+        let advice = settings.target.map(|target| {
+            inference::plan(difference.variance, anchored.residuals.len(), target, level)
         });
-        return Ok(RunComparison {
-            a: est_a,
-            b: est_b,
-            path: Path::Plain,
+        return Ok(answer(
             difference,
-            term,
-            pairs: pairs.map_or(0, |p| p.len()),
-            prob_a_greater,
+            Path::Plain,
+            t.term,
             advice,
-        });
+            GroupAnswer::of(&shift, basis.groups),
+        ));
     }
     // Paired runs labelled on the same items: the labelled path on the per-item differences.
     if let Some(p) = pairs.as_ref().filter(|_| paired) {
@@ -550,52 +651,33 @@ pub fn compare(
             .map(|&(i, k)| ra[i].zip(rb[k]).map(|(x, y)| x - y))
             .collect();
         if d_ref.iter().flatten().count() >= MIN_LABELLED {
+            let (fa, fb) = (
+                anchored.corrected(&a.scores)?,
+                anchored.corrected(&b.scores)?,
+            );
             let d: Vec<f64> = p.iter().map(|&(i, k)| fa[i] - fb[k]).collect();
             let c: Option<Vec<u64>> = a
                 .clusters
                 .as_ref()
                 .map(|c| p.iter().map(|&(i, _)| c[i]).collect());
-            let e = inference::labelled(&d, &d_ref, c.as_deref(), level)?;
+            let e = inference::labelled(&d, &d_ref, c.as_deref(), level, anchored.spacing)?;
             let difference = Difference::new(e.estimate, e.variance, e.df, level, true);
-            return Ok(RunComparison {
-                a: est_a,
-                b: est_b,
-                path: Path::Labelled,
+            return Ok(answer(
                 difference,
-                term: Term::NotNeeded,
-                pairs: p.len(),
-                prob_a_greater: None,
-                advice: settings.target.map(|t| labels_needed(&e, t, level)),
-            });
+                Path::Labelled,
+                Term::NotNeeded,
+                settings.target.map(|t| labels_needed(&e, t, level)),
+                GroupAnswer::none(),
+            ));
         }
     }
-    // Otherwise each run on its own path; their errors are independent.
-    let variance = Variance {
-        sampling: est_a.mean.variance.sampling + est_b.mean.variance.sampling,
-        corrector: est_a.mean.variance.corrector + est_b.mean.variance.corrector,
-    };
-    // A t quantile where both runs are labelled (on the smaller df); normal otherwise.
-    let df = est_a.mean.df.zip(est_b.mean.df).map(|(x, y)| x.min(y));
-    let difference = Difference::new(
-        est_a.mean.estimate - est_b.mean.estimate,
-        variance,
-        df,
-        level,
-        false,
-    );
-    let term = if est_a.path == Path::Plain {
-        est_a.term
+    // Otherwise each run on its own path; their errors are independent, and a Welch t
+    // combines a labelled run's degrees of freedom with the other's.
+    let difference = Difference::of_independent(&est_a.mean, &est_b.mean, level);
+    let (term, group) = if est_a.path == Path::Plain {
+        (est_a.term, est_a.group.clone())
     } else {
-        est_b.term
+        (est_b.term, est_b.group.clone())
     };
-    Ok(RunComparison {
-        a: est_a,
-        b: est_b,
-        path: Path::Labelled,
-        difference,
-        term,
-        pairs: pairs.map_or(0, |p| p.len()),
-        prob_a_greater: None,
-        advice: None,
-    })
+    Ok(answer(difference, Path::Labelled, term, None, group))
 }

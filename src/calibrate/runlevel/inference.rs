@@ -10,73 +10,94 @@
 //!   whose variance is `noise_var / N` for independent items. It rests on the judge-to-reference
 //!   relation on the run's items being the one on the anchors.
 //! - **Labelled** (some items also carry a reference, drawn uniformly from the run):
-//!   prediction-powered inference with the power-tuned weight (PPI++): θ̂ = mean_N(λ·f) +
-//!   mean_n(Y − λ·f), λ = Cov(Y, f) / ((1 + n/N)·Var(f)) clipped to [0, 1]. θ̂ − θ is the
+//!   prediction-powered inference: θ̂ = mean_N(λ·f) + mean_n(Y − λ·f). θ̂ − θ is the
 //!   difference between the labelled and the whole run's mean of Y − λ·f, so its variance is
 //!   (1 − n/N)·S²/n for a uniform sample without replacement (S² the sample variance of
-//!   Y − λ·f on the labelled items), with a t quantile on n − 1 degrees of freedom. It needs no
-//!   assumption about the corrector: a poor one gets λ near 0 (the labelled mean), a good one
-//!   shrinks S².
+//!   Y − λ·f on the labelled items). It needs no assumption about the corrector: a poor one
+//!   gets λ near 0 (the labelled mean), a good one shrinks S². The weight is the survey
+//!   regression one, λ = Cov(Y, f) / Var(f) clipped to [0, 1] (the mean is over all N items,
+//!   labelled ones included, so PPI++'s (1 + n/N) does not belong), tuned on the labelled
+//!   items themselves: the t quantile then has n − 2 degrees of freedom. Below
+//!   [`MIN_TUNED`] labels λ is not tuned but fixed at 1 (the difference estimator, n − 1
+//!   degrees of freedom). On a discrete reference scale S² is floored at the variance one more
+//!   label one level away would add, h²·n/(n + 1)² (h the level spacing): a handful of equal
+//!   integers does not make a zero-width interval.
 //!
 //! Items of one cluster (outputs of one prompt) are not independent: with clusters the labelled
-//! variance is the cluster-robust one (cluster sums, G/(G − 1), t on G − 1 degrees of freedom),
-//! and the plain path's noise term assumes the worst case, errors shared within a cluster
-//! (Σ m_c² / N² instead of 1/N), since unlabelled items cannot show how alike they are.
+//! variance is the cluster-robust one (cluster sums, G/(G − 1), t on G − 1 degrees of freedom,
+//! at least 2 clusters), and the plain path's noise term assumes the worst case, errors shared
+//! within a cluster (Σ m_c² / N² instead of 1/N), since unlabelled items cannot show how alike
+//! they are. The labelled path follows how labels were drawn: where whole clusters were
+//! labelled (every item of each labelled cluster), the cluster-robust variance with 1 − g/G;
+//! where items were drawn from the run, they are a simple random sample of its items whatever
+//! their clusters (the estimand is this run's own mean), with 1 − n/N.
 
-use super::stats::normal_quantile;
+use super::Advice;
+use super::groups::{BiasShift, GroupTerm};
+use crate::calibrate::stats::{mean, normal_quantile, t_quantile, two_sided_p};
 
-/// The quantile of Student's t with `df` degrees of freedom at `p` (> 0.5): closed forms for 1
-/// and 2, Newton's method on the exact CDF for 3 and 4, otherwise the Cornish–Fisher expansion
-/// to the fourth order (within 0.001 at df = 5, and closer as df grows), the normal quantile
-/// past 1e6.
-pub fn t_quantile(p: f64, df: f64) -> f64 {
-    if df <= 1.0 {
-        return (std::f64::consts::PI * (p - 0.5)).tan();
-    }
-    if df <= 2.0 {
-        return (2.0 * p - 1.0) / (2.0 * p * (1.0 - p)).sqrt();
-    }
-    let z = normal_quantile(p);
-    if df > 1e6 {
-        return z;
-    }
-    let (z2, v) = (z * z, df);
-    if df < 5.0 {
-        // CDF and density of t with 3 or 4 degrees of freedom, in closed form.
-        let exact = |t: f64| -> (f64, f64) {
-            if df < 3.5 {
-                let u = 1.0 + t * t / 3.0;
-                let cdf =
-                    0.5 + (t / (3f64.sqrt() * u) + (t / 3f64.sqrt()).atan()) / std::f64::consts::PI;
-                (cdf, 2.0 / (std::f64::consts::PI * 3f64.sqrt() * u * u))
-            } else {
-                let u = 1.0 + t * t / 4.0;
-                let cdf = 0.5 + 0.375 * t / u.sqrt() * (1.0 - t * t / (12.0 * u));
-                (cdf, 0.375 * u.powf(-2.5))
-            }
-        };
-        let mut t = z + (z2 + 1.0) * z / (4.0 * v);
-        for _ in 0..20 {
-            let (cdf, pdf) = exact(t);
-            t -= (cdf - p) / pdf;
-        }
-        return t;
-    }
-    let g1 = (z2 + 1.0) * z / 4.0;
-    let g2 = ((5.0 * z2 + 16.0) * z2 + 3.0) * z / 96.0;
-    let g3 = (((3.0 * z2 + 19.0) * z2 + 17.0) * z2 - 15.0) * z / 384.0;
-    let g4 = ((((79.0 * z2 + 776.0) * z2 + 1482.0) * z2 - 1920.0) * z2 - 945.0) * z / 92160.0;
-    z + g1 / v + g2 / (v * v) + g3 / (v * v * v) + g4 / (v * v * v * v)
-}
+/// Below this many labelled items the labelled path does not tune λ (it is 1).
+pub const MIN_TUNED: usize = 10;
 
 /// The parts of an estimate's variance.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Variance {
     /// From the run's own items: their residuals (plain), or the labelled sample (labelled).
     pub sampling: f64,
     /// From the corrector's finite anchors (plain path only: the labelled path does not rely
     /// on the corrector being right).
     pub corrector: f64,
+    /// From the system-specific bias of the run's group (plain path, where the anchors carry
+    /// groups): a known group's shrunk bias, or a new group's draw.
+    pub group: f64,
+}
+
+impl Variance {
+    pub fn total(&self) -> f64 {
+        self.sampling.max(0.0) + self.corrector.max(0.0) + self.group.max(0.0)
+    }
+
+    fn plus(self, other: Variance) -> Variance {
+        Variance {
+            sampling: self.sampling + other.sampling,
+            corrector: self.corrector + other.corrector,
+            group: self.group + other.group,
+        }
+    }
+}
+
+/// The quantile of a two-sided interval at `level`: t on `df`, or normal where `None`.
+pub fn quantile(level: f64, df: Option<f64>) -> f64 {
+    match df {
+        Some(df) if df.is_finite() => t_quantile(0.5 + level / 2.0, df),
+        _ => normal_quantile(0.5 + level / 2.0),
+    }
+}
+
+/// Welch–Satterthwaite degrees of freedom of a sum of variance estimates, each with its own
+/// degrees of freedom (infinite for one treated as known): (Σ v)² / Σ (v² / df).
+pub fn satterthwaite(parts: &[(f64, f64)]) -> f64 {
+    let total: f64 = parts.iter().map(|p| p.0.max(0.0)).sum();
+    let denominator: f64 = parts
+        .iter()
+        .filter(|p| p.1.is_finite() && p.0 > 0.0)
+        .map(|p| p.0 * p.0 / p.1.max(1.0))
+        .sum();
+    if denominator > 0.0 {
+        (total * total / denominator).max(1.0)
+    } else {
+        f64::INFINITY
+    }
+}
+
+/// Degrees of freedom of a sum of variance parts, each `(variance, df)` with `None` for one
+/// treated as known (Welch–Satterthwaite); `None` when every part is known.
+pub fn combined_df(parts: &[(f64, Option<f64>)]) -> Option<f64> {
+    let parts: Vec<(f64, f64)> = parts
+        .iter()
+        .map(|&(v, df)| (v, df.unwrap_or(f64::INFINITY)))
+        .collect();
+    Some(satterthwaite(&parts)).filter(|d| d.is_finite())
 }
 
 /// A run's mean with its interval.
@@ -91,10 +112,6 @@ pub struct MeanEstimate {
     pub lambda: Option<f64>,
     pub n: usize,
     pub labelled: usize,
-}
-
-fn mean(xs: &[f64]) -> f64 {
-    xs.iter().sum::<f64>() / xs.len() as f64
 }
 
 /// Σ m_c² over the clusters of `clusters` (item → cluster id).
@@ -124,9 +141,10 @@ pub fn plain(
     let variance = Variance {
         sampling: noise_var.max(0.0) * mean_share(n, clusters),
         corrector: corrector_var.max(0.0),
+        group: 0.0,
     };
     let estimate = mean(corrected);
-    let half = normal_quantile(0.5 + level / 2.0) * (variance.sampling + variance.corrector).sqrt();
+    let half = normal_quantile(0.5 + level / 2.0) * variance.total().sqrt();
     Ok(MeanEstimate {
         estimate,
         interval: (estimate - half, estimate + half),
@@ -138,8 +156,28 @@ pub fn plain(
     })
 }
 
-/// The variance of the mean of `r` (labelled items' values) and its degrees of freedom:
-/// the sample variance over n, or, with `clusters`, the cluster-robust one.
+impl MeanEstimate {
+    /// This plain estimate with a group's bias term applied: the estimate moves by the term's
+    /// mean, and the interval is the quantiles of the term's mixture plus the estimate's own
+    /// normal error.
+    pub fn with_group(mut self, shift: &BiasShift, level: f64) -> Self {
+        if shift.term == GroupTerm::Unmeasured {
+            return self;
+        }
+        let own = self.variance.sampling + self.variance.corrector;
+        let base = self.estimate;
+        self.estimate = base + shift.shift();
+        self.variance.group = shift.variance();
+        self.interval = (
+            base + shift.quantile(0.5 - level / 2.0, own),
+            base + shift.quantile(0.5 + level / 2.0, own),
+        );
+        self
+    }
+}
+
+/// The variance of the mean of `r` (labelled items' values) and its degrees of freedom: the
+/// sample variance over n, or, with `clusters`, the cluster-robust one.
 fn mean_variance(r: &[f64], clusters: Option<&[u64]>) -> (f64, f64) {
     let n = r.len() as f64;
     let m = mean(r);
@@ -162,14 +200,35 @@ fn mean_variance(r: &[f64], clusters: Option<&[u64]>) -> (f64, f64) {
     }
 }
 
-/// The labelled path (PPI++): `corrected[i]` for every item, `reference[i]` where item i is
-/// labelled; `clusters[i]` its cluster when given. Needs at least 3 labelled items (and 2
-/// clusters among them).
+/// The number of distinct values of `clusters`.
+fn cluster_count(clusters: &[u64]) -> usize {
+    let mut c = clusters.to_vec();
+    c.sort_unstable();
+    c.dedup();
+    c.len()
+}
+
+/// How the labelled items were drawn from the run: whole clusters (every item of each
+/// labelled cluster labelled), with the labelled clusters and the run's clusters; or items.
+fn whole_clusters(labelled: &[usize], clusters: Option<&[u64]>) -> Option<(usize, usize)> {
+    let c = clusters?;
+    let mut chosen: Vec<u64> = labelled.iter().map(|&i| c[i]).collect();
+    chosen.sort_unstable();
+    chosen.dedup();
+    let in_chosen = c.iter().filter(|x| chosen.binary_search(x).is_ok()).count();
+    (in_chosen == labelled.len()).then(|| (chosen.len(), cluster_count(c)))
+}
+
+/// The labelled path: `corrected[i]` for every item, `reference[i]` where item i is
+/// labelled; `clusters[i]` its cluster when given; `spacing` the reference scale's level
+/// spacing (0 for a continuous one). Needs at least 3 labelled items, and 2 clusters among
+/// them.
 pub fn labelled(
     corrected: &[f64],
     reference: &[Option<f64>],
     clusters: Option<&[u64]>,
     level: f64,
+    spacing: f64,
 ) -> Result<MeanEstimate, String> {
     let big_n = corrected.len();
     let idx: Vec<usize> = (0..big_n).filter(|&i| reference[i].is_some()).collect();
@@ -179,28 +238,55 @@ pub fn labelled(
             "{n} labelled items; the labelled path needs at least 3"
         ));
     }
+    let labelled_clusters: Option<Vec<u64>> = clusters.map(|c| idx.iter().map(|&i| c[i]).collect());
+    if let Some(c) = &labelled_clusters
+        && cluster_count(c) < 2
+    {
+        return Err(
+            "the labelled items lie in one cluster; a cluster-robust interval needs labelled items in at least 2"
+                .into(),
+        );
+    }
     let f: Vec<f64> = idx.iter().map(|&i| corrected[i]).collect();
     let y: Vec<f64> = idx
         .iter()
         .map(|&i| reference[i].unwrap_or_default())
         .collect();
-    let (mf, my) = (mean(&f), mean(&y));
-    let var_f = f.iter().map(|v| (v - mf).powi(2)).sum::<f64>() / (n as f64 - 1.0);
-    let cov = f
-        .iter()
-        .zip(&y)
-        .map(|(a, b)| (a - mf) * (b - my))
-        .sum::<f64>()
-        / (n as f64 - 1.0);
-    let lambda = if var_f > 0.0 {
-        (cov / ((1.0 + n as f64 / big_n as f64) * var_f)).clamp(0.0, 1.0)
+    let tuned = n >= MIN_TUNED;
+    let lambda = if tuned {
+        let (mf, my) = (mean(&f), mean(&y));
+        let var_f = f.iter().map(|v| (v - mf).powi(2)).sum::<f64>();
+        let cov = f
+            .iter()
+            .zip(&y)
+            .map(|(a, b)| (a - mf) * (b - my))
+            .sum::<f64>();
+        if var_f > 0.0 {
+            (cov / var_f).clamp(0.0, 1.0)
+        } else {
+            0.0
+        }
     } else {
-        0.0
+        1.0
     };
     let r: Vec<f64> = f.iter().zip(&y).map(|(f, y)| y - lambda * f).collect();
-    let labelled_clusters: Option<Vec<u64>> = clusters.map(|c| idx.iter().map(|&i| c[i]).collect());
-    let (var, df) = mean_variance(&r, labelled_clusters.as_deref());
-    let sampling = (1.0 - n as f64 / big_n as f64) * var;
+    // Items drawn from the run are a simple random sample of it whatever its clusters (the
+    // estimand is this run's mean); whole clusters drawn are a cluster sample.
+    let (var, df, factor) = match whole_clusters(&idx, clusters) {
+        Some((g, big_g)) => {
+            let (v, df) = mean_variance(&r, labelled_clusters.as_deref());
+            (v, df, 1.0 - g as f64 / big_g as f64)
+        }
+        None => {
+            let (v, df) = mean_variance(&r, None);
+            (v, df, 1.0 - n as f64 / big_n as f64)
+        }
+    };
+    // One degree of freedom goes to λ where it was tuned on these items.
+    let df = if tuned { (df - 1.0).max(1.0) } else { df };
+    let nf = n as f64;
+    let floor = spacing * spacing * nf / ((nf + 1.0) * (nf + 1.0)) / nf;
+    let sampling = factor * var.max(floor);
     let estimate = lambda * mean(corrected) + mean(&r);
     let half = t_quantile(0.5 + level / 2.0, df) * sampling.sqrt();
     Ok(MeanEstimate {
@@ -208,7 +294,7 @@ pub fn labelled(
         interval: (estimate - half, estimate + half),
         variance: Variance {
             sampling,
-            corrector: 0.0,
+            ..Variance::default()
         },
         df: Some(df),
         lambda: Some(lambda),
@@ -229,32 +315,9 @@ pub struct Difference {
     pub df: Option<f64>,
     /// Whether the items were paired (the same ids in both runs).
     pub paired: bool,
-}
-
-/// The two-sided p-value of `z` against a t with `df` degrees of freedom (the normal where
-/// `None`), by inverting [`t_quantile`].
-pub fn two_sided_p(z: f64, df: Option<f64>) -> f64 {
-    let z = z.abs();
-    match df {
-        None => 2.0 * (1.0 - super::stats::normal_cdf(z)),
-        Some(_) if !z.is_finite() => 0.0,
-        Some(df) => {
-            // t_quantile(p) grows with p: find the p whose quantile is z.
-            let (mut lo, mut hi) = (0.5, 1.0 - 1e-15);
-            if t_quantile(hi, df) < z {
-                return 2.0 * (1.0 - hi);
-            }
-            for _ in 0..80 {
-                let mid = 0.5 * (lo + hi);
-                if t_quantile(mid, df) < z {
-                    lo = mid;
-                } else {
-                    hi = mid;
-                }
-            }
-            2.0 * (1.0 - 0.5 * (lo + hi))
-        }
-    }
+    /// The probability that A's mean is the higher, from the interval's own distribution: an
+    /// approximation to a posterior, not a posterior.
+    pub prob_a_greater: f64,
 }
 
 impl Difference {
@@ -267,11 +330,8 @@ impl Difference {
         level: f64,
         paired: bool,
     ) -> Self {
-        let se = (variance.sampling.max(0.0) + variance.corrector.max(0.0)).sqrt();
-        let q = df.map_or_else(
-            || normal_quantile(0.5 + level / 2.0),
-            |df| t_quantile(0.5 + level / 2.0, df),
-        );
+        let se = variance.total().sqrt();
+        let q = quantile(level, df);
         let p_value = if se > 0.0 {
             two_sided_p(estimate / se, df)
         } else if estimate == 0.0 {
@@ -279,6 +339,7 @@ impl Difference {
         } else {
             0.0
         };
+        let tail = p_value / 2.0;
         Difference {
             estimate,
             interval: (estimate - q * se, estimate + q * se),
@@ -286,6 +347,77 @@ impl Difference {
             variance,
             df,
             paired,
+            prob_a_greater: if estimate >= 0.0 { 1.0 - tail } else { tail },
+        }
+    }
+
+    /// Two independent estimates' difference, A − B: their variances add, and the degrees of
+    /// freedom follow Welch–Satterthwaite (normal where both are known).
+    pub fn of_independent(a: &MeanEstimate, b: &MeanEstimate, level: f64) -> Self {
+        let df = combined_df(&[(a.variance.total(), a.df), (b.variance.total(), b.df)]);
+        Difference::new(
+            a.estimate - b.estimate,
+            a.variance.plus(b.variance),
+            df,
+            level,
+            false,
+        )
+    }
+
+    /// This plain difference with the groups' bias contrast applied: the interval, p-value
+    /// and Pr(A > B) from the contrast's mixture plus the difference's own normal error.
+    pub fn with_group(self, shift: &BiasShift, level: f64) -> Self {
+        if shift.term == GroupTerm::Unmeasured {
+            return self;
+        }
+        let own = self.variance.sampling + self.variance.corrector;
+        let base = self.estimate;
+        let mut variance = self.variance;
+        variance.group = shift.variance();
+        // The estimate's distribution: base + the mixture, centred so that its mean is the
+        // corrected estimate; P(difference ≤ 0) under it gives the tail.
+        let below_zero = shift.cdf(-base, own);
+        let p_value = (2.0 * below_zero.min(1.0 - below_zero)).clamp(0.0, 1.0);
+        Difference {
+            estimate: base + shift.shift(),
+            interval: (
+                base + shift.quantile(0.5 - level / 2.0, own),
+                base + shift.quantile(0.5 + level / 2.0, own),
+            ),
+            p_value,
+            variance,
+            df: self.df,
+            paired: self.paired,
+            prob_a_greater: 1.0 - below_zero,
+        }
+    }
+}
+
+/// What a comparison of two runs estimates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Estimand {
+    /// The runs' own mean reference difference: what these items would show if every one of
+    /// both runs were labelled. Its sampling error is the mean of the residual differences.
+    #[default]
+    Runs,
+    /// The mean difference over the population of prompts the paired items were drawn from:
+    /// its sampling error is that of the corrected differences.
+    Population,
+}
+
+impl Estimand {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Estimand::Runs => "runs",
+            Estimand::Population => "population",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Option<Self> {
+        match raw {
+            "runs" => Some(Estimand::Runs),
+            "population" => Some(Estimand::Population),
+            _ => None,
         }
     }
 }
@@ -312,12 +444,18 @@ pub fn mean_interval(values: &[f64], clusters: Option<&[u64]>, level: f64) -> (f
     (m, (m - half, m + half))
 }
 
-/// The plain difference of runs A and B corrected by one corrector. Paired runs (`pairs`:
-/// index in A, index in B, for every item of both) take the sampling variance from the
-/// corrected differences (cluster-robust with A's `clusters`), so what the two runs share
-/// (the prompt) cancels; unpaired runs add their residual variances, each times its
-/// [`mean_share`]. `corrector_var` is the variance of the difference from the corrector's
-/// uncertainty, which both runs share: counted once, not twice.
+/// The plain difference of runs A and B corrected by one corrector. For the runs' own
+/// difference ([`Estimand::Runs`]) the error is the mean residual of A less B's, whose
+/// variance is each run's residual noise times its [`mean_share`], paired or not: without
+/// labelled pairs nothing estimates how the two runs' residuals correlate, and the corrected
+/// differences do not see them (a weak judge corrects every item toward the middle). For the
+/// population of prompts ([`Estimand::Population`]) paired runs (`pairs`: index in A, index in
+/// B, for every item of both) take the spread of the corrected differences (cluster-robust
+/// with A's `clusters`, t on n − 1 or G − 1 degrees of freedom), so what the runs share
+/// cancels; unpaired runs each the spread of their corrected scores. `corrector_var` is the
+/// variance of the difference from the corrector's uncertainty, which both runs share:
+/// counted once, not twice.
+#[allow(clippy::too_many_arguments)]
 pub fn difference(
     a: &[f64],
     b: &[f64],
@@ -325,6 +463,7 @@ pub fn difference(
     clusters: (Option<&[u64]>, Option<&[u64]>),
     noise_var: (f64, f64),
     corrector_var: f64,
+    estimand: Estimand,
     level: f64,
 ) -> Result<Difference, String> {
     if a.is_empty() || b.is_empty() {
@@ -332,16 +471,20 @@ pub fn difference(
     }
     let estimate = mean(a) - mean(b);
     let paired = pairs.is_some_and(|p| p.len() >= 2);
-    // Paired, the spread of the per-item differences is estimated from the pairs themselves:
-    // a t on n − 1 (or G − 1) degrees of freedom. Unpaired, the noise comes from the anchors.
-    let (sampling, df) = match pairs {
-        Some(p) if paired => {
+    let spread = |x: &[f64], c: Option<&[u64]>| {
+        let m = mean(x);
+        x.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (x.len() as f64 - 1.0).max(1.0)
+            * mean_share(x.len(), c)
+    };
+    let (sampling, df) = match (estimand, pairs) {
+        (Estimand::Population, Some(p)) if paired => {
             let d: Vec<f64> = p.iter().map(|&(i, k)| a[i] - b[k]).collect();
             let c: Option<Vec<u64>> = clusters.0.map(|c| p.iter().map(|&(i, _)| c[i]).collect());
             let (v, df) = mean_variance(&d, c.as_deref());
             (v, Some(df))
         }
-        _ => (
+        (Estimand::Population, _) => (spread(a, clusters.0) + spread(b, clusters.1), None),
+        (Estimand::Runs, _) => (
             noise_var.0.max(0.0) * mean_share(a.len(), clusters.0)
                 + noise_var.1.max(0.0) * mean_share(b.len(), clusters.1),
             None,
@@ -350,31 +493,21 @@ pub fn difference(
     let variance = Variance {
         sampling,
         corrector: corrector_var.max(0.0),
+        group: 0.0,
     };
     Ok(Difference::new(estimate, variance, df, level, paired))
 }
 
-/// What would bring an interval's half-width down to `target`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Plan {
-    /// Already there.
-    Reached,
-    /// About this many anchors in all (the corrector's variance falls as 1/anchors).
-    Anchors(usize),
-    /// The run's own size is the limit: even a perfect corrector leaves a wider interval.
-    RunSize,
-}
-
 /// The plan for an estimate with `variance` whose corrector saw `anchors` anchors.
-pub fn plan(variance: Variance, anchors: usize, target: f64, level: f64) -> Plan {
+pub fn plan(variance: Variance, anchors: usize, target: f64, level: f64) -> Advice {
     let z = normal_quantile(0.5 + level / 2.0);
-    let room = (target / z).powi(2) - variance.sampling;
-    if (variance.sampling + variance.corrector).sqrt() * z <= target {
-        Plan::Reached
+    let room = (target / z).powi(2) - variance.sampling - variance.group;
+    if variance.total().sqrt() * z <= target {
+        Advice::Reached
     } else if room <= 0.0 || variance.corrector <= 0.0 {
-        Plan::RunSize
+        Advice::RunSize
     } else {
-        Plan::Anchors((variance.corrector * anchors as f64 / room).ceil() as usize)
+        Advice::Anchors((variance.corrector * anchors as f64 / room).ceil() as usize)
     }
 }
 
@@ -410,13 +543,6 @@ pub fn shared_histograms(runs: &[&[f64]], bins: usize) -> Vec<Vec<(f64, f64)>> {
                 .collect()
         })
         .collect()
-}
-
-/// The variance of the mean corrected score α + β·j̄ of a run whose judge scores average
-/// `jbar`, from the posterior of (α, β): the Bayesian corrector's uncertainty in closed form.
-/// For the difference of two runs it is `beta_var·(j̄_A − j̄_B)²`: α cancels.
-pub fn line_variance(p: &super::bayes::RubricPosterior, jbar: f64) -> f64 {
-    (p.alpha_var + jbar * jbar * p.beta_var + 2.0 * jbar * p.alpha_beta_cov).max(0.0)
 }
 
 /// What refitting a corrector on resampled anchors gives.
@@ -457,8 +583,8 @@ impl Resampled {
 /// of any combination of runs (one run, or A − B) follows from the half-sample means with
 /// [`variance_of`], so what the runs share is counted once.
 pub fn resampled_means(
-    options: &super::MethodOptions,
-    anchors: &super::Cell,
+    options: &crate::calibrate::MethodOptions,
+    anchors: &crate::calibrate::Cell,
     runs: &[Vec<(f64, f64)>],
     refits: usize,
     seed: u64,
@@ -469,7 +595,7 @@ pub fn resampled_means(
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xB007);
     let n = anchors.pairs.len();
     let never = std::sync::atomic::AtomicBool::new(false);
-    let run = super::Run::new(&never, &|_| {});
+    let run = crate::calibrate::Run::new(&never, &|_| {});
     // The runs' groups, then every anchor's judge score (for the out-of-bag residuals).
     let grid: Vec<f64> = runs
         .iter()
@@ -481,7 +607,7 @@ pub fn resampled_means(
     let mut means = Vec::with_capacity(refits);
     for b in 0..refits {
         let mut drawn = vec![false; n];
-        let cell = super::Cell {
+        let cell = crate::calibrate::Cell {
             pairs: (0..n)
                 .map(|_| {
                     let i = rng.random_range(0..n);
@@ -522,7 +648,7 @@ pub fn resampled_means(
         for b in 0..refits {
             use nuts_rs::rand::seq::SliceRandom;
             order.shuffle(&mut rng);
-            let cell = super::Cell {
+            let cell = crate::calibrate::Cell {
                 pairs: order[..m].iter().map(|&i| anchors.pairs[i]).collect(),
                 scale: anchors.scale,
             };
@@ -615,7 +741,7 @@ mod tests {
             for &i in &order[..n] {
                 refs[i] = Some(y[i]);
             }
-            let e = labelled(&j, &refs, None, 0.95).unwrap();
+            let e = labelled(&j, &refs, None, 0.95, 0.0).unwrap();
             let truth = mean(&y);
             covered += usize::from(e.interval.0 <= truth && truth <= e.interval.1);
         }
@@ -639,7 +765,7 @@ mod tests {
         let j: Vec<f64> = y.iter().map(|&y| judge(&mut rng, y)).collect();
         let refs: Vec<Option<f64>> = (0..2000).map(|i| (i % 10 == 0).then_some(y[i])).collect();
         let width = |f: &[f64]| {
-            let e = labelled(f, &refs, None, 0.95).unwrap();
+            let e = labelled(f, &refs, None, 0.95, 0.0).unwrap();
             e.interval.1 - e.interval.0
         };
         let noise: Vec<f64> = (0..2000).map(|_| 3.0 + standard_normal(&mut rng)).collect();
@@ -674,8 +800,8 @@ mod tests {
             let truth = mean(&y);
             let inside =
                 |e: MeanEstimate| usize::from(e.interval.0 <= truth && truth <= e.interval.1);
-            robust += inside(labelled(&j, &refs, Some(&clusters), 0.95).unwrap());
-            naive += inside(labelled(&j, &refs, None, 0.95).unwrap());
+            robust += inside(labelled(&j, &refs, Some(&clusters), 0.95, 0.0).unwrap());
+            naive += inside(labelled(&j, &refs, None, 0.95, 0.0).unwrap());
         }
         let (robust, naive) = (robust as f64 / reps as f64, naive as f64 / reps as f64);
         eprintln!("clustered labels: cluster-robust {robust:.3}, independent {naive:.3}");
@@ -744,11 +870,30 @@ mod tests {
             let line = |j: f64| 1.2 + 0.9 * j;
             let a: Vec<f64> = y.iter().map(|&y| line(judge(&mut rng, y))).collect();
             let b: Vec<f64> = y.iter().map(|&y| line(judge(&mut rng, y))).collect();
-            let d =
-                difference(&a, &b, Some(&pairs), (None, None), (0.25, 0.25), 0.0, 0.95).unwrap();
+            let d = difference(
+                &a,
+                &b,
+                Some(&pairs),
+                (None, None),
+                (0.25, 0.25),
+                0.0,
+                Estimand::Population,
+                0.95,
+            )
+            .unwrap();
             covered += usize::from(d.interval.0 <= 0.0 && 0.0 <= d.interval.1);
             rejected += usize::from(d.p_value < 0.05);
-            let u = difference(&a, &b, None, (None, None), (0.25, 0.25), 0.0, 0.95).unwrap();
+            let u = difference(
+                &a,
+                &b,
+                None,
+                (None, None),
+                (0.25, 0.25),
+                0.0,
+                Estimand::Runs,
+                0.95,
+            )
+            .unwrap();
             assert!(d.paired && !u.paired);
             paired_width += d.interval.1 - d.interval.0;
             independent_width += u.interval.1 - u.interval.0;
@@ -776,17 +921,18 @@ mod tests {
         let v = Variance {
             sampling: 0.0001,
             corrector: 0.0008,
+            group: 0.0,
         };
         // Half-width now 1.96·0.03 = 0.059.
-        assert_eq!(plan(v, 100, 0.1, 0.95), Plan::Reached);
+        assert_eq!(plan(v, 100, 0.1, 0.95), Advice::Reached);
         // To ±0.03: corrector variance must fall to (0.03/1.96)² − 0.0001 = 0.000134, from
         // 0.0008 at 100 anchors: about 597 anchors.
         match plan(v, 100, 0.03, 0.95) {
-            Plan::Anchors(n) => assert!((590..=605).contains(&n), "{n}"),
+            Advice::Anchors(n) => assert!((590..=605).contains(&n), "{n}"),
             other => panic!("{other:?}"),
         }
         // ±0.015 is narrower than the run's own ±0.0196.
-        assert_eq!(plan(v, 100, 0.015, 0.95), Plan::RunSize);
+        assert_eq!(plan(v, 100, 0.015, 0.95), Advice::RunSize);
         assert_eq!(outside_support(&[0.5, 1.0, 3.0, 5.5], 1.0, 5.0), 0.5);
         let h = shared_histograms(&[&[3.0, 1.0, 2.0, 4.0]], 2);
         assert_eq!(h, vec![vec![(1.5, 0.5), (3.5, 0.5)]]);
@@ -805,7 +951,7 @@ mod tests {
         // variance of a 300-draw variance estimate alone is about ±8%).
         let mut rng = ChaCha8Rng::seed_from_u64(31);
         let curve = |j: f64| 1.0 + 3.0 / (1.0 + (-1.5 * (j - 3.0)).exp());
-        let draw = |rng: &mut ChaCha8Rng| super::super::Cell {
+        let draw = |rng: &mut ChaCha8Rng| crate::calibrate::Cell {
             pairs: (0..150)
                 .map(|_| {
                     let j = 1.0 + 4.0 * rng.random::<f64>();
@@ -818,9 +964,9 @@ mod tests {
             .map(|i| 1.0 + 4.0 * (i as f64 + 0.5) / 200.0)
             .collect();
         let h = shared_histograms(&[&run], 64);
-        let options = super::super::Method::Isotonic.default_options();
+        let options = crate::calibrate::Method::Isotonic.default_options();
         let never = std::sync::atomic::AtomicBool::new(false);
-        let fit_run = super::super::Run::new(&never, &|_| {});
+        let fit_run = crate::calibrate::Run::new(&never, &|_| {});
         let truth_means: Vec<f64> = (0..300)
             .map(|_| {
                 let cell = draw(&mut rng);

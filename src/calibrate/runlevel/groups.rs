@@ -1,0 +1,443 @@
+//! How a corrector's bias varies between the groups (systems, models) whose outputs its anchors
+//! came from, and what that does to a run's answer.
+//!
+//! A judge does not rate every system alike: at the same judge score, one system's outputs may
+//! earn a higher reference than another's. A corrector fitted on a mix of systems is then
+//! biased for each one by u_g, and a run of a new system carries a bias of its own. The model:
+//! each group's mean held-out residual (reference − corrected, by a fit that did not see the
+//! anchor) is b̂_g = μ + u_g + ε_g, with u_g ~ N(0, τ²) between groups and ε_g ~ N(0, s_g²) its
+//! sampling error (s_g² = the pooled within-group residual variance over n_g). The corrector's
+//! own error in level enters every b̂_g alike, so correcting by them corrects it too.
+//!
+//! Given τ, everything is normal: μ | b̂ ~ N(μ̂_τ, 1/Σw) (w_g = 1/(s_g² + τ²), μ̂_τ their
+//! weighted mean); a known group's u_g | b̂ ~ N(μ̂_τ + B_g(b̂_g − μ̂_τ), B_g·s_g² + (1 − B_g)²/Σw)
+//! with B_g = τ²/(τ² + s_g²) (shrinkage toward μ̂_τ); a new group's bias ~ N(μ̂_τ, τ² + 1/Σw).
+//! τ is not known, and with 8 or 20 groups a plug-in estimate makes intervals too narrow
+//! whenever it comes out low. So τ gets its posterior under a flat prior on [0, τ_max]
+//! (τ_max = 4× the larger of the group means' spread and their largest standard error), from
+//! the restricted likelihood of the b̂_g, on a grid; a bias term is the mixture of the normals
+//! above over that posterior, and an interval is the mixture's quantiles. With fewer than
+//! [`MIN_GROUPS`] groups the posterior of τ stays wide and the answer uses all of it: the
+//! stated conservative rule, which the answer names. Two runs of the same group share their
+//! bias: it cancels.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::calibrate::stats::{mean, normal_cdf, sample_variance};
+
+/// Below this many groups, τ² is not estimated (see the module's rules).
+pub const MIN_GROUPS: usize = 5;
+
+/// One group's held-out residuals.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct GroupResidual {
+    pub group: String,
+    /// Held-out anchors of the group.
+    pub anchors: usize,
+    /// Mean of reference − corrected over them.
+    pub mean_residual: f64,
+    /// Its standard error (pooled within-group spread over √anchors).
+    pub standard_error: f64,
+}
+
+/// A version's measure of how its bias varies between groups.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct GroupBias {
+    /// Every group with at least one held-out anchor, by name.
+    pub groups: Vec<GroupResidual>,
+    /// μ̂: the unweighted mean of the groups' mean residuals, what a new group's bias is
+    /// centred on.
+    pub mean: f64,
+    /// The between-group standard deviation of the bias, τ̂ (Paule–Mandel; 0 where the group
+    /// means vary no more than their standard errors explain).
+    pub tau: f64,
+    /// The sample variance of the group means, S_b².
+    pub spread: f64,
+    /// The mean squared standard error of the group means, s̄².
+    pub mean_square_error: f64,
+    /// `random_effects` (at least 5 groups) or `conservative` (2 to 4: τ's posterior stays
+    /// wide, and the answers use all of it).
+    pub rule: String,
+    /// Held-out anchors without a group (not counted above).
+    pub ungrouped: usize,
+}
+
+/// The group of a run, as far as the answer is concerned.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum GroupTerm {
+    /// The anchors carry no groups (or one): system-specific bias is not accounted for.
+    Unmeasured,
+    /// The run's group is among the anchors': its shrunk bias is applied.
+    Known,
+    /// The run's group is new (or not given): a new group's bias is a draw from the
+    /// between-group distribution.
+    New,
+}
+
+impl GroupTerm {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GroupTerm::Unmeasured => "unmeasured",
+            GroupTerm::Known => "known",
+            GroupTerm::New => "new",
+        }
+    }
+}
+
+/// A bias correction: a mixture of normals (weight, mean, variance) over τ's posterior.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BiasShift {
+    pub components: Vec<(f64, f64, f64)>,
+    pub term: GroupTerm,
+}
+
+impl BiasShift {
+    pub fn none() -> Self {
+        BiasShift {
+            components: vec![(1.0, 0.0, 0.0)],
+            term: GroupTerm::Unmeasured,
+        }
+    }
+
+    fn fixed(term: GroupTerm) -> Self {
+        BiasShift {
+            term,
+            ..Self::none()
+        }
+    }
+
+    /// The mixture's mean: the correction applied to the estimate.
+    pub fn shift(&self) -> f64 {
+        self.components.iter().map(|c| c.0 * c.1).sum()
+    }
+
+    /// The mixture's variance.
+    pub fn variance(&self) -> f64 {
+        let m = self.shift();
+        self.components
+            .iter()
+            .map(|c| c.0 * (c.2 + (c.1 - m).powi(2)))
+            .sum::<f64>()
+            .max(0.0)
+    }
+
+    /// P(X ≤ x) for X = this mixture plus an independent N(0, `extra`).
+    pub fn cdf(&self, x: f64, extra: f64) -> f64 {
+        self.components
+            .iter()
+            .map(|&(w, m, v)| {
+                let sd = (v + extra).sqrt();
+                if sd > 0.0 {
+                    w * normal_cdf((x - m) / sd)
+                } else {
+                    w * f64::from(u8::from(x >= m))
+                }
+            })
+            .sum()
+    }
+
+    /// The `p`-quantile of this mixture plus an independent N(0, `extra`), by bisection.
+    pub fn quantile(&self, p: f64, extra: f64) -> f64 {
+        let (mut lo, mut hi) = self.components.iter().fold(
+            (f64::INFINITY, f64::NEG_INFINITY),
+            |(lo, hi), &(_, m, v)| {
+                let r = 9.0 * (v + extra).sqrt() + 1e-12;
+                (lo.min(m - r), hi.max(m + r))
+            },
+        );
+        for _ in 0..80 {
+            let mid = 0.5 * (lo + hi);
+            if self.cdf(mid, extra) < p {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        0.5 * (lo + hi)
+    }
+}
+
+/// Paule–Mandel's τ²: the root in τ² of Σ w_g (b_g − μ̂)² = G − 1, w_g = 1/(s_g² + τ²), by
+/// bisection (0 where the group means vary no more than their standard errors explain). The
+/// point estimate shown on the version; the answers use τ's whole posterior.
+fn paule_mandel(b: &[f64], s2: &[f64]) -> f64 {
+    let g = b.len() as f64;
+    let q = |t2: f64| {
+        let w: Vec<f64> = s2.iter().map(|s| 1.0 / (s + t2).max(1e-300)).collect();
+        let mu = w.iter().zip(b).map(|(w, b)| w * b).sum::<f64>() / w.iter().sum::<f64>();
+        w.iter()
+            .zip(b)
+            .map(|(w, b)| w * (b - mu).powi(2))
+            .sum::<f64>()
+            - (g - 1.0)
+    };
+    if q(0.0) <= 0.0 {
+        return 0.0;
+    }
+    let mut hi = sample_variance(b).max(1e-12) * 4.0 + s2.iter().cloned().fold(0.0, f64::max);
+    while q(hi) > 0.0 {
+        hi *= 2.0;
+    }
+    let mut lo = 0.0;
+    for _ in 0..100 {
+        let mid = 0.5 * (lo + hi);
+        if q(mid) > 0.0 {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
+}
+
+/// τ's grid and posterior weights, and the per-τ quantities every term needs.
+struct Posterior {
+    /// (weight, τ², μ̂_τ, 1/Σw).
+    points: Vec<(f64, f64, f64, f64)>,
+}
+
+/// Points of τ's grid.
+const GRID: usize = 160;
+
+impl GroupBias {
+    /// From held-out `residuals` (reference − held-out prediction) and each one's `group`;
+    /// `None` with fewer than 2 groups.
+    pub fn of(residuals: &[f64], groups: &[Option<&str>]) -> Option<Self> {
+        let mut by: std::collections::BTreeMap<&str, Vec<f64>> = Default::default();
+        let mut ungrouped = 0;
+        for (r, g) in residuals.iter().zip(groups) {
+            match g {
+                Some(g) if r.is_finite() => by.entry(g).or_default().push(*r),
+                _ => ungrouped += 1,
+            }
+        }
+        if by.len() < 2 {
+            return None;
+        }
+        // Pooled within-group variance: stable for small groups.
+        let (ss, dof) = by.values().fold((0.0, 0.0), |(ss, dof), rs| {
+            let m = mean(rs);
+            (
+                ss + rs.iter().map(|r| (r - m).powi(2)).sum::<f64>(),
+                dof + rs.len() as f64 - 1.0,
+            )
+        });
+        let within = if dof > 0.0 { ss / dof } else { 0.0 };
+        let groups: Vec<GroupResidual> = by
+            .iter()
+            .map(|(g, rs)| GroupResidual {
+                group: (*g).to_owned(),
+                anchors: rs.len(),
+                mean_residual: mean(rs),
+                standard_error: (within / rs.len() as f64).sqrt(),
+            })
+            .collect();
+        let b: Vec<f64> = groups.iter().map(|g| g.mean_residual).collect();
+        let s2: Vec<f64> = groups.iter().map(|g| g.standard_error.powi(2)).collect();
+        Some(Self {
+            mean: mean(&b),
+            tau: paule_mandel(&b, &s2).sqrt(),
+            spread: sample_variance(&b),
+            mean_square_error: mean(&s2),
+            rule: if groups.len() >= MIN_GROUPS {
+                "random_effects"
+            } else {
+                "conservative"
+            }
+            .into(),
+            groups,
+            ungrouped,
+        })
+    }
+
+    /// τ's posterior under a flat prior on [0, τ_max], from the restricted likelihood.
+    fn posterior(&self) -> Posterior {
+        let s2: Vec<f64> = self
+            .groups
+            .iter()
+            .map(|g| g.standard_error.powi(2).max(1e-12))
+            .collect();
+        let b: Vec<f64> = self.groups.iter().map(|g| g.mean_residual).collect();
+        let top = self
+            .spread
+            .sqrt()
+            .max(s2.iter().cloned().fold(0.0, f64::max).sqrt());
+        let tau_max = 4.0 * top.max(1e-6);
+        let mut points: Vec<(f64, f64, f64, f64)> = (0..GRID)
+            .map(|k| {
+                let tau = tau_max * (k as f64 + 0.5) / GRID as f64;
+                let t2 = tau * tau;
+                let w: Vec<f64> = s2.iter().map(|s| 1.0 / (s + t2)).collect();
+                let sw: f64 = w.iter().sum();
+                let mu = w.iter().zip(&b).map(|(w, b)| w * b).sum::<f64>() / sw;
+                let log_l = 0.5 * w.iter().map(|w| w.ln()).sum::<f64>()
+                    - 0.5 * sw.ln()
+                    - 0.5
+                        * w.iter()
+                            .zip(&b)
+                            .map(|(w, b)| w * (b - mu).powi(2))
+                            .sum::<f64>();
+                (log_l, t2, mu, 1.0 / sw)
+            })
+            .collect();
+        let top = points.iter().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max);
+        let total: f64 = points.iter().map(|p| (p.0 - top).exp()).sum();
+        for p in &mut points {
+            p.0 = (p.0 - top).exp() / total;
+        }
+        points.retain(|p| p.0 > 1e-9);
+        Posterior { points }
+    }
+
+    fn find(&self, group: Option<&str>) -> Option<(usize, &GroupResidual)> {
+        let g = group?;
+        self.groups.iter().enumerate().find(|(_, x)| x.group == g)
+    }
+
+    /// The bias of a run of `group` (a new one where `None` or unknown).
+    pub fn shift(&self, group: Option<&str>) -> BiasShift {
+        self.contrast_of(group, None, false)
+    }
+
+    /// The bias of run A less run B's.
+    pub fn contrast(&self, a: Option<&str>, b: Option<&str>) -> BiasShift {
+        if let (Some(x), Some(y)) = (a, b)
+            && x == y
+        {
+            // One system in both runs: its bias cancels.
+            return BiasShift::fixed(self.shift(a).term);
+        }
+        self.contrast_of(a, b, true)
+    }
+
+    /// A's bias, less B's where `against`.
+    fn contrast_of(&self, a: Option<&str>, b: Option<&str>, against: bool) -> BiasShift {
+        let (ka, kb) = (self.find(a), self.find(b));
+        let term = if ka.is_none() || (against && kb.is_none()) {
+            GroupTerm::New
+        } else {
+            GroupTerm::Known
+        };
+        let post = self.posterior();
+        let components = post
+            .points
+            .iter()
+            .map(|&(w, t2, mu, v_mu)| {
+                // Each side as (coefficient on μ, mean of the rest, variance of the rest).
+                let side = |k: Option<(usize, &GroupResidual)>| match k {
+                    Some((_, g)) => {
+                        let s2 = g.standard_error.powi(2);
+                        let shrink = if t2 + s2 > 0.0 { t2 / (t2 + s2) } else { 0.0 };
+                        (1.0 - shrink, shrink * g.mean_residual, shrink * s2)
+                    }
+                    None => (1.0, 0.0, t2),
+                };
+                let (ca, ma, va) = side(ka);
+                let (cb, mb, vb) = if against { side(kb) } else { (0.0, 0.0, 0.0) };
+                let c = ca - cb;
+                (w, c * mu + ma - mb, va + vb + c * c * v_mu)
+            })
+            .collect();
+        BiasShift { components, term }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use nuts_rs::rand::SeedableRng;
+    use nuts_rs::rand::rngs::ChaCha8Rng;
+
+    use super::*;
+    use crate::calibrate::stats::standard_normal;
+
+    /// `k` groups of `n` residuals: bias u_g ~ N(0, tau²), noise sd `sd`; the biases too.
+    fn draw(rng: &mut ChaCha8Rng, k: usize, n: usize, tau: f64, sd: f64) -> (GroupBias, Vec<f64>) {
+        let us: Vec<f64> = (0..k).map(|_| tau * standard_normal(rng)).collect();
+        let mut r = Vec::new();
+        let mut g = Vec::new();
+        for (i, u) in us.iter().enumerate() {
+            for _ in 0..n {
+                r.push(u + sd * standard_normal(rng));
+                g.push(format!("g{i}"));
+            }
+        }
+        let names: Vec<Option<&str>> = g.iter().map(|s| Some(s.as_str())).collect();
+        (GroupBias::of(&r, &names).unwrap(), us)
+    }
+
+    fn covers(s: &BiasShift, truth: f64) -> bool {
+        (s.quantile(0.025, 0.0)..=s.quantile(0.975, 0.0)).contains(&truth)
+    }
+
+    #[test]
+    fn paule_mandel_recovers_a_known_between_group_spread() {
+        // 40 groups of 200 residuals, τ = 0.3, noise sd 1 (s_g = 0.07): the estimate of τ
+        // over 50 draws averages within 0.03 of 0.3; with τ = 0 it is often exactly 0.
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let tau: Vec<f64> = (0..50)
+            .map(|_| draw(&mut rng, 40, 200, 0.3, 1.0).0.tau)
+            .collect();
+        let m = mean(&tau);
+        assert!((m - 0.3).abs() < 0.03, "mean τ̂ {m}");
+        let zeros = (0..50)
+            .filter(|_| draw(&mut rng, 40, 200, 0.0, 1.0).0.tau == 0.0)
+            .count();
+        assert!(zeros >= 20, "{zeros} of 50 exactly 0");
+    }
+
+    /// Over `reps` draws of `k` groups of `n` anchors (noise sd 0.8): how often a new group's
+    /// 95% interval covers its fresh bias, and a known group's its own (group 0's), less the
+    /// corrector's level error every residual shares (μ̂ absorbs it: here it is 0).
+    fn coverage(k: usize, n: usize, tau: f64, reps: usize, seed: u64) -> (f64, f64) {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let (mut new, mut known) = (0, 0);
+        for _ in 0..reps {
+            let (b, us) = draw(&mut rng, k, n, tau, 0.8);
+            let fresh = tau * standard_normal(&mut rng);
+            new += usize::from(covers(&b.shift(Some("unseen")), fresh));
+            let s = b.shift(Some("g0"));
+            assert_eq!(s.term, GroupTerm::Known);
+            known += usize::from(covers(&s, us[0]));
+        }
+        (new as f64 / reps as f64, known as f64 / reps as f64)
+    }
+
+    #[test]
+    fn a_groups_bias_interval_covers_it() {
+        // 8 groups of 60 and 20 of 25 anchors (the grid's), τ ∈ {0.1, 0.3}: 1,000 draws each
+        // (binomial sd 0.7 points), 93–98%: the flat prior on τ leans wide, by design, when
+        // few groups cannot rule a large τ out. At τ = 0 the truth sits at the posterior's
+        // edge and the interval covers it more often: at least 93%.
+        for (k, n) in [(8, 60), (20, 25)] {
+            for tau in [0.0, 0.1, 0.3] {
+                let (new, known) = coverage(k, n, tau, 1000, 7);
+                eprintln!(
+                    "{k} groups of {n}, τ = {tau}: new group covers {new:.3}, known {known:.3}"
+                );
+                for c in [new, known] {
+                    if tau == 0.0 {
+                        assert!(c >= 0.93, "{k} groups, τ = 0: {c}");
+                    } else {
+                        assert!((0.93..=0.98).contains(&c), "{k} groups, τ = {tau}: {c}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_same_group_on_both_sides_cancels_and_few_groups_are_named() {
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let (b, _) = draw(&mut rng, 3, 50, 0.3, 0.8);
+        assert_eq!(b.rule, "conservative");
+        let same = b.contrast(Some("g1"), Some("g1"));
+        assert_eq!((same.shift(), same.variance()), (0.0, 0.0));
+        // Two new groups: their means cancel, their draws do not.
+        let two = b.contrast(None, Some("other"));
+        assert!(two.shift().abs() < 1e-12 && two.variance() > 0.0);
+        assert!(GroupBias::of(&[1.0, 2.0], &[Some("a"), Some("a")]).is_none());
+        // A mixture of one point mass is that point.
+        assert_eq!(BiasShift::none().quantile(0.975, 0.0).abs() < 1e-9, true);
+    }
+}
