@@ -219,15 +219,24 @@ pub struct SystemsArgs {
     pub labels: usize,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Every pair of systems, for every judge and rubric: how often the plain comparison
+    /// covers the human difference, before and with each system a group.
+    #[arg(long)]
+    pub pairs: bool,
 }
 
 fn systems(a: SystemsArgs) -> Result<(), String> {
-    use crate::study::runlevel;
+    use crate::study::systems;
     let method = crate::calibrate::Method::parse(&a.method)?;
-    let rows = runlevel::systems(
+    if a.pairs {
+        let rows = systems::pairs(&a.data, &a.variant, method, a.seed)?;
+        print!("{}", systems::pairs_table(&rows));
+        return Ok(());
+    }
+    let rows = systems::systems(
         &a.data, &a.judge, &a.variant, &a.rubric, method, a.labels, a.seed,
     )?;
-    print!("{}", runlevel::systems_table(&rows));
+    print!("{}", systems::systems_table(&rows));
     Ok(())
 }
 

@@ -27,6 +27,33 @@ pub enum Error {
     Internal(String),
 }
 
+/// One conversion for the statistics' failures: too little data is the caller's to fix (409,
+/// saying what is missing); a numerical failure or a cancelled computation is the service's.
+impl From<crate::calibrate::error::CalibrateError> for Error {
+    fn from(e: crate::calibrate::error::CalibrateError) -> Self {
+        use crate::calibrate::error::CalibrateError;
+        match e {
+            CalibrateError::TooFew(why) => Error::conflict(
+                format!("this version cannot give the answer: {why}"),
+                vec![],
+            ),
+            CalibrateError::Cancelled => Error::Internal("the computation was cancelled".into()),
+            CalibrateError::Numerical(why) => Error::Internal(why),
+        }
+    }
+}
+
+/// Runs `f` on a blocking thread: the one place a panic there becomes an error (`what` names
+/// the work in it).
+pub async fn blocking<T: Send + 'static>(
+    what: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|_| Error::Internal(format!("{what} panicked; see the service log")))
+}
+
 /// At most this many problems travel in one error body; the message says how many there were.
 pub const MAX_DETAILS: usize = 1000;
 

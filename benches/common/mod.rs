@@ -25,9 +25,18 @@ pub async fn call(router: &axum::Router, method: &str, path: &str, body: String)
 
 /// An application whose judges (name, training body) each have 1,500 anchors of one line
 /// with noise on `coherence` and a trained version, serving on a port of its own runtime.
+#[allow(dead_code)] // the estimate bench sets each judge's anchor count
 pub fn start_server(
     dir: &std::path::Path,
     judges: Vec<(&'static str, Value)>,
+) -> (std::net::SocketAddr, axum::Router) {
+    start_server_with(dir, judges.into_iter().map(|(j, b)| (j, b, 1500)).collect())
+}
+
+/// The same with each judge's own number of anchors (uploaded in batches of 50,000).
+pub fn start_server_with(
+    dir: &std::path::Path,
+    judges: Vec<(&'static str, Value, usize)>,
 ) -> (std::net::SocketAddr, axum::Router) {
     let mut settings =
         Settings::defaults_with_database(&format!("sqlite://{}/judgecal.db", dir.display()));
@@ -44,16 +53,17 @@ pub fn start_server(
         rt.block_on(async move {
             let app = Application::build(settings).await.expect("app");
             let router = app.router();
-            let anchors: Vec<Value> = (0..1500)
-                .map(|i| {
-                    let j = 1.0 + (i % 400) as f64 / 100.0;
-                    json!({"item_id": format!("i{i}"), "judge_score": j,
-                           "reference_score": (0.6 + 0.8 * j + ((i * 7919) % 100) as f64 / 250.0 - 0.2).clamp(1.0, 5.0)})
-                })
-                .collect();
-            for (judge, body) in judges {
-                call(&router, "POST", "/v1/anchors",
-                     json!({"judge": judge, "rubric": "coherence", "anchors": anchors}).to_string()).await;
+            let anchor = |i: usize| {
+                let j = 1.0 + (i % 400) as f64 / 100.0;
+                json!({"item_id": format!("i{i}"), "judge_score": j,
+                       "reference_score": (0.6 + 0.8 * j + ((i * 7919) % 100) as f64 / 250.0 - 0.2).clamp(1.0, 5.0)})
+            };
+            for (judge, body, count) in judges {
+                for from in (0..count).step_by(50_000) {
+                    let anchors: Vec<Value> = (from..count.min(from + 50_000)).map(anchor).collect();
+                    call(&router, "POST", "/v1/anchors",
+                         json!({"judge": judge, "rubric": "coherence", "anchors": anchors}).to_string()).await;
+                }
                 let job = call(&router, "POST", &format!("/v1/judges/{judge}/calibrations"),
                                body.to_string()).await;
                 let id = job["id"].as_str().expect("job id").to_owned();

@@ -8,6 +8,8 @@
 //!   `select`: how `auto` chooses among them.
 //! - `conformal`: every version's predictive intervals from held-out residuals, per bin of the
 //!   judge score; `drift`: the anytime-valid alarm on new anchors' misses of them.
+//! - `runlevel`: a run's de-biased mean and the difference of runs, from a version's model;
+//!   `error`: what can go wrong, by kind.
 //! - `quality`: the three questions (mean error, MAE and Pearson, KL and W1); `stats`: shared
 //!   numerical helpers.
 
@@ -16,6 +18,7 @@ pub mod conformal;
 pub mod corrector;
 pub mod cv;
 pub mod drift;
+pub mod error;
 pub mod flow;
 pub mod identity;
 pub mod isotonic;

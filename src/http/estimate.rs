@@ -275,7 +275,8 @@ pub struct SupportDto {
     /// More than 5% outside: the corrector's level there is extrapolated.
     extrapolated: bool,
     /// Share of the run's judge scores where the anchors are thin: fewer than 20 anchors
-    /// within ± 1/20 of the anchors' range.
+    /// within ± 1/20 of the anchors' range (or, for versions of under 1,600 anchors, fewer
+    /// than a quarter of their average count there).
     thin_share: f64,
     /// More than 5% where the anchors are thin.
     sparse: bool,
@@ -371,7 +372,8 @@ pub struct CompareResponse {
     /// The probability that A's mean is the higher, from the interval's own distribution (the
     /// t or normal centred on `difference` with its standard error): an approximation, not a
     /// posterior; on every path.
-    prob_a_greater: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prob_a_greater: Option<f64>,
     /// `plain` or `labelled` (either run has labelled items).
     path: &'static str,
     /// Whether the items were paired by id.
@@ -483,7 +485,7 @@ fn warnings(name: &str, e: &RunEstimate, level: f64, out: &mut Vec<String>) {
     }
     if e.support.sparse() && !e.support.extrapolated() {
         out.push(format!(
-            "{name}{:.1}% of the judge scores lie where the anchors are thin (fewer than {THIN_ANCHORS} anchors nearby): the corrected level there rests on few anchors; upload anchors near those scores, or label a sample of the run",
+            "{name}{:.1}% of the judge scores lie where the anchors are thin (fewer than {THIN_ANCHORS} anchors nearby, or a quarter of their average there): the corrected level there rests on few anchors; upload anchors near those scores, or label a sample of the run",
             100.0 * e.support.thin
         ));
     }
@@ -712,7 +714,7 @@ pub async fn compare(
         difference: d.estimate,
         interval: [d.interval.0, d.interval.1],
         p_value: d.p_value,
-        prob_a_greater: c.prob_a_greater,
+        prob_a_greater: Some(c.prob_a_greater),
         path: c.path.as_str(),
         paired: d.paired,
         estimand: c.estimand.as_str(),

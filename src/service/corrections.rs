@@ -44,9 +44,10 @@ impl Service {
         } else {
             let version = loaded.clone();
             let scores = request.scores.clone();
-            tokio::task::spawn_blocking(move || version.version.correct(&scores))
-                .await
-                .map_err(|_| Error::Internal("correcting scores panicked".into()))?
+            crate::error::blocking("correcting scores", move || {
+                version.version.correct(&scores)
+            })
+            .await?
         }
         .map_err(Error::Internal)?;
         if results.iter().any(|c| c.sigma.is_some()) {

@@ -112,9 +112,10 @@ impl Service {
         // A flow's corrections off its table run libtorch: off the async runtime.
         let version = loaded.version.version;
         let id = loaded.version.id;
-        let misses = tokio::task::spawn_blocking(move || misses(&loaded, &anchors))
-            .await
-            .map_err(|_| Error::Internal("checking a batch's coverage panicked".into()))??;
+        let misses = crate::error::blocking("checking a batch's coverage", move || {
+            misses(&loaded, &anchors)
+        })
+        .await??;
         if misses.is_empty() {
             return Ok(None);
         }

@@ -81,7 +81,7 @@ impl Service {
     async fn with_basis<T: Send + 'static>(
         (loaded, anchors): (Arc<Loaded>, Arc<Cell>),
         scores: usize,
-        f: impl FnOnce(Basis) -> std::result::Result<T, String> + Send + 'static,
+        f: impl FnOnce(Basis) -> crate::calibrate::error::Result<T> + Send + 'static,
     ) -> Result<T> {
         let model = &loaded.version.model;
         let light = matches!(model.mean_uncertainty(), MeanUncertainty::Line(_))
@@ -97,13 +97,9 @@ impl Service {
         let out = if light {
             run()
         } else {
-            tokio::task::spawn_blocking(run)
-                .await
-                .map_err(|_| Error::Internal("working out an estimate panicked".into()))?
+            crate::error::blocking("working out an estimate", run).await?
         };
-        out.map_err(|e| {
-            Error::conflict(format!("this version cannot give the answer: {e}"), vec![])
-        })
+        Ok(out?)
     }
 
     /// The de-biased mean of one run.

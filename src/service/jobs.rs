@@ -184,13 +184,11 @@ impl Service {
             })
             .collect();
         let force = request.force();
-        let versions =
-            tokio::task::spawn_blocking(move || training::train(&cells, &request.plan, &progress))
-                .await
-                .map_err(|_| {
-                    Error::Internal("the training thread panicked; see the service log".into())
-                })?
-                .map_err(Error::Internal)?;
+        let versions = crate::error::blocking("the training thread", move || {
+            training::train(&cells, &request.plan, &progress)
+        })
+        .await?
+        .map_err(|e| Error::Internal(e.to_string()))?;
         Ok(Trained { versions, force })
     }
 

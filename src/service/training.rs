@@ -9,6 +9,7 @@ use sha2::{Digest, Sha256};
 
 use crate::calibrate::conformal::Intervals;
 use crate::calibrate::cv;
+use crate::calibrate::error::CalibrateError;
 use crate::calibrate::quality::Comparison;
 use crate::calibrate::runlevel::groups::GroupBias;
 use crate::calibrate::select;
@@ -123,7 +124,7 @@ pub fn train(
     cells: &[CellData],
     plan: &Plan,
     progress: &Progress,
-) -> Result<Vec<NewVersion>, String> {
+) -> Result<Vec<NewVersion>, CalibrateError> {
     let data: Vec<Cell> = cells
         .iter()
         .map(|c| Cell {
@@ -171,7 +172,7 @@ pub fn train(
             .collect(),
     };
     if progress.cancel.load(Ordering::Relaxed) {
-        return Err("cancelled".into());
+        return Err(CalibrateError::Cancelled);
     }
     progress.set(1.0);
     Ok(versions)

@@ -124,10 +124,11 @@ impl Service {
     /// sub-networks: libtorch, about a second).
     async fn load(v: CalibratorVersion) -> Result<Arc<Loaded>> {
         let model = v.model.clone();
-        let model = tokio::task::spawn_blocking(move || model.prepare().map(|()| model))
-            .await
-            .map_err(|_| Error::Internal("readying a calibrator panicked".into()))?
-            .map_err(Error::Internal)?;
+        let model = crate::error::blocking("readying a calibrator", move || {
+            model.prepare().map(|()| model)
+        })
+        .await?
+        .map_err(Error::Internal)?;
         Ok(Arc::new(Loaded {
             version: CalibratorVersion { model, ..v },
             anchors: tokio::sync::OnceCell::new(),

@@ -12,6 +12,7 @@ pub mod intervals;
 pub mod runlevel;
 pub mod sources;
 pub mod synthetic;
+pub mod systems;
 
 use indicatif::{ProgressBar, ProgressStyle};
 

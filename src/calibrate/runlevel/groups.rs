@@ -46,8 +46,8 @@ pub struct GroupResidual {
 pub struct GroupBias {
     /// Every group with at least one held-out anchor, by name.
     pub groups: Vec<GroupResidual>,
-    /// μ̂: the unweighted mean of the groups' mean residuals, what a new group's bias is
-    /// centred on.
+    /// The unweighted mean of the groups' mean residuals (answers centre a new group's bias
+    /// on their precision-weighted mean, under τ's posterior).
     pub mean: f64,
     /// The between-group standard deviation of the bias, τ̂ (Paule–Mandel; 0 where the group
     /// means vary no more than their standard errors explain).

@@ -554,6 +554,9 @@ pub struct Resampled {
     /// The same on half-samples drawn without replacement, scaled so that their variance
     /// ([`variance_of`]) estimates a fit on every anchor's.
     pub half_means: Vec<Vec<f64>>,
+    /// What the bootstrap's spread and bias are multiplied by to stand for a fit on every
+    /// anchor: m/n where the bootstrap drew m < n anchors (1 up to [`RESAMPLE_CAP`]).
+    pub bootstrap_scale: f64,
     /// The mean squared residual (reference − corrected) of anchors a refit did not draw, over
     /// every refit: the noise of a reference around a corrected score out of sample, which
     /// in-sample residuals understate for a flexible fit.
@@ -572,10 +575,21 @@ impl Resampled {
         if self.half_means.len() >= 2 && !contrast {
             variance_of(weights, &self.half_means)
         } else {
-            variance_of(weights, &self.means)
+            self.bootstrap_scale * variance_of(weights, &self.means)
         }
     }
 }
+
+/// A refit draws at most this many anchors (a half-sample at most half as many): past it, the
+/// spread of refits on m of n anchors, scaled by m/n, stands for a fit on all n (the m-out-of-n
+/// bootstrap and the delete-d jackknife), so the term's cost stops growing with the anchors
+/// while its precision, set by the number of refits, stays.
+pub const RESAMPLE_CAP: usize = 20_000;
+
+/// The out-of-bag noise is measured on at most this many anchors (a seeded sample): its
+/// precision at 5,000 residuals (a relative standard error of about 2%) is more than the
+/// interval needs.
+pub const OUT_OF_BAG_CAP: usize = 5_000;
 
 /// The corrector's uncertainty by resampling its anchors, for methods without a posterior:
 /// `refits` fits of `options` on `anchors` drawn with replacement and `refits` on half of them
@@ -596,19 +610,30 @@ pub fn resampled_means(
     let n = anchors.pairs.len();
     let never = std::sync::atomic::AtomicBool::new(false);
     let run = crate::calibrate::Run::new(&never, &|_| {});
-    // The runs' groups, then every anchor's judge score (for the out-of-bag residuals).
+    // The anchors the out-of-bag residuals are measured on: all, or a seeded sample.
+    let checked: Vec<usize> = if n <= OUT_OF_BAG_CAP {
+        (0..n).collect()
+    } else {
+        use nuts_rs::rand::seq::SliceRandom;
+        let mut all: Vec<usize> = (0..n).collect();
+        all.shuffle(&mut rng);
+        all.truncate(OUT_OF_BAG_CAP);
+        all
+    };
+    // The runs' groups, then the checked anchors' judge scores.
     let grid: Vec<f64> = runs
         .iter()
         .flatten()
         .map(|p| p.0)
-        .chain(anchors.pairs.iter().map(|p| p.0))
+        .chain(checked.iter().map(|&i| anchors.pairs[i].0))
         .collect();
     let (mut oob_sum, mut oob_count) = (0.0, 0usize);
     let mut means = Vec::with_capacity(refits);
+    let draws = n.min(RESAMPLE_CAP);
     for b in 0..refits {
         let mut drawn = vec![false; n];
         let cell = crate::calibrate::Cell {
-            pairs: (0..n)
+            pairs: (0..draws)
                 .map(|_| {
                     let i = rng.random_range(0..n);
                     drawn[i] = true;
@@ -629,7 +654,7 @@ pub fn resampled_means(
                 })
                 .collect(),
         );
-        for (i, c) in at.enumerate() {
+        for (&i, c) in checked.iter().zip(at) {
             if !drawn[i] {
                 oob_sum += (anchors.pairs[i].1 - c).powi(2);
                 oob_count += 1;
@@ -640,7 +665,7 @@ pub fn resampled_means(
     // estimates the variance of a fit on all n (the delete-d jackknife with d = n − m, which
     // errs on the wide side by the Efron–Stein inequality; the bootstrap's variance errs on
     // the narrow side for isotonic regression on 100 anchors).
-    let m = n / 2;
+    let m = (n / 2).min(RESAMPLE_CAP / 2);
     let mut half_means = Vec::new();
     if m >= 2 {
         let grid: Vec<f64> = runs.iter().flatten().map(|p| p.0).collect();
@@ -671,6 +696,7 @@ pub fn resampled_means(
     Ok(Resampled {
         means,
         half_means,
+        bootstrap_scale: draws as f64 / n.max(1) as f64,
         out_of_bag_mean_square: (oob_count > 0).then(|| oob_sum / oob_count as f64),
     })
 }

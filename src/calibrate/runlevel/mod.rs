@@ -25,6 +25,7 @@
 pub mod groups;
 pub mod inference;
 
+use super::error::{CalibrateError, Result};
 use super::stats::{mean, sample_variance};
 use super::{Cell, MeanUncertainty, Model};
 use groups::{BiasShift, GroupBias, GroupTerm};
@@ -112,7 +113,8 @@ pub const MIN_LABELLED: usize = 3;
 pub const SUPPORT_LIMIT: f64 = 0.05;
 
 /// A judge score whose neighbourhood (± 1/20 of the anchors' range) holds fewer anchors than
-/// this is where the anchors are thin.
+/// this (or, for versions of under 1,600 anchors, fewer than a quarter of the anchors' average
+/// count in such a neighbourhood, n/80) is where the anchors are thin.
 pub const THIN_ANCHORS: usize = 20;
 
 /// Which path an answer took.
@@ -164,8 +166,8 @@ pub struct Support {
     pub anchor_range: (f64, f64),
     /// Share of the run's scores outside it.
     pub outside: f64,
-    /// Share of the run's scores with fewer than [`THIN_ANCHORS`] anchors within ± 1/20 of
-    /// the anchors' range (scores outside the range included).
+    /// Share of the run's scores where the anchors are thin (see [`THIN_ANCHORS`]; scores
+    /// outside the range included).
     pub thin: f64,
 }
 
@@ -300,13 +302,13 @@ struct Anchored<'a> {
 }
 
 impl<'a> Anchored<'a> {
-    fn new(basis: Basis<'a>) -> Result<Self, String> {
+    fn new(basis: Basis<'a>) -> Result<Self> {
         let pairs = &basis.anchors.pairs;
         if pairs.len() < 2 {
-            return Err(format!(
+            return Err(CalibrateError::TooFew(format!(
                 "the version's cell has {} anchors; an estimate needs at least 2 to know how far a reference lies from its corrected score",
                 pairs.len()
-            ));
+            )));
         }
         let js: Vec<f64> = pairs.iter().map(|p| p.0).collect();
         let fitted = basis.model.correct(&js)?;
@@ -352,12 +354,13 @@ impl<'a> Anchored<'a> {
             });
         let js = &self.judge_scores;
         let radius = (hi - lo) / 20.0;
+        let least = (js.len() / 80).min(THIN_ANCHORS);
         let thin = scores
             .iter()
             .filter(|&&j| {
                 let from = js.partition_point(|&x| x < j - radius);
                 let to = js.partition_point(|&x| x <= j + radius);
-                to - from < THIN_ANCHORS
+                to - from < least.max(1)
             })
             .count() as f64
             / scores.len().max(1) as f64;
@@ -368,7 +371,7 @@ impl<'a> Anchored<'a> {
         }
     }
 
-    fn corrected(&self, scores: &[f64]) -> Result<Vec<f64>, String> {
+    fn corrected(&self, scores: &[f64]) -> Result<Vec<f64>> {
         Ok(self
             .basis
             .model
@@ -385,7 +388,7 @@ impl<'a> Anchored<'a> {
         runs: &[&[f64]],
         weights: &[f64],
         settings: &Settings,
-    ) -> Result<CorrectorTerm, String> {
+    ) -> Result<CorrectorTerm> {
         let total: f64 = weights.iter().sum();
         let (v, term) = match self.basis.model.mean_uncertainty() {
             MeanUncertainty::Line(p) => {
@@ -425,6 +428,8 @@ impl<'a> Anchored<'a> {
                     .map(|m| m.iter().zip(weights).map(|(x, w)| x * w).sum::<f64>())
                     .sum::<f64>()
                     / resampled.means.len() as f64;
+                // A fit's bias falls as 1/anchors: refits on m < n anchors measure n/m times
+                // the bias of a fit on all n, so it is scaled by m/n.
                 return Ok(CorrectorTerm {
                     variance: resampled.variance(weights),
                     term: Term::Resampled(settings.refits.max(2)),
@@ -432,7 +437,7 @@ impl<'a> Anchored<'a> {
                         .out_of_bag_mean_square
                         .unwrap_or(self.noise_var)
                         .max(self.noise_var),
-                    bias: refitted - fitted,
+                    bias: (refitted - fitted) * resampled.bootstrap_scale,
                 });
             }
         };
@@ -450,7 +455,7 @@ impl<'a> Anchored<'a> {
         run: &RunItems,
         corrected: &[f64],
         settings: &Settings,
-    ) -> Result<(MeanEstimate, Term), String> {
+    ) -> Result<(MeanEstimate, Term)> {
         let t = self.corrector_term(&[&run.scores], &[1.0], settings)?;
         let mut e = inference::plain(
             corrected,
@@ -466,14 +471,14 @@ impl<'a> Anchored<'a> {
     }
 
     /// One run's estimate: labelled where it has labelled items, plain otherwise.
-    fn estimate(&self, run: &RunItems, settings: &Settings) -> Result<RunEstimate, String> {
+    fn estimate(&self, run: &RunItems, settings: &Settings) -> Result<RunEstimate> {
         let corrected = self.corrected(&run.scores)?;
         let support = self.support(&run.scores);
         let labelled = run.labelled();
         if labelled > 0 && labelled < MIN_LABELLED {
-            return Err(format!(
+            return Err(CalibrateError::TooFew(format!(
                 "{labelled} items carry a reference; the labelled path needs at least {MIN_LABELLED} (or send none for the plain estimate)"
-            ));
+            )));
         }
         if labelled == 0 {
             let (mean, term) = self.plain(run, &corrected, settings)?;
@@ -499,7 +504,8 @@ impl<'a> Anchored<'a> {
             run.clusters.as_deref(),
             settings.level,
             self.spacing,
-        )?;
+        )
+        .map_err(CalibrateError::TooFew)?;
         Ok(RunEstimate {
             path: Path::Labelled,
             transport: Some(transport(
@@ -561,8 +567,17 @@ fn labels_needed(e: &MeanEstimate, target: f64, level: f64) -> Advice {
 }
 
 /// The de-biased mean of `run`.
-pub fn estimate(basis: Basis, run: &RunItems, settings: &Settings) -> Result<RunEstimate, String> {
+pub fn estimate(basis: Basis, run: &RunItems, settings: &Settings) -> Result<RunEstimate> {
     Anchored::new(basis)?.estimate(run, settings)
+}
+
+/// `e` with the run it concerns named.
+fn named(run: &str, e: CalibrateError) -> CalibrateError {
+    match e {
+        CalibrateError::TooFew(why) => CalibrateError::TooFew(format!("{run}: {why}")),
+        CalibrateError::Numerical(why) => CalibrateError::Numerical(format!("{run}: {why}")),
+        CalibrateError::Cancelled => CalibrateError::Cancelled,
+    }
 }
 
 /// Pairs of (index in A, index in B) when both runs have ids and the same set of them.
@@ -588,14 +603,14 @@ pub fn compare(
     a: &RunItems,
     b: &RunItems,
     settings: &Settings,
-) -> Result<RunComparison, String> {
+) -> Result<RunComparison> {
     let anchored = Anchored::new(basis)?;
     let est_a = anchored
         .estimate(a, settings)
-        .map_err(|e| format!("run a: {e}"))?;
+        .map_err(|e| named("run a", e))?;
     let est_b = anchored
         .estimate(b, settings)
-        .map_err(|e| format!("run b: {e}"))?;
+        .map_err(|e| named("run b", e))?;
     let pairs = pairing(a, b);
     let paired = pairs.as_ref().is_some_and(|p| p.len() >= 2);
     let level = settings.level;
@@ -660,7 +675,8 @@ pub fn compare(
                 .clusters
                 .as_ref()
                 .map(|c| p.iter().map(|&(i, _)| c[i]).collect());
-            let e = inference::labelled(&d, &d_ref, c.as_deref(), level, anchored.spacing)?;
+            let e = inference::labelled(&d, &d_ref, c.as_deref(), level, anchored.spacing)
+                .map_err(CalibrateError::TooFew)?;
             let difference = Difference::new(e.estimate, e.variance, e.df, level, true);
             return Ok(answer(
                 difference,
@@ -680,4 +696,35 @@ pub fn compare(
         (est_b.term, est_b.group.clone())
     };
     Ok(answer(difference, Path::Labelled, term, None, group))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::calibrate::identity::IdentityModel;
+
+    #[test]
+    fn the_support_check_finds_scores_where_anchors_are_thin_inside_their_range() {
+        // 2,000 anchors on [1, 3], and 5 near 5: the range is [1, 5], but a score of 4.5 has
+        // no anchor within ± 0.2 of it.
+        let mut pairs: Vec<(f64, f64)> = (0..2000)
+            .map(|i| (1.0 + 2.0 * i as f64 / 2000.0, 3.0))
+            .collect();
+        pairs.extend((0..5).map(|i| (4.9 + 0.02 * i as f64, 3.0)));
+        let cell = Cell {
+            pairs,
+            scale: (1.0, 5.0),
+        };
+        let model = Model::Identity(IdentityModel {});
+        let anchored = Anchored::new(Basis {
+            model: &model,
+            anchors: &cell,
+            groups: None,
+        })
+        .unwrap();
+        let s = anchored.support(&[2.0, 2.5, 4.5, 4.6]);
+        assert_eq!(s.outside, 0.0);
+        assert_eq!(s.thin, 0.5);
+        assert!(s.sparse() && !s.extrapolated());
+    }
 }

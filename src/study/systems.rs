@@ -1,0 +1,460 @@
+//! `judgecal systems`: HANNA's systems from one judge, against the human scores. Anchors are
+//! every system's stories of even prompts; the runs are each system's stories of odd prompts.
+//!
+//! - [`systems`]: each system's mean, plain and labelled, and the rankings they give.
+//! - [`pairs`]: for every judge and rubric, every pair of systems compared on the plain path
+//!   (their stories paired by prompt), against the human difference on those very stories:
+//!   how often the interval covers it and how many significant claims have the wrong sign,
+//!   before the anchors named their systems (the corrected differences' spread, no group term)
+//!   and after (each system a group).
+
+use nuts_rs::rand::SeedableRng;
+use nuts_rs::rand::rngs::ChaCha8Rng;
+use nuts_rs::rand::seq::SliceRandom;
+
+use crate::calibrate::cv::{Scheme, Split};
+use crate::calibrate::runlevel::groups::GroupBias;
+use crate::calibrate::runlevel::inference::Estimand;
+use crate::calibrate::runlevel::{self, Basis, RunItems, Settings};
+use crate::calibrate::stats::mean;
+use crate::calibrate::{Cell, Method, Run};
+
+const SCALE: (f64, f64) = (1.0, 5.0);
+
+/// One system's mean on the held-out half of HANNA: raw, estimated (plain, and labelled
+/// with a random few of its items) and human.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SystemRow {
+    pub system: String,
+    pub n: usize,
+    pub raw: f64,
+    pub plain: (f64, (f64, f64)),
+    pub labelled: (f64, (f64, f64)),
+    pub human: f64,
+}
+
+/// HANNA's systems ranked: `path` is `hanna_long.csv`; the anchors are every system's stories
+/// of even prompts, the runs each system's stories of odd prompts, scored by `judge` (prompt
+/// variant `variant`) on `rubric`; `method` corrects, `labels` items of each run are labelled
+/// at random for the labelled column. Scores outside 1–5 (failed parses) are dropped.
+pub fn systems(
+    path: &std::path::Path,
+    judge: &str,
+    variant: &str,
+    rubric: &str,
+    method: Method,
+    labels: usize,
+    seed: u64,
+) -> Result<Vec<SystemRow>, String> {
+    let mut reader =
+        csv::Reader::from_path(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let headers = reader.headers().map_err(|e| e.to_string())?.clone();
+    let col = |name: &str| {
+        headers
+            .iter()
+            .position(|h| h == name)
+            .ok_or_else(|| format!("{}: no column {name}", path.display()))
+    };
+    let (c_sys, c_idx, c_rub, c_hum, c_judge, c_var, c_score) = (
+        col("system")?,
+        col("story_idx")?,
+        col("rubric")?,
+        col("human_mean")?,
+        col("judge")?,
+        col("prompt_variant")?,
+        col("judge_score")?,
+    );
+    let mut anchors = Vec::new();
+    let mut runs: std::collections::BTreeMap<String, Vec<(f64, f64)>> = Default::default();
+    for (row, record) in reader.records().enumerate() {
+        let r = record.map_err(|e| format!("row {}: {e}", row + 2))?;
+        if &r[c_judge] != judge || &r[c_var] != variant || &r[c_rub] != rubric {
+            continue;
+        }
+        let number = |c: usize| {
+            r[c].parse::<f64>()
+                .map_err(|e| format!("row {}: {}: {e}", row + 2, &headers[c]))
+        };
+        let (j, y, idx) = (number(c_score)?, number(c_hum)?, number(c_idx)?);
+        if !(1.0..=5.0).contains(&j) {
+            continue;
+        }
+        if (idx as u64).is_multiple_of(2) {
+            anchors.push((j, y));
+        } else {
+            runs.entry(r[c_sys].to_owned()).or_default().push((j, y));
+        }
+    }
+    if anchors.len() < 20 || runs.is_empty() {
+        return Err(format!(
+            "{judge} (variant {variant}) on {rubric}: {} anchors and {} systems; is the judge, variant or rubric misspelt?",
+            anchors.len(),
+            runs.len()
+        ));
+    }
+    let cell = Cell {
+        pairs: anchors,
+        scale: SCALE,
+    };
+    let never = std::sync::atomic::AtomicBool::new(false);
+    let fit_run = Run::new(&never, &|_| {});
+    let held_out = vec![vec![None; cell.pairs.len()]];
+    let model = method
+        .default_options()
+        .fit_models(std::slice::from_ref(&cell), seed, &held_out, &fit_run)?
+        .remove(0);
+    let basis = Basis {
+        model: &model,
+        anchors: &cell,
+        groups: None,
+    };
+    let settings = Settings {
+        seed,
+        ..Settings::default()
+    };
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    runs.into_iter()
+        .map(|(system, items)| {
+            let scores: Vec<f64> = items.iter().map(|p| p.0).collect();
+            let human: Vec<f64> = items.iter().map(|p| p.1).collect();
+            let plain = runlevel::estimate(basis, &RunItems::scores(scores.clone()), &settings)?;
+            let mut order: Vec<usize> = (0..items.len()).collect();
+            order.shuffle(&mut rng);
+            let mut reference = vec![None; items.len()];
+            for &i in order.iter().take(labels) {
+                reference[i] = Some(human[i]);
+            }
+            let labelled = runlevel::estimate(
+                basis,
+                &RunItems {
+                    reference,
+                    ..RunItems::scores(scores.clone())
+                },
+                &settings,
+            )?;
+            Ok(SystemRow {
+                system,
+                n: items.len(),
+                raw: mean(&scores),
+                plain: (plain.mean.estimate, plain.mean.interval),
+                labelled: (labelled.mean.estimate, labelled.mean.interval),
+                human: mean(&human),
+            })
+        })
+        .collect()
+}
+
+/// Ranks (1 = lowest), ties sharing their mean rank.
+fn ranks(xs: &[f64]) -> Vec<f64> {
+    let mut order: Vec<usize> = (0..xs.len()).collect();
+    order.sort_by(|&a, &b| xs[a].total_cmp(&xs[b]));
+    let mut out = vec![0.0; xs.len()];
+    let mut i = 0;
+    while i < order.len() {
+        let mut k = i;
+        while k + 1 < order.len() && xs[order[k + 1]] == xs[order[i]] {
+            k += 1;
+        }
+        for &o in &order[i..=k] {
+            out[o] = (i + k) as f64 / 2.0 + 1.0;
+        }
+        i = k + 1;
+    }
+    out
+}
+
+/// Spearman's rank correlation.
+pub fn spearman(a: &[f64], b: &[f64]) -> f64 {
+    crate::calibrate::quality::pearson(&ranks(a), &ranks(b))
+}
+
+/// The systems as a Markdown table, with each ranking's rank correlation against the human
+/// one and how many intervals cover the human mean.
+pub fn systems_table(rows: &[SystemRow]) -> String {
+    let mut out = String::from(
+        "| system | items | raw judge mean | estimate (plain) | 95% interval | estimate (labelled) | 95% interval | human mean |\n|---|---:|---:|---:|---|---:|---|---:|\n",
+    );
+    let mut sorted: Vec<&SystemRow> = rows.iter().collect();
+    sorted.sort_by(|a, b| b.human.total_cmp(&a.human));
+    for r in &sorted {
+        out.push_str(&format!(
+            "| {} | {} | {:.2} | {:.2} | [{:.2}, {:.2}] | {:.2} | [{:.2}, {:.2}] | {:.2} |\n",
+            r.system,
+            r.n,
+            r.raw,
+            r.plain.0,
+            r.plain.1.0,
+            r.plain.1.1,
+            r.labelled.0,
+            r.labelled.1.0,
+            r.labelled.1.1,
+            r.human
+        ));
+    }
+    let human: Vec<f64> = rows.iter().map(|r| r.human).collect();
+    let col = |f: &dyn Fn(&SystemRow) -> f64| rows.iter().map(f).collect::<Vec<f64>>();
+    let covers = |f: &dyn Fn(&SystemRow) -> (f64, f64)| {
+        rows.iter()
+            .filter(|r| {
+                let (lo, hi) = f(r);
+                lo <= r.human && r.human <= hi
+            })
+            .count()
+    };
+    out.push_str(&format!(
+        "\nSpearman against the human ranking: raw judge {:.2}, plain estimate {:.2}, labelled estimate {:.2}. Intervals covering the human mean: plain {} of {}, labelled {} of {}.\n",
+        spearman(&col(&|r| r.raw), &human),
+        spearman(&col(&|r| r.plain.0), &human),
+        spearman(&col(&|r| r.labelled.0), &human),
+        covers(&|r| r.plain.1),
+        rows.len(),
+        covers(&|r| r.labelled.1),
+        rows.len(),
+    ));
+    out
+}
+
+/// One row of HANNA in long form.
+#[derive(Debug, Clone)]
+struct Record {
+    system: String,
+    story: u64,
+    rubric: String,
+    human: f64,
+    judge: String,
+    variant: String,
+    score: f64,
+}
+
+fn read(path: &std::path::Path) -> Result<Vec<Record>, String> {
+    let mut reader =
+        csv::Reader::from_path(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let headers = reader.headers().map_err(|e| e.to_string())?.clone();
+    let col = |name: &str| {
+        headers
+            .iter()
+            .position(|h| h == name)
+            .ok_or_else(|| format!("{}: no column {name}", path.display()))
+    };
+    let c = [
+        col("system")?,
+        col("story_idx")?,
+        col("rubric")?,
+        col("human_mean")?,
+        col("judge")?,
+        col("prompt_variant")?,
+        col("judge_score")?,
+    ];
+    let mut out = Vec::new();
+    for (row, record) in reader.records().enumerate() {
+        let r = record.map_err(|e| format!("row {}: {e}", row + 2))?;
+        let number = |k: usize| {
+            r[c[k]]
+                .parse::<f64>()
+                .map_err(|e| format!("row {}: {}: {e}", row + 2, &headers[c[k]]))
+        };
+        out.push(Record {
+            system: r[c[0]].to_owned(),
+            story: number(1)? as u64,
+            rubric: r[c[2]].to_owned(),
+            human: number(3)?,
+            judge: r[c[4]].to_owned(),
+            variant: r[c[5]].to_owned(),
+            score: number(6)?,
+        });
+    }
+    Ok(out)
+}
+
+/// One judge and rubric's pairs of systems.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PairRow {
+    pub judge: String,
+    pub rubric: String,
+    pub pairs: usize,
+    /// Intervals covering the human difference, and significant claims of the wrong sign:
+    /// before groups, and with each system a group.
+    pub covered_before: usize,
+    pub wrong_before: usize,
+    pub significant_before: usize,
+    pub covered: usize,
+    pub wrong: usize,
+    pub significant: usize,
+    /// The version's between-system sd of the bias.
+    pub tau: f64,
+}
+
+/// Every pair of HANNA's systems compared by every judge (prompt variant `variant`) on every
+/// rubric, with `method` trained as a job trains it (5 folds, then the fit).
+pub fn pairs(
+    path: &std::path::Path,
+    variant: &str,
+    method: Method,
+    seed: u64,
+) -> Result<Vec<PairRow>, String> {
+    let records = read(path)?;
+    let mut cells: Vec<(String, String)> = records
+        .iter()
+        .filter(|r| r.variant == variant)
+        .map(|r| (r.judge.clone(), r.rubric.clone()))
+        .collect();
+    cells.sort();
+    cells.dedup();
+    let never = std::sync::atomic::AtomicBool::new(false);
+    let fit_run = Run::new(&never, &|_| {});
+    let mut out = Vec::new();
+    for (judge, rubric) in cells {
+        let mine: Vec<&Record> = records
+            .iter()
+            .filter(|r| r.variant == variant && r.judge == judge && r.rubric == rubric)
+            .filter(|r| (1.0..=5.0).contains(&r.score))
+            .collect();
+        let (anchors, held): (Vec<&Record>, Vec<&Record>) =
+            mine.iter().partition(|r| r.story.is_multiple_of(2));
+        let cell = Cell {
+            pairs: anchors.iter().map(|r| (r.score, r.human)).collect(),
+            scale: SCALE,
+        };
+        let split = Split {
+            scheme: Scheme::Folds(5),
+            seed,
+        };
+        let (mut models, held_out) =
+            method
+                .default_options()
+                .train(std::slice::from_ref(&cell), split, &fit_run)?;
+        let model = models.remove(0);
+        let residuals: Vec<f64> = cell
+            .pairs
+            .iter()
+            .zip(&held_out[0])
+            .map(|(p, c)| c.map_or(f64::NAN, |c| p.1 - c.score))
+            .collect();
+        let names: Vec<Option<&str>> = anchors.iter().map(|r| Some(r.system.as_str())).collect();
+        let bias = GroupBias::of(&residuals, &names);
+        let mut systems: Vec<&str> = held.iter().map(|r| r.system.as_str()).collect();
+        systems.sort_unstable();
+        systems.dedup();
+        let run_of = |system: &str| -> std::collections::BTreeMap<u64, (f64, f64)> {
+            held.iter()
+                .filter(|r| r.system == system)
+                .map(|r| (r.story, (r.score, r.human)))
+                .collect()
+        };
+        let mut row = PairRow {
+            judge: judge.clone(),
+            rubric: rubric.clone(),
+            pairs: 0,
+            covered_before: 0,
+            wrong_before: 0,
+            significant_before: 0,
+            covered: 0,
+            wrong: 0,
+            significant: 0,
+            tau: bias.as_ref().map_or(0.0, |b| b.tau),
+        };
+        for (k, a) in systems.iter().enumerate() {
+            for b in &systems[k + 1..] {
+                let (ra, rb) = (run_of(a), run_of(b));
+                let shared: Vec<u64> = ra.keys().filter(|s| rb.contains_key(s)).copied().collect();
+                if shared.len() < 10 {
+                    continue;
+                }
+                let items = |r: &std::collections::BTreeMap<u64, (f64, f64)>, g: &str| RunItems {
+                    scores: shared.iter().map(|s| r[s].0).collect(),
+                    ids: Some(shared.iter().map(|s| s.to_string()).collect()),
+                    group: Some(g.to_owned()),
+                    ..RunItems::default()
+                };
+                let truth = mean(&shared.iter().map(|s| ra[s].1 - rb[s].1).collect::<Vec<_>>());
+                let (ia, ib) = (items(&ra, a), items(&rb, b));
+                let basis = Basis {
+                    model: &model,
+                    anchors: &cell,
+                    groups: bias.as_ref(),
+                };
+                let settings = Settings {
+                    seed,
+                    ..Settings::default()
+                };
+                let after = runlevel::compare(basis, &ia, &ib, &settings)?.difference;
+                let before = runlevel::compare(
+                    Basis {
+                        groups: None,
+                        ..basis
+                    },
+                    &ia,
+                    &ib,
+                    &Settings {
+                        estimand: Estimand::Population,
+                        ..settings
+                    },
+                )?
+                .difference;
+                let judge_of = |d: &crate::calibrate::runlevel::inference::Difference| {
+                    let covered = usize::from(d.interval.0 <= truth && truth <= d.interval.1);
+                    let significant = d.p_value < 0.05;
+                    let wrong = significant && d.estimate * truth < 0.0;
+                    (covered, usize::from(significant), usize::from(wrong))
+                };
+                let (c0, s0, w0) = judge_of(&before);
+                let (c1, s1, w1) = judge_of(&after);
+                row.pairs += 1;
+                row.covered_before += c0;
+                row.significant_before += s0;
+                row.wrong_before += w0;
+                row.covered += c1;
+                row.significant += s1;
+                row.wrong += w1;
+            }
+        }
+        out.push(row);
+    }
+    Ok(out)
+}
+
+/// The pairs as a Markdown table, with the totals.
+pub fn pairs_table(rows: &[PairRow]) -> String {
+    let mut out = String::from(
+        "| judge | rubric | pairs | τ | covers before | wrong-sign significant before (of significant) | covers with groups | wrong-sign significant with groups (of significant) |\n|---|---|---:|---:|---:|---|---:|---|\n",
+    );
+    let pct = |k: usize, n: usize| 100.0 * k as f64 / n.max(1) as f64;
+    for r in rows {
+        out.push_str(&format!(
+            "| {} | {} | {} | {:.3} | {:.1}% | {} ({}) | {:.1}% | {} ({}) |\n",
+            r.judge,
+            r.rubric,
+            r.pairs,
+            r.tau,
+            pct(r.covered_before, r.pairs),
+            r.wrong_before,
+            r.significant_before,
+            pct(r.covered, r.pairs),
+            r.wrong,
+            r.significant
+        ));
+    }
+    let sum = |f: &dyn Fn(&PairRow) -> usize| rows.iter().map(f).sum::<usize>();
+    let n = sum(&|r| r.pairs);
+    out.push_str(&format!(
+        "\nAll {} pairs: before, covers {:.1}% and {} wrong-sign significant claims ({:.1}% of pairs); with groups, covers {:.1}% and {} wrong-sign ({:.1}%).\n",
+        n,
+        pct(sum(&|r| r.covered_before), n),
+        sum(&|r| r.wrong_before),
+        pct(sum(&|r| r.wrong_before), n),
+        pct(sum(&|r| r.covered), n),
+        sum(&|r| r.wrong),
+        pct(sum(&|r| r.wrong), n),
+    ));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spearman_ties_share_their_mean_rank() {
+        assert!((spearman(&[1.0, 2.0, 2.0, 4.0], &[10.0, 20.0, 20.0, 30.0]) - 1.0).abs() < 1e-12);
+    }
+}
