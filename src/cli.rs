@@ -180,6 +180,9 @@ pub struct CoverageArgs {
     /// bayes) and `--reps` replications per cell.
     #[arg(long)]
     pub grid: bool,
+    /// With --grid: only the cells whose label contains this text.
+    #[arg(long)]
+    pub only: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -268,13 +271,13 @@ fn coverage(a: CoverageArgs) -> Result<(), String> {
             None => crate::calibrate::Method::Bayes,
         };
         let started = std::time::Instant::now();
-        let rows = crate::study::grid::run(
-            &crate::study::grid::cells(),
-            method,
-            a.reps,
-            a.threads,
-            &|line| eprintln!("{line}"),
-        )?;
+        let mut cells = crate::study::grid::cells();
+        if let Some(only) = &a.only {
+            cells.retain(|c| c.label().contains(only.as_str()));
+        }
+        let rows = crate::study::grid::run(&cells, method, a.reps, a.threads, &|line| {
+            eprintln!("{line}")
+        })?;
         print!("{}", crate::study::grid::table(&rows));
         eprintln!(
             "{method}, {} replications per cell in {:.0} s",

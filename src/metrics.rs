@@ -12,9 +12,9 @@ use prometheus::{
 };
 
 use crate::calibrate::Method;
+use crate::calibrate::drift::Drift;
 use crate::domain::CellKey;
 use crate::domain::calibration::{CalibratorVersion, JobKind};
-use crate::service::coverage::Drift;
 use crate::store::CoverageWindow;
 
 const CELL: &[&str] = &["judge", "rubric"];

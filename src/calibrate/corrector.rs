@@ -5,13 +5,12 @@
 use std::fmt::Debug;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::bayes::{FitDiagnostics, RubricPosterior};
-use super::cv::Scheme;
 use super::flow::FlowSummary;
+use super::report::{FitDiagnostics, RubricPosterior};
 
 /// One rubric's anchors, as (judge score, reference score), and the rubric's scale.
 #[derive(Debug, Clone, PartialEq)]
@@ -101,6 +100,65 @@ impl Corrected {
         Self {
             score,
             ..Self::default()
+        }
+    }
+}
+
+/// Fold of each of `n` items for k-fold cross-validation: a seeded shuffle dealt round-robin,
+/// so fold sizes differ by at most one.
+pub fn folds(n: usize, k: usize, seed: u64) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    let mut state = seed ^ 0x2545_F491_4F6C_DD1D;
+    for i in (1..n).rev() {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        order.swap(i, (state % (i as u64 + 1)) as usize);
+    }
+    let mut fold = vec![0; n];
+    for (pos, &item) in order.iter().enumerate() {
+        fold[item] = pos % k;
+    }
+    fold
+}
+
+/// How a fitted version is tested on anchors it did not see.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Scheme {
+    /// k-fold cross-validation: k fits, each anchor predicted once by the fit without its fold.
+    Folds(usize),
+    /// One fit without a seeded random fraction of the anchors, predicted on that fraction.
+    Holdout(f64),
+}
+
+impl Scheme {
+    pub fn check(&self) -> Result<(), String> {
+        match *self {
+            Scheme::Folds(k) if !(2..=20).contains(&k) => {
+                Err(format!("folds must be between 2 and 20; got {k}"))
+            }
+            Scheme::Holdout(f) if !(f > 0.0 && f < 1.0) => {
+                Err(format!("holdout must lie in (0, 1); got {f}"))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The rounds of fitting: in round r, items whose entry is `Some(r)` are held out and
+    /// predicted, the others trained on. `None` items are always trained on.
+    pub fn rounds(&self, n: usize, seed: u64) -> (usize, Vec<Option<usize>>) {
+        match *self {
+            Scheme::Folds(k) => (k, folds(n, k, seed).into_iter().map(Some).collect()),
+            Scheme::Holdout(f) => {
+                // Shuffle with the fold dealer, then hold out the first ⌈f·n⌉.
+                let held = ((f * n as f64).ceil() as usize).min(n);
+                let order = folds(n, n.max(1), seed);
+                (
+                    1,
+                    order.into_iter().map(|p| (p < held).then_some(0)).collect(),
+                )
+            }
         }
     }
 }

@@ -2,71 +2,10 @@
 //! `judgecal evaluate`. The same anchors and seed give the same folds whichever path asks, so
 //! held-out figures recorded by different jobs mean the same thing.
 
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
-
 use std::sync::atomic::Ordering;
 
 use super::corrector::{Cell, Corrected, Corrector, Run};
-
-/// Fold of each of `n` items for k-fold cross-validation: a seeded shuffle dealt round-robin,
-/// so fold sizes differ by at most one.
-pub fn folds(n: usize, k: usize, seed: u64) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..n).collect();
-    let mut state = seed ^ 0x2545_F491_4F6C_DD1D;
-    for i in (1..n).rev() {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        order.swap(i, (state % (i as u64 + 1)) as usize);
-    }
-    let mut fold = vec![0; n];
-    for (pos, &item) in order.iter().enumerate() {
-        fold[item] = pos % k;
-    }
-    fold
-}
-
-/// How a fitted version is tested on anchors it did not see.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Scheme {
-    /// k-fold cross-validation: k fits, each anchor predicted once by the fit without its fold.
-    Folds(usize),
-    /// One fit without a seeded random fraction of the anchors, predicted on that fraction.
-    Holdout(f64),
-}
-
-impl Scheme {
-    pub fn check(&self) -> Result<(), String> {
-        match *self {
-            Scheme::Folds(k) if !(2..=20).contains(&k) => {
-                Err(format!("folds must be between 2 and 20; got {k}"))
-            }
-            Scheme::Holdout(f) if !(f > 0.0 && f < 1.0) => {
-                Err(format!("holdout must lie in (0, 1); got {f}"))
-            }
-            _ => Ok(()),
-        }
-    }
-
-    /// The rounds of fitting: in round r, items whose entry is `Some(r)` are held out and
-    /// predicted, the others trained on. `None` items are always trained on.
-    pub fn rounds(&self, n: usize, seed: u64) -> (usize, Vec<Option<usize>>) {
-        match *self {
-            Scheme::Folds(k) => (k, folds(n, k, seed).into_iter().map(Some).collect()),
-            Scheme::Holdout(f) => {
-                // Shuffle with the fold dealer, then hold out the first ⌈f·n⌉.
-                let held = ((f * n as f64).ceil() as usize).min(n);
-                let order = folds(n, n.max(1), seed);
-                (
-                    1,
-                    order.into_iter().map(|p| (p < held).then_some(0)).collect(),
-                )
-            }
-        }
-    }
-}
+pub use super::corrector::{Scheme, folds};
 
 /// How held-out anchors are chosen: the scheme and the seed of the shuffle.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -85,6 +85,30 @@ impl MissAlarm {
     }
 }
 
+/// What the drift alarm says of one cell's active version.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Drift {
+    /// Anchors checked since the version was activated.
+    pub anchors: usize,
+    /// The e-process's current value (its wealth); the alarm fires when it reaches 1/δ.
+    pub e_value: f64,
+    /// Whether it has reached 1/δ since the activation (it stays raised until the next).
+    pub alarm: bool,
+}
+
+/// Replays `misses` through a fresh alarm.
+pub fn drift(misses: &[bool], delta: f64) -> Drift {
+    let mut alarm = MissAlarm::new(1.0 - crate::calibrate::conformal::LEVEL, delta);
+    for &m in misses {
+        alarm.observe(m);
+    }
+    Drift {
+        anchors: misses.len(),
+        e_value: alarm.e_value(),
+        alarm: alarm.alarmed_at.is_some(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use nuts_rs::rand::rngs::ChaCha8Rng;

@@ -25,6 +25,7 @@ pub mod isotonic;
 pub mod method;
 pub mod quality;
 pub mod quantile;
+pub mod report;
 pub mod runlevel;
 pub mod select;
 pub mod stats;

@@ -8,6 +8,110 @@ use super::{CellKey, GroupName, ItemId, JudgeName, Problem, RubricName};
 use crate::calibrate::runlevel::inference::Estimand;
 use crate::calibrate::runlevel::{MIN_LABELLED, RunItems, Settings};
 
+/// One run's estimate, asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EstimateRequest {
+    pub key: CellKey,
+    pub run: RunItems,
+    pub version: Option<i64>,
+    pub settings: Settings,
+}
+
+/// Two runs' difference, asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompareRequest {
+    pub key: CellKey,
+    pub a: RunItems,
+    pub b: RunItems,
+    pub version: Option<i64>,
+    pub settings: Settings,
+}
+
+/// A run as sent, with its group; `Err` where it was neither `scores` nor `items` (the
+/// problem names the field).
+pub type RawRunWithGroup = (Result<RawRun, Problem>, Option<String>);
+
+impl EstimateRequest {
+    /// Checks the whole request, every problem named by row and field.
+    pub fn parse(
+        judge: &str,
+        rubric: &str,
+        run: RawRunWithGroup,
+        version: Option<i64>,
+        raw: RawSettings,
+    ) -> Result<Self, Vec<Problem>> {
+        let mut problems = Vec::new();
+        let (key, settings) = parse_common(judge, rubric, version, raw, &mut problems);
+        let run = match run.0 {
+            Ok(r) => parse_run(
+                "",
+                r,
+                run.1.as_deref(),
+                &mut ClusterNames::default(),
+                &mut problems,
+            ),
+            Err(p) => {
+                problems.push(p);
+                RunItems::default()
+            }
+        };
+        match key {
+            Some(key) if problems.is_empty() => Ok(Self {
+                key,
+                run,
+                version,
+                settings,
+            }),
+            _ => Err(problems),
+        }
+    }
+
+    /// The name of the field that holds the run.
+    pub fn field(&self) -> &'static str {
+        if self.run.ids.is_some() {
+            "items"
+        } else {
+            "scores"
+        }
+    }
+}
+
+impl CompareRequest {
+    /// Checks the whole request; problems of a run are named `a.` or `b.`.
+    pub fn parse(
+        judge: &str,
+        rubric: &str,
+        a: RawRunWithGroup,
+        b: RawRunWithGroup,
+        version: Option<i64>,
+        raw: RawSettings,
+    ) -> Result<Self, Vec<Problem>> {
+        let mut problems = Vec::new();
+        let (key, settings) = parse_common(judge, rubric, version, raw, &mut problems);
+        let mut names = ClusterNames::default();
+        let mut run =
+            |prefix: &str, (raw, group): RawRunWithGroup, problems: &mut Vec<Problem>| match raw {
+                Ok(r) => parse_run(prefix, r, group.as_deref(), &mut names, problems),
+                Err(p) => {
+                    problems.push(p);
+                    RunItems::default()
+                }
+            };
+        let a = run("a.", a, &mut problems);
+        let b = run("b.", b, &mut problems);
+        match key {
+            Some(key) if problems.is_empty() => Ok(Self {
+                key,
+                a,
+                b,
+                version,
+                settings,
+            }),
+            _ => Err(problems),
+        }
+    }
+}
+
 /// One item of a run as sent.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RawItem {

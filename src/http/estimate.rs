@@ -12,7 +12,7 @@ use crate::calibrate::runlevel::{
     Advice, GroupAnswer, RunComparison, RunEstimate, Support, THIN_ANCHORS, Term, Transport,
 };
 use crate::domain::Problem;
-use crate::domain::estimate::{self, ClusterNames, RawItem, RawRun, RawSettings};
+use crate::domain::estimate::{RawItem, RawRun, RawSettings};
 use crate::service::{CompareRequest, EstimateRequest, Loaded};
 
 /// One item of a run.
@@ -517,23 +517,11 @@ fn group_warnings(g: &GroupAnswer, out: &mut Vec<String>) {
     }
 }
 
-/// Names the request's cell on its span and checks what both endpoints share.
-fn begin(
-    judge: &str,
-    rubric: &str,
-    version: Option<i64>,
-    raw: RawSettings,
-) -> (
-    Vec<Problem>,
-    Option<crate::domain::CellKey>,
-    crate::calibrate::runlevel::Settings,
-) {
+/// Names the request's cell on its span.
+fn name_span(judge: &str, rubric: &str) {
     let span = tracing::Span::current();
     span.record("judge", judge);
     span.record("rubric", rubric);
-    let mut problems = Vec::new();
-    let (key, settings) = estimate::parse_common(judge, rubric, version, raw, &mut problems);
-    (problems, key, settings)
 }
 
 fn identify(v: &Loaded) -> (String, String, i64, String) {
@@ -574,42 +562,25 @@ pub async fn estimate(
     _auth: Authorized<CorrectScope>,
     Json(body): Json<EstimateBody>,
 ) -> Result<axum::Json<EstimateResponse>, ApiError> {
-    let (mut problems, key, settings) = begin(
+    name_span(&body.judge, &body.rubric);
+    let run = RunBody {
+        scores: body.scores,
+        items: body.items,
+        group: None,
+    };
+    let request = EstimateRequest::parse(
         &body.judge,
         &body.rubric,
+        (run.raw(""), body.group),
         body.version,
         RawSettings {
             level: body.level,
             target_half_width: body.target_half_width,
             estimand: None,
         },
-    );
-    let raw = RunBody {
-        scores: body.scores,
-        items: body.items,
-        group: None,
-    }
-    .raw("")
-    .map_err(|p| ApiError::invalid("the estimate request was refused", vec![p]))?;
-    let run = estimate::parse_run(
-        "",
-        raw,
-        body.group.as_deref(),
-        &mut ClusterNames::default(),
-        &mut problems,
-    );
-    let Some(key) = key.filter(|_| problems.is_empty()) else {
-        return Err(ApiError::invalid(
-            "the estimate request was refused",
-            problems,
-        ));
-    };
-    let request = EstimateRequest {
-        key,
-        run,
-        version: body.version,
-        settings,
-    };
+    )
+    .map_err(|p| ApiError::invalid("the estimate request was refused", p))?;
+    let settings = request.settings;
     let (loaded, e) = state.service.estimate(request).await?;
     let (judge, rubric, version, method) = identify(&loaded);
     let mut notes = Vec::new();
@@ -655,42 +626,25 @@ pub async fn compare(
     _auth: Authorized<CorrectScope>,
     Json(body): Json<CompareBody>,
 ) -> Result<axum::Json<CompareResponse>, ApiError> {
-    let (mut problems, key, settings) = begin(
+    name_span(&body.judge, &body.rubric);
+    let side = |run: RunBody, prefix: &str| {
+        let group = run.group.clone();
+        (run.raw(prefix), group)
+    };
+    let request = CompareRequest::parse(
         &body.judge,
         &body.rubric,
+        side(body.a, "a."),
+        side(body.b, "b."),
         body.version,
         RawSettings {
             level: body.level,
             target_half_width: body.target_half_width,
-            estimand: body.estimand.clone(),
+            estimand: body.estimand,
         },
-    );
-    let mut names = ClusterNames::default();
-    let mut run = |prefix: &str, body: RunBody, problems: &mut Vec<Problem>| {
-        let group = body.group.clone();
-        match body.raw(prefix) {
-            Ok(raw) => estimate::parse_run(prefix, raw, group.as_deref(), &mut names, problems),
-            Err(p) => {
-                problems.push(p);
-                Default::default()
-            }
-        }
-    };
-    let a = run("a.", body.a, &mut problems);
-    let b = run("b.", body.b, &mut problems);
-    let Some(key) = key.filter(|_| problems.is_empty()) else {
-        return Err(ApiError::invalid(
-            "the comparison request was refused",
-            problems,
-        ));
-    };
-    let request = CompareRequest {
-        key,
-        a,
-        b,
-        version: body.version,
-        settings,
-    };
+    )
+    .map_err(|p| ApiError::invalid("the comparison request was refused", p))?;
+    let settings = request.settings;
     let (loaded, c): (_, RunComparison) = state.service.compare(request).await?;
     let (judge, rubric, version, method) = identify(&loaded);
     let mut notes = Vec::new();

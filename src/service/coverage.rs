@@ -12,8 +12,7 @@
 
 use super::Service;
 use super::versions::Loaded;
-use crate::calibrate::conformal::LEVEL;
-use crate::calibrate::drift::MissAlarm;
+use crate::calibrate::drift::drift;
 use crate::domain::Anchor;
 use crate::error::{Error, Result};
 use crate::store::{BatchCoverage, CellIngest};
@@ -21,30 +20,6 @@ use crate::store::{BatchCoverage, CellIngest};
 /// `judgecal_anchor_coverage` covers the newest checks of a cell's active version, whole
 /// batches, until at least this many anchors.
 pub const COVERAGE_WINDOW: i64 = 200;
-
-/// What the drift alarm says of one cell's active version.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Drift {
-    /// Anchors checked since the version was activated.
-    pub anchors: usize,
-    /// The e-process's current value (its wealth); the alarm fires when it reaches 1/δ.
-    pub e_value: f64,
-    /// Whether it has reached 1/δ since the activation (it stays raised until the next).
-    pub alarm: bool,
-}
-
-/// Replays `misses` through a fresh alarm.
-pub fn drift(misses: &[bool], delta: f64) -> Drift {
-    let mut alarm = MissAlarm::new(1.0 - LEVEL, delta);
-    for &m in misses {
-        alarm.observe(m);
-    }
-    Drift {
-        anchors: misses.len(),
-        e_value: alarm.e_value(),
-        alarm: alarm.alarmed_at.is_some(),
-    }
-}
 
 /// Whether each of `anchors` missed `loaded`'s 95% predictive interval, for those it has one
 /// for (a version with no interval checks none).

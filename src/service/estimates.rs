@@ -5,29 +5,11 @@ use std::sync::Arc;
 
 use super::Service;
 use super::versions::Loaded;
-use crate::calibrate::runlevel::{self, Basis, RunComparison, RunEstimate, RunItems, Settings};
+use crate::calibrate::runlevel::{self, Basis, RunComparison, RunEstimate, RunItems};
 use crate::calibrate::{Cell, MeanUncertainty};
+use crate::domain::estimate::{CompareRequest, EstimateRequest};
 use crate::domain::{CellKey, Problem};
 use crate::error::{Error, Result};
-
-/// One run's estimate, asked for.
-#[derive(Debug, Clone, PartialEq)]
-pub struct EstimateRequest {
-    pub key: CellKey,
-    pub run: RunItems,
-    pub version: Option<i64>,
-    pub settings: Settings,
-}
-
-/// Two runs' difference, asked for.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CompareRequest {
-    pub key: CellKey,
-    pub a: RunItems,
-    pub b: RunItems,
-    pub version: Option<i64>,
-    pub settings: Settings,
-}
 
 impl Service {
     fn check_size(&self, runs: &[(&str, &RunItems)]) -> Result<()> {
@@ -130,16 +112,5 @@ impl Service {
         .await?;
         self.metrics.count_estimate(&request.key, "compare");
         Ok((loaded, answer))
-    }
-}
-
-impl EstimateRequest {
-    /// The name of the field that holds the run.
-    pub fn field(&self) -> &'static str {
-        if self.run.ids.is_some() {
-            "items"
-        } else {
-            "scores"
-        }
     }
 }

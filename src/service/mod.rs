@@ -8,9 +8,9 @@ mod jobs;
 mod training;
 mod versions;
 
+pub use crate::domain::estimate::{CompareRequest, EstimateRequest};
 pub use corrections::Correction;
 pub use coverage::COVERAGE_WINDOW;
-pub use estimates::{CompareRequest, EstimateRequest};
 pub use jobs::Trained;
 pub use training::Progress;
 pub use versions::Loaded;

@@ -438,6 +438,6 @@ mod tests {
         assert!(two.shift().abs() < 1e-12 && two.variance() > 0.0);
         assert!(GroupBias::of(&[1.0, 2.0], &[Some("a"), Some("a")]).is_none());
         // A mixture of one point mass is that point.
-        assert_eq!(BiasShift::none().quantile(0.975, 0.0).abs() < 1e-9, true);
+        assert!(BiasShift::none().quantile(0.975, 0.0).abs() < 1e-9);
     }
 }

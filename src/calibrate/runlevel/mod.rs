@@ -392,10 +392,23 @@ impl<'a> Anchored<'a> {
         let total: f64 = weights.iter().sum();
         let (v, term) = match self.basis.model.mean_uncertainty() {
             MeanUncertainty::Line(p) => {
-                // Var(a·α + b·β) with a = Σ w_k, b = Σ w_k·j̄_k.
+                // Var(a·α + b·β) with a = Σ w_k, b = Σ w_k·j̄_k. Over the population of
+                // prompts b is an estimate of its expectation, and b² overstates the square of
+                // that by b's own sampling variance: it is taken off.
                 let b: f64 = runs.iter().zip(weights).map(|(r, w)| w * mean(r)).sum();
+                let b2 = match settings.estimand {
+                    Estimand::Runs => b * b,
+                    Estimand::Population => {
+                        let var_b: f64 = runs
+                            .iter()
+                            .zip(weights)
+                            .map(|(r, w)| w * w * sample_variance(r) / r.len().max(1) as f64)
+                            .sum();
+                        (b * b - var_b).max(0.0)
+                    }
+                };
                 let v = total * total * p.alpha_var
-                    + b * b * p.beta_var
+                    + b2 * p.beta_var
                     + 2.0 * total * b * p.alpha_beta_cov;
                 (v.max(0.0), Term::Posterior)
             }
@@ -450,13 +463,25 @@ impl<'a> Anchored<'a> {
     }
 
     /// The plain estimate of one run whose corrected scores are `corrected`.
+    ///
+    /// With a group term, the groups' held-out residuals carry the corrector's error in level
+    /// (and an identity version's offset, and a flexible fit's bias) as every residual does:
+    /// the group term corrects them, so the corrector term keeps only what the run's scores
+    /// add beyond the anchors' (the run's mean corrected score less the anchors'), and no
+    /// other shift applies.
     fn plain(
         &self,
         run: &RunItems,
         corrected: &[f64],
         settings: &Settings,
+        group: &BiasShift,
     ) -> Result<(MeanEstimate, Term)> {
-        let t = self.corrector_term(&[&run.scores], &[1.0], settings)?;
+        let grouped = group.term != GroupTerm::Unmeasured;
+        let t = if grouped {
+            self.corrector_term(&[&run.scores, &self.judge_scores], &[1.0, -1.0], settings)?
+        } else {
+            self.corrector_term(&[&run.scores], &[1.0], settings)?
+        };
         let mut e = inference::plain(
             corrected,
             t.noise_var,
@@ -464,10 +489,10 @@ impl<'a> Anchored<'a> {
             run.clusters.as_deref(),
             settings.level,
         )?;
-        let shift = self.shift - t.bias;
+        let shift = if grouped { 0.0 } else { self.shift - t.bias };
         e.estimate += shift;
         e.interval = (e.interval.0 + shift, e.interval.1 + shift);
-        Ok((e, t.term))
+        Ok((e.with_group(group, settings.level), t.term))
     }
 
     /// One run's estimate: labelled where it has labelled items, plain otherwise.
@@ -481,9 +506,8 @@ impl<'a> Anchored<'a> {
             )));
         }
         if labelled == 0 {
-            let (mean, term) = self.plain(run, &corrected, settings)?;
             let shift = self.group_shift(run.group.as_deref());
-            let mean = mean.with_group(&shift, settings.level);
+            let (mean, term) = self.plain(run, &corrected, settings, &shift)?;
             let advice = settings
                 .target
                 .map(|t| inference::plan(mean.variance, self.residuals.len(), t, settings.level));
