@@ -268,10 +268,7 @@ fn replicate(opts: &Options, rep: usize) -> Result<Vec<Row>, String> {
                     let (cor_m, cor_h) = naive(&fitted, z);
                     let residual = truth - mean(&fitted);
                     let (transport_covered, transport_fired) = e.transport.map_or((0, 0), |t| {
-                        (
-                            inside(t.interval, residual),
-                            usize::from(!(t.interval.0..=t.interval.1).contains(&0.0)),
-                        )
+                        (inside(t.interval, residual), usize::from(t.biased()))
                     });
                     tallies.insert(
                         setting,
