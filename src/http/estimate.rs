@@ -539,10 +539,13 @@ fn identify(v: &Loaded) -> (String, String, i64, String) {
 /// The estimand is the mean reference score the run's items would get if every one were
 /// labelled. With judge scores only, the estimate is the mean corrected score of the cell's
 /// version (active, or `version`); its interval adds the corrector's own uncertainty from its
-/// finite anchors to the run's noise, and assumes the judge relates to the reference on this
-/// run as on the anchors. Items that carry a `reference` (a random sample of the run, at least
-/// 3) switch to the labelled path (PPI++), which needs no such assumption, and add a transport
-/// check of the corrector on this run.
+/// finite anchors to the run's noise, and assumes that the reference given the judge score is
+/// distributed on the run as on the anchors' groups, up to a group bias drawn as theirs were.
+/// Where the anchors name groups (systems), a run of a known `group` gets that group's shrunk
+/// bias and a run of a new one (or none) the between-group variance; where they do not,
+/// `warnings` says that system-specific bias is not accounted for. Items that carry a
+/// `reference` (a random sample of the run, at least 3) switch to the labelled path, which
+/// needs no such assumption, and add a transport check of the corrector on this run.
 #[utoipa::path(
     post, path = "/v1/estimate", tag = "correction",
     request_body = EstimateBodyDoc,
@@ -602,11 +605,15 @@ pub async fn estimate(
 
 /// Is model A better than model B? The difference of two runs' de-biased means.
 ///
-/// Items with the same ids in both runs are paired (the same prompts answered by two models),
-/// and the interval uses the per-item differences; otherwise the runs are independent. The
-/// corrector's uncertainty, which both runs share, enters the difference once. Items of
-/// either run may carry a `reference`; then the labelled path applies (on the per-item
-/// differences where the same items of paired runs are labelled).
+/// By default (`estimand`: `runs`) the difference of the two runs' own mean references: its
+/// sampling variance is each run's residual noise (reference around corrected score), paired
+/// or not. `population` asks for the mean difference over the prompts the paired items were
+/// drawn from, whose sampling variance is the per-item corrected differences'. The
+/// corrector's uncertainty, which both runs share, enters the difference once; the runs'
+/// groups add their bias difference (cancelled for one group on both sides). Items of either
+/// run may carry a `reference`; then the labelled path applies (on the per-item differences
+/// where the same items of paired runs are labelled; otherwise a Welch t on the two runs'
+/// own answers).
 #[utoipa::path(
     post, path = "/v1/compare", tag = "correction",
     request_body = CompareBody,
