@@ -56,3 +56,25 @@ pub fn fit_models<C: Corrector>(
         .map(|(r, cell)| C::model(&fit, r, cell, &held_out[r], cell.pairs.len()))
         .collect()
 }
+
+/// Trains `method` (default options) on one cell as a job does (5-fold held-out predictions,
+/// then the model) and measures how the version's held-out bias varies between the anchors'
+/// `groups`: what the studies of run-level answers need of a version.
+pub fn train_with_groups(
+    method: super::Method,
+    cell: &Cell,
+    groups: &[Option<&str>],
+    seed: u64,
+    run: &Run,
+) -> Result<(super::Model, Option<super::runlevel::groups::GroupBias>), String> {
+    let split = Split {
+        scheme: cv::Scheme::Folds(5),
+        seed,
+    };
+    let (mut models, held_out) =
+        method
+            .default_options()
+            .train(std::slice::from_ref(cell), split, run)?;
+    let bias = super::runlevel::groups::GroupBias::of_held_out(&cell.pairs, &held_out[0], groups);
+    Ok((models.remove(0), bias))
+}

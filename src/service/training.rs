@@ -89,14 +89,12 @@ impl CellData {
     /// How the bias of a version with held-out predictions `held_out` varies between this
     /// cell's groups.
     fn group_bias(&self, held_out: &[Option<Corrected>]) -> Option<GroupBias> {
-        let (residuals, groups): (Vec<f64>, Vec<Option<&str>>) = self
-            .pairs
+        let groups: Vec<Option<&str>> = self
+            .groups
             .iter()
-            .zip(held_out)
-            .zip(&self.groups)
-            .filter_map(|((p, c), g)| c.map(|c| (p.1 - c.score, g.as_ref().map(|g| g.as_str()))))
-            .unzip();
-        GroupBias::of(&residuals, &groups)
+            .map(|g| g.as_ref().map(|g| g.as_str()))
+            .collect();
+        GroupBias::of_held_out(&self.pairs, held_out, &groups)
     }
 }
 

@@ -19,11 +19,10 @@ use nuts_rs::rand::seq::SliceRandom;
 use nuts_rs::rand::{RngExt, SeedableRng};
 
 use super::synthetic::stand_in_reference;
-use crate::calibrate::cv::{Scheme, Split};
-use crate::calibrate::runlevel::groups::GroupBias;
 use crate::calibrate::runlevel::inference::Estimand;
 use crate::calibrate::runlevel::{self, Basis, RunItems, Settings};
 use crate::calibrate::stats::{mean, standard_normal};
+use crate::calibrate::train::train_with_groups;
 use crate::calibrate::{Cell, Method, Run};
 
 const SCALE: (f64, f64) = (1.0, 5.0);
@@ -225,23 +224,8 @@ fn replicate(w: &World, method: Method, rep: u64) -> Result<Counts, String> {
     };
     let never = std::sync::atomic::AtomicBool::new(false);
     let fit_run = Run::new(&never, &|_| {});
-    let split = Split {
-        scheme: Scheme::Folds(5),
-        seed: rep,
-    };
-    let (mut models, held_out) =
-        method
-            .default_options()
-            .train(std::slice::from_ref(&cell), split, &fit_run)?;
-    let model = models.remove(0);
-    let residuals: Vec<f64> = cell
-        .pairs
-        .iter()
-        .zip(&held_out[0])
-        .map(|(p, c)| c.map_or(f64::NAN, |c| p.1 - c.score))
-        .collect();
     let group_names: Vec<Option<&str>> = names.iter().map(|g| g.as_deref()).collect();
-    let bias = GroupBias::of(&residuals, &group_names);
+    let (model, bias) = train_with_groups(method, &cell, &group_names, rep, &fit_run)?;
     // The runs: two systems answering the same prompts.
     let (u_a, u_b, g_a, g_b) = match w.runs {
         Runs::Ungrouped => (0.0, 0.0, None, None),

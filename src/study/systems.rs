@@ -12,11 +12,10 @@ use nuts_rs::rand::SeedableRng;
 use nuts_rs::rand::rngs::ChaCha8Rng;
 use nuts_rs::rand::seq::SliceRandom;
 
-use crate::calibrate::cv::{Scheme, Split};
-use crate::calibrate::runlevel::groups::GroupBias;
 use crate::calibrate::runlevel::inference::Estimand;
 use crate::calibrate::runlevel::{self, Basis, RunItems, Settings};
 use crate::calibrate::stats::mean;
+use crate::calibrate::train::train_with_groups;
 use crate::calibrate::{Cell, Method, Run};
 
 const SCALE: (f64, f64) = (1.0, 5.0);
@@ -46,43 +45,19 @@ pub fn systems(
     labels: usize,
     seed: u64,
 ) -> Result<Vec<SystemRow>, String> {
-    let mut reader =
-        csv::Reader::from_path(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let headers = reader.headers().map_err(|e| e.to_string())?.clone();
-    let col = |name: &str| {
-        headers
-            .iter()
-            .position(|h| h == name)
-            .ok_or_else(|| format!("{}: no column {name}", path.display()))
-    };
-    let (c_sys, c_idx, c_rub, c_hum, c_judge, c_var, c_score) = (
-        col("system")?,
-        col("story_idx")?,
-        col("rubric")?,
-        col("human_mean")?,
-        col("judge")?,
-        col("prompt_variant")?,
-        col("judge_score")?,
-    );
     let mut anchors = Vec::new();
     let mut runs: std::collections::BTreeMap<String, Vec<(f64, f64)>> = Default::default();
-    for (row, record) in reader.records().enumerate() {
-        let r = record.map_err(|e| format!("row {}: {e}", row + 2))?;
-        if &r[c_judge] != judge || &r[c_var] != variant || &r[c_rub] != rubric {
+    for r in read(path)? {
+        if r.judge != judge || r.variant != variant || r.rubric != rubric {
             continue;
         }
-        let number = |c: usize| {
-            r[c].parse::<f64>()
-                .map_err(|e| format!("row {}: {}: {e}", row + 2, &headers[c]))
-        };
-        let (j, y, idx) = (number(c_score)?, number(c_hum)?, number(c_idx)?);
-        if !(1.0..=5.0).contains(&j) {
+        if !(1.0..=5.0).contains(&r.score) {
             continue;
         }
-        if (idx as u64).is_multiple_of(2) {
-            anchors.push((j, y));
+        if r.story.is_multiple_of(2) {
+            anchors.push((r.score, r.human));
         } else {
-            runs.entry(r[c_sys].to_owned()).or_default().push((j, y));
+            runs.entry(r.system).or_default().push((r.score, r.human));
         }
     }
     if anchors.len() < 20 || runs.is_empty() {
@@ -315,23 +290,8 @@ pub fn pairs(
             pairs: anchors.iter().map(|r| (r.score, r.human)).collect(),
             scale: SCALE,
         };
-        let split = Split {
-            scheme: Scheme::Folds(5),
-            seed,
-        };
-        let (mut models, held_out) =
-            method
-                .default_options()
-                .train(std::slice::from_ref(&cell), split, &fit_run)?;
-        let model = models.remove(0);
-        let residuals: Vec<f64> = cell
-            .pairs
-            .iter()
-            .zip(&held_out[0])
-            .map(|(p, c)| c.map_or(f64::NAN, |c| p.1 - c.score))
-            .collect();
         let names: Vec<Option<&str>> = anchors.iter().map(|r| Some(r.system.as_str())).collect();
-        let bias = GroupBias::of(&residuals, &names);
+        let (model, bias) = train_with_groups(method, &cell, &names, seed, &fit_run)?;
         let mut systems: Vec<&str> = held.iter().map(|r| r.system.as_str()).collect();
         systems.sort_unstable();
         systems.dedup();

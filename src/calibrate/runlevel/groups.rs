@@ -201,6 +201,22 @@ struct Posterior {
 const GRID: usize = 160;
 
 impl GroupBias {
+    /// From the held-out predictions `held_out` of anchors `pairs` (judge, reference; `None`
+    /// where an anchor was never held out) and each anchor's group.
+    pub fn of_held_out(
+        pairs: &[(f64, f64)],
+        held_out: &[Option<crate::calibrate::Corrected>],
+        groups: &[Option<&str>],
+    ) -> Option<Self> {
+        let (residuals, groups): (Vec<f64>, Vec<Option<&str>>) = pairs
+            .iter()
+            .zip(held_out)
+            .zip(groups)
+            .filter_map(|((p, c), g)| c.map(|c| (p.1 - c.score, *g)))
+            .unzip();
+        Self::of(&residuals, &groups)
+    }
+
     /// From held-out `residuals` (reference − held-out prediction) and each one's `group`;
     /// `None` with fewer than 2 groups.
     pub fn of(residuals: &[f64], groups: &[Option<&str>]) -> Option<Self> {
