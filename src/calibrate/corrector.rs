@@ -9,8 +9,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::flow::FlowSummary;
-use super::report::{FitDiagnostics, RubricPosterior};
+use super::report::{FitDiagnostics, FlowSummary, RubricPosterior};
 
 /// One rubric's anchors, as (judge score, reference score), and the rubric's scale.
 #[derive(Debug, Clone, PartialEq)]

@@ -3,7 +3,7 @@
 //! (test, then a pool whose first n anchors are the budget-n training set), every method
 //! fitted at every budget and judged on the same test items by the three questions.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
@@ -12,63 +12,12 @@ use nuts_rs::rand::rngs::ChaCha8Rng;
 use nuts_rs::rand::seq::SliceRandom;
 use serde::Serialize;
 
+pub use super::design::{Options, Run, Source, Split};
 use super::sources::{read_column, read_pairs};
-use super::synthetic::{JudgeModel, stand_in_reference};
+use super::synthetic::stand_in_reference;
 use super::{Bars, figures};
-use crate::calibrate::flow::FlowPreset;
-use crate::calibrate::quality::{Figures as Quality, evaluate};
-use crate::calibrate::{Candidates, Cell, Method, Run as FitRun};
-
-/// Where the reference scores come from.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub enum Source {
-    /// The built-in stand-in (see [`stand_in_reference`]).
-    StandIn,
-    /// A numeric column of a CSV file with a header row.
-    Column { file: PathBuf, column: String },
-    /// A given split: columns `split,order,judge,reference`.
-    Pairs(PathBuf),
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Options {
-    pub source: Source,
-    pub judge: JudgeModel,
-    pub scale: (f64, f64),
-    pub seed: u64,
-    pub seeds: usize,
-    pub test: usize,
-    pub pool: usize,
-    pub budgets: Vec<usize>,
-    /// Extra budgets fitted for the budget figure only.
-    pub sweep: Vec<usize>,
-    pub methods: Vec<Method>,
-    /// Each method's options (the flow's recipe is `flow_preset`, its epochs `flow_epochs`).
-    #[serde(skip)]
-    pub settings: Candidates,
-    pub flow_preset: FlowPreset,
-    /// The preset's when `None`.
-    pub flow_epochs: Option<u64>,
-}
-
-/// One split: the test items and the ordered training pool, as (judge, reference).
-pub struct Split {
-    pub test: Vec<(f64, f64)>,
-    pub pool: Vec<(f64, f64)>,
-}
-
-/// One fitted (method, budget) on one seed: its test predictions and figures.
-#[derive(Debug, Clone, Serialize)]
-pub struct Run {
-    pub seed: u64,
-    pub method: Method,
-    /// None for the raw judge.
-    pub anchors: Option<usize>,
-    pub evaluation: Quality,
-    pub fit_seconds: f64,
-    #[serde(skip)]
-    pub predictions: Vec<f64>,
-}
+use crate::calibrate::quality::evaluate;
+use crate::calibrate::{Cell, Method, Run as FitRun};
 
 /// Mean and sd over seeds of one (method, budget).
 #[derive(Debug, Clone, Serialize)]
@@ -433,6 +382,9 @@ pub fn run(opts: Options, figures_dir: Option<&Path>) -> Result<Report, String> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::calibrate::Candidates;
+    use crate::calibrate::flow::FlowPreset;
+    use crate::study::synthetic::JudgeModel;
 
     fn quick(methods: Vec<Method>) -> Options {
         Options {

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use plotters::style::RGBColor;
 
-use super::experiment::{Options, Run, Split};
+use super::design::{Options, Run, Split};
 use crate::calibrate::Method;
 use crate::calibrate::quality::{kde_on_grid, level_spacing};
 use crate::calibrate::stats::mean;

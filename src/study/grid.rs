@@ -410,7 +410,7 @@ mod tests {
                     slope: 0.1,
                     ..World::BASE
                 },
-                300,
+                200,
             ),
             (
                 World {
@@ -419,16 +419,17 @@ mod tests {
                     runs: Runs::New,
                     ..World::BASE
                 },
-                300,
+                200,
             ),
         ] {
-            let (_, c) = run(&[w], Method::Isotonic, reps, 2, &|_| {})
+            let (_, c) = run(&[w], Method::Bayes, reps, 2, &|_| {})
                 .unwrap()
                 .remove(0);
             let (new, old) = (c.rate(c.compare), c.rate(c.compare_before));
             eprintln!("{}: compare covers {new:.3}, before {old:.3}", w.label());
-            // 300 replications: the binomial sd of a 95% rate is 1.3 points.
-            assert!((0.92..=0.98).contains(&new), "{}: {new}", w.label());
+            // 200 replications: the binomial sd of a 95% rate is 1.5 points; the full grid
+            // (1,000 replications a cell, README) measured 95.4% and 96.9% here.
+            assert!((0.91..=0.985).contains(&new), "{}: {new}", w.label());
             assert!(old < 0.85, "{}: before {old}", w.label());
         }
     }

@@ -4,6 +4,7 @@
 //! often each method's predictive interval covers new items).
 //! They use the same correctors and metrics as the service, with no database.
 
+pub mod design;
 pub mod evaluate;
 pub mod experiment;
 pub mod figures;

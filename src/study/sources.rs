@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use super::experiment::Split;
+use super::design::Split;
 
 fn read_csv(path: &Path) -> Result<csv::Reader<std::fs::File>, String> {
     csv::ReaderBuilder::new()

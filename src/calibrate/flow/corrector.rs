@@ -7,10 +7,11 @@ use std::sync::OnceLock;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{FlowConfig, FlowWeights, ReviewRule, Schedule, TABLE_POINTS, Table, table_range};
+use super::{FlowWeights, TABLE_POINTS, Table, table_range};
 use crate::calibrate::conformal::Intervals;
 use crate::calibrate::corrector::{Cell, CellModel, Corrected, Corrector, MeanUncertainty, Run};
 use crate::calibrate::cv::Scheme;
+use crate::calibrate::report::{FlowConfig, FlowSummary, ReviewAudit, ReviewRule, Schedule};
 use crate::calibrate::stats::quantile;
 
 /// A training recipe: what the flow's unset training options default to.
@@ -200,40 +201,6 @@ impl PartialEq for FlowModel {
             other.trained_on,
         )
     }
-}
-
-/// What a flow version reports of its training.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct FlowSummary {
-    /// The settings it was trained with.
-    pub config: FlowConfig,
-    pub trained_on: usize,
-    pub epochs_run: u64,
-    pub stopped_early: bool,
-    pub train_loss: f64,
-    pub validation_loss: Option<f64>,
-    pub mc_passes: usize,
-    pub review_sigma: f64,
-    pub table: (f64, f64),
-    pub review_audit: Option<ReviewAudit>,
-}
-
-/// What the MC-dropout σ is worth as a review signal, on held-out anchors. σ is the spread of
-/// the flow's own map over dropout masks: its uncertainty about E[y | j], not the reference's
-/// noise around it. Large errors come mostly from that noise, so σ can only catch them where
-/// the map is uncertain for the same reason the references are noisy.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct ReviewAudit {
-    /// Held-out anchors audited.
-    pub held_out: usize,
-    /// Share of them routed to review (σ above the threshold).
-    pub routed: f64,
-    /// Share of the largest 10% absolute errors among the routed: `routed` is what routing
-    /// at random would catch.
-    pub large_errors_routed: f64,
-    /// The same share when as many anchors are routed by the widest 95% interval instead
-    /// (conformal, per bin of the judge score; ties shared out evenly).
-    pub large_errors_routed_by_width: Option<f64>,
 }
 
 /// Anchors an audit needs: the largest 10% of errors are then at least five.
