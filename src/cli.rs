@@ -226,13 +226,17 @@ pub struct SystemsArgs {
     /// covers the human difference, before and with each system a group.
     #[arg(long)]
     pub pairs: bool,
+    /// With --pairs: also each system left out of the anchors in turn and compared, as a new
+    /// system, with every other (11 fits per judge and rubric).
+    #[arg(long)]
+    pub new_systems: bool,
 }
 
 fn systems(a: SystemsArgs) -> Result<(), String> {
     use crate::study::systems;
     let method = crate::calibrate::Method::parse(&a.method)?;
     if a.pairs {
-        let rows = systems::pairs(&a.data, &a.variant, method, a.seed)?;
+        let rows = systems::pairs(&a.data, &a.variant, method, a.seed, a.new_systems)?;
         print!("{}", systems::pairs_table(&rows));
         return Ok(());
     }

@@ -241,20 +241,47 @@ fn read(path: &std::path::Path) -> Result<Vec<Record>, String> {
     Ok(out)
 }
 
+/// How one way of comparing fared over a cell's pairs of systems.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Claims {
+    pub pairs: usize,
+    /// Intervals covering the human difference.
+    pub covered: usize,
+    /// p < 0.05, and of those, the ones with the wrong sign.
+    pub significant: usize,
+    pub wrong: usize,
+}
+
+impl Claims {
+    /// Counts `d` against the human difference `truth`.
+    fn count(&mut self, d: &crate::calibrate::runlevel::inference::Difference, truth: f64) {
+        self.pairs += 1;
+        self.covered += usize::from(d.interval.0 <= truth && truth <= d.interval.1);
+        let significant = d.p_value < 0.05;
+        self.significant += usize::from(significant);
+        self.wrong += usize::from(significant && d.estimate * truth < 0.0);
+    }
+
+    fn add(&mut self, o: &Claims) {
+        self.pairs += o.pairs;
+        self.covered += o.covered;
+        self.significant += o.significant;
+        self.wrong += o.wrong;
+    }
+}
+
 /// One judge and rubric's pairs of systems.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PairRow {
     pub judge: String,
     pub rubric: String,
-    pub pairs: usize,
-    /// Intervals covering the human difference, and significant claims of the wrong sign:
-    /// before groups, and with each system a group.
-    pub covered_before: usize,
-    pub wrong_before: usize,
-    pub significant_before: usize,
-    pub covered: usize,
-    pub wrong: usize,
-    pub significant: usize,
+    /// Before groups (the corrected differences' spread, no group term).
+    pub before: Claims,
+    /// Each system a group the anchors know.
+    pub known: Claims,
+    /// One system of each pair new: the anchors without its stories (each pair twice, each
+    /// side new once).
+    pub new: Claims,
     /// The version's between-system sd of the bias.
     pub tau: f64,
 }
@@ -266,6 +293,7 @@ pub fn pairs(
     variant: &str,
     method: Method,
     seed: u64,
+    new_systems: bool,
 ) -> Result<Vec<PairRow>, String> {
     let records = read(path)?;
     let mut cells: Vec<(String, String)> = records
@@ -304,68 +332,83 @@ pub fn pairs(
         let mut row = PairRow {
             judge: judge.clone(),
             rubric: rubric.clone(),
-            pairs: 0,
-            covered_before: 0,
-            wrong_before: 0,
-            significant_before: 0,
-            covered: 0,
-            wrong: 0,
-            significant: 0,
+            before: Claims::default(),
+            known: Claims::default(),
+            new: Claims::default(),
             tau: bias.as_ref().map_or(0.0, |b| b.tau),
+        };
+        let settings = Settings {
+            seed,
+            ..Settings::default()
+        };
+        // Two systems' stories of the odd prompts, paired by prompt, with the human difference.
+        let paired = |a: &str, b: &str| {
+            let (ra, rb) = (run_of(a), run_of(b));
+            let shared: Vec<u64> = ra.keys().filter(|s| rb.contains_key(s)).copied().collect();
+            let items = |r: &std::collections::BTreeMap<u64, (f64, f64)>, g: &str| RunItems {
+                scores: shared.iter().map(|s| r[s].0).collect(),
+                ids: Some(shared.iter().map(|s| s.to_string()).collect()),
+                group: Some(g.to_owned()),
+                ..RunItems::default()
+            };
+            let truth = mean(&shared.iter().map(|s| ra[s].1 - rb[s].1).collect::<Vec<_>>());
+            (shared.len(), items(&ra, a), items(&rb, b), truth)
+        };
+        let basis = Basis {
+            model: &model,
+            anchors: &cell,
+            groups: bias.as_ref(),
         };
         for (k, a) in systems.iter().enumerate() {
             for b in &systems[k + 1..] {
-                let (ra, rb) = (run_of(a), run_of(b));
-                let shared: Vec<u64> = ra.keys().filter(|s| rb.contains_key(s)).copied().collect();
-                if shared.len() < 10 {
+                let (n, ia, ib, truth) = paired(a, b);
+                if n < 10 {
                     continue;
                 }
-                let items = |r: &std::collections::BTreeMap<u64, (f64, f64)>, g: &str| RunItems {
-                    scores: shared.iter().map(|s| r[s].0).collect(),
-                    ids: Some(shared.iter().map(|s| s.to_string()).collect()),
-                    group: Some(g.to_owned()),
-                    ..RunItems::default()
+                row.known.count(
+                    &runlevel::compare(basis, &ia, &ib, &settings)?.difference,
+                    truth,
+                );
+                let before = Settings {
+                    estimand: Estimand::Population,
+                    ..settings
                 };
-                let truth = mean(&shared.iter().map(|s| ra[s].1 - rb[s].1).collect::<Vec<_>>());
-                let (ia, ib) = (items(&ra, a), items(&rb, b));
+                let old = Basis {
+                    groups: None,
+                    ..basis
+                };
+                row.before.count(
+                    &runlevel::compare(old, &ia, &ib, &before)?.difference,
+                    truth,
+                );
+            }
+        }
+        if new_systems {
+            // Each system in turn left out of the anchors, and compared with every other.
+            for left_out in &systems {
+                let kept: Vec<&&Record> =
+                    anchors.iter().filter(|r| r.system != *left_out).collect();
+                let without = Cell {
+                    pairs: kept.iter().map(|r| (r.score, r.human)).collect(),
+                    scale: SCALE,
+                };
+                let names: Vec<Option<&str>> =
+                    kept.iter().map(|r| Some(r.system.as_str())).collect();
+                let (model, bias) = train_with_groups(method, &without, &names, seed, &fit_run)?;
                 let basis = Basis {
                     model: &model,
-                    anchors: &cell,
+                    anchors: &without,
                     groups: bias.as_ref(),
                 };
-                let settings = Settings {
-                    seed,
-                    ..Settings::default()
-                };
-                let after = runlevel::compare(basis, &ia, &ib, &settings)?.difference;
-                let before = runlevel::compare(
-                    Basis {
-                        groups: None,
-                        ..basis
-                    },
-                    &ia,
-                    &ib,
-                    &Settings {
-                        estimand: Estimand::Population,
-                        ..settings
-                    },
-                )?
-                .difference;
-                let judge_of = |d: &crate::calibrate::runlevel::inference::Difference| {
-                    let covered = usize::from(d.interval.0 <= truth && truth <= d.interval.1);
-                    let significant = d.p_value < 0.05;
-                    let wrong = significant && d.estimate * truth < 0.0;
-                    (covered, usize::from(significant), usize::from(wrong))
-                };
-                let (c0, s0, w0) = judge_of(&before);
-                let (c1, s1, w1) = judge_of(&after);
-                row.pairs += 1;
-                row.covered_before += c0;
-                row.significant_before += s0;
-                row.wrong_before += w0;
-                row.covered += c1;
-                row.significant += s1;
-                row.wrong += w1;
+                for other in systems.iter().filter(|s| *s != left_out) {
+                    let (n, ia, ib, truth) = paired(left_out, other);
+                    if n >= 10 {
+                        row.new.count(
+                            &runlevel::compare(basis, &ia, &ib, &settings)?.difference,
+                            truth,
+                        );
+                    }
+                }
             }
         }
         out.push(row);
@@ -376,36 +419,61 @@ pub fn pairs(
 /// The pairs as a Markdown table, with the totals.
 pub fn pairs_table(rows: &[PairRow]) -> String {
     let mut out = String::from(
-        "| judge | rubric | pairs | τ | covers before | wrong-sign significant before (of significant) | covers with groups | wrong-sign significant with groups (of significant) |\n|---|---|---:|---:|---:|---|---:|---|\n",
+        "| judge | rubric | pairs | τ | covers before | wrong-sign significant before (of significant) | covers, known systems | wrong-sign (of significant) | covers, one system new | wrong-sign (of significant) |\n|---|---|---:|---:|---:|---|---:|---|---:|---|\n",
     );
-    let pct = |k: usize, n: usize| 100.0 * k as f64 / n.max(1) as f64;
+    let pct = |c: &Claims| 100.0 * c.covered as f64 / c.pairs.max(1) as f64;
+    let new = |c: &Claims| {
+        if c.pairs == 0 {
+            ("".to_owned(), "".to_owned())
+        } else {
+            (
+                format!("{:.1}%", pct(c)),
+                format!("{} ({})", c.wrong, c.significant),
+            )
+        }
+    };
+    let (mut before, mut known, mut fresh) =
+        (Claims::default(), Claims::default(), Claims::default());
     for r in rows {
+        let (nc, nw) = new(&r.new);
         out.push_str(&format!(
-            "| {} | {} | {} | {:.3} | {:.1}% | {} ({}) | {:.1}% | {} ({}) |\n",
+            "| {} | {} | {} | {:.3} | {:.1}% | {} ({}) | {:.1}% | {} ({}) | {nc} | {nw} |\n",
             r.judge,
             r.rubric,
-            r.pairs,
+            r.known.pairs,
             r.tau,
-            pct(r.covered_before, r.pairs),
-            r.wrong_before,
-            r.significant_before,
-            pct(r.covered, r.pairs),
-            r.wrong,
-            r.significant
+            pct(&r.before),
+            r.before.wrong,
+            r.before.significant,
+            pct(&r.known),
+            r.known.wrong,
+            r.known.significant,
+        ));
+        before.add(&r.before);
+        known.add(&r.known);
+        fresh.add(&r.new);
+    }
+    let share = |c: &Claims| 100.0 * c.wrong as f64 / c.pairs.max(1) as f64;
+    out.push_str(&format!(
+        "\nAll {} pairs: before, covers {:.1}% and {} wrong-sign significant claims ({:.1}% of pairs); known systems, covers {:.1}% and {} wrong-sign ({:.1}%).",
+        known.pairs,
+        pct(&before),
+        before.wrong,
+        share(&before),
+        pct(&known),
+        known.wrong,
+        share(&known),
+    ));
+    if fresh.pairs > 0 {
+        out.push_str(&format!(
+            " One system new ({} comparisons): covers {:.1}% and {} wrong-sign ({:.1}%).",
+            fresh.pairs,
+            pct(&fresh),
+            fresh.wrong,
+            share(&fresh)
         ));
     }
-    let sum = |f: &dyn Fn(&PairRow) -> usize| rows.iter().map(f).sum::<usize>();
-    let n = sum(&|r| r.pairs);
-    out.push_str(&format!(
-        "\nAll {} pairs: before, covers {:.1}% and {} wrong-sign significant claims ({:.1}% of pairs); with groups, covers {:.1}% and {} wrong-sign ({:.1}%).\n",
-        n,
-        pct(sum(&|r| r.covered_before), n),
-        sum(&|r| r.wrong_before),
-        pct(sum(&|r| r.wrong_before), n),
-        pct(sum(&|r| r.covered), n),
-        sum(&|r| r.wrong),
-        pct(sum(&|r| r.wrong), n),
-    ));
+    out.push('\n');
     out
 }
 
