@@ -21,7 +21,8 @@ fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
 
-async fn an_identity_estimate_is_the_raw_mean_shifted_by_the_anchors_residual(backend: Backend) {
+/// An app whose cell j1/coherence has 120 anchors and an identity version.
+async fn identity_version(backend: Backend) -> TestApp {
     let app = TestApp::new(backend).await;
     upload(&app, "j1", "coherence", 120, 0.5, 0.8).await;
     let job = finished(
@@ -30,6 +31,11 @@ async fn an_identity_estimate_is_the_raw_mean_shifted_by_the_anchors_residual(ba
     )
     .await;
     assert_eq!(job["state"], "succeeded", "{job}");
+    app
+}
+
+async fn an_identity_estimate_is_the_raw_mean_shifted_by_the_anchors_residual(backend: Backend) {
+    let app = identity_version(backend).await;
     // What the anchors say: reference − judge.
     let residuals: Vec<f64> = anchors(120, 0.5, 0.8)
         .iter()
@@ -472,14 +478,7 @@ async fn groups_are_stored_measured_and_used_by_run_level_answers(backend: Backe
 }
 
 async fn labelled_items_in_one_cluster_are_refused_naming_the_field(backend: Backend) {
-    let app = TestApp::new(backend).await;
-    upload(&app, "j1", "coherence", 120, 0.5, 0.8).await;
-    let job = finished(
-        &app,
-        &train(&app, "j1", json!({"method": "identity"})).await,
-    )
-    .await;
-    assert_eq!(job["state"], "succeeded", "{job}");
+    let app = identity_version(backend).await;
     let items: Vec<Value> = (0..20)
         .map(|i| {
             let mut item = json!({"score": 3.0, "cluster": if i < 10 { "c1" } else { "c2" }});
