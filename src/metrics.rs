@@ -41,6 +41,8 @@ pub struct Metrics {
     pub anchor_coverage: GaugeVec,
     pub anchor_coverage_anchors: IntGaugeVec,
     pub drift_evalue: GaugeVec,
+    pub drift_evalue_peak: GaugeVec,
+    pub drift_miss_bound: GaugeVec,
     pub drift_alarm: IntGaugeVec,
     pub drift_anchors: IntGaugeVec,
     /// The cells the coverage gauges are set for, to drop those whose version changed.
@@ -172,7 +174,15 @@ impl Metrics {
             ),
             drift_evalue: gauge(
                 "judgecal_drift_evalue",
-                "The drift alarm's e-value for the active version: the wealth of a bet against \"new anchors miss its 95% interval at most 5% of the time\", over every anchor checked since the activation; the alarm fires at 1/calibrators.drift_delta",
+                "The drift alarm's e-value for the active version: the wealth of a bet, once per upload batch, against \"new anchors miss its 95% interval at most at judgecal_drift_miss_bound\", over every batch checked since the activation; the alarm fires when it has reached 1/calibrators.drift_delta",
+            ),
+            drift_evalue_peak: gauge(
+                "judgecal_drift_evalue_peak",
+                "The largest drift e-value since the active version's activation: a healthy cell's ever reaches c with probability at most 1/c, so alerting at (watched cells)/delta holds a fleet-wide false alarm rate delta",
+            ),
+            drift_miss_bound: gauge(
+                "judgecal_drift_miss_bound",
+                "The miss rate the drift alarm tests against: a bound on the active version's miss rate that holds given its training anchors except for one version in 1,000 (0.05 for versions with no such bound)",
             ),
             drift_alarm: int_gauge(
                 "judgecal_drift_alarm",
@@ -274,12 +284,20 @@ impl Metrics {
         for gone in cells.difference(&now) {
             let labels = [gone.judge.as_str(), gone.rubric.as_str()];
             let _ = self.drift_evalue.remove_label_values(&labels);
+            let _ = self.drift_evalue_peak.remove_label_values(&labels);
+            let _ = self.drift_miss_bound.remove_label_values(&labels);
             let _ = self.drift_alarm.remove_label_values(&labels);
             let _ = self.drift_anchors.remove_label_values(&labels);
         }
         for (key, d) in drifts {
             let labels = [key.judge.as_str(), key.rubric.as_str()];
             self.drift_evalue.with_label_values(&labels).set(d.e_value);
+            self.drift_evalue_peak
+                .with_label_values(&labels)
+                .set(d.peak);
+            self.drift_miss_bound
+                .with_label_values(&labels)
+                .set(d.miss_bound);
             self.drift_alarm
                 .with_label_values(&labels)
                 .set(i64::from(d.alarm));

@@ -101,6 +101,19 @@ impl Corrected {
             ..Self::default()
         }
     }
+
+    /// The same, inside the closed range [`min`, `max`] the reference scores live in: a
+    /// reference outside it cannot occur, so clipping the corrected score only brings it
+    /// closer to every reference, and clipping an interval keeps every reference it covered.
+    pub fn clipped(self, (min, max): (f64, f64)) -> Self {
+        let clip = |(lo, hi): (f64, f64)| (lo.clamp(min, max), hi.clamp(min, max));
+        Self {
+            score: self.score.clamp(min, max),
+            credible: self.credible.map(clip),
+            predictive: self.predictive.map(clip),
+            ..self
+        }
+    }
 }
 
 /// Fold of each of `n` items for k-fold cross-validation: a seeded shuffle dealt round-robin,

@@ -1,87 +1,123 @@
-//! A drift alarm with a stated guarantee (groundwork for the open issue on honest numbers; not
-//! yet wired to versions, the store or /metrics).
+//! A drift alarm with a stated guarantee.
 //!
 //! Each new anchor either falls outside the version's 95% interval (a miss, 1) or not (0).
-//! While the cell is healthy, misses occur at most at the nominal rate α = 0.05. The alarm
-//! bets against that: its wealth starts at 1 and each anchor multiplies it by
-//! 1 + λ_t·(x_t − α), with λ_t in [0, 1/α) chosen from the anchors before t only. Under the
-//! healthy hypothesis each factor has expectation at most 1, so the wealth is a nonnegative
-//! supermartingale and, by Ville's inequality, the chance that it *ever* reaches 1/δ is at
-//! most δ: the alarm (wealth ≥ 1/δ) is anytime-valid, however long the cell is watched.
+//! While the cell is healthy, a batch's anchors miss at most at the version's rate a: the
+//! bound on its miss rate that holds given its training anchors
+//! ([`crate::calibrate::conformal::Intervals::miss_bound`], failing for one version in
+//! 1/[`BOUND_DELTA`]). The alarm bets against that once per upload batch: its wealth starts at
+//! 1 and each batch multiplies it by 1 + λ_b·(x̄_b − a), where x̄_b is the batch's miss share
+//! and λ_b in [0, 1/a) is chosen from earlier batches only. The batch's anchors may share
+//! raters or prompts, and so miss together; the expectation of x̄_b is still at most a,
+//! so each factor has expectation at most 1, the wealth is a nonnegative supermartingale and,
+//! by Ville's inequality, the chance that it *ever* reaches 1/δ is at most δ: the alarm
+//! (wealth ≥ 1/δ) is anytime-valid, however long the cell is watched and however its anchors
+//! are batched. Betting on each anchor instead would need them to be independent given the
+//! past, which batches sharing a rater are not: a shared offset then raises false alarms.
 //!
-//! λ_t is the Kelly bet for the recent miss rate: (p̂ − α) / (α(1 − α)), clipped to
-//! [0, `MAX_BET`/α], where p̂ is the miss rate over the last `WINDOW` anchors shrunk towards α.
-//! A healthy cell keeps λ near 0, so its wealth does not waste away while nothing happens and
-//! a later jump is caught quickly.
+//! λ_b is the Kelly bet for the recent miss rate: (p̂ − a) / (a(1 − a)), clipped to
+//! [0, `MAX_BET`/a], where p̂ is the miss rate over the last `WINDOW` anchors (whole batches)
+//! shrunk towards a. A healthy cell keeps λ near 0, so its wealth does not waste away while
+//! nothing happens and a later jump is caught quickly.
 
 use std::collections::VecDeque;
 
-/// Recent anchors the bet is sized on.
+/// Recent anchors the bet is sized on (whole batches; at least the last one).
 pub const WINDOW: usize = 100;
 
-/// The bet never stakes more than this share of the wealth on a miss-free anchor.
+/// The bet never stakes more than this share of the wealth on a miss-free batch.
 const MAX_BET: f64 = 0.5;
 
-/// Pseudo-anchors at the nominal rate that p̂ is shrunk with.
+/// Pseudo-anchors at the null rate that p̂ is shrunk with.
 const PRIOR: f64 = 20.0;
 
-/// A test martingale of "misses occur at most at rate `alpha`".
+/// The chance that a version's miss rate exceeds the bound the alarm tests against, over the
+/// draw of its training anchors. A cell's alarm is false with probability at most
+/// `calibrators.drift_delta` + this.
+pub const BOUND_DELTA: f64 = 0.001;
+
+/// A test supermartingale of "batches miss at most at rate `alpha`".
 #[derive(Debug, Clone, PartialEq)]
 pub struct MissAlarm {
     alpha: f64,
     delta: f64,
     /// log of the wealth (kept in logs: it can grow past f64 on a broken cell).
     log_wealth: f64,
-    recent: VecDeque<bool>,
-    misses: usize,
+    /// The largest log wealth so far.
+    log_peak: f64,
+    /// Recent batches: (anchors, misses).
+    recent: VecDeque<(usize, usize)>,
+    recent_anchors: usize,
+    recent_misses: usize,
+    /// Anchors seen.
     pub seen: u64,
-    /// The anchor (1-based) at which the wealth first reached 1/δ.
+    /// The anchor (1-based) whose batch first brought the wealth to 1/δ.
     pub alarmed_at: Option<u64>,
 }
 
 impl MissAlarm {
-    /// An alarm for a nominal miss rate `alpha` (0.05 for a 95% interval) and false-alarm
-    /// probability `delta` (0.01 by default).
+    /// An alarm for a null miss rate `alpha` (0.05 for a 95% interval, or the version's bound)
+    /// and false-alarm probability `delta` (0.01 by default).
     pub fn new(alpha: f64, delta: f64) -> Self {
         Self {
             alpha,
             delta,
             log_wealth: 0.0,
-            recent: VecDeque::with_capacity(WINDOW),
-            misses: 0,
+            log_peak: 0.0,
+            recent: VecDeque::new(),
+            recent_anchors: 0,
+            recent_misses: 0,
             seen: 0,
             alarmed_at: None,
         }
     }
 
-    /// The bet on the next anchor, from the anchors before it.
+    /// The bet on the next batch, from the batches before it.
     fn bet(&self) -> f64 {
-        let n = self.recent.len() as f64;
-        let p = (self.misses as f64 + PRIOR * self.alpha) / (n + PRIOR);
+        let n = self.recent_anchors as f64;
+        let p = (self.recent_misses as f64 + PRIOR * self.alpha) / (n + PRIOR);
         ((p - self.alpha) / (self.alpha * (1.0 - self.alpha))).clamp(0.0, MAX_BET / self.alpha)
     }
 
-    /// One new anchor: `miss` when it fell outside the interval. Returns whether the alarm is
-    /// raised (it stays raised).
-    pub fn observe(&mut self, miss: bool) -> bool {
-        let lambda = self.bet();
-        let x = if miss { 1.0 } else { 0.0 };
-        self.log_wealth += (1.0 + lambda * (x - self.alpha)).ln();
-        self.seen += 1;
-        if self.recent.len() == WINDOW && self.recent.pop_front() == Some(true) {
-            self.misses -= 1;
+    /// One upload batch: whether each of its anchors fell outside the interval. Returns
+    /// whether the alarm is raised (it stays raised).
+    pub fn observe_batch(&mut self, misses: &[bool]) -> bool {
+        if !misses.is_empty() {
+            let lambda = self.bet();
+            let missed = misses.iter().filter(|&&m| m).count();
+            let share = missed as f64 / misses.len() as f64;
+            self.log_wealth += (1.0 + lambda * (share - self.alpha)).ln();
+            self.log_peak = self.log_peak.max(self.log_wealth);
+            self.seen += misses.len() as u64;
+            self.recent.push_back((misses.len(), missed));
+            self.recent_anchors += misses.len();
+            self.recent_misses += missed;
+            while self.recent.len() > 1 && self.recent_anchors > WINDOW {
+                let (n, m) = self.recent.pop_front().expect("more than one batch");
+                self.recent_anchors -= n;
+                self.recent_misses -= m;
+            }
         }
-        self.recent.push_back(miss);
-        self.misses += usize::from(miss);
-        if self.alarmed_at.is_none() && self.log_wealth >= (1.0 / self.delta).ln() {
+        if self.alarmed_at.is_none() && self.log_peak >= (1.0 / self.delta).ln() {
             self.alarmed_at = Some(self.seen);
         }
         self.alarmed_at.is_some()
     }
 
+    /// One anchor, a batch of its own.
+    pub fn observe(&mut self, miss: bool) -> bool {
+        self.observe_batch(&[miss])
+    }
+
     /// The e-value: the wealth so far (≥ 1/δ raises the alarm).
     pub fn e_value(&self) -> f64 {
         self.log_wealth.exp()
+    }
+
+    /// The largest e-value so far: by Ville's inequality a healthy cell's ever reaches c with
+    /// probability at most 1/c, which is what a fleet-wide alert needs (for K cells, alert at
+    /// K/δ).
+    pub fn peak(&self) -> f64 {
+        self.log_peak.exp()
     }
 }
 
@@ -90,21 +126,28 @@ impl MissAlarm {
 pub struct Drift {
     /// Anchors checked since the version was activated.
     pub anchors: usize,
+    /// The miss rate tested against: the version's bound.
+    pub miss_bound: f64,
     /// The e-process's current value (its wealth); the alarm fires when it reaches 1/δ.
     pub e_value: f64,
+    /// The largest e-value since the activation.
+    pub peak: f64,
     /// Whether it has reached 1/δ since the activation (it stays raised until the next).
     pub alarm: bool,
 }
 
-/// Replays `misses` through a fresh alarm.
-pub fn drift(misses: &[bool], delta: f64) -> Drift {
-    let mut alarm = MissAlarm::new(1.0 - crate::calibrate::conformal::LEVEL, delta);
-    for &m in misses {
-        alarm.observe(m);
+/// Replays `batches` (each: whether its anchors missed) through a fresh alarm against the
+/// miss rate `miss_bound`.
+pub fn drift(batches: &[Vec<bool>], miss_bound: f64, delta: f64) -> Drift {
+    let mut alarm = MissAlarm::new(miss_bound, delta);
+    for batch in batches {
+        alarm.observe_batch(batch);
     }
     Drift {
-        anchors: misses.len(),
+        anchors: batches.iter().map(Vec::len).sum(),
+        miss_bound,
         e_value: alarm.e_value(),
+        peak: alarm.peak(),
         alarm: alarm.alarmed_at.is_some(),
     }
 }
@@ -184,6 +227,78 @@ mod tests {
         assert!(healthy_alarms <= 5, "{healthy_alarms} false alarms");
         assert!(delays.len() >= 495, "{} of 500 alarmed", delays.len());
         assert!(median(&delays) < 400.0, "median delay {}", median(&delays));
+    }
+
+    /// 5,000 anchors in batches of 50 whose anchors share a rater offset: each batch misses at
+    /// its own rate p_b ~ Beta(0.5, 9.5) (mean exactly 5%, so the cell is healthy).
+    fn batched(rng: &mut ChaCha8Rng) -> Vec<Vec<bool>> {
+        use rand_distr::{Beta, Distribution};
+        let rate = Beta::new(0.5, 9.5).expect("valid Beta");
+        (0..100)
+            .map(|_| {
+                let p: f64 = rate.sample(rng);
+                (0..50).map(|_| rng.random::<f64>() < p).collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn batches_that_miss_together_raise_no_more_false_alarms_than_delta() {
+        // 500 healthy runs. Betting per batch stays within δ = 1%; betting per anchor, which
+        // treats the batch's anchors as independent, fires far more often.
+        let mut rng = ChaCha8Rng::seed_from_u64(8);
+        let (mut per_batch, mut per_anchor) = (0, 0);
+        for _ in 0..500 {
+            let batches = batched(&mut rng);
+            per_batch += usize::from(drift(&batches, 0.05, 0.01).alarm);
+            let anchors: Vec<bool> = batches.concat();
+            per_anchor += usize::from(first_alarm(&anchors).is_some());
+        }
+        eprintln!(
+            "batch effect: per-batch bets alarmed in {per_batch} of 500 healthy runs, per-anchor bets in {per_anchor}"
+        );
+        assert!(per_batch <= 8, "{per_batch} false alarms");
+        assert!(
+            per_anchor >= 50,
+            "{per_anchor}: the batch effect did not bite"
+        );
+        // A real shift still raises it: the same batches, then batches missing at 25%.
+        let mut caught = 0;
+        for _ in 0..100 {
+            let mut batches = batched(&mut rng);
+            batches.truncate(20);
+            batches.extend((0..40).map(|_| (0..50).map(|_| rng.random::<f64>() < 0.25).collect()));
+            caught += usize::from(drift(&batches, 0.05, 0.01).alarm);
+        }
+        assert!(caught >= 95, "{caught} of 100 shifted runs alarmed");
+    }
+
+    #[test]
+    fn testing_against_the_versions_bound_holds_whatever_its_calibration_draw() {
+        // 400 versions, each with a band cut from 120 held-out residuals (ranks 3 and 118 of
+        // uniforms: the version's true miss rate is 1 − (r₁₁₈ − r₃), above 5% for about 45%
+        // of them), watched over 40,000 healthy anchors in batches of 50. Against the nominal 5% the alarm fires
+        // for many versions whose calibration draw was unlucky; against the bound at most
+        // δ + the bound's own failure rate.
+        use crate::calibrate::stats::conformal_miss_bound;
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        let bound = conformal_miss_bound(120, 3, 118, BOUND_DELTA);
+        let (mut nominal, mut bounded) = (0, 0);
+        for _ in 0..400 {
+            let mut r: Vec<f64> = (0..120).map(|_| rng.random::<f64>()).collect();
+            r.sort_by(f64::total_cmp);
+            let miss = 1.0 - (r[117] - r[2]);
+            let batches: Vec<Vec<bool>> = (0..800)
+                .map(|_| (0..50).map(|_| rng.random::<f64>() < miss).collect())
+                .collect();
+            nominal += usize::from(drift(&batches, 0.05, 0.01).alarm);
+            bounded += usize::from(drift(&batches, bound, 0.01).alarm);
+        }
+        eprintln!(
+            "calibration draw: bound {bound:.3}; alarms in {nominal} of 400 healthy versions against 5%, {bounded} against the bound"
+        );
+        assert!(nominal >= 20, "{nominal}");
+        assert!(bounded <= 6, "{bounded}");
     }
 
     #[test]

@@ -20,7 +20,8 @@ pub struct Correction {
 const INLINE: usize = 4096;
 
 impl Service {
-    /// Corrects judge scores with the cell's active version (or the requested one).
+    /// Corrects judge scores with the cell's active version (or the requested one), clipped
+    /// to the rubric's scale with their intervals.
     pub async fn correct(&self, request: &CorrectionRequest) -> Result<Correction> {
         let max = self.limits.max_correct_batch;
         if request.scores.len() > max {
@@ -50,6 +51,11 @@ impl Service {
             .await?
         }
         .map_err(Error::Internal)?;
+        let scale = self.scale_of(&key.rubric).await?;
+        let results: Vec<Corrected> = results
+            .into_iter()
+            .map(|c| c.clipped((scale.min, scale.max)))
+            .collect();
         if results.iter().any(|c| c.sigma.is_some()) {
             self.metrics.observe_sigma(
                 key,

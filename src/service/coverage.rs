@@ -4,15 +4,17 @@
 //! falls inside or misses, and two figures watch the misses:
 //! - `judgecal_anchor_coverage`, the share inside over the newest batches (about 200 anchors),
 //!   a picture of the recent past with no error rate of its own;
-//! - the drift alarm (`calibrate::drift`), a betting e-process over every anchor checked
-//!   since the version was activated: the chance that it ever fires while the cell stays
-//!   healthy is at most `calibrators.drift_delta`, however long the version serves.
+//! - the drift alarm (`calibrate::drift`), a betting e-process over every batch checked since
+//!   the version was activated, against the miss rate the version's bands are bounded by
+//!   given its training anchors: the chance that it ever fires while the cell stays healthy
+//!   is at most `calibrators.drift_delta` + `drift::BOUND_DELTA`, however long the version
+//!   serves and however its anchors are batched.
 //!
 //! Both are recomputed from the store, so every replica reports the same.
 
 use super::Service;
 use super::versions::Loaded;
-use crate::calibrate::drift::drift;
+use crate::calibrate::drift::{BOUND_DELTA, drift};
 use crate::domain::Anchor;
 use crate::error::{Error, Result};
 use crate::store::{BatchCoverage, CellIngest};
@@ -112,7 +114,13 @@ impl Service {
             .misses_since_activation()
             .await?
             .into_iter()
-            .map(|(key, misses)| (key, drift(&misses, self.drift_delta)))
+            .map(|cell| {
+                let nominal = 1.0 - crate::calibrate::conformal::LEVEL;
+                let bound = cell
+                    .intervals
+                    .map_or(nominal, |i| i.miss_bound(BOUND_DELTA));
+                (cell.key, drift(&cell.batches, bound, self.drift_delta))
+            })
             .collect();
         self.metrics.set_drift(&drifts);
         Ok(())
@@ -124,18 +132,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_alarm_replays_the_misses_in_order_and_stays_raised() {
-        // A run of misses raises it; healthy anchors afterwards lower the e-value, never the
-        // alarm.
-        let mut misses = vec![false; 300];
-        misses.extend(vec![true; 60]);
-        let raised = drift(&misses, 0.01);
+    fn the_alarm_replays_the_batches_in_order_and_stays_raised() {
+        // A run of missing batches raises it; healthy batches afterwards lower the e-value,
+        // never the alarm.
+        let mut batches = vec![vec![false; 50]; 6];
+        batches.extend(vec![vec![true; 20]; 6]);
+        let raised = drift(&batches, 0.05, 0.01);
         assert!(raised.alarm && raised.e_value >= 100.0, "{raised:?}");
-        misses.extend(vec![false; 2000]);
-        let later = drift(&misses, 0.01);
+        batches.extend(vec![vec![false; 50]; 40]);
+        let later = drift(&batches, 0.05, 0.01);
         assert!(later.alarm && later.e_value < raised.e_value, "{later:?}");
-        assert_eq!(later.anchors, 2360);
-        let healthy = drift(&vec![false; 1000], 0.01);
+        assert_eq!(later.anchors, 2420);
+        let healthy = drift(&[vec![false; 1000]], 0.05, 0.01);
         assert!(!healthy.alarm && healthy.e_value <= 1.0, "{healthy:?}");
+        // The same misses against a higher bound grow the wealth less.
+        let bounded = drift(&batches[..12], 0.12, 0.01);
+        assert!(bounded.e_value < raised.e_value, "{bounded:?}");
     }
 }

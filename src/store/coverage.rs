@@ -5,6 +5,7 @@ use sqlx::Row;
 use uuid::Uuid;
 
 use super::Store;
+use crate::calibrate::conformal::Intervals;
 use crate::domain::calibration::{CalibratorId, CalibratorVersion};
 use crate::domain::{CellKey, JudgeName, RubricName, now_ms};
 use crate::error::{Error, Result};
@@ -28,6 +29,16 @@ pub struct CoverageWindow {
     pub key: CellKey,
     pub checked: i64,
     pub inside: i64,
+}
+
+/// One cell's checks since its active version's activation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellMisses {
+    pub key: CellKey,
+    /// The active version's intervals, which the anchors were checked against.
+    pub intervals: Option<Intervals>,
+    /// Per batch, in arrival order: whether each anchor missed the interval.
+    pub batches: Vec<Vec<bool>>,
 }
 
 impl Store {
@@ -97,38 +108,47 @@ impl Store {
         Ok(out)
     }
 
-    /// Per cell, every anchor checked against its active version since the version was last
-    /// activated, in arrival order (batches by time, then id): true where it missed the
-    /// interval. What the drift e-process replays; checks recorded before misses were kept are
-    /// left out.
-    pub async fn misses_since_activation(&self) -> Result<Vec<(CellKey, Vec<bool>)>> {
+    /// Per cell, every batch checked against its active version since the version was last
+    /// activated, in arrival order (by time, then id), each as whether its anchors missed the
+    /// interval, with the version's intervals. What the drift e-process replays; checks
+    /// recorded before misses were kept are left out.
+    pub async fn misses_since_activation(&self) -> Result<Vec<CellMisses>> {
         let rows = sqlx::query(
-            "SELECT c.judge, c.rubric, cov.misses
+            "SELECT c.judge, c.rubric, cov.misses, cal.intervals
              FROM anchor_coverage cov
              JOIN active_calibrators act ON act.calibrator_id = cov.calibrator_id
+             JOIN calibrators cal ON cal.id = act.calibrator_id
              JOIN cells c ON c.id = act.cell_id
              WHERE cov.created_at_ms >= act.activated_at_ms AND cov.misses IS NOT NULL
              ORDER BY c.judge, c.rubric, cov.created_at_ms, cov.id",
         )
         .fetch_all(&self.pool)
         .await?;
-        let mut out: Vec<(CellKey, Vec<bool>)> = Vec::new();
+        let mut out: Vec<CellMisses> = Vec::new();
         for r in &rows {
             let judge: String = r.try_get(0)?;
             let rubric: String = r.try_get(1)?;
             let misses: String = r.try_get(2)?;
-            let batch = misses.bytes().map(|b| b == b'1');
+            let batch: Vec<bool> = misses.bytes().map(|b| b == b'1').collect();
             match out.last_mut() {
-                Some((k, m)) if k.judge.as_str() == judge && k.rubric.as_str() == rubric => {
-                    m.extend(batch)
+                Some(cell)
+                    if cell.key.judge.as_str() == judge && cell.key.rubric.as_str() == rubric =>
+                {
+                    cell.batches.push(batch)
                 }
-                _ => out.push((
-                    CellKey {
-                        judge: JudgeName::parse(&judge).map_err(|_| corrupt("judge"))?,
-                        rubric: RubricName::parse(&rubric).map_err(|_| corrupt("rubric"))?,
-                    },
-                    batch.collect(),
-                )),
+                _ => {
+                    let intervals: Option<String> = r.try_get(3)?;
+                    out.push(CellMisses {
+                        key: CellKey {
+                            judge: JudgeName::parse(&judge).map_err(|_| corrupt("judge"))?,
+                            rubric: RubricName::parse(&rubric).map_err(|_| corrupt("rubric"))?,
+                        },
+                        intervals: intervals
+                            .map(|i| serde_json::from_str(&i).map_err(|_| corrupt("intervals")))
+                            .transpose()?,
+                        batches: vec![batch],
+                    })
+                }
             }
         }
         Ok(out)

@@ -12,7 +12,7 @@ mod jobs;
 mod keys;
 
 pub use anchors::CellIngest;
-pub use coverage::{BatchCoverage, CoverageWindow};
+pub use coverage::{BatchCoverage, CellMisses, CoverageWindow};
 pub use jobs::{ClaimedJob, FinishedJob, Lease};
 pub use keys::StoredKey;
 

@@ -15,6 +15,8 @@ async fn anchors_off_the_active_intervals_lower_the_coverage(backend: Backend) {
     const CHECKED: &str = r#"judgecal_anchor_coverage_anchors{judge="j1",rubric="coherence"}"#;
     const ALARM: &str = r#"judgecal_drift_alarm{judge="j1",rubric="coherence"}"#;
     const EVALUE: &str = r#"judgecal_drift_evalue{judge="j1",rubric="coherence"}"#;
+    const PEAK: &str = r#"judgecal_drift_evalue_peak{judge="j1",rubric="coherence"}"#;
+    const BOUND: &str = r#"judgecal_drift_miss_bound{judge="j1",rubric="coherence"}"#;
     const DRIFT_ANCHORS: &str = r#"judgecal_drift_anchors{judge="j1",rubric="coherence"}"#;
     let app = TestApp::new(backend).await;
     // No version yet: nothing to check against.
@@ -36,7 +38,6 @@ async fn anchors_off_the_active_intervals_lower_the_coverage(backend: Backend) {
         "{same}"
     );
     assert!(c["share"].as_f64().unwrap() >= 0.9, "{same}");
-    let inside_same = c["inside"].as_i64().unwrap();
     let text = metrics(&app).await;
     assert_eq!(metric(&text, COVERAGE), c["share"].as_f64());
     assert_eq!(metric(&text, CHECKED), Some(100.0));
@@ -46,19 +47,29 @@ async fn anchors_off_the_active_intervals_lower_the_coverage(backend: Backend) {
     assert_eq!(metric(&text, DRIFT_ANCHORS), Some(100.0));
 
     // The judge has turned 1.2 points too strict: most references are above the interval.
-    let shifted = upload_to(&app, "shifted", 100, 1.7, 0.8).await;
-    let c = &shifted["coverage"];
-    assert!(c["share"].as_f64().unwrap() < 0.5, "{shifted}");
-    let inside = inside_same + c["inside"].as_i64().unwrap();
+    // The anchors arrive in ten batches of 20. The alarm bets once per batch (a batch's
+    // anchors may share a rater and miss together, so one batch is one piece of evidence),
+    // against the version's miss-rate bound given its 200 training anchors.
+    let mut inside = 0;
+    for k in 0..10 {
+        let shifted = upload_to(&app, &format!("shifted{k}"), 20, 1.7, 0.8).await;
+        let c = &shifted["coverage"];
+        assert_eq!(c["checked"].as_i64(), Some(20), "{shifted}");
+        inside += c["inside"].as_i64().unwrap();
+    }
+    assert!(inside < 100, "{inside} of 200 shifted anchors inside");
     let text = metrics(&app).await;
+    // The window: the newest batches until 200 anchors, all shifted.
     assert_eq!(metric(&text, COVERAGE), Some(inside as f64 / 200.0));
     assert_eq!(metric(&text, CHECKED), Some(200.0));
-    // Most of a hundred anchors missed: the e-process passes 1/δ = 100 and raises the alarm.
+    // Most of them missed: the e-process passes 1/δ = 100 and raises the alarm.
     assert_eq!(metric(&text, ALARM), Some(1.0), "{text}");
-    assert!(metric(&text, EVALUE).unwrap() >= 100.0, "{text}");
-    assert_eq!(metric(&text, DRIFT_ANCHORS), Some(200.0));
+    assert!(metric(&text, PEAK).unwrap() >= 100.0, "{text}");
+    let bound = metric(&text, BOUND).unwrap();
+    assert!(bound > 0.05 && bound < 0.3, "{text}");
+    assert_eq!(metric(&text, DRIFT_ANCHORS), Some(300.0));
     // A re-sent batch stores nothing new and is not counted twice.
-    let again = upload_to(&app, "shifted", 100, 1.7, 0.8).await;
+    let again = upload_to(&app, "shifted3", 20, 1.7, 0.8).await;
     assert!(again.get("coverage").is_none(), "{again}");
 
     // A method without a noise model is checked against its held-out conformal band; a new
@@ -87,10 +98,18 @@ async fn anchors_off_the_active_intervals_lower_the_coverage(backend: Backend) {
     assert_eq!(v["version"], 2, "{}", list.body);
     let iv = &v["intervals"];
     assert_eq!(iv["source"], "conformal", "{v}");
-    assert_eq!(iv["held_out"].as_u64(), Some(400));
+    assert_eq!(iv["held_out"].as_u64(), Some(500));
     let recorded = iv["held_out_coverage"].as_f64().unwrap();
     assert!((0.85..=1.0).contains(&recorded), "{iv}");
     assert!(!iv["bins"].as_array().unwrap().is_empty());
+    // Its miss-rate bound, which the drift alarm now tests against, is above the nominal 5%:
+    // each bin's band is cut from about 100 held-out residuals.
+    let bound = iv["miss_bound"].as_f64().unwrap();
+    assert!(bound > 0.05 && bound < 0.2, "{iv}");
+    // The Bayesian version's posterior predictive was conformalised on its scale.
+    let first = &list.body["versions"][1]["intervals"];
+    assert_eq!(first["source"], "scaled", "{first}");
+    assert!(first["miss_bound"].as_f64().unwrap() > 0.05, "{first}");
 }
 
 on_both_backends!(anchors_off_the_active_intervals_lower_the_coverage,);

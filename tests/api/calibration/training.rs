@@ -75,9 +75,11 @@ async fn train_then_correct_with_intervals(backend: Backend) {
             r["predictive"][0].as_f64().unwrap(),
             r["predictive"][1].as_f64().unwrap(),
         );
-        // The predictive interval adds the noise (sd ≈ 0.29): about ±0.57 around the mean.
+        // The predictive interval adds the noise: the posterior predictive (normal, sd ≈
+        // 0.29: ±0.57) conformalised on held-out anchors, where the noise is uniform on ±0.5,
+        // so 95% of references lie within ±0.475 of the line.
         assert!(pl < cl && cl < c && c < ch && ch < ph, "{r}");
-        assert!(((ph - pl) / 2.0 - 1.96 * 0.29).abs() < 0.08, "{r}");
+        assert!(((ph - pl) / 2.0 - 0.475).abs() < 0.05, "{r}");
     }
     let res = correct(
         &app,
