@@ -7,7 +7,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::AppState;
 use super::error::{ApiError, ErrorBody};
 use super::extract::{AnchorUpload, AnyKey, Authorized, IngestScope, Path, Query, cell_key};
-use super::rfc3339;
+use super::{openapi, rfc3339};
 
 /// One cell's anchors as JSON. CSV uploads (`text/csv`) carry the columns
 /// `judge,rubric,item_id,judge_score,reference_score` (and optionally `group`) instead, for any
@@ -15,19 +15,9 @@ use super::rfc3339;
 #[derive(ToSchema)]
 #[allow(dead_code)] // Documents the body: the handler reads rows itself to report every problem.
 pub struct AnchorBatchRequest {
-    #[schema(
-        example = "gpt-4o-mini",
-        pattern = "^[A-Za-z0-9][A-Za-z0-9._:-]*$",
-        min_length = 1,
-        max_length = 64
-    )]
+    #[schema(schema_with = openapi::judge_name)]
     judge: String,
-    #[schema(
-        example = "coherence",
-        pattern = "^[A-Za-z0-9][A-Za-z0-9._:-]*$",
-        min_length = 1,
-        max_length = 64
-    )]
+    #[schema(schema_with = openapi::rubric_name)]
     rubric: String,
     #[schema(min_items = 1)]
     anchors: Vec<AnchorDto>,
@@ -49,17 +39,16 @@ pub struct AnchorDto {
     /// The trusted score; inside the rubric's scale (1–5 unless set with PUT /v1/rubrics).
     #[schema(example = 4.0)]
     pub reference_score: f64,
-    /// Optional: the system (model) whose output was judged, named like judges. Versions then
-    /// measure how the judge's bias varies between systems, and run-level answers account
-    /// for it.
-    #[schema(
-        example = "BART",
-        pattern = "^[A-Za-z0-9][A-Za-z0-9._:-]*$",
-        min_length = 1,
-        max_length = 64
-    )]
+    #[schema(schema_with = group_schema)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
+}
+
+fn group_schema() -> utoipa::openapi::schema::Object {
+    openapi::group_name(
+        "Optional: the system (model) whose output was judged, named like judges. Versions then \
+         measure how the judge's bias varies between systems, and run-level answers account for it.",
+    )
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -124,9 +113,6 @@ pub struct CoverageDto {
     )),
     responses(
         (status = 200, description = "Stored (or found unchanged)", body = IngestResponse),
-        (status = 400, description = "Body is not valid JSON", body = ErrorBody),
-        (status = 401, description = "No or unknown API key", body = ErrorBody),
-        (status = 403, description = "Key lacks the ingest scope", body = ErrorBody),
         (status = 409, description = "Anchors stored with other scores; nothing stored", body = ErrorBody),
         (status = 413, description = "Body over server.max_body_bytes", body = ErrorBody),
         (status = 415, description = "Neither JSON nor CSV", body = ErrorBody),
@@ -192,7 +178,6 @@ pub struct CellsResponse {
     get, path = "/v1/cells", tag = "anchors",
     responses(
         (status = 200, body = CellsResponse),
-        (status = 401, description = "No or unknown API key", body = ErrorBody),
     ),
     security(("api_key" = []))
 )]
@@ -239,8 +224,6 @@ pub struct AnchorPageResponse {
     params(("judge" = String, Path), ("rubric" = String, Path), PageParams),
     responses(
         (status = 200, body = AnchorPageResponse),
-        (status = 401, description = "No or unknown API key", body = ErrorBody),
-        (status = 403, description = "Key lacks the ingest scope", body = ErrorBody),
         (status = 404, description = "No such cell", body = ErrorBody),
         (status = 422, description = "Bad limit or cursor", body = ErrorBody),
     ),
@@ -285,8 +268,6 @@ pub struct DeleteResponse {
     params(("judge" = String, Path), ("rubric" = String, Path), ("item_id" = String, Path)),
     responses(
         (status = 200, body = DeleteResponse),
-        (status = 401, description = "No or unknown API key", body = ErrorBody),
-        (status = 403, description = "Key lacks the ingest scope", body = ErrorBody),
         (status = 404, description = "No such cell or anchor", body = ErrorBody),
     ),
     security(("api_key" = ["ingest"]))

@@ -6,79 +6,27 @@ use utoipa::ToSchema;
 
 use super::AppState;
 use super::error::{ApiError, ErrorBody};
-use super::extract::{Authorized, CorrectScope, Json};
+use super::extract::{Authorized, CorrectScope, Json, ScoresOrItems};
+use super::openapi;
 use crate::calibrate::Corrected;
-use crate::domain::Problem;
 use crate::domain::correction::CorrectionRequest;
 
 /// The body of POST /v1/correct: `scores`, or `items` to get ids back (not both).
 #[derive(Deserialize, ToSchema)]
-#[allow(dead_code)] // Documents the body; the handler reads `CorrectRequest`.
-#[serde(untagged)]
-pub enum CorrectRequestDoc {
-    Scores(ScoresRequestDoc),
-    Items(ItemsRequestDoc),
-}
-
-#[derive(Deserialize, ToSchema)]
-#[allow(dead_code)]
 #[serde(deny_unknown_fields)]
-pub struct ScoresRequestDoc {
-    #[schema(
-        example = "gpt-4o-mini",
-        pattern = "^[A-Za-z0-9][A-Za-z0-9._:-]*$",
-        min_length = 1,
-        max_length = 64
-    )]
+pub struct CorrectRequest {
+    #[schema(schema_with = openapi::judge_name)]
     judge: String,
-    #[schema(
-        example = "coherence",
-        pattern = "^[A-Za-z0-9][A-Za-z0-9._:-]*$",
-        min_length = 1,
-        max_length = 64
-    )]
+    #[schema(schema_with = openapi::rubric_name)]
     rubric: String,
     /// Raw judge scores.
     #[schema(example = json!([2.5, 3.0]), min_items = 1)]
-    scores: Vec<f64>,
-    /// A version of the cell to use instead of the active one.
-    #[schema(minimum = 1)]
-    version: Option<i64>,
-}
-
-#[derive(Deserialize, ToSchema)]
-#[allow(dead_code)]
-#[serde(deny_unknown_fields)]
-pub struct ItemsRequestDoc {
-    #[schema(
-        example = "gpt-4o-mini",
-        pattern = "^[A-Za-z0-9][A-Za-z0-9._:-]*$",
-        min_length = 1,
-        max_length = 64
-    )]
-    judge: String,
-    #[schema(
-        example = "coherence",
-        pattern = "^[A-Za-z0-9][A-Za-z0-9._:-]*$",
-        min_length = 1,
-        max_length = 64
-    )]
-    rubric: String,
+    scores: Option<Vec<f64>>,
     /// Raw judge scores with ids echoed back in the results.
     #[schema(min_items = 1)]
-    items: Vec<ItemScore>,
+    items: Option<Vec<ItemScore>>,
     /// A version of the cell to use instead of the active one.
     #[schema(minimum = 1)]
-    version: Option<i64>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CorrectRequest {
-    judge: String,
-    rubric: String,
-    scores: Option<Vec<f64>>,
-    items: Option<Vec<ItemScore>>,
     version: Option<i64>,
 }
 
@@ -170,12 +118,9 @@ pub struct CorrectResponse {
 /// its posterior predictive), bayes also a credible interval, flow versions sigma and review.
 #[utoipa::path(
     post, path = "/v1/correct", tag = "correction",
-    request_body = CorrectRequestDoc,
+    request_body = CorrectRequest,
     responses(
         (status = 200, body = CorrectResponse),
-        (status = 400, description = "Body is not valid JSON", body = ErrorBody),
-        (status = 401, description = "No or unknown API key", body = ErrorBody),
-        (status = 403, description = "Key lacks the correct scope", body = ErrorBody),
         (status = 404, description = "No active calibrator (the message says how to train one), or no such version", body = ErrorBody),
         (status = 422, description = "Bad judge, rubric, score or id; or too many scores", body = ErrorBody),
     ),
@@ -189,25 +134,18 @@ pub async fn correct(
     let span = tracing::Span::current();
     span.record("judge", req.judge.as_str());
     span.record("rubric", req.rubric.as_str());
-    let (scores, ids) = match (req.scores, req.items) {
-        (Some(scores), None) => (scores, None),
-        (None, Some(items)) => {
+    let refused = |p| ApiError::invalid("the correction request was refused", p);
+    let (scores, ids) = match ScoresOrItems::of(req.scores, req.items, "", "{id, score}")
+        .map_err(|p| refused(vec![p]))?
+    {
+        ScoresOrItems::Scores(scores) => (scores, None),
+        ScoresOrItems::Items(items) => {
             let (ids, scores) = items.into_iter().map(|i| (i.id, i.score)).unzip();
             (scores, Some(ids))
         }
-        _ => {
-            return Err(ApiError::invalid(
-                "the correction request was refused",
-                vec![Problem::at(
-                    None,
-                    "scores",
-                    "give exactly one of `scores` (numbers) and `items` ({id, score} objects)",
-                )],
-            ));
-        }
     };
     let request = CorrectionRequest::parse(&req.judge, &req.rubric, scores, ids, req.version)
-        .map_err(|p| ApiError::invalid("the correction request was refused", p))?;
+        .map_err(refused)?;
     let correction = state.service.correct(&request).await?;
     let v = &correction.version.version;
     let mut ids = request.ids.map(Vec::into_iter);

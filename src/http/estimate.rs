@@ -6,7 +6,8 @@ use utoipa::ToSchema;
 
 use super::AppState;
 use super::error::{ApiError, ErrorBody};
-use super::extract::{Authorized, CorrectScope, Json};
+use super::extract::{Authorized, CorrectScope, Json, ScoresOrItems};
+use super::openapi;
 use crate::calibrate::runlevel::groups::GroupTerm;
 use crate::calibrate::runlevel::{
     Advice, GroupAnswer, RunComparison, RunEstimate, Support, THIN_ANCHORS, Term, Transport,
@@ -53,140 +54,65 @@ impl From<RunItemDto> for RawItem {
 
 /// A run: bare judge scores, or items (with ids, reference scores or clusters).
 #[derive(Deserialize, ToSchema)]
-#[allow(dead_code)] // Documents a run; the handler reads `RunBody`.
-#[serde(untagged)]
-pub enum RunDto {
-    Scores(ScoresRun),
-    Items(ItemsRun),
-}
-
-#[derive(Deserialize, ToSchema)]
-#[allow(dead_code)]
-#[serde(deny_unknown_fields)]
-pub struct ScoresRun {
-    /// Raw judge scores, one per item of the run.
-    #[schema(example = json!([2.5, 3.0, 4.0]), min_items = 1)]
-    scores: Vec<f64>,
-    #[schema(value_type = Option<String>, pattern = "^[A-Za-z0-9][A-Za-z0-9._:-]*$", min_length = 1, max_length = 64, example = "BART")]
-    group: Option<String>,
-}
-
-#[derive(Deserialize, ToSchema)]
-#[allow(dead_code)]
-#[serde(deny_unknown_fields)]
-pub struct ItemsRun {
-    #[schema(min_items = 1)]
-    items: Vec<RunItemDto>,
-    /// The system whose outputs the run holds, as the anchors name their groups: a known
-    /// group gets its own bias correction, a new one (or none) the between-group variance.
-    #[schema(
-        pattern = "^[A-Za-z0-9][A-Za-z0-9._:-]*$",
-        min_length = 1,
-        max_length = 64,
-        example = "BART"
-    )]
-    group: Option<String>,
-}
-
-/// A run as the handlers read it: errors then name the field, where an untagged enum could
-/// only say that nothing matched.
-#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunBody {
+    /// Raw judge scores, one per item of the run.
+    #[schema(example = json!([2.5, 3.0, 4.0]), min_items = 1)]
     scores: Option<Vec<f64>>,
+    /// The run's items, with ids, reference scores or clusters.
+    #[schema(min_items = 1)]
     items: Option<Vec<RunItemDto>>,
+    #[schema(schema_with = group_schema)]
     group: Option<String>,
 }
 
-impl RunBody {
-    /// The run, or the problem of giving both shapes or neither; `prefix` names the run.
-    fn raw(self, prefix: &str) -> Result<RawRun, Problem> {
-        match (self.scores, self.items) {
-            (Some(scores), None) => Ok(RawRun::Scores(scores)),
-            (None, Some(items)) => Ok(RawRun::Items(items.into_iter().map(Into::into).collect())),
-            _ => Err(Problem::at(
-                None,
-                &format!("{prefix}scores"),
-                "give exactly one of `scores` (numbers) and `items` ({score, id?, reference?, cluster?} objects)",
-            )),
-        }
-    }
+fn group_schema() -> utoipa::openapi::schema::Object {
+    openapi::group_name(
+        "The system whose outputs the run holds, as the anchors name their groups: a known group \
+         gets its own shrunk bias correction, a new one (or none) the between-group variance of \
+         the bias.",
+    )
+}
+
+/// The run's shape, or the problem of giving both or neither; `prefix` names the run.
+fn raw_run(
+    scores: Option<Vec<f64>>,
+    items: Option<Vec<RunItemDto>>,
+    prefix: &str,
+) -> Result<RawRun, Problem> {
+    let item = "{score, id?, reference?, cluster?}";
+    Ok(match ScoresOrItems::of(scores, items, prefix, item)? {
+        ScoresOrItems::Scores(scores) => RawRun::Scores(scores),
+        ScoresOrItems::Items(items) => RawRun::Items(items.into_iter().map(Into::into).collect()),
+    })
 }
 
 /// The body of POST /v1/estimate: the cell, the run (`scores` or `items`, not both) and how
 /// to answer.
 #[derive(Deserialize, ToSchema)]
-#[allow(dead_code)] // Documents the body; the handler reads `EstimateBody`.
-#[serde(untagged)]
-pub enum EstimateBodyDoc {
-    Scores(EstimateScoresDoc),
-    Items(EstimateItemsDoc),
-}
-
-/// Declares a documented estimate body: the common fields and the run's own.
-macro_rules! estimate_doc {
-    ($name:ident { $(#[$meta:meta])* $field:ident: $ty:ty }) => {
-        #[derive(Deserialize, ToSchema)]
-        #[allow(dead_code)]
-        #[serde(deny_unknown_fields)]
-        pub struct $name {
-            #[schema(
-                example = "gpt-4o-mini",
-                pattern = "^[A-Za-z0-9][A-Za-z0-9._:-]*$",
-                min_length = 1,
-                max_length = 64
-            )]
-            judge: String,
-            #[schema(
-                example = "coherence",
-                pattern = "^[A-Za-z0-9][A-Za-z0-9._:-]*$",
-                min_length = 1,
-                max_length = 64
-            )]
-            rubric: String,
-            $(#[$meta])*
-            $field: $ty,
-            /// The system whose outputs the run holds, as the anchors name their groups: a
-            /// known group gets its own shrunk bias correction, a new one (or none) the
-            /// between-group variance of the bias.
-            #[schema(pattern = "^[A-Za-z0-9][A-Za-z0-9._:-]*$", min_length = 1, max_length = 64, example = "BART")]
-            group: Option<String>,
-            /// A version of the cell to use instead of the active one.
-            #[schema(minimum = 1)]
-            version: Option<i64>,
-            /// Of the interval (default 0.95).
-            #[schema(minimum = 0.5, maximum = 0.999, example = 0.95)]
-            level: Option<f64>,
-            /// A half-width to plan for: the answer says whether more anchors (or labelled
-            /// items) would reach it, and about how many, or that the run's own size is the
-            /// limit.
-            #[schema(exclusive_minimum = 0.0, example = 0.05)]
-            target_half_width: Option<f64>,
-        }
-    };
-}
-
-estimate_doc!(EstimateScoresDoc {
-    /// Raw judge scores, one per item of the run.
-    #[schema(example = json!([2.5, 3.0, 4.0]), min_items = 1)]
-    scores: Vec<f64>
-});
-estimate_doc!(EstimateItemsDoc {
-    /// The run's items, with ids, reference scores or clusters.
-    #[schema(min_items = 1)]
-    items: Vec<RunItemDto>
-});
-
-#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EstimateBody {
+    #[schema(schema_with = openapi::judge_name)]
     judge: String,
+    #[schema(schema_with = openapi::rubric_name)]
     rubric: String,
+    /// Raw judge scores, one per item of the run.
+    #[schema(example = json!([2.5, 3.0, 4.0]), min_items = 1)]
     scores: Option<Vec<f64>>,
+    /// The run's items, with ids, reference scores or clusters.
+    #[schema(min_items = 1)]
     items: Option<Vec<RunItemDto>>,
+    #[schema(schema_with = group_schema)]
     group: Option<String>,
+    /// A version of the cell to use instead of the active one.
+    #[schema(minimum = 1)]
     version: Option<i64>,
+    /// Of the interval (default 0.95).
+    #[schema(minimum = 0.5, maximum = 0.999, example = 0.95)]
     level: Option<f64>,
+    /// A half-width to plan for: the answer says whether more anchors (or labelled items)
+    /// would reach it, and about how many, or that the run's own size is the limit.
+    #[schema(exclusive_minimum = 0.0, example = 0.05)]
     target_half_width: Option<f64>,
 }
 
@@ -194,26 +120,14 @@ pub struct EstimateBody {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CompareBody {
-    #[schema(
-        example = "gpt-4o-mini",
-        pattern = "^[A-Za-z0-9][A-Za-z0-9._:-]*$",
-        min_length = 1,
-        max_length = 64
-    )]
+    #[schema(schema_with = openapi::judge_name)]
     judge: String,
-    #[schema(
-        example = "coherence",
-        pattern = "^[A-Za-z0-9][A-Za-z0-9._:-]*$",
-        min_length = 1,
-        max_length = 64
-    )]
+    #[schema(schema_with = openapi::rubric_name)]
     rubric: String,
     /// Run A (for example model A's outputs).
-    #[schema(value_type = RunDto)]
     a: RunBody,
     /// Run B. Items with the same ids as A's are paired (the same prompts answered by two
     /// models); the pairing needs both runs to have the same set of ids.
-    #[schema(value_type = RunDto)]
     b: RunBody,
     #[schema(minimum = 1)]
     version: Option<i64>,
@@ -548,12 +462,9 @@ fn identify(v: &Loaded) -> (String, String, i64, String) {
 /// needs no such assumption, and add a transport check of the corrector on this run.
 #[utoipa::path(
     post, path = "/v1/estimate", tag = "correction",
-    request_body = EstimateBodyDoc,
+    request_body = EstimateBody,
     responses(
         (status = 200, body = EstimateResponse),
-        (status = 400, description = "Body is not valid JSON", body = ErrorBody),
-        (status = 401, description = "No or unknown API key", body = ErrorBody),
-        (status = 403, description = "Key lacks the correct scope", body = ErrorBody),
         (status = 404, description = "No active calibrator (the message says how to train one), or no such version", body = ErrorBody),
         (status = 409, description = "The version cannot answer (too few anchors)", body = ErrorBody),
         (status = 422, description = "Bad judge, rubric, score, reference, id, cluster, level or target; too few labelled items; too many scores", body = ErrorBody),
@@ -566,15 +477,10 @@ pub async fn estimate(
     Json(body): Json<EstimateBody>,
 ) -> Result<axum::Json<EstimateResponse>, ApiError> {
     name_span(&body.judge, &body.rubric);
-    let run = RunBody {
-        scores: body.scores,
-        items: body.items,
-        group: None,
-    };
     let request = EstimateRequest::parse(
         &body.judge,
         &body.rubric,
-        (run.raw(""), body.group),
+        (raw_run(body.scores, body.items, ""), body.group),
         body.version,
         RawSettings {
             level: body.level,
@@ -619,9 +525,6 @@ pub async fn estimate(
     request_body = CompareBody,
     responses(
         (status = 200, body = CompareResponse),
-        (status = 400, description = "Body is not valid JSON", body = ErrorBody),
-        (status = 401, description = "No or unknown API key", body = ErrorBody),
-        (status = 403, description = "Key lacks the correct scope", body = ErrorBody),
         (status = 404, description = "No active calibrator (the message says how to train one), or no such version", body = ErrorBody),
         (status = 409, description = "The version cannot answer (too few anchors)", body = ErrorBody),
         (status = 422, description = "Bad judge, rubric, score, reference, id, cluster, level or target; too few labelled items; too many scores", body = ErrorBody),
@@ -634,10 +537,7 @@ pub async fn compare(
     Json(body): Json<CompareBody>,
 ) -> Result<axum::Json<CompareResponse>, ApiError> {
     name_span(&body.judge, &body.rubric);
-    let side = |run: RunBody, prefix: &str| {
-        let group = run.group.clone();
-        (run.raw(prefix), group)
-    };
+    let side = |run: RunBody, prefix: &str| (raw_run(run.scores, run.items, prefix), run.group);
     let request = CompareRequest::parse(
         &body.judge,
         &body.rubric,

@@ -45,6 +45,36 @@ fn bytes_rejection(r: BytesRejection) -> ApiError {
     ApiError::from_status(r.status(), r.body_text())
 }
 
+/// The scores a body carries: `scores` (numbers) or `items` (objects), never both. The
+/// bodies of /v1/correct, /v1/estimate and both runs of /v1/compare hold the two fields and
+/// read them through this, so that a wrong body is refused with the field named (an untagged
+/// enum could only say that nothing matched); the OpenAPI document shows the two shapes
+/// (`openapi::RunShapes`).
+pub enum ScoresOrItems<I> {
+    Scores(Vec<f64>),
+    Items(Vec<I>),
+}
+
+impl<I> ScoresOrItems<I> {
+    /// The one shape given; `prefix` names the run (`a.`), `item` the items' fields.
+    pub fn of(
+        scores: Option<Vec<f64>>,
+        items: Option<Vec<I>>,
+        prefix: &str,
+        item: &str,
+    ) -> Result<Self, Problem> {
+        match (scores, items) {
+            (Some(scores), None) => Ok(Self::Scores(scores)),
+            (None, Some(items)) => Ok(Self::Items(items)),
+            _ => Err(Problem::at(
+                None,
+                &format!("{prefix}scores"),
+                format!("give exactly one of `scores` (numbers) and `items` ({item} objects)"),
+            )),
+        }
+    }
+}
+
 /// `axum::extract::Query`, with rejections as 422 naming the parameter.
 pub struct Query<T>(pub T);
 

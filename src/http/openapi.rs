@@ -2,9 +2,10 @@
 //! of the repository is this document; a test fails when they differ.
 
 use serde_json::{Value, json};
-use utoipa::openapi::RefOr;
 use utoipa::openapi::path::ParameterIn;
+use utoipa::openapi::schema::{Object, ObjectBuilder, SchemaType, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::{RefOr, Schema};
 use utoipa::{Modify, OpenApi};
 
 use super::{anchors, calibration, correct, error, estimate, ops, rubrics};
@@ -39,7 +40,7 @@ Authentication: `Authorization: Bearer <key>`; keys carry scopes `ingest`, `corr
         ops::metrics,
     ),
     components(schemas(error::ErrorBody, error::ErrorDetail, error::ProblemDto)),
-    modifiers(&BearerAuth, &Refusals),
+    modifiers(&BearerAuth, &RunShapes, &Refusals),
     tags(
         (name = "anchors", description = "Anchor uploads and cells"),
         (name = "rubrics", description = "Rubric scales"),
@@ -49,6 +50,37 @@ Authentication: `Authorization: Bearer <key>`; keys carry scopes `ingest`, `corr
     )
 )]
 pub struct ApiDoc;
+
+/// The rule of judge, rubric and group names (`domain::check_name`), as a schema states it.
+pub const NAME_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9._:-]*$";
+
+fn name(example: &str) -> ObjectBuilder {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .min_length(Some(1))
+        .max_length(Some(64))
+        .pattern(Some(NAME_PATTERN))
+        .examples([example])
+}
+
+/// A judge's name, for `#[schema(schema_with = ...)]`.
+pub fn judge_name() -> Object {
+    name("gpt-4o-mini").build()
+}
+
+/// A rubric's name.
+pub fn rubric_name() -> Object {
+    name("coherence").build()
+}
+
+/// A group's (system's) name, where it may be left out; `description` says what it does
+/// there (a field's doc comment does not reach a `schema_with` schema).
+pub fn group_name(description: &str) -> Object {
+    name("BART")
+        .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+        .description(Some(description))
+        .build()
+}
 
 struct BearerAuth;
 
@@ -67,9 +99,57 @@ impl Modify for BearerAuth {
     }
 }
 
+/// The bodies that take `scores` or `items` (`extract::ScoresOrItems`), and the two shapes
+/// each is sent in: (body, its shape with `scores`, its shape with `items`).
+const RUN_SHAPES: [(&str, &str, &str); 3] = [
+    ("CorrectRequest", "CorrectScores", "CorrectItems"),
+    ("EstimateBody", "EstimateScores", "EstimateItems"),
+    ("RunBody", "RunScores", "RunItems"),
+];
+
+/// States each body of `RUN_SHAPES` as one of its two shapes: a copy with `scores` required
+/// and no `items`, and one the other way round. The handlers read one type with both fields
+/// optional, which a schema would otherwise show as taking both or neither.
+struct RunShapes;
+
+impl Modify for RunShapes {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        for (body, scores, items) in RUN_SHAPES {
+            let schema = components
+                .schemas
+                .get(body)
+                .unwrap_or_else(|| panic!("{body} is among the document's schemas"));
+            let mut whole = serde_json::to_value(schema).expect("a schema serialises");
+            let description = whole.as_object_mut().and_then(|o| o.remove("description"));
+            for (name, keep, drop) in [(scores, "scores", "items"), (items, "items", "scores")] {
+                let mut shape = whole.clone();
+                if let Some(properties) = shape["properties"].as_object_mut() {
+                    properties.remove(drop);
+                }
+                shape["properties"][keep]["type"] = json!("array");
+                match shape["required"].as_array_mut() {
+                    Some(required) => required.push(json!(keep)),
+                    None => shape["required"] = json!([keep]),
+                }
+                components
+                    .schemas
+                    .insert(name.to_owned(), piece::<RefOr<Schema>>(shape));
+            }
+            let ref_to = |name: &str| json!({"$ref": format!("#/components/schemas/{name}")});
+            let mut either = json!({"oneOf": [ref_to(scores), ref_to(items)]});
+            if let Some(description) = description {
+                either["description"] = description;
+            }
+            components.schemas.insert(body.to_owned(), piece(either));
+        }
+    }
+}
+
 /// What the handlers accept, which the annotations cannot say: the name rules of path
 /// segments, and every refusal an operation can give (the extractors and the tower layers
-/// answer 400, 413, 415, 422, 429 and 503 before a handler runs).
+/// answer 400, 401, 403, 413, 415, 422, 429 and 503 before a handler runs). The handlers'
+/// annotations list only their own answers.
 struct Refusals;
 
 fn piece<T: serde::de::DeserializeOwned>(value: Value) -> T {
@@ -79,8 +159,7 @@ fn piece<T: serde::de::DeserializeOwned>(value: Value) -> T {
 impl Modify for Refusals {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         let name = json!({
-            "type": "string", "minLength": 1, "maxLength": 64,
-            "pattern": "^[A-Za-z0-9][A-Za-z0-9._:-]*$",
+            "type": "string", "minLength": 1, "maxLength": 64, "pattern": NAME_PATTERN,
         });
         for (path, item) in openapi.paths.paths.iter_mut() {
             let ops = [
@@ -91,6 +170,11 @@ impl Modify for Refusals {
             ];
             for op in ops.into_iter().flatten() {
                 let has_body = op.request_body.is_some();
+                let scopes: Vec<String> = serde_json::to_value(&op.security)
+                    .ok()
+                    .and_then(|v| v.pointer("/0/api_key").cloned())
+                    .and_then(|v| serde_json::from_value(v).ok())
+                    .unwrap_or_default();
                 let params = op.parameters.iter_mut().flatten();
                 let mut takes_input = has_body;
                 for p in params {
@@ -137,6 +221,9 @@ impl Modify for Refusals {
                 }
                 if path.starts_with("/v1/") {
                     add("401", "No API key, or an unknown one");
+                    if let Some(scope) = scopes.first() {
+                        add("403", &format!("The key lacks the {scope} scope"));
+                    }
                     add("429", "Over server.max_concurrent_requests; retry later");
                     add("503", "Not answered within server.request_timeout_secs");
                 }

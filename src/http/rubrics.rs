@@ -56,8 +56,6 @@ pub struct RubricsResponse {
     request_body = RubricRequest,
     responses(
         (status = 200, body = RubricDto),
-        (status = 401, description = "No or unknown API key", body = ErrorBody),
-        (status = 403, description = "Key lacks the admin scope", body = ErrorBody),
         (status = 409, description = "Stored anchors lie outside the new scale", body = ErrorBody),
         (status = 422, description = "Invalid name or scale", body = ErrorBody),
     ),
@@ -83,7 +81,6 @@ pub async fn put_rubric(
     get, path = "/v1/rubrics", tag = "rubrics",
     responses(
         (status = 200, body = RubricsResponse),
-        (status = 401, description = "No or unknown API key", body = ErrorBody),
     ),
     security(("api_key" = []))
 )]

@@ -10,11 +10,13 @@ use crate::calibrate::Method;
 use crate::calibrate::bayes::RubricPosterior;
 use crate::calibrate::conformal::{Intervals, Source};
 use crate::calibrate::cv::Scheme;
+use crate::calibrate::drift::BOUND_DELTA;
 use crate::calibrate::flow::{FlowSummary, Schedule};
 use crate::calibrate::quality::{Comparison, Figures};
 use crate::calibrate::select::Decision;
 use crate::domain::calibration::{CalibratorVersion, Job};
 use crate::domain::training;
+use crate::http::openapi::NAME_PATTERN;
 use crate::http::rfc3339;
 
 /// The body of `POST /v1/judges/{judge}/calibrations`: one alternative per method, each with
@@ -45,7 +47,7 @@ fn request_schema() -> Value {
     let rubrics = json!({
         "type": ["array", "null"], "minItems": 1,
         "description": "Rubrics to train (default: every cell of the judge with at least jobs.min_anchors anchors). All rubrics of one job are fitted together and share strength.",
-        "items": {"type": "string", "minLength": 1, "maxLength": 64, "pattern": "^[A-Za-z0-9][A-Za-z0-9._:-]*$"},
+        "items": {"type": "string", "minLength": 1, "maxLength": 64, "pattern": NAME_PATTERN},
     });
     let alternative = |method: &str, description: String, options: Value| {
         json!({
@@ -379,8 +381,8 @@ pub struct IntervalBinDto {
     pub to: Option<f64>,
     /// Held-out anchors in the bin.
     pub anchors: usize,
-    /// conformal: the band of held-out residuals (reference − corrected) added to the
-    /// corrected score.
+    /// The band of held-out residuals (reference − corrected) added to the corrected score
+    /// (`conformal`), or the factors the method's own half-width is scaled by (`scaled`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub band: Option<[f64; 2]>,
     /// Share of the bin's held-out anchors inside their interval.
@@ -391,13 +393,19 @@ pub struct IntervalBinDto {
 #[derive(Serialize, ToSchema)]
 pub struct IntervalsDto {
     pub level: f64,
-    /// `method` (the Bayesian posterior predictive) or `conformal` (the corrected score plus
-    /// the band of held-out residuals of the judge score's bin).
+    /// `conformal` (the corrected score plus the band of held-out residuals of the judge
+    /// score's bin), `scaled` (the Bayesian posterior predictive, its half-width scaled by the
+    /// band of the bin's held-out residuals in units of it) or `method` (the posterior
+    /// predictive as is: versions trained before bands were conformalised).
     pub source: String,
     /// Held-out anchors the coverage was measured on (conformal: each checked against bands
     /// made without its fifth of them).
     pub held_out: usize,
     pub held_out_coverage: Option<f64>,
+    /// A bound on the share of new anchors the intervals miss, which holds given this
+    /// version's training anchors except for one version in 1,000: the miss rate the drift
+    /// alarm tests against (the nominal 0.05 for `method`).
+    pub miss_bound: f64,
     pub bins: Vec<IntervalBinDto>,
 }
 
@@ -407,9 +415,11 @@ impl From<Intervals> for IntervalsDto {
             level: i.level,
             source: match i.source {
                 Source::Conformal => "conformal",
+                Source::Scaled => "scaled",
                 Source::Method => "method",
             }
             .to_owned(),
+            miss_bound: i.miss_bound(BOUND_DELTA),
             held_out: i.held_out,
             held_out_coverage: i.held_out_coverage,
             bins: i

@@ -45,8 +45,6 @@ fn empty_object() -> serde_json::Value {
     responses(
         (status = 202, description = "Queued", body = JobDto),
         (status = 400, description = "Body is not valid JSON, or has unknown fields", body = ErrorBody),
-        (status = 401, description = "No or unknown API key", body = ErrorBody),
-        (status = 403, description = "Key lacks the train scope", body = ErrorBody),
         (status = 404, description = "The judge has no anchors", body = ErrorBody),
         (status = 422, description = "Bad method, rubric or option", body = ErrorBody),
     ),
@@ -77,7 +75,6 @@ pub async fn train(
     params(("id" = String, Path)),
     responses(
         (status = 200, body = JobDto),
-        (status = 401, description = "No or unknown API key", body = ErrorBody),
         (status = 404, description = "No such job", body = ErrorBody),
     ),
     security(("api_key" = []))
@@ -107,8 +104,6 @@ pub async fn job(
     params(("id" = String, Path)),
     responses(
         (status = 200, description = "Cancelled, or cancelling (state still running)", body = JobDto),
-        (status = 401, description = "No or unknown API key", body = ErrorBody),
-        (status = 403, description = "Key lacks the train scope", body = ErrorBody),
         (status = 404, description = "No such job", body = ErrorBody),
         (status = 409, description = "The job has already finished", body = ErrorBody),
     ),
@@ -143,7 +138,6 @@ fn job_id(raw: &str) -> Result<JobId, ApiError> {
     params(("judge" = String, Path), ("rubric" = String, Path)),
     responses(
         (status = 200, body = VersionsResponse),
-        (status = 401, description = "No or unknown API key", body = ErrorBody),
         (status = 404, description = "No such cell", body = ErrorBody),
     ),
     security(("api_key" = []))
@@ -176,7 +170,6 @@ pub struct ReportParams {
     params(("judge" = String, Path), ("rubric" = String, Path), ReportParams),
     responses(
         (status = 200, description = "An SVG image", content_type = "image/svg+xml", body = String),
-        (status = 401, description = "No or unknown API key", body = ErrorBody),
         (status = 404, description = "No such cell, no active calibrator, or no such version", body = ErrorBody),
         (status = 422, description = "Bad judge or rubric name", body = ErrorBody),
     ),
@@ -208,8 +201,6 @@ pub struct ActivateParams {
     params(("judge" = String, Path), ("rubric" = String, Path), ("version" = i64, Path), ActivateParams),
     responses(
         (status = 200, body = VersionDto),
-        (status = 401, description = "No or unknown API key", body = ErrorBody),
-        (status = 403, description = "Key lacks the train scope", body = ErrorBody),
         (status = 404, description = "No such cell or version", body = ErrorBody),
         (status = 409, description = "The version failed its diagnostics and force is not set", body = ErrorBody),
     ),
