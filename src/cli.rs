@@ -54,6 +54,10 @@ pub enum Command {
     /// Count how often each method's 95% predictive interval covers new items on the
     /// synthetic judge, overall and at the ends of the judge's scale; prints a Markdown table.
     Intervals(IntervalsArgs),
+    /// Count the drift alarm's false alarms on cells that do not drift (synthetic judge and
+    /// HANNA, anchors shuffled or in batches that share raters or prompts), and its delay
+    /// after a shift of the judge or a switch to another judge.
+    Drift(DriftArgs),
     /// Rank HANNA's story-generation systems from one judge's scores: half of the stories
     /// as anchors, each system's mean estimated on the other half; prints a Markdown table.
     Systems(SystemsArgs),
@@ -202,6 +206,64 @@ pub struct IntervalsArgs {
     pub methods: Vec<String>,
     #[command(flatten)]
     pub flow: FlowArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct DriftArgs {
+    /// HANNA in long form (../shared/data/hanna/hanna_long.csv); its 30 cells of prompt
+    /// variant 1 join the synthetic ones.
+    #[arg(long)]
+    pub hanna: Option<PathBuf>,
+    /// Synthetic cells of each kind (quarter-point and integer references).
+    #[arg(long, default_value_t = 10)]
+    pub synthetic: usize,
+    /// Anchors per synthetic cell: half train the version, half are streamed.
+    #[arg(long, default_value_t = 1200)]
+    pub anchors: usize,
+    /// Anchors per upload batch.
+    #[arg(long, default_value_t = 50)]
+    pub batch: usize,
+    /// Anchors streamed after a shift or a switch of judge.
+    #[arg(long, default_value_t = 3000)]
+    pub watch: usize,
+    /// Methods by name (raw is the identity); default: bayes, isotonic, quantile_map, raw.
+    #[arg(long, value_delimiter = ',')]
+    pub methods: Vec<String>,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    #[command(flatten)]
+    pub flow: FlowArgs,
+}
+
+fn drift(a: DriftArgs) -> Result<(), String> {
+    use crate::study::drift::{self, Options};
+    let mut candidates = crate::calibrate::Candidates::default();
+    a.flow.apply(&mut candidates.flow);
+    let methods = if a.methods.is_empty() {
+        vec![
+            "bayes".into(),
+            "isotonic".into(),
+            "quantile_map".into(),
+            "raw".into(),
+        ]
+    } else {
+        a.methods
+    };
+    let opts = Options {
+        hanna: a.hanna,
+        synthetic: a.synthetic,
+        anchors: a.anchors,
+        batch: a.batch.max(1),
+        watch: a.watch,
+        methods: self::methods(&methods)?,
+        candidates,
+        seed: a.seed,
+    };
+    let started = std::time::Instant::now();
+    let rows = drift::run(&opts, &|step| eprintln!("{step}"))?;
+    print!("{}", drift::table(&rows, &opts));
+    eprintln!("{:.0} s", started.elapsed().as_secs_f64());
+    Ok(())
 }
 
 #[derive(Debug, clap::Args)]
@@ -452,6 +514,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Evaluate(a) => return study(move || evaluate(a)).await,
         Command::Coverage(a) => return study(move || coverage(a)).await,
         Command::Intervals(a) => return study(move || intervals(a)).await,
+        Command::Drift(a) => return study(move || drift(a)).await,
         Command::Systems(a) => return study(move || systems(a)).await,
         other => other,
     };
@@ -474,6 +537,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         | Command::Evaluate(_)
         | Command::Coverage(_)
         | Command::Intervals(_)
+        | Command::Drift(_)
         | Command::Systems(_) => {
             unreachable!("handled above")
         }

@@ -1,10 +1,10 @@
 //! A drift alarm with a stated guarantee.
 //!
 //! Each new anchor either falls outside the version's 95% interval (a miss, 1) or not (0).
-//! While the cell is healthy, a batch's anchors miss at most at the version's rate a: the
-//! bound on its miss rate that holds given its training anchors
-//! ([`crate::calibrate::conformal::Intervals::miss_bound`], failing for one version in
-//! 1/[`BOUND_DELTA`]). The alarm bets against that once per upload batch: its wealth starts at
+//! While the cell is healthy (new anchors exchangeable with those the version was trained
+//! on), a batch's anchors miss at most at the version's rate a: the bound on its miss rate that
+//! holds given its training anchors ([`crate::calibrate::conformal::Intervals::miss_bound`],
+//! failing for one version in 1/[`BOUND_DELTA`]). The alarm bets against that once per upload batch: its wealth starts at
 //! 1 and each batch multiplies it by 1 + λ_b·(x̄_b − a), where x̄_b is the batch's miss share
 //! and λ_b in [0, 1/a) is chosen from earlier batches only. The batch's anchors may share
 //! raters or prompts, and so miss together; the expectation of x̄_b is still at most a,
@@ -14,15 +14,27 @@
 //! are batched. Betting on each anchor instead would need them to be independent given the
 //! past, which batches sharing a rater are not: a shared offset then raises false alarms.
 //!
-//! λ_b is the Kelly bet for the recent miss rate: (p̂ − a) / (a(1 − a)), clipped to
-//! [0, `MAX_BET`/a], where p̂ is the miss rate over the last `WINDOW` anchors (whole batches)
-//! shrunk towards a. A healthy cell keeps λ near 0, so its wealth does not waste away while
-//! nothing happens and a later jump is caught quickly.
+//! λ_b is the Kelly bet for the recent batches: (p̂ − a)·n/(d·a(1 − a)), clipped to
+//! [0, `MAX_BET`/a], where p̂ is the miss rate over the recent anchors shrunk towards a, n the
+//! recent batches' mean size, and d ≥ 1 their design effect: the spread of their miss shares
+//! around p̂ over what independent anchors would give (p̂(1 − p̂)/n), shrunk towards 1. For
+//! anchors one at a time this is the Kelly bet on a coin, (p̂ − a)/(a(1 − a)). A batch of many
+//! independent anchors says more than one anchor, so the bet grows with the batch; batches
+//! whose anchors miss together show it in d, which shrinks the bet back. The recent ones are
+//! the last `WINDOW` anchors or the last `BATCH_WINDOW` batches, whichever reach further back.
+//! A healthy cell keeps λ near 0, so its wealth does not waste away while nothing happens and
+//! a later jump is caught quickly.
 
 use std::collections::VecDeque;
 
-/// Recent anchors the bet is sized on (whole batches; at least the last one).
+/// Recent anchors the bet is sized on (whole batches; at least the last one)...
 pub const WINDOW: usize = 100;
+
+/// ...or recent batches, whichever reach further back.
+pub const BATCH_WINDOW: usize = 10;
+
+/// Pseudo-batches at the independent-anchor spread that the design effect is shrunk with.
+const PRIOR_BATCHES: f64 = 2.0;
 
 /// The bet never stakes more than this share of the wealth on a miss-free batch.
 const MAX_BET: f64 = 0.5;
@@ -73,9 +85,23 @@ impl MissAlarm {
 
     /// The bet on the next batch, from the batches before it.
     fn bet(&self) -> f64 {
+        let a = self.alpha;
         let n = self.recent_anchors as f64;
-        let p = (self.recent_misses as f64 + PRIOR * self.alpha) / (n + PRIOR);
-        ((p - self.alpha) / (self.alpha * (1.0 - self.alpha))).clamp(0.0, MAX_BET / self.alpha)
+        let p = (self.recent_misses as f64 + PRIOR * a) / (n + PRIOR);
+        let batches = self.recent.len() as f64;
+        let size = if batches > 0.0 { n / batches } else { 1.0 };
+        // The design effect: the spread of the batches' miss shares against what independent
+        // anchors would give, at least 1.
+        let binomial = p * (1.0 - p) / size;
+        let spread: f64 = self
+            .recent
+            .iter()
+            .map(|&(k, m)| (m as f64 / k as f64 - p).powi(2))
+            .sum();
+        let observed = (spread + PRIOR_BATCHES * binomial) / (batches + PRIOR_BATCHES);
+        let design = (observed / binomial).max(1.0);
+        let v = design * a * (1.0 - a) / size;
+        ((p - a) / v).clamp(0.0, MAX_BET / a)
     }
 
     /// One upload batch: whether each of its anchors fell outside the interval. Returns
@@ -91,7 +117,7 @@ impl MissAlarm {
             self.recent.push_back((misses.len(), missed));
             self.recent_anchors += misses.len();
             self.recent_misses += missed;
-            while self.recent.len() > 1 && self.recent_anchors > WINDOW {
+            while self.recent.len() > BATCH_WINDOW && self.recent_anchors > WINDOW {
                 let (n, m) = self.recent.pop_front().expect("more than one batch");
                 self.recent_anchors -= n;
                 self.recent_misses -= m;
@@ -280,9 +306,22 @@ mod tests {
         // of them), watched over 40,000 healthy anchors in batches of 50. Against the nominal 5% the alarm fires
         // for many versions whose calibration draw was unlucky; against the bound at most
         // δ + the bound's own failure rate.
-        use crate::calibrate::stats::conformal_miss_bound;
+        use crate::calibrate::conformal::{Bin, Intervals, Source};
         let mut rng = ChaCha8Rng::seed_from_u64(9);
-        let bound = conformal_miss_bound(120, 3, 118, BOUND_DELTA);
+        let version = Intervals {
+            level: 0.95,
+            source: Source::Conformal,
+            bins: vec![Bin {
+                from: None,
+                to: None,
+                anchors: 120,
+                band: None,
+                held_out_coverage: None,
+            }],
+            held_out: 120,
+            held_out_coverage: None,
+        };
+        let bound = version.miss_bound(BOUND_DELTA);
         let (mut nominal, mut bounded) = (0, 0);
         for _ in 0..400 {
             let mut r: Vec<f64> = (0..120).map(|_| rng.random::<f64>()).collect();
@@ -307,9 +346,12 @@ mod tests {
         // No history: p̂ = α, so the first bet is 0 and the wealth stays 1.
         alarm.observe(true);
         assert_eq!(alarm.e_value(), 1.0);
-        // After one miss in one anchor, p̂ = (1 + 1)/(1 + 20) and λ = (p̂ − α)/(α(1 − α)).
+        // After one miss in one anchor, p̂ = (1 + 1)/(1 + 20); one anchor's spread
+        // (1 − p̂)² is above p̂(1 − p̂), so the design effect is
+        // ((1 − p̂)² + 2·p̂(1 − p̂))/(3·p̂(1 − p̂)), and λ = (p̂ − α)/(d·α(1 − α)).
         let p: f64 = 2.0 / 21.0;
-        let lambda = (p - 0.05) / (0.05 * 0.95);
+        let d = ((1.0 - p).powi(2) + 2.0 * p * (1.0 - p)) / (3.0 * p * (1.0 - p));
+        let lambda = (p - 0.05) / (d * 0.05 * 0.95);
         alarm.observe(false);
         assert!((alarm.e_value() - (1.0 - lambda * 0.05)).abs() < 1e-12);
     }

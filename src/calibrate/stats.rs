@@ -184,85 +184,9 @@ pub fn two_sided_p(z: f64, df: Option<f64>) -> f64 {
     }
 }
 
-/// Pr(X ≥ k) for X ~ Binomial(n, p), summed term by term in logs.
-pub fn binomial_upper_tail(n: usize, k: usize, p: f64) -> f64 {
-    if k == 0 || p >= 1.0 {
-        return 1.0;
-    }
-    if k > n || p <= 0.0 {
-        return 0.0;
-    }
-    // ln Pr(X = k), then Pr(X = i + 1) = Pr(X = i)·(n − i)/(i + 1)·p/(1 − p).
-    let ln_choose: f64 = (0..k).map(|i| ((n - i) as f64 / (i + 1) as f64).ln()).sum();
-    let mut ln_term = ln_choose + k as f64 * p.ln() + (n - k) as f64 * (-p).ln_1p();
-    let ln_ratio = p.ln() - (-p).ln_1p();
-    let mut total = 0.0;
-    for i in k..=n {
-        let term = ln_term.exp();
-        total += term;
-        if term < total * 1e-17 && (i as f64) > n as f64 * p {
-            break;
-        }
-        ln_term += ((n - i) as f64 / (i + 1) as f64).ln() + ln_ratio;
-    }
-    total.min(1.0)
-}
-
-/// A bound on the miss rate of a split-conformal band that holds given its calibration data:
-/// the band between the order statistics `lo` and `hi` of `n` residuals covers a new
-/// exchangeable draw with probability C ~ Beta(hi − lo, n + 1 − (hi − lo)) over the draw of
-/// the calibration set, so the returned `a` satisfies Pr(1 − C > a) ≤ `delta`
-/// (Pr(C < c) = Pr(Binomial(n, c) ≥ hi − lo)).
-pub fn conformal_miss_bound(n: usize, lo: usize, hi: usize, delta: f64) -> f64 {
-    let k = hi.saturating_sub(lo);
-    let fails = |a: f64| binomial_upper_tail(n, k, 1.0 - a);
-    let (mut below, mut above) = (0.0, 1.0);
-    for _ in 0..60 {
-        let mid = 0.5 * (below + above);
-        if fails(mid) > delta {
-            below = mid;
-        } else {
-            above = mid;
-        }
-    }
-    above
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_binomial_tail_matches_closed_forms() {
-        // Pr(X ≥ 1) = 1 − (1 − p)^n; Pr(X ≥ n) = p^n; Pr(X ≥ 2) for n = 10, p = 0.3 is
-        // 1 − 0.7^10 − 10·0.3·0.7^9.
-        assert!((binomial_upper_tail(20, 1, 0.1) - (1.0 - 0.9f64.powi(20))).abs() < 1e-12);
-        assert!((binomial_upper_tail(12, 12, 0.6) - 0.6f64.powi(12)).abs() < 1e-15);
-        let two = 1.0 - 0.7f64.powi(10) - 10.0 * 0.3 * 0.7f64.powi(9);
-        assert!((binomial_upper_tail(10, 2, 0.3) - two).abs() < 1e-12);
-        assert_eq!(binomial_upper_tail(10, 11, 0.5), 0.0);
-    }
-
-    #[test]
-    fn the_conformal_miss_bound_holds_for_the_stated_share_of_calibration_draws() {
-        // 2,000 calibration sets of 120 uniform residuals; the band between ranks 3 and 118
-        // misses a new draw with probability 1 − (r₁₁₈ − r₃), which exceeds the bound at
-        // δ = 0.1 in about 10% of sets (binomial sd 0.7%), and the bound is the Beta
-        // quantile: well above the nominal 5%.
-        use nuts_rs::rand::rngs::ChaCha8Rng;
-        use nuts_rs::rand::{RngExt, SeedableRng};
-        let mut rng = ChaCha8Rng::seed_from_u64(5);
-        let bound = conformal_miss_bound(120, 3, 118, 0.1);
-        assert!((0.07..0.09).contains(&bound), "{bound}");
-        let mut over = 0;
-        for _ in 0..2000 {
-            let mut r: Vec<f64> = (0..120).map(|_| rng.random::<f64>()).collect();
-            r.sort_by(f64::total_cmp);
-            over += usize::from(1.0 - (r[117] - r[2]) > bound);
-        }
-        let share = over as f64 / 2000.0;
-        assert!((0.08..=0.12).contains(&share), "{share}");
-    }
 
     #[test]
     fn the_normal_cdf_inverts_the_quantile() {

@@ -64,6 +64,13 @@ pub struct Row {
     pub in_sample: Option<[Count; 3]>,
     /// The flow's review audit (mean over seeds of each share).
     pub audit: Option<ReviewAudit>,
+    /// Versions (seeds) whose miss rate on the test items exceeds 5%: the training-conditional
+    /// miss rate, which a band's marginal 95% does not bound.
+    pub over: usize,
+    /// Versions whose miss rate exceeds their own miss-rate bound (`Intervals::miss_bound`).
+    pub over_bound: usize,
+    /// Sum over seeds of that bound.
+    pub bound: f64,
 }
 
 fn draw(judge: &JudgeModel, n: usize, rng: &mut ChaCha8Rng) -> Vec<(f64, f64)> {
@@ -125,10 +132,12 @@ pub fn run(opts: &Options, progress: &dyn Fn(&str)) -> Result<Vec<Row>, String> 
                 })
                 .flatten();
             let mut counts = row.in_sample.unwrap_or_default();
+            let mut version = Count::default();
             for (c, &(j, y)) in corrected.iter().zip(&test) {
                 let (lo, hi) = c.predictive.ok_or_else(|| format!("{m}: no interval"))?;
                 let hit = (lo..=hi).contains(&y);
                 row.all.add(hit);
+                version.add(hit);
                 row.width += hi - lo;
                 if in_lowest(j) {
                     row.lowest.add(hit);
@@ -151,6 +160,10 @@ pub fn run(opts: &Options, progress: &dyn Fn(&str)) -> Result<Vec<Row>, String> 
                 row.in_sample = Some(counts);
             }
             row.recorded += intervals.held_out_coverage.unwrap_or(f64::NAN);
+            let bound = intervals.miss_bound(crate::calibrate::drift::BOUND_DELTA);
+            row.over += usize::from(1.0 - version.rate() > 0.05);
+            row.over_bound += usize::from(1.0 - version.rate() > bound);
+            row.bound += bound;
             row.seeds += 1;
             if let Some(a) = models[0].flow().and_then(|f| f.review_audit) {
                 let mut sum = row.audit.unwrap_or(ReviewAudit {
@@ -174,6 +187,7 @@ pub fn run(opts: &Options, progress: &dyn Fn(&str)) -> Result<Vec<Row>, String> 
         row.width /= row.all.of.max(1) as f64;
         let k = row.seeds.max(1) as f64;
         row.recorded /= k;
+        row.bound /= k;
         if let Some(a) = row.audit.as_mut() {
             a.routed /= k;
             a.large_errors_routed /= k;
@@ -187,8 +201,8 @@ pub fn run(opts: &Options, progress: &dyn Fn(&str)) -> Result<Vec<Row>, String> 
 pub fn table(rows: &[Row], opts: &Options) -> String {
     let mut out = format!(
         "95% predictive intervals, {} anchors, {} test items per seed, {} seeds\n\n\
-         | method | interval | covers (all) | lowest bin | highest bin | mean width | held-out coverage recorded |\n\
-         |---|---|---:|---:|---:|---:|---:|\n",
+         | method | interval | covers (all) | lowest bin | highest bin | mean width | held-out coverage recorded | versions missing > 5% | mean miss bound | versions over it |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
         opts.anchors,
         opts.test,
         rows.first().map_or(0, |r| r.seeds)
@@ -197,21 +211,25 @@ pub fn table(rows: &[Row], opts: &Options) -> String {
     for r in rows {
         let m = r.method.expect("set");
         let kind = if m == Method::Bayes {
-            "posterior predictive"
+            "posterior predictive, scaled per bin"
         } else {
             "held-out, per bin"
         };
         out += &format!(
-            "| {m} | {kind} | {} | {} | {} | {:.3} | {:.1}% |\n",
+            "| {m} | {kind} | {} | {} | {} | {:.3} | {:.1}% | {} of {} | {:.3} | {} |\n",
             pct(&r.all),
             pct(&r.lowest),
             pct(&r.highest),
             r.width,
-            100.0 * r.recorded
+            100.0 * r.recorded,
+            r.over,
+            r.seeds,
+            r.bound,
+            r.over_bound,
         );
         if let Some([all, lo, hi]) = &r.in_sample {
             out += &format!(
-                "| {m} | in-sample band (before) | {} | {} | {} | | |\n",
+                "| {m} | in-sample band (before) | {} | {} | {} | | | | | |\n",
                 pct(all),
                 pct(lo),
                 pct(hi)
@@ -287,6 +305,8 @@ mod tests {
                 );
             }
             assert!((0.93..=most).contains(&r.recorded), "{m}: {}", r.recorded);
+            // No version misses more than the bound the drift alarm tests it against.
+            assert_eq!(r.over_bound, 0, "{m}: bound {}", r.bound);
         }
         let flow = rows
             .iter()

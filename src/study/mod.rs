@@ -1,10 +1,12 @@
 //! The command-line studies: `judgecal experiment` (the paper's synthetic study, its tables
 //! and figures), `judgecal evaluate` (every method cross-validated on an anchors file) and
 //! `judgecal coverage` (how often the run-level intervals cover) and `judgecal intervals` (how
-//! often each method's predictive interval covers new items).
+//! often each method's predictive interval covers new items) and `judgecal drift` (how often
+//! the drift alarm fires on healthy cells, and how soon on drifting ones).
 //! They use the same correctors and metrics as the service, with no database.
 
 pub mod design;
+pub mod drift;
 pub mod evaluate;
 pub mod experiment;
 pub mod figures;

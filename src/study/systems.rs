@@ -191,17 +191,17 @@ pub fn systems_table(rows: &[SystemRow]) -> String {
 
 /// One row of HANNA in long form.
 #[derive(Debug, Clone)]
-struct Record {
-    system: String,
-    story: u64,
-    rubric: String,
-    human: f64,
-    judge: String,
-    variant: String,
-    score: f64,
+pub(super) struct Record {
+    pub(super) system: String,
+    pub(super) story: u64,
+    pub(super) rubric: String,
+    pub(super) human: f64,
+    pub(super) judge: String,
+    pub(super) variant: String,
+    pub(super) score: f64,
 }
 
-fn read(path: &std::path::Path) -> Result<Vec<Record>, String> {
+pub(super) fn read(path: &std::path::Path) -> Result<Vec<Record>, String> {
     let mut reader =
         csv::Reader::from_path(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let headers = reader.headers().map_err(|e| e.to_string())?.clone();
