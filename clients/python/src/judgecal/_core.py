@@ -1,0 +1,403 @@
+"""What the sync and async clients share: configuration, the requests every endpoint makes,
+retries, and turning answers into models or exceptions. Each endpoint is written once, as a
+`Request`; `Client` sends it with httpx's sync client, `AsyncClient` with its async one."""
+
+from __future__ import annotations
+
+import email.utils
+import os
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Generic, Iterable, Mapping, Sequence, TypeVar
+from urllib.parse import quote
+
+import httpx
+
+from . import models
+from .errors import JudgecalError, Unavailable, from_response
+
+T = TypeVar("T")
+
+DEFAULT_URL = "http://127.0.0.1:8080"
+#: Statuses worth another try: the service is shedding load or briefly not ready.
+RETRY_STATUSES = frozenset({429, 503})
+#: The longest wait between tries, whatever `Retry-After` says.
+MAX_WAIT = 60.0
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Where the service is and how hard to try. `base_url` defaults to `JUDGECAL_URL`, then
+    http://127.0.0.1:8080; `api_key` to `JUDGECAL_API_KEY` (none: the service must run with
+    auth disabled). `retries` more tries after a 429, a 503 or a failed connection, waiting
+    `Retry-After` when the service sends one, else `backoff`·2^try seconds with jitter."""
+
+    base_url: str
+    api_key: str | None
+    timeout: float
+    retries: int
+    backoff: float
+
+    @classmethod
+    def of(
+        cls,
+        base_url: str | None,
+        api_key: str | None,
+        timeout: float,
+        retries: int,
+        backoff: float,
+    ) -> "Settings":
+        url = base_url or os.environ.get("JUDGECAL_URL") or DEFAULT_URL
+        key = api_key if api_key is not None else os.environ.get("JUDGECAL_API_KEY")
+        if retries < 0 or backoff < 0 or timeout <= 0:
+            raise ValueError("retries and backoff must be >= 0 and timeout > 0")
+        return cls(url.rstrip("/"), key or None, timeout, retries, backoff)
+
+    def headers(self) -> dict[str, str]:
+        h = {"user-agent": "judgecal-python/0.1"}
+        if self.api_key:
+            h["authorization"] = f"Bearer {self.api_key}"
+        return h
+
+
+@dataclass
+class Request(Generic[T]):
+    """One call: what to send and how to read the answer. `idempotent` requests are retried
+    after any transport error; the others (starting a job) only when the connection was never
+    made, so a retry cannot start a second job."""
+
+    method: str
+    path: str
+    parse: Callable[[httpx.Response], T]
+    json: Any = None
+    content: bytes | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+    headers: Mapping[str, str] = field(default_factory=dict)
+    idempotent: bool = True
+
+    def build(self, http: httpx.Client | httpx.AsyncClient) -> httpx.Request:
+        return http.build_request(
+            self.method,
+            self.path,
+            json=self.json,
+            content=self.content,
+            params={k: v for k, v in self.params.items() if v is not None},
+            headers=dict(self.headers),
+        )
+
+
+def wait_before(attempt: int, response: httpx.Response | None, backoff: float) -> float:
+    """Seconds to wait before try `attempt` + 1: the service's `Retry-After` (seconds or an
+    HTTP date) where it sent one, else exponential backoff with full jitter."""
+    if response is not None:
+        after = response.headers.get("retry-after")
+        if after:
+            try:
+                return min(max(float(after), 0.0), MAX_WAIT)
+            except ValueError:
+                when = email.utils.parsedate_to_datetime(after)
+                if when is not None:
+                    return min(max(when.timestamp() - time.time(), 0.0), MAX_WAIT)
+    return min(backoff * (2**attempt) * random.uniform(0.5, 1.0), MAX_WAIT)
+
+
+def retryable(error: httpx.TransportError, idempotent: bool) -> bool:
+    """Whether a transport error may be retried: always when no connection was made."""
+    if isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)):
+        return True
+    return idempotent
+
+
+def transport_failure(error: httpx.TransportError, settings: Settings) -> JudgecalError:
+    return Unavailable(
+        message=f"no answer from {settings.base_url}: {error.__class__.__name__}: {error}",
+        code="unreachable",
+    )
+
+
+def check(response: httpx.Response) -> httpx.Response:
+    """The response if it is a success; else the service's error as an exception."""
+    if response.is_success:
+        return response
+    try:
+        body: Any = response.json()
+    except ValueError:
+        body = response.text
+    raise from_response(response.status_code, body)
+
+
+def model(kind: type[T]) -> Callable[[httpx.Response], T]:
+    """Reads a JSON answer into the generated model `kind`."""
+    return lambda r: kind.model_validate(check(r).json())  # type: ignore[attr-defined]
+
+
+def raw_json(r: httpx.Response) -> Any:
+    return check(r).json()
+
+
+def text(r: httpx.Response) -> str:
+    return check(r).text
+
+
+def seg(name: str) -> str:
+    """A path segment: judge, rubric and item names are escaped, never trusted."""
+    return quote(str(name), safe="")
+
+
+def run_body(run: Any, group: str | None = None) -> dict[str, Any]:
+    """A run as `/v1/estimate` and `/v1/compare` take it: a list of numbers is `scores`; a
+    list of dicts is `items` (`score`, and `id`, `reference`, `cluster` where known); a dict
+    is passed on as it is. `group` names the system the run's outputs came from."""
+    if isinstance(run, Mapping):
+        body = dict(run)
+    else:
+        seq = list(run)
+        if seq and isinstance(seq[0], Mapping):
+            body = {"items": [{k: v for k, v in i.items() if v is not None} for i in seq]}
+        else:
+            body = {"scores": [float(s) for s in seq]}
+    if group is not None:
+        body["group"] = group
+    return body
+
+
+def scores_or_items(scores: Sequence[float] | None, items: Sequence[Mapping[str, Any]] | None) -> dict[str, Any]:
+    if (scores is None) == (items is None):
+        raise ValueError("give scores or items, not both")
+    if scores is not None:
+        return {"scores": [float(s) for s in scores]}
+    return {"items": [dict(i) for i in items or []]}
+
+
+class Endpoints(Generic[T]):
+    """Every endpoint of openapi.yaml, each written once as a `Request`. `_send` (sync or
+    async in the subclass) sends it; `T` is what a call returns: the value, or an awaitable
+    of it."""
+
+    def _send(self, request: Request[Any]) -> Any:  # pragma: no cover - both clients override
+        raise NotImplementedError
+
+    # Health and monitoring
+
+    def health(self) -> Any:
+        """GET /healthz: the process is up."""
+        return self._send(Request("GET", "/healthz", model(models.Status)))
+
+    def ready(self) -> Any:
+        """GET /readyz: the store answers; 503 (raised as `Unavailable`) while it does not."""
+        return self._send(Request("GET", "/readyz", model(models.Status)))
+
+    def metrics(self) -> Any:
+        """GET /metrics: the Prometheus exposition, as text."""
+        return self._send(Request("GET", "/metrics", text))
+
+    # Anchors
+
+    def upload_anchors(
+        self,
+        judge: str,
+        rubric: str,
+        anchors: Iterable[Mapping[str, Any]],
+        *,
+        replace: bool = False,
+    ) -> Any:
+        """POST /v1/anchors with one cell's anchors (`item_id`, `judge_score`,
+        `reference_score`, optional `group`). The batch is stored whole or refused whole
+        (`InvalidInput`, whose `details` name each row and field); a retried batch counts as
+        `unchanged`."""
+        body = {
+            "judge": judge,
+            "rubric": rubric,
+            "anchors": [{k: v for k, v in a.items() if v is not None} for a in anchors],
+        }
+        return self._send(
+            Request(
+                "POST",
+                "/v1/anchors",
+                model(models.IngestResponse),
+                json=body,
+                params={"replace": "true" if replace else None},
+            )
+        )
+
+    def upload_csv(self, csv: bytes | str, *, replace: bool = False) -> Any:
+        """POST /v1/anchors as `text/csv`: columns `judge,rubric,item_id,judge_score,
+        reference_score` and optionally `group`, any number of cells."""
+        content = csv.encode() if isinstance(csv, str) else csv
+        return self._send(
+            Request(
+                "POST",
+                "/v1/anchors",
+                model(models.IngestResponse),
+                content=content,
+                headers={"content-type": "text/csv"},
+                params={"replace": "true" if replace else None},
+            )
+        )
+
+    def cells(self) -> Any:
+        """GET /v1/cells: every (judge, rubric) cell with its anchors and active version."""
+        return self._send(Request("GET", "/v1/cells", model(models.CellsResponse)))
+
+    def anchors(self, judge: str, rubric: str, *, limit: int | None = None, cursor: str | None = None) -> Any:
+        """GET one page of a cell's anchors; `next_cursor` fetches the next."""
+        return self._send(
+            Request(
+                "GET",
+                f"/v1/cells/{seg(judge)}/{seg(rubric)}/anchors",
+                model(models.AnchorPageResponse),
+                params={"limit": limit, "cursor": cursor},
+            )
+        )
+
+    def delete_anchor(self, judge: str, rubric: str, item_id: str) -> Any:
+        return self._send(
+            Request(
+                "DELETE",
+                f"/v1/cells/{seg(judge)}/{seg(rubric)}/anchors/{seg(item_id)}",
+                model(models.DeleteResponse),
+            )
+        )
+
+    # Rubrics
+
+    def rubrics(self) -> Any:
+        return self._send(Request("GET", "/v1/rubrics", model(models.RubricsResponse)))
+
+    def put_rubric(self, rubric: str, min: float, max: float, description: str | None = None) -> Any:
+        """PUT a rubric's scale: references must lie in it, corrections are clipped to it."""
+        body: dict[str, Any] = {"min": min, "max": max}
+        if description is not None:
+            body["description"] = description
+        return self._send(Request("PUT", f"/v1/rubrics/{seg(rubric)}", model(models.RubricDto), json=body))
+
+    # Training and versions
+
+    def start_training(
+        self,
+        judge: str,
+        method: str = "auto",
+        *,
+        options: Mapping[str, Any] | None = None,
+        rubrics: Sequence[str] | None = None,
+    ) -> Any:
+        """POST /v1/judges/{judge}/calibrations: starts a job (202) and returns it; `train`
+        waits for it."""
+        body: dict[str, Any] = {"method": method}
+        if options is not None:
+            body["options"] = dict(options)
+        if rubrics is not None:
+            body["rubrics"] = list(rubrics)
+        return self._send(
+            Request(
+                "POST",
+                f"/v1/judges/{seg(judge)}/calibrations",
+                model(models.JobDto),
+                json=body,
+                idempotent=False,
+            )
+        )
+
+    def job(self, job_id: str) -> Any:
+        return self._send(Request("GET", f"/v1/jobs/{seg(job_id)}", model(models.JobDto)))
+
+    def cancel(self, job_id: str) -> Any:
+        return self._send(Request("POST", f"/v1/jobs/{seg(job_id)}/cancel", model(models.JobDto)))
+
+    def versions(self, judge: str, rubric: str) -> Any:
+        """GET a cell's calibrator versions, newest first, with their held-out figures."""
+        return self._send(
+            Request(
+                "GET",
+                f"/v1/cells/{seg(judge)}/{seg(rubric)}/calibrators",
+                model(models.VersionsResponse),
+            )
+        )
+
+    def activate(self, judge: str, rubric: str, version: int) -> Any:
+        return self._send(
+            Request(
+                "POST",
+                f"/v1/cells/{seg(judge)}/{seg(rubric)}/calibrators/{int(version)}/activate",
+                model(models.VersionDto),
+            )
+        )
+
+    def report_svg(self, judge: str, rubric: str) -> Any:
+        return self._send(Request("GET", f"/v1/cells/{seg(judge)}/{seg(rubric)}/report.svg", text))
+
+    # Corrections and run-level answers
+
+    def correct(
+        self,
+        judge: str,
+        rubric: str,
+        scores: Sequence[float] | None = None,
+        *,
+        items: Sequence[Mapping[str, Any]] | None = None,
+    ) -> Any:
+        """POST /v1/correct: corrected scores with their intervals (`items` to get ids back)."""
+        body = {"judge": judge, "rubric": rubric, **scores_or_items(scores, items)}
+        return self._send(Request("POST", "/v1/correct", model(models.CorrectResponse), json=body))
+
+    def estimate(
+        self,
+        judge: str,
+        rubric: str,
+        run: Any,
+        *,
+        group: str | None = None,
+        level: float | None = None,
+        **extra: Any,
+    ) -> Any:
+        """POST /v1/estimate: one run's de-biased mean with its interval. `run` is a list of
+        judge scores, a list of items (`score`, optional `id`, `reference`, `cluster`), or the
+        run's body; `group` the system that produced it."""
+        body = {"judge": judge, "rubric": rubric, **run_body(run, group), **extra}
+        if level is not None:
+            body["level"] = level
+        return self._send(Request("POST", "/v1/estimate", model(models.EstimateResponse), json=body))
+
+    def compare(
+        self,
+        judge: str,
+        rubric: str,
+        a: Any,
+        b: Any,
+        *,
+        group_a: str | None = None,
+        group_b: str | None = None,
+        level: float | None = None,
+        estimand: str | None = None,
+    ) -> Any:
+        """POST /v1/compare: mean(A) − mean(B), de-biased, with its interval and p-value.
+        Items with the same ids in both runs are paired."""
+        body: dict[str, Any] = {
+            "judge": judge,
+            "rubric": rubric,
+            "a": run_body(a, group_a),
+            "b": run_body(b, group_b),
+        }
+        if level is not None:
+            body["level"] = level
+        if estimand is not None:
+            body["estimand"] = estimand
+        return self._send(Request("POST", "/v1/compare", model(models.CompareResponse), json=body))
+
+
+FINISHED = frozenset({"succeeded", "failed", "cancelled"})
+
+
+def finished(job: Any) -> bool:
+    return job.state in FINISHED
+
+
+def outcome(job: Any) -> list[Any]:
+    """The versions of a finished job, or `JobFailed`."""
+    from .errors import JobFailed
+
+    state = job.state
+    if state != "succeeded":
+        raise JobFailed(message=f"job {job.id} {state}: {job.error or 'no reason given'}", code=state)
+    return list(job.versions)

@@ -1,0 +1,192 @@
+"""pandas helpers (`pip install judgecal[pandas]`): anchors from a DataFrame, uploaded in
+chunks that are each one CSV body (the client never holds more than one chunk's text), with
+a progress bar; corrected scores back as columns; run-level answers as tidy rows."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterator
+
+from .errors import JudgecalError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+    from .client import Client
+
+#: The service's default `limits.max_batch_anchors`; a smaller limit is found from its 413.
+CHUNK = 100_000
+COLUMNS = ("judge", "rubric", "item_id", "judge_score", "reference_score", "group")
+
+
+def _pandas() -> Any:
+    try:
+        import pandas
+    except ImportError as e:  # pragma: no cover
+        raise ImportError("pandas helpers need `pip install judgecal[pandas]`") from e
+    return pandas
+
+
+def _chunks(frame: "pd.DataFrame", size: int) -> Iterator["pd.DataFrame"]:
+    for start in range(0, len(frame), size):
+        yield frame.iloc[start : start + size]
+
+
+def anchor_frame(
+    frame: "pd.DataFrame",
+    *,
+    judge: str | None = None,
+    rubric: str | None = None,
+    item_id: str = "item_id",
+    judge_score: str = "judge_score",
+    reference_score: str = "reference_score",
+    group: str | None = "group",
+) -> "pd.DataFrame":
+    """The anchor columns the service takes, from `frame`'s columns (renamed by the keyword
+    arguments), with `judge` and `rubric` filled in where the frame has no such column. Rows
+    without a reference are dropped: they are not anchors."""
+    pd = _pandas()
+    out = pd.DataFrame(
+        {
+            "judge": frame["judge"] if "judge" in frame else judge,
+            "rubric": frame["rubric"] if "rubric" in frame else rubric,
+            "item_id": frame[item_id].astype(str),
+            "judge_score": frame[judge_score],
+            "reference_score": frame[reference_score],
+        },
+        index=frame.index,
+    )
+    if out["judge"].isna().any() or out["rubric"].isna().any():
+        raise ValueError("every anchor needs a judge and a rubric: give them as columns or arguments")
+    if group and group in frame:
+        out["group"] = frame[group]
+    return out[out["reference_score"].notna()]
+
+
+def upload_frame(
+    client: "Client",
+    frame: "pd.DataFrame",
+    *,
+    chunk: int = CHUNK,
+    replace: bool = False,
+    progress: bool = True,
+    **columns: Any,
+) -> dict[str, int]:
+    """Uploads `frame`'s anchors (see `anchor_frame` for the columns) in chunks of at most
+    `chunk` rows, each a CSV body of its own, and returns the totals acknowledged:
+    `{"rows", "inserted", "unchanged", "replaced"}`. A chunk the service finds too large
+    (413) is split in half and sent again. Each chunk is stored whole or refused whole; a
+    refusal raises with the rows renumbered to the frame's."""
+    anchors = anchor_frame(frame, **columns)
+    totals = {"rows": len(anchors), "inserted": 0, "unchanged": 0, "replaced": 0}
+    bar = _progress(len(anchors), progress)
+    pending = list(_chunks(anchors, max(1, chunk)))
+    offset = 0
+    while pending:
+        part = pending.pop(0)
+        body = part.to_csv(index=False, columns=[c for c in COLUMNS if c in part], float_format="%.17g")
+        try:
+            ack = client.upload_csv(body, replace=replace)
+        except JudgecalError as e:
+            if e.status == 413 and len(part) > 1:
+                half = len(part) // 2
+                pending[:0] = [part.iloc[:half], part.iloc[half:]]
+                continue
+            for p in e.details:
+                if p.row is not None:
+                    p.row += offset
+            raise
+        offset += len(part)
+        for k in ("inserted", "unchanged", "replaced"):
+            totals[k] += getattr(ack, k)
+        bar(len(part))
+    bar(0, done=True)
+    return totals
+
+
+def _progress(total: int, show: bool) -> Any:
+    if not show:
+        return lambda n, done=False: None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:  # pragma: no cover
+        return lambda n, done=False: None
+    bar = tqdm(total=total, unit="anchor", unit_scale=True)
+
+    def step(n: int, done: bool = False) -> None:
+        bar.update(n)
+        if done:
+            bar.close()
+
+    return step
+
+
+def correct_frame(
+    client: "Client",
+    frame: "pd.DataFrame",
+    judge: str,
+    rubric: str,
+    *,
+    score: str = "judge_score",
+    chunk: int = CHUNK,
+) -> "pd.DataFrame":
+    """`frame` with the corrections of its `score` column added: `corrected`,
+    `predictive_lo`, `predictive_hi`, and `sigma` and `review` for a flow."""
+    pd = _pandas()
+    parts = []
+    for part in _chunks(frame, chunk):
+        answer = client.correct(judge, rubric, part[score].astype(float).tolist())
+        rows = []
+        for r in answer.results:
+            band = r.predictive or [None, None]
+            rows.append(
+                {
+                    "corrected": r.corrected,
+                    "predictive_lo": band[0],
+                    "predictive_hi": band[1],
+                    "sigma": r.sigma,
+                    "review": r.review,
+                }
+            )
+        parts.append(pd.DataFrame(rows, index=part.index))
+    extra = pd.concat(parts) if parts else pd.DataFrame(index=frame.index)
+    return frame.join(extra.dropna(axis=1, how="all"))
+
+
+def tidy(answer: Any) -> "pd.DataFrame":
+    """An estimate or a compare as tidy rows: one per run (`estimate`, `lo`, `hi`, `path`,
+    ...) and, for a compare, one for the difference."""
+    pd = _pandas()
+
+    def run_row(name: str, r: Any) -> dict[str, Any]:
+        return {
+            "row": name,
+            "estimate": r.estimate,
+            "lo": r.interval[0],
+            "hi": r.interval[1],
+            "path": r.path,
+            "n": r.n,
+            "labelled": r.labelled,
+            "corrector_term": r.corrector_term,
+        }
+
+    if hasattr(answer, "difference"):
+        rows = [run_row("a", answer.a), run_row("b", answer.b)]
+        rows.append(
+            {
+                "row": "a - b",
+                "estimate": answer.difference,
+                "lo": answer.interval[0],
+                "hi": answer.interval[1],
+                "path": answer.path,
+                "p_value": answer.p_value,
+                "corrector_term": answer.corrector_term,
+            }
+        )
+        frame = pd.DataFrame(rows)
+    else:
+        frame = pd.DataFrame([run_row("run", answer)])
+    frame["judge"] = answer.judge
+    frame["rubric"] = answer.rubric
+    frame["version"] = answer.version
+    frame["level"] = answer.level
+    return frame

@@ -1,0 +1,1840 @@
+# Generated from judgecal's openapi.yaml by clients/python/scripts/generate_models.py: do not edit.
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, RootModel
+
+
+class AnchorDto(BaseModel):
+    group: str | None = Field(
+        None,
+        examples=['BART'],
+        max_length=64,
+        min_length=1,
+        pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
+    )
+    """
+    Optional: the system (model) whose output was judged, named like judges. Versions then measure how the judge's bias varies between systems, and run-level answers account for it.
+    """
+    item_id: str = Field(
+        ...,
+        examples=['story-17'],
+        max_length=256,
+        min_length=1,
+        pattern='^[^\\u0000-\\u001F\\u007F]+$',
+    )
+    """
+    Unique within the cell: 1 to 256 characters, no control characters.
+    """
+    judge_score: float = Field(..., examples=[3.25])
+    """
+    The LLM judge's score; any finite number.
+    """
+    reference_score: float = Field(..., examples=[4.0])
+    """
+    The trusted score; inside the rubric's scale (1–5 unless set with PUT /v1/rubrics).
+    """
+
+
+class AnchorPageResponse(BaseModel):
+    anchors: list[AnchorDto]
+    """
+    In item_id order.
+    """
+    next_cursor: str | None = None
+    """
+    Pass as `cursor` for the next page; absent on the last page.
+    """
+
+
+class CellDto(BaseModel):
+    anchor_count: int
+    judge: str
+    rubric: str
+    updated_at: str
+    """
+    When an anchor of the cell last changed (RFC 3339).
+    """
+
+
+class CellsResponse(BaseModel):
+    cells: list[CellDto]
+
+
+class CorrectScores(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    judge: str = Field(
+        ...,
+        examples=['gpt-4o-mini'],
+        max_length=64,
+        min_length=1,
+        pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
+    )
+    rubric: str = Field(
+        ...,
+        examples=['coherence'],
+        max_length=64,
+        min_length=1,
+        pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
+    )
+    scores: list[float] = Field(..., examples=[[2.5, 3.0]], min_length=1)
+    """
+    Raw judge scores.
+    """
+    version: int | None = Field(None, ge=1)
+    """
+    A version of the cell to use instead of the active one.
+    """
+
+
+class CorrectedDto(BaseModel):
+    """
+    One corrected score. Which fields appear depends on the version's `method`: every method
+    gives `predictive` (where the version has intervals); `bayes` also gives `credible`;
+    `flow` gives `sigma` and `review`.
+    """
+
+    corrected: float
+    """
+    bayes: the posterior mean of alpha + beta·judge_score; flow: the mean over the
+    MC-dropout passes; quantile_map: the reference quantile at the judge score's level;
+    identity: the judge score.
+    """
+    credible: list[float] | None = None
+    """
+    bayes: 95% credible interval of the corrected (mean) score.
+    """
+    id: str | None = None
+    """
+    The item's id, when the request gave `items`.
+    """
+    judge_score: float
+    """
+    The raw judge score.
+    """
+    predictive: list[float] | None = None
+    """
+    95% interval for a new item's reference score. bayes: the posterior predictive (adds
+    the rubric's noise sigma); every other method: the corrected score plus the band of
+    held-out residuals (reference − corrected) in the judge score's bin, which the version
+    lists under `intervals` with how often it covered anchors the fit did not see.
+    """
+    review: bool | None = None
+    """
+    flow: sigma is above the cell's review threshold; route the item to a person.
+    """
+    sigma: float | None = None
+    """
+    flow: sd of the corrected score over the MC-dropout passes (the flow's uncertainty
+    about its own map, not the reference's noise).
+    """
+
+
+class CoverageDto(BaseModel):
+    checked: int
+    """
+    Anchors checked (a flow skips judge scores far outside its anchors).
+    """
+    inside: int
+    """
+    Of those, inside the interval.
+    """
+    share: float
+    """
+    inside / checked.
+    """
+    version: int
+    """
+    The active version the anchors were checked against.
+    """
+
+
+class DeleteResponse(BaseModel):
+    anchor_count: int
+    """
+    The cell's anchors after the deletion.
+    """
+
+
+class DiagnosticsDto(BaseModel):
+    divergences: int = Field(..., ge=0)
+    ess_bulk_min: float | None = None
+    ess_tail_min: float | None = None
+    rhat_max: float | None = None
+    """
+    Largest rank-normalised split R-hat (null if undefined).
+    """
+
+
+class EstimateScores(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    group: str | None = Field(
+        None,
+        examples=['BART'],
+        max_length=64,
+        min_length=1,
+        pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
+    )
+    """
+    The system whose outputs the run holds, as the anchors name their groups: a known group gets its own shrunk bias correction, a new one (or none) the between-group variance of the bias.
+    """
+    judge: str = Field(
+        ...,
+        examples=['gpt-4o-mini'],
+        max_length=64,
+        min_length=1,
+        pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
+    )
+    level: float | None = Field(None, examples=[0.95], ge=0.5, le=0.999)
+    """
+    Of the interval (default 0.95).
+    """
+    rubric: str = Field(
+        ...,
+        examples=['coherence'],
+        max_length=64,
+        min_length=1,
+        pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
+    )
+    scores: list[float] = Field(..., examples=[[2.5, 3.0, 4.0]], min_length=1)
+    """
+    Raw judge scores, one per item of the run.
+    """
+    target_half_width: float | None = Field(None, examples=[0.05], gt=0.0)
+    """
+    A half-width to plan for: the answer says whether more anchors (or labelled items)
+    would reach it, and about how many, or that the run's own size is the limit.
+    """
+    version: int | None = Field(None, ge=1)
+    """
+    A version of the cell to use instead of the active one.
+    """
+
+
+class EvaluationDto(BaseModel):
+    kl_corrected_reference: float | None = None
+    """
+    KL(corrected ‖ reference) between KDEs of the two (the paper's KL column); each KDE's
+    bandwidth is at least the reference's level spacing. Null for versions trained before
+    it was recorded per direction.
+    """
+    kl_mean: float | None = None
+    """
+    The mean of the two directions (`auto`'s default tie-break).
+    """
+    kl_reference_corrected: float | None = None
+    """
+    KL(reference ‖ corrected), the other direction.
+    """
+    mae: float
+    mean_error: float
+    """
+    mean(corrected) − mean(reference).
+    """
+    n: int = Field(..., ge=0)
+    """
+    Held-out anchors evaluated.
+    """
+    pearson: float
+    w1: float
+    """
+    Wasserstein-1 between corrected and reference scores.
+    """
+
+
+class FlowPreset(Enum):
+    """
+    A training recipe: what the flow's unset training options default to.
+    """
+
+    fast = 'fast'
+    paper = 'paper'
+
+
+class GroupResidual(BaseModel):
+    """
+    One group's held-out residuals.
+    """
+
+    anchors: int = Field(..., ge=0)
+    """
+    Held-out anchors of the group.
+    """
+    group: str
+    mean_residual: float
+    """
+    Mean of reference − corrected over them.
+    """
+    standard_error: float
+    """
+    Its standard error (pooled within-group spread over √anchors).
+    """
+
+
+class GroupTermDto(BaseModel):
+    """
+    How the judge's system-specific bias entered the answer.
+    """
+
+    groups: int = Field(..., ge=0)
+    """
+    Groups behind it.
+    """
+    rule: str | None = None
+    """
+    `random_effects` (5 groups or more) or `conservative` (fewer: no shrinkage, and the
+    between-group spread taken whole).
+    """
+    shift: float
+    """
+    The bias correction applied to the estimate.
+    """
+    tau: float | None = None
+    """
+    The between-group standard deviation of the bias the version measured.
+    """
+    term: str
+    """
+    `known` (the run's group is among the anchors': its shrunk bias is applied), `new` (a
+    new system's bias is a draw from the between-group distribution: its variance is
+    added), or `unmeasured` (the anchors carry fewer than two groups, or the labelled path,
+    which needs no such term).
+    """
+    variance: float
+
+
+class IdentityOptions(BaseModel):
+    """
+    The identity has nothing to set.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+
+
+class IntervalBinDto(BaseModel):
+    """
+    One bin of the judge score and its interval.
+    """
+
+    anchors: int = Field(..., ge=0)
+    """
+    Held-out anchors in the bin.
+    """
+    band: list[float] | None = None
+    """
+    The band of held-out residuals (reference − corrected) added to the corrected score
+    (`conformal`), or the factors the method's own half-width is scaled by (`scaled`).
+    """
+    from_: float | None = Field(None, alias='from')
+    """
+    Judge scores from `from` (inclusive) to `to` (exclusive); null is open-ended.
+    """
+    held_out_coverage: float | None = None
+    """
+    Share of the bin's held-out anchors inside their interval.
+    """
+    to: float | None = None
+
+
+class IntervalsDto(BaseModel):
+    """
+    A version's 95% predictive intervals and how often they covered anchors it did not see.
+    """
+
+    bins: list[IntervalBinDto]
+    held_out: int = Field(..., ge=0)
+    """
+    Held-out anchors the coverage was measured on (conformal: each checked against bands
+    made without its fifth of them).
+    """
+    held_out_coverage: float | None = None
+    level: float
+    miss_bound: float
+    """
+    A bound on the share of new anchors the intervals miss, which holds given this
+    version's training anchors except for one version in 1,000: the miss rate the drift
+    alarm tests against (the nominal 0.05 for `method`).
+    """
+    source: str
+    """
+    `conformal` (the corrected score plus the band of held-out residuals of the judge
+    score's bin), `scaled` (the Bayesian posterior predictive, its half-width scaled by the
+    band of the bin's held-out residuals in units of it) or `method` (the posterior
+    predictive as is: versions trained before bands were conformalised).
+    """
+
+
+class IsotonicOptions(BaseModel):
+    """
+    Isotonic regression has nothing to set.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+
+
+class ItemScore(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    id: str = Field(
+        ...,
+        examples=['story-17'],
+        max_length=256,
+        min_length=1,
+        pattern='^[^\\u0000-\\u001F\\u007F]+$',
+    )
+    score: float = Field(..., examples=[2.5])
+
+
+class JobOptions(BaseModel):
+    """
+    What a job of one method takes besides the method's own options: how its versions are
+    evaluated on held-out anchors, its seed, and whether to activate them whatever their
+    checks say.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    folds: int | None = Field(None, ge=2, le=20)
+    """
+    k of k-fold cross-validation (default: 5; the flow's default is `holdout` 0.2).
+    """
+    force: bool | None = False
+    """
+    Activate the new versions even when they fail their checks (a Bayesian fit's
+    diagnostics).
+    """
+    holdout: float | None = Field(None, gt=0.0, lt=1.0)
+    """
+    Evaluate on this held-out fraction instead of k folds.
+    """
+    seed: int | None = Field(0, ge=0)
+    """
+    Seeds the split and the fit: same anchors + same seed = same versions.
+    """
+
+
+class JobVersionDto(BaseModel):
+    active: bool
+    """
+    The version the cell serves now.
+    """
+    passed: bool
+    """
+    Passed its diagnostics.
+    """
+    rubric: str
+    version: int
+
+
+class Objective(Enum):
+    """
+    A figure a rule compares; lower is better.
+    """
+
+    mae = 'mae'
+    kl_mean = 'kl_mean'
+    w1 = 'w1'
+    mean_error = 'mean_error'
+
+
+class PlanDto(BaseModel):
+    """
+    What would bring the half-width to `target_half_width`.
+    """
+
+    message: str
+    needed: int | None = Field(None, ge=0)
+    """
+    About how many anchors in all (more_anchors), or labelled items in the run
+    (more_labelled).
+    """
+    outcome: str
+    """
+    `reached`, `more_anchors`, `more_labelled` or `run_size` (the run's own items limit the
+    interval; more anchors cannot help).
+    """
+
+
+class PosteriorDto(BaseModel):
+    alpha_mean: float
+    beta_collapse_probability: float
+    """
+    Pr(beta < collapse_beta | anchors).
+    """
+    beta_interval: list[float]
+    """
+    95% credible interval of beta.
+    """
+    beta_mean: float
+    canary: bool
+    """
+    The judge no longer tracks the reference on this rubric.
+    """
+    sigma_mean: float
+
+
+class Priors(BaseModel):
+    """
+    The priors; the defaults are the paper's: α ~ N(0, 2²), β ~ N(1, 2²), σ ~ HalfNormal(1).
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    alpha_mean: float | None = 0.0
+    alpha_sd: float | None = Field(2.0, gt=0.0)
+    beta_mean: float | None = 1.0
+    beta_sd: float | None = Field(2.0, gt=0.0)
+    sigma_scale: float | None = Field(1.0, gt=0.0)
+    """
+    Scale of the HalfNormal prior on each σ_r.
+    """
+    tau_scale: float | None = Field(1.0, gt=0.0)
+    """
+    Scale of the HalfNormal priors on τ_α and τ_β.
+    """
+
+
+class ProblemDto(BaseModel):
+    """
+    One problem: a row (1-based; absent for the request as a whole), a field, and what is wrong.
+    """
+
+    field: str
+    problem: str
+    row: int | None = Field(None, ge=0)
+
+
+class QuantileMapOptions(BaseModel):
+    """
+    The quantile map has nothing to set.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+
+
+class ReviewAuditDto(BaseModel):
+    """
+    The review routing checked on held-out anchors. Sigma is the spread of the flow's own map
+    over dropout masks (its uncertainty about the mean reference at that judge score), not the
+    reference's noise, which makes most large errors.
+    """
+
+    held_out: int = Field(..., ge=0)
+    large_errors_routed: float
+    """
+    Share of the largest 10% absolute errors that were routed; routing at random catches
+    `routed`.
+    """
+    large_errors_routed_by_width: float | None = None
+    """
+    The same when as many are routed by the widest 95% interval instead.
+    """
+    routed: float
+    """
+    Share of them routed to review.
+    """
+
+
+class ReviewRule1(BaseModel):
+    """
+    σ above this value (in score units).
+    """
+
+    sigma_above: float
+    """
+    σ above this value (in score units).
+    """
+
+
+class ReviewRule2(BaseModel):
+    """
+    σ above the (100 − q)-th percentile of σ over the rubric's anchors.
+    """
+
+    top_percent: float
+    """
+    σ above the (100 − q)-th percentile of σ over the rubric's anchors.
+    """
+
+
+class ReviewRule(RootModel[ReviewRule1 | ReviewRule2]):
+    root: ReviewRule1 | ReviewRule2
+    """
+    When a corrected score is routed to a person.
+    """
+
+
+class RubricDto(BaseModel):
+    description: str
+    max: float
+    min: float
+    name: str
+    updated_at: str
+    """
+    RFC 3339.
+    """
+
+
+class RubricRequest(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    description: str | None = Field(
+        None, examples=['How well the story hangs together']
+    )
+    max: float = Field(..., examples=[5.0])
+    min: float = Field(..., examples=[1.0])
+
+
+class RubricsResponse(BaseModel):
+    rubrics: list[RubricDto]
+
+
+class RunItemDto(BaseModel):
+    """
+    One item of a run.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    cluster: str | None = Field(
+        None, examples=['prompt-17'], max_length=256, min_length=1
+    )
+    """
+    What the item shares its errors with, such as its prompt: items of one cluster are not
+    counted as independent evidence. Give every item a cluster or none.
+    """
+    id: str | None = Field(
+        None,
+        examples=['prompt-17'],
+        max_length=256,
+        min_length=1,
+        pattern='^[^\\u0000-\\u001F\\u007F]+$',
+    )
+    """
+    The item's id: items with the same id in both runs of a comparison are paired. Give
+    every item an id or none.
+    """
+    reference: float | None = None
+    """
+    The item's reference score, where this item of the run was labelled. The labelled
+    items must be a uniform random sample of the run, at least 3.
+    """
+    score: float = Field(..., examples=[3.5])
+    """
+    The raw judge score.
+    """
+
+
+class RunItems(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    group: str | None = Field(
+        None,
+        examples=['BART'],
+        max_length=64,
+        min_length=1,
+        pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
+    )
+    """
+    The system whose outputs the run holds, as the anchors name their groups: a known group gets its own shrunk bias correction, a new one (or none) the between-group variance of the bias.
+    """
+    items: list[RunItemDto] = Field(..., min_length=1)
+    """
+    The run's items, with ids, reference scores or clusters.
+    """
+
+
+class RunScores(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    group: str | None = Field(
+        None,
+        examples=['BART'],
+        max_length=64,
+        min_length=1,
+        pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
+    )
+    """
+    The system whose outputs the run holds, as the anchors name their groups: a known group gets its own shrunk bias correction, a new one (or none) the between-group variance of the bias.
+    """
+    scores: list[float] = Field(..., examples=[[2.5, 3.0, 4.0]], min_length=1)
+    """
+    Raw judge scores, one per item of the run.
+    """
+
+
+class Schedule(Enum):
+    """
+    How the learning rate moves over training.
+    """
+
+    constant = 'constant'
+    cosine = 'cosine'
+
+
+class Status(BaseModel):
+    status: str = Field(..., examples=['ok'])
+
+
+class SupportDto(BaseModel):
+    """
+    The run's judge scores against the anchors' range.
+    """
+
+    anchor_range: list[float]
+    """
+    The smallest and largest judge score among the version's anchors.
+    """
+    extrapolated: bool
+    """
+    More than 5% outside: the corrector's level there is extrapolated.
+    """
+    outside_share: float
+    """
+    Share of the run's judge scores outside that range.
+    """
+    sparse: bool
+    """
+    More than 5% where the anchors are thin.
+    """
+    thin_share: float
+    """
+    Share of the run's judge scores where the anchors are thin: fewer than 20 anchors
+    within ± 1/20 of the anchors' range (or, for versions of under 1,600 anchors, fewer
+    than a quarter of their average count there).
+    """
+
+
+class Method(Enum):
+    identity = 'identity'
+
+
+class Options(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    folds: int | None = Field(None, ge=2, le=20)
+    """
+    k of k-fold cross-validation (default: 5; the flow's default is `holdout` 0.2).
+    """
+    force: bool | None = False
+    """
+    Activate the new versions even when they fail their checks (a Bayesian fit's
+    diagnostics).
+    """
+    holdout: float | None = Field(None, gt=0.0, lt=1.0)
+    """
+    Evaluate on this held-out fraction instead of k folds.
+    """
+    seed: int | None = Field(0, ge=0)
+    """
+    Seeds the split and the fit: same anchors + same seed = same versions.
+    """
+
+
+class Rubric(RootModel[str]):
+    root: str = Field(
+        ..., max_length=64, min_length=1, pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$'
+    )
+
+
+class TrainingRequestDoc1(BaseModel):
+    """
+    identity: raw judge
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    method: Method
+    options: Options | None = None
+    rubrics: list[Rubric] | None = Field(None, min_length=1)
+    """
+    Rubrics to train (default: every cell of the judge with at least jobs.min_anchors anchors). All rubrics of one job are fitted together and share strength.
+    """
+
+
+class Method1(Enum):
+    quantile_map = 'quantile_map'
+
+
+class TrainingRequestDoc2(BaseModel):
+    """
+    quantile_map: quantile map
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    method: Method1
+    options: Options | None = None
+    rubrics: list[Rubric] | None = Field(None, min_length=1)
+    """
+    Rubrics to train (default: every cell of the judge with at least jobs.min_anchors anchors). All rubrics of one job are fitted together and share strength.
+    """
+
+
+class Method2(Enum):
+    bayes = 'bayes'
+
+
+class Options2(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    chains: int | None = Field(2, ge=1, le=16)
+    """
+    NUTS chains, each on its own thread.
+    """
+    collapse_beta: float | None = 0.3
+    """
+    The canary fires when Pr(β < collapse_beta | anchors) > collapse_probability.
+    """
+    collapse_probability: float | None = Field(0.05, gt=0.0, lt=1.0)
+    draws: int | None = Field(1000, ge=10, le=100000)
+    """
+    Kept draws per chain.
+    """
+    folds: int | None = Field(None, ge=2, le=20)
+    """
+    k of k-fold cross-validation (default: 5; the flow's default is `holdout` 0.2).
+    """
+    force: bool | None = False
+    """
+    Activate the new versions even when they fail their checks (a Bayesian fit's
+    diagnostics).
+    """
+    holdout: float | None = Field(None, gt=0.0, lt=1.0)
+    """
+    Evaluate on this held-out fraction instead of k folds.
+    """
+    priors: Priors | None = Field(
+        {'alpha_mean': 0.0, 'alpha_sd': 2.0, 'beta_mean': 1.0, 'beta_sd': 2.0, 'sigma_scale': 1.0, 'tau_scale': 1.0},
+        validate_default=True,
+    )
+    seed: int | None = Field(0, ge=0)
+    """
+    Seeds the split and the fit: same anchors + same seed = same versions.
+    """
+    target_accept: float | None = Field(0.9, gt=0.5, lt=1.0)
+    """
+    NUTS target acceptance.
+    """
+    warmup: int | None = Field(500, ge=0, le=100000)
+    """
+    Warm-up iterations per chain.
+    """
+
+
+class TrainingRequestDoc3(BaseModel):
+    """
+    bayes: Bayesian linear
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    method: Method2
+    options: Options2 | None = None
+    rubrics: list[Rubric] | None = Field(None, min_length=1)
+    """
+    Rubrics to train (default: every cell of the judge with at least jobs.min_anchors anchors). All rubrics of one job are fitted together and share strength.
+    """
+
+
+class Method3(Enum):
+    flow = 'flow'
+
+
+class Options3(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    batch_size: int | None = Field(None, ge=0, le=1000000)
+    """
+    Anchors per optimiser step, reshuffled each epoch; 0 for full-batch steps; default:
+    the preset's.
+    """
+    dropout: float | None = Field(0.1, ge=0.0, lt=0.9)
+    """
+    Dropout on every hidden layer.
+    """
+    early_stopping: float | None = Field(None, ge=0.0, lt=0.5)
+    """
+    Hold out this fraction of the training anchors and stop when its loss has not
+    improved for `patience` epochs, keeping the best weights; 0 turns it off; default:
+    the preset's.
+    """
+    embedding_dim: int | None = Field(4, ge=1, le=64)
+    """
+    Size of the learned rubric embedding.
+    """
+    epochs: int | None = Field(None, ge=1, le=100000)
+    """
+    Passes over the training anchors (`paper`: 1,500); given without `steps`, training
+    makes this many epochs.
+    """
+    folds: int | None = Field(None, ge=2, le=20)
+    """
+    k of k-fold cross-validation (default: 5; the flow's default is `holdout` 0.2).
+    """
+    force: bool | None = False
+    """
+    Activate the new versions even when they fail their checks (a Bayesian fit's
+    diagnostics).
+    """
+    hidden: int | None = Field(64, ge=2, le=1024)
+    """
+    Hidden width of the three-layer tanh MLP.
+    """
+    holdout: float | None = Field(None, gt=0.0, lt=1.0)
+    """
+    Evaluate on this held-out fraction instead of k folds.
+    """
+    learning_rate: float | None = Field(None, gt=0.0, lt=1.0)
+    """
+    Adam's (starting) learning rate; default: the preset's.
+    """
+    mc_passes: int | None = Field(40, ge=2, le=1000)
+    """
+    MC-dropout passes per correction.
+    """
+    patience: int | None = Field(None, ge=0)
+    """
+    Default: the preset's.
+    """
+    preset: FlowPreset | None = 'fast'
+    """
+    `fast` (the default: minibatches and a cosine schedule) or `paper` (1,500 full-batch
+    epochs at 3e-3).
+    """
+    review: ReviewRule | None = Field({'top_percent': 5.0}, validate_default=True)
+    """
+    `{"top_percent": 5}` (the 5% highest σ on the cell's anchors) or `{"sigma_above": 0.3}`.
+    """
+    schedule: Schedule | None = None
+    seed: int | None = Field(0, ge=0)
+    """
+    Seeds the split and the fit: same anchors + same seed = same versions.
+    """
+    step: float | None = Field(0.1, gt=0.0, le=1.0)
+    """
+    RK4 step on [0, 1]; must divide 1 (0.1, 0.05, 0.25, ...).
+    """
+    steps: int | None = Field(None, ge=0, le=1000000)
+    """
+    Optimiser steps, however many anchors there are, in place of epochs (`fast`: 220;
+    0 counts `epochs` instead).
+    """
+
+
+class TrainingRequestDoc4(BaseModel):
+    """
+    flow: neural-ODE flow
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    method: Method3
+    options: Options3 | None = None
+    rubrics: list[Rubric] | None = Field(None, min_length=1)
+    """
+    Rubrics to train (default: every cell of the judge with at least jobs.min_anchors anchors). All rubrics of one job are fitted together and share strength.
+    """
+
+
+class Method4(Enum):
+    isotonic = 'isotonic'
+
+
+class Options4(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    folds: int | None = Field(None, ge=2, le=20)
+    """
+    k of k-fold cross-validation (default: 5; the flow's default is `holdout` 0.2).
+    """
+    force: bool | None = False
+    """
+    Activate the new versions even when they fail their checks (a Bayesian fit's
+    diagnostics).
+    """
+    holdout: float | None = Field(None, gt=0.0, lt=1.0)
+    """
+    Evaluate on this held-out fraction instead of k folds.
+    """
+    seed: int | None = Field(0, ge=0)
+    """
+    Seeds the split and the fit: same anchors + same seed = same versions.
+    """
+
+
+class TrainingRequestDoc5(BaseModel):
+    """
+    isotonic: isotonic
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    method: Method4
+    options: Options4 | None = None
+    rubrics: list[Rubric] | None = Field(None, min_length=1)
+    """
+    Rubrics to train (default: every cell of the judge with at least jobs.min_anchors anchors). All rubrics of one job are fitted together and share strength.
+    """
+
+
+class Method5(Enum):
+    auto = 'auto'
+
+
+class TransportDto(BaseModel):
+    """
+    The corrector's bias on this run, from its labelled items.
+    """
+
+    bias_interval: list[float]
+    """
+    Its interval for the corrector's bias on the population the run was drawn from (no
+    finite-run correction); excluding 0, the corrector is biased on runs like this one and
+    a plain answer would be off by about this much (`warnings` says so).
+    """
+    interval: list[float]
+    """
+    Its interval at the request's level for this run's own mean residual (the labelled
+    items are a sample of the run: finite-run corrected).
+    """
+    mean_residual: float
+    """
+    Mean of reference − corrected on the labelled items.
+    """
+
+
+class VarianceDto(BaseModel):
+    """
+    The variance of an estimate, in its parts.
+    """
+
+    corrector: float
+    """
+    From the corrector's finite anchors (0 on the labelled path, which does not rely on
+    the corrector; 0 where `corrector_term` is `omitted`).
+    """
+    group: float
+    """
+    From the system-specific bias of the run's group (plain path, where the anchors carry
+    groups): see `group`.
+    """
+    sampling: float
+    """
+    From the run's own items: the noise of the reference around the corrected scores
+    (plain), or the labelled sample (labelled).
+    """
+    total: float
+
+
+class AnchorBatchRequest(BaseModel):
+    """
+    One cell's anchors as JSON. CSV uploads (`text/csv`) carry the columns
+    `judge,rubric,item_id,judge_score,reference_score` (and optionally `group`) instead, for any
+    number of cells.
+    """
+
+    anchors: list[AnchorDto] = Field(..., min_length=1)
+    judge: str = Field(
+        ...,
+        examples=['gpt-4o-mini'],
+        max_length=64,
+        min_length=1,
+        pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
+    )
+    rubric: str = Field(
+        ...,
+        examples=['coherence'],
+        max_length=64,
+        min_length=1,
+        pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
+    )
+
+
+class AutoSettings(BaseModel):
+    """
+    The settings of `"method": "auto"` besides each candidate's options (given under the
+    candidate's name, e.g. `"bayes": {"draws": 2000}`).
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    flow_min_anchors: int | None = Field(1000, ge=2)
+    """
+    A cell needs this many anchors for the flow to be a candidate.
+    """
+    folds: int | None = Field(5, ge=2, le=20)
+    """
+    k of the k folds every candidate is evaluated on.
+    """
+    holdout: float | None = Field(None, gt=0.0, lt=1.0)
+    """
+    Evaluate every candidate on this held-out fraction instead (one flow training instead
+    of k).
+    """
+    objective: Objective | None = 'mae'
+    """
+    The held-out figure that picks the winner per cell (lower is better; `mean_error` is
+    taken absolute). A candidate worse than the raw judge on it never wins.
+    """
+    seed: int | None = Field(0, ge=0)
+    """
+    Seeds the split and every fit.
+    """
+    tie_break: Objective | None = 'kl_mean'
+    """
+    Breaks ties on the objective.
+    """
+    tie_tolerance: float | None = Field(0.01, ge=0.0, le=0.5)
+    """
+    Candidates within this fraction of the best objective are tied.
+    """
+
+
+class BayesOptions(BaseModel):
+    """
+    Sampler, priors and canary. The defaults are the paper's: 2 chains × (500 warm-up + 1,000
+    draws), target acceptance 0.9.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    chains: int | None = Field(2, ge=1, le=16)
+    """
+    NUTS chains, each on its own thread.
+    """
+    collapse_beta: float | None = 0.3
+    """
+    The canary fires when Pr(β < collapse_beta | anchors) > collapse_probability.
+    """
+    collapse_probability: float | None = Field(0.05, gt=0.0, lt=1.0)
+    draws: int | None = Field(1000, ge=10, le=100000)
+    """
+    Kept draws per chain.
+    """
+    priors: Priors | None = Field(
+        {'alpha_mean': 0.0, 'alpha_sd': 2.0, 'beta_mean': 1.0, 'beta_sd': 2.0, 'sigma_scale': 1.0, 'tau_scale': 1.0},
+        validate_default=True,
+    )
+    target_accept: float | None = Field(0.9, gt=0.5, lt=1.0)
+    """
+    NUTS target acceptance.
+    """
+    warmup: int | None = Field(500, ge=0, le=100000)
+    """
+    Warm-up iterations per chain.
+    """
+
+
+class CandidateDto(BaseModel):
+    evaluation: EvaluationDto | None = None
+    excluded: str | None = None
+    """
+    Why it was not considered for this cell.
+    """
+    method: str
+    """
+    identity (the raw judge), quantile_map, bayes or flow.
+    """
+
+
+class CellIngestDto(BaseModel):
+    anchor_count: int
+    """
+    The cell's anchors after this upload.
+    """
+    coverage: CoverageDto | None = None
+    inserted: int = Field(..., ge=0)
+    judge: str
+    replaced: int = Field(..., ge=0)
+    rubric: str
+    unchanged: int = Field(..., ge=0)
+
+
+class ComparisonDto(BaseModel):
+    calibrated: EvaluationDto
+    """
+    This version's held-out corrections.
+    """
+    raw: EvaluationDto
+    """
+    The raw judge scores of the same anchors.
+    """
+    scheme: str
+    """
+    `5-fold` or `holdout 0.2`.
+    """
+
+
+class CorrectItems(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    items: list[ItemScore] = Field(..., min_length=1)
+    """
+    Raw judge scores with ids echoed back in the results.
+    """
+    judge: str = Field(
+        ...,
+        examples=['gpt-4o-mini'],
+        max_length=64,
+        min_length=1,
+        pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
+    )
+    rubric: str = Field(
+        ...,
+        examples=['coherence'],
+        max_length=64,
+        min_length=1,
+        pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
+    )
+    version: int | None = Field(None, ge=1)
+    """
+    A version of the cell to use instead of the active one.
+    """
+
+
+class CorrectRequest(RootModel[CorrectScores | CorrectItems]):
+    root: CorrectScores | CorrectItems
+    """
+    The body of POST /v1/correct: `scores`, or `items` to get ids back (not both).
+    """
+
+
+class CorrectResponse(BaseModel):
+    canary: bool | None = None
+    """
+    bayes: the beta canary of that version; when true the judge no longer tracks the
+    reference on this rubric and no linear correction can fix it.
+    """
+    judge: str
+    method: str
+    """
+    The method of that version: `bayes`, `flow`, `quantile_map` or `identity` (the raw
+    judge score, served when an `auto` job found no corrector that beats it).
+    """
+    results: list[CorrectedDto]
+    """
+    One per input score, in order.
+    """
+    review_count: int | None = Field(None, ge=0)
+    """
+    flow: how many of the results are routed to review.
+    """
+    rubric: str
+    version: int
+    """
+    The calibrator version that made every number below.
+    """
+
+
+class DecisionDto(BaseModel):
+    """
+    What an `auto` job saw and chose for this cell.
+    """
+
+    beta: PosteriorDto | None = None
+    candidates: list[CandidateDto]
+    chosen: str
+    nested: EvaluationDto | None = None
+    objective: str
+    """
+    The figure that picked the winner (lower is better), and the tie-break.
+    """
+    reason: str
+    scheme: str
+    """
+    `5-fold` or `holdout 0.2`: the anchors every candidate was evaluated on.
+    """
+    tie_break: str
+    tie_tolerance: float
+    """
+    Candidates within this fraction of the best objective were tied.
+    """
+
+
+class ErrorDetail(BaseModel):
+    code: str
+    """
+    Stable, machine-readable: `invalid_input`, `conflict`, `not_found`, `unauthorized`,
+    `forbidden`, `malformed_json`, `unsupported_media_type`, `payload_too_large`,
+    `method_not_allowed`, `too_many_requests`, `timeout`, `internal`.
+    """
+    details: list[ProblemDto]
+    """
+    One entry per problem; empty when the message says it all.
+    """
+    message: str
+    """
+    What to fix, for a person.
+    """
+
+
+class EstimateItems(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    group: str | None = Field(
+        None,
+        examples=['BART'],
+        max_length=64,
+        min_length=1,
+        pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
+    )
+    """
+    The system whose outputs the run holds, as the anchors name their groups: a known group gets its own shrunk bias correction, a new one (or none) the between-group variance of the bias.
+    """
+    items: list[RunItemDto] = Field(..., min_length=1)
+    """
+    The run's items, with ids, reference scores or clusters.
+    """
+    judge: str = Field(
+        ...,
+        examples=['gpt-4o-mini'],
+        max_length=64,
+        min_length=1,
+        pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
+    )
+    level: float | None = Field(None, examples=[0.95], ge=0.5, le=0.999)
+    """
+    Of the interval (default 0.95).
+    """
+    rubric: str = Field(
+        ...,
+        examples=['coherence'],
+        max_length=64,
+        min_length=1,
+        pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
+    )
+    target_half_width: float | None = Field(None, examples=[0.05], gt=0.0)
+    """
+    A half-width to plan for: the answer says whether more anchors (or labelled items)
+    would reach it, and about how many, or that the run's own size is the limit.
+    """
+    version: int | None = Field(None, ge=1)
+    """
+    A version of the cell to use instead of the active one.
+    """
+
+
+class FlowOptions(BaseModel):
+    """
+    Network, training and inference settings. The training recipe comes from `preset`; each
+    training option given overrides the preset's value.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    batch_size: int | None = Field(None, ge=0, le=1000000)
+    """
+    Anchors per optimiser step, reshuffled each epoch; 0 for full-batch steps; default:
+    the preset's.
+    """
+    dropout: float | None = Field(0.1, ge=0.0, lt=0.9)
+    """
+    Dropout on every hidden layer.
+    """
+    early_stopping: float | None = Field(None, ge=0.0, lt=0.5)
+    """
+    Hold out this fraction of the training anchors and stop when its loss has not
+    improved for `patience` epochs, keeping the best weights; 0 turns it off; default:
+    the preset's.
+    """
+    embedding_dim: int | None = Field(4, ge=1, le=64)
+    """
+    Size of the learned rubric embedding.
+    """
+    epochs: int | None = Field(None, ge=1, le=100000)
+    """
+    Passes over the training anchors (`paper`: 1,500); given without `steps`, training
+    makes this many epochs.
+    """
+    hidden: int | None = Field(64, ge=2, le=1024)
+    """
+    Hidden width of the three-layer tanh MLP.
+    """
+    learning_rate: float | None = Field(None, gt=0.0, lt=1.0)
+    """
+    Adam's (starting) learning rate; default: the preset's.
+    """
+    mc_passes: int | None = Field(40, ge=2, le=1000)
+    """
+    MC-dropout passes per correction.
+    """
+    patience: int | None = Field(None, ge=0)
+    """
+    Default: the preset's.
+    """
+    preset: FlowPreset | None = 'fast'
+    """
+    `fast` (the default: minibatches and a cosine schedule) or `paper` (1,500 full-batch
+    epochs at 3e-3).
+    """
+    review: ReviewRule | None = Field({'top_percent': 5.0}, validate_default=True)
+    """
+    `{"top_percent": 5}` (the 5% highest σ on the cell's anchors) or `{"sigma_above": 0.3}`.
+    """
+    schedule: Schedule | None = None
+    step: float | None = Field(0.1, gt=0.0, le=1.0)
+    """
+    RK4 step on [0, 1]; must divide 1 (0.1, 0.05, 0.25, ...).
+    """
+    steps: int | None = Field(None, ge=0, le=1000000)
+    """
+    Optimiser steps, however many anchors there are, in place of epochs (`fast`: 220;
+    0 counts `epochs` instead).
+    """
+
+
+class GroupBias(BaseModel):
+    """
+    A version's measure of how its bias varies between groups.
+    """
+
+    groups: list[GroupResidual]
+    """
+    Every group with at least one held-out anchor, by name.
+    """
+    mean: float
+    """
+    The unweighted mean of the groups' mean residuals (answers centre a new group's bias
+    on their precision-weighted mean, under τ's posterior).
+    """
+    mean_square_error: float
+    """
+    The mean squared standard error of the group means, s̄².
+    """
+    rule: str
+    """
+    `random_effects` (at least 5 groups) or `conservative` (2 to 4: τ's posterior stays
+    wide, and the answers use all of it).
+    """
+    spread: float
+    """
+    The sample variance of the group means, S_b².
+    """
+    tau: float
+    """
+    The between-group standard deviation of the bias, τ̂ (Paule–Mandel; 0 where the group
+    means vary no more than their standard errors explain).
+    """
+    ungrouped: int = Field(..., ge=0)
+    """
+    Held-out anchors without a group (not counted above).
+    """
+
+
+class IngestResponse(BaseModel):
+    cells: list[CellIngestDto]
+    inserted: int = Field(..., ge=0)
+    """
+    New anchors stored.
+    """
+    replaced: int = Field(..., ge=0)
+    """
+    Anchors overwritten (only with `replace=true`).
+    """
+    unchanged: int = Field(..., ge=0)
+    """
+    Anchors already stored with the same scores (a retried upload is safe).
+    """
+
+
+class JobDto(BaseModel):
+    attempts: int
+    """
+    Times a process has taken the job (more than 1 after a process died running it).
+    """
+    created_at: str
+    detail: dict[str, Any] | None = None
+    """
+    What the running job last reported: for a flow, `{"epoch", "loss"}`; for auto,
+    `{"step"}`.
+    """
+    error: str | None = None
+    """
+    Why it failed.
+    """
+    finished_at: str | None = None
+    id: str
+    judge: str
+    method: str
+    progress: float
+    """
+    0 to 1.
+    """
+    request: dict[str, Any]
+    """
+    The request with every default filled in.
+    """
+    started_at: str | None = None
+    state: str
+    """
+    `queued`, `running`, `succeeded`, `failed` or `cancelled`.
+    """
+    versions: list[JobVersionDto]
+
+
+class RecipeDto(BaseModel):
+    """
+    How a flow version was trained.
+    """
+
+    batch_size: int | None = Field(None, ge=0)
+    """
+    Anchors per optimiser step; absent for full-batch steps.
+    """
+    early_stopping: float | None = None
+    """
+    The validation fraction, when early stopping was on.
+    """
+    epochs: int | None = Field(None, ge=0)
+    """
+    Epochs asked for (`epochs_run` says how many ran); absent when `steps` counted.
+    """
+    learning_rate: float
+    schedule: Schedule
+    steps: int | None = Field(None, ge=0)
+    """
+    Optimiser steps, when they counted in place of epochs.
+    """
+
+
+class RunBody(RootModel[RunScores | RunItems]):
+    root: RunScores | RunItems
+    """
+    A run: bare judge scores, or items (with ids, reference scores or clusters).
+    """
+
+
+class RunEstimateDto(BaseModel):
+    """
+    One run's de-biased mean.
+    """
+
+    corrector_term: str
+    """
+    How the corrector's own uncertainty entered: `posterior` (bayes, closed form),
+    `resampled` (refits on resampled anchors), `anchor_offset` (identity: the anchors' mean
+    residual and its standard error), `omitted` (flow; `warnings` says why) or
+    `not_needed` (labelled path).
+    """
+    estimate: float
+    """
+    The estimate of the mean reference score the run's items would get if every one were
+    labelled.
+    """
+    group: GroupTermDto
+    interval: list[float]
+    labelled: int = Field(..., ge=0)
+    """
+    Items with a reference score.
+    """
+    lambda_: float | None = Field(None, alias='lambda')
+    """
+    labelled path: the weight PPI++ gave the corrector (0: ignored, 1: trusted fully).
+    """
+    n: int = Field(..., ge=0)
+    """
+    Items in the run.
+    """
+    path: str
+    """
+    `plain` (judge scores only) or `labelled` (PPI++ with the run's labelled items).
+    """
+    support: SupportDto
+    transport: TransportDto | None = None
+    variance: VarianceDto
+
+
+class Options5(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    bayes: BayesOptions | None = None
+    flow: FlowOptions | None = None
+    flow_min_anchors: int | None = Field(1000, ge=2)
+    """
+    A cell needs this many anchors for the flow to be a candidate.
+    """
+    folds: int | None = Field(5, ge=2, le=20)
+    """
+    k of the k folds every candidate is evaluated on.
+    """
+    holdout: float | None = Field(None, gt=0.0, lt=1.0)
+    """
+    Evaluate every candidate on this held-out fraction instead (one flow training instead
+    of k).
+    """
+    identity: IdentityOptions | None = None
+    isotonic: IsotonicOptions | None = None
+    objective: Objective | None = 'mae'
+    """
+    The held-out figure that picks the winner per cell (lower is better; `mean_error` is
+    taken absolute). A candidate worse than the raw judge on it never wins.
+    """
+    quantile_map: QuantileMapOptions | None = None
+    seed: int | None = Field(0, ge=0)
+    """
+    Seeds the split and every fit.
+    """
+    tie_break: Objective | None = 'kl_mean'
+    """
+    Breaks ties on the objective.
+    """
+    tie_tolerance: float | None = Field(0.01, ge=0.0, le=0.5)
+    """
+    Candidates within this fraction of the best objective are tied.
+    """
+
+
+class TrainingRequestDoc6(BaseModel):
+    """
+    auto: every method on the same held-out folds, the winner served per cell
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    method: Method5
+    options: Options5 | None = None
+    rubrics: list[Rubric] | None = Field(None, min_length=1)
+    """
+    Rubrics to train (default: every cell of the judge with at least jobs.min_anchors anchors). All rubrics of one job are fitted together and share strength.
+    """
+
+
+class TrainingRequestDoc(
+    RootModel[
+        TrainingRequestDoc1
+        | TrainingRequestDoc2
+        | TrainingRequestDoc3
+        | TrainingRequestDoc4
+        | TrainingRequestDoc5
+        | TrainingRequestDoc6
+    ]
+):
+    root: TrainingRequestDoc1 | TrainingRequestDoc2 | TrainingRequestDoc3 | TrainingRequestDoc4 | TrainingRequestDoc5 | TrainingRequestDoc6
+
+
+class CompareBody(BaseModel):
+    """
+    The body of POST /v1/compare: two runs of one cell.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    a: RunBody
+    """
+    Run A (for example model A's outputs).
+    """
+    b: RunBody
+    """
+    Run B. Items with the same ids as A's are paired (the same prompts answered by two
+    models); the pairing needs both runs to have the same set of ids.
+    """
+    estimand: str | None = Field(None, examples=['runs'], pattern='^(runs|population)$')
+    """
+    What the difference estimates: `runs` (default), the runs' own mean reference
+    difference, what these very items would show if all were labelled; or `population`,
+    the mean difference over the prompts the paired items were drawn from.
+    """
+    judge: str = Field(
+        ...,
+        examples=['gpt-4o-mini'],
+        max_length=64,
+        min_length=1,
+        pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
+    )
+    level: float | None = Field(None, examples=[0.95], ge=0.5, le=0.999)
+    rubric: str = Field(
+        ...,
+        examples=['coherence'],
+        max_length=64,
+        min_length=1,
+        pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
+    )
+    target_half_width: float | None = Field(None, examples=[0.05], gt=0.0)
+    version: int | None = Field(None, ge=1)
+
+
+class CompareResponse(BaseModel):
+    a: RunEstimateDto
+    """
+    Each run's own estimate.
+    """
+    b: RunEstimateDto
+    corrector_term: str
+    difference: float
+    """
+    mean(A) − mean(B), de-biased.
+    """
+    estimand: str
+    """
+    `runs` (the runs' own difference) or `population` (over the prompts).
+    """
+    group: GroupTermDto
+    """
+    The group term of the difference: cancelled where both runs name one group.
+    """
+    interval: list[float]
+    judge: str
+    level: float
+    method: str
+    p_value: float
+    """
+    Two-sided, against no difference.
+    """
+    paired: bool
+    """
+    Whether the items were paired by id.
+    """
+    pairs: int = Field(..., ge=0)
+    """
+    Items paired.
+    """
+    path: str
+    """
+    `plain` or `labelled` (either run has labelled items).
+    """
+    plan: PlanDto | None = None
+    prob_a_greater: float | None = None
+    """
+    The probability that A's mean is the higher, from the interval's own distribution (the
+    t or normal centred on `difference` with its standard error): an approximation, not a
+    posterior; on every path.
+    """
+    rubric: str
+    variance: VarianceDto
+    version: int
+    warnings: list[str]
+
+
+class ErrorBody(BaseModel):
+    error: ErrorDetail
+
+
+class EstimateBody(RootModel[EstimateScores | EstimateItems]):
+    root: EstimateScores | EstimateItems
+    """
+    The body of POST /v1/estimate: the cell, the run (`scores` or `items`, not both) and how
+    to answer.
+    """
+
+
+class EstimateResponse(RunEstimateDto):
+    judge: str
+    level: float
+    method: str
+    plan: PlanDto | None = None
+    rubric: str
+    version: int
+    """
+    The calibrator version that made every number.
+    """
+    warnings: list[str]
+    """
+    What a reader of the interval must know: extrapolation, a left-out term, a transport
+    check that found bias.
+    """
+
+
+class FlowDto(BaseModel):
+    epochs_run: int = Field(..., ge=0)
+    mc_passes: int = Field(..., ge=0)
+    """
+    MC-dropout passes per correction.
+    """
+    recipe: RecipeDto
+    review_audit: ReviewAuditDto | None = None
+    review_sigma: float
+    """
+    σ above this routes a corrected score to review.
+    """
+    stopped_early: bool
+    table: list[float]
+    """
+    The judge scores the correction table covers; others are evaluated directly.
+    """
+    train_loss: float
+    """
+    Mean squared error on the training anchors at the last epoch (score units²).
+    """
+    trained_on: int = Field(..., ge=0)
+    """
+    Anchors of the cell the flow was trained on (the rest were held out for evaluation).
+    """
+    validation_loss: float | None = None
+
+
+class VersionDto(BaseModel):
+    active: bool
+    """
+    The version the cell serves.
+    """
+    anchor_count: int
+    """
+    Anchors the fit saw, and the SHA-256 of that snapshot.
+    """
+    anchor_digest: str
+    created_at: str
+    decision: DecisionDto | None = None
+    diagnostics: DiagnosticsDto | None = None
+    evaluation: ComparisonDto | None = None
+    failure: str | None = None
+    """
+    Why it did not pass.
+    """
+    flow: FlowDto | None = None
+    groups: GroupBias | None = None
+    intervals: IntervalsDto | None = None
+    job_id: str | None = None
+    judge: str
+    method: str
+    passed: bool
+    """
+    Passed its diagnostics.
+    """
+    posterior: PosteriorDto | None = None
+    rubric: str
+    version: int
+
+
+class VersionsResponse(BaseModel):
+    versions: list[VersionDto]
+    """
+    Newest first.
+    """

@@ -1,0 +1,118 @@
+"""Judge records from anywhere: the generic shape `{item_id, judge, rubric, judge_score,
+reference?, group?}` (the record shape CJE uses; promptfoo, LangSmith or your own logs export
+to it as JSONL or CSV), and lm-evaluation-harness's `--log_samples` JSONL. Records with a
+reference become anchors; the rest are a run to estimate."""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping
+
+
+@dataclass(frozen=True)
+class Record:
+    item_id: str
+    judge: str
+    rubric: str
+    judge_score: float
+    reference: float | None = None
+    group: str | None = None
+
+    def anchor(self) -> dict[str, Any]:
+        a: dict[str, Any] = {
+            "item_id": self.item_id,
+            "judge_score": self.judge_score,
+            "reference_score": self.reference,
+        }
+        if self.group is not None:
+            a["group"] = self.group
+        return a
+
+    def item(self) -> dict[str, Any]:
+        return {"id": self.item_id, "score": self.judge_score}
+
+
+def _number(value: Any, what: str, line: int) -> float:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"line {line}: {what} must be a number, got {value!r}") from None
+    if x != x or x in (float("inf"), float("-inf")):
+        raise ValueError(f"line {line}: {what} must be finite, got {value!r}")
+    return x
+
+
+def from_mapping(d: Mapping[str, Any], line: int, judge: str | None = None, rubric: str | None = None) -> Record:
+    """One record from a dict with the generic fields (`score` is read as `judge_score`,
+    `reference_score` as `reference`); `judge` and `rubric` fill in where absent."""
+    missing = [k for k in ("item_id",) if d.get(k) in (None, "")]
+    if missing:
+        raise ValueError(f"line {line}: no {missing[0]}")
+    ref = d.get("reference", d.get("reference_score"))
+    j = d.get("judge") or judge
+    r = d.get("rubric") or rubric
+    if not j or not r:
+        raise ValueError(f"line {line}: no judge or rubric (give them in the record or as arguments)")
+    return Record(
+        item_id=str(d["item_id"]),
+        judge=str(j),
+        rubric=str(r),
+        judge_score=_number(d.get("judge_score", d.get("score")), "judge_score", line),
+        reference=None if ref in (None, "") else _number(ref, "reference", line),
+        group=(str(d["group"]) if d.get("group") not in (None, "") else None),
+    )
+
+
+def read(path: str | Path, judge: str | None = None, rubric: str | None = None) -> list[Record]:
+    """Records from a `.jsonl` or `.csv` file in the generic shape."""
+    p = Path(path)
+    with p.open(newline="") as f:
+        if p.suffix.lower() == ".csv":
+            return [from_mapping(row, i + 2, judge, rubric) for i, row in enumerate(csv.DictReader(f))]
+        return [from_mapping(json.loads(line), i + 1, judge, rubric) for i, line in enumerate(f) if line.strip()]
+
+
+def split(records: Iterable[Record]) -> tuple[list[Record], list[Record]]:
+    """(anchors: records with a reference, run: the rest)."""
+    anchors, run = [], []
+    for r in records:
+        (anchors if r.reference is not None else run).append(r)
+    return anchors, run
+
+
+def lm_eval_samples(
+    path: str | Path,
+    *,
+    metric: str,
+    judge: str,
+    rubric: str,
+    references: Mapping[str, float] | None = None,
+    group: str | None = None,
+) -> Iterator[Record]:
+    """Records from lm-evaluation-harness's `--log_samples` output
+    (`samples_<task>_<date>.jsonl`): one per line, `doc_id` as the item id and the sample's
+    `metric` (a model-graded score) as the judge score; `references` (by doc id) supplies the
+    human scores where there are any, and `group` is the evaluated model."""
+    with Path(path).open() as f:
+        for i, line in enumerate(f):
+            if not line.strip():
+                continue
+            sample = json.loads(line)
+            if metric not in sample:
+                raise ValueError(f"line {i + 1}: no metric {metric!r} (it has {sorted(k for k in sample if not k.startswith(('doc', 'resps', 'filtered', 'target', 'arguments')))})")
+            item = str(sample.get("doc_id", i))
+            ref = (references or {}).get(item)
+            yield Record(item, judge, rubric, _number(sample[metric], metric, i + 1), ref, group)
+
+
+def read_references(path: str | Path, id_column: str = "item_id", column: str = "reference") -> dict[str, float]:
+    """Human scores keyed by item id, from a CSV."""
+    with Path(path).open(newline="") as f:
+        return {
+            row[id_column]: _number(row[column], column, i + 2)
+            for i, row in enumerate(csv.DictReader(f))
+            if row.get(column) not in (None, "")
+        }
