@@ -11,8 +11,12 @@
 //! 4. `auto` for one judge with 6 rubrics × 1,000 anchors, 5 folds, the flow included, `POST`
 //!    to `succeeded`.
 //! 5. Tabulation and 100,000 corrections through the table.
+//! 6. `auto` on one cell of 200,000 anchors from the paper's synthetic judge (`FLOW_BIG`
+//!    changes the count), 5 folds, the flow included: where the time goes (each step of
+//!    `select::auto` called directly, timed from its progress details), then the same through
+//!    the service, `POST` to `succeeded` (`FLOW_BIG_JOB=0` skips the job).
 //!
-//! `FLOW_SECTIONS=1,3` runs some of them; `FLOW_SEEDS` and `FLOW_TEST` change section 1's
+//! `FLOW_SECTIONS=1,3` runs some of them (default 1 to 5; 6 takes minutes, so name it); `FLOW_SEEDS` and `FLOW_TEST` change section 1's
 //! seeds (default 5) and test items (default the experiment's 200); `FLOW_OPTIONS` (the
 //! options' JSON) replaces the default recipe there, `FLOW_PAPER=0` skips the paper preset;
 //! `FLOW_THREADS` sets libtorch's threads for all of them.
@@ -35,23 +39,27 @@ fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
         .unwrap_or(default)
 }
 
-fn split(seed: u64, test: usize) -> Split {
-    let opts = Options {
+/// The paper's synthetic judge on stand-in references: `test` items, then a pool of `pool`.
+fn options(seed: u64, test: usize, pool: usize) -> Options {
+    Options {
         source: Source::StandIn,
         judge: JudgeModel::default(),
         scale: (1.0, 5.0),
         seed,
         seeds: 1,
         test,
-        pool: 1500,
-        budgets: vec![1500],
+        pool,
+        budgets: vec![pool],
         sweep: vec![],
         methods: vec![],
         settings: Default::default(),
         flow_preset: Default::default(),
         flow_epochs: None,
-    };
-    synthesise(&opts, None, seed).expect("split")
+    }
+}
+
+fn split(seed: u64, test: usize) -> Split {
+    synthesise(&options(seed, test, 1500), None, seed).expect("split")
 }
 
 /// Trains on the split's pool and scores its test items: (training seconds, held-out MAE).
@@ -216,6 +224,22 @@ fn jobs(sections: &[u32]) {
             );
         }
         if sections.contains(&4) {
+            println!("4. auto, 6 rubrics x 1,000 anchors, 5 folds, flow included, step by step:");
+            let cells: Vec<Cell> = (0..6)
+                .map(|r| Cell {
+                    pairs: anchors(r, 1000)
+                        .iter()
+                        .map(|a| {
+                            (
+                                a["judge_score"].as_f64().unwrap(),
+                                a["reference_score"].as_f64().unwrap(),
+                            )
+                        })
+                        .collect(),
+                    scale: (1.0, 5.0),
+                })
+                .collect();
+            timed_auto(&cells);
             for r in 0..6 {
                 common::call(
                     &router,
@@ -228,7 +252,7 @@ fn jobs(sections: &[u32]) {
             }
             let seconds = job(&router, "six", json!({"method": "auto", "options": {"folds": 5}})).await;
             println!(
-                "4. auto, 6 rubrics x 1,000 anchors, 5 folds, flow included, POST to succeeded: {seconds:.1} s"
+                "   the same as a job, POST to succeeded: {seconds:.1} s"
             );
         }
     });
@@ -293,4 +317,99 @@ fn main() {
     if sections.contains(&5) {
         tabulation();
     }
+    if sections.contains(&6) {
+        big_auto(env("FLOW_BIG", 200_000));
+    }
+}
+
+/// `select::auto` on `cells` (5 folds, every candidate, the flow from 1,000 anchors), each
+/// step timed from its progress details: where the time goes.
+fn timed_auto(cells: &[Cell]) {
+    use judgecal::calibrate::cv::{Scheme, Split};
+    use judgecal::calibrate::select::{AutoOptions, auto};
+    let options = AutoOptions {
+        split: Split {
+            scheme: Scheme::Folds(5),
+            seed: 0,
+        },
+        rule: Default::default(),
+        flow_min_anchors: 1000,
+        candidates: Default::default(),
+    };
+    let never = AtomicBool::new(false);
+    let quiet = |_: f64| {};
+    let started = Instant::now();
+    let last = std::sync::Mutex::new((0.0f64, String::from("start")));
+    let detail = |d: String| {
+        let Ok(v) = serde_json::from_str::<Value>(&d) else {
+            return;
+        };
+        let Some(step) = v["step"].as_str() else {
+            return;
+        };
+        let now = started.elapsed().as_secs_f64();
+        let mut last = last.lock().unwrap();
+        println!("   {:<40} {:>7.1} s", last.1, now - last.0);
+        *last = (now, step.to_owned());
+    };
+    let run = Run::new(&never, &quiet).with_detail(&detail);
+    let chosen = auto(cells, &options, &run).expect("auto");
+    let total = started.elapsed().as_secs_f64();
+    let last = last.lock().unwrap();
+    println!(
+        "   {:<40} {:>7.1} s (to the end: each cell's choice and nested figures)",
+        last.1,
+        total - last.0
+    );
+    let won: Vec<String> = chosen
+        .iter()
+        .map(|c| c.decision.chosen.to_string())
+        .collect();
+    println!(
+        "   select::auto in all: {total:.1} s; chose {}",
+        won.join(", ")
+    );
+}
+
+/// Section 6: `auto` on one cell of `n` anchors, step by step and as a job.
+fn big_auto(n: usize) {
+    let pairs = synthesise(&options(0, 0, n), None, 0).expect("split").pool;
+    println!(
+        "6. auto, one cell of {n} anchors (the paper's synthetic judge), 5 folds, flow included"
+    );
+    timed_auto(&[Cell {
+        pairs: pairs.clone(),
+        scale: (1.0, 5.0),
+    }]);
+    if env("FLOW_BIG_JOB", 1) == 0 {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (_, router) = common::start_server(dir.path(), vec![]);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        for chunk in pairs.chunks(50_000).enumerate() {
+            let anchors: Vec<Value> = chunk
+                .1
+                .iter()
+                .enumerate()
+                .map(|(i, (j, y))| {
+                    json!({"item_id": format!("c{}-{i}", chunk.0), "judge_score": j, "reference_score": y})
+                })
+                .collect();
+            common::call(
+                &router,
+                "POST",
+                "/v1/anchors",
+                json!({"judge": "big", "rubric": "r0", "anchors": anchors}).to_string(),
+            )
+            .await;
+        }
+        let seconds = job(&router, "big", json!({"method": "auto", "options": {"folds": 5}})).await;
+        println!("   the same as a job, POST to succeeded: {seconds:.1} s");
+    });
 }

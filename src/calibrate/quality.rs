@@ -91,19 +91,61 @@ fn kde_with_floor(xs: &[f64], grid: &[f64], min_h: f64, floor: f64) -> Vec<f64> 
     let h = (sd(xs) * (xs.len() as f64).powf(-0.2))
         .max(0.01 * width)
         .max(min_h);
-    let mut dens: Vec<f64> = grid
-        .iter()
-        .map(|g| {
-            xs.iter()
-                .map(|x| (-0.5 * ((g - x) / h).powi(2)).exp())
-                .sum::<f64>()
-        })
-        .collect();
+    let mut dens = kernel_sums(xs, grid, h);
     let total: f64 = dens.iter().sum();
     dens.iter_mut().for_each(|d| *d = (*d / total).max(floor));
     let total: f64 = dens.iter().sum();
     dens.iter_mut().for_each(|d| *d /= total);
     dens
+}
+
+/// Up to this many values a KDE sums every value's kernel at every grid point.
+const EXACT_KDE_MAX: usize = 2_000;
+/// Bins of the binned KDE.
+const KDE_BINS: usize = 4_096;
+
+/// Σᵢ exp(−½((g − xᵢ)/h)²) at each grid point g. Above [`EXACT_KDE_MAX`] values, the values
+/// within 8h of the grid are first shared linearly between the two nearest of [`KDE_BINS`]
+/// evenly spaced bins (Wand's linear binning), and the kernel is summed over the bins: the
+/// cost no longer grows with the anchors (200,000 of them made each KDE 10⁸ kernel
+/// evaluations). The bins are at most (1 + 0.16)/4,096 of the grid's width apart, under 3%
+/// of the bandwidth (never below 1% of that width), so binning moves each density by about
+/// (δ/h)²/8 < 10⁻⁴ of itself; values further out are summed exactly.
+fn kernel_sums(xs: &[f64], grid: &[f64], h: f64) -> Vec<f64> {
+    let kernel = |g: f64, x: f64| (-0.5 * ((g - x) / h).powi(2)).exp();
+    if xs.len() <= EXACT_KDE_MAX {
+        return grid
+            .iter()
+            .map(|&g| xs.iter().map(|&x| kernel(g, x)).sum())
+            .collect();
+    }
+    let (a, b) = (grid[0] - 8.0 * h, grid[grid.len() - 1] + 8.0 * h);
+    let delta = (b - a) / (KDE_BINS - 1) as f64;
+    let mut weights = vec![0.0; KDE_BINS];
+    let mut outside = Vec::new();
+    for &x in xs {
+        if !(a..=b).contains(&x) {
+            outside.push(x);
+            continue;
+        }
+        let t = (x - a) / delta;
+        let i = (t.floor() as usize).min(KDE_BINS - 2);
+        let f = t - i as f64;
+        weights[i] += 1.0 - f;
+        weights[i + 1] += f;
+    }
+    let bins: Vec<(f64, f64)> = weights
+        .iter()
+        .enumerate()
+        .filter(|(_, w)| **w > 0.0)
+        .map(|(k, &w)| (a + k as f64 * delta, w))
+        .collect();
+    grid.iter()
+        .map(|&g| {
+            bins.iter().map(|&(c, w)| w * kernel(g, c)).sum::<f64>()
+                + outside.iter().map(|&x| kernel(g, x)).sum::<f64>()
+        })
+        .collect()
 }
 
 /// KL(p̂‖q̂) and KL(q̂‖p̂) between KDEs of `pred` (p̂) and `truth` (q̂) on [lo, hi], both with a
@@ -247,6 +289,81 @@ mod tests {
         let e = evaluate(&a, &b, -1.0, 8.0);
         assert!((e.kl_mean - (forward + reverse) / 2.0).abs() < 1e-15);
         assert_eq!(kl_divergences(&a, &a, -1.0, 8.0), (0.0, 0.0));
+    }
+
+    #[test]
+    fn the_binned_kde_matches_the_exact_sum() {
+        // 20,000 values, continuous (a skewed mixture, some off the grid) and on thirds of a
+        // point: each grid density within 1e-3 of the exact sum's, and the KL within 1%.
+        use nuts_rs::rand::SeedableRng;
+        use nuts_rs::rand::rngs::ChaCha8Rng;
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        let mut normal = || crate::calibrate::stats::standard_normal(&mut rng);
+        let continuous: Vec<f64> = (0..20_000)
+            .map(|i| {
+                if i % 5 == 0 {
+                    1.5 + 2.0 * normal().abs()
+                } else {
+                    4.2 + 0.4 * normal()
+                }
+            })
+            .collect();
+        let thirds: Vec<f64> = continuous
+            .iter()
+            .map(|x| (x.clamp(1.0, 5.0) * 3.0).round() / 3.0)
+            .collect();
+        let grid: Vec<f64> = (0..KDE_GRID)
+            .map(|i| 1.0 + 4.0 * i as f64 / (KDE_GRID - 1) as f64)
+            .collect();
+        for (xs, min_h) in [(&continuous, 0.0), (&thirds, 1.0 / 3.0)] {
+            let h = (sd(xs) * (xs.len() as f64).powf(-0.2)).max(0.04).max(min_h);
+            let binned = kernel_sums(xs, &grid, h);
+            let exact: Vec<f64> = grid
+                .iter()
+                .map(|&g| {
+                    xs.iter()
+                        .map(|&x| (-0.5 * ((g - x) / h).powi(2)).exp())
+                        .sum()
+                })
+                .collect();
+            let (tb, te): (f64, f64) = (binned.iter().sum(), exact.iter().sum());
+            for (b, e) in binned.iter().zip(&exact) {
+                assert!(
+                    (b / tb - e / te).abs() <= 1e-3 * (e / te) + 1e-12,
+                    "{b} {e}"
+                );
+            }
+        }
+        let exact_kl = {
+            let q = |xs: &[f64]| {
+                let h = (sd(xs) * (xs.len() as f64).powf(-0.2))
+                    .max(0.04)
+                    .max(1.0 / 3.0);
+                let d: Vec<f64> = grid
+                    .iter()
+                    .map(|&g| {
+                        xs.iter()
+                            .map(|&x| (-0.5 * ((g - x) / h).powi(2)).exp())
+                            .sum()
+                    })
+                    .collect();
+                let t: f64 = d.iter().sum();
+                d.iter()
+                    .map(|d| (d / t).max(DENSITY_FLOOR))
+                    .collect::<Vec<f64>>()
+            };
+            let (p, r) = (q(&continuous), q(&thirds));
+            let (tp, tr): (f64, f64) = (p.iter().sum(), r.iter().sum());
+            p.iter()
+                .zip(&r)
+                .map(|(p, r)| p / tp * ((p / tp) / (r / tr)).ln())
+                .sum::<f64>()
+        };
+        let (binned_kl, _) = kl_divergences(&continuous, &thirds, 1.0, 5.0);
+        assert!(
+            (binned_kl - exact_kl).abs() < 0.01 * exact_kl,
+            "{binned_kl} {exact_kl}"
+        );
     }
 
     #[test]

@@ -21,7 +21,7 @@ use crate::calibrate::stats::quantile;
 #[serde(rename_all = "snake_case")]
 pub enum FlowPreset {
     /// Minibatches with a cosine-decaying rate: the paper's held-out quality in a fraction of
-    /// its time (README, "The flow's training recipe").
+    /// its time (docs/methods.md, "The flow's training recipe").
     #[default]
     Fast,
     /// The paper's: full-batch Adam at 3e-3 for 1,500 epochs.
@@ -206,20 +206,25 @@ impl PartialEq for FlowModel {
 /// Anchors an audit needs: the largest 10% of errors are then at least five.
 const AUDIT_MIN: usize = 50;
 
-/// The review audit of held-out predictions `held_out` of `pairs` (`None` where not held out)
-/// with threshold `review_sigma`.
+/// The review audit of held-out predictions `held_out` of `pairs` (`None` where not held out),
+/// routed as the served model routes them: by `sigmas[i]`, the served flow's σ at anchor i's
+/// judge score, above `review_sigma`. σ is a function of the judge score alone, so the held-out
+/// anchors' routed share is the rate at which scores distributed like the anchors' are routed.
+/// (The σ of the fold models that predicted the held-out anchors is not: each training sets
+/// its own scale of σ, and a fold model trained on fewer anchors is less sure everywhere; on a
+/// weak judge 60% of held-out anchors sat above the served model's threshold by their fold
+/// model's σ.)
 pub fn review_audit(
     pairs: &[(f64, f64)],
     held_out: &[Option<Corrected>],
+    sigmas: &[f64],
     review_sigma: f64,
 ) -> Option<ReviewAudit> {
     let held: Vec<(f64, f64, f64)> = pairs
         .iter()
         .zip(held_out)
-        .filter_map(|(&(j, y), c)| {
-            let c = (*c)?;
-            Some((j, (y - c.score).abs(), c.sigma?))
-        })
+        .zip(sigmas)
+        .filter_map(|((&(j, y), c), &sigma)| Some((j, (y - (*c)?.score).abs(), sigma)))
         .collect();
     let n = held.len();
     if n < AUDIT_MIN || held.iter().any(|h| !h.1.is_finite() || !h.2.is_finite()) {
@@ -311,9 +316,22 @@ impl Corrector for Flow {
         )
     }
 
+    /// More scores than a table has points (held-out anchors of a large cell) go through a
+    /// table over their range, as served corrections do: integrating every one K times took
+    /// most of `auto`'s time at 200,000 anchors, and its K masks per row 800 MB.
     fn predict(fit: &FlowWeights, r: usize, scores: &[f64]) -> Result<Vec<Corrected>, String> {
-        Ok(fit
-            .correct_direct(r, scores)?
+        let (lo, hi) = scores
+            .iter()
+            .filter(|x| x.is_finite())
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| {
+                (lo.min(x), hi.max(x))
+            });
+        let table = if scores.len() > TABLE_POINTS && lo < hi {
+            Some(Table::build(fit, r, lo, hi, TABLE_POINTS)?)
+        } else {
+            None
+        };
+        Ok(through_table(table.as_ref(), fit, r, scores)?
             .into_iter()
             .map(|(score, sigma)| Corrected {
                 sigma: Some(sigma),
@@ -349,10 +367,36 @@ impl Corrector for Flow {
             table_lo: lo,
             table_hi: hi,
             trained_on,
-            review_audit: review_audit(&cell.pairs, held_out, review_sigma).map(Box::new),
+            review_audit: review_audit(&cell.pairs, held_out, &sigmas, review_sigma).map(Box::new),
             table: OnceLock::from(table),
         })
     }
+}
+
+/// MC-dropout mean and σ of each score: from `table` where it covers the score, by
+/// integrating the K sub-networks elsewhere.
+fn through_table(
+    table: Option<&Table>,
+    weights: &FlowWeights,
+    rubric: usize,
+    scores: &[f64],
+) -> Result<Vec<(f64, f64)>, String> {
+    let mut out: Vec<Option<(f64, f64)>> = match table {
+        Some(t) => scores.iter().map(|&j| t.correct(j)).collect(),
+        None => vec![None; scores.len()],
+    };
+    let off: Vec<usize> = (0..scores.len()).filter(|&i| out[i].is_none()).collect();
+    if !off.is_empty() {
+        let xs: Vec<f64> = off.iter().map(|&i| scores[i]).collect();
+        let direct = weights.correct_direct(rubric, &xs)?;
+        for (i, d) in off.into_iter().zip(direct) {
+            out[i] = Some(d);
+        }
+    }
+    Ok(out
+        .into_iter()
+        .map(|c| c.unwrap_or((f64::NAN, f64::NAN)))
+        .collect())
 }
 
 impl FlowModel {
@@ -384,29 +428,16 @@ impl CellModel for FlowModel {
     /// MC-dropout mean and σ from the table; scores off it (far outside the anchors) are
     /// evaluated directly.
     fn correct(&self, scores: &[f64]) -> Result<Vec<Corrected>, String> {
-        let mut out: Vec<Option<(f64, f64)>> = match self.table() {
-            Some(t) => scores.iter().map(|&j| t.correct(j)).collect(),
-            None => vec![None; scores.len()],
-        };
-        let off: Vec<usize> = (0..scores.len()).filter(|&i| out[i].is_none()).collect();
-        if !off.is_empty() {
-            let xs: Vec<f64> = off.iter().map(|&i| scores[i]).collect();
-            let direct = self.weights.correct_direct(self.rubric, &xs)?;
-            for (i, d) in off.into_iter().zip(direct) {
-                out[i] = Some(d);
-            }
-        }
-        Ok(out
-            .into_iter()
-            .map(|c| {
-                let (score, sigma) = c.unwrap_or((f64::NAN, f64::NAN));
-                Corrected {
+        Ok(
+            through_table(self.table(), &self.weights, self.rubric, scores)?
+                .into_iter()
+                .map(|(score, sigma)| Corrected {
                     sigma: Some(sigma),
                     review: Some(sigma > self.review_sigma),
                     ..Corrected::score(score)
-                }
-            })
-            .collect())
+                })
+                .collect(),
+        )
     }
 
     fn failure(&self) -> Option<String> {

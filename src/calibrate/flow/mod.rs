@@ -34,9 +34,31 @@ use tch::{Device, Kind, Tensor, nn};
 
 /// libtorch intra-op threads a flow training uses. One: the default recipe's minibatches are
 /// too small for a second thread to pay (2.3–2.6 s either way at 1,500 anchors), and a single
-/// thread never spins against the HTTP server or a second process for the other core (README,
-/// "The flow's training recipe", has the figures).
+/// thread never spins against the HTTP server or a second process for the other core
+/// (docs/methods.md, "The flow's training recipe", has the figures).
 static THREADS: AtomicUsize = AtomicUsize::new(1);
+
+/// Flow trainings running in this process now. Forward passes (tables, held-out predictions)
+/// use every core only while none is: during cross-validation one round predicts while the
+/// other trains, and a second thread there only contends with it (`auto` at 6 × 1,000 anchors
+/// took 31 s so, 26 s without).
+static TRAINING: AtomicUsize = AtomicUsize::new(0);
+
+/// Counts a training while it lives.
+struct Training;
+
+impl Training {
+    fn start() -> Self {
+        TRAINING.fetch_add(1, Ordering::SeqCst);
+        Training
+    }
+}
+
+impl Drop for Training {
+    fn drop(&mut self) {
+        TRAINING.fetch_sub(1, Ordering::SeqCst);
+    }
+}
 
 /// Sets libtorch's intra-op threads for flow training in this process.
 pub fn set_threads(n: usize) {
@@ -131,6 +153,7 @@ pub fn train(
     cancel: &AtomicBool,
 ) -> Result<FlowWeights, String> {
     opts.check()?;
+    let _training = Training::start();
     let rubrics = data.len();
     let all: Vec<(usize, f64, f64)> = data
         .iter()
@@ -298,8 +321,11 @@ impl FlowWeights {
         }
         let net = Net::load(&self.tensors)?;
         // Forward passes over many rows: every core pays here (a table of 1,025 points × 40
-        // passes: 0.9 s on two threads, 1.5 s on one).
-        tch::set_num_threads(std::thread::available_parallelism().map_or(1, |n| n.get()) as i32);
+        // passes: 0.9 s on two threads, 1.5 s on one), unless a training runs beside.
+        flush_denormals();
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let alone = TRAINING.load(Ordering::SeqCst) == 0;
+        tch::set_num_threads(if alone { cores } else { threads() } as i32);
         let opts = &self.options;
         let k = opts.mc_passes;
         let n = xs.len();

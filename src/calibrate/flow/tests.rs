@@ -277,3 +277,34 @@ fn steps_count_optimiser_steps_whatever_the_anchors() {
     );
     assert_eq!(flow.epochs_run, 5);
 }
+
+#[test]
+fn the_review_audit_routes_by_the_served_sigma_at_the_budget() {
+    // 1,000 held-out anchors, each predicted at 3 by a fold model. The fold models that predicted them were less
+    // sure than the served flow everywhere (σ 0.2 against the served 0.05 to 0.09): routed by
+    // their own σ against the served threshold, every anchor would go to review. Routed by
+    // the served σ at their judge scores, the default budget of 5% is what goes.
+    use crate::calibrate::Corrected;
+    let pairs = anchors(3, 1000, 1.0, 5.0, 0.3, |j| 3.0 + 0.5 * (j - 3.0));
+    let held_out: Vec<Option<Corrected>> = pairs
+        .iter()
+        .map(|_| {
+            Some(Corrected {
+                sigma: Some(0.2),
+                ..Corrected::score(3.0)
+            })
+        })
+        .collect();
+    let served: Vec<f64> = pairs
+        .iter()
+        .map(|p| 0.05 + 0.02 * (p.0 - 3.0).abs())
+        .collect();
+    let threshold = crate::calibrate::stats::quantile(&served, 0.95);
+    let audit = corrector::review_audit(&pairs, &held_out, &served, threshold).unwrap();
+    assert_eq!(audit.held_out, 1000);
+    assert!((audit.routed - 0.05).abs() < 0.002, "{audit:?}");
+    // The routed anchors are those at the ends of the scale, where a prediction of 3 misses
+    // by about 1: they hold three times the share of the largest 10% of errors that routing
+    // at random would (5%).
+    assert!(audit.large_errors_routed > 0.15, "{audit:?}");
+}
