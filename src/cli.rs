@@ -201,7 +201,7 @@ pub struct IntervalsArgs {
     /// Fresh test items per seed.
     #[arg(long, default_value_t = 20000)]
     pub test: usize,
-    /// Methods by name (raw is the identity); default: every method.
+    /// Methods by name (raw is the identity), and `auto`; default: every method and `auto`.
     #[arg(long, value_delimiter = ',')]
     pub methods: Vec<String>,
     #[command(flatten)]
@@ -313,12 +313,24 @@ fn intervals(a: IntervalsArgs) -> Result<(), String> {
     use crate::study::intervals::{self, Options};
     let mut candidates = crate::calibrate::Candidates::default();
     a.flow.apply(&mut candidates.flow);
+    // `auto` is not a method: it is a row of its own, after the methods named with it.
+    let named: Vec<String> = a
+        .methods
+        .iter()
+        .filter(|m| m.trim() != "auto")
+        .cloned()
+        .collect();
     let opts = Options {
         seeds: a.seeds,
         seed: a.seed,
         anchors: a.anchors,
         test: a.test,
-        methods: methods(&a.methods)?,
+        methods: if named.is_empty() && !a.methods.is_empty() {
+            vec![]
+        } else {
+            methods(&named)?
+        },
+        auto: a.methods.len() != named.len() || a.methods.is_empty(),
         candidates,
         judge: crate::study::synthetic::JudgeModel::default(),
     };
