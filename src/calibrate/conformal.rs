@@ -13,7 +13,7 @@
 //! probability ≥ 95% exactly; the CV construction has no distribution-free guarantee (CV+
 //! guarantees 90% for a 95% level), but a refit on 5/4 as many anchors is at least as good as
 //! the fold fits whenever more data does not hurt, and the measured coverage on fresh anchors
-//! (`judgecal drift --bands`) is what the README reports beside it.
+//! (`judgecal drift --bands`) is what docs/methods.md reports beside it.
 //!
 //! The band is conditional on where the judge score lies: the held-out anchors are cut into
 //! bins of the judge score (at most [`MAX_BINS`], each with at least [`MIN_BIN`] anchors, never

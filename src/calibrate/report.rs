@@ -142,8 +142,8 @@ impl Default for FlowConfig {
 impl FlowConfig {
     /// The default recipe (preset `fast`): 220 optimiser steps on minibatches of 128 with a
     /// rate falling from 2e-2 along a cosine (about 19 epochs of 1,500 anchors), on the
-    /// paper's network, integrator and MC-dropout (README, "The flow's training recipe", has
-    /// the measurements behind it).
+    /// paper's network, integrator and MC-dropout (docs/methods.md, "The flow's training
+    /// recipe", has the measurements behind it).
     pub fn fast() -> Self {
         Self {
             learning_rate: 2e-2,

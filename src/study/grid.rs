@@ -428,7 +428,7 @@ mod tests {
             let (new, old) = (c.rate(c.compare), c.rate(c.compare_before));
             eprintln!("{}: compare covers {new:.3}, before {old:.3}", w.label());
             // 200 replications: the binomial sd of a 95% rate is 1.5 points; the full grid
-            // (1,000 replications a cell, README) measured 95.4% and 96.9% here.
+            // (1,000 replications a cell, docs/run-level.md) measured 95.4% and 96.9% here.
             assert!((0.91..=0.985).contains(&new), "{}: {new}", w.label());
             assert!(old < 0.85, "{}: before {old}", w.label());
         }

@@ -455,7 +455,7 @@ mod tests {
     #[test]
     fn run_level_intervals_cover_the_truth_on_the_synthetic_judge() {
         // 300 replications (binomial sd of a 95% rate: 1.3 points), 100 anchors, runs of 200:
-        // a quick version of `judgecal coverage`, whose full-size figures are in the README.
+        // a quick version of `judgecal coverage`, whose full-size figures are in docs/run-level.md.
         let opts = Options {
             reps: 300,
             anchors: vec![100],
@@ -476,7 +476,7 @@ mod tests {
                     assert!((0.92..=0.985).contains(&c), "{r:?}");
                 }
                 // Reported, not asserted: 50 labels of a run unlike the anchors cover 93.3%
-                // over 1,000 replications (README), 91.7% over these 300.
+                // over 1,000 replications (docs/run-level.md), 91.7% over these 300.
                 Setting::Shifted | Setting::WeakerRun | Setting::WeakerRunLabelled => {}
             }
             if r.setting == Setting::ZeroDifference {

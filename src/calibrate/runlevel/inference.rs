@@ -571,7 +571,7 @@ impl Resampled {
     /// bootstrap's errs narrow; for a contrast of runs (A − B), where the corrector's error
     /// mostly cancels and what is left depends on the fit's local shape, over the bootstrap
     /// samples, since half-sample fits are rougher than the full one and overstate it. Both
-    /// choices are measured by `judgecal coverage` (README).
+    /// choices are measured by `judgecal coverage` (docs/run-level.md).
     pub fn variance(&self, weights: &[f64]) -> f64 {
         let contrast = weights.iter().sum::<f64>().abs() < 1e-12;
         if self.half_means.len() >= 2 && !contrast {
