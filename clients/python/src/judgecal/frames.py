@@ -83,7 +83,7 @@ def upload_frame(
     offset = 0
     while pending:
         part = pending.pop(0)
-        body = part.to_csv(index=False, columns=[c for c in COLUMNS if c in part], float_format="%.17g")
+        body = part.to_csv(index=False, columns=[c for c in COLUMNS if c in part])
         try:
             ack = client.upload_csv(body, replace=replace)
         except JudgecalError as e:
