@@ -196,14 +196,18 @@ fn anchors(rubric: usize, n: usize) -> Vec<Value> {
         .collect()
 }
 
-fn jobs(sections: &[u32]) {
-    let dir = tempfile::tempdir().unwrap();
-    let (_, router) = common::start_server(dir.path(), vec![]);
-    let rt = tokio::runtime::Builder::new_multi_thread()
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .unwrap();
+        .unwrap()
+}
+
+fn jobs(sections: &[u32]) {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, router) = common::start_server(dir.path(), vec![]);
+    let rt = runtime();
     rt.block_on(async {
         if sections.contains(&3) {
             common::call(
@@ -386,11 +390,7 @@ fn big_auto(n: usize) {
     }
     let dir = tempfile::tempdir().unwrap();
     let (_, router) = common::start_server(dir.path(), vec![]);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     rt.block_on(async {
         for chunk in pairs.chunks(50_000).enumerate() {
             let anchors: Vec<Value> = chunk
