@@ -109,6 +109,25 @@ def retryable(error: httpx.TransportError, idempotent: bool) -> bool:
     return idempotent
 
 
+def retry_wait(
+    settings: Settings,
+    request: "Request[Any]",
+    attempt: int,
+    response: httpx.Response | None = None,
+    error: httpx.TransportError | None = None,
+) -> float | None:
+    """The one retry policy of both clients: seconds to wait before another try after try
+    `attempt` (0-based) answered `response` or failed with `error`; None when the answer
+    stands or the error is final."""
+    if attempt >= settings.retries:
+        return None
+    if error is not None:
+        return wait_before(attempt, None, settings.backoff) if retryable(error, request.idempotent) else None
+    if response is not None and response.status_code in RETRY_STATUSES:
+        return wait_before(attempt, response, settings.backoff)
+    return None
+
+
 def transport_failure(error: httpx.TransportError, settings: Settings) -> JudgecalError:
     return Unavailable(
         message=f"no answer from {settings.base_url}: {error.__class__.__name__}: {error}",

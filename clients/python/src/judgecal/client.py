@@ -5,13 +5,14 @@ for the calls), with retries, exceptions carrying the service's code and per-row
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from typing import Any, Callable, Mapping, Sequence
 
 import httpx
 
 from . import models
-from ._core import Endpoints, Request, Settings, finished, outcome, retryable, transport_failure, wait_before
+from ._core import Endpoints, Request, Settings, finished, outcome, retry_wait, transport_failure
 from .errors import JudgecalError
 
 Progress = Callable[[models.JobDto], None]
@@ -65,20 +66,18 @@ class Client(Endpoints[Any]):
         self.close()
 
     def _send(self, request: Request[Any]) -> Any:
-        s = self.settings
-        for attempt in range(s.retries + 1):
-            last = attempt == s.retries
+        for attempt in itertools.count():
             try:
                 response = self._http.send(request.build(self._http))
             except httpx.TransportError as e:
-                if last or not retryable(e, request.idempotent):
-                    raise transport_failure(e, s) from e
-                time.sleep(wait_before(attempt, None, s.backoff))
-                continue
-            if response.status_code in (429, 503) and not last:
-                time.sleep(wait_before(attempt, response, s.backoff))
-                continue
-            return request.parse(response)
+                wait = retry_wait(self.settings, request, attempt, error=e)
+                if wait is None:
+                    raise transport_failure(e, self.settings) from e
+            else:
+                wait = retry_wait(self.settings, request, attempt, response=response)
+                if wait is None:
+                    return request.parse(response)
+            time.sleep(wait)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def train(
@@ -142,20 +141,18 @@ class AsyncClient(Endpoints[Any]):
         await self.aclose()
 
     async def _send(self, request: Request[Any]) -> Any:
-        s = self.settings
-        for attempt in range(s.retries + 1):
-            last = attempt == s.retries
+        for attempt in itertools.count():
             try:
                 response = await self._http.send(request.build(self._http))
             except httpx.TransportError as e:
-                if last or not retryable(e, request.idempotent):
-                    raise transport_failure(e, s) from e
-                await asyncio.sleep(wait_before(attempt, None, s.backoff))
-                continue
-            if response.status_code in (429, 503) and not last:
-                await asyncio.sleep(wait_before(attempt, response, s.backoff))
-                continue
-            return request.parse(response)
+                wait = retry_wait(self.settings, request, attempt, error=e)
+                if wait is None:
+                    raise transport_failure(e, self.settings) from e
+            else:
+                wait = retry_wait(self.settings, request, attempt, response=response)
+                if wait is None:
+                    return request.parse(response)
+            await asyncio.sleep(wait)
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def train(
