@@ -61,6 +61,11 @@ pub enum Command {
     /// Rank HANNA's story-generation systems from one judge's scores: half of the stories
     /// as anchors, each system's mean estimated on the other half; prints a Markdown table.
     Systems(SystemsArgs),
+    /// Rankings of K systems (/v1/rank) on worlds with known truth: how often any pair is
+    /// claimed in the wrong order, whether every rank interval covers, and how many labels
+    /// the plan needs against one count per system; with --hanna, HANNA's 11 systems by every
+    /// judge and rubric against the human ranking. Prints Markdown tables.
+    Rank(RankArgs),
     /// Manage API keys.
     Keys {
         #[command(subcommand)]
@@ -309,6 +314,69 @@ fn systems(a: SystemsArgs) -> Result<(), String> {
     Ok(())
 }
 
+#[derive(Debug, clap::Args)]
+pub struct RankArgs {
+    /// Replications per cell of the grid (K = 4, 12, 24; bias sd 0, 0.2; slope 0.2, 0.8).
+    #[arg(long, default_value_t = 400)]
+    pub reps: usize,
+    #[arg(long, default_value_t = 2)]
+    pub threads: usize,
+    /// Worlds per cell for the labels each design needs (K = 12 and 24, bias sd 0.2); 0 skips it.
+    #[arg(long, default_value_t = 10)]
+    pub label_reps: usize,
+    /// Skip the grid (only the labels study, or HANNA).
+    #[arg(long)]
+    pub no_grid: bool,
+    /// HANNA in long form (../shared/data/hanna/hanna_long.csv): rank its systems instead.
+    #[arg(long)]
+    pub hanna: Option<PathBuf>,
+    #[arg(long, default_value = "1")]
+    pub variant: String,
+    /// With --hanna: labels per system for the labelled column.
+    #[arg(long, default_value_t = 10)]
+    pub labels: usize,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
+
+fn rank(a: RankArgs) -> Result<(), String> {
+    use crate::study::rank;
+    let started = std::time::Instant::now();
+    if let Some(path) = &a.hanna {
+        let rows = rank::hanna(path, &a.variant, a.labels, a.seed)?;
+        print!("{}", rank::hanna_table(&rows, a.labels));
+        eprintln!("{:.0} s", started.elapsed().as_secs_f64());
+        return Ok(());
+    }
+    if !a.no_grid {
+        let rows = rank::run(&rank::cells(), a.reps, a.threads, &|_| {})?;
+        print!("{}", rank::table(&rows));
+        eprintln!("grid: {:.0} s", started.elapsed().as_secs_f64());
+    }
+    if a.label_reps > 0 {
+        println!(
+            "\n| cell | worlds | labels to resolve every gap > 0.1: planned shape, uniform | fewer |\n|---|---:|---:|---:|"
+        );
+        for w in rank::cells()
+            .into_iter()
+            .filter(|w| w.systems >= 12 && w.tau > 0.0)
+        {
+            let needed = rank::labels(&w, a.label_reps)?;
+            let (p, u, n) = rank::totals(&needed);
+            println!(
+                "| {} | {n} of {} | {:.0}, {:.0} | {:.0}% |",
+                w.label(),
+                needed.len(),
+                p as f64 / n.max(1) as f64,
+                u as f64 / n.max(1) as f64,
+                100.0 * (1.0 - p as f64 / u.max(1) as f64)
+            );
+        }
+        eprintln!("{:.0} s", started.elapsed().as_secs_f64());
+    }
+    Ok(())
+}
+
 fn intervals(a: IntervalsArgs) -> Result<(), String> {
     use crate::study::intervals::{self, Options};
     let mut candidates = crate::calibrate::Candidates::default();
@@ -528,6 +596,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Intervals(a) => return study(move || intervals(a)).await,
         Command::Drift(a) => return study(move || drift(a)).await,
         Command::Systems(a) => return study(move || systems(a)).await,
+        Command::Rank(a) => return study(move || rank(a)).await,
         other => other,
     };
     let settings = match Settings::load(&cli.config_dir) {
@@ -550,7 +619,8 @@ pub async fn run(cli: Cli) -> ExitCode {
         | Command::Coverage(_)
         | Command::Intervals(_)
         | Command::Drift(_)
-        | Command::Systems(_) => {
+        | Command::Systems(_)
+        | Command::Rank(_) => {
             unreachable!("handled above")
         }
     };

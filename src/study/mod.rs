@@ -12,6 +12,7 @@ pub mod experiment;
 pub mod figures;
 pub mod grid;
 pub mod intervals;
+pub mod rank;
 pub mod runlevel;
 pub mod sources;
 pub mod synthetic;

@@ -24,7 +24,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::calibrate::stats::{mean, normal_cdf, sample_variance};
+use crate::calibrate::stats::{mean, normal_cdf, sample_variance, standard_normal};
 
 /// Below this many groups, τ² is not estimated (see the module's rules).
 pub const MIN_GROUPS: usize = 5;
@@ -340,22 +340,87 @@ impl GroupBias {
             .points
             .iter()
             .map(|&(w, t2, mu, v_mu)| {
-                // Each side as (coefficient on μ, mean of the rest, variance of the rest).
-                let side = |k: Option<(usize, &GroupResidual)>| match k {
-                    Some((_, g)) => {
-                        let s2 = g.standard_error.powi(2);
-                        let shrink = if t2 + s2 > 0.0 { t2 / (t2 + s2) } else { 0.0 };
-                        (1.0 - shrink, shrink * g.mean_residual, shrink * s2)
-                    }
-                    None => (1.0, 0.0, t2),
+                let (ca, ma, va) = side(ka.map(|k| k.1), t2);
+                let (cb, mb, vb) = if against {
+                    side(kb.map(|k| k.1), t2)
+                } else {
+                    (0.0, 0.0, 0.0)
                 };
-                let (ca, ma, va) = side(ka);
-                let (cb, mb, vb) = if against { side(kb) } else { (0.0, 0.0, 0.0) };
                 let c = ca - cb;
                 (w, c * mu + ma - mb, va + vb + c * c * v_mu)
             })
             .collect();
         BiasShift { components, term }
+    }
+
+    /// Joint draws of the errors the bias shifts leave in several runs' answers, `draws` rows
+    /// of one value per run of `runs` (the run's shift less its drawn bias): each draw takes
+    /// one τ from its posterior and one μ, which every run shares, then each group's own
+    /// deviation given them. Runs that name one group share its draw (their difference
+    /// cancels it, as in [`contrast`](Self::contrast)); runs that name none each draw their own.
+    pub fn joint_errors(
+        &self,
+        runs: &[Option<&str>],
+        draws: usize,
+        rng: &mut nuts_rs::rand::rngs::ChaCha8Rng,
+    ) -> Vec<Vec<f64>> {
+        use nuts_rs::rand::RngExt;
+        let post = self.posterior();
+        let shifts: Vec<f64> = runs.iter().map(|g| self.shift(*g).shift()).collect();
+        // Each run's draw: the index of the group it shares one with.
+        let mut keys: Vec<Option<&str>> = Vec::new();
+        let slot: Vec<usize> = runs
+            .iter()
+            .map(
+                |g| match g.and_then(|g| keys.iter().position(|k| *k == Some(g))) {
+                    Some(i) => i,
+                    None => {
+                        keys.push(*g);
+                        keys.len() - 1
+                    }
+                },
+            )
+            .collect();
+        let known: Vec<Option<&GroupResidual>> =
+            keys.iter().map(|k| self.find(*k).map(|f| f.1)).collect();
+        let mut cumulative = Vec::with_capacity(post.points.len());
+        let mut total = 0.0;
+        for p in &post.points {
+            total += p.0;
+            cumulative.push(total);
+        }
+        let mut bias = vec![0.0; keys.len()];
+        (0..draws)
+            .map(|_| {
+                let u = rng.random::<f64>() * total;
+                let at = cumulative
+                    .partition_point(|&c| c < u)
+                    .min(post.points.len() - 1);
+                let (_, t2, mu, v_mu) = post.points[at];
+                let m = mu + v_mu.sqrt() * standard_normal(rng);
+                for (b, g) in bias.iter_mut().zip(&known) {
+                    let (c, rest, v) = side(*g, t2);
+                    *b = c * m + rest + v.max(0.0).sqrt() * standard_normal(rng);
+                }
+                slot.iter()
+                    .zip(&shifts)
+                    .map(|(&s, shift)| shift - bias[s])
+                    .collect()
+            })
+            .collect()
+    }
+}
+
+/// A run's bias given μ and τ² = `t2`, as (coefficient on μ, mean of the rest, variance of
+/// the rest): a known group's shrunk toward μ, a new one's a fresh draw around it.
+fn side(group: Option<&GroupResidual>, t2: f64) -> (f64, f64, f64) {
+    match group {
+        Some(g) => {
+            let s2 = g.standard_error.powi(2);
+            let shrink = if t2 + s2 > 0.0 { t2 / (t2 + s2) } else { 0.0 };
+            (1.0 - shrink, shrink * g.mean_residual, shrink * s2)
+        }
+        None => (1.0, 0.0, t2),
     }
 }
 
@@ -365,7 +430,6 @@ mod tests {
     use nuts_rs::rand::rngs::ChaCha8Rng;
 
     use super::*;
-    use crate::calibrate::stats::standard_normal;
 
     /// `k` groups of `n` residuals: bias u_g ~ N(0, tau²), noise sd `sd`; the biases too.
     fn draw(rng: &mut ChaCha8Rng, k: usize, n: usize, tau: f64, sd: f64) -> (GroupBias, Vec<f64>) {

@@ -24,6 +24,7 @@
 
 pub mod groups;
 pub mod inference;
+pub mod rank;
 
 use super::error::{CalibrateError, Result};
 use super::stats::{mean, sample_variance};
