@@ -137,7 +137,7 @@ impl Metrics {
             ),
             estimates: counter(
                 "judgecal_estimates_total",
-                "Run-level answers given by this process: kind is estimate (POST /v1/estimate) or compare (POST /v1/compare)",
+                "Run-level answers given by this process: kind is estimate (POST /v1/estimate), compare (POST /v1/compare) or rank (POST /v1/rank)",
                 &["judge", "rubric", "kind"],
             ),
             training_jobs: counter(
@@ -324,7 +324,7 @@ impl Metrics {
             .inc_by(n as u64);
     }
 
-    /// A run-level answer; `kind` is `estimate` or `compare`.
+    /// A run-level answer; `kind` is `estimate`, `compare` or `rank`.
     pub fn count_estimate(&self, key: &CellKey, kind: &str) {
         self.estimates
             .with_label_values(&[key.judge.as_str(), key.rubric.as_str(), kind])

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use super::{CellKey, GroupName, ItemId, JudgeName, Problem, RubricName};
 use crate::calibrate::runlevel::inference::Estimand;
+use crate::calibrate::runlevel::rank::{ErrorRate, LabelGoal, MAX_RUNS, RankSettings};
 use crate::calibrate::runlevel::{MIN_LABELLED, RunItems, Settings};
 
 /// One run's estimate, asked for.
@@ -106,6 +107,167 @@ impl CompareRequest {
                 b,
                 version,
                 settings,
+            }),
+            _ => Err(problems),
+        }
+    }
+}
+
+/// K runs to rank, asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RankRequest {
+    pub key: CellKey,
+    /// Each run's name and items.
+    pub runs: Vec<(String, RunItems)>,
+    pub version: Option<i64>,
+    pub settings: Settings,
+    pub rank: RankSettings,
+}
+
+/// A ranking's own options, as sent.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RawRankOptions {
+    pub error: Option<String>,
+    pub round: Option<usize>,
+    pub rounds: Option<usize>,
+    pub labels: Option<RawLabels>,
+}
+
+/// A label plan, as asked for.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RawLabels {
+    pub budget: Option<usize>,
+    pub min_gap: Option<f64>,
+    pub power: Option<f64>,
+    pub seed: Option<u64>,
+}
+
+/// The most looks a ranking may plan.
+pub const MAX_ROUNDS: usize = 10;
+
+impl RankRequest {
+    /// Checks the whole request; problems of a run are named `runs[i].` (from 0).
+    pub fn parse(
+        judge: &str,
+        rubric: &str,
+        runs: Vec<(String, RawRunWithGroup)>,
+        version: Option<i64>,
+        raw: RawSettings,
+        options: RawRankOptions,
+    ) -> Result<Self, Vec<Problem>> {
+        let mut problems = Vec::new();
+        let (key, settings) = parse_common(judge, rubric, version, raw, &mut problems);
+        if runs.len() < 2 || runs.len() > MAX_RUNS {
+            problems.push(Problem::at(
+                None,
+                "runs",
+                format!("{} runs; a ranking takes 2 to {MAX_RUNS}", runs.len()),
+            ));
+        }
+        let mut names = ClusterNames::default();
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        let mut parsed = Vec::with_capacity(runs.len());
+        for (i, (name, (raw, group))) in runs.into_iter().enumerate() {
+            let prefix = format!("runs[{i}].");
+            if name.is_empty() || name.len() > 256 || name.chars().any(char::is_control) {
+                problems.push(Problem::at(
+                    None,
+                    &format!("{prefix}name"),
+                    "1 to 256 characters, no control characters",
+                ));
+            } else if let Some(first) = seen.insert(name.clone(), i) {
+                problems.push(Problem::at(
+                    None,
+                    &format!("{prefix}name"),
+                    format!("{name:?} is also runs[{first}]: name each run once"),
+                ));
+            }
+            let run = match raw {
+                Ok(r) => parse_run(&prefix, r, group.as_deref(), &mut names, &mut problems),
+                Err(p) => {
+                    problems.push(p);
+                    RunItems::default()
+                }
+            };
+            parsed.push((name, run));
+        }
+        let mut rank = RankSettings::default();
+        if let Some(e) = &options.error {
+            match ErrorRate::parse(e) {
+                Some(e) => rank.error = e,
+                None => problems.push(Problem::at(
+                    None,
+                    "error",
+                    format!("{e:?} is not an error criterion: `familywise` (every pair's interval holds at once, the default) or `per_pair` (each on its own)"),
+                )),
+            }
+        }
+        rank.rounds = options.rounds.unwrap_or(1);
+        rank.round = options.round.unwrap_or(1);
+        if !(1..=MAX_ROUNDS).contains(&rank.rounds) {
+            problems.push(Problem::at(
+                None,
+                "rounds",
+                format!("the looks planned in all: 1 to {MAX_ROUNDS}, fixed before the first"),
+            ));
+        } else if !(1..=rank.rounds).contains(&rank.round) {
+            problems.push(Problem::at(
+                None,
+                "round",
+                format!(
+                    "this look, from 1 to rounds ({}); each look spends 1/rounds of the error rate, so a look past the planned ones would spend more than the level allows",
+                    rank.rounds
+                ),
+            ));
+        }
+        if let Some(l) = options.labels {
+            let mut goal = LabelGoal {
+                seed: l.seed.unwrap_or(settings.seed),
+                ..LabelGoal::default()
+            };
+            if rank.round >= rank.rounds && rank.rounds <= MAX_ROUNDS {
+                problems.push(Problem::at(
+                    None,
+                    "rounds",
+                    format!(
+                        "labels are for a later look, and this is look {} of {}: plan the looks from the start (for example rounds = 2 on the first call, then round = 2 with the labels)",
+                        rank.round, rank.rounds
+                    ),
+                ));
+            }
+            if let Some(b) = l.budget {
+                if b == 0 {
+                    problems.push(Problem::at(None, "labels.budget", "at least 1 label"));
+                }
+                goal.budget = Some(b);
+            }
+            if let Some(g) = l.min_gap {
+                if g.is_finite() && g > 0.0 {
+                    goal.min_gap = g;
+                } else {
+                    problems.push(Problem::at(
+                        None,
+                        "labels.min_gap",
+                        "a positive number, in reference units: gaps below it need not be resolved",
+                    ));
+                }
+            }
+            if let Some(p) = l.power {
+                if (0.5..=0.99).contains(&p) {
+                    goal.power = p;
+                } else {
+                    problems.push(Problem::at(None, "labels.power", "must lie in [0.5, 0.99]"));
+                }
+            }
+            rank.labels = Some(goal);
+        }
+        match key {
+            Some(key) if problems.is_empty() => Ok(Self {
+                key,
+                runs: parsed,
+                version,
+                settings,
+                rank,
             }),
             _ => Err(problems),
         }

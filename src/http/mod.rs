@@ -79,6 +79,7 @@ pub fn router(service: Arc<Service>, settings: &Settings) -> Router {
         .route("/v1/correct", post(correct::correct))
         .route("/v1/estimate", post(estimate::estimate))
         .route("/v1/compare", post(estimate::compare))
+        .route("/v1/rank", post(estimate::rank))
         .layer(limits)
         .layer(DefaultBodyLimit::max(settings.server.max_body_bytes));
     let metrics = service.metrics().clone();

@@ -35,6 +35,7 @@ Authentication: `Authorization: Bearer <key>`; keys carry scopes `ingest`, `corr
         correct::correct,
         estimate::estimate,
         estimate::compare,
+        estimate::rank,
         ops::healthz,
         ops::readyz,
         ops::metrics,
@@ -101,10 +102,11 @@ impl Modify for BearerAuth {
 
 /// The bodies that take `scores` or `items` (`extract::ScoresOrItems`), and the two shapes
 /// each is sent in: (body, its shape with `scores`, its shape with `items`).
-const RUN_SHAPES: [(&str, &str, &str); 3] = [
+const RUN_SHAPES: [(&str, &str, &str); 4] = [
     ("CorrectRequest", "CorrectScores", "CorrectItems"),
     ("EstimateBody", "EstimateScores", "EstimateItems"),
     ("RunBody", "RunScores", "RunItems"),
+    ("RankRunBody", "RankRunScores", "RankRunItems"),
 ];
 
 /// States each body of `RUN_SHAPES` as one of its two shapes: a copy with `scores` required

@@ -5,22 +5,26 @@ use std::sync::Arc;
 
 use super::Service;
 use super::versions::Loaded;
+use crate::calibrate::runlevel::rank::{self, Ranking};
 use crate::calibrate::runlevel::{self, Basis, RunComparison, RunEstimate, RunItems};
 use crate::calibrate::{Cell, MeanUncertainty};
-use crate::domain::estimate::{CompareRequest, EstimateRequest};
+use crate::domain::estimate::{CompareRequest, EstimateRequest, RankRequest};
 use crate::domain::{CellKey, Problem};
 use crate::error::{Error, Result};
 
 impl Service {
     fn check_size(&self, runs: &[(&str, &RunItems)]) -> Result<()> {
+        self.check_sizes(runs.iter().map(|(f, r)| ((*f).to_owned(), *r)))
+    }
+
+    fn check_sizes<'a>(&self, runs: impl Iterator<Item = (String, &'a RunItems)>) -> Result<()> {
         let max = self.limits.max_correct_batch;
         let problems: Vec<Problem> = runs
-            .iter()
             .filter(|(_, r)| r.scores.len() > max)
             .map(|(field, r)| {
                 Problem::at(
                     None,
-                    field,
+                    &field,
                     format!(
                         "{} scores; at most {max} per run (limits.max_correct_batch)",
                         r.scores.len()
@@ -111,6 +115,29 @@ impl Service {
         })
         .await?;
         self.metrics.count_estimate(&request.key, "compare");
+        Ok((loaded, answer))
+    }
+
+    /// K runs ranked, with their pairs' simultaneous intervals and, when asked, a label plan.
+    pub async fn rank(&self, request: RankRequest) -> Result<(Arc<Loaded>, Ranking)> {
+        self.check_sizes(
+            request
+                .runs
+                .iter()
+                .enumerate()
+                .map(|(i, (_, r))| (format!("runs[{i}].scores"), r)),
+        )?;
+        let basis = self.basis(&request.key, request.version).await?;
+        let loaded = basis.0.clone();
+        let n: usize = request.runs.iter().map(|r| r.1.scores.len()).sum();
+        let runs: Vec<RunItems> = request.runs.into_iter().map(|r| r.1).collect();
+        let (settings, how) = (request.settings, request.rank);
+        // Joint draws for every pair are heavier than one comparison: always off the runtime.
+        let answer = Self::with_basis(basis, n.max(4097), move |basis| {
+            rank::rank(basis, &runs, &settings, &how)
+        })
+        .await?;
+        self.metrics.count_estimate(&request.key, "rank");
         Ok((loaded, answer))
     }
 }

@@ -8,7 +8,7 @@ mod jobs;
 mod training;
 mod versions;
 
-pub use crate::domain::estimate::{CompareRequest, EstimateRequest};
+pub use crate::domain::estimate::{CompareRequest, EstimateRequest, RankRequest};
 pub use corrections::Correction;
 pub use coverage::COVERAGE_WINDOW;
 pub use jobs::Trained;

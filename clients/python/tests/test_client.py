@@ -72,6 +72,33 @@ def test_estimate_covers_a_known_mean_and_compare_finds_a_known_difference(train
     assert c.interval[0] < 0.8 < c.interval[1] and c.p_value < 0.001, c
 
 
+def test_rank_orders_runs_with_known_gaps_and_plans_labels_for_the_tie(trained, client):
+    # Three runs on the same prompts: "top" is 0.8 above "mid" on the reference's scale (1 on
+    # the judge's), "twin" is mid again. Top is resolved above both; the twins stay tied, and
+    # the label plan goes to them alone, on the same ids.
+    rng = random.Random(11)
+    js = [rng.uniform(1, 3.5) for _ in range(600)]
+    run = lambda shift: [{"id": f"p{i}", "score": j + shift} for i, j in enumerate(js)]  # noqa: E731
+    r = client.rank(
+        "j1",
+        "coherence",
+        {"mid": run(0.0), "top": run(1.0), "twin": run(0.0)},
+        rounds=2,
+        labels={"min_gap": 0.02, "seed": 1},
+    )
+    assert r.order[0] == "top" and r.top == ["top"], r.order
+    ranks = {x.name: x.rank for x in r.runs}
+    assert ranks["top"] == [1, 1] and ranks["mid"] == [2, 3] and ranks["twin"] == [2, 3], ranks
+    gap = next(p for p in r.pairs if {p.a, p.b} == {"mid", "top"})
+    truth = -0.8 if gap.a == "mid" else 0.8
+    assert gap.higher == "top" and gap.interval[0] < truth < gap.interval[1], gap
+    planned = {x.name: x.items for x in r.labels.runs}
+    assert set(planned) == {"mid", "twin"} and planned["mid"] == planned["twin"], planned
+    with pytest.raises(InvalidInput) as e:
+        client.rank("j1", "coherence", {"only": [3.0]})
+    assert e.value.details[0].field == "runs"
+
+
 def test_a_bad_batch_is_refused_whole_with_row_and_field(trained, client):
     before = client.cells().cells
     batch = anchors(5, 2, "bad")

@@ -31,6 +31,7 @@ CALLS = {
     "compare": "compare",
     "correct": "correct",
     "estimate": "estimate",
+    "rank": "rank",
     "job": "job",
     "cancel": "cancel",
     "train": "start_training",

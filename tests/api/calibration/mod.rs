@@ -5,6 +5,7 @@ mod coverage;
 mod estimates;
 mod jobs;
 mod methods;
+mod rank;
 mod training;
 
 use std::time::{Duration, Instant};

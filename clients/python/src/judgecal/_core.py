@@ -404,6 +404,43 @@ class Endpoints(Generic[T]):
             body["estimand"] = estimand
         return self._send(Request("POST", "/v1/compare", model(models.CompareResponse), json=body))
 
+    def rank(
+        self,
+        judge: str,
+        rubric: str,
+        runs: Mapping[str, Any],
+        *,
+        groups: Mapping[str, str] | None = None,
+        level: float | None = None,
+        error: str | None = None,
+        round: int | None = None,
+        rounds: int | None = None,
+        labels: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """POST /v1/rank: 2 to 50 runs (name -> scores, items or a run body) ranked by their
+        de-biased means, with intervals for every pair that hold together, rank intervals and
+        the runs tied with the top. `groups` names each run's system; `labels` (`budget`,
+        `min_gap`, `power`, `seed`) asks which items of which runs to label next, for a later
+        `round` of the `rounds` planned from the start."""
+        body: dict[str, Any] = {
+            "judge": judge,
+            "rubric": rubric,
+            "runs": [
+                {"name": name, **run_body(run, (groups or {}).get(name))}
+                for name, run in runs.items()
+            ],
+        }
+        for key, value in (
+            ("level", level),
+            ("error", error),
+            ("round", round),
+            ("rounds", rounds),
+            ("labels", dict(labels) if labels is not None else None),
+        ):
+            if value is not None:
+                body[key] = value
+        return self._send(Request("POST", "/v1/rank", model(models.RankResponse), json=body))
+
 
 FINISHED = frozenset({"succeeded", "failed", "cancelled"})
 

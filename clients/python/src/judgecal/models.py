@@ -439,6 +439,33 @@ class JobVersionDto(BaseModel):
     version: int
 
 
+class LabelsBody(BaseModel):
+    """
+    A label plan to return with the ranking.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    budget: int | None = Field(None, examples=[200], ge=1)
+    """
+    The most labels in all; left out: as many as settling every open pair takes.
+    """
+    min_gap: float | None = Field(None, examples=[0.1], gt=0.0)
+    """
+    Gaps smaller than this (reference units) need not be resolved (default 0.1): a pair
+    whose interval lies within ±min_gap is settled as close.
+    """
+    power: float | None = Field(None, examples=[0.8], ge=0.5, le=0.99)
+    """
+    The chance of resolving a pair whose true gap is the one planned for (default 0.8).
+    """
+    seed: int | None = Field(None, ge=0)
+    """
+    Seeds the random sample of items to label (default 0).
+    """
+
+
 class Objective(Enum):
     """
     A figure a rule compares; lower is better.
@@ -526,6 +553,56 @@ class QuantileMapOptions(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
+
+
+class RankRunScores(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    group: str | None = Field(
+        None,
+        examples=['BART'],
+        max_length=64,
+        min_length=1,
+        pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
+    )
+    """
+    The system whose outputs the run holds, as the anchors name their groups: a known group gets its own shrunk bias correction, a new one (or none) the between-group variance of the bias.
+    """
+    name: str = Field(..., examples=['model-a'], max_length=256, min_length=1)
+    """
+    The run's name in the answer (a model, a checkpoint): unique within the request.
+    """
+    scores: list[float] = Field(..., examples=[[2.5, 3.0, 4.0]], min_length=1)
+    """
+    Raw judge scores, one per item of the run.
+    """
+
+
+class RankedPairDto(BaseModel):
+    """
+    One pair of runs, A − B.
+    """
+
+    a: str
+    b: str
+    difference: float
+    """
+    mean(A) − mean(B), de-biased.
+    """
+    higher: str | None = None
+    """
+    The run surely higher, where resolved.
+    """
+    interval: list[float]
+    """
+    The simultaneous interval (with `familywise`).
+    """
+    resolved: bool
+    """
+    The interval excludes 0.
+    """
+    standard_error: float
 
 
 class ReviewAuditDto(BaseModel):
@@ -661,6 +738,20 @@ class RunItems(BaseModel):
     """
     The run's items, with ids, reference scores or clusters.
     """
+
+
+class RunLabelsDto(BaseModel):
+    """
+    Labels to add to one run.
+    """
+
+    add: int = Field(..., ge=0)
+    items: list[str]
+    """
+    The items to label, in order: their ids where the run has ids, else their 1-based
+    positions in the run as sent.
+    """
+    name: str
 
 
 class RunScores(BaseModel):
@@ -1507,6 +1598,69 @@ class JobDto(BaseModel):
     versions: list[JobVersionDto]
 
 
+class LabelPlanDto(BaseModel):
+    """
+    Where labels would settle the ranking.
+    """
+
+    budget: int | None = Field(None, ge=0)
+    min_gap: float
+    next_round: int = Field(..., ge=0)
+    """
+    The look to send them with.
+    """
+    open_pairs: int = Field(..., ge=0)
+    """
+    Pairs neither resolved nor settled as within ±min_gap.
+    """
+    paired: bool
+    """
+    Whether every run has the same ids, so that the labels fall on the same items.
+    """
+    power: float
+    runs: list[RunLabelsDto]
+    seed: int = Field(..., ge=0)
+    targets_reached: int = Field(..., ge=0)
+    """
+    Of them, those whose target the plan reaches (as the plan predicts, taking the runs'
+    labelled residuals as independent; paired labels usually do better).
+    """
+    total: int = Field(..., ge=0)
+    """
+    Labels in all.
+    """
+    uniform_total: int | None = Field(None, ge=0)
+    """
+    The labels one count for every run would take to reach the same targets (`null` where
+    no count does).
+    """
+
+
+class RankRunItems(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    group: str | None = Field(
+        None,
+        examples=['BART'],
+        max_length=64,
+        min_length=1,
+        pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
+    )
+    """
+    The system whose outputs the run holds, as the anchors name their groups: a known group gets its own shrunk bias correction, a new one (or none) the between-group variance of the bias.
+    """
+    items: list[RunItemDto] = Field(..., min_length=1)
+    """
+    The run's items, with ids (the same ids in every run pair them), reference scores or
+    clusters.
+    """
+    name: str = Field(..., examples=['model-a'], max_length=256, min_length=1)
+    """
+    The run's name in the answer (a model, a checkpoint): unique within the request.
+    """
+
+
 class RecipeDto(BaseModel):
     """
     How a flow version was trained.
@@ -1800,6 +1954,29 @@ class FlowDto(BaseModel):
     validation_loss: float | None = None
 
 
+class RankRunBody(RootModel[RankRunScores | RankRunItems]):
+    root: RankRunScores | RankRunItems
+    """
+    One run of a ranking.
+    """
+
+
+class RankedRunDto(RunEstimateDto):
+    """
+    One run in a ranking.
+    """
+
+    name: str
+    rank: list[int] = Field(..., examples=[[1, 3]], max_length=2, min_length=2)
+    """
+    The ranks compatible with the pairs' intervals, 1 the highest mean: [best, worst].
+    """
+    top: bool
+    """
+    Whether the run may be the best (its rank interval reaches 1).
+    """
+
+
 class VersionDto(BaseModel):
     active: bool
     """
@@ -1838,3 +2015,97 @@ class VersionsResponse(BaseModel):
     """
     Newest first.
     """
+
+
+class RankBody(BaseModel):
+    """
+    The body of POST /v1/rank: K runs of one cell.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    error: str | None = Field(
+        None, examples=['familywise'], pattern='^(familywise|per_pair)$'
+    )
+    """
+    `familywise` (default: max-t intervals that hold for all pairs at once) or `per_pair`
+    (each pair's interval on its own; rank intervals then hold only pair by pair).
+    """
+    judge: str = Field(
+        ...,
+        examples=['gpt-4o-mini'],
+        max_length=64,
+        min_length=1,
+        pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
+    )
+    labels: LabelsBody | None = None
+    level: float | None = Field(None, examples=[0.95], ge=0.5, le=0.999)
+    """
+    Of the intervals (default 0.95): with `familywise`, every pair's interval and every
+    rank interval hold together at this level, over all `rounds` looks.
+    """
+    round: int | None = Field(None, ge=1, le=10)
+    """
+    This look (default 1). Each look is made at level 1 − (1 − level)/rounds.
+    """
+    rounds: int | None = Field(None, ge=1, le=10)
+    """
+    The looks planned in all, fixed before the first (default 1). To label and ask again,
+    plan 2 or more from the start.
+    """
+    rubric: str = Field(
+        ...,
+        examples=['coherence'],
+        max_length=64,
+        min_length=1,
+        pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
+    )
+    runs: list[RankRunBody] = Field(..., max_length=50, min_length=2)
+    """
+    2 to 50 runs.
+    """
+    version: int | None = Field(None, ge=1)
+
+
+class RankResponse(BaseModel):
+    critical: float
+    """
+    The critical value the pairs' standard errors are multiplied by (max-t), or the
+    largest per-pair one.
+    """
+    error: str
+    """
+    `familywise` or `per_pair`.
+    """
+    family_level: float
+    """
+    The level this look's pair intervals hold at together: 1 − (1 − level)/rounds.
+    """
+    judge: str
+    labels: LabelPlanDto | None = None
+    level: float
+    method: str
+    order: list[str]
+    """
+    The run names by estimate, highest first.
+    """
+    pairs: list[RankedPairDto]
+    """
+    Every pair, A before B as sent.
+    """
+    resolved: int = Field(..., ge=0)
+    round: int = Field(..., ge=0)
+    rounds: int = Field(..., ge=0)
+    rubric: str
+    runs: list[RankedRunDto]
+    """
+    The runs as sent, each with its rank interval.
+    """
+    top: list[str]
+    """
+    The runs that may be the best.
+    """
+    unresolved: int = Field(..., ge=0)
+    version: int
+    warnings: list[str]

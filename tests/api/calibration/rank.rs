@@ -1,0 +1,157 @@
+//! /v1/rank over HTTP, on both backends: on an identity version (whose plain estimates are the
+//! raw means shifted by one offset, so every difference is the raw one), a run far above two
+//! tied runs is ranked first with certainty and the tie is left open; the label plan goes to
+//! the tied runs only, by id; refusals name the field; the metric counts the answer.
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::common::{Backend, TestApp, assert_error};
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+fn items(scores: &[f64]) -> Vec<Value> {
+    scores
+        .iter()
+        .enumerate()
+        .map(|(i, s)| json!({"id": format!("p{i}"), "score": s}))
+        .collect()
+}
+
+async fn a_clear_leader_is_ranked_first_and_labels_go_to_the_tie(backend: Backend) {
+    let app = TestApp::new(backend).await;
+    upload(&app, "j1", "coherence", 120, 0.5, 0.8).await;
+    let job = finished(
+        &app,
+        &train(&app, "j1", json!({"method": "identity"})).await,
+    )
+    .await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+    let base: Vec<f64> = (0..400)
+        .map(|i| 2.0 + ((i * 37) % 100) as f64 / 50.0)
+        .collect();
+    let shifted = |d: f64| -> Vec<f64> { base.iter().map(|s| s + d).collect() };
+    let body = json!({"judge": "j1", "rubric": "coherence", "rounds": 2,
+    "labels": {"min_gap": 0.05, "seed": 3},
+    "runs": [
+        {"name": "b", "items": items(&shifted(0.0))},
+        {"name": "a", "items": items(&shifted(1.0))},
+        {"name": "c", "items": items(&shifted(0.001))},
+    ]});
+    let res = app.json("POST", "/v1/rank", &body).await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let b = &res.body;
+    assert_eq!(b["order"], json!(["a", "c", "b"]), "{b}");
+    assert_eq!(b["top"], json!(["a"]), "{b}");
+    assert!((f(&b["family_level"]) - 0.975).abs() < 1e-12, "{b}");
+    // Each difference is the raw one: the identity's offset cancels.
+    let pairs = b["pairs"].as_array().unwrap();
+    let ab = pairs
+        .iter()
+        .find(|p| p["a"] == "b" && p["b"] == "a")
+        .unwrap();
+    assert!((f(&ab["difference"]) + 1.0).abs() < 1e-9, "{ab}");
+    assert_eq!(ab["higher"], "a");
+    let bc = pairs
+        .iter()
+        .find(|p| p["a"] == "b" && p["b"] == "c")
+        .unwrap();
+    assert_eq!(bc["resolved"], false, "{bc}");
+    // Three pairs of independent normal errors: the max-t critical value lies between the
+    // single pair's 97.5% point (2.24) and Bonferroni's over three (2.64).
+    let c = f(&b["critical"]);
+    assert!((2.24..2.64).contains(&c), "critical {c}");
+    // The pair's standard error is the two runs' residual noise over their 400 items (the
+    // anchors' offset, shared, cancels), within the draws' Monte Carlo error (20,000 draws:
+    // about 1%).
+    let se = f(&bc["standard_error"]);
+    let own = |k: usize| f(&b["runs"][k]["variance"]["sampling"]);
+    assert!((se / (own(0) + own(2)).sqrt() - 1.0).abs() < 0.03, "{se}");
+    let rank = |k: usize| b["runs"][k]["rank"].clone();
+    assert_eq!(
+        (rank(1), rank(0), rank(2)),
+        (json!([1, 1]), json!([2, 3]), json!([2, 3]))
+    );
+    // The plan labels the tied runs only, the same ids in both.
+    let plan = &b["labels"];
+    assert_eq!(plan["next_round"], 2);
+    assert_eq!(plan["open_pairs"], 1, "{plan}");
+    let runs = plan["runs"].as_array().unwrap();
+    let names: Vec<&str> = runs.iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["b", "c"], "{plan}");
+    assert_eq!(runs[0]["items"], runs[1]["items"], "{plan}");
+    assert_eq!(plan["paired"], true);
+    assert!(f(&plan["total"]) >= 20.0, "{plan}");
+    // The labels come back: the second look uses them (labelled path on b and c).
+    let labelled: std::collections::HashSet<String> = runs[0]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_owned())
+        .collect();
+    let with_refs = |d: f64| -> Vec<Value> {
+        items(&shifted(d))
+            .into_iter()
+            .map(|mut it| {
+                if labelled.contains(it["id"].as_str().unwrap()) {
+                    it["reference"] = json!(f(&it["score"]));
+                }
+                it
+            })
+            .collect()
+    };
+    let second = json!({"judge": "j1", "rubric": "coherence", "rounds": 2, "round": 2,
+    "runs": [
+        {"name": "b", "items": with_refs(0.0)},
+        {"name": "a", "items": items(&shifted(1.0))},
+        {"name": "c", "items": with_refs(0.001)},
+    ]});
+    let res = app.json("POST", "/v1/rank", &second).await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert_eq!(res.body["runs"][0]["path"], "labelled", "{}", res.body);
+    assert_eq!(res.body["runs"][1]["path"], "plain");
+    let counted = metrics(&app).await;
+    assert_eq!(
+        metric(
+            &counted,
+            "judgecal_estimates_total{judge=\"j1\",kind=\"rank\",rubric=\"coherence\"}"
+        ),
+        Some(2.0)
+    );
+}
+
+async fn ranking_requests_are_refused_whole_naming_the_field(backend: Backend) {
+    let app = TestApp::new(backend).await;
+    let one =
+        json!({"judge": "j1", "rubric": "coherence", "runs": [{"name": "a", "scores": [3.0]}]});
+    let d = assert_error(
+        &app.json("POST", "/v1/rank", &one).await,
+        422,
+        "invalid_input",
+    );
+    assert_eq!(d[0]["field"], "runs", "{d:?}");
+    let bad = json!({"judge": "j1", "rubric": "coherence", "error": "some", "labels": {"min_gap": -1},
+        "runs": [{"name": "a", "scores": [3.0]}, {"name": "a", "scores": [f64::MAX, 2.0], "group": "no spaces"}]});
+    let d = assert_error(
+        &app.json("POST", "/v1/rank", &bad).await,
+        422,
+        "invalid_input",
+    );
+    let fields: Vec<&str> = d.iter().map(|p| p["field"].as_str().unwrap()).collect();
+    for want in [
+        "runs[1].name",
+        "runs[1].group",
+        "error",
+        "rounds",
+        "labels.min_gap",
+    ] {
+        assert!(fields.contains(&want), "{want} not in {fields:?}");
+    }
+}
+
+on_both_backends!(
+    a_clear_leader_is_ranked_first_and_labels_go_to_the_tie,
+    ranking_requests_are_refused_whole_naming_the_field,
+);
