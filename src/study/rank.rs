@@ -711,9 +711,9 @@ mod tests {
 
     #[test]
     fn a_ranking_of_weak_and_biased_judges_makes_few_wrong_claims() {
-        // The hard corners of the grid, 60 replications each: K = 12, τ = 0.2, slope 0.2 and
-        // 0.8. A family-wise error of 5% over 60 replications has a binomial sd of 2.8 points:
-        // more than 8 wrong claims in a cell (13%) would be a real excess. The full grid
+        // The hard corners of the grid, 40 replications each: K = 12, τ = 0.2, slope 0.2 and
+        // 0.8. A family-wise error of 5% over 40 replications has a binomial sd of 3.4 points:
+        // more than 6 wrong claims in a cell (15%) would be a real excess. The full grid
         // (`judgecal rank --reps 400`, docs/run-level.md) measures the rates.
         for slope in [0.2, 0.8] {
             let w = World {
@@ -721,10 +721,10 @@ mod tests {
                 tau: 0.2,
                 slope,
             };
-            let (_, c) = run(&[w], 60, 2, &|_| {}).unwrap().remove(0);
+            let (_, c) = run(&[w], 40, 2, &|_| {}).unwrap().remove(0);
             eprintln!("{}\n", table(&[(w, c.clone())]));
-            assert!(c.wrong_once <= 8 && c.wrong_twice <= 8, "{c:?}");
-            assert!(c.covered_once >= 52 && c.covered_twice >= 52, "{c:?}");
+            assert!(c.wrong_once <= 6 && c.wrong_twice <= 6, "{c:?}");
+            assert!(c.covered_once >= 34 && c.covered_twice >= 34, "{c:?}");
             // The labels resolve more of the gapped pairs than the judge alone.
             assert!(c.resolved_second > c.resolved_first, "{c:?}");
         }

@@ -1,0 +1,60 @@
+//! /v1/rank speed, server-side (in-process through the router: JSON parse, the 24 runs'
+//! estimates, the joint draws and the pairs, JSON response; embedded SQLite): 24 runs of
+//! 10,000 paired items each, on a Bayesian version (closed-form corrector term) and on an
+//! isotonic one (refits on resampled anchors), then the same with a label plan.
+//!
+//!     cargo bench --bench rank
+
+mod common;
+
+use serde_json::{Value, json};
+
+const RUNS: usize = 24;
+const ITEMS: usize = 10_000;
+
+fn main() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, router) = common::start_server_with(
+        dir.path(),
+        vec![
+            ("bench", json!({"method": "bayes"}), 1500),
+            ("benchiso", json!({"method": "isotonic"}), 1500),
+        ],
+    );
+    let runs: Vec<Value> = (0..RUNS)
+        .map(|k| {
+            let items: Vec<Value> = (0..ITEMS)
+                .map(|i| {
+                    let s = 1.0 + ((i * 7 + k * 13) % 4001) as f64 / 1000.0;
+                    json!({"id": format!("p{i}"), "score": (s + 0.02 * k as f64).min(5.0)})
+                })
+                .collect();
+            json!({"name": format!("model-{k}"), "items": items})
+        })
+        .collect();
+    let ok = |bytes: &[u8]| {
+        let v: Value = serde_json::from_slice(bytes).expect("JSON");
+        assert!(v["pairs"].is_array(), "{v}");
+    };
+    for judge in ["bench", "benchiso"] {
+        for labels in [false, true] {
+            let mut body = json!({"judge": judge, "rubric": "coherence", "runs": runs});
+            if labels {
+                body["rounds"] = json!(2);
+                body["labels"] = json!({"min_gap": 0.1});
+            }
+            let body = body.to_string();
+            // The first request reads the version's anchors; the figures are of the ones after.
+            common::time_requests(&router, "/v1/rank", &body, 1, ok);
+            let times = common::time_requests(&router, "/v1/rank", &body, 7, ok);
+            println!(
+                "rank, {RUNS} runs of {ITEMS} items, {judge}{}: median {:.0} ms, best {:.0} ms, worst {:.0} ms over {}",
+                if labels { ", with a label plan" } else { "" },
+                times[times.len() / 2],
+                times[0],
+                times[times.len() - 1],
+                times.len()
+            );
+        }
+    }
+}
