@@ -547,23 +547,13 @@ pub fn hanna(
     labels: usize,
     seed: u64,
 ) -> Result<Vec<HannaRow>, String> {
-    let records = super::systems::read(path)?;
-    let mut cells: Vec<(String, String)> = records
-        .iter()
-        .filter(|r| r.variant == variant)
-        .map(|r| (r.judge.clone(), r.rubric.clone()))
-        .collect();
-    cells.sort();
-    cells.dedup();
+    use super::systems::{cells, read, scored};
+    let records = read(path)?;
     let never = std::sync::atomic::AtomicBool::new(false);
     let fit_run = Run::new(&never, &|_| {});
     let mut out = Vec::new();
-    for (judge, rubric) in cells {
-        let mine: Vec<&super::systems::Record> = records
-            .iter()
-            .filter(|r| r.variant == variant && r.judge == judge && r.rubric == rubric)
-            .filter(|r| (1.0..=5.0).contains(&r.score))
-            .collect();
+    for (judge, rubric) in cells(&records, variant) {
+        let mine = scored(&records, variant, &judge, &rubric);
         let (anchors, held): (Vec<&super::systems::Record>, Vec<&super::systems::Record>) =
             mine.iter().partition(|r| r.story.is_multiple_of(2));
         let cell = Cell {

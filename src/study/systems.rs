@@ -201,6 +201,32 @@ pub(super) struct Record {
     pub(super) score: f64,
 }
 
+/// Every (judge, rubric) of prompt variant `variant`, sorted.
+pub(super) fn cells(records: &[Record], variant: &str) -> Vec<(String, String)> {
+    let mut cells: Vec<(String, String)> = records
+        .iter()
+        .filter(|r| r.variant == variant)
+        .map(|r| (r.judge.clone(), r.rubric.clone()))
+        .collect();
+    cells.sort();
+    cells.dedup();
+    cells
+}
+
+/// The records of one cell with a score on the 1–5 scale (others are failed parses).
+pub(super) fn scored<'a>(
+    records: &'a [Record],
+    variant: &str,
+    judge: &str,
+    rubric: &str,
+) -> Vec<&'a Record> {
+    records
+        .iter()
+        .filter(|r| r.variant == variant && r.judge == judge && r.rubric == rubric)
+        .filter(|r| (1.0..=5.0).contains(&r.score))
+        .collect()
+}
+
 pub(super) fn read(path: &std::path::Path) -> Result<Vec<Record>, String> {
     let mut reader =
         csv::Reader::from_path(path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -296,22 +322,11 @@ pub fn pairs(
     new_systems: bool,
 ) -> Result<Vec<PairRow>, String> {
     let records = read(path)?;
-    let mut cells: Vec<(String, String)> = records
-        .iter()
-        .filter(|r| r.variant == variant)
-        .map(|r| (r.judge.clone(), r.rubric.clone()))
-        .collect();
-    cells.sort();
-    cells.dedup();
     let never = std::sync::atomic::AtomicBool::new(false);
     let fit_run = Run::new(&never, &|_| {});
     let mut out = Vec::new();
-    for (judge, rubric) in cells {
-        let mine: Vec<&Record> = records
-            .iter()
-            .filter(|r| r.variant == variant && r.judge == judge && r.rubric == rubric)
-            .filter(|r| (1.0..=5.0).contains(&r.score))
-            .collect();
+    for (judge, rubric) in cells(&records, variant) {
+        let mine = scored(&records, variant, &judge, &rubric);
         let (anchors, held): (Vec<&Record>, Vec<&Record>) =
             mine.iter().partition(|r| r.story.is_multiple_of(2));
         let cell = Cell {

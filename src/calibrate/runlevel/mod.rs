@@ -102,6 +102,9 @@ impl Default for Settings {
     }
 }
 
+/// Per run, (group centre, the run's share in it) over shared groups of judge scores.
+type Histograms = Vec<Vec<(f64, f64)>>;
+
 /// Groups of neighbouring judge scores (of all runs of an answer) a resampled term averages
 /// over.
 const HISTOGRAM_BINS: usize = 128;
@@ -382,6 +385,25 @@ impl<'a> Anchored<'a> {
             .collect())
     }
 
+    /// Refits of the corrector on resampled anchors, each averaged over every run of `runs`
+    /// (their shared histograms, returned too).
+    fn resampled(
+        &self,
+        runs: &[&[f64]],
+        settings: &Settings,
+    ) -> Result<(Histograms, inference::Resampled)> {
+        let histograms = inference::shared_histograms(runs, HISTOGRAM_BINS);
+        let options = self.basis.model.method().default_options();
+        let resampled = inference::resampled_means(
+            &options,
+            self.basis.anchors,
+            &histograms,
+            settings.refits.max(2),
+            settings.seed,
+        )?;
+        Ok((histograms, resampled))
+    }
+
     /// What the corrector's own uncertainty does to Σ_k `weights[k]`·(run k's mean corrected
     /// score).
     fn corrector_term(
@@ -419,15 +441,7 @@ impl<'a> Anchored<'a> {
             ),
             MeanUncertainty::Omitted(why) => (0.0, Term::Omitted(why)),
             MeanUncertainty::Resample => {
-                let histograms = inference::shared_histograms(runs, HISTOGRAM_BINS);
-                let options = self.basis.model.method().default_options();
-                let resampled = inference::resampled_means(
-                    &options,
-                    self.basis.anchors,
-                    &histograms,
-                    settings.refits.max(2),
-                    settings.seed,
-                )?;
+                let (histograms, resampled) = self.resampled(runs, settings)?;
                 // The bootstrap's estimate of the fit's bias for this combination: the refits'
                 // mean less the fit's own, both over the runs' groups.
                 let mut fitted = 0.0;

@@ -407,15 +407,7 @@ fn corrector_errors(
             let mut scores: Vec<&[f64]> =
                 plain.iter().map(|&i| runs[i].scores.as_slice()).collect();
             scores.push(&anchored.judge_scores);
-            let histograms = inference::shared_histograms(&scores, super::HISTOGRAM_BINS);
-            let options = anchored.basis.model.method().default_options();
-            let resampled = inference::resampled_means(
-                &options,
-                anchored.basis.anchors,
-                &histograms,
-                settings.refits.max(2),
-                settings.seed,
-            )?;
+            let (_, resampled) = anchored.resampled(&scores, settings)?;
             // One refit per draw, centred on the refits' mean, at the bootstrap's scale.
             let refits = &resampled.means;
             let centre: Vec<f64> = (0..scores.len())
