@@ -30,9 +30,11 @@ fn batch_in_process(router: &axum::Router, judge: &str) {
     let times = common::time_requests(router, "/v1/correct", &body, 11, |bytes| {
         assert!(bytes.len() > BATCH * 50, "a full response");
     });
-    println!(
-        "correct 100,000 scores in one request, {judge} (in-process, request bytes to response bytes): median {:.1} ms, best {:.1} ms, worst {:.1} ms over 11",
-        times[5], times[0], times[10]
+    common::report(
+        &format!(
+            "correct 100,000 scores in one request, {judge} (in-process, request bytes to response bytes)"
+        ),
+        &times,
     );
 }
 

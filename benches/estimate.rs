@@ -15,16 +15,6 @@ use serde_json::{Value, json};
 
 const RUN: usize = 100_000;
 
-fn report(what: &str, times: &[f64]) {
-    println!(
-        "{what}: median {:.1} ms, best {:.1} ms, worst {:.1} ms over {}",
-        times[times.len() / 2],
-        times[0],
-        times[times.len() - 1],
-        times.len()
-    );
-}
-
 fn main() {
     let dir = tempfile::tempdir().unwrap();
     let (_, router) = common::start_server_with(
@@ -51,7 +41,7 @@ fn main() {
         // The first request reads the version's anchors; the figures are of the ones after.
         common::time_requests(&router, "/v1/estimate", &body, 1, ok);
         let times = common::time_requests(&router, "/v1/estimate", &body, 11, ok);
-        report(
+        common::report(
             &format!("estimate, 100,000 scores, {judge} ({term} corrector term)"),
             &times,
         );
@@ -69,7 +59,7 @@ fn main() {
                           "a": {"items": shifted}, "b": {"items": items}})
         .to_string();
         let times = common::time_requests(&router, "/v1/compare", &body, 5, ok);
-        report(
+        common::report(
             &format!("compare, two paired runs of 100,000 items, {judge} ({term} corrector term)"),
             &times,
         );

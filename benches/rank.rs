@@ -47,13 +47,10 @@ fn main() {
             // The first request reads the version's anchors; the figures are of the ones after.
             common::time_requests(&router, "/v1/rank", &body, 1, ok);
             let times = common::time_requests(&router, "/v1/rank", &body, 7, ok);
-            println!(
-                "rank, {RUNS} runs of {ITEMS} items, {judge}{}: median {:.0} ms, best {:.0} ms, worst {:.0} ms over {}",
-                if labels { ", with a label plan" } else { "" },
-                times[times.len() / 2],
-                times[0],
-                times[times.len() - 1],
-                times.len()
+            let plan = if labels { ", with a label plan" } else { "" };
+            common::report(
+                &format!("rank, {RUNS} runs of {ITEMS} items, {judge}{plan}"),
+                &times,
             );
         }
     }

@@ -115,3 +115,15 @@ pub fn time_requests(
     out.sort_by(f64::total_cmp);
     out
 }
+
+/// Prints sorted request times (ms) as median, best and worst.
+#[allow(dead_code)] // the flow benchmark prints its own
+pub fn report(what: &str, times: &[f64]) {
+    println!(
+        "{what}: median {:.1} ms, best {:.1} ms, worst {:.1} ms over {}",
+        times[times.len() / 2],
+        times[0],
+        times[times.len() - 1],
+        times.len()
+    );
+}
