@@ -327,6 +327,16 @@ pub struct RankArgs {
     /// Skip the grid (only the labels study, or HANNA).
     #[arg(long)]
     pub no_grid: bool,
+    /// Only the cells with this judge slope (0.2 or 0.8).
+    #[arg(long)]
+    pub slope: Option<f64>,
+    /// Only the grid's cells with this many systems (4, 12 or 24).
+    #[arg(long)]
+    pub systems: Option<usize>,
+    /// Measure the plan the allocation makes for a budget (the smallest budget that
+    /// settles), not its own plan scaled.
+    #[arg(long)]
+    pub by_budget: bool,
     /// HANNA in long form (../shared/data/hanna/hanna_long.csv): rank its systems instead.
     #[arg(long)]
     pub hanna: Option<PathBuf>,
@@ -343,13 +353,19 @@ fn rank(a: RankArgs) -> Result<(), String> {
     use crate::study::rank;
     let started = std::time::Instant::now();
     if let Some(path) = &a.hanna {
-        let rows = rank::hanna(path, &a.variant, a.labels, a.seed)?;
+        let rows = rank::hanna(path, &a.variant, a.labels, a.seed, a.by_budget)?;
         print!("{}", rank::hanna_table(&rows, a.labels));
         eprintln!("{:.0} s", started.elapsed().as_secs_f64());
         return Ok(());
     }
     if !a.no_grid {
-        let rows = rank::run(&rank::cells(), a.reps, a.threads, &|_| {})?;
+        let cells: Vec<rank::World> = rank::cells()
+            .into_iter()
+            .filter(|w| {
+                a.slope.is_none_or(|s| s == w.slope) && a.systems.is_none_or(|k| k == w.systems)
+            })
+            .collect();
+        let rows = rank::run(&cells, a.reps, a.threads, &|_| {})?;
         print!("{}", rank::table(&rows));
         eprintln!("grid: {:.0} s", started.elapsed().as_secs_f64());
     }
@@ -359,9 +375,12 @@ fn rank(a: RankArgs) -> Result<(), String> {
         );
         for w in rank::cells()
             .into_iter()
-            .filter(|w| w.systems >= 12 && w.tau > 0.0)
+            .filter(|w| w.systems >= 12 && w.tau > 0.0 && a.slope.is_none_or(|s| s == w.slope))
         {
-            let needed = rank::labels(&w, a.label_reps)?;
+            let needed = rank::labels(&w, a.label_reps, a.threads, a.by_budget)?;
+            for x in &needed {
+                eprintln!("{}: {x:?}", w.label());
+            }
             let (p, u, n) = rank::totals(&needed);
             println!(
                 "| {} | {n} of {} | {:.0}, {:.0} | {:.0}% |",

@@ -231,7 +231,9 @@ pub struct RunEstimateDto {
     /// labelled.
     estimate: f64,
     interval: [f64; 2],
-    /// `plain` (judge scores only) or `labelled` (PPI++ with the run's labelled items).
+    /// `plain` (judge scores only) or `labelled` (PPI++ with the run's labelled items); in a
+    /// ranking, a run with labelled items is `combined`: its plain and labelled estimates
+    /// weighted by the inverse of their variances.
     path: &'static str,
     /// Items in the run.
     n: usize,
@@ -756,8 +758,9 @@ pub struct RankResponse {
 
 /// Ranks K runs of one cell: is model A better than B, for every pair at once?
 ///
-/// Each run's de-biased mean is the one `/v1/estimate` gives (plain path with its group term,
-/// or the labelled path where the run carries references). Every pair's difference gets an
+/// Each run's de-biased mean is the one `/v1/estimate` gives (plain path with its group term);
+/// where the run carries references, its plain and labelled estimates combined by inverse
+/// variance (`path`: `combined`), so that labels only ever narrow it. Every pair's difference gets an
 /// interval that holds for all pairs together (`error`: `familywise`, max-t over joint draws of
 /// every run's error: the runs' own noise, the corrector's shared error, the groups' bias and
 /// the labelled runs' sampling, correlated where they labelled the same items), and each run a

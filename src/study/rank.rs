@@ -23,7 +23,7 @@ use nuts_rs::rand::{RngExt, SeedableRng};
 
 use super::synthetic::stand_in_reference;
 use crate::calibrate::runlevel::rank::{self, LabelGoal, RankSettings, Ranking};
-use crate::calibrate::runlevel::{Basis, RunItems, Settings};
+use crate::calibrate::runlevel::{Basis, Path, RunItems, Settings};
 use crate::calibrate::stats::{mean, standard_normal};
 use crate::calibrate::train::train_with_groups;
 use crate::calibrate::{Cell, Method, Run};
@@ -181,6 +181,10 @@ pub struct Counts {
     pub labels: usize,
     pub uniform: usize,
     pub uniform_reps: usize,
+    /// Runs the second look answered with their labels (the combined answer), and those
+    /// whose own interval covers the run's true mean.
+    pub combined: usize,
+    pub combined_covered: usize,
 }
 
 impl Counts {
@@ -196,6 +200,8 @@ impl Counts {
         self.labels += o.labels;
         self.uniform += o.uniform;
         self.uniform_reps += o.uniform_reps;
+        self.combined += o.combined;
+        self.combined_covered += o.combined_covered;
     }
 
     pub fn rate(&self, k: usize) -> f64 {
@@ -280,6 +286,13 @@ fn replicate(w: &World, rep: u64) -> Result<Counts, String> {
     let (wb, cb) = judge(&second, &truth);
     let (gapped, r1) = resolved(&first, &truth, MIN_GAP);
     let (_, r2) = resolved(&second, &truth, MIN_GAP);
+    let labelled: Vec<bool> = second
+        .runs
+        .iter()
+        .zip(&truth)
+        .filter(|(r, _)| r.estimate.path != Path::Plain)
+        .map(|(r, &t)| r.estimate.mean.interval.0 <= t && t <= r.estimate.mean.interval.1)
+        .collect();
     Ok(Counts {
         reps: 1,
         wrong_once: usize::from(w1),
@@ -292,6 +305,8 @@ fn replicate(w: &World, rep: u64) -> Result<Counts, String> {
         labels: plan.total(),
         uniform: plan.uniform.unwrap_or(0),
         uniform_reps: usize::from(plan.uniform.is_some()),
+        combined: labelled.len(),
+        combined_covered: labelled.iter().filter(|&&c| c).count(),
     })
 }
 
@@ -334,13 +349,13 @@ pub fn run(
 
 pub fn table(rows: &[(World, Counts)]) -> String {
     let mut out = String::from(
-        "| cell | reps | one look: wrong claim, ranks covered | two looks with labels: wrong claim, ranks covered | gap > 0.1 pairs resolved: judge only → with labels | labels planned (uniform for the same targets) |\n|---|---:|---:|---:|---:|---:|\n",
+        "| cell | reps | one look: wrong claim, ranks covered | two looks with labels: wrong claim, ranks covered | gap > 0.1 pairs resolved: judge only → with labels | labelled runs' own intervals covering | labels planned (uniform for the same targets) |\n|---|---:|---:|---:|---:|---:|---:|\n",
     );
     for (w, c) in rows {
         let pct = |k: usize| format!("{:.1}%", 100.0 * c.rate(k));
         let share = |k: usize| 100.0 * k as f64 / c.gapped.max(1) as f64;
         out.push_str(&format!(
-            "| {} | {} | {}, {} | {}, {} | {:.1}% → {:.1}% | {:.0} ({}) |\n",
+            "| {} | {} | {}, {} | {}, {} | {:.1}% → {:.1}% | {:.1}% of {} | {:.0} ({}) |\n",
             w.label(),
             c.reps,
             pct(c.wrong_once),
@@ -349,6 +364,8 @@ pub fn table(rows: &[(World, Counts)]) -> String {
             pct(c.covered_twice),
             share(c.resolved_first),
             share(c.resolved_second),
+            100.0 * c.combined_covered as f64 / c.combined.max(1) as f64,
+            c.combined,
             c.labels as f64 / c.reps.max(1) as f64,
             if c.uniform_reps > 0 {
                 format!("{:.0}", c.uniform as f64 / c.uniform_reps as f64)
@@ -361,8 +378,9 @@ pub fn table(rows: &[(World, Counts)]) -> String {
 }
 
 /// The labels each design needs to resolve every pair whose true gap exceeds [`MIN_GAP`]:
-/// the plan's shape scaled, and one count for every run, each the smallest total (on a grid)
-/// at which the second look resolves them all; `None` where none on the grid does.
+/// the plan's shape scaled (or, `by_budget`, the plan the allocation makes for a budget), and
+/// one count for every run, each the smallest total (on a grid of 5% steps, by bisection) at
+/// which the second look resolves them all; `None` where none on the grid does.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Needed {
     pub planned: Option<usize>,
@@ -371,12 +389,15 @@ pub struct Needed {
     pub plan: usize,
 }
 
-/// Labels needed by each design on `runs` (judge scores and references), from `basis`.
+/// Labels needed by each design on `runs` (judge scores and references), from `basis`;
+/// `by_budget`: the planned design is the allocation made for a budget, not its unbudgeted
+/// plan scaled.
 pub fn needed(
     basis: Basis,
     runs: &[(String, Vec<f64>, Vec<f64>)],
     settings: &Settings,
     seed: u64,
+    by_budget: bool,
 ) -> Result<Needed, String> {
     let truth: Vec<f64> = runs.iter().map(|r| mean(&r.2)).collect();
     let n = runs[0].1.len();
@@ -414,14 +435,36 @@ pub fn needed(
         let (gapped, ok) = resolved(&r, &truth, MIN_GAP);
         Ok(ok == gapped)
     };
-    let factors = [
-        0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0,
-    ];
-    let mut planned = None;
-    if plan.total() == 0 {
-        planned = settles(&vec![0; runs.len()])?.then_some(0);
-    } else {
-        for f in factors {
+    // Each design on a fine grid (steps of 5%), the smallest point that settles found by
+    // bisection (more labels are a superset of fewer: settling is all but monotone).
+    let grid = |from: f64, to: f64| -> Vec<f64> {
+        let mut out = vec![from];
+        while out[out.len() - 1] < to {
+            out.push(out[out.len() - 1] * 1.05);
+        }
+        out
+    };
+    let smallest = |points: &[Vec<usize>]| -> Result<Option<usize>, String> {
+        let Some(last) = points.last() else {
+            return Ok(None);
+        };
+        if !settles(last)? {
+            return Ok(None);
+        }
+        let (mut lo, mut hi) = (0, points.len() - 1);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if settles(&points[mid])? {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        Ok(Some(points[lo].iter().sum()))
+    };
+    let mut designs: Vec<Vec<usize>> = vec![vec![0; runs.len()]];
+    if plan.total() > 0 {
+        for f in grid(0.05, 8.0) {
             let counts: Vec<usize> = plan
                 .add
                 .iter()
@@ -430,26 +473,59 @@ pub fn needed(
                     c => c.max(rank::FIRST_LABELS).min(n),
                 })
                 .collect();
-            if settles(&counts)? {
-                planned = Some(counts.iter().sum());
-                break;
+            if designs.last() != Some(&counts) {
+                designs.push(counts);
             }
         }
     }
-    let mut uniform = None;
-    for per in [
-        0, 10, 15, 20, 25, 30, 40, 50, 60, 80, 100, 120, 160, 200, 240, 320, 400, 480, 640, 800,
-        1000,
-    ] {
-        let per = per.min(n);
-        if settles(&vec![per; runs.len()])? {
-            uniform = Some(per * runs.len());
-            break;
-        }
-        if per == n {
-            break;
+    let mut planned = smallest(&designs)?;
+    if by_budget {
+        // The plan made for each budget on a grid: the smallest budget whose plan settles.
+        let plan_for = |budget: usize| -> Result<Vec<usize>, String> {
+            let r = rank::rank(
+                basis,
+                &with_labels(runs, &[]),
+                settings,
+                &RankSettings {
+                    rounds: 2,
+                    labels: Some(LabelGoal {
+                        min_gap: MIN_GAP,
+                        seed,
+                        budget: Some(budget),
+                        ..LabelGoal::default()
+                    }),
+                    ..RankSettings::default()
+                },
+            )?;
+            Ok(r.allocation.map(|a| a.add).unwrap_or_default())
+        };
+        let budgets: Vec<usize> = grid(rank::FIRST_LABELS as f64, (n * runs.len()) as f64)
+            .into_iter()
+            .map(|b| b.round() as usize)
+            .collect();
+        planned = None;
+        if settles(&plan_for(*budgets.last().unwrap_or(&0))?)? {
+            let (mut lo, mut hi) = (0, budgets.len() - 1);
+            while lo < hi {
+                let mid = (lo + hi) / 2;
+                if settles(&plan_for(budgets[mid])?)? {
+                    hi = mid;
+                } else {
+                    lo = mid + 1;
+                }
+            }
+            planned = Some(plan_for(budgets[lo])?.iter().sum());
         }
     }
+    let mut designs: Vec<Vec<usize>> = vec![vec![0; runs.len()]];
+    for per in grid(rank::FIRST_LABELS as f64, n as f64) {
+        let per = (per.round() as usize).min(n);
+        let counts = vec![per; runs.len()];
+        if designs.last() != Some(&counts) {
+            designs.push(counts);
+        }
+    }
+    let uniform = smallest(&designs)?;
     Ok(Needed {
         planned,
         uniform,
@@ -457,29 +533,55 @@ pub fn needed(
     })
 }
 
-/// The labels study on `w`: `reps` worlds, each design's labels needed.
-pub fn labels(w: &World, reps: usize) -> Result<Vec<Needed>, String> {
-    (0..reps)
-        .map(|rep| {
-            let mut rng = ChaCha8Rng::seed_from_u64(rep as u64 ^ 0x1AB5);
-            let drawn = draw(w, &mut rng);
-            let never = std::sync::atomic::AtomicBool::new(false);
-            let fit_run = Run::new(&never, &|_| {});
-            let names: Vec<Option<&str>> = drawn.groups.iter().map(|g| g.as_deref()).collect();
-            let (model, bias) =
-                train_with_groups(Method::Bayes, &drawn.cell, &names, rep as u64, &fit_run)?;
-            let basis = Basis {
-                model: &model,
-                anchors: &drawn.cell,
-                groups: bias.as_ref(),
-            };
-            let settings = Settings {
-                seed: rep as u64,
-                ..Settings::default()
-            };
-            needed(basis, &drawn.runs, &settings, rep as u64)
-        })
-        .collect()
+/// The labels study on `w`: `reps` worlds, each design's labels needed, on `threads` threads.
+pub fn labels(
+    w: &World,
+    reps: usize,
+    threads: usize,
+    by_budget: bool,
+) -> Result<Vec<Needed>, String> {
+    let threads = threads.max(1);
+    let one = |rep: usize| -> Result<Needed, String> {
+        let mut rng = ChaCha8Rng::seed_from_u64(rep as u64 ^ 0x1AB5);
+        let drawn = draw(w, &mut rng);
+        let never = std::sync::atomic::AtomicBool::new(false);
+        let fit_run = Run::new(&never, &|_| {});
+        let names: Vec<Option<&str>> = drawn.groups.iter().map(|g| g.as_deref()).collect();
+        let (model, bias) =
+            train_with_groups(Method::Bayes, &drawn.cell, &names, rep as u64, &fit_run)?;
+        let basis = Basis {
+            model: &model,
+            anchors: &drawn.cell,
+            groups: bias.as_ref(),
+        };
+        let settings = Settings {
+            seed: rep as u64,
+            ..Settings::default()
+        };
+        needed(basis, &drawn.runs, &settings, rep as u64, by_budget)
+    };
+    let mut out: Vec<(usize, Result<Needed, String>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let one = &one;
+                s.spawn(move || {
+                    (t..reps)
+                        .step_by(threads)
+                        .map(|rep| (rep, one(rep)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| vec![(usize::MAX, Err("a thread panicked".into()))])
+            })
+            .collect()
+    });
+    out.sort_by_key(|x| x.0);
+    out.into_iter().map(|x| x.1).collect()
 }
 
 /// Totals of the designs over the worlds where both reach the targets: (planned, uniform,
@@ -546,6 +648,7 @@ pub fn hanna(
     variant: &str,
     labels: usize,
     seed: u64,
+    by_budget: bool,
 ) -> Result<Vec<HannaRow>, String> {
     use super::systems::{cells, read, scored};
     let records = read(path)?;
@@ -639,7 +742,7 @@ pub fn hanna(
             wrong_labelled: wl,
             covered_plain: judge_ranks(&plain, &human),
             covered_labelled: judge_ranks(&labelled, &human),
-            needed: needed(basis, &runs, &settings, seed)?,
+            needed: needed(basis, &runs, &settings, seed, by_budget)?,
         });
     }
     Ok(out)

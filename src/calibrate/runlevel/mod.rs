@@ -126,6 +126,10 @@ pub const THIN_ANCHORS: usize = 20;
 pub enum Path {
     Plain,
     Labelled,
+    /// A ranking's labelled run: its plain and labelled estimates weighted by the inverse of
+    /// their variances (their errors are uncorrelated: the labels are a random sample of the
+    /// run), so that a few labels never make a run's answer worse than its plain one.
+    Combined,
 }
 
 impl Path {
@@ -133,6 +137,7 @@ impl Path {
         match self {
             Path::Plain => "plain",
             Path::Labelled => "labelled",
+            Path::Combined => "combined",
         }
     }
 }

@@ -262,20 +262,58 @@ pub fn rank(
         ..*settings
     };
     let anchored = Anchored::new(basis)?;
-    let estimates: Vec<RunEstimate> = runs
-        .iter()
-        .enumerate()
-        .map(|(k, r)| {
-            anchored
-                .estimate(r, &settings)
-                .map_err(|e| super::named(&format!("run {}", k + 1), e))
-        })
-        .collect::<Result<_>>()?;
+    let k = runs.len();
+    let mut estimates: Vec<RunEstimate> = Vec::with_capacity(k);
+    let mut plains: Vec<RunEstimate> = Vec::with_capacity(k);
+    for (i, r) in runs.iter().enumerate() {
+        let name = |e| super::named(&format!("run {}", i + 1), e);
+        let e = anchored.estimate(r, &settings).map_err(name)?;
+        // A labelled run's plain answer too: the combined answer weighs the two.
+        let p = if e.path == Path::Plain {
+            e.clone()
+        } else {
+            let bare = RunItems {
+                reference: Vec::new(),
+                ..r.clone()
+            };
+            anchored.estimate(&bare, &settings).map_err(name)?
+        };
+        estimates.push(e);
+        plains.push(p);
+    }
     let mut rng = ChaCha8Rng::seed_from_u64(settings.seed ^ 0x7A11);
-    let errors = joint_errors(&anchored, runs, &estimates, &settings, how.draws, &mut rng)?;
+    let draws = how.draws.max(1);
+    let plain_errors = joint_plain_errors(&anchored, runs, &plains, &settings, draws, &mut rng)?;
+    let mut labelled = vec![0.0; draws * k];
+    let rho = labelled_errors(&anchored, runs, &estimates, &mut labelled, k, &mut rng)?;
+    // Each run's weight on its plain answer: 1 for a plain run; for a labelled one, the
+    // labelled answer's variance (its t quantile's excess over the normal folded in) over the
+    // two's sum.
+    let weights: Vec<f64> = estimates
+        .iter()
+        .zip(&plains)
+        .map(|(e, p)| plain_weight(e, p, settings.level))
+        .collect();
+    let errors: Vec<f64> = (0..draws * k)
+        .map(|x| {
+            let w = weights[x % k];
+            w * plain_errors[x] + (1.0 - w) * labelled[x]
+        })
+        .collect();
+    for i in 0..k {
+        if estimates[i].path != Path::Plain {
+            let column: Vec<f64> = (0..draws).map(|d| errors[d * k + i]).collect();
+            estimates[i] = combined(
+                &estimates[i],
+                &plains[i],
+                weights[i],
+                &column,
+                settings.level,
+            );
+        }
+    }
     let family_level = how.family_level(settings.level);
     let (pairs, critical) = pair_intervals(&estimates, &errors, how.error, family_level);
-    let k = runs.len();
     let ranked: Vec<RankedRun> = estimates
         .into_iter()
         .enumerate()
@@ -302,45 +340,97 @@ pub fn rank(
         allocation: None,
     };
     if let Some(goal) = how.labels {
-        ranking.allocation = Some(allocate(&ranking, runs, &goal));
+        let model = PlanModel::new(runs, &plains, &ranking, &plain_errors, rho);
+        ranking.allocation = Some(allocate(&ranking, runs, &model, &goal));
     }
     Ok(ranking)
 }
 
-/// `draws` joint draws of every run's error (estimate − truth), row-major (draw × run).
-fn joint_errors(
+/// The weight of run's plain answer `p` in its combined one, beside its own answer `e`: 1
+/// where `e` is plain; otherwise the labelled answer's variance (its t quantile's excess over
+/// the normal folded in) over the two's sum.
+fn plain_weight(e: &RunEstimate, p: &RunEstimate, level: f64) -> f64 {
+    if e.path == Path::Plain {
+        return 1.0;
+    }
+    let vl = e.mean.variance.total() * t_excess(e.mean.df, level);
+    let vp = p.mean.variance.total();
+    if vl + vp > 0.0 { vl / (vl + vp) } else { 0.5 }
+}
+
+/// (t quantile / normal quantile)² at `level` on `df` degrees of freedom: how much wider a t
+/// interval is, as a variance.
+fn t_excess(df: Option<f64>, level: f64) -> f64 {
+    (inference::quantile(level, df) / inference::quantile(level, None)).powi(2)
+}
+
+/// The combined answer of a labelled run: `weight` on its plain answer `p`, the rest on its
+/// labelled one `l`; its interval from its error draws `column` (symmetric, at `level`).
+fn combined(
+    l: &RunEstimate,
+    p: &RunEstimate,
+    weight: f64,
+    column: &[f64],
+    level: f64,
+) -> RunEstimate {
+    let (w, u) = (weight, 1.0 - weight);
+    let estimate = w * p.mean.estimate + u * l.mean.estimate;
+    let mut spread: Vec<f64> = column.iter().map(|e| e.abs()).collect();
+    spread.sort_by(f64::total_cmp);
+    let half = quantile_sorted(&spread, level);
+    let (vp, vl) = (p.mean.variance, l.mean.variance);
+    RunEstimate {
+        path: Path::Combined,
+        mean: inference::MeanEstimate {
+            estimate,
+            interval: (estimate - half, estimate + half),
+            variance: inference::Variance {
+                sampling: w * w * vp.sampling + u * u * vl.total(),
+                corrector: w * w * vp.corrector,
+                group: w * w * vp.group,
+            },
+            df: None,
+            lambda: l.mean.lambda,
+            n: l.mean.n,
+            labelled: l.mean.labelled,
+        },
+        term: p.term,
+        support: l.support,
+        transport: l.transport,
+        advice: None,
+        group: p.group.clone(),
+    }
+}
+
+/// `draws` joint draws of every run's plain error (its plain estimate − truth), row-major
+/// (draw × run): each run's own noise (independent between runs), the corrector's error and
+/// the groups' bias (shared as the model says).
+fn joint_plain_errors(
     anchored: &Anchored,
     runs: &[RunItems],
-    estimates: &[RunEstimate],
+    plains: &[RunEstimate],
     settings: &Settings,
     draws: usize,
     rng: &mut ChaCha8Rng,
 ) -> Result<Vec<f64>> {
     let k = runs.len();
     let mut errors = vec![0.0; draws * k];
-    let plain: Vec<usize> = (0..k)
-        .filter(|&i| estimates[i].path == Path::Plain)
-        .collect();
-    // The runs' own noise, independent between plain runs.
-    for &i in &plain {
-        let sd = estimates[i].mean.variance.sampling.max(0.0).sqrt();
+    let all: Vec<usize> = (0..k).collect();
+    for (i, p) in plains.iter().enumerate() {
+        let sd = p.mean.variance.sampling.max(0.0).sqrt();
         for d in 0..draws {
             errors[d * k + i] += sd * standard_normal(rng);
         }
     }
-    if !plain.is_empty() {
-        corrector_errors(anchored, runs, &plain, settings, &mut errors, k, rng)?;
-        if let Some(g) = anchored.basis.groups {
-            let names: Vec<Option<&str>> =
-                plain.iter().map(|&i| runs[i].group.as_deref()).collect();
-            for (d, row) in g.joint_errors(&names, draws, rng).iter().enumerate() {
-                for (&i, e) in plain.iter().zip(row) {
-                    errors[d * k + i] += e;
-                }
+    corrector_errors(anchored, runs, &all, settings, &mut errors, k, rng)?;
+    if let Some(g) = anchored.basis.groups {
+        let names: Vec<Option<&str>> = runs.iter().map(|r| r.group.as_deref()).collect();
+        for (d, row) in g.joint_errors(&names, draws, rng).iter().enumerate() {
+            for (i, e) in row.iter().enumerate() {
+                errors[d * k + i] += e;
             }
         }
     }
-    labelled_errors(anchored, runs, estimates, &mut errors, k, rng)?;
     Ok(errors)
 }
 
@@ -442,7 +532,9 @@ struct Labelled {
 }
 
 /// Adds the labelled runs' errors: normal with the covariance their shared labelled items
-/// give, each scaled by its own t draw.
+/// give, each scaled by its own t draw. Returns the correlation of two runs' residuals on the
+/// items both labelled, pooled over the pairs of labelled runs (weighted by the items shared;
+/// `None` where no pair shares enough).
 fn labelled_errors(
     anchored: &Anchored,
     runs: &[RunItems],
@@ -450,7 +542,7 @@ fn labelled_errors(
     errors: &mut [f64],
     k: usize,
     rng: &mut ChaCha8Rng,
-) -> Result<()> {
+) -> Result<Option<f64>> {
     let draws = errors.len() / k;
     let mut block: Vec<Labelled> = Vec::new();
     for (i, (run, e)) in runs.iter().zip(estimates).enumerate() {
@@ -475,16 +567,21 @@ fn labelled_errors(
         });
     }
     if block.is_empty() {
-        return Ok(());
+        return Ok(None);
     }
     let l = block.len();
     let mut cov = vec![0.0; l * l];
+    let (mut pooled, mut weight) = (0.0, 0.0);
     for a in 0..l {
         cov[a * l + a] = block[a].variance;
         for b in 0..a {
-            let c = labelled_covariance(&block[a], &block[b], runs);
-            cov[a * l + b] = c;
-            cov[b * l + a] = c;
+            let Some(shared) = labelled_covariance(&block[a], &block[b], runs) else {
+                continue;
+            };
+            cov[a * l + b] = shared.covariance;
+            cov[b * l + a] = shared.covariance;
+            pooled += shared.items as f64 * shared.correlation;
+            weight += shared.items as f64;
         }
     }
     let factor = cholesky(&cov, l).unwrap_or_else(|| {
@@ -519,37 +616,59 @@ fn labelled_errors(
             errors[d * k + block[a].run] += x * t;
         }
     }
-    Ok(())
+    Ok((weight > 0.0).then(|| pooled / weight))
+}
+
+/// Two labelled runs' residuals on the items both labelled.
+struct Shared {
+    /// Of the two runs' errors.
+    covariance: f64,
+    /// Of the residuals, item by item.
+    correlation: f64,
+    items: usize,
 }
 
 /// The covariance of two labelled runs' errors, from the items both labelled (runs paired by
-/// id): (m/(n_a·n_b) − 1/N)·S_ab, S_ab the residuals' covariance on the m shared items; 0 for
-/// runs not paired, or with clusters (whose errors the single-run answers treat by cluster).
-fn labelled_covariance(a: &Labelled, b: &Labelled, runs: &[RunItems]) -> f64 {
+/// id): (m/(n_a·n_b) − 1/N)·S_ab, S_ab the residuals' covariance on the m shared items; `None`
+/// for runs not paired, sharing fewer than 3 items, or with clusters (whose errors the
+/// single-run answers treat by cluster).
+fn labelled_covariance(a: &Labelled, b: &Labelled, runs: &[RunItems]) -> Option<Shared> {
     let (ra, rb) = (&runs[a.run], &runs[b.run]);
     if ra.clusters.is_some() || rb.clusters.is_some() || a.big_n != b.big_n {
-        return 0.0;
+        return None;
     }
-    let Some(pairs) = super::pairing(ra, rb) else {
-        return 0.0;
-    };
+    let pairs = super::pairing(ra, rb)?;
     let shared: Vec<(f64, f64)> = pairs
         .iter()
         .filter_map(|&(i, j)| a.residual[i].zip(b.residual[j]))
         .collect();
     let m = shared.len();
     if m < 3 {
-        return 0.0;
+        return None;
     }
     let (mx, my) = (
         shared.iter().map(|p| p.0).sum::<f64>() / m as f64,
         shared.iter().map(|p| p.1).sum::<f64>() / m as f64,
     );
-    let s = shared.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum::<f64>() / (m as f64 - 1.0);
+    let moment =
+        |f: &dyn Fn(&(f64, f64)) -> f64| shared.iter().map(f).sum::<f64>() / (m as f64 - 1.0);
+    let s = moment(&|p| (p.0 - mx) * (p.1 - my));
+    let (sx, sy) = (
+        moment(&|p| (p.0 - mx).powi(2)),
+        moment(&|p| (p.1 - my).powi(2)),
+    );
     let c = (m as f64 / (a.n * b.n) as f64 - 1.0 / a.big_n as f64) * s;
     // Never beyond a correlation of 0.99.
     let bound = 0.99 * (a.variance * b.variance).max(0.0).sqrt();
-    c.clamp(-bound, bound)
+    Some(Shared {
+        covariance: c.clamp(-bound, bound),
+        correlation: if sx > 0.0 && sy > 0.0 {
+            (s / (sx * sy).sqrt()).clamp(-1.0, 1.0)
+        } else {
+            0.0
+        },
+        items: m,
+    })
 }
 
 /// The lower Cholesky factor of the `n`×`n` matrix `m` (row-major); `None` where it is not
@@ -643,8 +762,9 @@ fn pair_intervals(
 /// What a run's answer would be with `m` labels in all, for planning.
 #[derive(Debug, Clone, Copy)]
 struct Planned {
-    /// The plain answer's variance (`None` for a run labelled already).
-    plain: Option<f64>,
+    /// The plain answer's variance.
+    plain: f64,
+    /// Labels it has now.
     labelled: usize,
     n: usize,
     /// The noise of one labelled item's residual.
@@ -652,196 +772,301 @@ struct Planned {
 }
 
 impl Planned {
-    fn of(run: &RunItems, e: &RunEstimate) -> Self {
-        let n = e.mean.n;
-        match e.path {
-            Path::Plain => Planned {
-                plain: Some(e.mean.variance.total()),
-                labelled: 0,
-                n,
-                noise: e.mean.variance.sampling
-                    / mean_share(run.scores.len(), run.clusters.as_deref()),
-            },
-            Path::Labelled => {
-                let m = e.mean.labelled;
-                let fpc = (1.0 / m as f64 - 1.0 / n as f64).max(1e-12);
-                Planned {
-                    plain: None,
-                    labelled: m,
-                    n,
-                    noise: e.mean.variance.sampling / fpc,
-                }
-            }
-        }
-    }
-
-    /// The variance with `m` labels in all (the plain one at 0), its t quantile's excess over
-    /// the normal folded in.
-    fn variance(&self, m: usize, level: f64) -> f64 {
+    /// The labelled answer's variance with `m` labels in all, its t quantile's excess over
+    /// the normal folded in (`None` under [`MIN_LABELLED`]).
+    fn labelled(&self, m: usize, level: f64) -> Option<f64> {
         if m < MIN_LABELLED {
-            return self.plain.unwrap_or(f64::INFINITY);
+            return None;
         }
         let df = if m < inference::MIN_TUNED {
             m - 1
         } else {
             m - 2
         } as f64;
-        let inflate = (inference::quantile(level, Some(df.max(1.0)))
-            / inference::quantile(level, None))
-        .powi(2);
-        let labelled = self.noise * (1.0 / m as f64 - 1.0 / self.n as f64).max(0.0) * inflate;
-        match self.plain {
-            // A plain run with few labels is better left plain.
-            Some(v) if m < FIRST_LABELS => v,
-            _ => labelled,
+        Some(self.noise * fpc(m, self.n) * t_excess(Some(df.max(1.0)), level))
+    }
+
+    /// The weight of the plain answer in the combined one with `m` labels (1: plain), and
+    /// the labelled answer's variance.
+    fn weight(&self, m: usize, level: f64) -> (f64, f64) {
+        match self.labelled(m, level) {
+            None => (1.0, 0.0),
+            Some(vl) if vl + self.plain > 0.0 => (vl / (vl + self.plain), vl),
+            Some(vl) => (0.5, vl),
         }
     }
 }
 
+/// 1/m − 1/N, never below 0.
+fn fpc(m: usize, n: usize) -> f64 {
+    (1.0 / m.max(1) as f64 - 1.0 / n.max(1) as f64).max(0.0)
+}
+
+/// What the plan knows: each run's plain and labelled answers' variances, the plain answers'
+/// covariances (from their joint draws), and the correlation of two runs' residuals on items
+/// both label.
+struct PlanModel {
+    runs: Vec<Planned>,
+    /// k × k, row-major.
+    plain_cov: Vec<f64>,
+    rho: f64,
+    /// Whether `rho` was measured (on labelled runs' shared items) or is the 0 assumed
+    /// before any labels.
+    rho_measured: bool,
+    level: f64,
+}
+
+impl PlanModel {
+    fn new(
+        runs: &[RunItems],
+        plains: &[RunEstimate],
+        ranking: &Ranking,
+        plain_errors: &[f64],
+        rho: Option<f64>,
+    ) -> Self {
+        let k = runs.len();
+        let draws = (plain_errors.len() / k).max(1);
+        let mut plain_cov = vec![0.0; k * k];
+        for row in plain_errors.chunks_exact(k) {
+            for a in 0..k {
+                for b in 0..=a {
+                    plain_cov[a * k + b] += row[a] * row[b];
+                }
+            }
+        }
+        for a in 0..k {
+            for b in 0..=a {
+                plain_cov[a * k + b] /= draws as f64;
+                plain_cov[b * k + a] = plain_cov[a * k + b];
+            }
+        }
+        let planned = runs
+            .iter()
+            .zip(plains)
+            .zip(&ranking.runs)
+            .enumerate()
+            .map(|(i, ((run, p), r))| {
+                let e = &r.estimate;
+                Planned {
+                    plain: plain_cov[i * k + i],
+                    labelled: e.mean.labelled,
+                    n: e.mean.n,
+                    // The noise of a reference around its corrected score, as the plain
+                    // answer measures it for every run alike.
+                    noise: p.mean.variance.sampling
+                        / mean_share(run.scores.len(), run.clusters.as_deref()),
+                }
+            })
+            .collect();
+        Self {
+            runs: planned,
+            plain_cov,
+            rho: rho.unwrap_or(0.0).clamp(0.0, 0.95),
+            rho_measured: rho.is_some(),
+            level: ranking.family_level,
+        }
+    }
+
+    /// The variance of run a's answer less run b's with `m[i]` labels on run i (nested
+    /// samples of the same items where both are labelled).
+    fn pair(&self, m: &[usize], a: usize, b: usize) -> f64 {
+        let k = self.runs.len();
+        let (pa, pb) = (&self.runs[a], &self.runs[b]);
+        let (wa, la) = pa.weight(m[a], self.level);
+        let (wb, lb) = pb.weight(m[b], self.level);
+        let plain = wa * wa * self.plain_cov[a * k + a] + wb * wb * self.plain_cov[b * k + b]
+            - 2.0 * wa * wb * self.plain_cov[a * k + b];
+        let (ua, ub) = (1.0 - wa, 1.0 - wb);
+        let shared = if ua > 0.0 && ub > 0.0 {
+            self.rho * (pa.noise * pb.noise).sqrt() * fpc(m[a].max(m[b]), pa.n.max(pb.n))
+        } else {
+            0.0
+        };
+        (plain + ua * ua * la + ub * ub * lb - 2.0 * ua * ub * shared).max(0.0)
+    }
+}
+
 /// Plans labels for the open pairs of `ranking`.
-fn allocate(ranking: &Ranking, runs: &[RunItems], goal: &LabelGoal) -> Allocation {
-    let level = ranking.family_level;
-    let planned: Vec<Planned> = runs
-        .iter()
-        .zip(&ranking.runs)
-        .map(|(r, e)| Planned::of(r, &e.estimate))
-        .collect();
-    let start: Vec<usize> = planned.iter().map(|p| p.labelled).collect();
+fn allocate(
+    ranking: &Ranking,
+    runs: &[RunItems],
+    model: &PlanModel,
+    goal: &LabelGoal,
+) -> Allocation {
+    let k = runs.len();
+    let start: Vec<usize> = model.runs.iter().map(|p| p.labelled).collect();
     let z = normal_quantile(goal.power.clamp(0.5, 0.999));
-    // Open pairs as (a, b, variance now, the variance that settles them).
-    let open: Vec<(usize, usize, f64, f64)> = ranking
+    // Open pairs as (a, b, the variance that settles them).
+    let open: Vec<(usize, usize, f64)> = ranking
         .pairs
         .iter()
         .filter(|p| p.higher().is_none() && !p.within(goal.min_gap))
         .map(|p| {
-            let gap = p.difference.abs().max(goal.min_gap);
-            let target = (gap / (ranking.critical + z)).powi(2);
-            (p.a, p.b, p.standard_error.powi(2), target)
+            let gap = (p.difference.abs() - p.standard_error).max(goal.min_gap);
+            (p.a, p.b, (gap / (ranking.critical + z)).powi(2))
         })
         .collect();
-    // A pair's variance with `m` labels: as now where neither run gains any; otherwise the
-    // two runs' planned variances, as independent.
-    let variance = |m: &[usize], a: usize, b: usize, now: f64| {
-        if m[a] == start[a] && m[b] == start[b] {
-            now
-        } else {
-            planned[a].variance(m[a], level) + planned[b].variance(m[b], level)
-        }
-    };
-    let excess = |m: &[usize]| -> f64 {
-        open.iter()
-            .map(|&(a, b, now, target)| (variance(m, a, b, now) / target - 1.0).max(0.0))
-            .sum()
+    let mut touching: Vec<Vec<usize>> = vec![Vec::new(); k];
+    for (o, &(a, b, _)) in open.iter().enumerate() {
+        touching[a].push(o);
+        touching[b].push(o);
+    }
+    let over = |m: &[usize], o: usize| {
+        let (a, b, target) = open[o];
+        (model.pair(m, a, b) / target - 1.0).max(0.0)
     };
     let met = |m: &[usize]| -> usize {
         open.iter()
-            .filter(|&&(a, b, now, target)| variance(m, a, b, now) <= target * (1.0 + 1e-9))
+            .filter(|&&(a, b, target)| model.pair(m, a, b) <= target * (1.0 + 1e-9))
             .count()
     };
-    // The runs of open pairs, in components linked by open pairs: a paired difference gains
-    // most when both runs label the same items, as many, so a component's runs share one
-    // count (a run labelled already keeps its own where that is more).
-    let mut component: Vec<usize> = (0..runs.len()).collect();
-    fn root(c: &mut [usize], i: usize) -> usize {
-        let mut r = i;
-        while c[r] != r {
-            r = c[r];
-        }
-        c[i] = r;
-        r
-    }
-    for &(a, b, _, _) in &open {
-        let (ra, rb) = (root(&mut component, a), root(&mut component, b));
-        component[ra] = rb;
-    }
-    let mut members: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
-    for &(a, b, _, _) in &open {
-        for i in [a, b] {
-            let r = root(&mut component, i);
-            let list = members.entry(r).or_default();
-            if !list.contains(&i) {
-                list.push(i);
-            }
-        }
-    }
-    let members: Vec<Vec<usize>> = members.into_values().collect();
-    let with = |counts: &[usize]| -> Vec<usize> {
-        let mut m = start.clone();
-        for (c, list) in counts.iter().zip(&members) {
-            for &i in list {
-                m[i] = start[i].max(*c).min(planned[i].n);
-            }
-        }
-        m
-    };
-    let cost = |m: &[usize]| -> usize { m.iter().zip(&start).map(|(a, b)| a - b).sum() };
     let budget = goal.budget.unwrap_or(usize::MAX);
-    let mut counts = vec![0usize; members.len()];
-    let mut current = excess(&with(&counts));
-    while current > 1e-12 {
-        // The step (a component, a count) that removes the most excess per label; steps
-        // double, so a component whose first labels only pay off in number is still seen.
-        let spent = cost(&with(&counts));
-        let mut best: Option<(f64, usize, usize)> = None;
-        for (c, list) in members.iter().enumerate() {
-            let most = list.iter().map(|&i| planned[i].n).max().unwrap_or(0);
-            let mut candidates = Vec::new();
-            let mut x = if counts[c] == 0 {
-                FIRST_LABELS
-            } else {
-                counts[c] + (counts[c] / 4).max(1)
-            };
-            while x < most {
-                candidates.push(x);
-                x *= 2;
+    let mut m = start.clone();
+    // The counts worth trying next for run i: at least [`FIRST_LABELS`], then steps that
+    // double, so that labels whose gain only shows in number are still seen.
+    let steps = |i: usize, now: usize| -> Vec<usize> {
+        let most = model.runs[i].n;
+        let mut out = Vec::new();
+        let mut x = if now == start[i] {
+            (now + FIRST_LABELS).max(FIRST_LABELS)
+        } else {
+            now + (now / 4).max(1)
+        };
+        while x < most {
+            out.push(x);
+            x *= 2;
+        }
+        if most > now {
+            out.push(most);
+        }
+        out
+    };
+    loop {
+        let spent: usize = m.iter().zip(&start).map(|(a, b)| a - b).sum();
+        // Moves: one run raised, or both runs of an open pair raised to one count (their
+        // paired labels then cancel what the items share).
+        let mut moves: Vec<Vec<(usize, usize)>> = Vec::new();
+        for i in 0..k {
+            if !touching[i].is_empty() {
+                moves.extend(steps(i, m[i]).into_iter().map(|x| vec![(i, x)]));
             }
-            if most > counts[c] {
-                candidates.push(most);
-            }
-            for next in candidates {
-                let mut trial = counts.clone();
-                trial[c] = next;
-                let m = with(&trial);
-                let added = cost(&m).saturating_sub(spent);
-                if added > 0 && spent + added <= budget {
-                    let gain = (current - excess(&m)) / added as f64;
-                    if gain > 1e-12 && best.is_none_or(|b| gain > b.0) {
-                        best = Some((gain, c, next));
-                    }
+        }
+        for (o, &(a, b, _)) in open.iter().enumerate() {
+            if over(&m, o) > 0.0 {
+                for x in steps(a, m[a].max(m[b])) {
+                    moves.push(vec![(a, x), (b, x.min(model.runs[b].n))]);
                 }
             }
         }
-        let Some((_, c, count)) = best else { break };
-        counts[c] = count;
-        current = excess(&with(&counts));
+        let mut best: Option<(f64, Vec<(usize, usize)>)> = None;
+        for mv in moves {
+            let added: usize = mv.iter().map(|&(i, x)| x.saturating_sub(m[i])).sum();
+            if added == 0 || spent + added > budget {
+                continue;
+            }
+            let mut affected: Vec<usize> =
+                mv.iter().flat_map(|&(i, _)| touching[i].clone()).collect();
+            affected.sort_unstable();
+            affected.dedup();
+            let before: f64 = affected.iter().map(|&o| over(&m, o)).sum();
+            let mut trial = m.clone();
+            for &(i, x) in &mv {
+                trial[i] = x;
+            }
+            let after: f64 = affected.iter().map(|&o| over(&trial, o)).sum();
+            let gain = (before - after) / added as f64;
+            if gain > 1e-12 && best.as_ref().is_none_or(|b| gain > b.0) {
+                best = Some((gain, mv));
+            }
+        }
+        let Some((_, mv)) = best else { break };
+        for (i, x) in mv {
+            m[i] = x;
+        }
     }
-    // Trim each component back to the fewest labels that keep every target the plan met.
-    let reached = met(&with(&counts));
-    for c in 0..members.len() {
-        let (mut lo, mut hi) = (0, counts[c]);
+    // Trim back to the fewest labels that keep every target the plan met: first the runs that
+    // share one count, together (each open pair's runs at one count stay paired item for
+    // item), then each run alone. Only where every target is reached: short of the budget, a
+    // run's labels also lower the pairs that stay open.
+    let reached = met(&m);
+    if reached == open.len() {
+        let cost = |m: &[usize]| -> usize { m.iter().zip(&start).map(|(a, b)| a - b).sum() };
+        let mut sets: Vec<Vec<usize>> = open
+            .iter()
+            .filter(|&&(a, b, _)| m[a] > start[a] && m[b] > start[b])
+            .map(|&(a, b, _)| vec![a, b])
+            .collect();
+        sets.extend((0..k).filter(|&i| m[i] > start[i]).map(|i| vec![i]));
+        for set in sets {
+            // A run alone is not trimmed below the partner it was paired with.
+            if let [i] = set[..]
+                && open
+                    .iter()
+                    .any(|&(a, b, _)| (a == i || b == i) && m[a] == m[b])
+            {
+                continue;
+            }
+            // The set's runs at one count x (a run alone: its own, lowered).
+            let at = |x: usize| -> Vec<usize> {
+                let mut trial = m.clone();
+                for &i in &set {
+                    let x = x.max(start[i]).min(model.runs[i].n);
+                    trial[i] = if x > start[i] && x < start[i] + FIRST_LABELS {
+                        start[i] + FIRST_LABELS
+                    } else {
+                        x
+                    }
+                    .min(model.runs[i].n);
+                }
+                trial
+            };
+            let top = set.iter().map(|&i| m[i]).max().unwrap_or(0);
+            let floor = set.iter().map(|&i| start[i]).max().unwrap_or(0);
+            let (mut lo, mut hi) = (floor, top);
+            while lo < hi {
+                let mid = (lo + hi) / 2;
+                if met(&at(mid)) >= reached {
+                    hi = mid;
+                } else {
+                    lo = mid + 1;
+                }
+            }
+            // Equal counts for a pair only where they cost no more than the counts as they
+            // are (they usually cost less: 1/m is convex), and they keep every target.
+            let trial = at(hi);
+            if met(&trial) >= reached && cost(&trial) <= cost(&m) {
+                m = trial;
+            }
+        }
+    }
+    let uniform = uniform_total(&open, model);
+    // Before any labels, with every run in an open pair the judge alone places no run: there
+    // is no run to leave out, and uneven counts give up the pairing (the residuals' shared
+    // part cancels in a difference only where both runs label the same items), which the plan
+    // cannot yet measure. Every run then gets one count, the fewest reaching the targets the
+    // uneven plan reached.
+    if !model.rho_measured && touching.iter().all(|t| !t.is_empty()) {
+        let equal = |c: usize| -> Vec<usize> {
+            (0..k)
+                .map(|i| start[i].max(c).min(model.runs[i].n))
+                .collect()
+        };
+        let most = model.runs.iter().map(|p| p.n).max().unwrap_or(0);
+        let (mut lo, mut hi) = (0, most);
         while lo < hi {
             let mid = (lo + hi) / 2;
-            let mut trial = counts.clone();
-            trial[c] = if mid > 0 && mid < FIRST_LABELS {
-                FIRST_LABELS
-            } else {
-                mid
-            };
-            if met(&with(&trial)) >= reached {
+            if met(&equal(mid)) >= reached {
                 hi = mid;
             } else {
                 lo = mid + 1;
             }
         }
-        counts[c] = if hi > 0 && hi < FIRST_LABELS {
-            FIRST_LABELS
-        } else {
-            hi
+        let spent: usize = m.iter().zip(&start).map(|(a, b)| a - b).sum();
+        let e = equal(lo);
+        if e.iter().zip(&start).map(|(a, b)| a - b).sum::<usize>() <= budget.max(spent) {
+            m = e;
         }
-        .min(counts[c]);
     }
-    let m = with(&counts);
-    let uniform = uniform_total(&open, &planned, &variance);
     let add: Vec<usize> = m.iter().zip(&start).map(|(a, b)| a - b).collect();
     let (items, paired) = draw_items(runs, &add, goal.seed);
     Allocation {
@@ -855,23 +1080,21 @@ fn allocate(ranking: &Ranking, runs: &[RunItems], goal: &LabelGoal) -> Allocatio
     }
 }
 
-/// A pair's planned variance: (labels per run, a, b, its variance now).
-type PairVariance<'a> = dyn Fn(&[usize], usize, usize, f64) -> f64 + 'a;
-
 /// The fewest labels, one count for every run, that reach every open pair's target.
-fn uniform_total(
-    open: &[(usize, usize, f64, f64)],
-    planned: &[Planned],
-    variance: &PairVariance,
-) -> Option<usize> {
-    let counts =
-        |c: usize| -> Vec<usize> { planned.iter().map(|p| p.labelled.max(c).min(p.n)).collect() };
+fn uniform_total(open: &[(usize, usize, f64)], model: &PlanModel) -> Option<usize> {
+    let counts = |c: usize| -> Vec<usize> {
+        model
+            .runs
+            .iter()
+            .map(|p| p.labelled.max(c).min(p.n))
+            .collect()
+    };
     let ok = |c: usize| {
         let m = counts(c);
         open.iter()
-            .all(|&(a, b, now, target)| variance(&m, a, b, now) <= target * (1.0 + 1e-9))
+            .all(|&(a, b, target)| model.pair(&m, a, b) <= target * (1.0 + 1e-9))
     };
-    let most = planned.iter().map(|p| p.n).max().unwrap_or(0);
+    let most = model.runs.iter().map(|p| p.n).max().unwrap_or(0);
     if !ok(most) {
         return None;
     }
@@ -887,7 +1110,7 @@ fn uniform_total(
     Some(
         counts(lo)
             .iter()
-            .zip(planned)
+            .zip(&model.runs)
             .map(|(m, p)| m - p.labelled)
             .sum(),
     )
@@ -973,6 +1196,123 @@ mod tests {
         };
         e.mean.estimate = value;
         e
+    }
+
+    #[test]
+    fn the_combined_answer_weighs_plain_and_labelled_by_inverse_variance() {
+        // Plain 3.0 with variance 0.04, labelled 3.3 with variance 0.01 on a normal quantile:
+        // weight 0.01/0.05 = 0.2 on the plain one, estimate 0.2·3.0 + 0.8·3.3 = 3.24,
+        // variance 0.04·0.01/0.05 = 0.008, so a 95% half-width of 1.96·√0.008 = 0.1753.
+        let mut p = estimate(3.0);
+        p.mean.variance = inference::Variance {
+            sampling: 0.03,
+            corrector: 0.0,
+            group: 0.01,
+        };
+        let mut l = estimate(3.3);
+        l.path = Path::Labelled;
+        l.mean.variance = inference::Variance {
+            sampling: 0.01,
+            ..Default::default()
+        };
+        l.mean.df = None;
+        let w = plain_weight(&l, &p, 0.95);
+        assert!((w - 0.2).abs() < 1e-12, "{w}");
+        assert_eq!(plain_weight(&p, &p, 0.95), 1.0);
+        // A t quantile on few labels weighs the labelled answer down: on 4 degrees of
+        // freedom its variance counts (2.776445/1.959964)² = 2.006671 times, so the weight
+        // is 0.020067/0.060067 = 0.33407.
+        l.mean.df = Some(4.0);
+        let w4 = plain_weight(&l, &p, 0.95);
+        assert!((w4 - 0.33407).abs() < 1e-4, "{w4}");
+        l.mean.df = None;
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        let column: Vec<f64> = (0..DRAWS)
+            .map(|_| 0.2 * 0.2 * standard_normal(&mut rng) + 0.8 * 0.1 * standard_normal(&mut rng))
+            .collect();
+        let c = combined(&l, &p, 0.2, &column, 0.95);
+        assert_eq!(c.path, Path::Combined);
+        assert!((c.mean.estimate - 3.24).abs() < 1e-12);
+        assert!((c.mean.variance.total() - 0.008).abs() < 1e-12);
+        let half = (c.mean.interval.1 - c.mean.interval.0) / 2.0;
+        assert!((half - 0.1753).abs() < 0.005, "{half}");
+    }
+
+    #[test]
+    fn a_paired_difference_of_labelled_runs_loses_what_the_items_share() {
+        // Plain answers too wide to count (weights ≈ 0); residual noise 1 per item, correlation
+        // 0.5 between the runs on one item, 100 labels each of 1,000 on the same items: the
+        // difference's variance is 2·(1/100 − 1/1000)·(t excess − 0.5), the t excess on 98
+        // degrees of freedom (1.98447/1.95996)² = 1.02516.
+        let run = Planned {
+            plain: 1e12,
+            labelled: 0,
+            n: 1000,
+            noise: 1.0,
+        };
+        let model = PlanModel {
+            runs: vec![run; 2],
+            plain_cov: vec![1e12, 0.0, 0.0, 1e12],
+            rho: 0.5,
+            rho_measured: true,
+            level: 0.95,
+        };
+        let want = 2.0 * (0.01 - 0.001) * (1.02516 - 0.5);
+        let got = model.pair(&[100, 100], 0, 1);
+        assert!((got / want - 1.0).abs() < 1e-3, "{got} vs {want}");
+        // With no labels the plain answers' own covariance rules: 1e12 + 1e12.
+        assert!((model.pair(&[0, 0], 0, 1) / 2e12 - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn before_any_labels_a_ranking_the_judge_cannot_order_gets_one_count_per_run() {
+        // Three runs 0.05 apart, every pair open (plain variance 0.01 each, independent):
+        // the plan labels all three, as many each, and reaches every target.
+        let estimates: Vec<RunEstimate> = [3.0, 3.05, 3.1].into_iter().map(estimate).collect();
+        let mut rng = ChaCha8Rng::seed_from_u64(2);
+        let errors: Vec<f64> = (0..DRAWS * 3)
+            .map(|_| 0.1 * standard_normal(&mut rng))
+            .collect();
+        let (pairs, critical) = pair_intervals(&estimates, &errors, ErrorRate::Familywise, 0.975);
+        let ranking = Ranking {
+            runs: estimates
+                .into_iter()
+                .map(|estimate| RankedRun {
+                    estimate,
+                    rank: (1, 3),
+                })
+                .collect(),
+            pairs,
+            critical,
+            family_level: 0.975,
+            allocation: None,
+        };
+        let runs: Vec<RunItems> = (0..3).map(|_| RunItems::scores(vec![3.0; 1000])).collect();
+        let run = Planned {
+            plain: 0.01,
+            labelled: 0,
+            n: 1000,
+            noise: 1.0,
+        };
+        let mut model = PlanModel {
+            runs: vec![run; 3],
+            plain_cov: vec![0.01, 0.0, 0.0, 0.0, 0.01, 0.0, 0.0, 0.0, 0.01],
+            rho: 0.0,
+            rho_measured: false,
+            level: 0.975,
+        };
+        let a = allocate(&ranking, &runs, &model, &LabelGoal::default());
+        assert_eq!(a.open, 3);
+        assert_eq!(a.reached, 3, "{a:?}");
+        assert!(
+            a.add[0] > 0 && a.add.iter().all(|&x| x == a.add[0]),
+            "{:?}",
+            a.add
+        );
+        // Once a correlation is measured the plan may spend unevenly; it still reaches them.
+        model.rho_measured = true;
+        let b = allocate(&ranking, &runs, &model, &LabelGoal::default());
+        assert_eq!(b.reached, 3, "{b:?}");
     }
 
     #[test]

@@ -1726,7 +1726,9 @@ class RunEstimateDto(BaseModel):
     """
     path: str
     """
-    `plain` (judge scores only) or `labelled` (PPI++ with the run's labelled items).
+    `plain` (judge scores only) or `labelled` (PPI++ with the run's labelled items); in a
+    ranking, a run with labelled items is `combined`: its plain and labelled estimates
+    weighted by the inverse of their variances.
     """
     support: SupportDto
     transport: TransportDto | None = None
