@@ -401,21 +401,26 @@ pub fn needed(
 ) -> Result<Needed, String> {
     let truth: Vec<f64> = runs.iter().map(|r| mean(&r.2)).collect();
     let n = runs[0].1.len();
-    let first = rank::rank(
-        basis,
-        &with_labels(runs, &[]),
-        settings,
-        &RankSettings {
-            rounds: 2,
-            labels: Some(LabelGoal {
-                min_gap: MIN_GAP,
-                seed,
-                ..LabelGoal::default()
-            }),
-            ..RankSettings::default()
-        },
-    )?;
-    let plan = first.allocation.clone().ok_or("no allocation")?;
+    // The first look, with the labels it plans (within `budget`).
+    let plan_for = |budget: Option<usize>| -> Result<Vec<usize>, String> {
+        let first = rank::rank(
+            basis,
+            &with_labels(runs, &[]),
+            settings,
+            &RankSettings {
+                rounds: 2,
+                labels: Some(LabelGoal {
+                    min_gap: MIN_GAP,
+                    seed,
+                    budget,
+                    ..LabelGoal::default()
+                }),
+                ..RankSettings::default()
+            },
+        )?;
+        Ok(first.allocation.ok_or("no allocation")?.add)
+    };
+    let plan = plan_for(None)?;
     // One random order of the prompts: every design labels a prefix of it.
     let mut order: Vec<usize> = (0..n).collect();
     order.shuffle(&mut ChaCha8Rng::seed_from_u64(seed ^ 0xD1CE));
@@ -463,10 +468,9 @@ pub fn needed(
         Ok(Some(points[lo].iter().sum()))
     };
     let mut designs: Vec<Vec<usize>> = vec![vec![0; runs.len()]];
-    if plan.total() > 0 {
+    if plan.iter().sum::<usize>() > 0 {
         for f in grid(0.05, 8.0) {
             let counts: Vec<usize> = plan
-                .add
                 .iter()
                 .map(|&a| match (a as f64 * f).round() as usize {
                     0 => 0,
@@ -481,40 +485,22 @@ pub fn needed(
     let mut planned = smallest(&designs)?;
     if by_budget {
         // The plan made for each budget on a grid: the smallest budget whose plan settles.
-        let plan_for = |budget: usize| -> Result<Vec<usize>, String> {
-            let r = rank::rank(
-                basis,
-                &with_labels(runs, &[]),
-                settings,
-                &RankSettings {
-                    rounds: 2,
-                    labels: Some(LabelGoal {
-                        min_gap: MIN_GAP,
-                        seed,
-                        budget: Some(budget),
-                        ..LabelGoal::default()
-                    }),
-                    ..RankSettings::default()
-                },
-            )?;
-            Ok(r.allocation.map(|a| a.add).unwrap_or_default())
-        };
         let budgets: Vec<usize> = grid(rank::FIRST_LABELS as f64, (n * runs.len()) as f64)
             .into_iter()
             .map(|b| b.round() as usize)
             .collect();
         planned = None;
-        if settles(&plan_for(*budgets.last().unwrap_or(&0))?)? {
+        if settles(&plan_for(budgets.last().copied())?)? {
             let (mut lo, mut hi) = (0, budgets.len() - 1);
             while lo < hi {
                 let mid = (lo + hi) / 2;
-                if settles(&plan_for(budgets[mid])?)? {
+                if settles(&plan_for(Some(budgets[mid]))?)? {
                     hi = mid;
                 } else {
                     lo = mid + 1;
                 }
             }
-            planned = Some(plan_for(budgets[lo])?.iter().sum());
+            planned = Some(plan_for(Some(budgets[lo]))?.iter().sum());
         }
     }
     let mut designs: Vec<Vec<usize>> = vec![vec![0; runs.len()]];
@@ -529,7 +515,7 @@ pub fn needed(
     Ok(Needed {
         planned,
         uniform,
-        plan: plan.total(),
+        plan: plan.iter().sum(),
     })
 }
 

@@ -1022,15 +1022,7 @@ fn allocate(
             };
             let top = set.iter().map(|&i| m[i]).max().unwrap_or(0);
             let floor = set.iter().map(|&i| start[i]).max().unwrap_or(0);
-            let (mut lo, mut hi) = (floor, top);
-            while lo < hi {
-                let mid = (lo + hi) / 2;
-                if met(&at(mid)) >= reached {
-                    hi = mid;
-                } else {
-                    lo = mid + 1;
-                }
-            }
+            let hi = least(floor, top, |x| met(&at(x)) >= reached);
             // Equal counts for a pair only where they cost no more than the counts as they
             // are (they usually cost less: 1/m is convex), and they keep every target.
             let trial = at(hi);
@@ -1052,15 +1044,7 @@ fn allocate(
                 .collect()
         };
         let most = model.runs.iter().map(|p| p.n).max().unwrap_or(0);
-        let (mut lo, mut hi) = (0, most);
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            if met(&equal(mid)) >= reached {
-                hi = mid;
-            } else {
-                lo = mid + 1;
-            }
-        }
+        let lo = least(0, most, |c| met(&equal(c)) >= reached);
         let spent: usize = m.iter().zip(&start).map(|(a, b)| a - b).sum();
         let e = equal(lo);
         if e.iter().zip(&start).map(|(a, b)| a - b).sum::<usize>() <= budget.max(spent) {
@@ -1078,6 +1062,20 @@ fn allocate(
         uniform,
         paired,
     }
+}
+
+/// The least x in [lo, hi] where `ok` holds, `ok` false below some point and true from it
+/// (`hi` where it holds nowhere below).
+fn least(mut lo: usize, mut hi: usize, ok: impl Fn(usize) -> bool) -> usize {
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if ok(mid) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    hi
 }
 
 /// The fewest labels, one count for every run, that reach every open pair's target.
@@ -1098,15 +1096,7 @@ fn uniform_total(open: &[(usize, usize, f64)], model: &PlanModel) -> Option<usiz
     if !ok(most) {
         return None;
     }
-    let (mut lo, mut hi) = (0, most);
-    while lo < hi {
-        let mid = (lo + hi) / 2;
-        if ok(mid) {
-            hi = mid;
-        } else {
-            lo = mid + 1;
-        }
-    }
+    let lo = least(0, most, ok);
     Some(
         counts(lo)
             .iter()
