@@ -682,6 +682,10 @@ pub struct RankedPairDto {
     /// The simultaneous interval (with `familywise`).
     interval: [f64; 2],
     standard_error: f64,
+    /// Items both runs labelled that the pair's own answer rests on (the labelled path on
+    /// the per-item differences, weighed with the plain difference); 0 where the difference
+    /// is of the two runs' answers.
+    labelled: usize,
     /// The interval excludes 0.
     resolved: bool,
     /// The run surely higher, where resolved.
@@ -722,6 +726,10 @@ pub struct LabelPlanDto {
     uniform_total: Option<usize>,
     /// Whether every run has the same ids, so that the labels fall on the same items.
     paired: bool,
+    /// A first sample of `PILOT_LABELS` (10) per run in an open pair, to send back at the
+    /// next look, which plans the rest from what it measures (made before any labels where
+    /// the runs pair by id and two more looks remain).
+    pilot: bool,
     runs: Vec<RunLabelsDto>,
 }
 
@@ -851,6 +859,7 @@ pub async fn rank(
         targets_reached: a.reached,
         uniform_total: a.uniform,
         paired: a.paired,
+        pilot: a.pilot,
         runs: names
             .iter()
             .enumerate()
@@ -896,6 +905,7 @@ pub async fn rank(
                 difference: p.difference,
                 interval: [p.interval.0, p.interval.1],
                 standard_error: p.standard_error,
+                labelled: p.labelled,
                 resolved: p.higher().is_some(),
                 higher: p.higher().map(|h| names[h].clone()),
             })

@@ -401,15 +401,24 @@ pub fn needed(
 ) -> Result<Needed, String> {
     let truth: Vec<f64> = runs.iter().map(|r| mean(&r.2)).collect();
     let n = runs[0].1.len();
-    // The first look, with the labels it plans (within `budget`).
-    let plan_for = |budget: Option<usize>| -> Result<Vec<usize>, String> {
-        let first = rank::rank(
+    // One random order of the prompts: every design labels a prefix of it.
+    let mut order: Vec<usize> = (0..n).collect();
+    order.shuffle(&mut ChaCha8Rng::seed_from_u64(seed ^ 0xD1CE));
+    let prefixes = |counts: &[usize]| -> Vec<Vec<usize>> {
+        counts.iter().map(|&c| order[..c.min(n)].to_vec()).collect()
+    };
+    // The planned design looks three times: judge scores only (planning a first sample),
+    // with that sample (planning the rest, within `budget`), and with all the labels; one
+    // count for every run looks twice. Each holds its family-wise error over its own looks.
+    let look = |counts: &[usize], round: usize, rounds: usize, budget: Option<usize>| {
+        rank::rank(
             basis,
-            &with_labels(runs, &[]),
+            &with_labels(runs, &prefixes(counts)),
             settings,
             &RankSettings {
-                rounds: 2,
-                labels: Some(LabelGoal {
+                round,
+                rounds,
+                labels: (round < rounds).then_some(LabelGoal {
                     min_gap: MIN_GAP,
                     seed,
                     budget,
@@ -417,28 +426,62 @@ pub fn needed(
                 }),
                 ..RankSettings::default()
             },
-        )?;
-        Ok(first.allocation.ok_or("no allocation")?.add)
+        )
     };
-    let plan = plan_for(None)?;
-    // One random order of the prompts: every design labels a prefix of it.
-    let mut order: Vec<usize> = (0..n).collect();
-    order.shuffle(&mut ChaCha8Rng::seed_from_u64(seed ^ 0xD1CE));
-    let settles = |counts: &[usize]| -> Result<bool, String> {
-        let labelled: Vec<Vec<usize>> =
-            counts.iter().map(|&c| order[..c.min(n)].to_vec()).collect();
-        let r = rank::rank(
-            basis,
-            &with_labels(runs, &labelled),
-            settings,
-            &RankSettings {
-                round: 2,
-                rounds: 2,
-                ..RankSettings::default()
-            },
-        )?;
-        let (gapped, ok) = resolved(&r, &truth, MIN_GAP);
-        Ok(ok == gapped)
+    // A pair resolved at one look stays resolved: the looks' Bonferroni split holds every
+    // claim of every look at once.
+    let right = |r: &Ranking| -> Vec<bool> {
+        r.pairs
+            .iter()
+            .map(|p| {
+                p.higher().is_some_and(|h| {
+                    let other = if h == p.a { p.b } else { p.a };
+                    truth[h] > truth[other]
+                })
+            })
+            .collect()
+    };
+    let zero = vec![0; runs.len()];
+    let opening = look(&zero, 1, 3, None)?;
+    let first = opening
+        .allocation
+        .as_ref()
+        .ok_or("no allocation")?
+        .add
+        .clone();
+    let second = look(&first, 2, 3, None)?;
+    let plan = second
+        .allocation
+        .as_ref()
+        .ok_or("no allocation")?
+        .add
+        .clone();
+    let before_plan: Vec<bool> = right(&opening)
+        .iter()
+        .zip(right(&second))
+        .map(|(a, b)| *a || b)
+        .collect();
+    let before_uniform = right(&look(&zero, 1, 2, None)?);
+    let plan_for = |budget: Option<usize>| -> Result<Vec<usize>, String> {
+        Ok(look(&first, 2, 3, budget)?
+            .allocation
+            .ok_or("no allocation")?
+            .add)
+    };
+    let settles = |counts: &[usize], rounds: usize| -> Result<bool, String> {
+        let r = look(counts, rounds, rounds, None)?;
+        let earlier = if rounds == 3 {
+            &before_plan
+        } else {
+            &before_uniform
+        };
+        let now = right(&r);
+        let ok = r
+            .pairs
+            .iter()
+            .enumerate()
+            .all(|(x, p)| (truth[p.a] - truth[p.b]).abs() <= MIN_GAP || now[x] || earlier[x]);
+        Ok(ok)
     };
     // Each design on a fine grid (steps of 5%), the smallest point that settles found by
     // bisection (more labels are a superset of fewer: settling is all but monotone).
@@ -449,17 +492,17 @@ pub fn needed(
         }
         out
     };
-    let smallest = |points: &[Vec<usize>]| -> Result<Option<usize>, String> {
+    let smallest = |points: &[Vec<usize>], rounds: usize| -> Result<Option<usize>, String> {
         let Some(last) = points.last() else {
             return Ok(None);
         };
-        if !settles(last)? {
+        if !settles(last, rounds)? {
             return Ok(None);
         }
         let (mut lo, mut hi) = (0, points.len() - 1);
         while lo < hi {
             let mid = (lo + hi) / 2;
-            if settles(&points[mid])? {
+            if settles(&points[mid], rounds)? {
                 hi = mid;
             } else {
                 lo = mid + 1;
@@ -467,22 +510,27 @@ pub fn needed(
         }
         Ok(Some(points[lo].iter().sum()))
     };
-    let mut designs: Vec<Vec<usize>> = vec![vec![0; runs.len()]];
+    // The first sample, then the plan's shape scaled on top of it.
+    let with_first = |add: &[usize]| -> Vec<usize> {
+        first.iter().zip(add).map(|(f, a)| (f + a).min(n)).collect()
+    };
+    let mut designs: Vec<Vec<usize>> = vec![first.clone()];
     if plan.iter().sum::<usize>() > 0 {
         for f in grid(0.05, 8.0) {
-            let counts: Vec<usize> = plan
+            let add: Vec<usize> = plan
                 .iter()
                 .map(|&a| match (a as f64 * f).round() as usize {
                     0 => 0,
-                    c => c.max(rank::FIRST_LABELS).min(n),
+                    c => c.max(rank::FIRST_LABELS),
                 })
                 .collect();
+            let counts = with_first(&add);
             if designs.last() != Some(&counts) {
                 designs.push(counts);
             }
         }
     }
-    let mut planned = smallest(&designs)?;
+    let mut planned = smallest(&designs, 3)?;
     if by_budget {
         // The plan made for each budget on a grid: the smallest budget whose plan settles.
         let budgets: Vec<usize> = grid(rank::FIRST_LABELS as f64, (n * runs.len()) as f64)
@@ -490,17 +538,17 @@ pub fn needed(
             .map(|b| b.round() as usize)
             .collect();
         planned = None;
-        if settles(&plan_for(budgets.last().copied())?)? {
+        if settles(&with_first(&plan_for(budgets.last().copied())?), 3)? {
             let (mut lo, mut hi) = (0, budgets.len() - 1);
             while lo < hi {
                 let mid = (lo + hi) / 2;
-                if settles(&plan_for(Some(budgets[mid]))?)? {
+                if settles(&with_first(&plan_for(Some(budgets[mid]))?), 3)? {
                     hi = mid;
                 } else {
                     lo = mid + 1;
                 }
             }
-            planned = Some(plan_for(Some(budgets[lo]))?.iter().sum());
+            planned = Some(with_first(&plan_for(Some(budgets[lo]))?).iter().sum());
         }
     }
     let mut designs: Vec<Vec<usize>> = vec![vec![0; runs.len()]];
@@ -511,11 +559,11 @@ pub fn needed(
             designs.push(counts);
         }
     }
-    let uniform = smallest(&designs)?;
+    let uniform = smallest(&designs, 2)?;
     Ok(Needed {
         planned,
         uniform,
-        plan: plan.iter().sum(),
+        plan: first.iter().sum::<usize>() + plan.iter().sum::<usize>(),
     })
 }
 

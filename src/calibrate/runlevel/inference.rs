@@ -232,6 +232,19 @@ pub fn labelled(
     level: f64,
     spacing: f64,
 ) -> Result<MeanEstimate, String> {
+    labelled_with(corrected, reference, clusters, level, spacing, None)
+}
+
+/// [`labelled`] with λ given (`Some`: fixed, tuned on other items, no degree of freedom spent
+/// on it here) or left to the labelled items (`None`).
+pub fn labelled_with(
+    corrected: &[f64],
+    reference: &[Option<f64>],
+    clusters: Option<&[u64]>,
+    level: f64,
+    spacing: f64,
+    given: Option<f64>,
+) -> Result<MeanEstimate, String> {
     let big_n = corrected.len();
     let idx: Vec<usize> = (0..big_n).filter(|&i| reference[i].is_some()).collect();
     let n = idx.len();
@@ -254,8 +267,10 @@ pub fn labelled(
         .iter()
         .map(|&i| reference[i].unwrap_or_default())
         .collect();
-    let tuned = n >= MIN_TUNED;
-    let lambda = if tuned {
+    let tuned = given.is_none() && n >= MIN_TUNED;
+    let lambda = if let Some(lambda) = given {
+        lambda
+    } else if tuned {
         let (mf, my) = (mean(&f), mean(&y));
         let var_f = f.iter().map(|v| (v - mf).powi(2)).sum::<f64>();
         let cov = f

@@ -24,6 +24,7 @@
 
 pub mod groups;
 pub mod inference;
+mod paired;
 pub mod rank;
 
 use super::error::{CalibrateError, Result};

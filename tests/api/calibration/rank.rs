@@ -119,6 +119,24 @@ async fn a_clear_leader_is_ranked_first_and_labels_go_to_the_tie(backend: Backen
     assert_eq!(res.status, 200, "{}", res.body);
     assert_eq!(res.body["runs"][0]["path"], "combined", "{}", res.body);
     assert_eq!(res.body["runs"][1]["path"], "plain");
+    // b and c labelled the same items: their pair is answered on them (its own labelled
+    // answer on the per-item differences), a pair with the unlabelled a is not.
+    let pair = |x: &str, y: &str| {
+        res.body["pairs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["a"] == x && p["b"] == y)
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(
+        pair("b", "c")["labelled"],
+        json!(labelled.len()),
+        "{}",
+        res.body
+    );
+    assert_eq!(pair("b", "a")["labelled"], 0);
     // The combined answer is never less sure than either of its parts: b's interval is no
     // wider than its plain one from the first look.
     let width = |r: &Value| f(&r["interval"][1]) - f(&r["interval"][0]);
@@ -128,13 +146,37 @@ async fn a_clear_leader_is_ranked_first_and_labels_go_to_the_tie(backend: Backen
         res.body["runs"][0],
         b["runs"][0]
     );
+    // With two looks to spare and nothing labelled, the plan is a first sample: ten items of
+    // each run in an open pair, the same ids.
+    let mut three = body.clone();
+    three["rounds"] = json!(3);
+    let res = app.json("POST", "/v1/rank", &three).await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let pilot = &res.body["labels"];
+    assert_eq!(pilot["pilot"], true, "{pilot}");
+    let adds: Vec<(String, u64)> = pilot["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap().to_owned(),
+                r["add"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        adds,
+        [("b".to_owned(), 10), ("c".to_owned(), 10)],
+        "{pilot}"
+    );
     let counted = metrics(&app).await;
     assert_eq!(
         metric(
             &counted,
             "judgecal_estimates_total{judge=\"j1\",kind=\"rank\",rubric=\"coherence\"}"
         ),
-        Some(2.0)
+        Some(3.0)
     );
 }
 

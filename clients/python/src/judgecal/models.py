@@ -598,6 +598,12 @@ class RankedPairDto(BaseModel):
     """
     The simultaneous interval (with `familywise`).
     """
+    labelled: int = Field(..., ge=0)
+    """
+    Items both runs labelled that the pair's own answer rests on (the labelled path on
+    the per-item differences, weighed with the plain difference); 0 where the difference
+    is of the two runs' answers.
+    """
     resolved: bool
     """
     The interval excludes 0.
@@ -1616,6 +1622,12 @@ class LabelPlanDto(BaseModel):
     paired: bool
     """
     Whether every run has the same ids, so that the labels fall on the same items.
+    """
+    pilot: bool
+    """
+    A first sample of `PILOT_LABELS` (10) per run in an open pair, to send back at the
+    next look, which plans the rest from what it measures (made before any labels where
+    the runs pair by id and two more looks remain).
     """
     power: float
     runs: list[RunLabelsDto]
