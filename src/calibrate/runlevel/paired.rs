@@ -443,7 +443,7 @@ fn pooled_lambda(members: &[Member]) -> f64 {
 }
 
 /// The sample covariance of the pairs (0 under 2 pairs).
-fn covariance(pairs: &[(f64, f64)]) -> f64 {
+pub fn covariance(pairs: &[(f64, f64)]) -> f64 {
     let m = pairs.len();
     if m < 2 {
         return 0.0;

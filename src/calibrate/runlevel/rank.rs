@@ -735,17 +735,9 @@ fn labelled_covariance(a: &Labelled, b: &Labelled, runs: &[RunItems]) -> Option<
     if m < 3 {
         return None;
     }
-    let (mx, my) = (
-        shared.iter().map(|p| p.0).sum::<f64>() / m as f64,
-        shared.iter().map(|p| p.1).sum::<f64>() / m as f64,
-    );
-    let moment =
-        |f: &dyn Fn(&(f64, f64)) -> f64| shared.iter().map(f).sum::<f64>() / (m as f64 - 1.0);
-    let s = moment(&|p| (p.0 - mx) * (p.1 - my));
-    let (sx, sy) = (
-        moment(&|p| (p.0 - mx).powi(2)),
-        moment(&|p| (p.1 - my).powi(2)),
-    );
+    let s = paired::covariance(&shared);
+    let (xs, ys): (Vec<f64>, Vec<f64>) = shared.iter().copied().unzip();
+    let (sx, sy) = (sample_variance(&xs), sample_variance(&ys));
     let c = (m as f64 / (a.n * b.n) as f64 - 1.0 / a.big_n as f64) * s;
     // Never beyond a correlation of 0.99.
     let bound = 0.99 * (a.variance * b.variance).max(0.0).sqrt();
