@@ -316,7 +316,8 @@ fn systems(a: SystemsArgs) -> Result<(), String> {
 
 #[derive(Debug, clap::Args)]
 pub struct RankArgs {
-    /// Replications per cell of the grid (K = 4, 12, 24; bias sd 0, 0.2; slope 0.2, 0.8).
+    /// Replications per cell of the grid (K = 4, 12, 24; bias sd 0, 0.2; slope 0.2, 0.8; and
+    /// with bias sd 0.2 on a skewed integer 1–5 scale).
     #[arg(long, default_value_t = 400)]
     pub reps: usize,
     #[arg(long, default_value_t = 2)]
@@ -330,9 +331,12 @@ pub struct RankArgs {
     /// Only the cells with this judge slope (0.2 or 0.8).
     #[arg(long)]
     pub slope: Option<f64>,
-    /// Only the grid's cells with this many systems (4, 12 or 24).
+    /// Only the cells with this many systems (4, 12 or 24; the labels study has 12 and 24).
     #[arg(long)]
     pub systems: Option<usize>,
+    /// Only the grid's cells on the continuous scale (`false`) or the integer one (`true`).
+    #[arg(long)]
+    pub discrete: Option<bool>,
     /// Measure the plan the allocation makes for a budget (the smallest budget that
     /// settles), not its own plan scaled.
     #[arg(long)]
@@ -362,7 +366,9 @@ fn rank(a: RankArgs) -> Result<(), String> {
         let cells: Vec<rank::World> = rank::cells()
             .into_iter()
             .filter(|w| {
-                a.slope.is_none_or(|s| s == w.slope) && a.systems.is_none_or(|k| k == w.systems)
+                a.slope.is_none_or(|s| s == w.slope)
+                    && a.systems.is_none_or(|k| k == w.systems)
+                    && a.discrete.is_none_or(|d| d == w.discrete)
             })
             .collect();
         let rows = rank::run(&cells, a.reps, a.threads, &|_| {})?;
@@ -373,10 +379,13 @@ fn rank(a: RankArgs) -> Result<(), String> {
         println!(
             "\n| cell | worlds | labels to resolve every gap > 0.1: planned shape, uniform | fewer |\n|---|---:|---:|---:|"
         );
-        for w in rank::cells()
-            .into_iter()
-            .filter(|w| w.systems >= 12 && w.tau > 0.0 && a.slope.is_none_or(|s| s == w.slope))
-        {
+        for w in rank::cells().into_iter().filter(|w| {
+            w.systems >= 12
+                && w.tau > 0.0
+                && !w.discrete
+                && a.slope.is_none_or(|s| s == w.slope)
+                && a.systems.is_none_or(|k| k == w.systems)
+        }) {
             let needed = rank::labels(&w, a.label_reps, a.threads, a.by_budget)?;
             for x in &needed {
                 eprintln!("{}: {x:?}", w.label());

@@ -717,8 +717,8 @@ pub struct LabelPlanDto {
     seed: u64,
     /// Pairs neither resolved nor settled as within ±min_gap.
     open_pairs: usize,
-    /// Of them, those whose target the plan reaches (as the plan predicts, taking the runs'
-    /// labelled residuals as independent; paired labels usually do better).
+    /// Of them, those whose target the plan reaches, as its model predicts (for a `step`,
+    /// the whole plan it is a share of).
     targets_reached: usize,
     /// The labels one count for every run would take to reach the same targets (`null` where
     /// no count does).
@@ -730,6 +730,10 @@ pub struct LabelPlanDto {
     /// next look, which plans the rest from what it measures (made before any labels where
     /// the runs pair by id and two more looks remain).
     pilot: bool,
+    /// A step toward the plan: a tenth of each run's labels in the whole plan (at least 10
+    /// where it asks any), to send back at the next look, which plans again on sharper gaps
+    /// (made where the runs pair by id, have labels, and two more looks remain).
+    step: bool,
     runs: Vec<RunLabelsDto>,
 }
 
@@ -860,6 +864,7 @@ pub async fn rank(
         uniform_total: a.uniform,
         paired: a.paired,
         pilot: a.pilot,
+        step: a.step,
         runs: names
             .iter()
             .enumerate()
@@ -877,7 +882,12 @@ pub async fn rank(
             })
             .collect(),
     });
-    if let Some(a) = r.allocation.as_ref().filter(|a| a.reached < a.open) {
+    // A first sample plans no targets; a step's count is the whole plan's.
+    if let Some(a) = r
+        .allocation
+        .as_ref()
+        .filter(|a| !a.pilot && a.reached < a.open)
+    {
         notes.push(format!(
             "the label plan reaches {} of the {} open pairs' targets: the others need more labels than the budget or the runs' items allow",
             a.reached, a.open

@@ -354,11 +354,13 @@ impl Chain {
     }
 
     /// The noise of one item's residual difference between runs `a` and `b`, where both are
-    /// on the chain.
-    pub fn difference_noise(&self, a: usize, b: usize) -> Option<f64> {
+    /// on the chain, and the items both labelled that it was measured on.
+    pub fn difference_noise(&self, a: usize, b: usize) -> Option<(f64, usize)> {
         let (pa, pb) = (self.slot.get(a).copied()??, self.slot.get(b).copied()??);
         let l = self.members.len();
-        Some((self.cov[pa * l + pa] + self.cov[pb * l + pb] - 2.0 * self.cov[pa * l + pb]).max(0.0))
+        let noise =
+            (self.cov[pa * l + pa] + self.cov[pb * l + pb] - 2.0 * self.cov[pa * l + pb]).max(0.0);
+        Some((noise, self.members[pa].count.min(self.members[pb].count)))
     }
 
     fn level(&self, count: usize) -> usize {

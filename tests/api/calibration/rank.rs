@@ -146,6 +146,19 @@ async fn a_clear_leader_is_ranked_first_and_labels_go_to_the_tie(backend: Backen
         res.body["runs"][0],
         b["runs"][0]
     );
+    let adds = |plan: &Value| -> Vec<(String, u64)> {
+        plan["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r["name"].as_str().unwrap().to_owned(),
+                    r["add"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
     // With two looks to spare and nothing labelled, the plan is a first sample: ten items of
     // each run in an open pair, the same ids.
     let mut three = body.clone();
@@ -154,29 +167,71 @@ async fn a_clear_leader_is_ranked_first_and_labels_go_to_the_tie(backend: Backen
     assert_eq!(res.status, 200, "{}", res.body);
     let pilot = &res.body["labels"];
     assert_eq!(pilot["pilot"], true, "{pilot}");
-    let adds: Vec<(String, u64)> = pilot["runs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            (
-                r["name"].as_str().unwrap().to_owned(),
-                r["add"].as_u64().unwrap(),
-            )
-        })
-        .collect();
     assert_eq!(
-        adds,
+        adds(pilot),
         [("b".to_owned(), 10), ("c".to_owned(), 10)],
         "{pilot}"
     );
+    // With the first sample back (references that differ from the scores by up to ±0.4, not
+    // alike in b and c, so that the tie stays open) and two looks to spare, a step: a tenth
+    // of what the whole plan asks of each run (at least 10), the whole plan being what the
+    // next look, with one look to spare, would ask (both at one family level, 1 − 0.05/4).
+    let sampled: std::collections::HashSet<String> = pilot["runs"][0]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_owned())
+        .collect();
+    let noisy = |d: f64, k: usize| -> Vec<Value> {
+        items(&shifted(d))
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut it)| {
+                if sampled.contains(it["id"].as_str().unwrap()) {
+                    let e = 0.4 * (((i * 53 + 7 * k) % 17) as f64 / 8.0 - 1.0);
+                    it["reference"] = json!(f(&it["score"]) + e);
+                }
+                it
+            })
+            .collect()
+    };
+    let at = |round: usize| {
+        json!({"judge": "j1", "rubric": "coherence", "rounds": 4, "round": round,
+        "labels": {"min_gap": 0.05, "seed": 3},
+        "runs": [
+            {"name": "b", "items": noisy(0.0, 0)},
+            {"name": "a", "items": items(&shifted(1.0))},
+            {"name": "c", "items": noisy(0.001, 1)},
+        ]})
+    };
+    let (step, whole) = (at(2), at(3));
+    let step = app.json("POST", "/v1/rank", &step).await;
+    let whole = app.json("POST", "/v1/rank", &whole).await;
+    assert_eq!(step.status, 200, "{}", step.body);
+    assert_eq!(whole.status, 200, "{}", whole.body);
+    let (step, whole) = (&step.body["labels"], &whole.body["labels"]);
+    assert_eq!(
+        (&step["step"], &step["pilot"]),
+        (&json!(true), &json!(false))
+    );
+    assert_eq!(whole["step"], false, "{whole}");
+    let expected: Vec<(String, u64)> = adds(whole)
+        .into_iter()
+        .filter_map(|(name, a)| match (a as f64 / 10.0).round() as u64 {
+            0 => None,
+            x => Some((name, x.max(10).min(a))),
+        })
+        .collect();
+    assert!(!expected.is_empty(), "{whole}");
+    assert_eq!(adds(step), expected, "{step} vs {whole}");
+    assert_eq!(step["targets_reached"], whole["targets_reached"]);
     let counted = metrics(&app).await;
     assert_eq!(
         metric(
             &counted,
             "judgecal_estimates_total{judge=\"j1\",kind=\"rank\",rubric=\"coherence\"}"
         ),
-        Some(3.0)
+        Some(5.0)
     );
 }
 

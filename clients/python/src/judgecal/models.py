@@ -1632,10 +1632,16 @@ class LabelPlanDto(BaseModel):
     power: float
     runs: list[RunLabelsDto]
     seed: int = Field(..., ge=0)
+    step: bool
+    """
+    A step toward the plan: a tenth of each run's labels in the whole plan (at least 10
+    where it asks any), to send back at the next look, which plans again on sharper gaps
+    (made where the runs pair by id, have labels, and two more looks remain).
+    """
     targets_reached: int = Field(..., ge=0)
     """
-    Of them, those whose target the plan reaches (as the plan predicts, taking the runs'
-    labelled residuals as independent; paired labels usually do better).
+    Of them, those whose target the plan reaches, as its model predicts (for a `step`,
+    the whole plan it is a share of).
     """
     total: int = Field(..., ge=0)
     """
