@@ -726,7 +726,7 @@ pub struct LabelPlanDto {
     uniform_total: Option<usize>,
     /// Whether every run has the same ids, so that the labels fall on the same items.
     paired: bool,
-    /// A first sample of `PILOT_LABELS` (10) per run in an open pair, to send back at the
+    /// A first sample of `PILOT_LABELS` (20) per run in an open pair, to send back at the
     /// next look, which plans the rest from what it measures (made before any labels where
     /// the runs pair by id and two more looks remain).
     pilot: bool,

@@ -17,8 +17,8 @@
 //!
 //! Each replication is answered once (`rounds` = 1), and by a labelling user who follows the
 //! plan over four looks (`rounds` = 4, each at family-wise level 1 − 0.05/4): round 1 on judge
-//! scores only, which plans a first sample (10 labels on every run in an open pair, the same
-//! prompts); round 2 with those labels, answered on as few as 10 shared items, which plans a
+//! scores only, which plans a first sample (20 labels on every run in an open pair, the same
+//! prompts); round 2 with those labels, answered on as few as 20 shared items, which plans a
 //! step (a tenth of its plan); round 3, which plans the rest to resolve every pair whose gap
 //! exceeds 0.1; round 4 with every label. Counted: any resolved pair in the wrong order
 //! (family-wise error, over all the labelling user's looks), every run's true rank inside its
@@ -916,17 +916,19 @@ mod tests {
     #[test]
     fn a_ranking_of_weak_and_biased_judges_makes_few_wrong_claims() {
         // The hard corners of the grid, 40 replications each: K = 12, τ = 0.2, slope 0.2 and
-        // 0.8, and the weak judge on a skewed integer scale; the labelling user's second look
-        // answers pairs on 10 shared labels. A family-wise error of 5% over 40
+        // 0.8, and the weak judge on a skewed integer scale (K = 4, to keep the test quick);
+        // the labelling user's second look answers pairs on 20 shared labels. A family-wise error of 5% over 40
         // replications has a binomial sd of 3.4 points: more than 6 wrong claims in a cell
         // (15%) would be a real excess. The full grid (`judgecal rank --reps 400`,
         // docs/run-level.md) measures the rates.
-        let worlds = [(0.2, false), (0.8, false), (0.2, true)].map(|(slope, discrete)| World {
-            systems: 12,
-            tau: 0.2,
-            slope,
-            discrete,
-        });
+        let worlds = [(12, 0.2, false), (12, 0.8, false), (4, 0.2, true)].map(
+            |(systems, slope, discrete)| World {
+                systems,
+                tau: 0.2,
+                slope,
+                discrete,
+            },
+        );
         for w in worlds {
             let (_, c) = run(&[w], 40, 2, &|_| {}).unwrap().remove(0);
             eprintln!("{}\n", table(&[(w, c.clone())]));

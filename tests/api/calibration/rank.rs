@@ -159,7 +159,7 @@ async fn a_clear_leader_is_ranked_first_and_labels_go_to_the_tie(backend: Backen
             })
             .collect()
     };
-    // With two looks to spare and nothing labelled, the plan is a first sample: ten items of
+    // With two looks to spare and nothing labelled, the plan is a first sample: 20 items of
     // each run in an open pair, the same ids.
     let mut three = body.clone();
     three["rounds"] = json!(3);
@@ -169,7 +169,7 @@ async fn a_clear_leader_is_ranked_first_and_labels_go_to_the_tie(backend: Backen
     assert_eq!(pilot["pilot"], true, "{pilot}");
     assert_eq!(
         adds(pilot),
-        [("b".to_owned(), 10), ("c".to_owned(), 10)],
+        [("b".to_owned(), 20), ("c".to_owned(), 20)],
         "{pilot}"
     );
     // With the first sample back (references that differ from the scores by up to ±0.4, not

@@ -1625,7 +1625,7 @@ class LabelPlanDto(BaseModel):
     """
     pilot: bool
     """
-    A first sample of `PILOT_LABELS` (10) per run in an open pair, to send back at the
+    A first sample of `PILOT_LABELS` (20) per run in an open pair, to send back at the
     next look, which plans the rest from what it measures (made before any labels where
     the runs pair by id and two more looks remain).
     """
