@@ -535,8 +535,9 @@ pub fn needed(
     let last = look(&first, rounds - 1, rounds, None)?;
     let plan = last.allocation.as_ref().ok_or("no allocation")?.add.clone();
     earlier.push(last);
+    let rights: Vec<Vec<bool>> = earlier.iter().map(right).collect();
     let before_plan: Vec<bool> = (0..earlier[0].pairs.len())
-        .map(|x| earlier.iter().any(|r| right(r)[x]))
+        .map(|x| rights.iter().any(|r| r[x]))
         .collect();
     let before_uniform = right(&look(&zero, 1, 2, None)?);
     let plan_for = |budget: Option<usize>| -> Result<Vec<usize>, String> {
