@@ -82,7 +82,7 @@ pub const FIRST_LABELS: usize = 10;
 
 /// Labels per run of a first sample (`Allocation::pilot`): what the items share between runs,
 /// the residuals' spread and the pairs' gaps are measured on them before the rest is planned.
-/// With a weak judge 10 put a pair's gap at ±0.13, and the plans after them needed 36% more
+/// With a weak judge 10 put a pair's gap at ±0.13, and the plans after them needed 14% more
 /// labels at K = 12 than after 20 (`judgecal rank`: 5, 10, 15 and 20 tried).
 pub const PILOT_LABELS: usize = 20;
 
@@ -240,7 +240,7 @@ pub struct Allocation {
     /// remain (this one's labels, and the rest's).
     pub pilot: bool,
     /// A step toward the plan: [`STEP_SHARE`] of each run's labels in the whole plan (at
-    /// least [`FIRST_LABELS`] where it asks any), made where runs that pair by id already
+    /// least [`FIRST_LABELS`] where that share rounds above 0), made where runs that pair by id already
     /// have labels and two more looks remain; `reached` counts the whole plan's targets.
     pub step: bool,
 }
@@ -1041,7 +1041,7 @@ impl PlanModel {
             .collect();
         let rho_used = rho.unwrap_or(0.0).clamp(0.0, 0.95);
         // Measured where both runs are labelled, each pair's on the items both share (a first
-        // sample's 10 give it on 9 degrees of freedom, ±47%): shrunk toward the pairs' pooled
+        // sample's 20 give it on 19 degrees of freedom, ±32%): shrunk toward the pairs' pooled
         // value, which counts as PRIOR_ITEMS items of its own.
         let measured: Vec<Option<(f64, usize)>> = (0..k * k)
             .map(|x| chain.and_then(|c| c.difference_noise(x / k, x % k)))
