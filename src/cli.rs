@@ -341,6 +341,17 @@ pub struct RankArgs {
     /// settles), not its own plan scaled.
     #[arg(long)]
     pub by_budget: bool,
+    /// Looks the labelling user takes in the labels study and on HANNA: a first sample,
+    /// looks − 3 steps, the rest, and the last look (each at 1 − 0.05/looks).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(3..=10))]
+    pub looks: u64,
+    /// Also the floor: each run's fewest labels that settle with every other run fully
+    /// labelled (knowing the references), summed: what no design of per-run counts beats.
+    #[arg(long)]
+    pub floor: bool,
+    /// The labels study's first world (worlds are numbered from 0).
+    #[arg(long, default_value_t = 0)]
+    pub first_world: usize,
     /// HANNA in long form (../shared/data/hanna/hanna_long.csv): rank its systems instead.
     #[arg(long)]
     pub hanna: Option<PathBuf>,
@@ -356,9 +367,18 @@ pub struct RankArgs {
 fn rank(a: RankArgs) -> Result<(), String> {
     use crate::study::rank;
     let started = std::time::Instant::now();
+    let design = rank::Design {
+        by_budget: a.by_budget,
+        looks: a.looks as usize,
+        floor: a.floor,
+    };
     if let Some(path) = &a.hanna {
-        let rows = rank::hanna(path, &a.variant, a.labels, a.seed, a.by_budget)?;
+        let rows = rank::hanna(path, &a.variant, a.labels, a.seed, design)?;
         print!("{}", rank::hanna_table(&rows, a.labels));
+        let needed: Vec<rank::Needed> = rows.iter().map(|r| r.needed).collect();
+        if let Some(line) = rank::floor_line(&needed) {
+            println!("\n{line}");
+        }
         eprintln!("{:.0} s", started.elapsed().as_secs_f64());
         return Ok(());
     }
@@ -386,9 +406,10 @@ fn rank(a: RankArgs) -> Result<(), String> {
                 && a.slope.is_none_or(|s| s == w.slope)
                 && a.systems.is_none_or(|k| k == w.systems)
         }) {
-            let needed = rank::labels(&w, a.label_reps, a.threads, a.by_budget)?;
-            for x in &needed {
-                eprintln!("{}: {x:?}", w.label());
+            let worlds = a.first_world..a.first_world + a.label_reps;
+            let needed = rank::labels(&w, worlds.clone(), a.threads, design)?;
+            for (x, world) in needed.iter().zip(worlds) {
+                eprintln!("{} world {world}: {x:?}", w.label());
             }
             let (p, u, n) = rank::totals(&needed);
             println!(
@@ -399,6 +420,9 @@ fn rank(a: RankArgs) -> Result<(), String> {
                 u as f64 / n.max(1) as f64,
                 100.0 * (1.0 - p as f64 / u.max(1) as f64)
             );
+            if let Some(line) = rank::floor_line(&needed) {
+                println!("\n{}: {line}\n", w.label());
+            }
         }
         eprintln!("{:.0} s", started.elapsed().as_secs_f64());
     }

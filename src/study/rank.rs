@@ -30,7 +30,7 @@ use nuts_rs::rand::{RngExt, SeedableRng};
 
 use super::synthetic::stand_in_reference;
 use crate::calibrate::runlevel::rank::{self, LabelGoal, RankSettings, Ranking};
-use crate::calibrate::runlevel::{Basis, Path, RunItems, Settings};
+use crate::calibrate::runlevel::{Basis, MIN_LABELLED, Path, RunItems, Settings};
 use crate::calibrate::stats::{mean, standard_normal};
 use crate::calibrate::train::train_with_groups;
 use crate::calibrate::{Cell, Method, Run};
@@ -463,17 +463,41 @@ pub struct Needed {
     pub uniform: Option<usize>,
     /// The plan's own total.
     pub plan: usize,
+    /// With `Design::floor`: the sum over runs of each run's fewest labels that settle with
+    /// every other run fully labelled, at one look at the level (knowing the references). No
+    /// design of per-run counts needs fewer; `None` where full labels do not settle.
+    pub floor: Option<usize>,
 }
 
-/// Labels needed by each design on `runs` (judge scores and references), from `basis`;
-/// `by_budget`: the planned design is the allocation made for a budget, not its unbudgeted
-/// plan scaled.
+/// How the labels study runs the planned design.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Design {
+    /// The planned design is the allocation made for a budget, not its unbudgeted plan scaled.
+    pub by_budget: bool,
+    /// The looks the labelling user takes (at least 3): judge scores only (planning a first
+    /// sample), `looks − 3` steps, the rest, and the last look.
+    pub looks: usize,
+    /// Also find the fewest labels any design of per-run counts needs ([`Needed::floor`]).
+    pub floor: bool,
+}
+
+impl Default for Design {
+    fn default() -> Self {
+        Design {
+            by_budget: false,
+            looks: LOOKS,
+            floor: false,
+        }
+    }
+}
+
+/// Labels needed by each design on `runs` (judge scores and references), from `basis`.
 pub fn needed(
     basis: Basis,
     runs: &[(String, Vec<f64>, Vec<f64>)],
     settings: &Settings,
     seed: u64,
-    by_budget: bool,
+    design: Design,
 ) -> Result<Needed, String> {
     let truth: Vec<f64> = runs.iter().map(|r| mean(&r.2)).collect();
     let n = runs[0].1.len();
@@ -483,9 +507,10 @@ pub fn needed(
     let prefixes = |counts: &[usize]| -> Vec<Vec<usize>> {
         counts.iter().map(|&c| order[..c.min(n)].to_vec()).collect()
     };
-    // The planned design looks three times: judge scores only (planning a first sample),
-    // with that sample (planning the rest, within `budget`), and with all the labels; one
-    // count for every run looks twice. Each holds its family-wise error over its own looks.
+    // The planned design looks `design.looks` times: judge scores only (planning a first
+    // sample), with that sample (planning a step), after each step (the last such look plans
+    // the rest, within `budget`), and with all the labels; one count for every run looks
+    // twice. Each holds its family-wise error over its own looks.
     let look = |counts: &[usize], round: usize, rounds: usize, budget: Option<usize>| {
         rank::rank(
             basis,
@@ -518,9 +543,9 @@ pub fn needed(
             .collect()
     };
     let zero = vec![0; runs.len()];
-    // The plan's looks as the service makes them: a first sample, a step toward the plan,
+    // The plan's looks as the service makes them: a first sample, steps toward the plan,
     // the rest (scaled below), and the last look.
-    let rounds = 4;
+    let rounds = design.looks.max(3);
     let mut labelled = zero.clone();
     let mut earlier: Vec<Ranking> = Vec::new();
     for round in 1..rounds - 1 {
@@ -609,7 +634,7 @@ pub fn needed(
         }
     }
     let mut planned = smallest(&designs, rounds)?;
-    if by_budget {
+    if design.by_budget {
         // The plan made for each budget on a grid: the smallest budget whose plan settles.
         let budgets: Vec<usize> = grid(rank::FIRST_LABELS as f64, (n * runs.len()) as f64)
             .into_iter()
@@ -638,19 +663,44 @@ pub fn needed(
         }
     }
     let uniform = smallest(&designs, 2)?;
+    // Each run's fewest labels with every other run fully labelled, at one look at the
+    // level: a design of per-run counts on this order of items that settles gives each run
+    // at least that many (labels on other runs all but never unsettle a pair).
+    let mut floor = None;
+    if design.floor && settles(&vec![n; runs.len()], 1)? {
+        // A labelled run carries at least MIN_LABELLED labels.
+        let allowed = |c: usize| if c > 0 { c.max(MIN_LABELLED) } else { 0 };
+        let mut total = 0;
+        for i in 0..runs.len() {
+            let (mut lo, mut hi) = (0, n);
+            while lo < hi {
+                let mid = (lo + hi) / 2;
+                let mut trial = vec![n; runs.len()];
+                trial[i] = allowed(mid);
+                if settles(&trial, 1)? {
+                    hi = mid;
+                } else {
+                    lo = mid + 1;
+                }
+            }
+            total += allowed(hi);
+        }
+        floor = Some(total);
+    }
     Ok(Needed {
         planned,
         uniform,
         plan: first.iter().sum::<usize>() + plan.iter().sum::<usize>(),
+        floor,
     })
 }
 
-/// The labels study on `w`: `reps` worlds, each design's labels needed, on `threads` threads.
+/// The labels study on `w`: worlds `worlds`, each design's labels needed, on `threads` threads.
 pub fn labels(
     w: &World,
-    reps: usize,
+    worlds: std::ops::Range<usize>,
     threads: usize,
-    by_budget: bool,
+    design: Design,
 ) -> Result<Vec<Needed>, String> {
     let threads = threads.max(1);
     let one = |rep: usize| -> Result<Needed, String> {
@@ -670,14 +720,14 @@ pub fn labels(
             seed: rep as u64,
             ..Settings::default()
         };
-        needed(basis, &drawn.runs, &settings, rep as u64, by_budget)
+        needed(basis, &drawn.runs, &settings, rep as u64, design)
     };
     let mut out: Vec<(usize, Result<Needed, String>)> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 let one = &one;
                 s.spawn(move || {
-                    (t..reps)
+                    (worlds.start + t..worlds.end)
                         .step_by(threads)
                         .map(|rep| (rep, one(rep)))
                         .collect::<Vec<_>>()
@@ -705,6 +755,23 @@ pub fn totals(needed: &[Needed]) -> (usize, usize, usize) {
             (Some(a), Some(b)) => (p + a, u + b, n + 1),
             _ => (p, u, n),
         })
+}
+
+/// With floors: the line saying the most any design of per-run counts could save against
+/// uniform, over the worlds where both are found; `None` where none was.
+pub fn floor_line(needed: &[Needed]) -> Option<String> {
+    let (h, u, n) = needed
+        .iter()
+        .fold((0, 0, 0), |(h, u, n), x| match (x.floor, x.uniform) {
+            (Some(a), Some(b)) => (h + a, u + b, n + 1),
+            _ => (h, u, n),
+        });
+    (n > 0).then(|| {
+        format!(
+            "The floor (each run's fewest labels with every other run fully labelled, one look at 0.95, knowing the references), over {n} where uniform reaches the targets: {h} against uniform's {u}: no design of per-run counts saves more than {:.0}%.",
+            100.0 * (1.0 - h as f64 / u.max(1) as f64)
+        )
+    })
 }
 
 /// Kendall's τ-b between two orderings' values.
@@ -760,7 +827,7 @@ pub fn hanna(
     variant: &str,
     labels: usize,
     seed: u64,
-    by_budget: bool,
+    design: Design,
 ) -> Result<Vec<HannaRow>, String> {
     use super::systems::{cells, read, scored};
     let records = read(path)?;
@@ -854,7 +921,7 @@ pub fn hanna(
             wrong_labelled: wl,
             covered_plain: judge_ranks(&plain, &human),
             covered_labelled: judge_ranks(&labelled, &human),
-            needed: needed(basis, &runs, &settings, seed, by_budget)?,
+            needed: needed(basis, &runs, &settings, seed, design)?,
         });
     }
     Ok(out)
@@ -948,6 +1015,32 @@ mod tests {
                 c.combined_covered as f64 >= 0.85 * c.combined as f64,
                 "{c:?}"
             );
+        }
+    }
+
+    #[test]
+    fn the_floor_is_below_every_design_that_settles() {
+        // The floor counts each run's fewest labels with every other run fully labelled, at
+        // one look at 0.95: a uniform count that settles at a stricter level with fewer labels
+        // elsewhere gives every run at least its floor, and so does the plan; where the judge
+        // alone settles, the floor is 0.
+        let w = World {
+            systems: 4,
+            tau: 0.2,
+            slope: 0.8,
+            discrete: false,
+        };
+        let design = Design {
+            floor: true,
+            ..Design::default()
+        };
+        for x in labels(&w, 0..2, 2, design).unwrap() {
+            let (Some(floor), Some(uniform), Some(planned)) = (x.floor, x.uniform, x.planned)
+            else {
+                panic!("every design settles: {x:?}");
+            };
+            assert!(floor <= uniform && floor <= planned, "{x:?}");
+            assert!(uniform > 0 || floor == 0, "{x:?}");
         }
     }
 }
