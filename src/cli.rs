@@ -360,6 +360,10 @@ pub struct RankArgs {
     /// With --hanna: labels per system for the labelled column.
     #[arg(long, default_value_t = 10)]
     pub labels: usize,
+    /// With --hanna: label samples for the labelled column (each a fresh random set of
+    /// stories); with --label-reps 0 the labels each design needs are skipped.
+    #[arg(long, default_value_t = 1)]
+    pub samples: usize,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
 }
@@ -373,9 +377,10 @@ fn rank(a: RankArgs) -> Result<(), String> {
         floor: a.floor,
     };
     if let Some(path) = &a.hanna {
-        let rows = rank::hanna(path, &a.variant, a.labels, a.seed, design)?;
+        let design = (a.label_reps > 0).then_some(design);
+        let rows = rank::hanna(path, &a.variant, a.labels, a.samples, a.seed, design)?;
         print!("{}", rank::hanna_table(&rows, a.labels));
-        let needed: Vec<rank::Needed> = rows.iter().map(|r| r.needed).collect();
+        let needed: Vec<rank::Needed> = rows.iter().filter_map(|r| r.needed).collect();
         if let Some(line) = rank::floor_line(&needed) {
             println!("\n{line}");
         }

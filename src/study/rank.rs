@@ -15,7 +15,9 @@
 //! score: prompts skewed to the top of the scale (p = 1 + 4·(1 − U²)), the systems' δ_k shrunk
 //! to span at most 2 points, the judge's score and the reference rounded and kept in 1–5.
 //!
-//! Each replication is answered once (`rounds` = 1), and by a labelling user who follows the
+//! Each replication is answered once (`rounds` = 1), once more with ten random prompts
+//! labelled on every run (HANNA's labelled column: pairs answered on ten shared items), and by
+//! a labelling user who follows the
 //! plan over four looks (`rounds` = 4, each at family-wise level 1 − 0.05/4): round 1 on judge
 //! scores only, which plans a first sample (20 labels on every run in an open pair, the same
 //! prompts); round 2 with those labels, answered on as few as 20 shared items, which plans a
@@ -97,6 +99,9 @@ pub const MIN_GAP: f64 = 0.1;
 /// The labelling user's looks: judge scores (planning a first sample), the first sample
 /// (planning a step), the step (planning the rest), every label.
 const LOOKS: usize = 4;
+/// Labels on every run of a one-look ranking that answers pairs on few shared items, as
+/// HANNA's labelled column does.
+const FEW_LABELS: usize = 10;
 
 /// A drawn world: anchors with their systems, and the runs with their references.
 pub struct Drawn {
@@ -221,6 +226,10 @@ pub struct Counts {
     /// label): a wrong claim at any; every rank covered at all.
     pub wrong_labelled: usize,
     pub covered_labelled: usize,
+    /// One look with [`FEW_LABELS`] random prompts labelled on every run (HANNA's labelled
+    /// column): a wrong claim; every rank covered.
+    pub wrong_few: usize,
+    pub covered_few: usize,
     /// Pairs with a gap above [`MIN_GAP`], resolved by the first look and by the last.
     pub gapped: usize,
     pub resolved_first: usize,
@@ -246,6 +255,8 @@ impl Counts {
         self.covered_once += o.covered_once;
         self.wrong_labelled += o.wrong_labelled;
         self.covered_labelled += o.covered_labelled;
+        self.wrong_few += o.wrong_few;
+        self.covered_few += o.covered_few;
         self.gapped += o.gapped;
         self.resolved_first += o.resolved_first;
         self.resolved_last += o.resolved_last;
@@ -315,6 +326,18 @@ fn replicate(w: &World, rep: u64) -> Result<Counts, String> {
         &settings,
         &RankSettings::default(),
     )?;
+    // A user who labels a few prompts of every run at random: pairs answered on them alone.
+    let mut order: Vec<usize> = (0..RUN).collect();
+    order.shuffle(&mut ChaCha8Rng::seed_from_u64(rep ^ 0xFE77));
+    let few = rank::rank(
+        basis,
+        &with_labels(
+            &drawn.runs,
+            &vec![order[..FEW_LABELS].to_vec(); drawn.runs.len()],
+        ),
+        &settings,
+        &RankSettings::default(),
+    )?;
     // The labelling user: four looks, labelling what each plan names.
     let mut labelled: Vec<Vec<usize>> = vec![Vec::new(); drawn.runs.len()];
     let mut looks: Vec<Ranking> = Vec::new();
@@ -347,6 +370,7 @@ fn replicate(w: &World, rep: u64) -> Result<Counts, String> {
         return Err("four looks".into());
     };
     let (w1, c1) = judge(&once, &truth);
+    let (wf, cf) = judge(&few, &truth);
     let judged: Vec<(bool, bool)> = looks.iter().map(|r| judge(r, &truth)).collect();
     let (gapped, r1) = resolved(first, &truth, MIN_GAP);
     let (_, r3) = resolved(last, &truth, MIN_GAP);
@@ -368,6 +392,8 @@ fn replicate(w: &World, rep: u64) -> Result<Counts, String> {
         covered_once: usize::from(c1),
         wrong_labelled: usize::from(judged.iter().any(|j| j.0)),
         covered_labelled: usize::from(judged.iter().all(|j| j.1)),
+        wrong_few: usize::from(wf),
+        covered_few: usize::from(cf),
         gapped,
         resolved_first: r1,
         resolved_last: r3,
@@ -421,7 +447,7 @@ pub fn run(
 
 pub fn table(rows: &[(World, Counts)]) -> String {
     let mut out = String::from(
-        "| cell | reps | one look: wrong claim, ranks covered | four looks with labels: wrong claim, ranks covered | gap > 0.1 pairs resolved: judge only → with labels | labelled runs' own intervals covering: first sample, every label | labels: first sample + step and the rest (uniform for the rest's targets) |\n|---|---:|---:|---:|---:|---:|---:|\n",
+        "| cell | reps | one look: wrong claim, ranks covered | one look, 10 labels a run: wrong claim, ranks covered | four looks with labels: wrong claim, ranks covered | gap > 0.1 pairs resolved: judge only → with labels | labelled runs' own intervals covering: first sample, every label | labels: first sample + step and the rest (uniform for the rest's targets) |\n|---|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for (w, c) in rows {
         let pct = |k: usize| format!("{:.1}%", 100.0 * c.rate(k));
@@ -430,11 +456,13 @@ pub fn table(rows: &[(World, Counts)]) -> String {
             |ok: usize, n: usize| format!("{:.1}% of {n}", 100.0 * ok as f64 / n.max(1) as f64);
         let per = |k: usize| k as f64 / c.reps.max(1) as f64;
         out.push_str(&format!(
-            "| {} | {} | {}, {} | {}, {} | {:.1}% → {:.1}% | {}, {} | {:.0} + {:.0} ({}) |\n",
+            "| {} | {} | {}, {} | {}, {} | {}, {} | {:.1}% → {:.1}% | {}, {} | {:.0} + {:.0} ({}) |\n",
             w.label(),
             c.reps,
             pct(c.wrong_once),
             pct(c.covered_once),
+            pct(c.wrong_few),
+            pct(c.covered_few),
             pct(c.wrong_labelled),
             pct(c.covered_labelled),
             share(c.resolved_first),
@@ -807,27 +835,35 @@ pub struct HannaRow {
     /// de-biased with `labels` per system.
     pub tau_raw: f64,
     pub tau_plain: f64,
+    /// The mean over the label samples.
     pub tau_labelled: f64,
     pub pairs: usize,
-    /// Pairs resolved, and resolved in the wrong order, without and with the labels.
+    /// Pairs resolved, and resolved in the wrong order, without and (summed over the label
+    /// samples) with the labels.
     pub resolved_plain: usize,
     pub wrong_plain: usize,
     pub resolved_labelled: usize,
     pub wrong_labelled: usize,
-    /// Rank intervals covering the human rank, every system's, without and with labels.
+    /// Rank intervals covering the human rank, every system's: without labels, and in how
+    /// many of the label samples.
     pub covered_plain: bool,
-    pub covered_labelled: bool,
-    pub needed: Needed,
+    pub covered_labelled: usize,
+    /// Label samples: each a fresh random set of `labels` stories, the same for every system.
+    pub samples: usize,
+    /// `None` where the labels study was not asked for.
+    pub needed: Option<Needed>,
 }
 
 /// Every judge and rubric of HANNA (`path`, prompt variant `variant`) ranked, with `labels`
-/// random labels per system for the labelled column.
+/// random labels per system for the labelled column, drawn `samples` times; `design`: the
+/// labels each design needs, where asked.
 pub fn hanna(
     path: &std::path::Path,
     variant: &str,
     labels: usize,
+    samples: usize,
     seed: u64,
-    design: Design,
+    design: Option<Design>,
 ) -> Result<Vec<HannaRow>, String> {
     use super::systems::{cells, read, scored};
     let records = read(path)?;
@@ -884,15 +920,22 @@ pub fn hanna(
             &settings,
             &RankSettings::default(),
         )?;
-        let mut order: Vec<usize> = (0..stories.len()).collect();
-        order.shuffle(&mut ChaCha8Rng::seed_from_u64(seed ^ 0x4A11));
-        let picked: Vec<Vec<usize>> = vec![order[..labels.min(order.len())].to_vec(); runs.len()];
-        let labelled = rank::rank(
-            basis,
-            &with_labels(&runs, &picked),
-            &settings,
-            &RankSettings::default(),
-        )?;
+        // Sample 0 is the one the table has always shown; the others vary the stories.
+        let samples: Vec<Ranking> = (0..samples.max(1) as u64)
+            .map(|d| {
+                let mut order: Vec<usize> = (0..stories.len()).collect();
+                order.shuffle(&mut ChaCha8Rng::seed_from_u64(
+                    seed ^ 0x4A11 ^ d.wrapping_mul(0x9E37_79B9),
+                ));
+                let picked = vec![order[..labels.min(order.len())].to_vec(); runs.len()];
+                rank::rank(
+                    basis,
+                    &with_labels(&runs, &picked),
+                    &settings,
+                    &RankSettings::default(),
+                )
+            })
+            .collect::<Result<_, _>>()?;
         let estimates =
             |r: &Ranking| -> Vec<f64> { r.runs.iter().map(|x| x.estimate.mean.estimate).collect() };
         let claims = |r: &Ranking| {
@@ -906,22 +949,34 @@ pub fn hanna(
                     None => (n, wrong),
                 })
         };
-        let ((rp, wp), (rl, wl)) = (claims(&plain), claims(&labelled));
+        let (rp, wp) = claims(&plain);
+        let (rl, wl) = samples
+            .iter()
+            .map(claims)
+            .fold((0, 0), |(r, w), (a, b)| (r + a, w + b));
+        let m = samples.len() as f64;
         out.push(HannaRow {
             judge: judge.clone(),
             rubric: rubric.clone(),
             systems: runs.len(),
             tau_raw: kendall(&raw, &human),
             tau_plain: kendall(&estimates(&plain), &human),
-            tau_labelled: kendall(&estimates(&labelled), &human),
+            tau_labelled: samples
+                .iter()
+                .map(|r| kendall(&estimates(r), &human))
+                .sum::<f64>()
+                / m,
             pairs: plain.pairs.len(),
             resolved_plain: rp,
             wrong_plain: wp,
             resolved_labelled: rl,
             wrong_labelled: wl,
             covered_plain: judge_ranks(&plain, &human),
-            covered_labelled: judge_ranks(&labelled, &human),
-            needed: needed(basis, &runs, &settings, seed, design)?,
+            covered_labelled: samples.iter().filter(|r| judge_ranks(r, &human)).count(),
+            samples: samples.len(),
+            needed: design
+                .map(|d| needed(basis, &runs, &settings, seed, d))
+                .transpose()?,
         });
     }
     Ok(out)
@@ -932,13 +987,28 @@ fn judge_ranks(r: &Ranking, truth: &[f64]) -> bool {
 }
 
 pub fn hanna_table(rows: &[HannaRow], labels: usize) -> String {
+    let samples = rows.first().map_or(1, |r| r.samples);
+    let of = if samples > 1 {
+        format!(" ({samples} samples)")
+    } else {
+        String::new()
+    };
     let mut out = format!(
-        "| judge | rubric | Kendall τ: raw → de-biased → {labels} labels/system | pairs resolved (wrong order): judge only, {labels} labels | ranks covered | labels to resolve every gap > 0.1: planned, uniform |\n|---|---|---:|---:|---:|---:|\n"
+        "| judge | rubric | Kendall τ: raw → de-biased → {labels} labels/system | pairs resolved (wrong order): judge only, {labels} labels{of} | ranks covered | labels to resolve every gap > 0.1: planned, uniform |\n|---|---|---:|---:|---:|---:|\n"
     );
     let show = |x: Option<usize>| x.map_or("unreached".to_string(), |x| x.to_string());
+    let yes = |b: bool| if b { "yes" } else { "no" };
     for r in rows {
+        let covered = if r.samples > 1 {
+            format!("{}/{}", r.covered_labelled, r.samples)
+        } else {
+            yes(r.covered_labelled == r.samples).to_string()
+        };
+        let needed = r.needed.map_or("–, –".to_string(), |n| {
+            format!("{}, {}", show(n.planned), show(n.uniform))
+        });
         out.push_str(&format!(
-            "| {} | {} | {:.2} → {:.2} → {:.2} | {}/{} ({}), {}/{} ({}) | {}, {} | {}, {} |\n",
+            "| {} | {} | {:.2} → {:.2} → {:.2} | {}/{} ({}), {}/{} ({}) | {}, {covered} | {needed} |\n",
             r.judge,
             r.rubric,
             r.tau_raw,
@@ -948,32 +1018,40 @@ pub fn hanna_table(rows: &[HannaRow], labels: usize) -> String {
             r.pairs,
             r.wrong_plain,
             r.resolved_labelled,
-            r.pairs,
+            r.pairs * r.samples,
             r.wrong_labelled,
-            if r.covered_plain { "yes" } else { "no" },
-            if r.covered_labelled { "yes" } else { "no" },
-            show(r.needed.planned),
-            show(r.needed.uniform),
+            yes(r.covered_plain),
         ));
     }
     let n = rows.len().max(1) as f64;
     let avg = |f: &dyn Fn(&HannaRow) -> f64| rows.iter().map(f).sum::<f64>() / n;
-    let (p, u, both) = totals(&rows.iter().map(|r| r.needed).collect::<Vec<_>>());
+    let sum = |f: &dyn Fn(&HannaRow) -> usize| rows.iter().map(f).sum::<usize>();
+    let share = |x: usize, of: usize| 100.0 * x as f64 / of.max(1) as f64;
     out.push_str(&format!(
-        "\nMean Kendall τ over {} cells: raw {:.3}, de-biased {:.3}, with {labels} labels {:.3}. Resolved pairs: {:.1}% → {:.1}%, wrong order {} → {}. Rank intervals covering every system: {} → {} of {}. Labels to resolve every pair with a human gap above 0.1, over the {both} cells where both designs reach it: planned {p}, uniform {u} ({:.0}% fewer).\n",
+        "\nMean Kendall τ over {} cells: raw {:.3}, de-biased {:.3}, with {labels} labels {:.3}. Resolved pairs: {:.1}% → {:.1}%, wrong order {} → {} (in {} rankings). Rank intervals covering every system: {} of {} → {} of {}.",
         rows.len(),
         avg(&|r| r.tau_raw),
         avg(&|r| r.tau_plain),
         avg(&|r| r.tau_labelled),
-        100.0 * rows.iter().map(|r| r.resolved_plain).sum::<usize>() as f64 / rows.iter().map(|r| r.pairs).sum::<usize>().max(1) as f64,
-        100.0 * rows.iter().map(|r| r.resolved_labelled).sum::<usize>() as f64 / rows.iter().map(|r| r.pairs).sum::<usize>().max(1) as f64,
-        rows.iter().map(|r| r.wrong_plain).sum::<usize>(),
-        rows.iter().map(|r| r.wrong_labelled).sum::<usize>(),
+        share(sum(&|r| r.resolved_plain), sum(&|r| r.pairs)),
+        share(sum(&|r| r.resolved_labelled), sum(&|r| r.pairs * r.samples)),
+        sum(&|r| r.wrong_plain),
+        sum(&|r| r.wrong_labelled),
+        sum(&|r| r.samples),
         rows.iter().filter(|r| r.covered_plain).count(),
-        rows.iter().filter(|r| r.covered_labelled).count(),
         rows.len(),
-        100.0 * (1.0 - p as f64 / u.max(1) as f64),
+        sum(&|r| r.covered_labelled),
+        sum(&|r| r.samples),
     ));
+    let needed: Vec<Needed> = rows.iter().filter_map(|r| r.needed).collect();
+    if !needed.is_empty() {
+        let (p, u, both) = totals(&needed);
+        out.push_str(&format!(
+            " Labels to resolve every pair with a human gap above 0.1, over the {both} cells where both designs reach it: planned {p}, uniform {u} ({:.0}% fewer).",
+            100.0 * (1.0 - p as f64 / u.max(1) as f64),
+        ));
+    }
+    out.push('\n');
     out
 }
 
@@ -985,9 +1063,9 @@ mod tests {
     fn a_ranking_of_weak_and_biased_judges_makes_few_wrong_claims() {
         // The hard corners of the grid, 40 replications each: K = 12, τ = 0.2, slope 0.2 and
         // 0.8, and the weak judge on a skewed integer scale (K = 4, to keep the test quick);
-        // the labelling user's second look answers pairs on 20 shared labels. A family-wise error of 5% over 40
-        // replications has a binomial sd of 3.4 points: more than 6 wrong claims in a cell
-        // (15%) would be a real excess. The full grid (`judgecal rank --reps 400`,
+        // ten labels a run answer pairs on 10 shared items, and the labelling user's second
+        // look on 20. A family-wise error of 5% over 40 replications has a binomial sd of 3.4
+        // points: more than 6 wrong claims in a cell (15%) would be a real excess. The full grid (`judgecal rank --reps 400`,
         // docs/run-level.md) measures the rates.
         let worlds = [(12, 0.2, false), (12, 0.8, false), (4, 0.2, true)].map(
             |(systems, slope, discrete)| World {
@@ -1000,8 +1078,14 @@ mod tests {
         for w in worlds {
             let (_, c) = run(&[w], 40, 2, &|_| {}).unwrap().remove(0);
             eprintln!("{}\n", table(&[(w, c.clone())]));
-            assert!(c.wrong_once <= 6 && c.wrong_labelled <= 6, "{c:?}");
-            assert!(c.covered_once >= 34 && c.covered_labelled >= 34, "{c:?}");
+            assert!(
+                c.wrong_once <= 6 && c.wrong_few <= 6 && c.wrong_labelled <= 6,
+                "{c:?}"
+            );
+            assert!(
+                c.covered_once >= 34 && c.covered_few >= 34 && c.covered_labelled >= 34,
+                "{c:?}"
+            );
             // The labels resolve more of the gapped pairs than the judge alone.
             assert!(c.resolved_last > c.resolved_first, "{c:?}");
             // Every run in an open pair is labelled, and its own interval covers at about

@@ -33,8 +33,11 @@
 //! difference (whose shared corrector and group errors cancel) and the difference of the two
 //! runs' answers, weighted by their joint draws; where both runs' labels lie on one chain of
 //! nested item sets, by the pair's own answer on the items both labelled, if that is better
-//! still ([`super::paired`]). A pair's difference is then not always the difference of its
-//! runs' estimates; its interval is the one that holds.
+//! still ([`super::paired`]): weighed and chosen by its variance at the pair's noise shrunk
+//! toward the pairs' pooled value ([`PRIOR_ITEMS`]), since a choice by a variance measured
+//! on a few items favours the pairs it underestimates; its interval is then at the variance
+//! it measured. A pair's difference is not always the difference of its runs' estimates; its
+//! interval is the one that holds.
 //!
 //! **Labels (`Allocation`).** A pair is *open* when its interval excludes neither 0 nor a gap
 //! of `min_gap`. To settle an open pair with a true gap g at power 1 − β its standard error
@@ -379,6 +382,7 @@ pub fn rank(
     // say is best; and where both runs are on the chain, the pair's own answer on the items
     // both labelled, if its variance is smaller still.
     let mut drafts = drafts(&estimates);
+    let noise = shrunk_noise(chain.as_ref(), k);
     for draft in drafts.iter_mut() {
         let (a, b) = (draft.a, draft.b);
         if estimates[a].path == Path::Plain && estimates[b].path == Path::Plain {
@@ -399,16 +403,26 @@ pub fn rank(
         };
         if let Some((own, answer)) = own {
             // The pair's plain difference and its own labelled one (uncorrelated: the labels
-            // are a random sample), weighed as a run's are.
+            // are a random sample), weighed as a run's are, but by the own answer's variance
+            // at its pair's shrunk noise: on ten shared items its own measure is off by half
+            // and more, and weighing or choosing by it favours the pairs whose noise it
+            // underestimates (HANNA: one pair of equal systems resolved on ten labels). The
+            // interval then holds at the own answer's variance as measured, t-widened.
+            let ratio = noise[a * k + b].map_or(1.0, |n| n.ratio());
             let vp = (0..draws).map(|x| plain(x).powi(2)).sum::<f64>() / draws as f64;
             let e = &answer.estimate;
-            let vl = e.variance.total() * t_excess(e.df, settings.level);
+            let vl = e.variance.total() * t_excess(e.df, settings.level) * ratio;
             let w = if vl + vp > 0.0 { vl / (vl + vp) } else { 0.5 };
             let column: Vec<f32> = (0..draws)
                 .map(|x| (w * plain(x) + (1.0 - w) * own[x]) as f32)
                 .collect();
             let square = column.iter().map(|&e| (e as f64).powi(2)).sum::<f64>() / draws as f64;
-            if square < best.square {
+            let scale = ratio.sqrt();
+            let judged = (0..draws)
+                .map(|x| (w * plain(x) + (1.0 - w) * scale * own[x]).powi(2))
+                .sum::<f64>()
+                / draws as f64;
+            if judged < best.square {
                 best = Blend {
                     estimate: w * plain_estimate + (1.0 - w) * e.estimate,
                     column,
@@ -1040,35 +1054,16 @@ impl PlanModel {
             })
             .collect();
         let rho_used = rho.unwrap_or(0.0).clamp(0.0, 0.95);
-        // Measured where both runs are labelled, each pair's on the items both share (a first
-        // sample's 20 give it on 19 degrees of freedom, ±32%): shrunk toward the pairs' pooled
-        // value, which counts as PRIOR_ITEMS items of its own.
-        let measured: Vec<Option<(f64, usize)>> = (0..k * k)
-            .map(|x| chain.and_then(|c| c.difference_noise(x / k, x % k)))
-            .collect();
-        let (sum, df) = measured
-            .iter()
+        // Measured where both runs are labelled, shrunk as the ranking's pairs are; otherwise
+        // from each run's noise and the pooled correlation.
+        let difference_noise = shrunk_noise(chain, k)
+            .into_iter()
             .enumerate()
-            .filter(|(x, _)| x / k < x % k)
-            .filter_map(|(_, m)| *m)
-            .fold((0.0, 0.0), |(s, d), (v, m)| {
-                let f = m.saturating_sub(1) as f64;
-                (s + f * v, d + f)
-            });
-        let pooled = (df > 0.0).then(|| sum / df);
-        let difference_noise = (0..k * k)
-            .map(|x| {
-                let (a, b) = (x / k, x % k);
-                match (measured[x], pooled) {
-                    (Some((v, m)), Some(p)) => {
-                        let f = m.saturating_sub(1) as f64;
-                        (f * v + PRIOR_ITEMS * p) / (f + PRIOR_ITEMS)
-                    }
-                    (Some((v, _)), None) => v,
-                    (None, _) => {
-                        let (na, nb) = (planned[a].noise, planned[b].noise);
-                        na + nb - 2.0 * rho_used * (na * nb).sqrt()
-                    }
+            .map(|(x, noise)| match noise {
+                Some(n) => n.shrunk,
+                None => {
+                    let (na, nb) = (planned[x / k].noise, planned[x % k].noise);
+                    na + nb - 2.0 * rho_used * (na * nb).sqrt()
                 }
             })
             .collect();
@@ -1117,6 +1112,56 @@ impl PlanModel {
         };
         of_runs.min(own)
     }
+}
+
+/// A pair's residual-difference noise per item, measured on the items both runs labelled.
+#[derive(Clone, Copy)]
+struct PairNoise {
+    measured: f64,
+    /// Shrunk toward the pairs' pooled value, which counts as [`PRIOR_ITEMS`] items of its
+    /// own.
+    shrunk: f64,
+}
+
+impl PairNoise {
+    /// What the shrunk noise is of the measured (1 where nothing was measured).
+    fn ratio(&self) -> f64 {
+        if self.measured > 1e-12 {
+            self.shrunk / self.measured
+        } else {
+            1.0
+        }
+    }
+}
+
+/// Every pair's noise (k × k, row-major) where both runs are on `chain`: on a first sample's
+/// 20 shared items a pair's own measure has 19 degrees of freedom (±32%), on ten 9 (±47%).
+fn shrunk_noise(chain: Option<&paired::Chain>, k: usize) -> Vec<Option<PairNoise>> {
+    let measured: Vec<Option<(f64, usize)>> = (0..k * k)
+        .map(|x| chain.and_then(|c| c.difference_noise(x / k, x % k)))
+        .collect();
+    let (sum, df) = measured
+        .iter()
+        .enumerate()
+        .filter(|(x, _)| x / k < x % k)
+        .filter_map(|(_, m)| *m)
+        .fold((0.0, 0.0), |(s, d), (v, m)| {
+            let f = m.saturating_sub(1) as f64;
+            (s + f * v, d + f)
+        });
+    let pooled = (df > 0.0).then(|| sum / df);
+    measured
+        .into_iter()
+        .map(|m| {
+            let (v, m) = m?;
+            let f = m.saturating_sub(1) as f64;
+            let shrunk = pooled.map_or(v, |p| (f * v + PRIOR_ITEMS * p) / (f + PRIOR_ITEMS));
+            Some(PairNoise {
+                measured: v,
+                shrunk,
+            })
+        })
+        .collect()
 }
 
 /// Plans labels for the open pairs of `ranking`.
