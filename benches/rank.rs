@@ -1,7 +1,9 @@
 //! /v1/rank speed, server-side (in-process through the router: JSON parse, the 24 runs'
 //! estimates, the joint draws and the pairs, JSON response; embedded SQLite): 24 runs of
 //! 10,000 paired items each, on a Bayesian version (closed-form corrector term) and on an
-//! isotonic one (refits on resampled anchors), then the same with a label plan.
+//! isotonic one (refits on resampled anchors), then the same with a label plan, and with
+//! [`LABELLED`] references on the same items of every run (each run's combined answer, and
+//! every pair's own answer on the shared items).
 //!
 //!     cargo bench --bench rank
 
@@ -11,6 +13,7 @@ use serde_json::{Value, json};
 
 const RUNS: usize = 24;
 const ITEMS: usize = 10_000;
+const LABELLED: usize = 200;
 
 fn main() {
     let dir = tempfile::tempdir().unwrap();
@@ -21,24 +24,32 @@ fn main() {
             ("benchiso", json!({"method": "isotonic"}), 1500),
         ],
     );
-    let runs: Vec<Value> = (0..RUNS)
-        .map(|k| {
-            let items: Vec<Value> = (0..ITEMS)
-                .map(|i| {
-                    let s = 1.0 + ((i * 7 + k * 13) % 4001) as f64 / 1000.0;
-                    json!({"id": format!("p{i}"), "score": (s + 0.02 * k as f64).min(5.0)})
-                })
-                .collect();
-            json!({"name": format!("model-{k}"), "items": items})
-        })
-        .collect();
+    let runs = |labelled: usize| -> Vec<Value> {
+        (0..RUNS)
+            .map(|k| {
+                let items: Vec<Value> = (0..ITEMS)
+                    .map(|i| {
+                        let s = 1.0 + ((i * 7 + k * 13) % 4001) as f64 / 1000.0;
+                        let score = (s + 0.02 * k as f64).min(5.0);
+                        let mut item = json!({"id": format!("p{i}"), "score": score});
+                        if i < labelled {
+                            let noise = ((i * 31 + k * 17) % 11) as f64 / 10.0 - 0.5;
+                            item["reference"] = json!((score + noise).clamp(1.0, 5.0));
+                        }
+                        item
+                    })
+                    .collect();
+                json!({"name": format!("model-{k}"), "items": items})
+            })
+            .collect()
+    };
     let ok = |bytes: &[u8]| {
         let v: Value = serde_json::from_slice(bytes).expect("JSON");
         assert!(v["pairs"].is_array(), "{v}");
     };
     for judge in ["bench", "benchiso"] {
-        for labels in [false, true] {
-            let mut body = json!({"judge": judge, "rubric": "coherence", "runs": runs});
+        for (labelled, labels) in [(0, false), (0, true), (LABELLED, false)] {
+            let mut body = json!({"judge": judge, "rubric": "coherence", "runs": runs(labelled)});
             if labels {
                 body["rounds"] = json!(2);
                 body["labels"] = json!({"min_gap": 0.1});
@@ -47,7 +58,11 @@ fn main() {
             // The first request reads the version's anchors; the figures are of the ones after.
             common::time_requests(&router, "/v1/rank", &body, 1, ok);
             let times = common::time_requests(&router, "/v1/rank", &body, 7, ok);
-            let plan = if labels { ", with a label plan" } else { "" };
+            let plan = match (labelled, labels) {
+                (0, false) => String::new(),
+                (0, true) => ", with a label plan".into(),
+                (m, _) => format!(", {m} labelled a run"),
+            };
             common::report(
                 &format!("rank, {RUNS} runs of {ITEMS} items, {judge}{plan}"),
                 &times,
