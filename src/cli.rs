@@ -378,7 +378,8 @@ fn rank(a: RankArgs) -> Result<(), String> {
     };
     if let Some(path) = &a.hanna {
         let design = (a.label_reps > 0).then_some(design);
-        let rows = rank::hanna(path, &a.variant, a.labels, a.samples, a.seed, design)?;
+        let looks = a.looks as usize;
+        let rows = rank::hanna(path, &a.variant, a.labels, a.samples, a.seed, design, looks)?;
         print!("{}", rank::hanna_table(&rows, a.labels));
         let needed: Vec<rank::Needed> = rows.iter().filter_map(|r| r.needed).collect();
         if let Some(line) = rank::floor_line(&needed) {
@@ -428,6 +429,7 @@ fn rank(a: RankArgs) -> Result<(), String> {
             if let Some(line) = rank::floor_line(&needed) {
                 println!("\n{}: {line}\n", w.label());
             }
+            println!("\n{}: {}\n", w.label(), rank::bound_line(&needed));
         }
         eprintln!("{:.0} s", started.elapsed().as_secs_f64());
     }

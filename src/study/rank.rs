@@ -33,7 +33,7 @@ use nuts_rs::rand::{RngExt, SeedableRng};
 use super::synthetic::stand_in_reference;
 use crate::calibrate::runlevel::rank::{self, LabelGoal, RankSettings, Ranking};
 use crate::calibrate::runlevel::{Basis, MIN_LABELLED, Path, RunItems, Settings};
-use crate::calibrate::stats::{mean, standard_normal};
+use crate::calibrate::stats::{mean, normal_quantile, sample_variance, standard_normal};
 use crate::calibrate::train::train_with_groups;
 use crate::calibrate::{Cell, Method, Run};
 
@@ -495,6 +495,8 @@ pub struct Needed {
     /// every other run fully labelled, at one look at the level (knowing the references). No
     /// design of per-run counts needs fewer; `None` where full labels do not settle.
     pub floor: Option<usize>,
+    /// The pair bound ([`pair_bound`]) at the design's looks: per-run counts, one count.
+    pub bound: (usize, usize),
 }
 
 /// How the labels study runs the planned design.
@@ -720,6 +722,7 @@ pub fn needed(
         uniform,
         plan: first.iter().sum::<usize>() + plan.iter().sum::<usize>(),
         floor,
+        bound: bound_of(basis, runs, design.looks)?,
     })
 }
 
@@ -802,6 +805,17 @@ pub fn floor_line(needed: &[Needed]) -> Option<String> {
     })
 }
 
+/// The pair bound over `needed`'s worlds (see [`pair_bound`]).
+pub fn bound_line(needed: &[Needed]) -> String {
+    let (per_run, one) = needed
+        .iter()
+        .fold((0, 0), |(p, o), x| (p + x.bound.0, o + x.bound.1));
+    format!(
+        "Pair bound (each pair on its own answer at its true gap and noise, knowing the references): per-run counts {per_run}, one count {one}: {:.0}% fewer.",
+        100.0 * (1.0 - per_run as f64 / one.max(1) as f64)
+    )
+}
+
 /// Kendall's τ-b between two orderings' values.
 pub fn kendall(a: &[f64], b: &[f64]) -> f64 {
     let (mut concordant, mut discordant, mut ties_a, mut ties_b) = (0.0f64, 0.0, 0.0, 0.0);
@@ -852,6 +866,73 @@ pub struct HannaRow {
     pub samples: usize,
     /// `None` where the labels study was not asked for.
     pub needed: Option<Needed>,
+    /// The pair bound ([`pair_bound`]): per-run counts, and one count on every run.
+    pub bound: (usize, usize),
+}
+
+/// A bound on what per-run label counts can save over one count on every run, knowing every
+/// reference (`corrected` and `references`: each run's corrected scores and references, on the
+/// same items). Each pair whose true gap exceeds [`MIN_GAP`] is answered by its own answer on
+/// the items both runs labelled, whose variance with m labels on both is the pair's
+/// residual-difference noise over the whole run times (1/m − 1/N); it is settled at the
+/// fewest m at which c·se falls to its gap, c the Bonferroni normal critical value over the
+/// pairs at the family level (1 − 0.05/`looks` for the plan's last look, 1 − 0.05/2 for one
+/// count's two looks). Per-run counts give each run the most its pairs need; one count gives
+/// every run the most any pair needs. A model, not a design: it leaves out the plain answers
+/// (which settle some pairs with no labels, for both), the t quantile's excess and the chance
+/// in a gap's estimate, and a pair answered from its runs' answers instead of its own.
+/// [`pair_bound`] for `runs` (name, judge scores, references) corrected by `basis`'s model.
+fn bound_of(
+    basis: Basis,
+    runs: &[(String, Vec<f64>, Vec<f64>)],
+    looks: usize,
+) -> Result<(usize, usize), String> {
+    let corrected = runs
+        .iter()
+        .map(|r| Ok(basis.model.correct(&r.1)?.iter().map(|c| c.score).collect()))
+        .collect::<Result<Vec<Vec<f64>>, String>>()?;
+    let references: Vec<Vec<f64>> = runs.iter().map(|r| r.2.clone()).collect();
+    Ok(pair_bound(&corrected, &references, looks))
+}
+
+pub fn pair_bound(corrected: &[Vec<f64>], references: &[Vec<f64>], looks: usize) -> (usize, usize) {
+    let k = corrected.len();
+    let pairs = (k * k.saturating_sub(1) / 2).max(1) as f64;
+    let crit = |family: f64| normal_quantile(1.0 - (1.0 - family) / (2.0 * pairs));
+    let (c_plan, c_uniform) = (crit(1.0 - 0.05 / looks as f64), crit(0.975));
+    let residual: Vec<Vec<f64>> = corrected
+        .iter()
+        .zip(references)
+        .map(|(f, y)| y.iter().zip(f).map(|(y, f)| y - f).collect())
+        .collect();
+    let truth: Vec<f64> = references.iter().map(|y| mean(y)).collect();
+    let n = references.first().map_or(0, Vec::len);
+    let mut per_run = vec![0; k];
+    let mut most = 0;
+    for a in 0..k {
+        for b in a + 1..k {
+            let gap = (truth[a] - truth[b]).abs();
+            if gap <= MIN_GAP {
+                continue;
+            }
+            let d: Vec<f64> = residual[a]
+                .iter()
+                .zip(&residual[b])
+                .map(|(x, y)| x - y)
+                .collect();
+            let noise = sample_variance(&d);
+            let fewest = |c: f64| {
+                (2..=n)
+                    .find(|&m| c * (noise * (1.0 / m as f64 - 1.0 / n as f64)).sqrt() <= gap)
+                    .unwrap_or(n)
+            };
+            let m = fewest(c_plan);
+            per_run[a] = per_run[a].max(m);
+            per_run[b] = per_run[b].max(m);
+            most = most.max(fewest(c_uniform));
+        }
+    }
+    (per_run.iter().sum(), k * most)
 }
 
 /// Every judge and rubric of HANNA (`path`, prompt variant `variant`) ranked, with `labels`
@@ -864,6 +945,7 @@ pub fn hanna(
     samples: usize,
     seed: u64,
     design: Option<Design>,
+    looks: usize,
 ) -> Result<Vec<HannaRow>, String> {
     use super::systems::{cells, read, scored};
     let records = read(path)?;
@@ -977,6 +1059,7 @@ pub fn hanna(
             needed: design
                 .map(|d| needed(basis, &runs, &settings, seed, d))
                 .transpose()?,
+            bound: bound_of(basis, &runs, looks)?,
         });
     }
     Ok(out)
@@ -994,7 +1077,7 @@ pub fn hanna_table(rows: &[HannaRow], labels: usize) -> String {
         String::new()
     };
     let mut out = format!(
-        "| judge | rubric | Kendall τ: raw → de-biased → {labels} labels/system | pairs resolved (wrong order): judge only, {labels} labels{of} | ranks covered | labels to resolve every gap > 0.1: planned, uniform |\n|---|---|---:|---:|---:|---:|\n"
+        "| judge | rubric | Kendall τ: raw → de-biased → {labels} labels/system | pairs resolved (wrong order): judge only, {labels} labels{of} | ranks covered | labels to resolve every gap > 0.1: planned, uniform | pair bound: per system, one count |\n|---|---|---:|---:|---:|---:|---:|\n"
     );
     let show = |x: Option<usize>| x.map_or("unreached".to_string(), |x| x.to_string());
     let yes = |b: bool| if b { "yes" } else { "no" };
@@ -1008,7 +1091,7 @@ pub fn hanna_table(rows: &[HannaRow], labels: usize) -> String {
             format!("{}, {}", show(n.planned), show(n.uniform))
         });
         out.push_str(&format!(
-            "| {} | {} | {:.2} → {:.2} → {:.2} | {}/{} ({}), {}/{} ({}) | {}, {covered} | {needed} |\n",
+            "| {} | {} | {:.2} → {:.2} → {:.2} | {}/{} ({}), {}/{} ({}) | {}, {covered} | {needed} | {}, {} |\n",
             r.judge,
             r.rubric,
             r.tau_raw,
@@ -1021,6 +1104,8 @@ pub fn hanna_table(rows: &[HannaRow], labels: usize) -> String {
             r.pairs * r.samples,
             r.wrong_labelled,
             yes(r.covered_plain),
+            r.bound.0,
+            r.bound.1,
         ));
     }
     let n = rows.len().max(1) as f64;
@@ -1051,7 +1136,11 @@ pub fn hanna_table(rows: &[HannaRow], labels: usize) -> String {
             100.0 * (1.0 - p as f64 / u.max(1) as f64),
         ));
     }
-    out.push('\n');
+    let (per_run, one) = (sum(&|r| r.bound.0), sum(&|r| r.bound.1));
+    out.push_str(&format!(
+        " Pair bound: per-system counts {per_run}, one count {one} ({:.0}% fewer).\n",
+        100.0 * (1.0 - per_run as f64 / one.max(1) as f64),
+    ));
     out
 }
 
@@ -1100,6 +1189,31 @@ mod tests {
                 "{c:?}"
             );
         }
+    }
+
+    #[test]
+    fn the_pair_bound_settles_a_pair_at_the_closed_form_count() {
+        // Two runs 0.5 apart whose residual difference is ±0.5 about the gap: the count that
+        // settles is the least m with c²·v·(1/m − 1/N) ≤ gap², c the two-sided normal quantile
+        // at the look's family level (one pair).
+        let n = 100;
+        let corrected = vec![vec![0.0; n]; 2];
+        let a: Vec<f64> = (0..n).map(|i| if i % 2 == 0 { 1.0 } else { 0.0 }).collect();
+        let references = vec![a, vec![0.0; n]];
+        let v = 0.25 * n as f64 / (n - 1) as f64;
+        let closed = |family: f64| {
+            let c = normal_quantile(1.0 - (1.0 - family) / 2.0);
+            (1.0 / (1.0 / n as f64 + 0.25 / (c * c * v))).ceil() as usize
+        };
+        let (plan, uniform) = (closed(1.0 - 0.05 / 4.0), closed(0.975));
+        assert!(plan > uniform && plan < n, "{plan} {uniform}");
+        assert_eq!(
+            pair_bound(&corrected, &references, 4),
+            (2 * plan, 2 * uniform)
+        );
+        // A gap under MIN_GAP asks for nothing.
+        let close = vec![vec![0.05; n], vec![0.0; n]];
+        assert_eq!(pair_bound(&corrected, &close, 4), (0, 0));
     }
 
     #[test]
