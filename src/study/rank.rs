@@ -17,14 +17,14 @@
 //!
 //! Each replication is answered once (`rounds` = 1), once more with ten random prompts
 //! labelled on every run (HANNA's labelled column: pairs answered on ten shared items), and by
-//! a labelling user who follows the
-//! plan over four looks (`rounds` = 4, each at family-wise level 1 − 0.05/4): round 1 on judge
-//! scores only, which plans a first sample (20 labels on every run in an open pair, the same
-//! prompts); round 2 with those labels, answered on as few as 20 shared items, which plans a
-//! step (a tenth of its plan); round 3, which plans the rest to resolve every pair whose gap
-//! exceeds 0.1; round 4 with every label. Counted: any resolved pair in the wrong order
-//! (family-wise error, over all the labelling user's looks), every run's true rank inside its
-//! interval (joint coverage), and each labelled run's own interval at rounds 2 and 4.
+//! a labelling user who follows the plan over four looks (`rounds` = 4, each at family-wise
+//! level 1 − 0.05/4): round 1 on judge scores only, which plans a first sample (20 labels on
+//! every run in an open pair, the same prompts); round 2 with those labels, answered on as few
+//! as 20 shared items, which plans a step (a tenth of its plan); round 3, which plans the rest
+//! to resolve every pair whose gap exceeds 0.1; round 4 with every label. Counted: any
+//! resolved pair in the wrong order (family-wise error, over all the labelling user's looks),
+//! every run's true rank inside its interval (joint coverage), and each labelled run's own
+//! interval at rounds 2 and 4.
 
 use nuts_rs::rand::rngs::ChaCha8Rng;
 use nuts_rs::rand::seq::SliceRandom;
@@ -870,17 +870,6 @@ pub struct HannaRow {
     pub bound: (usize, usize),
 }
 
-/// A bound on what per-run label counts can save over one count on every run, knowing every
-/// reference (`corrected` and `references`: each run's corrected scores and references, on the
-/// same items). Each pair whose true gap exceeds [`MIN_GAP`] is answered by its own answer on
-/// the items both runs labelled, whose variance with m labels on both is the pair's
-/// residual-difference noise over the whole run times (1/m − 1/N); it is settled at the
-/// fewest m at which c·se falls to its gap, c the Bonferroni normal critical value over the
-/// pairs at the family level (1 − 0.05/`looks` for the plan's last look, 1 − 0.05/2 for one
-/// count's two looks). Per-run counts give each run the most its pairs need; one count gives
-/// every run the most any pair needs. A model, not a design: it leaves out the plain answers
-/// (which settle some pairs with no labels, for both), the t quantile's excess and the chance
-/// in a gap's estimate, and a pair answered from its runs' answers instead of its own.
 /// [`pair_bound`] for `runs` (name, judge scores, references) corrected by `basis`'s model.
 fn bound_of(
     basis: Basis,
@@ -895,6 +884,17 @@ fn bound_of(
     Ok(pair_bound(&corrected, &references, looks))
 }
 
+/// A bound on what per-run label counts can save over one count on every run, knowing every
+/// reference (`corrected` and `references`: each run's corrected scores and references, on the
+/// same items). Each pair whose true gap exceeds [`MIN_GAP`] is answered by its own answer on
+/// the items both runs labelled, whose variance with m labels on both is the pair's
+/// residual-difference noise over the whole run times (1/m − 1/N); it is settled at the
+/// fewest m at which c·se falls to its gap, c the Bonferroni normal critical value over the
+/// pairs at the family level (1 − 0.05/`looks` for the plan's last look, 1 − 0.05/2 for one
+/// count's two looks). Per-run counts give each run the most its pairs need; one count gives
+/// every run the most any pair needs. A model, not a design: it leaves out the plain answers
+/// (which settle some pairs with no labels, for both), the t quantile's excess and the chance
+/// in a gap's estimate, and a pair answered from its runs' answers instead of its own.
 pub fn pair_bound(corrected: &[Vec<f64>], references: &[Vec<f64>], looks: usize) -> (usize, usize) {
     let k = corrected.len();
     let pairs = (k * k.saturating_sub(1) / 2).max(1) as f64;
@@ -1154,8 +1154,8 @@ mod tests {
         // 0.8, and the weak judge on a skewed integer scale (K = 4, to keep the test quick);
         // ten labels a run answer pairs on 10 shared items, and the labelling user's second
         // look on 20. A family-wise error of 5% over 40 replications has a binomial sd of 3.4
-        // points: more than 6 wrong claims in a cell (15%) would be a real excess. The full grid (`judgecal rank --reps 400`,
-        // docs/run-level.md) measures the rates.
+        // points: more than 6 wrong claims in a cell (15%) would be a real excess. The full
+        // grid (`judgecal rank --reps 400`, docs/run-level.md) measures the rates.
         let worlds = [(12, 0.2, false), (12, 0.8, false), (4, 0.2, true)].map(
             |(systems, slope, discrete)| World {
                 systems,
