@@ -21,6 +21,9 @@ use utoipa::openapi::{RefOr, Schema};
 
 use super::{Candidates, Method};
 
+/// One rubric's fit, kept to correct scores later: what `MethodOptions::fit_rubric` gives.
+pub type Predictor = Box<dyn Fn(&[f64]) -> Result<Vec<super::Corrected>, String> + Send + 'static>;
+
 /// The schema of a type and every schema it refers to.
 pub type SchemaSet = (String, RefOr<Schema>, Vec<(String, RefOr<Schema>)>);
 
@@ -231,10 +234,24 @@ macro_rules! registry {
                 scores: &[f64],
                 run: &$crate::calibrate::Run,
             ) -> Result<Vec<$crate::calibrate::Corrected>, String> {
+                self.fit_rubric(cells, seed, r, run)?(scores)
+            }
+
+            /// Fits `cells` and keeps rubric `r`'s fit, to predict any scores later (refits
+            /// that many runs' scores are averaged over, fitted once).
+            pub fn fit_rubric(
+                &self,
+                cells: &[$crate::calibrate::Cell],
+                seed: u64,
+                r: usize,
+                run: &$crate::calibrate::Run,
+            ) -> Result<$crate::calibrate::method::Predictor, String> {
                 match self {
                     $(MethodOptions::$variant(o) => {
                         let fit = <$corrector as $crate::calibrate::Corrector>::fit(o, cells, seed, run)?;
-                        <$corrector as $crate::calibrate::Corrector>::predict(&fit, r, scores)
+                        Ok(Box::new(move |scores: &[f64]| {
+                            <$corrector as $crate::calibrate::Corrector>::predict(&fit, r, scores)
+                        }))
                     }),*
                 }
             }

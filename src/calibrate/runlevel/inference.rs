@@ -620,102 +620,131 @@ pub fn resampled_means(
     refits: usize,
     seed: u64,
 ) -> Result<Resampled, String> {
-    use nuts_rs::rand::RngExt;
-    use nuts_rs::rand::SeedableRng;
-    use nuts_rs::rand::rngs::ChaCha8Rng;
-    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xB007);
-    let n = anchors.pairs.len();
-    let never = std::sync::atomic::AtomicBool::new(false);
-    let run = crate::calibrate::Run::new(&never, &|_| {});
-    // The anchors the out-of-bag residuals are measured on: all, or a seeded sample.
-    let checked: Vec<usize> = if n <= OUT_OF_BAG_CAP {
-        (0..n).collect()
-    } else {
-        use nuts_rs::rand::seq::SliceRandom;
-        let mut all: Vec<usize> = (0..n).collect();
-        all.shuffle(&mut rng);
-        all.truncate(OUT_OF_BAG_CAP);
-        all
-    };
-    // The runs' groups, then the checked anchors' judge scores.
-    let grid: Vec<f64> = runs
-        .iter()
-        .flatten()
-        .map(|p| p.0)
-        .chain(checked.iter().map(|&i| anchors.pairs[i].0))
-        .collect();
-    let (mut oob_sum, mut oob_count) = (0.0, 0usize);
-    let mut means = Vec::with_capacity(refits);
-    let draws = n.min(RESAMPLE_CAP);
-    for b in 0..refits {
-        let mut drawn = vec![false; n];
-        let cell = crate::calibrate::Cell {
-            pairs: (0..draws)
-                .map(|_| {
-                    let i = rng.random_range(0..n);
-                    drawn[i] = true;
-                    anchors.pairs[i]
-                })
-                .collect(),
-            scale: anchors.scale,
-        };
-        let corrected =
-            options.fit_predict(&[cell], seed.wrapping_add(b as u64), 0, &grid, &run)?;
-        let mut at = corrected.iter().map(|c| c.score);
-        means.push(
-            runs.iter()
-                .map(|h| {
-                    h.iter()
-                        .map(|&(_, w)| w * at.next().unwrap_or(f64::NAN))
-                        .sum()
-                })
-                .collect(),
-        );
-        for (&i, c) in checked.iter().zip(at) {
-            if !drawn[i] {
-                oob_sum += (anchors.pairs[i].1 - c).powi(2);
-                oob_count += 1;
-            }
-        }
-    }
-    // Half-samples without replacement, for the variance: (m / (n − m))·Var over them
-    // estimates the variance of a fit on all n (the delete-d jackknife with d = n − m, which
-    // errs on the wide side by the Efron–Stein inequality; the bootstrap's variance errs on
-    // the narrow side for isotonic regression on 100 anchors).
-    let m = (n / 2).min(RESAMPLE_CAP / 2);
-    let mut half_means = Vec::new();
-    if m >= 2 {
-        let grid: Vec<f64> = runs.iter().flatten().map(|p| p.0).collect();
-        let mut order: Vec<usize> = (0..n).collect();
-        for b in 0..refits {
+    Refits::new(options, anchors, refits, seed)?.means(runs)
+}
+
+/// The refits behind [`resampled_means`], fitted once and kept: which anchors they draw depends
+/// only on the anchors, the number of refits and the seed, so a ranking's K runs (each run's
+/// own answer, then the runs' joint draws) average the same fits over their own groups instead
+/// of refitting K + 1 times.
+pub struct Refits {
+    /// One fit per bootstrap sample.
+    boot: Vec<crate::calibrate::method::Predictor>,
+    /// One fit per half-sample, and what its means are multiplied by.
+    half: Vec<crate::calibrate::method::Predictor>,
+    half_scale: f64,
+    bootstrap_scale: f64,
+    out_of_bag_mean_square: Option<f64>,
+}
+
+impl Refits {
+    pub fn new(
+        options: &crate::calibrate::MethodOptions,
+        anchors: &crate::calibrate::Cell,
+        refits: usize,
+        seed: u64,
+    ) -> Result<Self, String> {
+        use nuts_rs::rand::RngExt;
+        use nuts_rs::rand::SeedableRng;
+        use nuts_rs::rand::rngs::ChaCha8Rng;
+        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xB007);
+        let n = anchors.pairs.len();
+        let never = std::sync::atomic::AtomicBool::new(false);
+        let run = crate::calibrate::Run::new(&never, &|_| {});
+        // The anchors the out-of-bag residuals are measured on: all, or a seeded sample.
+        let checked: Vec<usize> = if n <= OUT_OF_BAG_CAP {
+            (0..n).collect()
+        } else {
             use nuts_rs::rand::seq::SliceRandom;
-            order.shuffle(&mut rng);
+            let mut all: Vec<usize> = (0..n).collect();
+            all.shuffle(&mut rng);
+            all.truncate(OUT_OF_BAG_CAP);
+            all
+        };
+        let at_checked: Vec<f64> = checked.iter().map(|&i| anchors.pairs[i].0).collect();
+        let (mut oob_sum, mut oob_count) = (0.0, 0usize);
+        let mut boot = Vec::with_capacity(refits);
+        let draws = n.min(RESAMPLE_CAP);
+        for b in 0..refits {
+            let mut drawn = vec![false; n];
             let cell = crate::calibrate::Cell {
-                pairs: order[..m].iter().map(|&i| anchors.pairs[i]).collect(),
-                scale: anchors.scale,
-            };
-            let corrected =
-                options.fit_predict(&[cell], seed.wrapping_add(b as u64), 0, &grid, &run)?;
-            let mut at = corrected.iter().map(|c| c.score);
-            let scale = (m as f64 / (n - m) as f64).sqrt();
-            half_means.push(
-                runs.iter()
-                    .map(|h| {
-                        scale
-                            * h.iter()
-                                .map(|&(_, w)| w * at.next().unwrap_or(f64::NAN))
-                                .sum::<f64>()
+                pairs: (0..draws)
+                    .map(|_| {
+                        let i = rng.random_range(0..n);
+                        drawn[i] = true;
+                        anchors.pairs[i]
                     })
                     .collect(),
-            );
+                scale: anchors.scale,
+            };
+            let fit = options.fit_rubric(&[cell], seed.wrapping_add(b as u64), 0, &run)?;
+            for (&i, c) in checked.iter().zip(fit(&at_checked)?) {
+                if !drawn[i] {
+                    oob_sum += (anchors.pairs[i].1 - c.score).powi(2);
+                    oob_count += 1;
+                }
+            }
+            boot.push(fit);
         }
+        // Half-samples without replacement, for the variance: (m / (n − m))·Var over them
+        // estimates the variance of a fit on all n (the delete-d jackknife with d = n − m,
+        // which errs on the wide side by the Efron–Stein inequality; the bootstrap's variance
+        // errs on the narrow side for isotonic regression on 100 anchors).
+        let m = (n / 2).min(RESAMPLE_CAP / 2);
+        let mut half = Vec::new();
+        if m >= 2 {
+            let mut order: Vec<usize> = (0..n).collect();
+            for b in 0..refits {
+                use nuts_rs::rand::seq::SliceRandom;
+                order.shuffle(&mut rng);
+                let cell = crate::calibrate::Cell {
+                    pairs: order[..m].iter().map(|&i| anchors.pairs[i]).collect(),
+                    scale: anchors.scale,
+                };
+                half.push(options.fit_rubric(&[cell], seed.wrapping_add(b as u64), 0, &run)?);
+            }
+        }
+        Ok(Self {
+            boot,
+            half,
+            half_scale: if m >= 2 {
+                (m as f64 / (n - m) as f64).sqrt()
+            } else {
+                0.0
+            },
+            bootstrap_scale: draws as f64 / n.max(1) as f64,
+            out_of_bag_mean_square: (oob_count > 0).then(|| oob_sum / oob_count as f64),
+        })
     }
-    Ok(Resampled {
-        means,
-        half_means,
-        bootstrap_scale: draws as f64 / n.max(1) as f64,
-        out_of_bag_mean_square: (oob_count > 0).then(|| oob_sum / oob_count as f64),
-    })
+
+    /// Each refit's mean corrected score of every run in `runs` (groups of judge scores with
+    /// their shares).
+    pub fn means(&self, runs: &[Vec<(f64, f64)>]) -> Result<Resampled, String> {
+        let grid: Vec<f64> = runs.iter().flatten().map(|p| p.0).collect();
+        let averaged = |fits: &[crate::calibrate::method::Predictor], scale: f64| {
+            fits.iter()
+                .map(|fit| {
+                    let corrected = fit(&grid)?;
+                    let mut at = corrected.iter().map(|c| c.score);
+                    Ok(runs
+                        .iter()
+                        .map(|h| {
+                            scale
+                                * h.iter()
+                                    .map(|&(_, w)| w * at.next().unwrap_or(f64::NAN))
+                                    .sum::<f64>()
+                        })
+                        .collect())
+                })
+                .collect::<Result<Vec<Vec<f64>>, String>>()
+        };
+        Ok(Resampled {
+            means: averaged(&self.boot, 1.0)?,
+            half_means: averaged(&self.half, self.half_scale)?,
+            bootstrap_scale: self.bootstrap_scale,
+            out_of_bag_mean_square: self.out_of_bag_mean_square,
+        })
+    }
 }
 
 /// The variance over refits of Σ_k `weights[k]`·means[b][k].

@@ -309,6 +309,9 @@ struct Anchored<'a> {
     judge_scores: Vec<f64>,
     /// The references' level spacing (0 for a continuous scale): the labelled path's floor.
     spacing: f64,
+    /// The resampled corrector's refits, fitted at the first answer that needs them, with the
+    /// (refits, seed) they were fitted for; every later run of the same request reuses them.
+    refits: std::cell::OnceCell<((usize, u64), inference::Refits)>,
 }
 
 impl<'a> Anchored<'a> {
@@ -343,6 +346,7 @@ impl<'a> Anchored<'a> {
             shift,
             judge_scores,
             spacing: crate::calibrate::quality::level_spacing(&references),
+            refits: std::cell::OnceCell::new(),
         })
     }
 
@@ -399,14 +403,21 @@ impl<'a> Anchored<'a> {
         settings: &Settings,
     ) -> Result<(Histograms, inference::Resampled)> {
         let histograms = inference::shared_histograms(runs, HISTOGRAM_BINS);
-        let options = self.basis.model.method().default_options();
-        let resampled = inference::resampled_means(
-            &options,
-            self.basis.anchors,
-            &histograms,
-            settings.refits.max(2),
-            settings.seed,
-        )?;
+        let key = (settings.refits.max(2), settings.seed);
+        let fit = || {
+            let options = self.basis.model.method().default_options();
+            inference::Refits::new(&options, self.basis.anchors, key.0, key.1)
+        };
+        let resampled = match self.refits.get() {
+            Some((k, refits)) if *k == key => refits.means(&histograms)?,
+            Some(_) => fit()?.means(&histograms)?,
+            None => {
+                let refits = fit()?;
+                let resampled = refits.means(&histograms)?;
+                let _ = self.refits.set((key, refits));
+                resampled
+            }
+        };
         Ok((histograms, resampled))
     }
 
@@ -771,5 +782,64 @@ mod tests {
         assert_eq!(s.outside, 0.0);
         assert_eq!(s.thin, 0.5);
         assert!(s.sparse() && !s.extrapolated());
+    }
+
+    #[test]
+    fn a_run_answered_after_another_on_the_same_refits_gets_the_answer_it_gets_alone() {
+        // An isotonic version (a resampled corrector term) on 300 anchors of a bent line, and
+        // two runs whose scores lie in different parts of the scale: the second run's answer
+        // reuses the refits the first one fitted, and must equal what it gets from fresh ones.
+        let pairs: Vec<(f64, f64)> = (0..300)
+            .map(|i| {
+                let j = 1.0 + 4.0 * ((i * 37) % 300) as f64 / 300.0;
+                (
+                    j,
+                    1.0 + (j - 1.0).powf(1.5) / 2.0 + 0.3 * ((i % 7) as f64 - 3.0) / 3.0,
+                )
+            })
+            .collect();
+        let cell = Cell {
+            pairs,
+            scale: (1.0, 5.0),
+        };
+        let fit = crate::calibrate::isotonic::StepFit::fit(
+            &cell
+                .pairs
+                .iter()
+                .map(|&(j, y)| (j, y, 1.0))
+                .collect::<Vec<_>>(),
+        )
+        .unwrap();
+        let model = Model::Isotonic(crate::calibrate::isotonic::IsotonicModel { fit });
+        let basis = || Basis {
+            model: &model,
+            anchors: &cell,
+            groups: None,
+        };
+        let low = RunItems::scores((0..400).map(|i| 1.2 + (i % 50) as f64 / 40.0).collect());
+        let high = RunItems::scores((0..400).map(|i| 3.0 + (i % 60) as f64 / 32.0).collect());
+        let settings = Settings {
+            refits: 40,
+            seed: 7,
+            ..Settings::default()
+        };
+        let shared = Anchored::new(basis()).unwrap();
+        let first = shared.estimate(&low, &settings).unwrap();
+        let second = shared.estimate(&high, &settings).unwrap();
+        assert!(
+            shared.refits.get().is_some(),
+            "the first answer keeps its refits"
+        );
+        let alone = |run: &RunItems| Anchored::new(basis()).unwrap().estimate(run, &settings);
+        assert_eq!(second, alone(&high).unwrap());
+        assert_eq!(first, alone(&low).unwrap());
+        // Other settings are not answered from refits fitted for these.
+        let other = Settings {
+            seed: 8,
+            ..settings
+        };
+        let fresh = Anchored::new(basis()).unwrap().estimate(&high, &other);
+        assert_eq!(shared.estimate(&high, &other).unwrap(), fresh.unwrap());
+        assert_ne!(first.mean.estimate, second.mean.estimate);
     }
 }
