@@ -224,6 +224,12 @@ pub trait Corrector {
     /// Corrected scores of rubric `r` (held-out predictions, the experiment's test items).
     fn predict(fit: &Self::Fit, r: usize, scores: &[f64]) -> Result<Vec<Corrected>, String>;
 
+    /// A fit to keep for later predictions (a run-level answer keeps hundreds of refits): the
+    /// same predictions, less of what `predict` does not read.
+    fn compact(fit: Self::Fit) -> Self::Fit {
+        fit
+    }
+
     /// Rubric `r`'s model: `cell` are all its anchors, `held_out` the held-out predictions of
     /// them (`None` where never held out) and `trained_on` how many the fit saw.
     fn model(

@@ -248,7 +248,9 @@ macro_rules! registry {
             ) -> Result<$crate::calibrate::method::Predictor, String> {
                 match self {
                     $(MethodOptions::$variant(o) => {
-                        let fit = <$corrector as $crate::calibrate::Corrector>::fit(o, cells, seed, run)?;
+                        let fit = <$corrector as $crate::calibrate::Corrector>::compact(
+                            <$corrector as $crate::calibrate::Corrector>::fit(o, cells, seed, run)?,
+                        );
                         Ok(Box::new(move |scores: &[f64]| {
                             <$corrector as $crate::calibrate::Corrector>::predict(&fit, r, scores)
                         }))

@@ -46,6 +46,10 @@ impl Corrector for Isotonic {
             .collect()
     }
 
+    fn compact(fit: Vec<StepFit>) -> Vec<StepFit> {
+        fit.into_iter().map(StepFit::compacted).collect()
+    }
+
     fn predict(fit: &Self::Fit, r: usize, scores: &[f64]) -> Result<Vec<Corrected>, String> {
         Ok(scores
             .iter()

@@ -626,7 +626,9 @@ pub fn resampled_means(
 /// The refits behind [`resampled_means`], fitted once and kept: which anchors they draw depends
 /// only on the anchors, the number of refits and the seed, so a ranking's K runs (each run's
 /// own answer, then the runs' joint draws) average the same fits over their own groups instead
-/// of refitting K + 1 times.
+/// of refitting K + 1 times. Each fit is kept compacted (`Corrector::compact`: an isotonic
+/// refit keeps one knot per step, not one per distinct anchor score), so that 400 refits of a
+/// version with continuous scores and 20,000 anchors hold kilobytes each, not 300 KB.
 pub struct Refits {
     /// One fit per bootstrap sample.
     boot: Vec<crate::calibrate::method::Predictor>,
