@@ -3,7 +3,8 @@
 //! 10,000 paired items each, on a Bayesian version (closed-form corrector term) and on an
 //! isotonic one (refits on resampled anchors), then the same with a label plan, and with
 //! [`LABELLED`] references on the same items of every run (each run's combined answer, and
-//! every pair's own answer on the shared items).
+//! every pair's own answer on the shared items); and on an isotonic version of 20,000 anchors
+//! (1,500 for the others), whose refits cost the most.
 //!
 //!     cargo bench --bench rank
 
@@ -22,6 +23,7 @@ fn main() {
         vec![
             ("bench", json!({"method": "bayes"}), 1500),
             ("benchiso", json!({"method": "isotonic"}), 1500),
+            ("benchiso20k", json!({"method": "isotonic"}), 20_000),
         ],
     );
     let runs = |labelled: usize| -> Vec<Value> {
@@ -47,8 +49,13 @@ fn main() {
         let v: Value = serde_json::from_slice(bytes).expect("JSON");
         assert!(v["pairs"].is_array(), "{v}");
     };
-    for judge in ["bench", "benchiso"] {
-        for (labelled, labels) in [(0, false), (0, true), (LABELLED, false)] {
+    let cases = |judge| match judge {
+        // A version of 20,000 anchors: its 400 refits each draw 20,000 (RESAMPLE_CAP).
+        "benchiso20k" => vec![(0, false)],
+        _ => vec![(0, false), (0, true), (LABELLED, false)],
+    };
+    for judge in ["bench", "benchiso", "benchiso20k"] {
+        for (labelled, labels) in cases(judge) {
             let mut body = json!({"judge": judge, "rubric": "coherence", "runs": runs(labelled)});
             if labels {
                 body["rounds"] = json!(2);
