@@ -15,13 +15,16 @@ from urllib.parse import quote
 import httpx
 
 from . import models
-from .errors import JudgecalError, Unavailable, from_response
+from .errors import APIConnectionError, APITimeoutError, JudgecalError, from_response
 
 T = TypeVar("T")
 
 DEFAULT_URL = "http://127.0.0.1:8080"
-#: Statuses worth another try: the service is shedding load or briefly not ready.
+#: Statuses worth another try on any call: the service shed the request before doing anything
+#: (429) or is briefly not ready (503).
 RETRY_STATUSES = frozenset({429, 503})
+#: Other server errors are retried too, but only on idempotent calls: a 500 after a training
+#: job was queued must not queue a second one.
 #: The longest wait between tries, whatever `Retry-After` says.
 MAX_WAIT = 60.0
 
@@ -123,16 +126,19 @@ def retry_wait(
         return None
     if error is not None:
         return wait_before(attempt, None, settings.backoff) if retryable(error, request.idempotent) else None
-    if response is not None and response.status_code in RETRY_STATUSES:
+    if response is not None and (
+        response.status_code in RETRY_STATUSES or (response.status_code >= 500 and request.idempotent)
+    ):
         return wait_before(attempt, response, settings.backoff)
     return None
 
 
 def transport_failure(error: httpx.TransportError, settings: Settings) -> JudgecalError:
-    return Unavailable(
-        message=f"no answer from {settings.base_url}: {error.__class__.__name__}: {error}",
-        code="unreachable",
-    )
+    """The exception for a call that got no answer: a timeout, or no connection."""
+    message = f"no answer from {settings.base_url}: {error.__class__.__name__}: {error}"
+    if isinstance(error, httpx.TimeoutException):
+        return APITimeoutError(message=message, code="timeout")
+    return APIConnectionError(message=message, code="unreachable")
 
 
 def check(response: httpx.Response) -> httpx.Response:
@@ -143,7 +149,7 @@ def check(response: httpx.Response) -> httpx.Response:
         body: Any = response.json()
     except ValueError:
         body = response.text
-    raise from_response(response.status_code, body)
+    raise from_response(response.status_code, body, response.headers.get("x-request-id"))
 
 
 def model(kind: type[T]) -> Callable[[httpx.Response], T]:
@@ -181,6 +187,11 @@ def run_body(run: Any, group: str | None = None) -> dict[str, Any]:
     return body
 
 
+def with_options(body: dict[str, Any], **options: Any) -> dict[str, Any]:
+    """`body` with the options the caller set (None: left to the service's default)."""
+    return {**body, **{k: v for k, v in options.items() if v is not None}}
+
+
 def scores_or_items(scores: Sequence[float] | None, items: Sequence[Mapping[str, Any]] | None) -> dict[str, Any]:
     if (scores is None) == (items is None):
         raise ValueError("give scores or items, not both")
@@ -189,25 +200,26 @@ def scores_or_items(scores: Sequence[float] | None, items: Sequence[Mapping[str,
     return {"items": [dict(i) for i in items or []]}
 
 
-class Endpoints(Generic[T]):
+class Endpoints:
     """Every endpoint of openapi.yaml, each written once as a `Request`. `_send` (sync or
-    async in the subclass) sends it; `T` is what a call returns: the value, or an awaitable
-    of it."""
+    async in the subclass) sends it. The return types are what `Client`'s calls return;
+    `AsyncClient`'s return the same types awaited, which `client.pyi` (generated from this
+    class by scripts/generate_stubs.py) tells type checkers."""
 
-    def _send(self, request: Request[Any]) -> Any:  # pragma: no cover - both clients override
+    def _send(self, request: Request[T]) -> T:  # pragma: no cover - both clients override
         raise NotImplementedError
 
     # Health and monitoring
 
-    def health(self) -> Any:
+    def health(self) -> models.Status:
         """GET /healthz: the process is up."""
         return self._send(Request("GET", "/healthz", model(models.Status)))
 
-    def ready(self) -> Any:
+    def ready(self) -> models.Status:
         """GET /readyz: the store answers; 503 (raised as `Unavailable`) while it does not."""
         return self._send(Request("GET", "/readyz", model(models.Status)))
 
-    def metrics(self) -> Any:
+    def metrics(self) -> str:
         """GET /metrics: the Prometheus exposition, as text."""
         return self._send(Request("GET", "/metrics", text))
 
@@ -220,7 +232,7 @@ class Endpoints(Generic[T]):
         anchors: Iterable[Mapping[str, Any]],
         *,
         replace: bool = False,
-    ) -> Any:
+    ) -> models.IngestResponse:
         """POST /v1/anchors with one cell's anchors (`item_id`, `judge_score`,
         `reference_score`, optional `group`). The batch is stored whole or refused whole
         (`InvalidInput`, whose `details` name each row and field); a retried batch counts as
@@ -240,7 +252,7 @@ class Endpoints(Generic[T]):
             )
         )
 
-    def upload_csv(self, csv: bytes | str, *, replace: bool = False) -> Any:
+    def upload_csv(self, csv: bytes | str, *, replace: bool = False) -> models.IngestResponse:
         """POST /v1/anchors as `text/csv`: columns `judge,rubric,item_id,judge_score,
         reference_score` and optionally `group`, any number of cells."""
         content = csv.encode() if isinstance(csv, str) else csv
@@ -255,11 +267,11 @@ class Endpoints(Generic[T]):
             )
         )
 
-    def cells(self) -> Any:
+    def cells(self) -> models.CellsResponse:
         """GET /v1/cells: every (judge, rubric) cell with its anchors and active version."""
         return self._send(Request("GET", "/v1/cells", model(models.CellsResponse)))
 
-    def anchors(self, judge: str, rubric: str, *, limit: int | None = None, cursor: str | None = None) -> Any:
+    def anchors(self, judge: str, rubric: str, *, limit: int | None = None, cursor: str | None = None) -> models.AnchorPageResponse:
         """GET one page of a cell's anchors; `next_cursor` fetches the next."""
         return self._send(
             Request(
@@ -270,7 +282,7 @@ class Endpoints(Generic[T]):
             )
         )
 
-    def delete_anchor(self, judge: str, rubric: str, item_id: str) -> Any:
+    def delete_anchor(self, judge: str, rubric: str, item_id: str) -> models.DeleteResponse:
         return self._send(
             Request(
                 "DELETE",
@@ -281,10 +293,10 @@ class Endpoints(Generic[T]):
 
     # Rubrics
 
-    def rubrics(self) -> Any:
+    def rubrics(self) -> models.RubricsResponse:
         return self._send(Request("GET", "/v1/rubrics", model(models.RubricsResponse)))
 
-    def put_rubric(self, rubric: str, min: float, max: float, description: str | None = None) -> Any:
+    def put_rubric(self, rubric: str, min: float, max: float, description: str | None = None) -> models.RubricDto:
         """PUT a rubric's scale: references must lie in it, corrections are clipped to it."""
         body: dict[str, Any] = {"min": min, "max": max}
         if description is not None:
@@ -300,7 +312,7 @@ class Endpoints(Generic[T]):
         *,
         options: Mapping[str, Any] | None = None,
         rubrics: Sequence[str] | None = None,
-    ) -> Any:
+    ) -> models.JobDto:
         """POST /v1/judges/{judge}/calibrations: starts a job (202) and returns it; `train`
         waits for it."""
         body: dict[str, Any] = {"method": method}
@@ -318,13 +330,13 @@ class Endpoints(Generic[T]):
             )
         )
 
-    def job(self, job_id: str) -> Any:
+    def job(self, job_id: str) -> models.JobDto:
         return self._send(Request("GET", f"/v1/jobs/{seg(job_id)}", model(models.JobDto)))
 
-    def cancel(self, job_id: str) -> Any:
+    def cancel(self, job_id: str) -> models.JobDto:
         return self._send(Request("POST", f"/v1/jobs/{seg(job_id)}/cancel", model(models.JobDto)))
 
-    def versions(self, judge: str, rubric: str) -> Any:
+    def versions(self, judge: str, rubric: str) -> models.VersionsResponse:
         """GET a cell's calibrator versions, newest first, with their held-out figures."""
         return self._send(
             Request(
@@ -334,7 +346,7 @@ class Endpoints(Generic[T]):
             )
         )
 
-    def activate(self, judge: str, rubric: str, version: int) -> Any:
+    def activate(self, judge: str, rubric: str, version: int) -> models.VersionDto:
         return self._send(
             Request(
                 "POST",
@@ -343,7 +355,7 @@ class Endpoints(Generic[T]):
             )
         )
 
-    def report_svg(self, judge: str, rubric: str) -> Any:
+    def report_svg(self, judge: str, rubric: str) -> str:
         return self._send(Request("GET", f"/v1/cells/{seg(judge)}/{seg(rubric)}/report.svg", text))
 
     # Corrections and run-level answers
@@ -355,9 +367,13 @@ class Endpoints(Generic[T]):
         scores: Sequence[float] | None = None,
         *,
         items: Sequence[Mapping[str, Any]] | None = None,
-    ) -> Any:
-        """POST /v1/correct: corrected scores with their intervals (`items` to get ids back)."""
-        body = {"judge": judge, "rubric": rubric, **scores_or_items(scores, items)}
+        version: int | None = None,
+    ) -> models.CorrectResponse:
+        """POST /v1/correct: corrected scores with their intervals (`items` to get ids back),
+        by the cell's active version or `version`."""
+        body = with_options(
+            {"judge": judge, "rubric": rubric, **scores_or_items(scores, items)}, version=version
+        )
         return self._send(Request("POST", "/v1/correct", model(models.CorrectResponse), json=body))
 
     def estimate(
@@ -368,14 +384,19 @@ class Endpoints(Generic[T]):
         *,
         group: str | None = None,
         level: float | None = None,
-        **extra: Any,
-    ) -> Any:
+        version: int | None = None,
+        target_half_width: float | None = None,
+    ) -> models.EstimateResponse:
         """POST /v1/estimate: one run's de-biased mean with its interval. `run` is a list of
         judge scores, a list of items (`score`, optional `id`, `reference`, `cluster`), or the
-        run's body; `group` the system that produced it."""
-        body = {"judge": judge, "rubric": rubric, **run_body(run, group), **extra}
-        if level is not None:
-            body["level"] = level
+        run's body; `group` the system that produced it; `version` a version of the cell
+        instead of the active one; `target_half_width` asks how many labels would reach it."""
+        body = with_options(
+            {"judge": judge, "rubric": rubric, **run_body(run, group)},
+            level=level,
+            version=version,
+            target_half_width=target_half_width,
+        )
         return self._send(Request("POST", "/v1/estimate", model(models.EstimateResponse), json=body))
 
     def compare(
@@ -389,19 +410,19 @@ class Endpoints(Generic[T]):
         group_b: str | None = None,
         level: float | None = None,
         estimand: str | None = None,
-    ) -> Any:
+        version: int | None = None,
+        target_half_width: float | None = None,
+    ) -> models.CompareResponse:
         """POST /v1/compare: mean(A) − mean(B), de-biased, with its interval and p-value.
-        Items with the same ids in both runs are paired."""
-        body: dict[str, Any] = {
-            "judge": judge,
-            "rubric": rubric,
-            "a": run_body(a, group_a),
-            "b": run_body(b, group_b),
-        }
-        if level is not None:
-            body["level"] = level
-        if estimand is not None:
-            body["estimand"] = estimand
+        Items with the same ids in both runs are paired. `version` and `target_half_width` as
+        in `estimate`."""
+        body = with_options(
+            {"judge": judge, "rubric": rubric, "a": run_body(a, group_a), "b": run_body(b, group_b)},
+            level=level,
+            estimand=estimand,
+            version=version,
+            target_half_width=target_half_width,
+        )
         return self._send(Request("POST", "/v1/compare", model(models.CompareResponse), json=body))
 
     def rank(
@@ -416,40 +437,34 @@ class Endpoints(Generic[T]):
         round: int | None = None,
         rounds: int | None = None,
         labels: Mapping[str, Any] | None = None,
-    ) -> Any:
+        version: int | None = None,
+    ) -> models.RankResponse:
         """POST /v1/rank: 2 to 50 runs (name -> scores, items or a run body) ranked by their
         de-biased means, with intervals for every pair that hold together, rank intervals and
         the runs tied with the top. `groups` names each run's system; `labels` (`budget`,
         `min_gap`, `power`, `seed`) asks which items of which runs to label next, for a later
-        `round` of the `rounds` planned from the start."""
-        body: dict[str, Any] = {
-            "judge": judge,
-            "rubric": rubric,
-            "runs": [
-                {"name": name, **run_body(run, (groups or {}).get(name))}
-                for name, run in runs.items()
-            ],
-        }
-        for key, value in (
-            ("level", level),
-            ("error", error),
-            ("round", round),
-            ("rounds", rounds),
-            ("labels", dict(labels) if labels is not None else None),
-        ):
-            if value is not None:
-                body[key] = value
+        `round` of the `rounds` planned from the start; `version` as in `estimate`."""
+        runs_body = [{"name": name, **run_body(run, (groups or {}).get(name))} for name, run in runs.items()]
+        body = with_options(
+            {"judge": judge, "rubric": rubric, "runs": runs_body},
+            level=level,
+            error=error,
+            round=round,
+            rounds=rounds,
+            labels=dict(labels) if labels is not None else None,
+            version=version,
+        )
         return self._send(Request("POST", "/v1/rank", model(models.RankResponse), json=body))
 
 
 FINISHED = frozenset({"succeeded", "failed", "cancelled"})
 
 
-def finished(job: Any) -> bool:
+def finished(job: models.JobDto) -> bool:
     return job.state in FINISHED
 
 
-def outcome(job: Any) -> list[Any]:
+def outcome(job: models.JobDto) -> list[models.JobVersionDto]:
     """The versions of a finished job, or `JobFailed`."""
     from .errors import JobFailed
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 import httpx
 
@@ -16,6 +16,7 @@ from ._core import Endpoints, Request, Settings, finished, outcome, retry_wait, 
 from .errors import JudgecalError
 
 Progress = Callable[[models.JobDto], None]
+T = TypeVar("T")
 
 
 def _bar() -> Progress:
@@ -29,7 +30,7 @@ def _bar() -> Progress:
     return show
 
 
-class Client(Endpoints[Any]):
+class Client(Endpoints):
     """A synchronous judgecal client.
 
     >>> jc = Client("http://127.0.0.1:8080")          # or JUDGECAL_URL / JUDGECAL_API_KEY
@@ -65,7 +66,7 @@ class Client(Endpoints[Any]):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _send(self, request: Request[Any]) -> Any:
+    def _send(self, request: Request[T]) -> T:
         for attempt in itertools.count():
             try:
                 response = self._http.send(request.build(self._http))
@@ -110,7 +111,7 @@ class Client(Endpoints[Any]):
             job = self.job(job.id)
 
 
-class AsyncClient(Endpoints[Any]):
+class AsyncClient(Endpoints):
     """The same calls as `Client`, each a coroutine: `await jc.estimate(...)`."""
 
     def __init__(
@@ -140,7 +141,7 @@ class AsyncClient(Endpoints[Any]):
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    async def _send(self, request: Request[Any]) -> Any:
+    async def _send(self, request: Request[T]) -> T:  # type: ignore[override]
         for attempt in itertools.count():
             try:
                 response = await self._http.send(request.build(self._http))

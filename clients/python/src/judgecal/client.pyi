@@ -1,0 +1,175 @@
+# Generated from _core.py and client.py by clients/python/scripts/generate_stubs.py: do not edit.
+
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import httpx
+
+from . import models
+from ._core import Settings
+from .errors import JudgecalError as JudgecalError
+
+Progress = Callable[[models.JobDto], None]
+
+
+class Client:
+    """A synchronous judgecal client.
+
+    >>> jc = Client("http://127.0.0.1:8080")          # or JUDGECAL_URL / JUDGECAL_API_KEY
+    >>> jc.upload_anchors("gpt-4o-mini", "coherence", [{"item_id": "a", "judge_score": 3, "reference_score": 4}])
+    >>> jc.train("gpt-4o-mini")
+    >>> jc.estimate("gpt-4o-mini", "coherence", [3.0, 4.5, 2.0]).interval
+    """
+
+    settings: Settings
+    def __init__(self, base_url: str | None=None, api_key: str | None=None, *, timeout: float=120.0, retries: int=5, backoff: float=0.5, transport: httpx.BaseTransport | None=None) -> None: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> 'Client': ...
+    def __exit__(self, *exc: object) -> None: ...
+    def train(self, judge: str, method: str='auto', *, options: Mapping[str, Any] | None=None, rubrics: Sequence[str] | None=None, progress: bool | Progress=True, poll: float=0.5, timeout: float | None=None) -> list[models.JobVersionDto]:
+        """Trains `judge`'s cells with `method` and waits: the versions the job made (raises
+        `JobFailed` if it failed or was cancelled, `TimeoutError` after `timeout` seconds, when
+        the job is cancelled too). `progress` prints the job's progress, or is called with
+        each poll's job."""
+        ...
+    def health(self) -> models.Status:
+        """GET /healthz: the process is up."""
+        ...
+    def ready(self) -> models.Status:
+        """GET /readyz: the store answers; 503 (raised as `Unavailable`) while it does not."""
+        ...
+    def metrics(self) -> str:
+        """GET /metrics: the Prometheus exposition, as text."""
+        ...
+    def upload_anchors(self, judge: str, rubric: str, anchors: Iterable[Mapping[str, Any]], *, replace: bool=False) -> models.IngestResponse:
+        """POST /v1/anchors with one cell's anchors (`item_id`, `judge_score`,
+        `reference_score`, optional `group`). The batch is stored whole or refused whole
+        (`InvalidInput`, whose `details` name each row and field); a retried batch counts as
+        `unchanged`."""
+        ...
+    def upload_csv(self, csv: bytes | str, *, replace: bool=False) -> models.IngestResponse:
+        """POST /v1/anchors as `text/csv`: columns `judge,rubric,item_id,judge_score,
+        reference_score` and optionally `group`, any number of cells."""
+        ...
+    def cells(self) -> models.CellsResponse:
+        """GET /v1/cells: every (judge, rubric) cell with its anchors and active version."""
+        ...
+    def anchors(self, judge: str, rubric: str, *, limit: int | None=None, cursor: str | None=None) -> models.AnchorPageResponse:
+        """GET one page of a cell's anchors; `next_cursor` fetches the next."""
+        ...
+    def delete_anchor(self, judge: str, rubric: str, item_id: str) -> models.DeleteResponse: ...
+    def rubrics(self) -> models.RubricsResponse: ...
+    def put_rubric(self, rubric: str, min: float, max: float, description: str | None=None) -> models.RubricDto:
+        """PUT a rubric's scale: references must lie in it, corrections are clipped to it."""
+        ...
+    def start_training(self, judge: str, method: str='auto', *, options: Mapping[str, Any] | None=None, rubrics: Sequence[str] | None=None) -> models.JobDto:
+        """POST /v1/judges/{judge}/calibrations: starts a job (202) and returns it; `train`
+        waits for it."""
+        ...
+    def job(self, job_id: str) -> models.JobDto: ...
+    def cancel(self, job_id: str) -> models.JobDto: ...
+    def versions(self, judge: str, rubric: str) -> models.VersionsResponse:
+        """GET a cell's calibrator versions, newest first, with their held-out figures."""
+        ...
+    def activate(self, judge: str, rubric: str, version: int) -> models.VersionDto: ...
+    def report_svg(self, judge: str, rubric: str) -> str: ...
+    def correct(self, judge: str, rubric: str, scores: Sequence[float] | None=None, *, items: Sequence[Mapping[str, Any]] | None=None, version: int | None=None) -> models.CorrectResponse:
+        """POST /v1/correct: corrected scores with their intervals (`items` to get ids back),
+        by the cell's active version or `version`."""
+        ...
+    def estimate(self, judge: str, rubric: str, run: Any, *, group: str | None=None, level: float | None=None, version: int | None=None, target_half_width: float | None=None) -> models.EstimateResponse:
+        """POST /v1/estimate: one run's de-biased mean with its interval. `run` is a list of
+        judge scores, a list of items (`score`, optional `id`, `reference`, `cluster`), or the
+        run's body; `group` the system that produced it; `version` a version of the cell
+        instead of the active one; `target_half_width` asks how many labels would reach it."""
+        ...
+    def compare(self, judge: str, rubric: str, a: Any, b: Any, *, group_a: str | None=None, group_b: str | None=None, level: float | None=None, estimand: str | None=None, version: int | None=None, target_half_width: float | None=None) -> models.CompareResponse:
+        """POST /v1/compare: mean(A) − mean(B), de-biased, with its interval and p-value.
+        Items with the same ids in both runs are paired. `version` and `target_half_width` as
+        in `estimate`."""
+        ...
+    def rank(self, judge: str, rubric: str, runs: Mapping[str, Any], *, groups: Mapping[str, str] | None=None, level: float | None=None, error: str | None=None, round: int | None=None, rounds: int | None=None, labels: Mapping[str, Any] | None=None, version: int | None=None) -> models.RankResponse:
+        """POST /v1/rank: 2 to 50 runs (name -> scores, items or a run body) ranked by their
+        de-biased means, with intervals for every pair that hold together, rank intervals and
+        the runs tied with the top. `groups` names each run's system; `labels` (`budget`,
+        `min_gap`, `power`, `seed`) asks which items of which runs to label next, for a later
+        `round` of the `rounds` planned from the start; `version` as in `estimate`."""
+        ...
+
+
+class AsyncClient:
+    """The same calls as `Client`, each a coroutine: `await jc.estimate(...)`."""
+
+    settings: Settings
+    def __init__(self, base_url: str | None=None, api_key: str | None=None, *, timeout: float=120.0, retries: int=5, backoff: float=0.5, transport: httpx.AsyncBaseTransport | None=None) -> None: ...
+    async def aclose(self) -> None: ...
+    async def __aenter__(self) -> 'AsyncClient': ...
+    async def __aexit__(self, *exc: object) -> None: ...
+    async def train(self, judge: str, method: str='auto', *, options: Mapping[str, Any] | None=None, rubrics: Sequence[str] | None=None, progress: bool | Progress=False, poll: float=0.5, timeout: float | None=None) -> list[models.JobVersionDto]:
+        """As `Client.train`, without blocking the event loop."""
+        ...
+    async def health(self) -> models.Status:
+        """GET /healthz: the process is up."""
+        ...
+    async def ready(self) -> models.Status:
+        """GET /readyz: the store answers; 503 (raised as `Unavailable`) while it does not."""
+        ...
+    async def metrics(self) -> str:
+        """GET /metrics: the Prometheus exposition, as text."""
+        ...
+    async def upload_anchors(self, judge: str, rubric: str, anchors: Iterable[Mapping[str, Any]], *, replace: bool=False) -> models.IngestResponse:
+        """POST /v1/anchors with one cell's anchors (`item_id`, `judge_score`,
+        `reference_score`, optional `group`). The batch is stored whole or refused whole
+        (`InvalidInput`, whose `details` name each row and field); a retried batch counts as
+        `unchanged`."""
+        ...
+    async def upload_csv(self, csv: bytes | str, *, replace: bool=False) -> models.IngestResponse:
+        """POST /v1/anchors as `text/csv`: columns `judge,rubric,item_id,judge_score,
+        reference_score` and optionally `group`, any number of cells."""
+        ...
+    async def cells(self) -> models.CellsResponse:
+        """GET /v1/cells: every (judge, rubric) cell with its anchors and active version."""
+        ...
+    async def anchors(self, judge: str, rubric: str, *, limit: int | None=None, cursor: str | None=None) -> models.AnchorPageResponse:
+        """GET one page of a cell's anchors; `next_cursor` fetches the next."""
+        ...
+    async def delete_anchor(self, judge: str, rubric: str, item_id: str) -> models.DeleteResponse: ...
+    async def rubrics(self) -> models.RubricsResponse: ...
+    async def put_rubric(self, rubric: str, min: float, max: float, description: str | None=None) -> models.RubricDto:
+        """PUT a rubric's scale: references must lie in it, corrections are clipped to it."""
+        ...
+    async def start_training(self, judge: str, method: str='auto', *, options: Mapping[str, Any] | None=None, rubrics: Sequence[str] | None=None) -> models.JobDto:
+        """POST /v1/judges/{judge}/calibrations: starts a job (202) and returns it; `train`
+        waits for it."""
+        ...
+    async def job(self, job_id: str) -> models.JobDto: ...
+    async def cancel(self, job_id: str) -> models.JobDto: ...
+    async def versions(self, judge: str, rubric: str) -> models.VersionsResponse:
+        """GET a cell's calibrator versions, newest first, with their held-out figures."""
+        ...
+    async def activate(self, judge: str, rubric: str, version: int) -> models.VersionDto: ...
+    async def report_svg(self, judge: str, rubric: str) -> str: ...
+    async def correct(self, judge: str, rubric: str, scores: Sequence[float] | None=None, *, items: Sequence[Mapping[str, Any]] | None=None, version: int | None=None) -> models.CorrectResponse:
+        """POST /v1/correct: corrected scores with their intervals (`items` to get ids back),
+        by the cell's active version or `version`."""
+        ...
+    async def estimate(self, judge: str, rubric: str, run: Any, *, group: str | None=None, level: float | None=None, version: int | None=None, target_half_width: float | None=None) -> models.EstimateResponse:
+        """POST /v1/estimate: one run's de-biased mean with its interval. `run` is a list of
+        judge scores, a list of items (`score`, optional `id`, `reference`, `cluster`), or the
+        run's body; `group` the system that produced it; `version` a version of the cell
+        instead of the active one; `target_half_width` asks how many labels would reach it."""
+        ...
+    async def compare(self, judge: str, rubric: str, a: Any, b: Any, *, group_a: str | None=None, group_b: str | None=None, level: float | None=None, estimand: str | None=None, version: int | None=None, target_half_width: float | None=None) -> models.CompareResponse:
+        """POST /v1/compare: mean(A) − mean(B), de-biased, with its interval and p-value.
+        Items with the same ids in both runs are paired. `version` and `target_half_width` as
+        in `estimate`."""
+        ...
+    async def rank(self, judge: str, rubric: str, runs: Mapping[str, Any], *, groups: Mapping[str, str] | None=None, level: float | None=None, error: str | None=None, round: int | None=None, rounds: int | None=None, labels: Mapping[str, Any] | None=None, version: int | None=None) -> models.RankResponse:
+        """POST /v1/rank: 2 to 50 runs (name -> scores, items or a run body) ranked by their
+        de-biased means, with intervals for every pair that hold together, rank intervals and
+        the runs tied with the top. `groups` names each run's system; `labels` (`budget`,
+        `min_gap`, `power`, `seed`) asks which items of which runs to label next, for a later
+        `round` of the `rounds` planned from the start; `version` as in `estimate`."""
+        ...
+
+
+__all__ = ["AsyncClient", "Client", "JudgecalError"]
