@@ -258,8 +258,8 @@ impl Intervals {
     /// A version serving its method's own interval has no such guarantee: its bound is the
     /// nominal miss rate.
     pub fn miss_bound(&self, delta: f64) -> f64 {
-        use nuts_rs::rand::SeedableRng;
-        use nuts_rs::rand::rngs::ChaCha8Rng;
+        use crate::calibrate::rng::Rng;
+        use crate::calibrate::rng::SeedableRng;
         use rand_distr::{Beta, Distribution};
         let nominal = 1.0 - self.level;
         if self.source == Source::Method {
@@ -279,7 +279,7 @@ impl Intervals {
         if laws.is_empty() {
             return nominal;
         }
-        let mut rng = ChaCha8Rng::seed_from_u64(0x6D15_5B0D);
+        let mut rng = Rng::seed_from_u64(0x6D15_5B0D);
         let draws = (40.0 / delta).ceil() as usize;
         let mut sums: Vec<f64> = (0..draws)
             .map(|_| laws.iter().map(|(w, law)| w * law.sample(&mut rng)).sum())
@@ -310,8 +310,8 @@ impl Intervals {
 
 #[cfg(test)]
 mod tests {
-    use nuts_rs::rand::rngs::ChaCha8Rng;
-    use nuts_rs::rand::{RngExt, SeedableRng};
+    use crate::calibrate::rng::Rng;
+    use crate::calibrate::rng::{RngExt, SeedableRng};
 
     use super::*;
     use crate::calibrate::stats::standard_normal;
@@ -342,7 +342,7 @@ mod tests {
 
     /// Reference = judge + N(0, s(j)²), with s three times larger at the ends of [1, 5]; the
     /// "held-out predictions" are the judge score itself, so the residuals are the noise.
-    fn draw(rng: &mut ChaCha8Rng, n: usize) -> Vec<(f64, f64)> {
+    fn draw(rng: &mut Rng, n: usize) -> Vec<(f64, f64)> {
         (0..n)
             .map(|_| {
                 let j = 1.0 + 4.0 * rng.random::<f64>();
@@ -357,7 +357,7 @@ mod tests {
         // 200 replications of 1,000 anchors; each replication checks 500 new anchors against
         // the intervals. Overall and in the outer bins coverage is near 95%; one band for the
         // whole scale would cover the noisy ends far less.
-        let mut rng = ChaCha8Rng::seed_from_u64(17);
+        let mut rng = Rng::seed_from_u64(17);
         let (mut inside, mut outer_inside, mut outer, mut total) = (0, 0, 0, 0);
         let (mut recorded, mut reps) = (0.0, 0);
         let mut one_band_outer = 0;
@@ -412,7 +412,7 @@ mod tests {
                 ..Corrected::score(j)
             }
         };
-        let mut rng = ChaCha8Rng::seed_from_u64(23);
+        let mut rng = Rng::seed_from_u64(23);
         let (mut inside, mut raw, mut ends, mut ends_inside, mut total) = (0, 0, 0, 0, 0);
         for _ in 0..100 {
             let pairs = draw(&mut rng, 1000);
@@ -501,7 +501,7 @@ mod tests {
             held_out_coverage: None,
         };
         let bound = version.miss_bound(0.1);
-        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let mut rng = Rng::seed_from_u64(5);
         let mut over = 0;
         for _ in 0..2000 {
             let miss: f64 = (0..5)
@@ -521,8 +521,8 @@ mod tests {
 
     #[test]
     fn the_miss_bound_grows_with_fewer_anchors_per_bin() {
-        let mut rng = ChaCha8Rng::seed_from_u64(4);
-        let bound = |n: usize, rng: &mut ChaCha8Rng| {
+        let mut rng = Rng::seed_from_u64(4);
+        let bound = |n: usize, rng: &mut Rng| {
             let pairs = draw(rng, n);
             let held: Vec<Option<Corrected>> =
                 pairs.iter().map(|p| Some(Corrected::score(p.0))).collect();

@@ -180,8 +180,8 @@ pub fn drift(batches: &[Vec<bool>], miss_bound: f64, delta: f64) -> Drift {
 
 #[cfg(test)]
 mod tests {
-    use nuts_rs::rand::rngs::ChaCha8Rng;
-    use nuts_rs::rand::{RngExt, SeedableRng};
+    use crate::calibrate::rng::Rng;
+    use crate::calibrate::rng::{RngExt, SeedableRng};
 
     use super::*;
 
@@ -202,7 +202,7 @@ mod tests {
         None
     }
 
-    fn run(rng: &mut ChaCha8Rng, rates: &[(usize, f64)]) -> Vec<bool> {
+    fn run(rng: &mut Rng, rates: &[(usize, f64)]) -> Vec<bool> {
         rates
             .iter()
             .flat_map(|&(n, p)| (0..n).map(|_| rng.random::<f64>() < p).collect::<Vec<_>>())
@@ -223,7 +223,7 @@ mod tests {
     fn a_healthy_cell_almost_never_alarms_and_a_broken_one_soon_does() {
         // 500 runs of 5,000 anchors at exactly the nominal 5% miss rate: Ville's inequality
         // allows at most δ = 1% of runs to ever alarm.
-        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let mut rng = Rng::seed_from_u64(1);
         let (mut healthy_alarms, mut window_false) = (0, 0);
         let (mut delays, mut window_delays) = (Vec::new(), Vec::new());
         let mut window_missed = 0;
@@ -257,7 +257,7 @@ mod tests {
 
     /// 5,000 anchors in batches of 50 whose anchors share a rater offset: each batch misses at
     /// its own rate p_b ~ Beta(0.5, 9.5) (mean exactly 5%, so the cell is healthy).
-    fn batched(rng: &mut ChaCha8Rng) -> Vec<Vec<bool>> {
+    fn batched(rng: &mut Rng) -> Vec<Vec<bool>> {
         use rand_distr::{Beta, Distribution};
         let rate = Beta::new(0.5, 9.5).expect("valid Beta");
         (0..100)
@@ -272,7 +272,7 @@ mod tests {
     fn batches_that_miss_together_raise_no_more_false_alarms_than_delta() {
         // 500 healthy runs. Betting per batch stays within δ = 1%; betting per anchor, which
         // treats the batch's anchors as independent, fires far more often.
-        let mut rng = ChaCha8Rng::seed_from_u64(8);
+        let mut rng = Rng::seed_from_u64(8);
         let (mut per_batch, mut per_anchor) = (0, 0);
         for _ in 0..500 {
             let batches = batched(&mut rng);
@@ -307,7 +307,7 @@ mod tests {
         // for many versions whose calibration draw was unlucky; against the bound at most
         // δ + the bound's own failure rate.
         use crate::calibrate::conformal::{Bin, Intervals, Source};
-        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        let mut rng = Rng::seed_from_u64(9);
         let version = Intervals {
             level: 0.95,
             source: Source::Conformal,

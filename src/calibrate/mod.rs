@@ -26,6 +26,7 @@ pub mod method;
 pub mod quality;
 pub mod quantile;
 pub mod report;
+pub mod rng;
 pub mod runlevel;
 pub mod select;
 pub mod stats;

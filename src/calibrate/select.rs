@@ -450,9 +450,9 @@ mod tests {
         // the winner's own held-out MAE is the lowest of four noisy figures, below the true
         // E|N(0, 1)| = 0.798; the nested figure, each group scored by the choice made on the
         // others, is not.
-        use nuts_rs::rand::SeedableRng;
-        use nuts_rs::rand::rngs::ChaCha8Rng;
-        let mut rng = ChaCha8Rng::seed_from_u64(4);
+        use crate::calibrate::rng::Rng;
+        use crate::calibrate::rng::SeedableRng;
+        let mut rng = Rng::seed_from_u64(4);
         let truth = (2.0 / std::f64::consts::PI).sqrt();
         let (mut won, mut nested_sum) = (0.0, 0.0);
         let reps: u32 = 300;

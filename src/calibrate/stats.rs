@@ -96,8 +96,8 @@ pub fn quantile_sorted(xs: &[f64], p: f64) -> f64 {
 
 /// One standard normal variate (Box–Muller), for the draws both correctors make from their
 /// own seeded generators.
-pub(crate) fn standard_normal(rng: &mut nuts_rs::rand::rngs::ChaCha8Rng) -> f64 {
-    use nuts_rs::rand::RngExt;
+pub(crate) fn standard_normal(rng: &mut crate::calibrate::rng::Rng) -> f64 {
+    use crate::calibrate::rng::RngExt;
     let u1: f64 = rng.random::<f64>().max(1e-300);
     let u2: f64 = rng.random();
     (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
@@ -112,6 +112,67 @@ pub fn mean(xs: &[f64]) -> f64 {
 pub fn sample_variance(xs: &[f64]) -> f64 {
     let m = mean(xs);
     xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (xs.len() as f64 - 1.0).max(1.0)
+}
+
+/// The sample covariance of the pairs (n − 1 in the denominator; 0 under 2 pairs).
+pub fn covariance(pairs: &[(f64, f64)]) -> f64 {
+    let m = pairs.len();
+    if m < 2 {
+        return 0.0;
+    }
+    let mx = pairs.iter().map(|p| p.0).sum::<f64>() / m as f64;
+    let my = pairs.iter().map(|p| p.1).sum::<f64>() / m as f64;
+    pairs.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum::<f64>() / (m as f64 - 1.0)
+}
+
+/// The finite-population correction of a mean of `m` items drawn without replacement from
+/// `n`: 1/m − 1/N, never below 0.
+pub fn fpc(m: usize, n: usize) -> f64 {
+    (1.0 / m.max(1) as f64 - 1.0 / n.max(1) as f64).max(0.0)
+}
+
+/// The PPI++ power-tuned weight λ = cov(f, y) / var(f) of corrected scores `f` against
+/// references `y`, over one or more groups of labelled pairs, each centred on its own means
+/// (so that what the groups differ by does not count), clamped to [0, 1]. Where `f` does not
+/// vary over the labelled items the weight is 0: the labelled side's variance is then the same
+/// for every λ, and any λ > 0 only adds the unlabelled side's.
+pub fn ppi_lambda<'a>(groups: impl IntoIterator<Item = &'a [(f64, f64)]>) -> f64 {
+    let (mut cov, mut var) = (0.0, 0.0);
+    for pairs in groups {
+        if pairs.len() < 2 {
+            continue;
+        }
+        let mf = mean(&pairs.iter().map(|p| p.0).collect::<Vec<_>>());
+        let my = mean(&pairs.iter().map(|p| p.1).collect::<Vec<_>>());
+        cov += pairs.iter().map(|p| (p.0 - mf) * (p.1 - my)).sum::<f64>();
+        var += pairs.iter().map(|p| (p.0 - mf).powi(2)).sum::<f64>();
+    }
+    if var > 0.0 {
+        (cov / var).clamp(0.0, 1.0)
+    } else {
+        0.0
+    }
+}
+
+/// The lower Cholesky factor of the `n`×`n` matrix `m` (row-major); `None` where it is not
+/// positive definite.
+pub fn cholesky(m: &[f64], n: usize) -> Option<Vec<f64>> {
+    let mut l = vec![0.0; n * n];
+    for i in 0..n {
+        for j in 0..=i {
+            let s: f64 = (0..j).map(|k| l[i * n + k] * l[j * n + k]).sum();
+            if i == j {
+                let d = m[i * n + i] - s;
+                if d <= 0.0 {
+                    return None;
+                }
+                l[i * n + i] = d.sqrt();
+            } else {
+                l[i * n + j] = (m[i * n + j] - s) / l[j * n + j];
+            }
+        }
+    }
+    Some(l)
 }
 
 /// The quantile of Student's t with `df` degrees of freedom at `p` (> 0.5): closed forms for 1
@@ -187,6 +248,35 @@ pub fn two_sided_p(z: f64, df: Option<f64>) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cholesky_factors_a_known_matrix_and_refuses_an_indefinite_one() {
+        // [[4, 2], [2, 5]] = L·Lᵀ with L = [[2, 0], [1, 2]].
+        let l = cholesky(&[4.0, 2.0, 2.0, 5.0], 2).unwrap();
+        assert_eq!(l, vec![2.0, 0.0, 1.0, 2.0]);
+        assert!(cholesky(&[1.0, 2.0, 2.0, 1.0], 2).is_none());
+    }
+
+    #[test]
+    fn the_ppi_weight_is_the_centred_slope_and_zero_where_the_corrector_is_flat() {
+        // y = 0.5·f + group offset: centring each group on its own means leaves slope 0.5.
+        let a = [(1.0, 0.5), (2.0, 1.0), (3.0, 1.5)];
+        let b = [(1.0, 10.5), (3.0, 11.5)];
+        assert!((ppi_lambda([&a[..], &b[..]]) - 0.5).abs() < 1e-12);
+        // A slope above 1 is clamped to 1.
+        assert_eq!(ppi_lambda([&[(1.0, 1.0), (2.0, 3.0), (3.0, 5.0)][..]]), 1.0);
+        assert_eq!(ppi_lambda([&[(2.0, 1.0), (2.0, 4.0)][..]]), 0.0);
+        assert_eq!(ppi_lambda([&[(2.0, 1.0)][..]]), 0.0);
+    }
+
+    #[test]
+    fn covariance_and_the_finite_population_correction_have_their_closed_forms() {
+        // cov of (1,2), (2,4), (3,6) = 2 (n − 1 = 2 in the denominator).
+        assert!((covariance(&[(1.0, 2.0), (2.0, 4.0), (3.0, 6.0)]) - 2.0).abs() < 1e-12);
+        assert_eq!(covariance(&[(1.0, 2.0)]), 0.0);
+        assert!((fpc(10, 100) - 0.09).abs() < 1e-12);
+        assert_eq!(fpc(100, 100), 0.0);
+    }
 
     #[test]
     fn the_normal_cdf_inverts_the_quantile() {

@@ -23,9 +23,9 @@
 
 use std::sync::atomic::AtomicBool;
 
-use nuts_rs::rand::rngs::ChaCha8Rng;
-use nuts_rs::rand::seq::SliceRandom;
-use nuts_rs::rand::{RngExt, SeedableRng};
+use crate::calibrate::rng::Rng;
+use crate::calibrate::rng::SliceRandom;
+use crate::calibrate::rng::{RngExt, SeedableRng};
 
 use super::synthetic::{JudgeModel, stand_in_reference};
 use super::systems::Record;
@@ -87,7 +87,7 @@ pub struct Row {
 }
 
 fn synthetic(opts: &Options, integer: bool, k: usize) -> Source {
-    let mut rng = ChaCha8Rng::seed_from_u64(opts.seed ^ (k as u64 * 7919 + u64::from(integer)));
+    let mut rng = Rng::seed_from_u64(opts.seed ^ (k as u64 * 7919 + u64::from(integer)));
     let judge = JudgeModel::default();
     let weak = JudgeModel {
         slope: 0.4,
@@ -230,7 +230,7 @@ pub fn run(opts: &Options, progress: &dyn Fn(&str)) -> Result<Vec<Row>, String> 
     for (k, source) in sources.iter().enumerate() {
         let sd = sample_variance(&source.pairs.iter().map(|p| p.1).collect::<Vec<_>>()).sqrt();
         for order in ["shuffled", "batched"] {
-            let mut rng = ChaCha8Rng::seed_from_u64(opts.seed ^ (k as u64) << 8);
+            let mut rng = Rng::seed_from_u64(opts.seed ^ (k as u64) << 8);
             let mut idx: Vec<usize> = (0..source.pairs.len()).collect();
             idx.shuffle(&mut rng);
             if order == "batched" {

@@ -7,9 +7,9 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-use nuts_rs::rand::SeedableRng;
-use nuts_rs::rand::rngs::ChaCha8Rng;
-use nuts_rs::rand::seq::SliceRandom;
+use crate::calibrate::rng::Rng;
+use crate::calibrate::rng::SeedableRng;
+use crate::calibrate::rng::SliceRandom;
 use serde::Serialize;
 
 pub use super::design::{Options, Run, Source, Split};
@@ -92,7 +92,7 @@ pub struct Report {
 /// The split of one seed: references drawn (or shuffled from the column), the judge
 /// synthesised, the first `test` items for testing and the next `pool` as the pool.
 pub fn synthesise(opts: &Options, column: Option<&[f64]>, seed: u64) -> Result<Split, String> {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut rng = Rng::seed_from_u64(seed);
     let n = opts.test + opts.pool;
     let y: Vec<f64> = match column {
         Some(values) => {

@@ -14,9 +14,9 @@
 //! between-group bias sd of 0, 0.1 and 0.3, runs of a known group or of new ones; 3, 5, 10 and
 //! 50 labels on the runs; runs in 2, 5 and 20 clusters that share part of their references.
 
-use nuts_rs::rand::rngs::ChaCha8Rng;
-use nuts_rs::rand::seq::SliceRandom;
-use nuts_rs::rand::{RngExt, SeedableRng};
+use crate::calibrate::rng::Rng;
+use crate::calibrate::rng::SliceRandom;
+use crate::calibrate::rng::{RngExt, SeedableRng};
 
 use super::synthetic::stand_in_reference;
 use crate::calibrate::runlevel::inference::Estimand;
@@ -175,7 +175,7 @@ impl Counts {
     }
 }
 
-fn quality(rng: &mut ChaCha8Rng, w: &World) -> f64 {
+fn quality(rng: &mut Rng, w: &World) -> f64 {
     if w.discrete {
         // Most of the mass near the top of the scale.
         1.0 + 4.0 * (1.0 - rng.random::<f64>().powi(2))
@@ -184,7 +184,7 @@ fn quality(rng: &mut ChaCha8Rng, w: &World) -> f64 {
     }
 }
 
-fn judge(rng: &mut ChaCha8Rng, w: &World, q: f64) -> f64 {
+fn judge(rng: &mut Rng, w: &World, q: f64) -> f64 {
     let j = 3.0 + w.slope * (q - 3.0) + JUDGE_NOISE * standard_normal(rng);
     if w.discrete { j.round() } else { j }
 }
@@ -203,7 +203,7 @@ fn inside((lo, hi): (f64, f64), x: f64) -> usize {
 
 /// One replication of `w`.
 fn replicate(w: &World, method: Method, rep: u64) -> Result<Counts, String> {
-    let mut rng = ChaCha8Rng::seed_from_u64(rep.wrapping_mul(0x9E37_79B9).wrapping_add(17));
+    let mut rng = Rng::seed_from_u64(rep.wrapping_mul(0x9E37_79B9).wrapping_add(17));
     let biases: Vec<f64> = (0..w.groups)
         .map(|_| w.tau * standard_normal(&mut rng))
         .collect();

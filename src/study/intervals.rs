@@ -10,8 +10,8 @@
 
 use std::sync::atomic::AtomicBool;
 
-use nuts_rs::rand::SeedableRng;
-use nuts_rs::rand::rngs::ChaCha8Rng;
+use crate::calibrate::rng::Rng;
+use crate::calibrate::rng::SeedableRng;
 
 use super::synthetic::{JudgeModel, stand_in_reference};
 use crate::calibrate::conformal::Intervals;
@@ -79,7 +79,7 @@ pub struct Row {
     pub bound: f64,
 }
 
-fn draw(judge: &JudgeModel, n: usize, rng: &mut ChaCha8Rng) -> Vec<(f64, f64)> {
+fn draw(judge: &JudgeModel, n: usize, rng: &mut Rng) -> Vec<(f64, f64)> {
     stand_in_reference(n, (1.0, 5.0), rng)
         .into_iter()
         .map(|y| (judge.draw(y, (1.0, 5.0), rng), y))
@@ -101,7 +101,7 @@ pub fn run(opts: &Options, progress: &dyn Fn(&str)) -> Result<Vec<Row>, String> 
     let run = Run::new(&never, &|_| {});
     for s in 0..opts.seeds {
         let seed = opts.seed + s as u64;
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut rng = Rng::seed_from_u64(seed);
         let cells = [Cell {
             pairs: draw(&opts.judge, opts.anchors, &mut rng),
             scale: (1.0, 5.0),

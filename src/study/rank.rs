@@ -26,9 +26,9 @@
 //! every run's true rank inside its interval (joint coverage), and each labelled run's own
 //! interval at rounds 2 and 4.
 
-use nuts_rs::rand::rngs::ChaCha8Rng;
-use nuts_rs::rand::seq::SliceRandom;
-use nuts_rs::rand::{RngExt, SeedableRng};
+use crate::calibrate::rng::Rng;
+use crate::calibrate::rng::SliceRandom;
+use crate::calibrate::rng::{RngExt, SeedableRng};
 
 use super::synthetic::stand_in_reference;
 use crate::calibrate::runlevel::rank::{self, LabelGoal, RankSettings, Ranking};
@@ -111,7 +111,7 @@ pub struct Drawn {
     pub runs: Vec<(String, Vec<f64>, Vec<f64>)>,
 }
 
-fn draw(w: &World, rng: &mut ChaCha8Rng) -> Drawn {
+fn draw(w: &World, rng: &mut Rng) -> Drawn {
     // Neighbouring systems: 30% close (gap 0.05–0.3), the rest far apart (0.5–1).
     let mut delta = vec![0.0];
     for _ in 1..w.systems {
@@ -138,7 +138,7 @@ fn draw(w: &World, rng: &mut ChaCha8Rng) -> Drawn {
         .map(|_| w.tau * standard_normal(rng))
         .collect();
     let (lo, hi) = DISCRETE_SCALE;
-    let item = |rng: &mut ChaCha8Rng, p: f64, k: usize| {
+    let item = |rng: &mut Rng, p: f64, k: usize| {
         let q = p + delta[k] + 0.3 * standard_normal(rng);
         let j = 3.0 + w.slope * (q - 3.0) + JUDGE_NOISE * standard_normal(rng);
         if w.discrete {
@@ -147,7 +147,7 @@ fn draw(w: &World, rng: &mut ChaCha8Rng) -> Drawn {
             (j, q + bias[k])
         }
     };
-    let prompts = |n: usize, rng: &mut ChaCha8Rng| -> Vec<f64> {
+    let prompts = |n: usize, rng: &mut Rng| -> Vec<f64> {
         if w.discrete {
             // Most of the mass near the top of the scale.
             (0..n)
@@ -304,7 +304,7 @@ pub fn with_labels(
 }
 
 fn replicate(w: &World, rep: u64) -> Result<Counts, String> {
-    let mut rng = ChaCha8Rng::seed_from_u64(rep.wrapping_mul(0x9E37_79B9).wrapping_add(23));
+    let mut rng = Rng::seed_from_u64(rep.wrapping_mul(0x9E37_79B9).wrapping_add(23));
     let drawn = draw(w, &mut rng);
     let never = std::sync::atomic::AtomicBool::new(false);
     let fit_run = Run::new(&never, &|_| {});
@@ -328,7 +328,7 @@ fn replicate(w: &World, rep: u64) -> Result<Counts, String> {
     )?;
     // A user who labels a few prompts of every run at random: pairs answered on them alone.
     let mut order: Vec<usize> = (0..RUN).collect();
-    order.shuffle(&mut ChaCha8Rng::seed_from_u64(rep ^ 0xFE77));
+    order.shuffle(&mut Rng::seed_from_u64(rep ^ 0xFE77));
     let few = rank::rank(
         basis,
         &with_labels(
@@ -533,7 +533,7 @@ pub fn needed(
     let n = runs[0].1.len();
     // One random order of the prompts: every design labels a prefix of it.
     let mut order: Vec<usize> = (0..n).collect();
-    order.shuffle(&mut ChaCha8Rng::seed_from_u64(seed ^ 0xD1CE));
+    order.shuffle(&mut Rng::seed_from_u64(seed ^ 0xD1CE));
     let prefixes = |counts: &[usize]| -> Vec<Vec<usize>> {
         counts.iter().map(|&c| order[..c.min(n)].to_vec()).collect()
     };
@@ -735,7 +735,7 @@ pub fn labels(
 ) -> Result<Vec<Needed>, String> {
     let threads = threads.max(1);
     let one = |rep: usize| -> Result<Needed, String> {
-        let mut rng = ChaCha8Rng::seed_from_u64(rep as u64 ^ 0x1AB5);
+        let mut rng = Rng::seed_from_u64(rep as u64 ^ 0x1AB5);
         let drawn = draw(w, &mut rng);
         let never = std::sync::atomic::AtomicBool::new(false);
         let fit_run = Run::new(&never, &|_| {});
@@ -1006,7 +1006,7 @@ pub fn hanna(
         let samples: Vec<Ranking> = (0..samples.max(1) as u64)
             .map(|d| {
                 let mut order: Vec<usize> = (0..stories.len()).collect();
-                order.shuffle(&mut ChaCha8Rng::seed_from_u64(
+                order.shuffle(&mut Rng::seed_from_u64(
                     seed ^ 0x4A11 ^ d.wrapping_mul(0x9E37_79B9),
                 ));
                 let picked = vec![order[..labels.min(order.len())].to_vec(); runs.len()];

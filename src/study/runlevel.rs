@@ -20,9 +20,9 @@
 //! Beside each, the naive interval: the mean of the raw or of the corrected scores ± z
 //! standard errors of the mean (for a difference, of the two runs' means).
 
-use nuts_rs::rand::rngs::ChaCha8Rng;
-use nuts_rs::rand::seq::SliceRandom;
-use nuts_rs::rand::{RngExt, SeedableRng};
+use crate::calibrate::rng::Rng;
+use crate::calibrate::rng::SliceRandom;
+use crate::calibrate::rng::{RngExt, SeedableRng};
 
 use super::synthetic::{JudgeModel, stand_in_reference};
 use crate::calibrate::runlevel::{self, Basis, Path, RunItems, Settings};
@@ -168,7 +168,7 @@ const SCALE: (f64, f64) = (1.0, 5.0);
 
 /// One replication: anchors, a fit per method, the runs, and a tally per row.
 fn replicate(opts: &Options, rep: usize) -> Result<Vec<Row>, String> {
-    let mut rng = ChaCha8Rng::seed_from_u64(opts.seed.wrapping_add(rep as u64 * 7919));
+    let mut rng = Rng::seed_from_u64(opts.seed.wrapping_add(rep as u64 * 7919));
     let judge = opts.judge;
     let z = normal_quantile(0.5 + opts.level / 2.0);
     let never = std::sync::atomic::AtomicBool::new(false);

@@ -1,8 +1,8 @@
 //! The paper's synthetic strict-and-compressing judge (section 6.2), and the stand-in for its
 //! reference scores when no CSV column is given.
 
+use crate::calibrate::rng::Rng;
 use clap::Args;
-use nuts_rs::rand::rngs::ChaCha8Rng;
 use rand_distr::{Bernoulli, Beta, Distribution, Normal};
 use serde::{Deserialize, Serialize};
 
@@ -79,7 +79,7 @@ impl JudgeModel {
     }
 
     /// One judge score for reference score `y` on the scale [lo, hi].
-    pub fn draw(&self, y: f64, (lo, hi): (f64, f64), rng: &mut ChaCha8Rng) -> f64 {
+    pub fn draw(&self, y: f64, (lo, hi): (f64, f64), rng: &mut Rng) -> f64 {
         let d = y - self.centre;
         let verbose = Bernoulli::new(self.verbose_prob)
             .map(|b| b.sample(rng))
@@ -104,7 +104,7 @@ impl JudgeModel {
 /// 3.78, sd 1.04 on 1–5): a Beta(1.485, 0.651) stretched to the scale, which has that mean
 /// and sd and piles up towards the top like the real scores, rounded to quarter points as a
 /// mean of four 1–5 ratings is.
-pub fn stand_in_reference(n: usize, (lo, hi): (f64, f64), rng: &mut ChaCha8Rng) -> Vec<f64> {
+pub fn stand_in_reference(n: usize, (lo, hi): (f64, f64), rng: &mut Rng) -> Vec<f64> {
     let Ok(beta) = Beta::new(1.485, 0.651) else {
         return Vec::new();
     };
@@ -119,11 +119,11 @@ pub fn stand_in_reference(n: usize, (lo, hi): (f64, f64), rng: &mut ChaCha8Rng) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nuts_rs::rand::SeedableRng;
+    use crate::calibrate::rng::SeedableRng;
 
     #[test]
     fn the_stand_in_has_the_papers_mean_and_sd() {
-        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let mut rng = Rng::seed_from_u64(1);
         let y = stand_in_reference(100_000, (1.0, 5.0), &mut rng);
         let m = y.iter().sum::<f64>() / y.len() as f64;
         let sd = (y.iter().map(|v| (v - m).powi(2)).sum::<f64>() / y.len() as f64).sqrt();
@@ -137,7 +137,7 @@ mod tests {
         // On the stand-in reference the judge's mean is about 0.7 below the reference's, the
         // average of j − E[j | y] is zero up to sampling, and clipping (an option) piles
         // several percent of items at the scale's bottom.
-        let mut rng = ChaCha8Rng::seed_from_u64(2);
+        let mut rng = Rng::seed_from_u64(2);
         let model = JudgeModel::default();
         let y = stand_in_reference(50_000, (1.0, 5.0), &mut rng);
         let j: Vec<f64> = y

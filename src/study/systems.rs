@@ -8,9 +8,9 @@
 //!   before the anchors named their systems (the corrected differences' spread, no group term)
 //!   and after (each system a group).
 
-use nuts_rs::rand::SeedableRng;
-use nuts_rs::rand::rngs::ChaCha8Rng;
-use nuts_rs::rand::seq::SliceRandom;
+use crate::calibrate::rng::Rng;
+use crate::calibrate::rng::SeedableRng;
+use crate::calibrate::rng::SliceRandom;
 
 use crate::calibrate::runlevel::inference::Estimand;
 use crate::calibrate::runlevel::{self, Basis, RunItems, Settings};
@@ -87,7 +87,7 @@ pub fn systems(
         seed,
         ..Settings::default()
     };
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut rng = Rng::seed_from_u64(seed);
     runs.into_iter()
         .map(|(system, items)| {
             let scores: Vec<f64> = items.iter().map(|p| p.0).collect();

@@ -8,8 +8,8 @@ pub mod model;
 
 use std::collections::HashMap;
 
-use nuts_rs::rand::SeedableRng;
-use nuts_rs::rand::rngs::ChaCha8Rng;
+use crate::calibrate::rng::Rng;
+use crate::calibrate::rng::SeedableRng;
 use nuts_rs::{
     Chain, CpuLogpFunc, CpuMath, CpuMathError, DiagNutsSettings, HasDims, LogpError, Settings,
 };
@@ -180,8 +180,7 @@ fn run_chain(
         ..DiagNutsSettings::default()
     };
     settings.adapt_options.step_size_settings.target_accept = opts.target_accept;
-    let mut rng =
-        ChaCha8Rng::seed_from_u64(opts.seed.wrapping_mul(0x9E37_79B9).wrapping_add(chain));
+    let mut rng = Rng::seed_from_u64(opts.seed.wrapping_mul(0x9E37_79B9).wrapping_add(chain));
     let mut sampler = settings
         .new_chain(chain, CpuMath::new(Density(model)), &mut rng)
         .map_err(|e| format!("sampler settings: {e}"))?;
@@ -269,7 +268,7 @@ fn summarise(model: &Model, chains: &[Vec<Vec<f64>>], divergences: u64, opts: &F
     // One (α, β) per draw from its conditional normal (the draw itself for one rubric), for
     // quantiles and diagnostics; means, variances and the canary use the conditional moments
     // directly (Rao–Blackwellised), which is exact and less noisy.
-    let mut rng = ChaCha8Rng::seed_from_u64(opts.seed ^ 0x5EED_CAFE);
+    let mut rng = Rng::seed_from_u64(opts.seed ^ 0x5EED_CAFE);
     let sampled: Vec<Vec<Vec<(f64, f64)>>> = draws
         .iter()
         .map(|chain| {

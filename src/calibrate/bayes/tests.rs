@@ -2,10 +2,10 @@
 //! simulated data sets, partial pooling, the canary, convergence and seeding.
 
 use super::*;
-use nuts_rs::rand::RngExt;
+use crate::calibrate::rng::RngExt;
 
 /// Anchors from y = a + b·j + N(0, s²), j uniform on [1, 5].
-pub(super) fn simulate(rng: &mut ChaCha8Rng, n: usize, a: f64, b: f64, s: f64) -> Vec<(f64, f64)> {
+pub(super) fn simulate(rng: &mut Rng, n: usize, a: f64, b: f64, s: f64) -> Vec<(f64, f64)> {
     (0..n)
         .map(|_| {
             let j = 1.0 + 4.0 * rng.random::<f64>();
@@ -28,7 +28,7 @@ fn no_progress(_: f64) {}
 
 #[test]
 fn with_many_anchors_the_posterior_mean_is_least_squares() {
-    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    let mut rng = Rng::seed_from_u64(1);
     let pairs = simulate(&mut rng, 2000, 1.2, 0.85, 0.5);
     let fit = fit(
         &[SufficientStats::from_pairs(pairs.iter().copied())],
@@ -63,7 +63,7 @@ fn ninety_five_percent_intervals_cover_the_truth_about_95_percent_of_the_time() 
     // the 95% predictive interval? With 200 replications the binomial sd of a 95% rate is
     // 1.5 points, so the band [90%, 99%] is ±3 sd around 95%, rounded outward.
     let (a, b, s, j0) = (0.8, 0.9, 0.45, 4.5);
-    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    let mut rng = Rng::seed_from_u64(7);
     let opts = FitOptions {
         warmup: 300,
         draws: 500,
@@ -101,7 +101,7 @@ fn ninety_five_percent_intervals_cover_the_truth_about_95_percent_of_the_time() 
 
 #[test]
 fn a_sparse_rubric_borrows_from_its_siblings_and_a_rich_one_does_not() {
-    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    let mut rng = Rng::seed_from_u64(3);
     let mut stats: Vec<SufficientStats> = (0..3)
         .map(|k| {
             SufficientStats::from_pairs(simulate(&mut rng, 2000, 1.0 + 0.05 * k as f64, 0.8, 0.5))
@@ -143,7 +143,7 @@ fn fit_one(pairs: &[(f64, f64)]) -> f64 {
 
 #[test]
 fn the_canary_fires_when_the_judge_stops_tracking_the_reference() {
-    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let mut rng = Rng::seed_from_u64(5);
     let flat = simulate(&mut rng, 80, 3.0, 0.05, 0.8);
     let good = simulate(&mut rng, 80, 0.5, 0.9, 0.4);
     let fit = fit(
@@ -166,7 +166,7 @@ fn rich_rubrics_converge_whether_they_differ_or_agree() {
     // Rubrics that agree put τ near 0 (a funnel for centred slopes); rubrics that differ
     // make τ large (a curved ridge for non-centred ones). Both must pass the diagnostics
     // at the default settings.
-    let mut rng = ChaCha8Rng::seed_from_u64(13);
+    let mut rng = Rng::seed_from_u64(13);
     let agree: Vec<SufficientStats> = [400, 300]
         .iter()
         .map(|&n| SufficientStats::from_pairs(simulate(&mut rng, n, 0.5, 0.8, 0.3)))
@@ -185,7 +185,7 @@ fn rich_rubrics_converge_whether_they_differ_or_agree() {
 
 #[test]
 fn the_same_seed_gives_the_same_fit() {
-    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    let mut rng = Rng::seed_from_u64(9);
     let stats = [SufficientStats::from_pairs(simulate(
         &mut rng, 100, 1.0, 0.9, 0.5,
     ))];

@@ -25,9 +25,9 @@ use net::{Masks, Net, dropout_mask};
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use nuts_rs::rand::SeedableRng;
-use nuts_rs::rand::rngs::ChaCha8Rng;
-use nuts_rs::rand::seq::SliceRandom;
+use crate::calibrate::rng::Rng;
+use crate::calibrate::rng::SeedableRng;
+use crate::calibrate::rng::SliceRandom;
 use serde::{Deserialize, Serialize};
 use tch::nn::OptimizerConfig;
 use tch::{Device, Kind, Tensor, nn};
@@ -136,9 +136,8 @@ fn flush_denormals() {
 /// The masks of MC-dropout pass `pass`: one [1, h] row per hidden layer, from a seeded
 /// generator independent of libtorch, so every process draws the same sub-networks.
 pub(crate) fn pass_masks(opts: &FlowConfig, pass: usize) -> (Vec<f32>, Vec<f32>) {
-    let mut rng = ChaCha8Rng::seed_from_u64(
-        opts.seed ^ 0x4D43_0000 ^ (pass as u64).wrapping_mul(0x9E37_79B9_7F4A),
-    );
+    let mut rng =
+        Rng::seed_from_u64(opts.seed ^ 0x4D43_0000 ^ (pass as u64).wrapping_mul(0x9E37_79B9_7F4A));
     let m1 = dropout_mask(&mut rng, opts.hidden, opts.dropout);
     let m2 = dropout_mask(&mut rng, opts.hidden, opts.dropout);
     (m1, m2)
@@ -200,7 +199,7 @@ pub fn train(
     flush_denormals();
     tch::set_num_threads(threads() as i32);
     let vs = nn::VarStore::new(Device::Cpu);
-    let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
+    let mut rng = Rng::seed_from_u64(opts.seed);
     let net = Net::new(&vs.root(), opts, rubrics, &mut rng);
     let mut adam = nn::Adam::default()
         .build(&vs, opts.learning_rate)

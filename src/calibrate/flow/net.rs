@@ -1,8 +1,8 @@
 //! The network f_θ(x, t, e_r): its parameters, storage, the velocity field and the RK4
 //! integration, with the dropout masks a trajectory follows.
 
-use nuts_rs::rand::RngExt;
-use nuts_rs::rand::rngs::ChaCha8Rng;
+use crate::calibrate::rng::Rng;
+use crate::calibrate::rng::RngExt;
 use tch::{Kind, Tensor, nn};
 
 use super::{FlowConfig, StoredTensor};
@@ -25,24 +25,19 @@ impl Net {
     /// Fresh parameters in `vs`, initialised as PyTorch's `nn.Linear` and `nn.Embedding` do,
     /// from `rng` rather than libtorch's global generator, so that concurrent trainings in one
     /// process stay reproducible.
-    pub(super) fn new(
-        vs: &nn::Path,
-        opts: &FlowConfig,
-        rubrics: usize,
-        rng: &mut ChaCha8Rng,
-    ) -> Self {
+    pub(super) fn new(vs: &nn::Path, opts: &FlowConfig, rubrics: usize, rng: &mut Rng) -> Self {
         let h = opts.hidden;
         let e = opts.embedding_dim;
         let pooled = rubrics > 1;
         let fan_in = 2 + if pooled { e } else { 0 };
         let bound = 1.0 / (fan_in as f64).sqrt();
         let bound2 = 1.0 / (h as f64).sqrt();
-        let mut var = |name: &str, shape: &[i64], draw: &mut dyn FnMut(&mut ChaCha8Rng) -> f64| {
+        let mut var = |name: &str, shape: &[i64], draw: &mut dyn FnMut(&mut Rng) -> f64| {
             let n: i64 = shape.iter().product();
             let values: Vec<f32> = (0..n).map(|_| draw(rng) as f32).collect();
             vs.var_copy(name, &Tensor::from_slice(&values).view(shape))
         };
-        let uniform = |b: f64| move |r: &mut ChaCha8Rng| b * (2.0 * r.random::<f64>() - 1.0);
+        let uniform = |b: f64| move |r: &mut Rng| b * (2.0 * r.random::<f64>() - 1.0);
         Net {
             w1x: var("w1x", &[1, h], &mut uniform(bound)),
             w1t: var("w1t", &[1, h], &mut uniform(bound)),
@@ -192,7 +187,7 @@ pub(super) enum Masks {
 }
 
 /// A dropout mask of `h` units, scaled by 1/keep.
-pub(super) fn dropout_mask(rng: &mut ChaCha8Rng, h: i64, p: f64) -> Vec<f32> {
+pub(super) fn dropout_mask(rng: &mut Rng, h: i64, p: f64) -> Vec<f32> {
     let keep = 1.0 - p;
     (0..h)
         .map(|_| {

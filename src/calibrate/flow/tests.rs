@@ -3,8 +3,8 @@
 
 use std::sync::atomic::AtomicBool;
 
-use nuts_rs::rand::rngs::ChaCha8Rng;
-use nuts_rs::rand::{RngExt, SeedableRng};
+use crate::calibrate::rng::Rng;
+use crate::calibrate::rng::{RngExt, SeedableRng};
 
 use super::*;
 
@@ -17,7 +17,7 @@ fn anchors(
     noise: f64,
     map: impl Fn(f64) -> f64,
 ) -> Vec<(f64, f64)> {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut rng = Rng::seed_from_u64(seed);
     (0..n)
         .map(|_| {
             let j = lo + (hi - lo) * rng.random::<f64>();

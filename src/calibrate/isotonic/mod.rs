@@ -83,8 +83,8 @@ impl CellModel for IsotonicModel {
 mod tests {
     use std::sync::atomic::AtomicBool;
 
-    use nuts_rs::rand::rngs::ChaCha8Rng;
-    use nuts_rs::rand::{RngExt, SeedableRng};
+    use crate::calibrate::rng::Rng;
+    use crate::calibrate::rng::{RngExt, SeedableRng};
 
     use super::*;
     use crate::calibrate::conformal::Intervals;
@@ -93,7 +93,7 @@ mod tests {
     use crate::calibrate::train;
 
     /// y = 1 + 3/(1 + e^(−2(j − 3))) + N(0, 0.3²), j uniform on [1, 5]: monotone, not a line.
-    fn draw(rng: &mut ChaCha8Rng, n: usize) -> Vec<(f64, f64)> {
+    fn draw(rng: &mut Rng, n: usize) -> Vec<(f64, f64)> {
         (0..n)
             .map(|_| {
                 let j = 1.0 + 4.0 * rng.random::<f64>();
@@ -111,7 +111,7 @@ mod tests {
         // true 95% rate gives a pooled share within ±1.3 points of it with 99% probability
         // (10,000 checks); the rank correction errs on the high side, so the band is
         // [0.935, 0.975].
-        let mut rng = ChaCha8Rng::seed_from_u64(21);
+        let mut rng = Rng::seed_from_u64(21);
         let never = AtomicBool::new(false);
         let run = Run::new(&never, &|_| {});
         let (mut inside, mut checked) = (0, 0);

@@ -362,9 +362,9 @@ impl GroupBias {
         &self,
         runs: &[Option<&str>],
         draws: usize,
-        rng: &mut nuts_rs::rand::rngs::ChaCha8Rng,
+        rng: &mut crate::calibrate::rng::Rng,
     ) -> Vec<Vec<f64>> {
-        use nuts_rs::rand::RngExt;
+        use crate::calibrate::rng::RngExt;
         let post = self.posterior();
         let shifts: Vec<f64> = runs.iter().map(|g| self.shift(*g).shift()).collect();
         // Each run's draw: the index of the group it shares one with.
@@ -426,13 +426,13 @@ fn side(group: Option<&GroupResidual>, t2: f64) -> (f64, f64, f64) {
 
 #[cfg(test)]
 mod tests {
-    use nuts_rs::rand::SeedableRng;
-    use nuts_rs::rand::rngs::ChaCha8Rng;
+    use crate::calibrate::rng::Rng;
+    use crate::calibrate::rng::SeedableRng;
 
     use super::*;
 
     /// `k` groups of `n` residuals: bias u_g ~ N(0, tau²), noise sd `sd`; the biases too.
-    fn draw(rng: &mut ChaCha8Rng, k: usize, n: usize, tau: f64, sd: f64) -> (GroupBias, Vec<f64>) {
+    fn draw(rng: &mut Rng, k: usize, n: usize, tau: f64, sd: f64) -> (GroupBias, Vec<f64>) {
         let us: Vec<f64> = (0..k).map(|_| tau * standard_normal(rng)).collect();
         let mut r = Vec::new();
         let mut g = Vec::new();
@@ -454,7 +454,7 @@ mod tests {
     fn paule_mandel_recovers_a_known_between_group_spread() {
         // 40 groups of 200 residuals, τ = 0.3, noise sd 1 (s_g = 0.07): the estimate of τ
         // over 50 draws averages within 0.03 of 0.3; with τ = 0 it is often exactly 0.
-        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let mut rng = Rng::seed_from_u64(1);
         let tau: Vec<f64> = (0..50)
             .map(|_| draw(&mut rng, 40, 200, 0.3, 1.0).0.tau)
             .collect();
@@ -470,7 +470,7 @@ mod tests {
     /// 95% interval covers its fresh bias, and a known group's its own (group 0's), less the
     /// corrector's level error every residual shares (μ̂ absorbs it: here it is 0).
     fn coverage(k: usize, n: usize, tau: f64, reps: usize, seed: u64) -> (f64, f64) {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut rng = Rng::seed_from_u64(seed);
         let (mut new, mut known) = (0, 0);
         for _ in 0..reps {
             let (b, us) = draw(&mut rng, k, n, tau, 0.8);
@@ -508,7 +508,7 @@ mod tests {
 
     #[test]
     fn the_same_group_on_both_sides_cancels_and_few_groups_are_named() {
-        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let mut rng = Rng::seed_from_u64(3);
         let (b, _) = draw(&mut rng, 3, 50, 0.3, 0.8);
         assert_eq!(b.rule, "conservative");
         let same = b.contrast(Some("g1"), Some("g1"));

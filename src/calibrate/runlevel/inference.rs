@@ -34,7 +34,9 @@
 
 use super::Advice;
 use super::groups::{BiasShift, GroupTerm};
-use crate::calibrate::stats::{mean, normal_quantile, t_quantile, two_sided_p};
+use crate::calibrate::stats::{
+    mean, normal_quantile, ppi_lambda, sample_variance, t_quantile, two_sided_p,
+};
 
 /// Below this many labelled items the labelled path does not tune λ (it is 1): tuned on the
 /// same 10 or 20 items it weights, λ fits their noise and the interval covers about 92%
@@ -271,18 +273,8 @@ pub fn labelled_with(
     let lambda = if let Some(lambda) = given {
         lambda
     } else if tuned {
-        let (mf, my) = (mean(&f), mean(&y));
-        let var_f = f.iter().map(|v| (v - mf).powi(2)).sum::<f64>();
-        let cov = f
-            .iter()
-            .zip(&y)
-            .map(|(a, b)| (a - mf) * (b - my))
-            .sum::<f64>();
-        if var_f > 0.0 {
-            (cov / var_f).clamp(0.0, 1.0)
-        } else {
-            0.0
-        }
+        let pairs: Vec<(f64, f64)> = f.iter().copied().zip(y.iter().copied()).collect();
+        ppi_lambda([pairs.as_slice()])
     } else {
         1.0
     };
@@ -488,11 +480,7 @@ pub fn difference(
     }
     let estimate = mean(a) - mean(b);
     let paired = pairs.is_some_and(|p| p.len() >= 2);
-    let spread = |x: &[f64], c: Option<&[u64]>| {
-        let m = mean(x);
-        x.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (x.len() as f64 - 1.0).max(1.0)
-            * mean_share(x.len(), c)
-    };
+    let spread = |x: &[f64], c: Option<&[u64]>| sample_variance(x) * mean_share(x.len(), c);
     let (sampling, df) = match (estimand, pairs) {
         (Estimand::Population, Some(p)) if paired => {
             let d: Vec<f64> = p.iter().map(|&(i, k)| a[i] - b[k]).collect();
@@ -646,10 +634,10 @@ impl Refits {
         refits: usize,
         seed: u64,
     ) -> Result<Self, String> {
-        use nuts_rs::rand::RngExt;
-        use nuts_rs::rand::SeedableRng;
-        use nuts_rs::rand::rngs::ChaCha8Rng;
-        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xB007);
+        use crate::calibrate::rng::Rng;
+        use crate::calibrate::rng::RngExt;
+        use crate::calibrate::rng::SeedableRng;
+        let mut rng = Rng::seed_from_u64(seed ^ 0xB007);
         let n = anchors.pairs.len();
         let never = std::sync::atomic::AtomicBool::new(false);
         let run = crate::calibrate::Run::new(&never, &|_| {});
@@ -657,7 +645,7 @@ impl Refits {
         let checked: Vec<usize> = if n <= OUT_OF_BAG_CAP {
             (0..n).collect()
         } else {
-            use nuts_rs::rand::seq::SliceRandom;
+            use crate::calibrate::rng::SliceRandom;
             let mut all: Vec<usize> = (0..n).collect();
             all.shuffle(&mut rng);
             all.truncate(OUT_OF_BAG_CAP);
@@ -697,7 +685,7 @@ impl Refits {
         if m >= 2 {
             let mut order: Vec<usize> = (0..n).collect();
             for b in 0..refits {
-                use nuts_rs::rand::seq::SliceRandom;
+                use crate::calibrate::rng::SliceRandom;
                 order.shuffle(&mut rng);
                 let cell = crate::calibrate::Cell {
                     pairs: order[..m].iter().map(|&i| anchors.pairs[i]).collect(),
@@ -755,15 +743,14 @@ pub fn variance_of(weights: &[f64], means: &[Vec<f64>]) -> f64 {
         .iter()
         .map(|m| m.iter().zip(weights).map(|(x, w)| x * w).sum())
         .collect();
-    let mu = mean(&values);
-    values.iter().map(|v| (v - mu).powi(2)).sum::<f64>() / (values.len() as f64 - 1.0).max(1.0)
+    sample_variance(&values)
 }
 
 #[cfg(test)]
 mod tests {
-    use nuts_rs::rand::rngs::ChaCha8Rng;
-    use nuts_rs::rand::seq::SliceRandom;
-    use nuts_rs::rand::{RngExt, SeedableRng};
+    use crate::calibrate::rng::Rng;
+    use crate::calibrate::rng::SliceRandom;
+    use crate::calibrate::rng::{RngExt, SeedableRng};
 
     use super::*;
     use crate::calibrate::stats::standard_normal;
@@ -791,12 +778,12 @@ mod tests {
 
     /// The paper's synthetic judge on a uniform-ish reference: j = −0.5 + 0.85y +
     /// 0.4·tanh(0.9(y − 3)) + N(0, (0.3 + 0.18|y − 3|)²).
-    fn judge(rng: &mut ChaCha8Rng, y: f64) -> f64 {
+    fn judge(rng: &mut Rng, y: f64) -> f64 {
         let d = y - 3.0;
         -0.5 + 0.85 * y + 0.4 * (0.9 * d).tanh() + (0.3 + 0.18 * d.abs()) * standard_normal(rng)
     }
 
-    fn reference(rng: &mut ChaCha8Rng) -> f64 {
+    fn reference(rng: &mut Rng) -> f64 {
         (1.0 + 4.0 * rng.random::<f64>().powf(0.6)).min(5.0)
     }
 
@@ -804,7 +791,7 @@ mod tests {
     /// interval of the labelled path covers the run's true mean, with the raw judge as the
     /// corrector (biased by about 0.7).
     fn labelled_coverage(n: usize, reps: usize, seed: u64) -> f64 {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut rng = Rng::seed_from_u64(seed);
         let mut covered = 0;
         for _ in 0..reps {
             let y: Vec<f64> = (0..2000).map(|_| reference(&mut rng)).collect();
@@ -836,7 +823,7 @@ mod tests {
     /// references on an integer 1–5 scale skewed to the top (a third are 5) and an integer
     /// judge of slope 0.5, the raw judge as the corrector; 2,000 runs of 400 items.
     fn few_labels_coverage(n: usize, seed: u64) -> f64 {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut rng = Rng::seed_from_u64(seed);
         let reps = 2000;
         let mut covered = 0;
         for _ in 0..reps {
@@ -875,7 +862,7 @@ mod tests {
 
     #[test]
     fn a_better_corrector_gives_a_narrower_labelled_interval_and_a_useless_one_costs_little() {
-        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let mut rng = Rng::seed_from_u64(3);
         let y: Vec<f64> = (0..2000).map(|_| reference(&mut rng)).collect();
         let j: Vec<f64> = y.iter().map(|&y| judge(&mut rng, y)).collect();
         let refs: Vec<Option<f64>> = (0..2000).map(|i| (i % 10 == 0).then_some(y[i])).collect();
@@ -895,7 +882,7 @@ mod tests {
     fn clusters_widen_the_labelled_interval_when_their_items_share_errors() {
         // 100 prompts × 20 outputs; the judge's error is shared within a prompt. Treating the
         // outputs as independent covers too rarely; the cluster-robust interval covers.
-        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        let mut rng = Rng::seed_from_u64(9);
         let (mut robust, mut naive) = (0, 0);
         let reps = 400;
         for _ in 0..reps {
@@ -929,7 +916,7 @@ mod tests {
         // Anchors and runs from one population, y = 0.8 + 0.7·j + N(0, 0.4²) given j; the
         // corrector is least squares on 100 anchors with its exact sampling covariance (what
         // the Bayesian posterior gives at this n). 500 runs of 200 items.
-        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let mut rng = Rng::seed_from_u64(5);
         let (a, b, s) = (0.8, 0.7, 0.4);
         let mut covered = 0;
         let reps = 500;
@@ -975,7 +962,7 @@ mod tests {
         // 93-97% of 2,000 runs (binomial sd 0.5 points) and p < 0.05 in 3-7%. Treated as
         // independent runs with the residual variance of a reference around the line (0.25
         // here), the interval is wider: what the runs share does not cancel.
-        let mut rng = ChaCha8Rng::seed_from_u64(17);
+        let mut rng = Rng::seed_from_u64(17);
         let (mut covered, mut rejected) = (0, 0);
         let (mut paired_width, mut independent_width) = (0.0, 0.0);
         let reps = 2000;
@@ -1064,9 +1051,9 @@ mod tests {
         // score over 300 independent anchor sets; resampling one anchor set 300 times must
         // find it within a factor of 1.6 either way (averaged over 4 anchor sets; the
         // variance of a 300-draw variance estimate alone is about ±8%).
-        let mut rng = ChaCha8Rng::seed_from_u64(31);
+        let mut rng = Rng::seed_from_u64(31);
         let curve = |j: f64| 1.0 + 3.0 / (1.0 + (-1.5 * (j - 3.0)).exp());
-        let draw = |rng: &mut ChaCha8Rng| crate::calibrate::Cell {
+        let draw = |rng: &mut Rng| crate::calibrate::Cell {
             pairs: (0..150)
                 .map(|_| {
                     let j = 1.0 + 4.0 * rng.random::<f64>();

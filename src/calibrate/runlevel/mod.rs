@@ -26,6 +26,7 @@ pub mod groups;
 pub mod inference;
 mod paired;
 pub mod rank;
+pub mod warnings;
 
 use super::error::{CalibrateError, Result};
 use super::stats::{mean, sample_variance};

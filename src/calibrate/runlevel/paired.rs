@@ -27,13 +27,13 @@
 //! e_a(m_a), rescaled and widened likewise. So one draw holds every run's and every pair's
 //! labelled error with the correlations the shared items give them.
 
-use nuts_rs::rand::rngs::ChaCha8Rng;
+use crate::calibrate::rng::Rng;
 use rand_distr::{ChiSquared, Distribution};
 
 use super::inference::{self, MeanEstimate};
 use super::{Anchored, Path, RunEstimate, RunItems};
 use crate::calibrate::error::{CalibrateError, Result};
-use crate::calibrate::stats::standard_normal;
+use crate::calibrate::stats::{cholesky, covariance, fpc, ppi_lambda, standard_normal};
 
 /// One labelled run on the chain, its items in the first labelled run's order.
 struct Member {
@@ -177,7 +177,7 @@ impl Chain {
                     }
                     m[p * l + p] = m[p * l + p].max(1e-12);
                 }
-                super::rank::cholesky(&m, l).map(|f| (m, f))
+                cholesky(&m, l).map(|f| (m, f))
             })
             .ok_or_else(|| {
                 CalibrateError::Numerical("the labelled runs' residual covariance".into())
@@ -252,7 +252,7 @@ impl Chain {
     }
 
     /// `draws` joint draws of the chain's partial-sum errors (see the module's notes).
-    pub fn draws(&self, draws: usize, rng: &mut ChaCha8Rng) -> Draws {
+    pub fn draws(&self, draws: usize, rng: &mut Rng) -> Draws {
         let l = self.members.len();
         let b = self.levels.len();
         // Position of the first member at each level or above.
@@ -310,7 +310,7 @@ impl Chain {
 
     /// Run `i`'s labelled error in each draw: its partial-sum error at its own count,
     /// rescaled to its answer's variance and widened by one t draw on its degrees of freedom.
-    pub fn run_errors(&self, i: usize, draws: &Draws, rng: &mut ChaCha8Rng) -> Option<Vec<f64>> {
+    pub fn run_errors(&self, i: usize, draws: &Draws, rng: &mut Rng) -> Option<Vec<f64>> {
         let p = self.slot[i]?;
         let m = &self.members[p];
         let j = self.level(m.count);
@@ -334,7 +334,7 @@ impl Chain {
         b: usize,
         answer: &PairAnswer,
         draws: &Draws,
-        rng: &mut ChaCha8Rng,
+        rng: &mut Rng,
     ) -> Option<Vec<f64>> {
         let (pa, pb) = (self.slot[a]?, self.slot[b]?);
         let l = self.members.len();
@@ -381,7 +381,7 @@ fn widened(
     variance: f64,
     model: f64,
     df: Option<f64>,
-    rng: &mut ChaCha8Rng,
+    rng: &mut Rng,
 ) -> Vec<f64> {
     let chi = df
         .filter(|df| df.is_finite() && *df < 200.0)
@@ -412,58 +412,31 @@ fn widened(
         .collect()
 }
 
-/// 1/m − 1/N, never below 0.
-pub fn fpc(m: usize, n: usize) -> f64 {
-    (1.0 / m.max(1) as f64 - 1.0 / n.max(1) as f64).max(0.0)
-}
-
-/// The PPI++ λ, cov(f, y)/var(f), over every member's labelled items, each run centred on its
-/// own means (so that what runs differ by does not count), clamped to [0, 1].
+/// The PPI++ λ over every member's labelled items, each run centred on its own means (so that
+/// what runs differ by does not count).
 fn pooled_lambda(members: &[Member]) -> f64 {
-    let (mut cov, mut var) = (0.0, 0.0);
-    for m in members {
-        let pairs: Vec<(f64, f64)> = m
-            .corrected
-            .iter()
-            .zip(&m.reference)
-            .filter_map(|(f, y)| y.map(|y| (*f, y)))
-            .collect();
-        let n = pairs.len() as f64;
-        if n < 2.0 {
-            continue;
-        }
-        let mf = pairs.iter().map(|p| p.0).sum::<f64>() / n;
-        let my = pairs.iter().map(|p| p.1).sum::<f64>() / n;
-        cov += pairs.iter().map(|p| (p.0 - mf) * (p.1 - my)).sum::<f64>();
-        var += pairs.iter().map(|p| (p.0 - mf).powi(2)).sum::<f64>();
-    }
-    if var > 0.0 {
-        (cov / var).clamp(0.0, 1.0)
-    } else {
-        1.0
-    }
-}
-
-/// The sample covariance of the pairs (0 under 2 pairs).
-pub fn covariance(pairs: &[(f64, f64)]) -> f64 {
-    let m = pairs.len();
-    if m < 2 {
-        return 0.0;
-    }
-    let mx = pairs.iter().map(|p| p.0).sum::<f64>() / m as f64;
-    let my = pairs.iter().map(|p| p.1).sum::<f64>() / m as f64;
-    pairs.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum::<f64>() / (m as f64 - 1.0)
+    let labelled: Vec<Vec<(f64, f64)>> = members
+        .iter()
+        .map(|m| {
+            m.corrected
+                .iter()
+                .zip(&m.reference)
+                .filter_map(|(f, y)| y.map(|y| (*f, y)))
+                .collect()
+        })
+        .collect();
+    ppi_lambda(labelled.iter().map(Vec::as_slice))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nuts_rs::rand::SeedableRng;
+    use crate::calibrate::rng::SeedableRng;
 
     /// A chain of three runs with the covariance given, counts 10, 40 and 40 of 100.
     fn chain(cov: Vec<f64>) -> Chain {
         let l = 3;
-        let factor = super::super::rank::cholesky(&cov, l).unwrap();
+        let factor = crate::calibrate::stats::cholesky(&cov, l).unwrap();
         let member = |run, count| Member {
             run,
             count,
@@ -492,7 +465,7 @@ mod tests {
         // (2 + 1.5 − 1)·0.09 = 0.225; Var e_2(40) = 1.5·0.015 = 0.0225. Each within 4
         // standard errors of its 40,000-draw estimate, √((E x²·E y² + c²)/n).
         let c = chain(vec![1.0, 0.6, 0.3, 0.6, 2.0, 0.5, 0.3, 0.5, 1.5]);
-        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let mut rng = Rng::seed_from_u64(3);
         let d = c.draws(40_000, &mut rng);
         let moment = |x: &[f32], y: &[f32]| {
             x.iter()
@@ -524,7 +497,7 @@ mod tests {
         // the answer reports 0.05: the draws' variance is 0.05 (normal: no degrees of
         // freedom), within 4 standard errors (0.05·√(2/40,000) each).
         let c = chain(vec![1.0, 0.6, 0.3, 0.6, 2.0, 0.5, 0.3, 0.5, 1.5]);
-        let mut rng = ChaCha8Rng::seed_from_u64(4);
+        let mut rng = Rng::seed_from_u64(4);
         let d = c.draws(40_000, &mut rng);
         let mut answer = inference::plain(&[0.0, 0.0], 0.0, 0.0, None, 0.95).unwrap();
         answer.variance = inference::Variance {

@@ -59,18 +59,17 @@
 //! pair's residual-difference noise, measured on the items both runs labelled, is shrunk
 //! toward the pairs' pooled value ([`PRIOR_ITEMS`]).
 
-use nuts_rs::rand::rngs::ChaCha8Rng;
-use nuts_rs::rand::seq::SliceRandom;
-use nuts_rs::rand::{RngExt, SeedableRng};
+use crate::calibrate::rng::{Rng, RngExt, SeedableRng, SliceRandom};
 use rand_distr::{ChiSquared, Distribution};
 
 use super::inference::{self, Estimand, mean_share};
-use super::paired::{self, fpc};
+use super::paired;
 use super::{Anchored, Basis, MIN_LABELLED, Path, RunEstimate, RunItems, Settings};
 use crate::calibrate::MeanUncertainty;
 use crate::calibrate::error::{CalibrateError, Result};
 use crate::calibrate::stats::{
-    mean, normal_quantile, quantile_sorted, sample_variance, standard_normal,
+    cholesky, covariance, fpc, mean, normal_quantile, quantile_sorted, sample_variance,
+    standard_normal,
 };
 
 /// The most runs one ranking takes.
@@ -252,6 +251,27 @@ impl Allocation {
     pub fn total(&self) -> usize {
         self.add.iter().sum()
     }
+
+    /// The items to label in run `k`, named as the caller knows them: their ids where the run
+    /// has ids, else their 1-based positions in the run as sent.
+    pub fn item_names(&self, k: usize, ids: Option<&[String]>) -> Vec<String> {
+        self.items[k]
+            .iter()
+            .map(|&i| match ids {
+                Some(ids) => ids[i].clone(),
+                None => (i + 1).to_string(),
+            })
+            .collect()
+    }
+
+    /// A plan that falls short of some open pairs' targets (the budget or the runs' items
+    /// run out). A first sample plans no targets; a step counts the whole plan's.
+    pub fn shortfall(&self) -> Option<super::warnings::Warning> {
+        (!self.pilot && self.reached < self.open).then_some(super::warnings::Warning::PlanShort {
+            reached: self.reached,
+            open: self.open,
+        })
+    }
 }
 
 /// A ranking of runs.
@@ -327,7 +347,7 @@ pub fn rank(
         estimates.push(e);
         plains.push(p);
     }
-    let mut rng = ChaCha8Rng::seed_from_u64(settings.seed ^ 0x7A11);
+    let mut rng = Rng::seed_from_u64(settings.seed ^ 0x7A11);
     let draws = how.draws.max(1);
     let plain_errors = joint_plain_errors(&anchored, runs, &plains, &settings, draws, &mut rng)?;
     // The labelled runs' errors: on one chain of nested label sets, drawn with every pair's
@@ -535,7 +555,7 @@ fn joint_plain_errors(
     plains: &[RunEstimate],
     settings: &Settings,
     draws: usize,
-    rng: &mut ChaCha8Rng,
+    rng: &mut Rng,
 ) -> Result<Vec<f64>> {
     let k = runs.len();
     let mut errors = vec![0.0; draws * k];
@@ -566,7 +586,7 @@ fn corrector_errors(
     settings: &Settings,
     errors: &mut [f64],
     k: usize,
-    rng: &mut ChaCha8Rng,
+    rng: &mut Rng,
 ) -> Result<()> {
     let draws = errors.len() / k;
     // With a group term, a plain answer keeps only what the run's scores add beyond the
@@ -665,7 +685,7 @@ fn labelled_errors(
     estimates: &[RunEstimate],
     errors: &mut [f64],
     k: usize,
-    rng: &mut ChaCha8Rng,
+    rng: &mut Rng,
 ) -> Result<Option<f64>> {
     let draws = errors.len() / k;
     let mut block: Vec<Labelled> = Vec::new();
@@ -770,7 +790,7 @@ fn labelled_covariance(a: &Labelled, b: &Labelled, runs: &[RunItems]) -> Option<
     if m < 3 {
         return None;
     }
-    let s = paired::covariance(&shared);
+    let s = covariance(&shared);
     let (xs, ys): (Vec<f64>, Vec<f64>) = shared.iter().copied().unzip();
     let (sx, sy) = (sample_variance(&xs), sample_variance(&ys));
     let c = (m as f64 / (a.n * b.n) as f64 - 1.0 / a.big_n as f64) * s;
@@ -785,27 +805,6 @@ fn labelled_covariance(a: &Labelled, b: &Labelled, runs: &[RunItems]) -> Option<
         },
         items: m,
     })
-}
-
-/// The lower Cholesky factor of the `n`×`n` matrix `m` (row-major); `None` where it is not
-/// positive definite.
-pub(super) fn cholesky(m: &[f64], n: usize) -> Option<Vec<f64>> {
-    let mut l = vec![0.0; n * n];
-    for i in 0..n {
-        for j in 0..=i {
-            let s: f64 = (0..j).map(|k| l[i * n + k] * l[j * n + k]).sum();
-            if i == j {
-                let d = m[i * n + i] - s;
-                if d <= 0.0 {
-                    return None;
-                }
-                l[i * n + i] = d.sqrt();
-            } else {
-                l[i * n + j] = (m[i * n + j] - s) / l[j * n + j];
-            }
-        }
-    }
-    Some(l)
 }
 
 /// A pair before its interval: its difference, and where its errors come from.
@@ -1475,7 +1474,7 @@ fn same_ids(runs: &[RunItems]) -> bool {
 /// every run has the same ids, one permutation of the ids serves all, so that the labels fall
 /// on the same items.
 fn draw_items(runs: &[RunItems], add: &[usize], seed: u64) -> (Vec<Vec<usize>>, bool) {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x1ABE1);
+    let mut rng = Rng::seed_from_u64(seed ^ 0x1ABE1);
     if same_ids(runs) {
         let mut ids: Vec<&str> = runs[0]
             .ids
@@ -1523,14 +1522,6 @@ fn draw_items(runs: &[RunItems], add: &[usize], seed: u64) -> (Vec<Vec<usize>>, 
 mod tests {
     use super::*;
 
-    #[test]
-    fn cholesky_factors_a_known_matrix_and_refuses_an_indefinite_one() {
-        // [[4, 2], [2, 5]] = L·Lᵀ with L = [[2, 0], [1, 2]].
-        let l = cholesky(&[4.0, 2.0, 2.0, 5.0], 2).unwrap();
-        assert_eq!(l, vec![2.0, 0.0, 1.0, 2.0]);
-        assert!(cholesky(&[1.0, 2.0, 2.0, 1.0], 2).is_none());
-    }
-
     fn estimate(value: f64) -> RunEstimate {
         let mut e = crate::calibrate::runlevel::RunEstimate {
             path: Path::Plain,
@@ -1577,7 +1568,7 @@ mod tests {
         let w4 = plain_weight(&l, &p, 0.95);
         assert!((w4 - 0.33407).abs() < 1e-4, "{w4}");
         l.mean.df = None;
-        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        let mut rng = Rng::seed_from_u64(9);
         let column: Vec<f64> = (0..DRAWS)
             .map(|_| 0.2 * 0.2 * standard_normal(&mut rng) + 0.8 * 0.1 * standard_normal(&mut rng))
             .collect();
@@ -1645,7 +1636,7 @@ mod tests {
         // Three runs 0.05 apart, every pair open (plain variance 0.01 each, independent):
         // the plan labels all three, as many each, and reaches every target.
         let estimates: Vec<RunEstimate> = [3.0, 3.05, 3.1].into_iter().map(estimate).collect();
-        let mut rng = ChaCha8Rng::seed_from_u64(2);
+        let mut rng = Rng::seed_from_u64(2);
         let errors: Vec<f64> = (0..DRAWS * 3)
             .map(|_| 0.1 * standard_normal(&mut rng))
             .collect();
@@ -1725,7 +1716,7 @@ mod tests {
         // the second's error the first's plus independent noise of variance 3 (so Var 4,
         // Cov 1), the first alone is best: w = (4 − 1)/(1 + 4 − 2) = 1. 20,000 draws: the
         // weights within 0.02, the variance within 4% (about 5 standard errors).
-        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        let mut rng = Rng::seed_from_u64(11);
         let z: Vec<(f64, f64)> = (0..DRAWS)
             .map(|_| (standard_normal(&mut rng), standard_normal(&mut rng)))
             .collect();
@@ -1751,7 +1742,7 @@ mod tests {
         // three pairs of correlation ±0.5, whose max-|t| 95% point (Tukey's studentised range
         // for 3 means at infinite df, 3.314/√2 = 2.343) lies between the single pair's and
         // Bonferroni's 2.394. Monte Carlo error of 20,000 draws: about ±0.02.
-        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let mut rng = Rng::seed_from_u64(5);
         for (k, want) in [(2, 1.960), (3, 2.343)] {
             let errors: Vec<f64> = (0..DRAWS * k).map(|_| standard_normal(&mut rng)).collect();
             let estimates: Vec<RunEstimate> = (0..k).map(|i| estimate(i as f64)).collect();

@@ -1,0 +1,100 @@
+//! What a reader of a run-level answer must know beside its interval: decided here, where the
+//! statistics are, and rendered as text by `http` (and by anything else that answers run-level
+//! questions: the CLI, the studies).
+
+use super::groups::GroupTerm;
+use super::{GroupAnswer, Path, RunEstimate, Term, Transport};
+
+/// One thing to know about an answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Warning {
+    /// More than 5% of the run's judge scores lie outside the anchors' judge-score range: the
+    /// corrected level there is extrapolated.
+    Extrapolated { outside: f64, range: (f64, f64) },
+    /// More than 5% of the run's judge scores lie where the anchors are thin.
+    Sparse { thin: f64 },
+    /// The corrector's own uncertainty was left out, for this reason.
+    CorrectorOmitted(&'static str),
+    /// The transport check found the corrector biased on this run: its mean residual on the
+    /// labelled items, and the interval (at `level`) for the bias on runs like it.
+    Biased {
+        mean_residual: f64,
+        level: f64,
+        interval: (f64, f64),
+    },
+    /// The version's anchors name fewer than two groups: system-specific bias is not
+    /// accounted for.
+    GroupsUnmeasured,
+    /// Too few groups to estimate how the bias varies between systems: the conservative rule
+    /// applied.
+    GroupsConservative { groups: usize },
+    /// A label plan that reaches only `reached` of the `open` pairs' targets.
+    PlanShort { reached: usize, open: usize },
+}
+
+/// A warning, and which of the request's runs it is about (`None`: the answer as a whole).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Note {
+    pub run: Option<usize>,
+    pub warning: Warning,
+}
+
+/// What one run's answer needs said.
+pub fn of_run(e: &RunEstimate, level: f64) -> Vec<Warning> {
+    let mut out = Vec::new();
+    if e.support.extrapolated() {
+        out.push(Warning::Extrapolated {
+            outside: e.support.outside,
+            range: e.support.anchor_range,
+        });
+    }
+    if e.support.sparse() && !e.support.extrapolated() {
+        out.push(Warning::Sparse {
+            thin: e.support.thin,
+        });
+    }
+    if let Term::Omitted(why) = e.term {
+        out.push(Warning::CorrectorOmitted(why));
+    }
+    if let Some(t) = e.transport.filter(Transport::biased) {
+        out.push(Warning::Biased {
+            mean_residual: t.mean_residual,
+            level,
+            interval: t.bias_interval,
+        });
+    }
+    out
+}
+
+/// What the group term of a plain answer needs said.
+pub fn of_group(g: &GroupAnswer) -> Option<Warning> {
+    match (g.term, g.rule.as_deref()) {
+        (GroupTerm::Unmeasured, _) => Some(Warning::GroupsUnmeasured),
+        (_, Some("conservative")) => Some(Warning::GroupsConservative { groups: g.groups }),
+        _ => None,
+    }
+}
+
+/// The notes of an answer over `runs` (in the request's order): each run's, then the group
+/// term's, said once, where any run took the plain path (`group` is the answer's group term,
+/// or the first plain run's).
+pub fn of_runs(runs: &[&RunEstimate], group: Option<&GroupAnswer>, level: f64) -> Vec<Note> {
+    let mut notes: Vec<Note> = runs
+        .iter()
+        .enumerate()
+        .flat_map(|(k, e)| {
+            of_run(e, level).into_iter().map(move |warning| Note {
+                run: Some(k),
+                warning,
+            })
+        })
+        .collect();
+    let plain = runs.iter().find(|e| e.path == Path::Plain);
+    if let Some(g) = plain.map(|e| group.unwrap_or(&e.group)).and_then(of_group) {
+        notes.push(Note {
+            run: None,
+            warning: g,
+        });
+    }
+    notes
+}
