@@ -19,6 +19,24 @@ use crate::store::CoverageWindow;
 
 const CELL: &[&str] = &["judge", "rubric"];
 
+/// The run-level question a request asked: the `kind` label of `judgecal_estimates_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunQuestion {
+    Estimate,
+    Compare,
+    Rank,
+}
+
+impl RunQuestion {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Estimate => "estimate",
+            Self::Compare => "compare",
+            Self::Rank => "rank",
+        }
+    }
+}
+
 #[derive(Clone)]
 pub struct Metrics {
     registry: Registry,
@@ -324,10 +342,10 @@ impl Metrics {
             .inc_by(n as u64);
     }
 
-    /// A run-level answer; `kind` is `estimate`, `compare` or `rank`.
-    pub fn count_estimate(&self, key: &CellKey, kind: &str) {
+    /// A run-level answer of `kind`.
+    pub fn count_estimate(&self, key: &CellKey, kind: RunQuestion) {
         self.estimates
-            .with_label_values(&[key.judge.as_str(), key.rubric.as_str(), kind])
+            .with_label_values(&[key.judge.as_str(), key.rubric.as_str(), kind.as_str()])
             .inc();
     }
 

@@ -32,16 +32,30 @@ impl Problem {
     }
 }
 
+/// The longest judge, rubric or group name.
+pub const NAME_MAX_LEN: usize = 64;
+/// What a name may hold besides ASCII letters and digits (which it must start with).
+const NAME_PUNCTUATION: [char; 4] = ['.', '_', '-', ':'];
+
+/// The name rule as a regular expression, for the API schema: built from the same pieces
+/// `check_name` checks, so the two cannot disagree.
+pub fn name_pattern() -> String {
+    let mut punctuation: String = NAME_PUNCTUATION.iter().filter(|&&c| c != '-').collect();
+    // Last in the class, '-' is itself rather than a range.
+    punctuation.push('-');
+    format!("^[A-Za-z0-9][A-Za-z0-9{punctuation}]*$")
+}
+
 /// Characters allowed in judge and rubric names: they appear in URL paths and as Prometheus
 /// label values, so they stay short and plain.
 fn check_name(kind: &str, raw: &str) -> Result<String, String> {
-    let ok_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | ':');
+    let ok_char = |c: char| c.is_ascii_alphanumeric() || NAME_PUNCTUATION.contains(&c);
     if raw.is_empty() {
         return Err(format!("{kind} name is empty"));
     }
-    if raw.len() > 64 {
+    if raw.len() > NAME_MAX_LEN {
         return Err(format!(
-            "{kind} name is {} characters; at most 64",
+            "{kind} name is {} characters; at most {NAME_MAX_LEN}",
             raw.len()
         ));
     }

@@ -7,7 +7,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::AppState;
 use super::error::{ApiError, ErrorBody};
 use super::extract::{AnchorUpload, AnyKey, Authorized, IngestScope, Path, Query, cell_key};
-use super::{openapi, rfc3339};
+use super::{rfc3339, schema};
 
 /// One cell's anchors as JSON. CSV uploads (`text/csv`) carry the columns
 /// `judge,rubric,item_id,judge_score,reference_score` (and optionally `group`) instead, for any
@@ -15,9 +15,9 @@ use super::{openapi, rfc3339};
 #[derive(ToSchema)]
 #[allow(dead_code)] // Documents the body: the handler reads rows itself to report every problem.
 pub struct AnchorBatchRequest {
-    #[schema(schema_with = openapi::judge_name)]
+    #[schema(schema_with = schema::judge_name)]
     judge: String,
-    #[schema(schema_with = openapi::rubric_name)]
+    #[schema(schema_with = schema::rubric_name)]
     rubric: String,
     #[schema(min_items = 1)]
     anchors: Vec<AnchorDto>,
@@ -45,7 +45,7 @@ pub struct AnchorDto {
 }
 
 fn group_schema() -> utoipa::openapi::schema::Object {
-    openapi::group_name(
+    schema::group_name(
         "Optional: the system (model) whose output was judged, named like judges. Versions then \
          measure how the judge's bias varies between systems, and run-level answers account for it.",
     )

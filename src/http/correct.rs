@@ -7,7 +7,7 @@ use utoipa::ToSchema;
 use super::AppState;
 use super::error::{ApiError, ErrorBody};
 use super::extract::{Authorized, CorrectScope, Json, ScoresOrItems};
-use super::openapi;
+use super::schema;
 use crate::calibrate::Corrected;
 use crate::domain::correction::CorrectionRequest;
 
@@ -15,9 +15,9 @@ use crate::domain::correction::CorrectionRequest;
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CorrectRequest {
-    #[schema(schema_with = openapi::judge_name)]
+    #[schema(schema_with = schema::judge_name)]
     judge: String,
-    #[schema(schema_with = openapi::rubric_name)]
+    #[schema(schema_with = schema::rubric_name)]
     rubric: String,
     /// Raw judge scores.
     #[schema(example = json!([2.5, 3.0]), min_items = 1)]

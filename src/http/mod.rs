@@ -5,11 +5,12 @@ mod anchors;
 mod calibration;
 mod correct;
 pub mod error;
-mod estimate;
 mod extract;
 pub mod openapi;
 mod ops;
 mod rubrics;
+mod runlevel;
+mod schema;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -20,12 +21,13 @@ use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
 use axum::http::{Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::Response;
-use axum::routing::{delete, get, post, put};
 use tower::limit::GlobalConcurrencyLimitLayer;
 use tower::{BoxError, ServiceBuilder};
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
 use tracing::field::Empty;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::config::Settings;
 use crate::metrics::Metrics;
@@ -35,6 +37,40 @@ use error::ApiError;
 #[derive(Clone)]
 pub struct AppState {
     pub service: Arc<Service>,
+}
+
+/// Every route of the API, each with its OpenAPI operation (from the handler's
+/// `#[utoipa::path]`): the router and the document are both made from these two lists. The
+/// first holds the `/v1` routes, the second the operations routes.
+fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
+    let v1 = OpenApiRouter::new()
+        .routes(routes!(anchors::upload))
+        .routes(routes!(anchors::list_cells))
+        .routes(routes!(anchors::list_anchors))
+        .routes(routes!(anchors::delete_anchor))
+        .routes(routes!(rubrics::list_rubrics))
+        .routes(routes!(rubrics::put_rubric))
+        .routes(routes!(calibration::train))
+        .routes(routes!(calibration::job))
+        .routes(routes!(calibration::cancel))
+        .routes(routes!(calibration::versions))
+        .routes(routes!(calibration::activate))
+        .routes(routes!(calibration::report))
+        .routes(routes!(correct::correct))
+        .routes(routes!(runlevel::estimate::estimate))
+        .routes(routes!(runlevel::compare::compare))
+        .routes(routes!(runlevel::rank::rank));
+    let operations = OpenApiRouter::new()
+        .routes(routes!(ops::healthz))
+        .routes(routes!(ops::readyz))
+        .routes(routes!(ops::metrics));
+    (v1, operations)
+}
+
+/// The API's paths and the schemas their operations name, from `routes`.
+pub(crate) fn documented_routes() -> utoipa::openapi::OpenApi {
+    let (v1, operations) = routes();
+    v1.merge(operations).into_openapi()
 }
 
 /// The whole API. `/v1` routes are subject to the body limit, the request timeout and the
@@ -48,45 +84,13 @@ pub fn router(service: Arc<Service>, settings: &Settings) -> Router {
             settings.server.max_concurrent_requests,
         ))
         .timeout(settings.request_timeout());
-    let v1 = Router::new()
-        .route("/v1/anchors", post(anchors::upload))
-        .route("/v1/cells", get(anchors::list_cells))
-        .route(
-            "/v1/cells/{judge}/{rubric}/anchors",
-            get(anchors::list_anchors),
-        )
-        .route(
-            "/v1/cells/{judge}/{rubric}/anchors/{item_id}",
-            delete(anchors::delete_anchor),
-        )
-        .route("/v1/rubrics", get(rubrics::list_rubrics))
-        .route("/v1/rubrics/{rubric}", put(rubrics::put_rubric))
-        .route("/v1/judges/{judge}/calibrations", post(calibration::train))
-        .route("/v1/jobs/{id}", get(calibration::job))
-        .route("/v1/jobs/{id}/cancel", post(calibration::cancel))
-        .route(
-            "/v1/cells/{judge}/{rubric}/calibrators",
-            get(calibration::versions),
-        )
-        .route(
-            "/v1/cells/{judge}/{rubric}/calibrators/{version}/activate",
-            post(calibration::activate),
-        )
-        .route(
-            "/v1/cells/{judge}/{rubric}/report.svg",
-            get(calibration::report),
-        )
-        .route("/v1/correct", post(correct::correct))
-        .route("/v1/estimate", post(estimate::estimate))
-        .route("/v1/compare", post(estimate::compare))
-        .route("/v1/rank", post(estimate::rank))
+    let (v1, operations) = routes();
+    let v1 = Router::from(v1)
         .layer(limits)
         .layer(DefaultBodyLimit::max(settings.server.max_body_bytes));
-    let metrics = service.metrics().clone();
-    Router::new()
-        .route("/healthz", get(ops::healthz))
-        .route("/readyz", get(ops::readyz))
-        .route("/metrics", get(ops::metrics))
+    // Shared, not cloned: the middleware's state is cloned for every request.
+    let metrics = Arc::new(service.metrics().clone());
+    Router::from(operations)
         .merge(v1)
         .fallback(unknown_route)
         .method_not_allowed_fallback(method_not_allowed)
@@ -121,7 +125,7 @@ fn request_span(req: &Request) -> tracing::Span {
 }
 
 /// Counts and times every answer by route template, method and status.
-async fn track_request(State(metrics): State<Metrics>, req: Request, next: Next) -> Response {
+async fn track_request(State(metrics): State<Arc<Metrics>>, req: Request, next: Next) -> Response {
     let route = route_of(&req);
     let method = match *req.method() {
         Method::GET

@@ -3,12 +3,15 @@
 
 use serde_json::{Value, json};
 use utoipa::openapi::path::ParameterIn;
-use utoipa::openapi::schema::{Object, ObjectBuilder, SchemaType, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{RefOr, Schema};
-use utoipa::{Modify, OpenApi};
+use utoipa::{Modify, OpenApi, ToSchema};
 
-use super::{anchors, calibration, correct, error, estimate, ops, rubrics};
+use super::correct::CorrectRequest;
+use super::error;
+use super::runlevel::RunBody;
+use super::runlevel::estimate::EstimateBody;
+use super::runlevel::rank::RankRunBody;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -19,29 +22,7 @@ score and a trusted reference score) per (judge, rubric) cell; calibrators fitte
 Every error has the shape `{\"error\": {\"code\", \"message\", \"details\"}}`; `details` lists `{row, field, problem}`.\n\n\
 Authentication: `Authorization: Bearer <key>`; keys carry scopes `ingest`, `correct`, `train`, `admin` (admin allows all).",
     ),
-    paths(
-        anchors::upload,
-        anchors::list_cells,
-        anchors::list_anchors,
-        anchors::delete_anchor,
-        rubrics::list_rubrics,
-        rubrics::put_rubric,
-        calibration::train,
-        calibration::job,
-        calibration::cancel,
-        calibration::versions,
-        calibration::activate,
-        calibration::report,
-        correct::correct,
-        estimate::estimate,
-        estimate::compare,
-        estimate::rank,
-        ops::healthz,
-        ops::readyz,
-        ops::metrics,
-    ),
     components(schemas(error::ErrorBody, error::ErrorDetail, error::ProblemDto)),
-    modifiers(&BearerAuth, &RunShapes, &Refusals),
     tags(
         (name = "anchors", description = "Anchor uploads and cells"),
         (name = "rubrics", description = "Rubric scales"),
@@ -51,37 +32,6 @@ Authentication: `Authorization: Bearer <key>`; keys carry scopes `ingest`, `corr
     )
 )]
 pub struct ApiDoc;
-
-/// The rule of judge, rubric and group names (`domain::check_name`), as a schema states it.
-pub const NAME_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9._:-]*$";
-
-fn name(example: &str) -> ObjectBuilder {
-    ObjectBuilder::new()
-        .schema_type(Type::String)
-        .min_length(Some(1))
-        .max_length(Some(64))
-        .pattern(Some(NAME_PATTERN))
-        .examples([example])
-}
-
-/// A judge's name, for `#[schema(schema_with = ...)]`.
-pub fn judge_name() -> Object {
-    name("gpt-4o-mini").build()
-}
-
-/// A rubric's name.
-pub fn rubric_name() -> Object {
-    name("coherence").build()
-}
-
-/// A group's (system's) name, where it may be left out; `description` says what it does
-/// there (a field's doc comment does not reach a `schema_with` schema).
-pub fn group_name(description: &str) -> Object {
-    name("BART")
-        .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
-        .description(Some(description))
-        .build()
-}
 
 struct BearerAuth;
 
@@ -101,15 +51,29 @@ impl Modify for BearerAuth {
 }
 
 /// The bodies that take `scores` or `items` (`extract::ScoresOrItems`), and the two shapes
-/// each is sent in: (body, its shape with `scores`, its shape with `items`).
-const RUN_SHAPES: [(&str, &str, &str); 4] = [
-    ("CorrectRequest", "CorrectScores", "CorrectItems"),
-    ("EstimateBody", "EstimateScores", "EstimateItems"),
-    ("RunBody", "RunScores", "RunItems"),
-    ("RankRunBody", "RankRunScores", "RankRunItems"),
-];
+/// each is sent in: (body, its shape with `scores`, its shape with `items`), the shapes named
+/// after the body's type (`EstimateBody`: `EstimateScores`, `EstimateItems`).
+fn run_shapes() -> Vec<(String, String, String)> {
+    let bodies = [
+        CorrectRequest::name(),
+        EstimateBody::name(),
+        RunBody::name(),
+        RankRunBody::name(),
+    ];
+    bodies
+        .into_iter()
+        .map(|body| {
+            let stem = body
+                .strip_suffix("Request")
+                .or_else(|| body.strip_suffix("Body"))
+                .unwrap_or(&body);
+            let shapes = (format!("{stem}Scores"), format!("{stem}Items"));
+            (body.to_string(), shapes.0, shapes.1)
+        })
+        .collect()
+}
 
-/// States each body of `RUN_SHAPES` as one of its two shapes: a copy with `scores` required
+/// States each body of `run_shapes` as one of its two shapes: a copy with `scores` required
 /// and no `items`, and one the other way round. The handlers read one type with both fields
 /// optional, which a schema would otherwise show as taking both or neither.
 struct RunShapes;
@@ -117,7 +81,8 @@ struct RunShapes;
 impl Modify for RunShapes {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         let components = openapi.components.get_or_insert_with(Default::default);
-        for (body, scores, items) in RUN_SHAPES {
+        for (body, scores, items) in run_shapes() {
+            let (body, scores, items) = (body.as_str(), scores.as_str(), items.as_str());
             let schema = components
                 .schemas
                 .get(body)
@@ -160,9 +125,7 @@ fn piece<T: serde::de::DeserializeOwned>(value: Value) -> T {
 
 impl Modify for Refusals {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        let name = json!({
-            "type": "string", "minLength": 1, "maxLength": 64, "pattern": NAME_PATTERN,
-        });
+        let name = super::schema::name_json();
         for (path, item) in openapi.paths.paths.iter_mut() {
             let ops = [
                 &mut item.get,
@@ -234,9 +197,19 @@ impl Modify for Refusals {
     }
 }
 
+/// The whole document: the description above, the routes' operations and schemas (from the
+/// router's own route list), and what the annotations cannot say.
+pub fn document() -> utoipa::openapi::OpenApi {
+    let mut doc = ApiDoc::openapi().merge_from(super::documented_routes());
+    for modifier in [&BearerAuth as &dyn Modify, &RunShapes, &Refusals] {
+        modifier.modify(&mut doc);
+    }
+    doc
+}
+
 /// The document as YAML, as `judgecal openapi` prints it.
 pub fn yaml() -> String {
-    ApiDoc::openapi()
+    document()
         .to_yaml()
         .expect("the generated document serialises")
 }

@@ -11,6 +11,7 @@ use crate::calibrate::{Cell, MeanUncertainty};
 use crate::domain::estimate::{CompareRequest, EstimateRequest, RankRequest};
 use crate::domain::{CellKey, Problem};
 use crate::error::{Error, Result};
+use crate::metrics::RunQuestion;
 
 impl Service {
     fn check_size(&self, runs: &[(&str, &RunItems)]) -> Result<()> {
@@ -99,7 +100,8 @@ impl Service {
             runlevel::estimate(basis, &run, &settings)
         })
         .await?;
-        self.metrics.count_estimate(&request.key, "estimate");
+        self.metrics
+            .count_estimate(&request.key, RunQuestion::Estimate);
         Ok((loaded, answer))
     }
 
@@ -114,7 +116,8 @@ impl Service {
             runlevel::compare(basis, &a, &b, &settings)
         })
         .await?;
-        self.metrics.count_estimate(&request.key, "compare");
+        self.metrics
+            .count_estimate(&request.key, RunQuestion::Compare);
         Ok((loaded, answer))
     }
 
@@ -137,7 +140,7 @@ impl Service {
             rank::rank(basis, &runs, &settings, &how)
         })
         .await?;
-        self.metrics.count_estimate(&request.key, "rank");
+        self.metrics.count_estimate(&request.key, RunQuestion::Rank);
         Ok((loaded, answer))
     }
 }

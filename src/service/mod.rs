@@ -65,6 +65,7 @@ pub struct Service {
     auth_disabled: bool,
     keys: KeyCache,
     calibrators: versions::Cache,
+    scales: versions::Scales,
     /// Wakes this process's idle workers when a job is queued here.
     job_queued: Notify,
     /// Tells the background tasks to stop (true) at shutdown.
@@ -85,6 +86,7 @@ impl Service {
             auth_disabled: settings.auth.disabled,
             keys: KeyCache::new(Duration::from_secs(60)),
             calibrators: versions::Cache::default(),
+            scales: versions::Scales::default(),
             job_queued: Notify::new(),
             stop: watch::channel(false).0,
             jobs_counted: Mutex::new(jobs::JobWatermark::default()),
@@ -164,7 +166,9 @@ impl Service {
                 )],
             ));
         }
-        self.store.put_rubric(&name, scale, description).await
+        let rubric = self.store.put_rubric(&name, scale, description).await?;
+        self.scales.put(name, scale);
+        Ok(rubric)
     }
 
     pub async fn rubrics(&self) -> Result<Vec<Rubric>> {

@@ -7,7 +7,7 @@ use std::sync::{Arc, RwLock};
 
 use super::Service;
 use crate::domain::calibration::CalibratorVersion;
-use crate::domain::{CellKey, JudgeName};
+use crate::domain::{CellKey, JudgeName, RubricName, Scale};
 use crate::error::{Error, Result};
 
 /// A version ready to correct with (a flow's MC-dropout table is built when it is loaded).
@@ -25,6 +25,28 @@ pub struct Loaded {
 /// out of order: a refresh that read the store before a job activated version 2 could
 /// otherwise put version 1 back after the job installed version 2. Each entry therefore
 /// carries the `Seen` of the store read that chose it, and only a later read replaces it.
+/// The rubrics' scales this process serves with (see `Service::scale_of`).
+#[derive(Default)]
+pub(super) struct Scales(RwLock<HashMap<RubricName, Scale>>);
+
+impl Scales {
+    fn get(&self, rubric: &RubricName) -> Option<Scale> {
+        self.0.read().ok().and_then(|s| s.get(rubric).copied())
+    }
+
+    pub(super) fn put(&self, rubric: RubricName, scale: Scale) {
+        if let Ok(mut s) = self.0.write() {
+            s.insert(rubric, scale);
+        }
+    }
+
+    fn replace(&self, stored: HashMap<RubricName, Scale>) {
+        if let Ok(mut s) = self.0.write() {
+            *s = stored;
+        }
+    }
+}
+
 #[derive(Default)]
 pub struct Cache {
     active: RwLock<HashMap<CellKey, (Seen, Arc<Loaded>)>>,
@@ -158,6 +180,7 @@ impl Service {
                     .collect()
             })
             .unwrap_or_default();
+        self.scales.replace(self.store.rubric_scales().await?);
         let seen = self.calibrators.seen();
         for (key, id) in self.store.active_calibrators().await? {
             if current.get(&key) != Some(&id)
@@ -233,18 +256,19 @@ impl Service {
         }))
     }
 
-    /// The rubric's stored scale, or the default one.
-    pub(super) async fn scale_of(
-        &self,
-        rubric: &crate::domain::RubricName,
-    ) -> Result<crate::domain::Scale> {
-        Ok(self
-            .store
-            .rubric_scales()
-            .await?
-            .get(rubric)
-            .copied()
-            .unwrap_or(crate::domain::Scale::DEFAULT))
+    /// The rubric's scale, from memory: the request path reads no database. A rubric this
+    /// process has not seen is read from the store once (and remembered, the default scale
+    /// included); the map is replaced from the store as the calibrators are refreshed, so a
+    /// scale set through another process arrives with its activations.
+    pub(super) async fn scale_of(&self, rubric: &RubricName) -> Result<Scale> {
+        if let Some(scale) = self.scales.get(rubric) {
+            return Ok(scale);
+        }
+        let stored = self.store.rubric_scales().await?;
+        let scale = stored.get(rubric).copied().unwrap_or(Scale::DEFAULT);
+        self.scales.replace(stored);
+        self.scales.put(rubric.clone(), scale);
+        Ok(scale)
     }
 
     /// An SVG report of the cell's active version (or `version`): corrected against reference
@@ -295,7 +319,6 @@ mod tests {
     use super::*;
     use crate::calibrate::Model;
     use crate::calibrate::identity::IdentityModel;
-    use crate::domain::RubricName;
     use crate::domain::calibration::CalibratorId;
 
     fn loaded(key: &CellKey, version: i64) -> Arc<Loaded> {

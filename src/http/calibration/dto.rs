@@ -16,7 +16,6 @@ use crate::calibrate::quality::{Comparison, Figures};
 use crate::calibrate::select::Decision;
 use crate::domain::calibration::{CalibratorVersion, Job};
 use crate::domain::training;
-use crate::http::openapi::NAME_PATTERN;
 use crate::http::rfc3339;
 
 /// The body of `POST /v1/judges/{judge}/calibrations`: one alternative per method, each with
@@ -47,7 +46,7 @@ fn request_schema() -> Value {
     let rubrics = json!({
         "type": ["array", "null"], "minItems": 1,
         "description": "Rubrics to train (default: every cell of the judge with at least jobs.min_anchors anchors). All rubrics of one job are fitted together and share strength.",
-        "items": {"type": "string", "minLength": 1, "maxLength": 64, "pattern": NAME_PATTERN},
+        "items": crate::http::schema::name_json(),
     });
     let alternative = |method: &str, description: String, options: Value| {
         json!({

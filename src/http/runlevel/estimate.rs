@@ -1,0 +1,120 @@
+//! POST /v1/estimate: a run's de-biased mean.
+
+use axum::extract::State;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::{
+    PlanDto, RunEstimateDto, RunItemDto, group_schema, identify, name_span, plan, raw_run,
+    rendered, run_dto,
+};
+use crate::calibrate::runlevel::warnings;
+use crate::domain::estimate::RawSettings;
+use crate::http::AppState;
+use crate::http::error::{ApiError, ErrorBody};
+use crate::http::extract::{Authorized, CorrectScope, Json};
+use crate::http::schema;
+use crate::service::EstimateRequest;
+
+/// The body of POST /v1/estimate: the cell, the run (`scores` or `items`, not both) and how
+/// to answer.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EstimateBody {
+    #[schema(schema_with = schema::judge_name)]
+    judge: String,
+    #[schema(schema_with = schema::rubric_name)]
+    rubric: String,
+    /// Raw judge scores, one per item of the run.
+    #[schema(example = json!([2.5, 3.0, 4.0]), min_items = 1)]
+    scores: Option<Vec<f64>>,
+    /// The run's items, with ids, reference scores or clusters.
+    #[schema(min_items = 1)]
+    items: Option<Vec<RunItemDto>>,
+    #[schema(schema_with = group_schema)]
+    group: Option<String>,
+    /// A version of the cell to use instead of the active one.
+    #[schema(minimum = 1)]
+    version: Option<i64>,
+    /// Of the interval (default 0.95).
+    #[schema(minimum = 0.5, maximum = 0.999, example = 0.95)]
+    level: Option<f64>,
+    /// A half-width to plan for: the answer says whether more anchors (or labelled items)
+    /// would reach it, and about how many, or that the run's own size is the limit.
+    #[schema(exclusive_minimum = 0.0, example = 0.05)]
+    target_half_width: Option<f64>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct EstimateResponse {
+    judge: String,
+    rubric: String,
+    /// The calibrator version that made every number.
+    version: i64,
+    method: String,
+    level: f64,
+    #[serde(flatten)]
+    run: RunEstimateDto,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    plan: Option<PlanDto>,
+    /// What a reader of the interval must know: extrapolation, a left-out term, a transport
+    /// check that found bias.
+    warnings: Vec<String>,
+}
+
+/// A run's de-biased mean with its interval.
+///
+/// The estimand is the mean reference score the run's items would get if every one were
+/// labelled. With judge scores only, the estimate is the mean corrected score of the cell's
+/// version (active, or `version`); its interval adds the corrector's own uncertainty from its
+/// finite anchors to the run's noise, and assumes that the reference given the judge score is
+/// distributed on the run as on the anchors' groups, up to a group bias drawn as theirs were.
+/// Where the anchors name groups (systems), a run of a known `group` gets that group's shrunk
+/// bias and a run of a new one (or none) the between-group variance; where they do not,
+/// `warnings` says that system-specific bias is not accounted for. Items that carry a
+/// `reference` (a random sample of the run, at least 3) switch to the labelled path, which
+/// needs no such assumption, and add a transport check of the corrector on this run.
+#[utoipa::path(
+    post, path = "/v1/estimate", tag = "correction",
+    request_body = EstimateBody,
+    responses(
+        (status = 200, body = EstimateResponse),
+        (status = 404, description = "No active calibrator (the message says how to train one), or no such version", body = ErrorBody),
+        (status = 409, description = "The version cannot answer (too few anchors)", body = ErrorBody),
+        (status = 422, description = "Bad judge, rubric, score, reference, id, cluster, level or target; too few labelled items; too many scores", body = ErrorBody),
+    ),
+    security(("api_key" = ["correct"]))
+)]
+pub async fn estimate(
+    State(state): State<AppState>,
+    _auth: Authorized<CorrectScope>,
+    Json(body): Json<EstimateBody>,
+) -> Result<axum::Json<EstimateResponse>, ApiError> {
+    name_span(&body.judge, &body.rubric);
+    let request = EstimateRequest::parse(
+        &body.judge,
+        &body.rubric,
+        (raw_run(body.scores, body.items, ""), body.group),
+        body.version,
+        RawSettings {
+            level: body.level,
+            target_half_width: body.target_half_width,
+            estimand: None,
+        },
+    )
+    .map_err(|p| ApiError::invalid("the estimate request was refused", p))?;
+    let settings = request.settings;
+    let (loaded, e) = state.service.estimate(request).await?;
+    let (judge, rubric, version, method) = identify(&loaded);
+    let notes = warnings::of_runs(&[&e], None, settings.level);
+    Ok(axum::Json(EstimateResponse {
+        judge,
+        rubric,
+        version,
+        method,
+        level: settings.level,
+        run: run_dto(&e),
+        plan: plan(e.advice, settings.target),
+        warnings: rendered(&notes, |_| String::new()),
+    }))
+}

@@ -1,0 +1,343 @@
+//! Run-level answers: a run's de-biased mean (`estimate`), whether model A beats model B
+//! (`compare`), and K runs ranked (`rank`). This module holds what the three share: a run's
+//! body, the parts of a run's answer, and the rendering of the warnings `calibrate` decides.
+
+pub mod compare;
+pub mod estimate;
+pub mod rank;
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::extract::ScoresOrItems;
+use super::schema;
+use crate::calibrate::runlevel::warnings::{Note, Warning};
+use crate::calibrate::runlevel::{
+    Advice, GroupAnswer, RunEstimate, Support, THIN_ANCHORS, Transport,
+};
+use crate::domain::Problem;
+use crate::domain::estimate::{RawItem, RawRun};
+use crate::service::Loaded;
+
+/// One item of a run.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunItemDto {
+    /// The item's id: items with the same id in both runs of a comparison are paired. Give
+    /// every item an id or none.
+    #[schema(
+        example = "prompt-17",
+        min_length = 1,
+        max_length = 256,
+        pattern = "^[^\\u0000-\\u001F\\u007F]+$"
+    )]
+    pub(super) id: Option<String>,
+    /// The raw judge score.
+    #[schema(example = 3.5)]
+    pub(super) score: f64,
+    /// The item's reference score, where this item of the run was labelled. The labelled
+    /// items must be a uniform random sample of the run, at least 3.
+    pub(super) reference: Option<f64>,
+    /// What the item shares its errors with, such as its prompt: items of one cluster are not
+    /// counted as independent evidence. Give every item a cluster or none.
+    #[schema(example = "prompt-17", min_length = 1, max_length = 256)]
+    pub(super) cluster: Option<String>,
+}
+
+impl From<RunItemDto> for RawItem {
+    fn from(i: RunItemDto) -> Self {
+        RawItem {
+            id: i.id,
+            score: i.score,
+            reference: i.reference,
+            cluster: i.cluster,
+        }
+    }
+}
+
+/// A run: bare judge scores, or items (with ids, reference scores or clusters).
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunBody {
+    /// Raw judge scores, one per item of the run.
+    #[schema(example = json!([2.5, 3.0, 4.0]), min_items = 1)]
+    pub(super) scores: Option<Vec<f64>>,
+    /// The run's items, with ids, reference scores or clusters.
+    #[schema(min_items = 1)]
+    pub(super) items: Option<Vec<RunItemDto>>,
+    #[schema(schema_with = group_schema)]
+    pub(super) group: Option<String>,
+}
+
+pub(super) fn group_schema() -> utoipa::openapi::schema::Object {
+    schema::group_name(
+        "The system whose outputs the run holds, as the anchors name their groups: a known group \
+         gets its own shrunk bias correction, a new one (or none) the between-group variance of \
+         the bias.",
+    )
+}
+
+/// The run's shape, or the problem of giving both or neither; `prefix` names the run.
+pub(super) fn raw_run(
+    scores: Option<Vec<f64>>,
+    items: Option<Vec<RunItemDto>>,
+    prefix: &str,
+) -> Result<RawRun, Problem> {
+    let item = "{score, id?, reference?, cluster?}";
+    Ok(match ScoresOrItems::of(scores, items, prefix, item)? {
+        ScoresOrItems::Scores(scores) => RawRun::Scores(scores),
+        ScoresOrItems::Items(items) => RawRun::Items(items.into_iter().map(Into::into).collect()),
+    })
+}
+
+/// The variance of an estimate, in its parts.
+#[derive(Serialize, ToSchema)]
+pub struct VarianceDto {
+    /// From the run's own items: the noise of the reference around the corrected scores
+    /// (plain), or the labelled sample (labelled).
+    pub(super) sampling: f64,
+    /// From the corrector's finite anchors (0 on the labelled path, which does not rely on
+    /// the corrector; 0 where `corrector_term` is `omitted`).
+    pub(super) corrector: f64,
+    /// From the system-specific bias of the run's group (plain path, where the anchors carry
+    /// groups): see `group`.
+    pub(super) group: f64,
+    pub(super) total: f64,
+}
+
+/// How the judge's system-specific bias entered the answer.
+#[derive(Serialize, ToSchema)]
+pub struct GroupTermDto {
+    /// `known` (the run's group is among the anchors': its shrunk bias is applied), `new` (a
+    /// new system's bias is a draw from the between-group distribution: its variance is
+    /// added), or `unmeasured` (the anchors carry fewer than two groups, or the labelled path,
+    /// which needs no such term).
+    pub(super) term: &'static str,
+    /// The bias correction applied to the estimate.
+    pub(super) shift: f64,
+    pub(super) variance: f64,
+    /// The between-group standard deviation of the bias the version measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) tau: Option<f64>,
+    /// Groups behind it.
+    pub(super) groups: usize,
+    /// `random_effects` (5 groups or more) or `conservative` (fewer: no shrinkage, and the
+    /// between-group spread taken whole).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) rule: Option<String>,
+}
+
+/// The run's judge scores against the anchors' range.
+#[derive(Serialize, ToSchema)]
+pub struct SupportDto {
+    /// The smallest and largest judge score among the version's anchors.
+    pub(super) anchor_range: [f64; 2],
+    /// Share of the run's judge scores outside that range.
+    pub(super) outside_share: f64,
+    /// More than 5% outside: the corrector's level there is extrapolated.
+    pub(super) extrapolated: bool,
+    /// Share of the run's judge scores where the anchors are thin: fewer than 20 anchors
+    /// within ± 1/20 of the anchors' range (or, for versions of under 1,600 anchors, fewer
+    /// than a quarter of their average count there).
+    pub(super) thin_share: f64,
+    /// More than 5% where the anchors are thin.
+    pub(super) sparse: bool,
+}
+
+/// The corrector's bias on this run, from its labelled items.
+#[derive(Serialize, ToSchema)]
+pub struct TransportDto {
+    /// Mean of reference − corrected on the labelled items.
+    pub(super) mean_residual: f64,
+    /// Its interval at the request's level for this run's own mean residual (the labelled
+    /// items are a sample of the run: finite-run corrected).
+    pub(super) interval: [f64; 2],
+    /// Its interval for the corrector's bias on the population the run was drawn from (no
+    /// finite-run correction); excluding 0, the corrector is biased on runs like this one and
+    /// a plain answer would be off by about this much (`warnings` says so).
+    pub(super) bias_interval: [f64; 2],
+}
+
+/// What would bring the half-width to `target_half_width`.
+#[derive(Serialize, ToSchema)]
+pub struct PlanDto {
+    /// `reached`, `more_anchors`, `more_labelled` or `run_size` (the run's own items limit the
+    /// interval; more anchors cannot help).
+    pub(super) outcome: &'static str,
+    /// About how many anchors in all (more_anchors), or labelled items in the run
+    /// (more_labelled).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) needed: Option<usize>,
+    pub(super) message: String,
+}
+
+/// One run's de-biased mean.
+#[derive(Serialize, ToSchema)]
+pub struct RunEstimateDto {
+    /// The estimate of the mean reference score the run's items would get if every one were
+    /// labelled.
+    pub(super) estimate: f64,
+    pub(super) interval: [f64; 2],
+    /// `plain` (judge scores only) or `labelled` (PPI++ with the run's labelled items); in a
+    /// ranking, a run with labelled items is `combined`: its plain and labelled estimates
+    /// weighted by the inverse of their variances.
+    pub(super) path: &'static str,
+    /// Items in the run.
+    pub(super) n: usize,
+    /// Items with a reference score.
+    pub(super) labelled: usize,
+    pub(super) variance: VarianceDto,
+    /// How the corrector's own uncertainty entered: `posterior` (bayes, closed form),
+    /// `resampled` (refits on resampled anchors), `anchor_offset` (identity: the anchors' mean
+    /// residual and its standard error), `omitted` (flow; `warnings` says why) or
+    /// `not_needed` (labelled path).
+    pub(super) corrector_term: &'static str,
+    /// labelled path: the weight PPI++ gave the corrector (0: ignored, 1: trusted fully).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) lambda: Option<f64>,
+    pub(super) support: SupportDto,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) transport: Option<TransportDto>,
+    pub(super) group: GroupTermDto,
+}
+
+pub(super) fn variance(v: crate::calibrate::runlevel::inference::Variance) -> VarianceDto {
+    VarianceDto {
+        sampling: v.sampling,
+        corrector: v.corrector,
+        group: v.group,
+        total: v.total(),
+    }
+}
+
+pub(super) fn group(g: &GroupAnswer) -> GroupTermDto {
+    GroupTermDto {
+        term: g.term.as_str(),
+        shift: g.shift,
+        variance: g.variance,
+        tau: g.tau,
+        groups: g.groups,
+        rule: g.rule.clone(),
+    }
+}
+
+fn support(s: &Support) -> SupportDto {
+    SupportDto {
+        anchor_range: [s.anchor_range.0, s.anchor_range.1],
+        outside_share: s.outside,
+        extrapolated: s.extrapolated(),
+        thin_share: s.thin,
+        sparse: s.sparse(),
+    }
+}
+
+pub(super) fn run_dto(e: &RunEstimate) -> RunEstimateDto {
+    RunEstimateDto {
+        estimate: e.mean.estimate,
+        interval: [e.mean.interval.0, e.mean.interval.1],
+        path: e.path.as_str(),
+        n: e.mean.n,
+        labelled: e.mean.labelled,
+        variance: variance(e.mean.variance),
+        corrector_term: e.term.as_str(),
+        lambda: e.mean.lambda,
+        support: support(&e.support),
+        transport: e.transport.map(|t: Transport| TransportDto {
+            mean_residual: t.mean_residual,
+            interval: [t.interval.0, t.interval.1],
+            bias_interval: [t.bias_interval.0, t.bias_interval.1],
+        }),
+        group: group(&e.group),
+    }
+}
+
+pub(super) fn plan(advice: Option<Advice>, target: Option<f64>) -> Option<PlanDto> {
+    let target = target?;
+    Some(match advice? {
+        Advice::Reached => PlanDto {
+            outcome: "reached",
+            needed: None,
+            message: format!("the interval is already within ±{target}"),
+        },
+        Advice::Anchors(n) => PlanDto {
+            outcome: "more_anchors",
+            needed: Some(n),
+            message: format!(
+                "about {n} anchors in all (drawn like the present ones) would bring the half-width to {target}; retrain after uploading them"
+            ),
+        },
+        Advice::Labels(n) => PlanDto {
+            outcome: "more_labelled",
+            needed: Some(n),
+            message: format!(
+                "about {n} labelled items of this run, drawn at random, would bring the half-width to {target}"
+            ),
+        },
+        Advice::RunSize => PlanDto {
+            outcome: "run_size",
+            needed: None,
+            message: format!(
+                "the run's own items limit the interval: even a perfect corrector leaves it wider than ±{target}; score more items, or label a sample of the run"
+            ),
+        },
+    })
+}
+
+/// Names the request's cell on its span.
+pub(super) fn name_span(judge: &str, rubric: &str) {
+    let span = tracing::Span::current();
+    span.record("judge", judge);
+    span.record("rubric", rubric);
+}
+
+pub(super) fn identify(v: &Loaded) -> (String, String, i64, String) {
+    let v = &v.version;
+    (
+        v.key.judge.to_string(),
+        v.key.rubric.to_string(),
+        v.version,
+        v.method().to_string(),
+    )
+}
+
+/// A note of the answer as its reader sees it: `subject` names the run it is about (`""` for
+/// a single run's answer, `"run a: "`, `"model-x: "`).
+pub(super) fn render(note: &Note, subject: impl Fn(usize) -> String) -> String {
+    let name = note.run.map(subject).unwrap_or_default();
+    match &note.warning {
+        Warning::Extrapolated { outside, range } => format!(
+            "{name}{:.1}% of the judge scores lie outside the anchors' range [{}, {}]: the corrected level there is extrapolated; upload anchors covering those scores, or label a sample of the run",
+            100.0 * outside,
+            range.0,
+            range.1
+        ),
+        Warning::Sparse { thin } => format!(
+            "{name}{:.1}% of the judge scores lie where the anchors are thin (fewer than {THIN_ANCHORS} anchors nearby, or a quarter of their average there): the corrected level there rests on few anchors; upload anchors near those scores, or label a sample of the run",
+            100.0 * thin
+        ),
+        Warning::CorrectorOmitted(why) => format!("{name}{why}"),
+        Warning::Biased {
+            mean_residual,
+            level,
+            interval,
+        } => format!(
+            "{name}the corrector is biased on runs like this one: its mean residual on the labelled items is {:.3} ({:.0}% interval for the bias [{:.3}, {:.3}]); the labelled path corrects for it, a plain estimate would not",
+            mean_residual,
+            100.0 * level,
+            interval.0,
+            interval.1
+        ),
+        Warning::GroupsUnmeasured => "the version's anchors name fewer than two groups: system-specific bias (a judge rating one system's outputs differently from another's at the same score) is not accounted for; upload anchors with `group` set to the system whose output was judged, from several systems, and retrain".to_owned(),
+        Warning::GroupsConservative { groups } => format!(
+            "the version's anchors name {groups} groups: too few to estimate how the judge's bias varies between systems, so the conservative rule applies (the group's own bias unshrunk, or the whole between-group spread for a new system)"
+        ),
+        Warning::PlanShort { reached, open } => format!(
+            "{name}the label plan reaches {reached} of the {open} open pairs' targets: the others need more labels than the budget or the runs' items allow"
+        ),
+    }
+}
+
+/// The notes of an answer, rendered.
+pub(super) fn rendered(notes: &[Note], subject: impl Fn(usize) -> String) -> Vec<String> {
+    notes.iter().map(|n| render(n, &subject)).collect()
+}

@@ -1,0 +1,339 @@
+//! POST /v1/rank: K runs ranked, with intervals that hold together and a label plan.
+
+use axum::extract::State;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::{
+    RunEstimateDto, RunItemDto, group_schema, identify, name_span, raw_run, rendered, run_dto,
+};
+use crate::calibrate::runlevel::rank::Ranking;
+use crate::calibrate::runlevel::warnings::{self, Note};
+use crate::domain::estimate::{RawLabels, RawRankOptions, RawSettings};
+use crate::http::AppState;
+use crate::http::error::{ApiError, ErrorBody};
+use crate::http::extract::{Authorized, CorrectScope, Json};
+use crate::http::schema;
+use crate::service::RankRequest;
+
+/// One run of a ranking.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RankRunBody {
+    /// The run's name in the answer (a model, a checkpoint): unique within the request.
+    #[schema(example = "model-a", min_length = 1, max_length = 256)]
+    name: String,
+    /// Raw judge scores, one per item of the run.
+    #[schema(example = json!([2.5, 3.0, 4.0]), min_items = 1)]
+    scores: Option<Vec<f64>>,
+    /// The run's items, with ids (the same ids in every run pair them), reference scores or
+    /// clusters.
+    #[schema(min_items = 1)]
+    items: Option<Vec<RunItemDto>>,
+    #[schema(schema_with = group_schema)]
+    group: Option<String>,
+}
+
+/// A label plan to return with the ranking.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LabelsBody {
+    /// The most labels in all; left out: as many as settling every open pair takes.
+    #[schema(minimum = 1, example = 200)]
+    budget: Option<usize>,
+    /// Gaps smaller than this (reference units) need not be resolved (default 0.1): a pair
+    /// whose interval lies within ±min_gap is settled as close.
+    #[schema(exclusive_minimum = 0.0, example = 0.1)]
+    min_gap: Option<f64>,
+    /// The chance of resolving a pair whose true gap is the one planned for (default 0.8).
+    #[schema(minimum = 0.5, maximum = 0.99, example = 0.8)]
+    power: Option<f64>,
+    /// Seeds the random sample of items to label (default 0).
+    seed: Option<u64>,
+}
+
+/// The body of POST /v1/rank: K runs of one cell.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RankBody {
+    #[schema(schema_with = schema::judge_name)]
+    judge: String,
+    #[schema(schema_with = schema::rubric_name)]
+    rubric: String,
+    /// 2 to 50 runs.
+    #[schema(min_items = 2, max_items = 50)]
+    runs: Vec<RankRunBody>,
+    #[schema(minimum = 1)]
+    version: Option<i64>,
+    /// Of the intervals (default 0.95): with `familywise`, every pair's interval and every
+    /// rank interval hold together at this level, over all `rounds` looks.
+    #[schema(minimum = 0.5, maximum = 0.999, example = 0.95)]
+    level: Option<f64>,
+    /// `familywise` (default: max-t intervals that hold for all pairs at once) or `per_pair`
+    /// (each pair's interval on its own; rank intervals then hold only pair by pair).
+    #[schema(value_type = Option<String>, example = "familywise", pattern = "^(familywise|per_pair)$")]
+    error: Option<String>,
+    /// This look (default 1). Each look is made at level 1 − (1 − level)/rounds.
+    #[schema(minimum = 1, maximum = 10)]
+    round: Option<usize>,
+    /// The looks planned in all, fixed before the first (default 1). To label and ask again,
+    /// plan 2 or more from the start.
+    #[schema(minimum = 1, maximum = 10)]
+    rounds: Option<usize>,
+    /// Plan labels for the next look: which items of which runs to label.
+    labels: Option<LabelsBody>,
+}
+
+/// One run in a ranking.
+#[derive(Serialize, ToSchema)]
+pub struct RankedRunDto {
+    name: String,
+    /// The ranks compatible with the pairs' intervals, 1 the highest mean: [best, worst].
+    #[schema(value_type = Vec<i64>, min_items = 2, max_items = 2, example = json!([1, 3]))]
+    rank: [usize; 2],
+    /// Whether the run may be the best (its rank interval reaches 1).
+    top: bool,
+    #[serde(flatten)]
+    run: RunEstimateDto,
+}
+
+/// One pair of runs, A − B.
+#[derive(Serialize, ToSchema)]
+pub struct RankedPairDto {
+    a: String,
+    b: String,
+    /// mean(A) − mean(B), de-biased.
+    difference: f64,
+    /// The simultaneous interval (with `familywise`).
+    interval: [f64; 2],
+    standard_error: f64,
+    /// Items both runs labelled that the pair's own answer rests on (the labelled path on
+    /// the per-item differences, weighed with the plain difference); 0 where the difference
+    /// is of the two runs' answers.
+    labelled: usize,
+    /// The interval excludes 0.
+    resolved: bool,
+    /// The run surely higher, where resolved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    higher: Option<String>,
+}
+
+/// Labels to add to one run.
+#[derive(Serialize, ToSchema)]
+pub struct RunLabelsDto {
+    name: String,
+    add: usize,
+    /// The items to label, in order: their ids where the run has ids, else their 1-based
+    /// positions in the run as sent.
+    items: Vec<String>,
+}
+
+/// Where labels would settle the ranking.
+#[derive(Serialize, ToSchema)]
+pub struct LabelPlanDto {
+    /// Labels in all.
+    total: usize,
+    /// The look to send them with.
+    next_round: usize,
+    min_gap: f64,
+    power: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    budget: Option<usize>,
+    seed: u64,
+    /// Pairs neither resolved nor settled as within ±min_gap.
+    open_pairs: usize,
+    /// Of them, those whose target the plan reaches, as its model predicts (for a `step`,
+    /// the whole plan it is a share of).
+    targets_reached: usize,
+    /// The labels one count for every run would take to reach the same targets (`null` where
+    /// no count does).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    uniform_total: Option<usize>,
+    /// Whether every run has the same ids, so that the labels fall on the same items.
+    paired: bool,
+    /// A first sample of `PILOT_LABELS` (20) per run in an open pair, to send back at the
+    /// next look, which plans the rest from what it measures (made before any labels where
+    /// the runs pair by id and two more looks remain).
+    pilot: bool,
+    /// A step toward the plan: a tenth of each run's labels in the whole plan (at least 10
+    /// where it asks any), to send back at the next look, which plans again on sharper gaps
+    /// (made where the runs pair by id, have labels, and two more looks remain).
+    step: bool,
+    runs: Vec<RunLabelsDto>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct RankResponse {
+    judge: String,
+    rubric: String,
+    version: i64,
+    method: String,
+    level: f64,
+    /// `familywise` or `per_pair`.
+    error: &'static str,
+    round: usize,
+    rounds: usize,
+    /// The level this look's pair intervals hold at together: 1 − (1 − level)/rounds.
+    family_level: f64,
+    /// The critical value the pairs' standard errors are multiplied by (max-t), or the
+    /// largest per-pair one.
+    critical: f64,
+    /// The runs as sent, each with its rank interval.
+    runs: Vec<RankedRunDto>,
+    /// The run names by estimate, highest first.
+    order: Vec<String>,
+    /// The runs that may be the best.
+    top: Vec<String>,
+    /// Every pair, A before B as sent.
+    pairs: Vec<RankedPairDto>,
+    resolved: usize,
+    unresolved: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    labels: Option<LabelPlanDto>,
+    warnings: Vec<String>,
+}
+
+/// Ranks K runs of one cell: is model A better than B, for every pair at once?
+///
+/// Each run's de-biased mean is the one `/v1/estimate` gives (plain path with its group term);
+/// where the run carries references, its plain and labelled estimates combined by inverse
+/// variance (`path`: `combined`), so that labels only ever narrow it. Every pair's difference gets an
+/// interval that holds for all pairs together (`error`: `familywise`, max-t over joint draws of
+/// every run's error: the runs' own noise, the corrector's shared error, the groups' bias and
+/// the labelled runs' sampling, correlated where they labelled the same items), and each run a
+/// rank interval that covers its true rank jointly with the others. `labels` returns which
+/// items of which runs to label so that the pairs left open are resolved: labels go to the
+/// runs of close pairs, none to runs already set apart. A user who labels and asks again plans
+/// the looks (`rounds`) from the start; each look spends 1/rounds of the error rate.
+#[utoipa::path(
+    post, path = "/v1/rank", tag = "correction",
+    request_body = RankBody,
+    responses(
+        (status = 200, body = RankResponse),
+        (status = 404, description = "No active calibrator (the message says how to train one), or no such version", body = ErrorBody),
+        (status = 409, description = "The version cannot answer (too few anchors)", body = ErrorBody),
+        (status = 422, description = "Bad judge, rubric, run, name, score, reference, id, cluster, level, error, round or labels; too few labelled items; too many runs or scores", body = ErrorBody),
+    ),
+    security(("api_key" = ["correct"]))
+)]
+pub async fn rank(
+    State(state): State<AppState>,
+    _auth: Authorized<CorrectScope>,
+    Json(body): Json<RankBody>,
+) -> Result<axum::Json<RankResponse>, ApiError> {
+    name_span(&body.judge, &body.rubric);
+    let runs = body
+        .runs
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let prefix = format!("runs[{i}].");
+            (r.name, (raw_run(r.scores, r.items, &prefix), r.group))
+        })
+        .collect();
+    let request = RankRequest::parse(
+        &body.judge,
+        &body.rubric,
+        runs,
+        body.version,
+        RawSettings {
+            level: body.level,
+            target_half_width: None,
+            estimand: None,
+        },
+        RawRankOptions {
+            error: body.error,
+            round: body.round,
+            rounds: body.rounds,
+            labels: body.labels.map(|l| RawLabels {
+                budget: l.budget,
+                min_gap: l.min_gap,
+                power: l.power,
+                seed: l.seed,
+            }),
+        },
+    )
+    .map_err(|p| ApiError::invalid("the ranking request was refused", p))?;
+    let (settings, how) = (request.settings, request.rank);
+    let names: Vec<String> = request.runs.iter().map(|r| r.0.clone()).collect();
+    let ids: Vec<Option<Vec<String>>> = request.runs.iter().map(|r| r.1.ids.clone()).collect();
+    let (loaded, r): (_, Ranking) = state.service.rank(request).await?;
+    let (judge, rubric, version, method) = identify(&loaded);
+    let estimates: Vec<_> = r.runs.iter().map(|x| &x.estimate).collect();
+    let mut notes = warnings::of_runs(&estimates, None, settings.level);
+    let top: std::collections::HashSet<usize> = r.top().into_iter().collect();
+    let resolved = r.pairs.iter().filter(|p| p.higher().is_some()).count();
+    let labels = r.allocation.as_ref().map(|a| LabelPlanDto {
+        total: a.total(),
+        next_round: how.round + 1,
+        min_gap: a.goal.min_gap,
+        power: a.goal.power,
+        budget: a.goal.budget,
+        seed: a.goal.seed,
+        open_pairs: a.open,
+        targets_reached: a.reached,
+        uniform_total: a.uniform,
+        paired: a.paired,
+        pilot: a.pilot,
+        step: a.step,
+        runs: names
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| a.add[*k] > 0)
+            .map(|(k, name)| RunLabelsDto {
+                name: name.clone(),
+                add: a.add[k],
+                items: a.item_names(k, ids[k].as_deref()),
+            })
+            .collect(),
+    });
+    if let Some(short) = r.allocation.as_ref().and_then(|a| a.shortfall()) {
+        notes.push(Note {
+            run: None,
+            warning: short,
+        });
+    }
+    Ok(axum::Json(RankResponse {
+        judge,
+        rubric,
+        version,
+        method,
+        level: settings.level,
+        error: how.error.as_str(),
+        round: how.round,
+        rounds: how.rounds,
+        family_level: r.family_level,
+        critical: r.critical,
+        order: r.order().into_iter().map(|k| names[k].clone()).collect(),
+        top: r.top().into_iter().map(|k| names[k].clone()).collect(),
+        pairs: r
+            .pairs
+            .iter()
+            .map(|p| RankedPairDto {
+                a: names[p.a].clone(),
+                b: names[p.b].clone(),
+                difference: p.difference,
+                interval: [p.interval.0, p.interval.1],
+                standard_error: p.standard_error,
+                labelled: p.labelled,
+                resolved: p.higher().is_some(),
+                higher: p.higher().map(|h| names[h].clone()),
+            })
+            .collect(),
+        resolved,
+        unresolved: r.pairs.len() - resolved,
+        runs: names
+            .iter()
+            .zip(&r.runs)
+            .enumerate()
+            .map(|(k, (name, x))| RankedRunDto {
+                name: name.clone(),
+                rank: [x.rank.0, x.rank.1],
+                top: top.contains(&k),
+                run: run_dto(&x.estimate),
+            })
+            .collect(),
+        labels,
+        warnings: rendered(&notes, |k| format!("{}: ", names[k])),
+    }))
+}

@@ -1,0 +1,42 @@
+//! Schemas the derive cannot state, shared by the endpoint families' types: judge, rubric and
+//! group names, from the name rule in `domain` (stated once there).
+
+use serde_json::{Value, json};
+use utoipa::openapi::schema::{Object, ObjectBuilder, SchemaType, Type};
+
+use crate::domain::{NAME_MAX_LEN, name_pattern};
+
+fn name(example: &str) -> ObjectBuilder {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .min_length(Some(1))
+        .max_length(Some(NAME_MAX_LEN))
+        .pattern(Some(name_pattern()))
+        .examples([example])
+}
+
+/// A judge's name, for `#[schema(schema_with = ...)]`.
+pub fn judge_name() -> Object {
+    name("gpt-4o-mini").build()
+}
+
+/// A rubric's name.
+pub fn rubric_name() -> Object {
+    name("coherence").build()
+}
+
+/// A group's (system's) name, where it may be left out; `description` says what it does
+/// there (a field's doc comment does not reach a `schema_with` schema).
+pub fn group_name(description: &str) -> Object {
+    name("BART")
+        .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+        .description(Some(description))
+        .build()
+}
+
+/// The name schema as JSON, for the parts of the document written by hand.
+pub fn name_json() -> Value {
+    json!({
+        "type": "string", "minLength": 1, "maxLength": NAME_MAX_LEN, "pattern": name_pattern(),
+    })
+}
