@@ -22,9 +22,9 @@
 //! - this module: a version's model and anchors put together into answers, with the corrector's
 //!   own term (`Term`), the support check, the transport check and the plan (`Advice`).
 
+mod chain;
 pub mod groups;
 pub mod inference;
-mod paired;
 pub mod rank;
 pub mod warnings;
 

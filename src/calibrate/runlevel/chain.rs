@@ -1,4 +1,5 @@
-//! A ranking's pairs answered on the items both runs labelled.
+//! A ranking's pairs answered on the items both runs labelled, where the runs' label sets lie
+//! on one chain of nested sets (`Chain`).
 //!
 //! Two runs of one prompt set share what the prompt brings (its difficulty, its topic): with
 //! a weak judge that shared part is most of each run's residual, and it cancels in a
