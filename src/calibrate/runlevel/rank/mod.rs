@@ -95,7 +95,7 @@ pub const STEP_SHARE: f64 = 0.1;
 
 /// What the pairs' pooled residual-difference noise counts for, in items, beside a pair's own
 /// measure when the plan shrinks one toward the other.
-pub(super) const PRIOR_ITEMS: f64 = 30.0;
+const PRIOR_ITEMS: f64 = 30.0;
 
 /// Which error the pairs' intervals control.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -3,8 +3,8 @@
 
 use super::super::inference::{self, mean_share};
 use super::super::{MIN_LABELLED, RunEstimate, RunItems, chain};
-use super::pairs::t_excess;
-use super::{Allocation, FIRST_LABELS, LabelGoal, PILOT_LABELS, PRIOR_ITEMS, Ranking, STEP_SHARE};
+use super::pairs::{shrunk_noise, t_excess};
+use super::{Allocation, FIRST_LABELS, LabelGoal, PILOT_LABELS, Ranking, STEP_SHARE};
 use crate::calibrate::rng::{Rng, SeedableRng, SliceRandom};
 use crate::calibrate::stats::{fpc, normal_quantile};
 
@@ -176,130 +176,64 @@ impl PlanModel {
     }
 }
 
-/// A pair's residual-difference noise per item, measured on the items both runs labelled.
-#[derive(Clone, Copy)]
-pub(super) struct PairNoise {
-    pub(super) measured: f64,
-    /// Shrunk toward the pairs' pooled value, which counts as [`PRIOR_ITEMS`] items of its
-    /// own.
-    pub(super) shrunk: f64,
+/// An open pair: its runs, and the variance of its answer that settles it.
+type Open = (usize, usize, f64);
+
+/// What planning labels works with: the model, the open pairs and the runs each touches, the
+/// labels each run has, and the budget.
+struct Planner<'a> {
+    model: &'a PlanModel,
+    open: Vec<Open>,
+    touching: Vec<Vec<usize>>,
+    start: Vec<usize>,
+    budget: usize,
 }
 
-impl PairNoise {
-    /// What the shrunk noise is of the measured (1 where nothing was measured).
-    pub(super) fn ratio(&self) -> f64 {
-        if self.measured > 1e-12 {
-            self.shrunk / self.measured
-        } else {
-            1.0
-        }
+impl Planner<'_> {
+    /// How far open pair `o`'s variance with counts `m` is above its target (0: met).
+    fn over(&self, m: &[usize], o: usize) -> f64 {
+        let (a, b, target) = self.open[o];
+        (self.model.pair(m, a, b) / target - 1.0).max(0.0)
     }
-}
 
-/// Every pair's noise (k × k, row-major) where both runs are on `chain`: on a first sample's
-/// 20 shared items a pair's own measure has 19 degrees of freedom (±32%), on ten 9 (±47%).
-pub(super) fn shrunk_noise(chain: Option<&chain::Chain>, k: usize) -> Vec<Option<PairNoise>> {
-    let measured: Vec<Option<(f64, usize)>> = (0..k * k)
-        .map(|x| chain.and_then(|c| c.difference_noise(x / k, x % k)))
-        .collect();
-    let (sum, df) = measured
-        .iter()
-        .enumerate()
-        .filter(|(x, _)| x / k < x % k)
-        .filter_map(|(_, m)| *m)
-        .fold((0.0, 0.0), |(s, d), (v, m)| {
-            let f = m.saturating_sub(1) as f64;
-            (s + f * v, d + f)
-        });
-    let pooled = (df > 0.0).then(|| sum / df);
-    measured
-        .into_iter()
-        .map(|m| {
-            let (v, m) = m?;
-            let f = m.saturating_sub(1) as f64;
-            let shrunk = pooled.map_or(v, |p| (f * v + PRIOR_ITEMS * p) / (f + PRIOR_ITEMS));
-            Some(PairNoise {
-                measured: v,
-                shrunk,
-            })
-        })
-        .collect()
-}
-
-/// Plans labels for the open pairs of `ranking`.
-pub(super) fn allocate(
-    ranking: &Ranking,
-    runs: &[RunItems],
-    model: &PlanModel,
-    goal: &LabelGoal,
-    looks_left: usize,
-) -> Allocation {
-    let k = runs.len();
-    let start: Vec<usize> = model.runs.iter().map(|p| p.labelled).collect();
-    let z = normal_quantile(goal.power.clamp(0.5, 0.999));
-    // Open pairs as (a, b, the variance that settles them).
-    let open: Vec<(usize, usize, f64)> = ranking
-        .pairs
-        .iter()
-        .filter(|p| p.higher().is_none() && !p.within(goal.min_gap))
-        .map(|p| {
-            let gap = (p.difference.abs() - p.standard_error).max(goal.min_gap);
-            (p.a, p.b, (gap / (ranking.critical + z)).powi(2))
-        })
-        .collect();
-    let mut touching: Vec<Vec<usize>> = vec![Vec::new(); k];
-    for (o, &(a, b, _)) in open.iter().enumerate() {
-        touching[a].push(o);
-        touching[b].push(o);
-    }
-    let over = |m: &[usize], o: usize| {
-        let (a, b, target) = open[o];
-        (model.pair(m, a, b) / target - 1.0).max(0.0)
-    };
-    let met = |m: &[usize]| -> usize {
-        open.iter()
-            .filter(|&&(a, b, target)| model.pair(m, a, b) <= target * (1.0 + 1e-9))
+    /// The open pairs whose target counts `m` reach.
+    fn met(&self, m: &[usize]) -> usize {
+        self.open
+            .iter()
+            .filter(|&&(a, b, target)| self.model.pair(m, a, b) <= target * (1.0 + 1e-9))
             .count()
-    };
-    let budget = goal.budget.unwrap_or(usize::MAX);
-    // Before any labels the plan cannot see what the runs' residuals share item by item, nor
-    // their spread where the judge's corrected scores are off within a run, and a plan from
-    // the plain answers' noise alone asks for many times the labels needed. With two looks to
-    // spare, a first sample on every run in an open pair measures both.
-    if model.paired && !model.rho_measured && looks_left >= 2 {
+    }
+
+    /// The labels counts `m` add.
+    fn cost(&self, m: &[usize]) -> usize {
+        m.iter().zip(&self.start).map(|(a, b)| a - b).sum()
+    }
+
+    /// Before any labels the plan cannot see what the runs' residuals share item by item, nor
+    /// their spread where the judge's corrected scores are off within a run, and a plan from
+    /// the plain answers' noise alone asks for many times the labels needed. With two looks
+    /// to spare, a first sample on every run in an open pair measures both: its counts, where
+    /// the budget allows.
+    fn first_sample(&self) -> Option<Vec<usize>> {
+        let k = self.start.len();
         let m: Vec<usize> = (0..k)
             .map(|i| {
-                if touching[i].is_empty() {
-                    start[i]
+                if self.touching[i].is_empty() {
+                    self.start[i]
                 } else {
-                    start[i].max(PILOT_LABELS).min(model.runs[i].n)
+                    self.start[i].max(PILOT_LABELS).min(self.model.runs[i].n)
                 }
             })
             .collect();
-        let spent: usize = m.iter().zip(&start).map(|(a, b)| a - b).sum();
-        if spent <= budget {
-            let add: Vec<usize> = m.iter().zip(&start).map(|(a, b)| a - b).collect();
-            let (items, paired) = draw_items(runs, &add, goal.seed);
-            return Allocation {
-                goal: *goal,
-                add,
-                items,
-                open: open.len(),
-                reached: met(&m),
-                uniform: uniform_total(&open, model),
-                paired,
-                pilot: true,
-                step: false,
-            };
-        }
+        (self.cost(&m) <= self.budget).then_some(m)
     }
-    let mut m = start.clone();
-    // The counts worth trying next for run i: at least [`FIRST_LABELS`], then steps that
-    // double, so that labels whose gain only shows in number are still seen.
-    let steps = |i: usize, now: usize| -> Vec<usize> {
-        let most = model.runs[i].n;
+
+    /// The counts worth trying next for run i: at least [`FIRST_LABELS`], then steps that
+    /// double, so that labels whose gain only shows in number are still seen.
+    fn steps(&self, i: usize, now: usize) -> Vec<usize> {
+        let most = self.model.runs[i].n;
         let mut out = Vec::new();
-        let mut x = if now == start[i] {
+        let mut x = if now == self.start[i] {
             (now + FIRST_LABELS).max(FIRST_LABELS)
         } else {
             now + (now / 4).max(1)
@@ -312,88 +246,95 @@ pub(super) fn allocate(
             out.push(most);
         }
         out
-    };
-    loop {
-        let spent: usize = m.iter().zip(&start).map(|(a, b)| a - b).sum();
-        // Moves: one run raised, or both runs of an open pair raised to one count (their
-        // paired labels then cancel what the items share).
-        let mut moves: Vec<Vec<(usize, usize)>> = Vec::new();
-        for i in 0..k {
-            if !touching[i].is_empty() {
-                moves.extend(steps(i, m[i]).into_iter().map(|x| vec![(i, x)]));
-            }
-        }
-        for (o, &(a, b, _)) in open.iter().enumerate() {
-            if over(&m, o) > 0.0 {
-                for x in steps(a, m[a].max(m[b])) {
-                    moves.push(vec![(a, x), (b, x.min(model.runs[b].n))]);
+    }
+
+    /// Raises counts one move at a time, the move that removes the most excess variance per
+    /// label, within the budget: one run raised, or both runs of an open pair raised to one
+    /// count (their paired labels then cancel what the items share).
+    fn greedy(&self) -> Vec<usize> {
+        let mut m = self.start.clone();
+        loop {
+            let spent = self.cost(&m);
+            let mut moves: Vec<Vec<(usize, usize)>> = Vec::new();
+            for (i, &now) in m.iter().enumerate() {
+                if !self.touching[i].is_empty() {
+                    moves.extend(self.steps(i, now).into_iter().map(|x| vec![(i, x)]));
                 }
             }
-        }
-        let mut best: Option<(f64, Vec<(usize, usize)>)> = None;
-        for mv in moves {
-            let added: usize = mv.iter().map(|&(i, x)| x.saturating_sub(m[i])).sum();
-            if added == 0 || spent + added > budget {
-                continue;
+            for (o, &(a, b, _)) in self.open.iter().enumerate() {
+                if self.over(&m, o) > 0.0 {
+                    for x in self.steps(a, m[a].max(m[b])) {
+                        moves.push(vec![(a, x), (b, x.min(self.model.runs[b].n))]);
+                    }
+                }
             }
-            let mut affected: Vec<usize> =
-                mv.iter().flat_map(|&(i, _)| touching[i].clone()).collect();
-            affected.sort_unstable();
-            affected.dedup();
-            let before: f64 = affected.iter().map(|&o| over(&m, o)).sum();
-            let mut trial = m.clone();
-            for &(i, x) in &mv {
-                trial[i] = x;
+            let mut best: Option<(f64, Vec<(usize, usize)>)> = None;
+            for mv in moves {
+                let added: usize = mv.iter().map(|&(i, x)| x.saturating_sub(m[i])).sum();
+                if added == 0 || spent + added > self.budget {
+                    continue;
+                }
+                let mut affected: Vec<usize> = mv
+                    .iter()
+                    .flat_map(|&(i, _)| self.touching[i].clone())
+                    .collect();
+                affected.sort_unstable();
+                affected.dedup();
+                let before: f64 = affected.iter().map(|&o| self.over(&m, o)).sum();
+                let mut trial = m.clone();
+                for &(i, x) in &mv {
+                    trial[i] = x;
+                }
+                let after: f64 = affected.iter().map(|&o| self.over(&trial, o)).sum();
+                let gain = (before - after) / added as f64;
+                if gain > 1e-12 && best.as_ref().is_none_or(|b| gain > b.0) {
+                    best = Some((gain, mv));
+                }
             }
-            let after: f64 = affected.iter().map(|&o| over(&trial, o)).sum();
-            let gain = (before - after) / added as f64;
-            if gain > 1e-12 && best.as_ref().is_none_or(|b| gain > b.0) {
-                best = Some((gain, mv));
+            let Some((_, mv)) = best else { break };
+            for (i, x) in mv {
+                m[i] = x;
             }
         }
-        let Some((_, mv)) = best else { break };
-        for (i, x) in mv {
-            m[i] = x;
-        }
+        m
     }
-    // Where a pair is answered on the items both its runs labelled, it needs only the count
-    // they share: each open pair at the fewest that settle it, both runs at that count, and
-    // each run at the most its pairs ask. Taken where it reaches as many targets for less.
-    let cost = |m: &[usize]| -> usize { m.iter().zip(&start).map(|(a, b)| a - b).sum() };
-    if model.paired {
+
+    /// Where a pair is answered on the items both its runs labelled, it needs only the count
+    /// they share: each open pair at the fewest that settle it, both runs at that count, and
+    /// each run at the most its pairs ask.
+    fn shared_counts(&self) -> Vec<usize> {
+        let start = &self.start;
         let mut each = start.clone();
-        for &(a, b, target) in &open {
+        for &(a, b, target) in &self.open {
             let at = |x: usize| {
                 let mut t = start.clone();
                 for i in [a, b] {
                     t[i] = if x > start[i] {
-                        x.max(start[i] + FIRST_LABELS).min(model.runs[i].n)
+                        x.max(start[i] + FIRST_LABELS).min(self.model.runs[i].n)
                     } else {
                         start[i]
                     };
                 }
                 t
             };
-            let most = model.runs[a].n.max(model.runs[b].n);
+            let most = self.model.runs[a].n.max(self.model.runs[b].n);
             let x = least(start[a].min(start[b]), most, |x| {
-                model.pair(&at(x), a, b) <= target * (1.0 + 1e-9)
+                self.model.pair(&at(x), a, b) <= target * (1.0 + 1e-9)
             });
             let t = at(x);
             each[a] = each[a].max(t[a]);
             each[b] = each[b].max(t[b]);
         }
-        let (now, then) = (met(&m), met(&each));
-        if cost(&each) <= budget && (then > now || (then == now && cost(&each) < cost(&m))) {
-            m = each;
-        }
+        each
     }
-    // Trim back to the fewest labels that keep every target the plan met: first the runs that
-    // share one count, together (each open pair's runs at one count stay paired item for
-    // item), then each run alone. Only where every target is reached: short of the budget, a
-    // run's labels also lower the pairs that stay open.
-    let reached = met(&m);
-    if reached == open.len() {
-        let mut sets: Vec<Vec<usize>> = open
+
+    /// Trims `m` back to the fewest labels that keep every target it met: first the runs that
+    /// share one count, together (each open pair's runs at one count stay paired item for
+    /// item), then each run alone.
+    fn trim(&self, mut m: Vec<usize>, reached: usize) -> Vec<usize> {
+        let (k, start) = (self.start.len(), &self.start);
+        let mut sets: Vec<Vec<usize>> = self
+            .open
             .iter()
             .filter(|&&(a, b, _)| m[a] > start[a] && m[b] > start[b])
             .map(|&(a, b, _)| vec![a, b])
@@ -402,7 +343,8 @@ pub(super) fn allocate(
         for set in sets {
             // A run alone is not trimmed below the partner it was paired with.
             if let [i] = set[..]
-                && open
+                && self
+                    .open
                     .iter()
                     .any(|&(a, b, _)| (a == i || b == i) && m[a] == m[b])
             {
@@ -412,75 +354,162 @@ pub(super) fn allocate(
             let at = |x: usize| -> Vec<usize> {
                 let mut trial = m.clone();
                 for &i in &set {
-                    let x = x.max(start[i]).min(model.runs[i].n);
+                    let x = x.max(start[i]).min(self.model.runs[i].n);
                     trial[i] = if x > start[i] && x < start[i] + FIRST_LABELS {
                         start[i] + FIRST_LABELS
                     } else {
                         x
                     }
-                    .min(model.runs[i].n);
+                    .min(self.model.runs[i].n);
                 }
                 trial
             };
             let top = set.iter().map(|&i| m[i]).max().unwrap_or(0);
             let floor = set.iter().map(|&i| start[i]).max().unwrap_or(0);
-            let hi = least(floor, top, |x| met(&at(x)) >= reached);
+            let hi = least(floor, top, |x| self.met(&at(x)) >= reached);
             // Equal counts for a pair only where they cost no more than the counts as they
             // are (they usually cost less: 1/m is convex), and they keep every target.
             let trial = at(hi);
-            if met(&trial) >= reached && cost(&trial) <= cost(&m) {
+            if self.met(&trial) >= reached && self.cost(&trial) <= self.cost(&m) {
                 m = trial;
             }
         }
+        m
     }
-    let uniform = uniform_total(&open, model);
-    // Before any labels, with every run in an open pair the judge alone places no run: there
-    // is no run to leave out, and uneven counts give up the pairing (the residuals' shared
-    // part cancels in a difference only where both runs label the same items), which the plan
-    // cannot yet measure. Every run then gets one count, the fewest reaching the targets the
-    // uneven plan reached.
-    if !model.paired && !model.rho_measured && touching.iter().all(|t| !t.is_empty()) {
+
+    /// One count for every run, the fewest reaching `reached` targets; where it fits the
+    /// budget (or costs no more than `m`).
+    fn equal_counts(&self, m: &[usize], reached: usize) -> Option<Vec<usize>> {
+        let k = self.start.len();
         let equal = |c: usize| -> Vec<usize> {
             (0..k)
-                .map(|i| start[i].max(c).min(model.runs[i].n))
+                .map(|i| self.start[i].max(c).min(self.model.runs[i].n))
                 .collect()
         };
-        let most = model.runs.iter().map(|p| p.n).max().unwrap_or(0);
-        let lo = least(0, most, |c| met(&equal(c)) >= reached);
-        let spent: usize = m.iter().zip(&start).map(|(a, b)| a - b).sum();
+        let most = self.model.runs.iter().map(|p| p.n).max().unwrap_or(0);
+        let lo = least(0, most, |c| self.met(&equal(c)) >= reached);
         let e = equal(lo);
-        if e.iter().zip(&start).map(|(a, b)| a - b).sum::<usize>() <= budget.max(spent) {
-            m = e;
-        }
+        (self.cost(&e) <= self.budget.max(self.cost(m))).then_some(e)
     }
-    let mut add: Vec<usize> = m.iter().zip(&start).map(|(a, b)| a - b).collect();
-    let reached = met(&m);
-    // With labels on the same items already and two looks to spare, a step: the plan's
-    // targets rest on gaps and spreads measured on a few labels, and it asks several times
-    // what settles; a share of it sharpens them for the next look's plan.
-    let step = model.paired && model.rho_measured && looks_left >= 2;
-    if step {
+
+    /// A step: [`STEP_SHARE`] of each run's labels in `add` (at least [`FIRST_LABELS`] where
+    /// that share rounds above 0).
+    fn step(&self, add: &mut [usize]) {
         for (i, a) in add.iter_mut().enumerate() {
             let x = (*a as f64 * STEP_SHARE).round() as usize;
             *a = if x == 0 {
                 0
             } else {
-                x.max(FIRST_LABELS).min(*a).min(model.runs[i].n - start[i])
+                x.max(FIRST_LABELS)
+                    .min(*a)
+                    .min(self.model.runs[i].n - self.start[i])
             };
         }
     }
-    let (items, paired) = draw_items(runs, &add, goal.seed);
-    Allocation {
-        goal: *goal,
-        add,
-        items,
-        open: open.len(),
-        reached,
-        uniform,
-        paired,
-        pilot: false,
-        step,
+}
+
+/// The open pairs of `ranking`: neither resolved nor settled as within ±min_gap, each with the
+/// variance that settles it at the goal's power: (gap / (c + z))², gap = max(|d̂| − se,
+/// min_gap).
+fn open_pairs(ranking: &Ranking, goal: &LabelGoal) -> Vec<Open> {
+    let z = normal_quantile(goal.power.clamp(0.5, 0.999));
+    ranking
+        .pairs
+        .iter()
+        .filter(|p| p.higher().is_none() && !p.within(goal.min_gap))
+        .map(|p| {
+            let gap = (p.difference.abs() - p.standard_error).max(goal.min_gap);
+            (p.a, p.b, (gap / (ranking.critical + z)).powi(2))
+        })
+        .collect()
+}
+
+/// Plans labels for the open pairs of `ranking`: a first sample where none are on the same
+/// items yet and two looks remain; otherwise the greedy counts, the pairs' shared counts where
+/// they do better, trimmed, one count for every run where the runs cannot pair, and a step of
+/// it where two looks remain.
+pub(super) fn allocate(
+    ranking: &Ranking,
+    runs: &[RunItems],
+    model: &PlanModel,
+    goal: &LabelGoal,
+    looks_left: usize,
+) -> Allocation {
+    let k = runs.len();
+    let open = open_pairs(ranking, goal);
+    let mut touching: Vec<Vec<usize>> = vec![Vec::new(); k];
+    for (o, &(a, b, _)) in open.iter().enumerate() {
+        touching[a].push(o);
+        touching[b].push(o);
     }
+    let planner = Planner {
+        model,
+        open,
+        touching,
+        start: model.runs.iter().map(|p| p.labelled).collect(),
+        budget: goal.budget.unwrap_or(usize::MAX),
+    };
+    let allocation = |m: &[usize], add: Vec<usize>, pilot: bool, step: bool| {
+        let (items, paired) = draw_items(runs, &add, goal.seed);
+        Allocation {
+            goal: *goal,
+            add,
+            items,
+            open: planner.open.len(),
+            reached: planner.met(m),
+            uniform: uniform_total(&planner.open, model),
+            paired,
+            pilot,
+            step,
+        }
+    };
+    let added =
+        |m: &[usize]| -> Vec<usize> { m.iter().zip(&planner.start).map(|(a, b)| a - b).collect() };
+    if model.paired
+        && !model.rho_measured
+        && looks_left >= 2
+        && let Some(m) = planner.first_sample()
+    {
+        return allocation(&m, added(&m), true, false);
+    }
+    let mut m = planner.greedy();
+    // Taken where it reaches as many targets for less.
+    if model.paired {
+        let each = planner.shared_counts();
+        let (now, then) = (planner.met(&m), planner.met(&each));
+        if planner.cost(&each) <= planner.budget
+            && (then > now || (then == now && planner.cost(&each) < planner.cost(&m)))
+        {
+            m = each;
+        }
+    }
+    // Only where every target is reached: short of the budget, a run's labels also lower the
+    // pairs that stay open.
+    let reached = planner.met(&m);
+    if reached == planner.open.len() {
+        m = planner.trim(m, reached);
+    }
+    // Before any labels, with every run in an open pair the judge alone places no run: there
+    // is no run to leave out, and uneven counts give up the pairing (the residuals' shared
+    // part cancels in a difference only where both runs label the same items), which the plan
+    // cannot yet measure. Every run then gets one count, the fewest reaching the targets the
+    // uneven plan reached.
+    if !model.paired
+        && !model.rho_measured
+        && planner.touching.iter().all(|t| !t.is_empty())
+        && let Some(e) = planner.equal_counts(&m, reached)
+    {
+        m = e;
+    }
+    let mut add = added(&m);
+    // With labels on the same items already and two looks to spare, a step: the plan's
+    // targets rest on gaps and spreads measured on a few labels, and it asks several times
+    // what settles; a share of it sharpens them for the next look's plan.
+    let step = model.paired && model.rho_measured && looks_left >= 2;
+    if step {
+        planner.step(&mut add);
+    }
+    allocation(&m, add, false, step)
 }
 
 /// The least x in [lo, hi] where `ok` holds, `ok` false below some point and true from it
