@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use super::{CellKey, GroupName, ItemId, JudgeName, Problem, RubricName};
 use crate::calibrate::runlevel::inference::Estimand;
 use crate::calibrate::runlevel::rank::{ErrorRate, LabelGoal, MAX_RUNS, RankSettings};
-use crate::calibrate::runlevel::{MIN_LABELLED, RunItems, Settings};
+use crate::calibrate::runlevel::{AnswerSettings, MIN_LABELLED, RunItems};
 
 /// One run's estimate, asked for.
 #[derive(Debug, Clone, PartialEq)]
@@ -15,7 +15,7 @@ pub struct EstimateRequest {
     pub key: CellKey,
     pub run: RunItems,
     pub version: Option<i64>,
-    pub settings: Settings,
+    pub settings: AnswerSettings,
 }
 
 /// Two runs' difference, asked for.
@@ -25,7 +25,7 @@ pub struct CompareRequest {
     pub a: RunItems,
     pub b: RunItems,
     pub version: Option<i64>,
-    pub settings: Settings,
+    pub settings: AnswerSettings,
 }
 
 /// A run as sent, with its group; `Err` where it was neither `scores` nor `items` (the
@@ -120,7 +120,7 @@ pub struct RankRequest {
     /// Each run's name and items.
     pub runs: Vec<(String, RunItems)>,
     pub version: Option<i64>,
-    pub settings: Settings,
+    pub settings: AnswerSettings,
     pub rank: RankSettings,
 }
 
@@ -467,14 +467,14 @@ pub fn parse_common(
     version: Option<i64>,
     raw: RawSettings,
     problems: &mut Vec<Problem>,
-) -> (Option<CellKey>, Settings) {
+) -> (Option<CellKey>, AnswerSettings) {
     let judge = JudgeName::parse(judge).map_err(|e| problems.push(Problem::at(None, "judge", e)));
     let rubric =
         RubricName::parse(rubric).map_err(|e| problems.push(Problem::at(None, "rubric", e)));
     if version.is_some_and(|v| v < 1) {
         problems.push(Problem::at(None, "version", "versions count from 1"));
     }
-    let mut settings = Settings::default();
+    let mut settings = AnswerSettings::default();
     if let Some(level) = raw.level {
         if LEVELS.contains(&level) {
             settings.level = level;

@@ -13,6 +13,21 @@ use crate::domain::{CellKey, Problem};
 use crate::error::{Error, Result};
 use crate::metrics::RunQuestion;
 
+/// How much work an answer is, before the model is asked: light enough for the request's own
+/// thread, or not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Work {
+    Light,
+    Heavy,
+}
+
+impl Work {
+    /// Runs of `scores` items in all: light up to 4,096.
+    fn of_scores(scores: usize) -> Self {
+        if scores <= 4096 { Work::Light } else { Work::Heavy }
+    }
+}
+
 impl Service {
     fn check_size(&self, runs: &[(&str, &RunItems)]) -> Result<()> {
         self.check_sizes(runs.iter().map(|(f, r)| ((*f).to_owned(), *r)))
@@ -63,16 +78,17 @@ impl Service {
         Ok((loaded, anchors))
     }
 
-    /// Runs `f` on the version's model and anchors: on a blocking thread where it refits or
-    /// needs libtorch.
+    /// Runs `f` on the version's model and anchors: on the request's own thread where it is
+    /// `Work::Light` and the model answers in closed form, otherwise on a blocking thread
+    /// (refits, libtorch, joint draws, large runs).
     async fn with_basis<T: Send + 'static>(
         (loaded, anchors): (Arc<Loaded>, Arc<Cell>),
-        scores: usize,
+        work: Work,
         f: impl FnOnce(Basis) -> crate::calibrate::error::Result<T> + Send + 'static,
     ) -> Result<T> {
         let model = &loaded.version.model;
-        let light = matches!(model.mean_uncertainty(), MeanUncertainty::Line(_))
-            && scores <= 4096
+        let light = work == Work::Light
+            && matches!(model.mean_uncertainty(), MeanUncertainty::Line(_))
             && !model.heavy(&[]);
         let run = move || {
             f(Basis {
@@ -96,7 +112,7 @@ impl Service {
         let loaded = basis.0.clone();
         let n = request.run.scores.len();
         let (run, settings) = (request.run, request.settings);
-        let answer = Self::with_basis(basis, n, move |basis| {
+        let answer = Self::with_basis(basis, Work::of_scores(n), move |basis| {
             runlevel::estimate(basis, &run, &settings)
         })
         .await?;
@@ -112,7 +128,7 @@ impl Service {
         let loaded = basis.0.clone();
         let n = request.a.scores.len() + request.b.scores.len();
         let (a, b, settings) = (request.a, request.b, request.settings);
-        let answer = Self::with_basis(basis, n, move |basis| {
+        let answer = Self::with_basis(basis, Work::of_scores(n), move |basis| {
             runlevel::compare(basis, &a, &b, &settings)
         })
         .await?;
@@ -132,11 +148,10 @@ impl Service {
         )?;
         let basis = self.basis(&request.key, request.version).await?;
         let loaded = basis.0.clone();
-        let n: usize = request.runs.iter().map(|r| r.1.scores.len()).sum();
         let runs: Vec<RunItems> = request.runs.into_iter().map(|r| r.1).collect();
         let (settings, how) = (request.settings, request.rank);
         // Joint draws for every pair are heavier than one comparison: always off the runtime.
-        let answer = Self::with_basis(basis, n.max(4097), move |basis| {
+        let answer = Self::with_basis(basis, Work::Heavy, move |basis| {
             rank::rank(basis, &runs, &settings, &how)
         })
         .await?;

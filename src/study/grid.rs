@@ -20,7 +20,7 @@ use crate::calibrate::rng::{RngExt, SeedableRng};
 
 use super::synthetic::stand_in_reference;
 use crate::calibrate::runlevel::inference::Estimand;
-use crate::calibrate::runlevel::{self, Basis, RunItems, Settings};
+use crate::calibrate::runlevel::{self, AnswerSettings, Basis, RunItems};
 use crate::calibrate::stats::{mean, standard_normal};
 use crate::calibrate::train::train_with_groups;
 use crate::calibrate::{Cell, Method, Run};
@@ -283,9 +283,9 @@ fn replicate(w: &World, method: Method, rep: u64) -> Result<Counts, String> {
         group: group.map(str::to_owned),
     };
     let (a, b) = (items(&j_a, &y_a, g_a), items(&j_b, &y_b, g_b));
-    let settings = Settings {
+    let settings = AnswerSettings {
         seed: rep,
-        ..Settings::default()
+        ..AnswerSettings::default()
     };
     let basis = Basis {
         model: &model,
@@ -299,7 +299,7 @@ fn replicate(w: &World, method: Method, rep: u64) -> Result<Counts, String> {
     let truth = mean(&y_a) - mean(&y_b);
     let e = runlevel::estimate(basis, &a, &settings)?;
     let c = runlevel::compare(basis, &a, &b, &settings)?;
-    let old = Settings {
+    let old = AnswerSettings {
         estimand: Estimand::Population,
         ..settings
     };

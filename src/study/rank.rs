@@ -32,7 +32,7 @@ use crate::calibrate::rng::{RngExt, SeedableRng};
 
 use super::synthetic::stand_in_reference;
 use crate::calibrate::runlevel::rank::{self, LabelGoal, RankSettings, Ranking};
-use crate::calibrate::runlevel::{Basis, MIN_LABELLED, Path, RunItems, Settings};
+use crate::calibrate::runlevel::{AnswerPath, AnswerSettings, Basis, MIN_LABELLED, RunItems};
 use crate::calibrate::stats::{mean, normal_quantile, sample_variance, standard_normal};
 use crate::calibrate::train::train_with_groups;
 use crate::calibrate::{Cell, Method, Run};
@@ -315,9 +315,9 @@ fn replicate(w: &World, rep: u64) -> Result<Counts, String> {
         anchors: &drawn.cell,
         groups: bias.as_ref(),
     };
-    let settings = Settings {
+    let settings = AnswerSettings {
         seed: rep,
-        ..Settings::default()
+        ..AnswerSettings::default()
     };
     let truth: Vec<f64> = drawn.runs.iter().map(|r| mean(&r.2)).collect();
     let once = rank::rank(
@@ -378,7 +378,7 @@ fn replicate(w: &World, rep: u64) -> Result<Counts, String> {
         r.runs
             .iter()
             .zip(&truth)
-            .filter(|(r, _)| r.estimate.path != Path::Plain)
+            .filter(|(r, _)| r.estimate.path != AnswerPath::Plain)
             .fold((0, 0), |(n, ok), (r, &t)| {
                 let (lo, hi) = r.estimate.mean.interval;
                 (n + 1, ok + usize::from(lo <= t && t <= hi))
@@ -525,7 +525,7 @@ impl Default for Design {
 pub fn needed(
     basis: Basis,
     runs: &[(String, Vec<f64>, Vec<f64>)],
-    settings: &Settings,
+    settings: &AnswerSettings,
     seed: u64,
     design: Design,
 ) -> Result<Needed, String> {
@@ -747,9 +747,9 @@ pub fn labels(
             anchors: &drawn.cell,
             groups: bias.as_ref(),
         };
-        let settings = Settings {
+        let settings = AnswerSettings {
             seed: rep as u64,
-            ..Settings::default()
+            ..AnswerSettings::default()
         };
         needed(basis, &drawn.runs, &settings, rep as u64, design)
     };
@@ -990,9 +990,9 @@ pub fn hanna(
             anchors: &cell,
             groups: bias.as_ref(),
         };
-        let settings = Settings {
+        let settings = AnswerSettings {
             seed,
-            ..Settings::default()
+            ..AnswerSettings::default()
         };
         let human: Vec<f64> = runs.iter().map(|r| mean(&r.2)).collect();
         let raw: Vec<f64> = runs.iter().map(|r| mean(&r.1)).collect();

@@ -4,7 +4,7 @@
 //! same `calibrate::runlevel` code the service uses; the truth is the runs' own mean
 //! reference score (or the difference of two runs').
 //!
-//! Settings, per method, anchor count and run size:
+//! AnswerSettings, per method, anchor count and run size:
 //! - `estimate`: a run from the anchors' own population.
 //! - `compare, difference 0`: the same items judged twice (the judge's noise drawn twice),
 //!   paired by id.
@@ -25,7 +25,7 @@ use crate::calibrate::rng::SliceRandom;
 use crate::calibrate::rng::{RngExt, SeedableRng};
 
 use super::synthetic::{JudgeModel, stand_in_reference};
-use crate::calibrate::runlevel::{self, Basis, Path, RunItems, Settings};
+use crate::calibrate::runlevel::{self, AnswerPath, AnswerSettings, Basis, RunItems};
 use crate::calibrate::stats::{mean, normal_quantile};
 use crate::calibrate::{Cell, Method, Model, Run};
 
@@ -237,11 +237,11 @@ fn replicate(opts: &Options, rep: usize) -> Result<Vec<Row>, String> {
                     anchors: &cell,
                     groups: None,
                 };
-                let settings = Settings {
+                let settings = AnswerSettings {
                     level: opts.level,
                     refits: opts.refits,
                     seed: rep as u64,
-                    ..Settings::default()
+                    ..AnswerSettings::default()
                 };
                 let corrected = |js: &[f64]| -> Result<Vec<f64>, String> {
                     Ok(model.correct(js)?.iter().map(|c| c.score).collect())
@@ -261,7 +261,7 @@ fn replicate(opts: &Options, rep: usize) -> Result<Vec<Row>, String> {
                         RunItems::scores(j.to_vec())
                     };
                     let e = runlevel::estimate(basis, &items, &settings)?;
-                    debug_assert!((e.path == Path::Labelled) == labelled);
+                    debug_assert!((e.path == AnswerPath::Labelled) == labelled);
                     let truth = mean(y);
                     let fitted = corrected(j)?;
                     let (raw_m, raw_h) = naive(j, z);

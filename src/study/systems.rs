@@ -13,7 +13,7 @@ use crate::calibrate::rng::SeedableRng;
 use crate::calibrate::rng::SliceRandom;
 
 use crate::calibrate::runlevel::inference::Estimand;
-use crate::calibrate::runlevel::{self, Basis, RunItems, Settings};
+use crate::calibrate::runlevel::{self, AnswerSettings, Basis, RunItems};
 use crate::calibrate::stats::mean;
 use crate::calibrate::train::train_with_groups;
 use crate::calibrate::{Cell, Method, Run};
@@ -83,9 +83,9 @@ pub fn systems(
         anchors: &cell,
         groups: None,
     };
-    let settings = Settings {
+    let settings = AnswerSettings {
         seed,
-        ..Settings::default()
+        ..AnswerSettings::default()
     };
     let mut rng = Rng::seed_from_u64(seed);
     runs.into_iter()
@@ -352,9 +352,9 @@ pub fn pairs(
             new: Claims::default(),
             tau: bias.as_ref().map_or(0.0, |b| b.tau),
         };
-        let settings = Settings {
+        let settings = AnswerSettings {
             seed,
-            ..Settings::default()
+            ..AnswerSettings::default()
         };
         // Two systems' stories of the odd prompts, paired by prompt, with the human difference.
         let paired = |a: &str, b: &str| {
@@ -384,7 +384,7 @@ pub fn pairs(
                     &runlevel::compare(basis, &ia, &ib, &settings)?.difference,
                     truth,
                 );
-                let before = Settings {
+                let before = AnswerSettings {
                     estimand: Estimand::Population,
                     ..settings
                 };

@@ -32,7 +32,7 @@ use crate::calibrate::rng::Rng;
 use rand_distr::{ChiSquared, Distribution};
 
 use super::inference::{self, MeanEstimate};
-use super::{Anchored, Path, RunEstimate, RunItems};
+use super::{AnswerPath, RunEstimate, RunItems, Source};
 use crate::calibrate::error::{CalibrateError, Result};
 use crate::calibrate::stats::{cholesky, covariance, fpc, ppi_lambda, standard_normal};
 
@@ -81,12 +81,12 @@ impl Chain {
     /// The chain of `runs`' labelled runs (`estimates`: their answers, labelled path where
     /// labelled); `None` where fewer than two are labelled or their labels are not nested.
     pub fn new(
-        anchored: &Anchored,
+        sources: &[&dyn Source],
         runs: &[RunItems],
         estimates: &[RunEstimate],
     ) -> Result<Option<Chain>> {
         let labelled: Vec<usize> = (0..runs.len())
-            .filter(|&i| estimates[i].path == Path::Labelled)
+            .filter(|&i| estimates[i].path == AnswerPath::Labelled)
             .collect();
         let Some(&first) = labelled.first() else {
             return Ok(None);
@@ -110,7 +110,7 @@ impl Chain {
                 }
             };
             let e = &estimates[i].mean;
-            let (f, y) = (anchored.corrected(&r.scores)?, r.references());
+            let (f, y) = (sources[i].corrected(&r.scores)?, r.references());
             let corrected: Vec<f64> = order.iter().map(|&k| f[k]).collect();
             let reference: Vec<Option<f64>> = order.iter().map(|&k| y[k]).collect();
             members.push(Member {

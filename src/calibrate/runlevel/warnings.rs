@@ -3,7 +3,7 @@
 //! questions: the CLI, the studies).
 
 use super::groups::GroupTerm;
-use super::{GroupAnswer, Path, RunEstimate, Term, Transport};
+use super::{AnswerPath, GroupAnswer, RunEstimate, Term, Transport};
 
 /// One thing to know about an answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -89,7 +89,7 @@ pub fn of_runs(runs: &[&RunEstimate], group: Option<&GroupAnswer>, level: f64) -
             })
         })
         .collect();
-    let plain = runs.iter().find(|e| e.path == Path::Plain);
+    let plain = runs.iter().find(|e| e.path == AnswerPath::Plain);
     if let Some(g) = plain.map(|e| group.unwrap_or(&e.group)).and_then(of_group) {
         notes.push(Note {
             run: None,

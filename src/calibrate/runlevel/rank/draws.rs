@@ -5,11 +5,11 @@
 
 use rand_distr::{ChiSquared, Distribution};
 
-use super::super::{Anchored, Path, RunEstimate, RunItems, Settings, chain};
-use crate::calibrate::MeanUncertainty;
+use super::super::source::same;
+use super::super::{AnswerPath, AnswerSettings, RunEstimate, RunItems, Source, chain};
 use crate::calibrate::error::Result;
-use crate::calibrate::rng::{Rng, RngExt};
-use crate::calibrate::stats::{cholesky, covariance, mean, sample_variance, standard_normal};
+use crate::calibrate::rng::Rng;
+use crate::calibrate::stats::{cholesky, covariance, sample_variance, standard_normal};
 
 /// The labelled runs' errors (draw × run; 0 for a plain run), with what the pairs and the
 /// plan need of them.
@@ -24,7 +24,7 @@ pub(super) struct LabelledDraws {
 /// The labelled runs' errors: on one chain of nested label sets, drawn with every pair's own
 /// (`chain`); otherwise each run's alone.
 pub(super) fn labelled_draws(
-    anchored: &Anchored,
+    sources: &[&dyn Source],
     runs: &[RunItems],
     estimates: &[RunEstimate],
     chain: Option<&chain::Chain>,
@@ -50,7 +50,7 @@ pub(super) fn labelled_draws(
             }
         }
         None => {
-            let rho = labelled_errors(anchored, runs, estimates, &mut errors, k, rng)?;
+            let rho = labelled_errors(sources, runs, estimates, &mut errors, k, rng)?;
             LabelledDraws {
                 errors,
                 rho,
@@ -61,122 +61,41 @@ pub(super) fn labelled_draws(
 }
 
 /// `draws` joint draws of every run's plain error (its plain estimate − truth), row-major
-/// (draw × run): each run's own noise (independent between runs), the corrector's error and
-/// the groups' bias (shared as the model says).
+/// (draw × run): each run's own noise (independent between runs), then each source's
+/// corrector and groups' error, shared by its runs as its model says (independent between
+/// sources).
 pub(super) fn joint_plain_errors(
-    anchored: &Anchored,
+    sources: &[&dyn Source],
     runs: &[RunItems],
     plains: &[RunEstimate],
-    settings: &Settings,
+    settings: &AnswerSettings,
     draws: usize,
     rng: &mut Rng,
 ) -> Result<Vec<f64>> {
     let k = runs.len();
     let mut errors = vec![0.0; draws * k];
-    let all: Vec<usize> = (0..k).collect();
     for (i, p) in plains.iter().enumerate() {
         let sd = p.mean.variance.sampling.max(0.0).sqrt();
         for d in 0..draws {
             errors[d * k + i] += sd * standard_normal(rng);
         }
     }
-    corrector_errors(anchored, runs, &all, settings, &mut errors, k, rng)?;
-    if let Some(g) = anchored.basis.groups {
-        let names: Vec<Option<&str>> = runs.iter().map(|r| r.group.as_deref()).collect();
-        for (d, row) in g.joint_errors(&names, draws, rng).iter().enumerate() {
-            for (i, e) in row.iter().enumerate() {
-                errors[d * k + i] += e;
-            }
-        }
+    for (source, columns) in by_source(sources) {
+        source.add_shared_errors(runs, &columns, settings, &mut errors, rng)?;
     }
     Ok(errors)
 }
 
-/// Adds the corrector's error, shared by the plain runs `plain`, to each draw.
-pub(super) fn corrector_errors(
-    anchored: &Anchored,
-    runs: &[RunItems],
-    plain: &[usize],
-    settings: &Settings,
-    errors: &mut [f64],
-    k: usize,
-    rng: &mut Rng,
-) -> Result<()> {
-    let draws = errors.len() / k;
-    // With a group term, a plain answer keeps only what the run's scores add beyond the
-    // anchors' (`Anchored::plain`): the corrector at the run's scores less at the anchors'.
-    let grouped = anchored.basis.groups.is_some();
-    let anchor_mean = mean(&anchored.judge_scores);
-    match anchored.basis.model.mean_uncertainty() {
-        MeanUncertainty::Line(p) => {
-            // (δα, δβ) ~ N(0, posterior covariance), by its Cholesky factor.
-            let l11 = p.alpha_var.max(0.0).sqrt();
-            let l21 = if l11 > 0.0 {
-                p.alpha_beta_cov / l11
-            } else {
-                0.0
-            };
-            let l22 = (p.beta_var - l21 * l21).max(0.0).sqrt();
-            let weights: Vec<(f64, f64)> = plain
-                .iter()
-                .map(|&i| {
-                    let j = mean(&runs[i].scores);
-                    if grouped {
-                        (0.0, j - anchor_mean)
-                    } else {
-                        (1.0, j)
-                    }
-                })
-                .collect();
-            for d in 0..draws {
-                let (z1, z2) = (standard_normal(rng), standard_normal(rng));
-                let (da, db) = (l11 * z1, l21 * z1 + l22 * z2);
-                for (&i, (wa, wb)) in plain.iter().zip(&weights) {
-                    errors[d * k + i] += wa * da + wb * db;
-                }
-            }
-        }
-        MeanUncertainty::Offset => {
-            // The anchors' mean residual, shared by every plain run (cancelled by a group
-            // term, which carries it).
-            let r = &anchored.residuals;
-            if !grouped && r.len() >= 2 {
-                let sd = (sample_variance(r) / r.len() as f64).sqrt();
-                for d in 0..draws {
-                    let e = sd * standard_normal(rng);
-                    for &i in plain {
-                        errors[d * k + i] += e;
-                    }
-                }
-            }
-        }
-        MeanUncertainty::Omitted(_) => {}
-        MeanUncertainty::Resample => {
-            let mut scores: Vec<&[f64]> =
-                plain.iter().map(|&i| runs[i].scores.as_slice()).collect();
-            scores.push(&anchored.judge_scores);
-            let (_, resampled) = anchored.resampled(&scores, settings)?;
-            // One refit per draw, centred on the refits' mean, at the bootstrap's scale.
-            let refits = &resampled.means;
-            let centre: Vec<f64> = (0..scores.len())
-                .map(|h| mean(&refits.iter().map(|m| m[h]).collect::<Vec<_>>()))
-                .collect();
-            let scale = resampled.bootstrap_scale.sqrt();
-            let at_anchors = plain.len();
-            for d in 0..draws {
-                let m = &refits[rng.random_range(0..refits.len())];
-                let base = if grouped {
-                    m[at_anchors] - centre[at_anchors]
-                } else {
-                    0.0
-                };
-                for (h, &i) in plain.iter().enumerate() {
-                    errors[d * k + i] += scale * (m[h] - centre[h] - base);
-                }
-            }
+/// The distinct sources, in order of first appearance, each with the runs it corrects.
+pub(super) fn by_source<'a>(sources: &[&'a dyn Source]) -> Vec<(&'a dyn Source, Vec<usize>)> {
+    let mut out: Vec<(&dyn Source, Vec<usize>)> = Vec::new();
+    for (i, &s) in sources.iter().enumerate() {
+        match out.iter_mut().find(|(t, _)| same(*t, s)) {
+            Some((_, columns)) => columns.push(i),
+            None => out.push((s, vec![i])),
         }
     }
-    Ok(())
+    out
 }
 
 /// One labelled run's PPI residuals (reference − λ·corrected) on its labelled items, by item.
@@ -194,7 +113,7 @@ pub(super) struct Labelled {
 /// items both labelled, pooled over the pairs of labelled runs (weighted by the items shared;
 /// `None` where no pair shares enough).
 pub(super) fn labelled_errors(
-    anchored: &Anchored,
+    sources: &[&dyn Source],
     runs: &[RunItems],
     estimates: &[RunEstimate],
     errors: &mut [f64],
@@ -204,11 +123,11 @@ pub(super) fn labelled_errors(
     let draws = errors.len() / k;
     let mut block: Vec<Labelled> = Vec::new();
     for (i, (run, e)) in runs.iter().zip(estimates).enumerate() {
-        if e.path != Path::Labelled {
+        if e.path != AnswerPath::Labelled {
             continue;
         }
         let lambda = e.mean.lambda.unwrap_or(1.0);
-        let corrected = anchored.corrected(&run.scores)?;
+        let corrected = sources[i].corrected(&run.scores)?;
         let residual = run
             .references()
             .iter()

@@ -66,7 +66,7 @@ mod plan;
 mod tests;
 
 use super::inference::Estimand;
-use super::{Anchored, Basis, Path, RunEstimate, RunItems, Settings, chain};
+use super::{Anchored, AnswerPath, AnswerSettings, Basis, RunEstimate, RunItems, Source, chain};
 use crate::calibrate::error::{CalibrateError, Result};
 use crate::calibrate::rng::{Rng, SeedableRng};
 
@@ -147,7 +147,7 @@ impl Default for LabelGoal {
     }
 }
 
-/// How a ranking is worked out, beyond the runs' own [`Settings`].
+/// How a ranking is worked out, beyond the runs' own [`AnswerSettings`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RankSettings {
     pub error: ErrorRate,
@@ -308,14 +308,32 @@ impl Ranking {
     }
 }
 
-/// Ranks `runs` (at least 2, at most [`MAX_RUNS`]) by their de-biased means: each run's
-/// answer, the runs' errors drawn jointly, the labelled runs' answers combined with their
-/// plain ones, every pair answered, the pairs' intervals and the runs' rank intervals from
-/// them, and, where asked, a label plan.
+/// Ranks `runs` (at least 2, at most [`MAX_RUNS`]) by their de-biased means, every run
+/// corrected by one cell's version (`basis`).
 pub fn rank(
     basis: Basis,
     runs: &[RunItems],
-    settings: &Settings,
+    settings: &AnswerSettings,
+    how: &RankSettings,
+) -> Result<Ranking> {
+    let source = Anchored::new(basis)?;
+    rank_sources(
+        &vec![&source as &dyn Source; runs.len()],
+        runs,
+        settings,
+        how,
+    )
+}
+
+/// Ranks `runs`, run k corrected by `sources[k]` (runs of one source share its corrector's
+/// error; runs of different sources draw theirs independently): each run's answer, the runs'
+/// errors drawn jointly, the labelled runs' answers combined with their plain ones, every pair
+/// answered, the pairs' intervals and the runs' rank intervals from them, and, where asked, a
+/// label plan.
+pub fn rank_sources(
+    sources: &[&dyn Source],
+    runs: &[RunItems],
+    settings: &AnswerSettings,
     how: &RankSettings,
 ) -> Result<Ranking> {
     if runs.len() < 2 || runs.len() > MAX_RUNS {
@@ -324,19 +342,25 @@ pub fn rank(
             runs.len()
         )));
     }
-    let settings = Settings {
+    if sources.len() != runs.len() {
+        return Err(CalibrateError::Numerical(format!(
+            "{} sources for {} runs; a ranking takes one source per run",
+            sources.len(),
+            runs.len()
+        )));
+    }
+    let settings = AnswerSettings {
         estimand: Estimand::Runs,
         ..*settings
     };
-    let anchored = Anchored::new(basis)?;
-    let (mut estimates, plains) = answer_runs(&anchored, runs, &settings)?;
+    let (mut estimates, plains) = answer_runs(sources, runs, &settings)?;
     let mut rng = Rng::seed_from_u64(settings.seed ^ 0x7A11);
     let draws = how.draws.max(1);
     let plain_errors =
-        draws::joint_plain_errors(&anchored, runs, &plains, &settings, draws, &mut rng)?;
-    let chain = chain::Chain::new(&anchored, runs, &estimates)?;
+        draws::joint_plain_errors(sources, runs, &plains, &settings, draws, &mut rng)?;
+    let chain = chain::Chain::new(sources, runs, &estimates)?;
     let labelled =
-        draws::labelled_draws(&anchored, runs, &estimates, chain.as_ref(), draws, &mut rng)?;
+        draws::labelled_draws(sources, runs, &estimates, chain.as_ref(), draws, &mut rng)?;
     let errors = pairs::combine_runs(
         &mut estimates,
         &plains,
@@ -354,7 +378,11 @@ pub fn rank(
             errors: &errors,
             chain: chain.as_ref().zip(labelled.chain.as_ref()),
             level: settings.level,
-            spacing: anchored.spacing,
+            // The finest of the sources' reference scales (they share one rubric).
+            spacing: sources
+                .iter()
+                .map(|s| s.spacing())
+                .fold(f64::INFINITY, f64::min),
         },
         &mut rng,
     );
@@ -386,23 +414,23 @@ pub fn rank(
 /// Each run's answer, and its plain answer beside it (the same where the run is plain; for a
 /// labelled run, its judge scores alone): the combined answer weighs the two.
 fn answer_runs(
-    anchored: &Anchored,
+    sources: &[&dyn Source],
     runs: &[RunItems],
-    settings: &Settings,
+    settings: &AnswerSettings,
 ) -> Result<(Vec<RunEstimate>, Vec<RunEstimate>)> {
     let mut estimates: Vec<RunEstimate> = Vec::with_capacity(runs.len());
     let mut plains: Vec<RunEstimate> = Vec::with_capacity(runs.len());
-    for (i, r) in runs.iter().enumerate() {
+    for (i, (r, source)) in runs.iter().zip(sources).enumerate() {
         let name = |e| super::named(&format!("run {}", i + 1), e);
-        let e = anchored.estimate(r, settings).map_err(name)?;
-        let p = if e.path == Path::Plain {
+        let e = source.estimate(r, settings).map_err(name)?;
+        let p = if e.path == AnswerPath::Plain {
             e.clone()
         } else {
             let bare = RunItems {
                 reference: Vec::new(),
                 ..r.clone()
             };
-            anchored.estimate(&bare, settings).map_err(name)?
+            source.estimate(&bare, settings).map_err(name)?
         };
         estimates.push(e);
         plains.push(p);

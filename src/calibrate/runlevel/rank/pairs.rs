@@ -3,7 +3,7 @@
 //! on the items both labelled), the pairs' simultaneous intervals (max-t) and the runs' rank
 //! intervals.
 
-use super::super::{Path, RunEstimate, chain, inference};
+use super::super::{AnswerPath, RunEstimate, chain, inference};
 use super::{ErrorRate, PRIOR_ITEMS, RankedPair, RankedRun};
 use crate::calibrate::rng::Rng;
 use crate::calibrate::stats::quantile_sorted;
@@ -34,7 +34,7 @@ pub(super) fn combine_runs(
         })
         .collect();
     for i in 0..k {
-        if estimates[i].path != Path::Plain {
+        if estimates[i].path != AnswerPath::Plain {
             let column: Vec<f64> = (0..draws).map(|d| errors[d * k + i]).collect();
             estimates[i] = combined(&estimates[i], &plains[i], weights[i], &column, level);
         }
@@ -46,7 +46,7 @@ pub(super) fn combine_runs(
 /// where `e` is plain; otherwise the labelled answer's variance (its t quantile's excess over
 /// the normal folded in) over the two's sum.
 pub(super) fn plain_weight(e: &RunEstimate, p: &RunEstimate, level: f64) -> f64 {
-    if e.path == Path::Plain {
+    if e.path == AnswerPath::Plain {
         return 1.0;
     }
     let vl = e.mean.variance.total() * t_excess(e.mean.df, level);
@@ -76,7 +76,7 @@ pub(super) fn combined(
     let half = quantile_sorted(&spread, level);
     let (vp, vl) = (p.mean.variance, l.mean.variance);
     RunEstimate {
-        path: Path::Combined,
+        path: AnswerPath::Combined,
         mean: inference::MeanEstimate {
             estimate,
             interval: (estimate - half, estimate + half),
@@ -260,7 +260,9 @@ pub(super) fn answer_pairs(drafts: &mut [Draft], input: &PairInputs, rng: &mut R
     let (plain_errors, errors) = (input.plain_errors, input.errors);
     for draft in drafts.iter_mut() {
         let (a, b) = (draft.a, draft.b);
-        if input.estimates[a].path == Path::Plain && input.estimates[b].path == Path::Plain {
+        if input.estimates[a].path == AnswerPath::Plain
+            && input.estimates[b].path == AnswerPath::Plain
+        {
             continue;
         }
         let plain = |x: usize| plain_errors[x * k + a] - plain_errors[x * k + b];

@@ -6,7 +6,7 @@ use crate::calibrate::stats::standard_normal;
 
 fn estimate(value: f64) -> RunEstimate {
     let mut e = crate::calibrate::runlevel::RunEstimate {
-        path: Path::Plain,
+        path: AnswerPath::Plain,
         mean: inference::plain(&[value, value], 0.0, 0.0, None, 0.95).unwrap(),
         term: super::super::Term::Posterior,
         support: super::super::Support {
@@ -34,7 +34,7 @@ fn the_combined_answer_weighs_plain_and_labelled_by_inverse_variance() {
         group: 0.01,
     };
     let mut l = estimate(3.3);
-    l.path = Path::Labelled;
+    l.path = AnswerPath::Labelled;
     l.mean.variance = inference::Variance {
         sampling: 0.01,
         ..Default::default()
@@ -55,7 +55,7 @@ fn the_combined_answer_weighs_plain_and_labelled_by_inverse_variance() {
         .map(|_| 0.2 * 0.2 * standard_normal(&mut rng) + 0.8 * 0.1 * standard_normal(&mut rng))
         .collect();
     let c = combined(&l, &p, 0.2, &column, 0.95);
-    assert_eq!(c.path, Path::Combined);
+    assert_eq!(c.path, AnswerPath::Combined);
     assert!((c.mean.estimate - 3.24).abs() < 1e-12);
     assert!((c.mean.variance.total() - 0.008).abs() < 1e-12);
     let half = (c.mean.interval.1 - c.mean.interval.0) / 2.0;
