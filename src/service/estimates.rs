@@ -24,7 +24,11 @@ enum Work {
 impl Work {
     /// Runs of `scores` items in all: light up to 4,096.
     fn of_scores(scores: usize) -> Self {
-        if scores <= 4096 { Work::Light } else { Work::Heavy }
+        if scores <= 4096 {
+            Work::Light
+        } else {
+            Work::Heavy
+        }
     }
 }
 

@@ -4,6 +4,7 @@
 
 use super::groups::{BiasShift, GroupTerm};
 use super::inference::{self, Difference, Estimand, MeanEstimate};
+use super::resample;
 use super::source::Source;
 use super::{
     Advice, AnswerPath, AnswerSettings, Basis, GroupAnswer, HISTOGRAM_BINS, Histograms,
@@ -41,7 +42,7 @@ pub struct Anchored<'a> {
     spacing: f64,
     /// The resampled corrector's refits, fitted at the first answer that needs them, with the
     /// (refits, seed) they were fitted for; every later run of the same request reuses them.
-    refits: std::cell::OnceCell<((usize, u64), inference::Refits)>,
+    refits: std::cell::OnceCell<((usize, u64), resample::Refits)>,
 }
 
 impl<'a> Anchored<'a> {
@@ -131,12 +132,12 @@ impl<'a> Anchored<'a> {
         &self,
         runs: &[&[f64]],
         settings: &AnswerSettings,
-    ) -> Result<(Histograms, inference::Resampled)> {
-        let histograms = inference::shared_histograms(runs, HISTOGRAM_BINS);
+    ) -> Result<(Histograms, resample::Resampled)> {
+        let histograms = resample::shared_histograms(runs, HISTOGRAM_BINS);
         let key = (settings.refits.max(2), settings.seed);
         let fit = || {
             let options = self.basis.model.method().default_options();
-            inference::Refits::new(&options, self.basis.anchors, key.0, key.1)
+            resample::Refits::new(&options, self.basis.anchors, key.0, key.1)
         };
         let resampled = match self.refits.get() {
             Some((k, refits)) if *k == key => refits.means(&histograms)?,

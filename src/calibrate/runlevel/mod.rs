@@ -27,6 +27,7 @@ mod chain;
 pub mod groups;
 pub mod inference;
 pub mod rank;
+pub mod resample;
 pub mod source;
 pub mod warnings;
 
