@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The pair bound of `judgecal rank --hanna` (src/study/rank.rs, `pair_bound`) at other splits
+"""The pair bound of `judgecal rank --hanna` (src/study/rank/labels.rs, `pair_bound`) at other splits
 of HANNA's stories between anchors and runs: what per-system label counts could save over one
 count on every system, knowing every human score, if the runs had more stories each.
 
@@ -22,7 +22,7 @@ LOOKS = 4
 
 
 def pair_bound(corrected, references):
-    """(per-system total, one count on every system), as `pair_bound` in src/study/rank.rs."""
+    """(per-system total, one count on every system), as `pair_bound` in src/study/rank/labels.rs."""
     k = len(corrected)
     pairs = k * (k - 1) / 2
     crit = lambda family: NormalDist().inv_cdf(1 - (1 - family) / (2 * pairs))

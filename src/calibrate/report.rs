@@ -60,8 +60,10 @@ impl FitDiagnostics {
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum ReviewRule {
     /// σ above this value (in score units).
+    #[schema(title = "SigmaAboveRule")]
     SigmaAbove(f64),
     /// σ above the (100 − q)-th percentile of σ over the rubric's anchors.
+    #[schema(title = "TopPercentRule")]
     TopPercent(f64),
 }
 

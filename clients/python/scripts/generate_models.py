@@ -24,6 +24,7 @@ ARGS = [
     "--use-union-operator",
     "--use-schema-description",
     "--use-field-description",
+    "--use-title-as-name",
     "--field-constraints",
     "--disable-timestamp",
     "--formatters", "builtin",

@@ -48,14 +48,27 @@ fn request_schema() -> Value {
         "description": "Rubrics to train (default: every cell of the judge with at least jobs.min_anchors anchors). All rubrics of one job are fitted together and share strength.",
         "items": crate::http::schema::name_json(),
     });
-    let alternative = |method: &str, description: String, options: Value| {
+    // Each alternative, its method and its options are titled (`BayesTraining`,
+    // `BayesMethod`, `BayesTrainingOptions`) so that generated clients name them.
+    let alternative = |method: &str, description: String, mut options: Value| {
+        let title: String = method
+            .split('_')
+            .map(|w| {
+                let mut c = w.chars();
+                c.next()
+                    .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                    .unwrap_or_default()
+            })
+            .collect();
+        options["title"] = json!(format!("{title}TrainingOptions"));
         json!({
             "type": "object",
+            "title": format!("{title}Training"),
             "description": description,
             "required": ["method"],
             "additionalProperties": false,
             "properties": {
-                "method": {"type": "string", "enum": [method]},
+                "method": {"type": "string", "enum": [method], "title": format!("{title}Method")},
                 "rubrics": rubrics,
                 "options": options,
             },

@@ -634,7 +634,7 @@ class ReviewAuditDto(BaseModel):
     """
 
 
-class ReviewRule1(BaseModel):
+class SigmaAboveRule(BaseModel):
     """
     σ above this value (in score units).
     """
@@ -645,7 +645,7 @@ class ReviewRule1(BaseModel):
     """
 
 
-class ReviewRule2(BaseModel):
+class TopPercentRule(BaseModel):
     """
     σ above the (100 − q)-th percentile of σ over the rubric's anchors.
     """
@@ -656,8 +656,8 @@ class ReviewRule2(BaseModel):
     """
 
 
-class ReviewRule(RootModel[ReviewRule1 | ReviewRule2]):
-    root: ReviewRule1 | ReviewRule2
+class ReviewRule(RootModel[SigmaAboveRule | TopPercentRule]):
+    root: SigmaAboveRule | TopPercentRule
     """
     When a corrected score is routed to a person.
     """
@@ -822,11 +822,11 @@ class SupportDto(BaseModel):
     """
 
 
-class Method(Enum):
+class IdentityMethod(Enum):
     identity = 'identity'
 
 
-class Options(BaseModel):
+class IdentityTrainingOptions(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
@@ -855,7 +855,7 @@ class Rubric(RootModel[str]):
     )
 
 
-class TrainingRequestDoc1(BaseModel):
+class IdentityTraining(BaseModel):
     """
     identity: raw judge
     """
@@ -863,19 +863,44 @@ class TrainingRequestDoc1(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
-    method: Method
-    options: Options | None = None
+    method: IdentityMethod = Field(..., title='IdentityMethod')
+    options: IdentityTrainingOptions | None = Field(
+        None, title='IdentityTrainingOptions'
+    )
     rubrics: list[Rubric] | None = Field(None, min_length=1)
     """
     Rubrics to train (default: every cell of the judge with at least jobs.min_anchors anchors). All rubrics of one job are fitted together and share strength.
     """
 
 
-class Method1(Enum):
+class QuantileMapMethod(Enum):
     quantile_map = 'quantile_map'
 
 
-class TrainingRequestDoc2(BaseModel):
+class QuantileMapTrainingOptions(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    folds: int | None = Field(None, ge=2, le=20)
+    """
+    k of k-fold cross-validation (default: 5; the flow's default is `holdout` 0.2).
+    """
+    force: bool | None = False
+    """
+    Activate the new versions even when they fail their checks (a Bayesian fit's
+    diagnostics).
+    """
+    holdout: float | None = Field(None, gt=0.0, lt=1.0)
+    """
+    Evaluate on this held-out fraction instead of k folds.
+    """
+    seed: int | None = Field(0, ge=0)
+    """
+    Seeds the split and the fit: same anchors + same seed = same versions.
+    """
+
+
+class QuantileMapTraining(BaseModel):
     """
     quantile_map: quantile map
     """
@@ -883,19 +908,21 @@ class TrainingRequestDoc2(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
-    method: Method1
-    options: Options | None = None
+    method: QuantileMapMethod = Field(..., title='QuantileMapMethod')
+    options: QuantileMapTrainingOptions | None = Field(
+        None, title='QuantileMapTrainingOptions'
+    )
     rubrics: list[Rubric] | None = Field(None, min_length=1)
     """
     Rubrics to train (default: every cell of the judge with at least jobs.min_anchors anchors). All rubrics of one job are fitted together and share strength.
     """
 
 
-class Method2(Enum):
+class BayesMethod(Enum):
     bayes = 'bayes'
 
 
-class Options2(BaseModel):
+class BayesTrainingOptions(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
@@ -943,7 +970,7 @@ class Options2(BaseModel):
     """
 
 
-class TrainingRequestDoc3(BaseModel):
+class BayesTraining(BaseModel):
     """
     bayes: Bayesian linear
     """
@@ -951,19 +978,19 @@ class TrainingRequestDoc3(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
-    method: Method2
-    options: Options2 | None = None
+    method: BayesMethod = Field(..., title='BayesMethod')
+    options: BayesTrainingOptions | None = Field(None, title='BayesTrainingOptions')
     rubrics: list[Rubric] | None = Field(None, min_length=1)
     """
     Rubrics to train (default: every cell of the judge with at least jobs.min_anchors anchors). All rubrics of one job are fitted together and share strength.
     """
 
 
-class Method3(Enum):
+class FlowMethod(Enum):
     flow = 'flow'
 
 
-class Options3(BaseModel):
+class FlowTrainingOptions(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
@@ -1045,7 +1072,7 @@ class Options3(BaseModel):
     """
 
 
-class TrainingRequestDoc4(BaseModel):
+class FlowTraining(BaseModel):
     """
     flow: neural-ODE flow
     """
@@ -1053,19 +1080,19 @@ class TrainingRequestDoc4(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
-    method: Method3
-    options: Options3 | None = None
+    method: FlowMethod = Field(..., title='FlowMethod')
+    options: FlowTrainingOptions | None = Field(None, title='FlowTrainingOptions')
     rubrics: list[Rubric] | None = Field(None, min_length=1)
     """
     Rubrics to train (default: every cell of the judge with at least jobs.min_anchors anchors). All rubrics of one job are fitted together and share strength.
     """
 
 
-class Method4(Enum):
+class IsotonicMethod(Enum):
     isotonic = 'isotonic'
 
 
-class Options4(BaseModel):
+class IsotonicTrainingOptions(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
@@ -1088,7 +1115,7 @@ class Options4(BaseModel):
     """
 
 
-class TrainingRequestDoc5(BaseModel):
+class IsotonicTraining(BaseModel):
     """
     isotonic: isotonic
     """
@@ -1096,15 +1123,17 @@ class TrainingRequestDoc5(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
-    method: Method4
-    options: Options4 | None = None
+    method: IsotonicMethod = Field(..., title='IsotonicMethod')
+    options: IsotonicTrainingOptions | None = Field(
+        None, title='IsotonicTrainingOptions'
+    )
     rubrics: list[Rubric] | None = Field(None, min_length=1)
     """
     Rubrics to train (default: every cell of the judge with at least jobs.min_anchors anchors). All rubrics of one job are fitted together and share strength.
     """
 
 
-class Method5(Enum):
+class AutoMethod(Enum):
     auto = 'auto'
 
 
@@ -1753,7 +1782,7 @@ class RunEstimateDto(BaseModel):
     variance: VarianceDto
 
 
-class Options5(BaseModel):
+class AutoTrainingOptions(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
@@ -1794,7 +1823,7 @@ class Options5(BaseModel):
     """
 
 
-class TrainingRequestDoc6(BaseModel):
+class AutoTraining(BaseModel):
     """
     auto: every method on the same held-out folds, the winner served per cell
     """
@@ -1802,8 +1831,8 @@ class TrainingRequestDoc6(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
-    method: Method5
-    options: Options5 | None = None
+    method: AutoMethod = Field(..., title='AutoMethod')
+    options: AutoTrainingOptions | None = Field(None, title='AutoTrainingOptions')
     rubrics: list[Rubric] | None = Field(None, min_length=1)
     """
     Rubrics to train (default: every cell of the judge with at least jobs.min_anchors anchors). All rubrics of one job are fitted together and share strength.
@@ -1812,15 +1841,15 @@ class TrainingRequestDoc6(BaseModel):
 
 class TrainingRequestDoc(
     RootModel[
-        TrainingRequestDoc1
-        | TrainingRequestDoc2
-        | TrainingRequestDoc3
-        | TrainingRequestDoc4
-        | TrainingRequestDoc5
-        | TrainingRequestDoc6
+        IdentityTraining
+        | QuantileMapTraining
+        | BayesTraining
+        | FlowTraining
+        | IsotonicTraining
+        | AutoTraining
     ]
 ):
-    root: TrainingRequestDoc1 | TrainingRequestDoc2 | TrainingRequestDoc3 | TrainingRequestDoc4 | TrainingRequestDoc5 | TrainingRequestDoc6
+    root: IdentityTraining | QuantileMapTraining | BayesTraining | FlowTraining | IsotonicTraining | AutoTraining
 
 
 class CompareBody(BaseModel):
