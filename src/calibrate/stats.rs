@@ -108,6 +108,15 @@ pub fn mean(xs: &[f64]) -> f64 {
     xs.iter().sum::<f64>() / xs.len() as f64
 }
 
+/// The arithmetic mean of `values` as they come (NaN where there are none): the same sum, in
+/// the same order, as [`mean`] of them collected.
+pub fn mean_of(values: impl IntoIterator<Item = f64>) -> f64 {
+    let (sum, n) = values
+        .into_iter()
+        .fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
+    sum / n as f64
+}
+
 /// The sample variance (n − 1 in the denominator; 0 below two values).
 pub fn sample_variance(xs: &[f64]) -> f64 {
     let m = mean(xs);
@@ -120,8 +129,8 @@ pub fn covariance(pairs: &[(f64, f64)]) -> f64 {
     if m < 2 {
         return 0.0;
     }
-    let mx = pairs.iter().map(|p| p.0).sum::<f64>() / m as f64;
-    let my = pairs.iter().map(|p| p.1).sum::<f64>() / m as f64;
+    let mx = mean_of(pairs.iter().map(|p| p.0));
+    let my = mean_of(pairs.iter().map(|p| p.1));
     pairs.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum::<f64>() / (m as f64 - 1.0)
 }
 

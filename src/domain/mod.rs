@@ -5,7 +5,7 @@ pub mod anchors;
 pub mod bounds;
 pub mod calibration;
 pub mod correction;
-pub mod estimate;
+pub mod runlevel;
 pub mod training;
 
 use std::fmt;

@@ -3,12 +3,12 @@
 
 mod corrections;
 pub mod coverage;
-mod estimates;
 mod jobs;
+mod runlevel;
 mod training;
 mod versions;
 
-pub use crate::domain::estimate::{CompareRequest, EstimateRequest, RankRequest};
+pub use crate::domain::runlevel::{CompareRequest, EstimateRequest, RankRequest};
 pub use corrections::Correction;
 pub use coverage::COVERAGE_WINDOW;
 pub use jobs::Trained;

@@ -189,7 +189,7 @@ fn summarise(runs: &[Run]) -> Vec<Summary> {
             let mut mean = [0.0; 7];
             let mut sd = [0.0; 7];
             for k in 0..7 {
-                mean[k] = xs.iter().map(|x| x[k]).sum::<f64>() / n;
+                mean[k] = crate::calibrate::stats::mean_of(xs.iter().map(|x| x[k]));
                 sd[k] = (xs.iter().map(|x| (x[k] - mean[k]).powi(2)).sum::<f64>()
                     / (n - 1.0).max(1.0))
                 .sqrt();

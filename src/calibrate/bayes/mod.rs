@@ -312,7 +312,9 @@ fn summarise(model: &Model, chains: &[Vec<Vec<f64>>], divergences: u64, opts: &F
         );
         let all: Vec<model::RubricDraw> = draws.iter().flatten().map(|d| d[k]).collect();
         let n = all.len() as f64;
-        let mean = |f: &dyn Fn(&model::RubricDraw) -> f64| all.iter().map(f).sum::<f64>() / n;
+        let mean = |f: &dyn Fn(&model::RubricDraw) -> f64| {
+            crate::calibrate::stats::mean_of(all.iter().map(f))
+        };
         let (ma, mb) = (mean(&|d| d.alpha), mean(&|d| d.beta));
         // Law of total (co)variance: mean of the conditional plus spread of the means.
         let between = |f: &dyn Fn(&model::RubricDraw) -> f64,

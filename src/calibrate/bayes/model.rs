@@ -558,7 +558,7 @@ impl Model {
         }
         let r = lines.len() as f64;
         let spread = |f: &dyn Fn(&(f64, f64, f64)) -> f64| {
-            let m = lines.iter().map(f).sum::<f64>() / r;
+            let m = crate::calibrate::stats::mean_of(lines.iter().map(f));
             (lines.iter().map(|l| (f(l) - m).powi(2)).sum::<f64>() / r)
                 .sqrt()
                 .clamp(0.05, 2.0)

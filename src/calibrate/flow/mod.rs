@@ -163,7 +163,7 @@ pub fn train(
         return Err("the flow needs at least 2 anchors".into());
     }
     let n = all.len() as f64;
-    let shift = all.iter().map(|a| a.1).sum::<f64>() / n;
+    let shift = crate::calibrate::stats::mean_of(all.iter().map(|a| a.1));
     let scale = (all.iter().map(|a| (a.1 - shift).powi(2)).sum::<f64>() / n)
         .sqrt()
         .max(1e-3);

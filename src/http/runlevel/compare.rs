@@ -8,7 +8,7 @@ use super::{GroupTermDto, RunBody, VarianceDto, group, variance};
 use super::{PlanDto, RunEstimateDto, identify, name_span, plan, raw_run, rendered, run_dto};
 use crate::calibrate::runlevel::RunComparison;
 use crate::calibrate::runlevel::warnings;
-use crate::domain::estimate::RawSettings;
+use crate::domain::runlevel::RawSettings;
 use crate::http::AppState;
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::{Authorized, CorrectScope, Json};

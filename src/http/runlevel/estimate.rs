@@ -9,7 +9,7 @@ use super::{
     rendered, run_dto,
 };
 use crate::calibrate::runlevel::warnings;
-use crate::domain::estimate::RawSettings;
+use crate::domain::runlevel::RawSettings;
 use crate::http::AppState;
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::{Authorized, CorrectScope, Json};

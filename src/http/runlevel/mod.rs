@@ -16,7 +16,7 @@ use crate::calibrate::runlevel::{
     Advice, GroupAnswer, RunEstimate, Support, THIN_ANCHORS, Transport,
 };
 use crate::domain::Problem;
-use crate::domain::estimate::{RawItem, RawRun};
+use crate::domain::runlevel::{RawItem, RawRun};
 use crate::service::Loaded;
 
 /// One item of a run.

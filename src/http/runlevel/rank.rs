@@ -9,7 +9,7 @@ use super::{
 };
 use crate::calibrate::runlevel::rank::Ranking;
 use crate::calibrate::runlevel::warnings::{self, Note};
-use crate::domain::estimate::{RawLabels, RawRankOptions, RawSettings};
+use crate::domain::runlevel::{RawLabels, RawRankOptions, RawSettings};
 use crate::http::AppState;
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::{Authorized, CorrectScope, Json};

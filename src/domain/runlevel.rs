@@ -1,4 +1,4 @@
-//! Run-level requests (`/v1/estimate`, `/v1/compare`), parsed at the edge: the cell, each run's
+//! Run-level requests (`/v1/estimate`, `/v1/compare`, `/v1/rank`), parsed at the edge: the cell, each run's
 //! scores with their ids, reference scores and clusters, the version, the level and the
 //! target half-width. Every problem is named by row and field; nothing partial gets through.
 

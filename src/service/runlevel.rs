@@ -1,6 +1,6 @@
-//! Run-level answers: a run's de-biased mean (`/v1/estimate`) and the difference of two runs
-//! (`/v1/compare`), from a version and the anchors it could have been fitted on.
-
+//! Run-level answers: a run's de-biased mean (`/v1/estimate`), the difference of two runs
+//! (`/v1/compare`) and K runs ranked (`/v1/rank`), from a version and the anchors it could have
+//! been fitted on (its `Anchored` source).
 use std::sync::Arc;
 
 use super::Service;
@@ -8,7 +8,7 @@ use super::versions::Loaded;
 use crate::calibrate::runlevel::rank::{self, Ranking};
 use crate::calibrate::runlevel::{self, Basis, RunComparison, RunEstimate, RunItems};
 use crate::calibrate::{Cell, MeanUncertainty};
-use crate::domain::estimate::{CompareRequest, EstimateRequest, RankRequest};
+use crate::domain::runlevel::{CompareRequest, EstimateRequest, RankRequest};
 use crate::domain::{CellKey, Problem};
 use crate::error::{Error, Result};
 use crate::metrics::RunQuestion;
