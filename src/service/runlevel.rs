@@ -1,6 +1,7 @@
 //! Run-level answers: a run's de-biased mean (`/v1/estimate`), the difference of two runs
 //! (`/v1/compare`) and K runs ranked (`/v1/rank`), from a version and the anchors it could have
 //! been fitted on (its `Anchored` source).
+
 use std::sync::Arc;
 
 use super::Service;
