@@ -134,6 +134,19 @@ pub fn covariance(pairs: &[(f64, f64)]) -> f64 {
     pairs.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum::<f64>() / (m as f64 - 1.0)
 }
 
+/// The least-squares line through the pairs (x, y): (intercept, slope); `None` under two pairs
+/// or where x does not vary.
+pub fn least_squares(pairs: &[(f64, f64)]) -> Option<(f64, f64)> {
+    let mx = mean_of(pairs.iter().map(|p| p.0));
+    let my = mean_of(pairs.iter().map(|p| p.1));
+    let sxx: f64 = pairs.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = pairs.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    (pairs.len() >= 2 && sxx > 0.0).then(|| {
+        let slope = sxy / sxx;
+        (my - slope * mx, slope)
+    })
+}
+
 /// The finite-population correction of a mean of `m` items drawn without replacement from
 /// `n`: 1/m − 1/N, never below 0.
 pub fn fpc(m: usize, n: usize) -> f64 {
@@ -276,6 +289,18 @@ mod tests {
         assert_eq!(ppi_lambda([&[(1.0, 1.0), (2.0, 3.0), (3.0, 5.0)][..]]), 1.0);
         assert_eq!(ppi_lambda([&[(2.0, 1.0), (2.0, 4.0)][..]]), 0.0);
         assert_eq!(ppi_lambda([&[(2.0, 1.0)][..]]), 0.0);
+    }
+
+    #[test]
+    fn least_squares_recovers_an_exact_line_and_refuses_a_vertical_one() {
+        let pairs: Vec<(f64, f64)> = (0..5).map(|i| (i as f64, 2.0 + 0.5 * i as f64)).collect();
+        let (a, b) = least_squares(&pairs).unwrap();
+        assert!(
+            (a - 2.0).abs() < 1e-12 && (b - 0.5).abs() < 1e-12,
+            "{a} {b}"
+        );
+        assert_eq!(least_squares(&[(1.0, 2.0), (1.0, 3.0)]), None);
+        assert_eq!(least_squares(&[(1.0, 2.0)]), None);
     }
 
     #[test]

@@ -15,13 +15,7 @@ pub(super) fn simulate(rng: &mut Rng, n: usize, a: f64, b: f64, s: f64) -> Vec<(
 }
 
 fn ols(pairs: &[(f64, f64)]) -> (f64, f64) {
-    let n = pairs.len() as f64;
-    let mj = pairs.iter().map(|p| p.0).sum::<f64>() / n;
-    let my = pairs.iter().map(|p| p.1).sum::<f64>() / n;
-    let sxy: f64 = pairs.iter().map(|(j, y)| (j - mj) * (y - my)).sum();
-    let sxx: f64 = pairs.iter().map(|(j, _)| (j - mj).powi(2)).sum();
-    let b = sxy / sxx;
-    (my - b * mj, b)
+    crate::calibrate::stats::least_squares(pairs).expect("judge scores that vary")
 }
 
 fn no_progress(_: f64) {}

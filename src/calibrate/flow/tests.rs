@@ -55,12 +55,8 @@ fn mae(pred: &[f64], truth: &[f64]) -> f64 {
 
 /// Least-squares line through the pairs.
 fn line(pairs: &[(f64, f64)]) -> impl Fn(f64) -> f64 {
-    let n = pairs.len() as f64;
-    let mj = pairs.iter().map(|p| p.0).sum::<f64>() / n;
-    let my = pairs.iter().map(|p| p.1).sum::<f64>() / n;
-    let b = pairs.iter().map(|(j, y)| (j - mj) * (y - my)).sum::<f64>()
-        / pairs.iter().map(|(j, _)| (j - mj).powi(2)).sum::<f64>();
-    move |j| my + b * (j - mj)
+    let (a, b) = crate::calibrate::stats::least_squares(pairs).expect("judge scores that vary");
+    move |j| a + b * j
 }
 
 /// Trains on 400 noisy points of the S curve and returns the MAE against the noiseless truth

@@ -527,6 +527,7 @@ mod tests {
     use crate::calibrate::rng::Rng;
     use crate::calibrate::rng::SliceRandom;
     use crate::calibrate::rng::{RngExt, SeedableRng};
+    use crate::calibrate::stats::{least_squares, mean_of};
 
     use super::*;
     use crate::calibrate::stats::standard_normal;
@@ -704,11 +705,9 @@ mod tests {
                 })
                 .collect();
             let n = anchors.len() as f64;
-            let mj = anchors.iter().map(|p| p.0).sum::<f64>() / n;
-            let my = anchors.iter().map(|p| p.1).sum::<f64>() / n;
+            let mj = mean_of(anchors.iter().map(|p| p.0));
             let sxx: f64 = anchors.iter().map(|p| (p.0 - mj).powi(2)).sum();
-            let bh = anchors.iter().map(|p| (p.0 - mj) * (p.1 - my)).sum::<f64>() / sxx;
-            let ah = my - bh * mj;
+            let (ah, bh) = least_squares(&anchors).unwrap();
             let s2 = anchors
                 .iter()
                 .map(|p| (p.1 - ah - bh * p.0).powi(2))
