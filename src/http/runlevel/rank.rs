@@ -7,7 +7,7 @@ use utoipa::ToSchema;
 use super::{
     RunEstimateDto, RunItemDto, group_schema, identify, name_span, raw_run, rendered, run_dto,
 };
-use crate::calibrate::runlevel::rank::Ranking;
+use crate::calibrate::runlevel::rank::{Allocation, RankedPair, Ranking};
 use crate::calibrate::runlevel::warnings::{self, Note};
 use crate::domain::runlevel::{RawLabels, RawRankOptions, RawSettings};
 use crate::http::AppState;
@@ -222,6 +222,48 @@ pub async fn rank(
     Json(body): Json<RankBody>,
 ) -> Result<axum::Json<RankResponse>, ApiError> {
     name_span(&body.judge, &body.rubric);
+    let request = parse(body)?;
+    let (settings, how) = (request.settings, request.rank);
+    let names: Vec<String> = request.runs.iter().map(|r| r.0.clone()).collect();
+    let ids: Vec<Option<Vec<String>>> = request.runs.iter().map(|r| r.1.ids.clone()).collect();
+    let (loaded, r): (_, Ranking) = state.service.rank(request).await?;
+    let (judge, rubric, version, method) = identify(&loaded);
+    let estimates: Vec<_> = r.runs.iter().map(|x| &x.estimate).collect();
+    let mut notes = warnings::of_runs(&estimates, None, settings.level);
+    if let Some(short) = r.allocation.as_ref().and_then(|a| a.shortfall()) {
+        notes.push(Note {
+            run: None,
+            warning: short,
+        });
+    }
+    let resolved = r.pairs.iter().filter(|p| p.higher().is_some()).count();
+    Ok(axum::Json(RankResponse {
+        judge,
+        rubric,
+        version,
+        method,
+        level: settings.level,
+        error: how.error.as_str(),
+        round: how.round,
+        rounds: how.rounds,
+        family_level: r.family_level,
+        critical: r.critical,
+        order: r.order().into_iter().map(|k| names[k].clone()).collect(),
+        top: r.top().into_iter().map(|k| names[k].clone()).collect(),
+        pairs: r.pairs.iter().map(|p| pair_dto(p, &names)).collect(),
+        resolved,
+        unresolved: r.pairs.len() - resolved,
+        runs: runs_dto(&r, &names),
+        labels: r
+            .allocation
+            .as_ref()
+            .map(|a| label_plan(a, how.round + 1, &names, &ids)),
+        warnings: rendered(&notes, |k| format!("{}: ", names[k])),
+    }))
+}
+
+/// The request as the service takes it, or the problems with it by row and field.
+fn parse(body: RankBody) -> Result<RankRequest, ApiError> {
     let runs = body
         .runs
         .into_iter()
@@ -231,7 +273,7 @@ pub async fn rank(
             (r.name, (raw_run(r.scores, r.items, &prefix), r.group))
         })
         .collect();
-    let request = RankRequest::parse(
+    RankRequest::parse(
         &body.judge,
         &body.rubric,
         runs,
@@ -253,19 +295,48 @@ pub async fn rank(
             }),
         },
     )
-    .map_err(|p| ApiError::invalid("the ranking request was refused", p))?;
-    let (settings, how) = (request.settings, request.rank);
-    let names: Vec<String> = request.runs.iter().map(|r| r.0.clone()).collect();
-    let ids: Vec<Option<Vec<String>>> = request.runs.iter().map(|r| r.1.ids.clone()).collect();
-    let (loaded, r): (_, Ranking) = state.service.rank(request).await?;
-    let (judge, rubric, version, method) = identify(&loaded);
-    let estimates: Vec<_> = r.runs.iter().map(|x| &x.estimate).collect();
-    let mut notes = warnings::of_runs(&estimates, None, settings.level);
+    .map_err(|p| ApiError::invalid("the ranking request was refused", p))
+}
+
+fn pair_dto(p: &RankedPair, names: &[String]) -> RankedPairDto {
+    RankedPairDto {
+        a: names[p.a].clone(),
+        b: names[p.b].clone(),
+        difference: p.difference,
+        interval: [p.interval.0, p.interval.1],
+        standard_error: p.standard_error,
+        labelled: p.labelled,
+        resolved: p.higher().is_some(),
+        higher: p.higher().map(|h| names[h].clone()),
+    }
+}
+
+/// The runs as sent, each with its rank interval and whether it may be the best.
+fn runs_dto(r: &Ranking, names: &[String]) -> Vec<RankedRunDto> {
     let top: std::collections::HashSet<usize> = r.top().into_iter().collect();
-    let resolved = r.pairs.iter().filter(|p| p.higher().is_some()).count();
-    let labels = r.allocation.as_ref().map(|a| LabelPlanDto {
+    names
+        .iter()
+        .zip(&r.runs)
+        .enumerate()
+        .map(|(k, (name, x))| RankedRunDto {
+            name: name.clone(),
+            rank: [x.rank.0, x.rank.1],
+            top: top.contains(&k),
+            run: run_dto(&x.estimate),
+        })
+        .collect()
+}
+
+/// The label plan, its items named as the caller sent them (`ids`, else positions).
+fn label_plan(
+    a: &Allocation,
+    next_round: usize,
+    names: &[String],
+    ids: &[Option<Vec<String>>],
+) -> LabelPlanDto {
+    LabelPlanDto {
         total: a.total(),
-        next_round: how.round + 1,
+        next_round,
         min_gap: a.goal.min_gap,
         power: a.goal.power,
         budget: a.goal.budget,
@@ -286,54 +357,5 @@ pub async fn rank(
                 items: a.item_names(k, ids[k].as_deref()),
             })
             .collect(),
-    });
-    if let Some(short) = r.allocation.as_ref().and_then(|a| a.shortfall()) {
-        notes.push(Note {
-            run: None,
-            warning: short,
-        });
     }
-    Ok(axum::Json(RankResponse {
-        judge,
-        rubric,
-        version,
-        method,
-        level: settings.level,
-        error: how.error.as_str(),
-        round: how.round,
-        rounds: how.rounds,
-        family_level: r.family_level,
-        critical: r.critical,
-        order: r.order().into_iter().map(|k| names[k].clone()).collect(),
-        top: r.top().into_iter().map(|k| names[k].clone()).collect(),
-        pairs: r
-            .pairs
-            .iter()
-            .map(|p| RankedPairDto {
-                a: names[p.a].clone(),
-                b: names[p.b].clone(),
-                difference: p.difference,
-                interval: [p.interval.0, p.interval.1],
-                standard_error: p.standard_error,
-                labelled: p.labelled,
-                resolved: p.higher().is_some(),
-                higher: p.higher().map(|h| names[h].clone()),
-            })
-            .collect(),
-        resolved,
-        unresolved: r.pairs.len() - resolved,
-        runs: names
-            .iter()
-            .zip(&r.runs)
-            .enumerate()
-            .map(|(k, (name, x))| RankedRunDto {
-                name: name.clone(),
-                rank: [x.rank.0, x.rank.1],
-                top: top.contains(&k),
-                run: run_dto(&x.estimate),
-            })
-            .collect(),
-        labels,
-        warnings: rendered(&notes, |k| format!("{}: ", names[k])),
-    }))
 }
