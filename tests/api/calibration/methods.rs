@@ -438,8 +438,47 @@ async fn an_isotonic_version_corrects_with_a_held_out_interval(backend: Backend)
     );
 }
 
+/// Corrections are clipped to the rubric's scale, which the service keeps in memory: a scale
+/// widened after the version is served applies to the next request, without a restart.
+async fn a_widened_scale_clips_the_next_correction(backend: Backend) {
+    let app = TestApp::new(backend).await;
+    let res = app
+        .json("PUT", "/v1/rubrics/pct", &json!({"min": 0, "max": 100}))
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let rows: Vec<Value> = (0..60)
+        .map(|i| {
+            let j = 10.0 + i as f64;
+            json!({"item_id": format!("p{i}"), "judge_score": j, "reference_score": j + 2.0})
+        })
+        .collect();
+    let up = json!({"judge": "j1", "rubric": "pct", "anchors": rows});
+    assert_eq!(app.json("POST", "/v1/anchors", &up).await.status, 200);
+    let job = finished(
+        &app,
+        &train(&app, "j1", json!({"method": "identity"})).await,
+    )
+    .await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+    let body = json!({"judge": "j1", "rubric": "pct", "scores": [150.0]});
+    let corrected = |res: &crate::common::Response| res.body["results"][0]["corrected"].clone();
+    let res = correct(&app, body.clone()).await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert_eq!(corrected(&res), json!(100.0), "{}", res.body);
+    let res = app
+        .json("PUT", "/v1/rubrics/pct", &json!({"min": 0, "max": 200}))
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    // The identity version serves the raw score; its band (the anchors' residuals, all 2)
+    // now fits inside the scale too.
+    let res = correct(&app, body).await;
+    assert_eq!(corrected(&res), json!(150.0), "{}", res.body);
+    assert_eq!(res.body["results"][0]["predictive"], json!([152.0, 152.0]));
+}
+
 on_both_backends!(
     a_flow_version_corrects_with_sigma_and_review,
+    a_widened_scale_clips_the_next_correction,
     auto_picks_the_held_out_winner_and_never_loses_to_the_raw_judge,
     an_isotonic_version_corrects_with_a_held_out_interval,
 );
