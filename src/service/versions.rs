@@ -25,6 +25,13 @@ pub struct Loaded {
 /// out of order: a refresh that read the store before a job activated version 2 could
 /// otherwise put version 1 back after the job installed version 2. Each entry therefore
 /// carries the `Seen` of the store read that chose it, and only a later read replaces it.
+#[derive(Default)]
+pub struct Cache {
+    active: RwLock<HashMap<CellKey, (Seen, Arc<Loaded>)>>,
+    pinned: RwLock<HashMap<(CellKey, i64), Arc<Loaded>>>,
+    reads: AtomicU64,
+}
+
 /// The rubrics' scales this process serves with (see `Service::scale_of`).
 #[derive(Default)]
 pub(super) struct Scales(RwLock<HashMap<RubricName, Scale>>);
@@ -40,18 +47,16 @@ impl Scales {
         }
     }
 
-    fn replace(&self, stored: HashMap<RubricName, Scale>) {
+    /// The store's scales; a rubric seen before with none stored keeps the default, so the
+    /// request path does not read the store for it again.
+    fn replace(&self, mut stored: HashMap<RubricName, Scale>) {
         if let Ok(mut s) = self.0.write() {
+            for rubric in s.keys() {
+                stored.entry(rubric.clone()).or_insert(Scale::DEFAULT);
+            }
             *s = stored;
         }
     }
-}
-
-#[derive(Default)]
-pub struct Cache {
-    active: RwLock<HashMap<CellKey, (Seen, Arc<Loaded>)>>,
-    pinned: RwLock<HashMap<(CellKey, i64), Arc<Loaded>>>,
-    reads: AtomicU64,
 }
 
 /// When this process learnt which version a cell serves: taken before reading the store, or
