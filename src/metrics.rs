@@ -63,6 +63,8 @@ pub struct Metrics {
     pub drift_miss_bound: GaugeVec,
     pub drift_alarm: IntGaugeVec,
     pub drift_anchors: IntGaugeVec,
+    pub judge_version_mismatch: IntCounterVec,
+    pub judge_changed: IntGaugeVec,
     /// The cells the coverage gauges are set for, to drop those whose version changed.
     coverage_cells: Arc<Mutex<HashSet<CellKey>>>,
     /// The cells the drift gauges are set for.
@@ -106,6 +108,15 @@ impl Metrics {
         };
         let http = &["route", "method", "status"];
         Self {
+            judge_version_mismatch: counter(
+                "judgecal_judge_version_mismatch_total",
+                "Requests that named a judge version the calibration serving them was not trained on (no calibration of that judge version)",
+                CELL,
+            ),
+            judge_changed: int_gauge(
+                "judgecal_judge_changed",
+                "1 when the cell's latest silent-change check found the corrected mean moved beyond the tolerance under the same judge version label",
+            ),
             http_requests: counter(
                 "judgecal_http_requests_total",
                 "HTTP requests answered",
@@ -340,6 +351,20 @@ impl Metrics {
         self.corrections
             .with_label_values(&[key.judge.as_str(), key.rubric.as_str(), method.as_str()])
             .inc_by(n as u64);
+    }
+
+    /// A request named a judge version with no calibration of its own in `key`.
+    pub fn count_version_mismatch(&self, key: &CellKey) {
+        self.judge_version_mismatch
+            .with_label_values(&[key.judge.as_str(), key.rubric.as_str()])
+            .inc();
+    }
+
+    /// The outcome of a cell's latest silent-change check.
+    pub fn set_judge_changed(&self, key: &CellKey, changed: bool) {
+        self.judge_changed
+            .with_label_values(&[key.judge.as_str(), key.rubric.as_str()])
+            .set(i64::from(changed));
     }
 
     /// A run-level answer of `kind`.

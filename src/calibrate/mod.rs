@@ -14,6 +14,7 @@
 //!   numerical helpers.
 
 pub mod bayes;
+pub mod bridge;
 pub mod conformal;
 pub mod corrector;
 pub mod cv;

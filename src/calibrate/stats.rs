@@ -147,6 +147,27 @@ pub fn least_squares(pairs: &[(f64, f64)]) -> Option<(f64, f64)> {
     })
 }
 
+/// Each value's rank among `xs`, from 1, ties given their average rank (what a rank
+/// correlation correlates).
+pub fn average_ranks(xs: &[f64]) -> Vec<f64> {
+    let mut order: Vec<usize> = (0..xs.len()).collect();
+    order.sort_by(|&a, &b| xs[a].total_cmp(&xs[b]));
+    let mut ranks = vec![0.0; xs.len()];
+    let mut i = 0;
+    while i < order.len() {
+        let mut j = i;
+        while j + 1 < order.len() && xs[order[j + 1]] == xs[order[i]] {
+            j += 1;
+        }
+        let rank = (i + j) as f64 / 2.0 + 1.0;
+        for &k in &order[i..=j] {
+            ranks[k] = rank;
+        }
+        i = j + 1;
+    }
+    ranks
+}
+
 /// The finite-population correction of a mean of `m` items drawn without replacement from
 /// `n`: 1/m − 1/N, never below 0.
 pub fn fpc(m: usize, n: usize) -> f64 {
@@ -269,6 +290,15 @@ pub fn two_sided_p(z: f64, df: Option<f64>) -> f64 {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn ties_share_their_average_rank() {
+        assert_eq!(
+            super::average_ranks(&[3.0, 1.0, 3.0, 2.0, 5.0]),
+            vec![3.5, 1.0, 3.5, 2.0, 5.0]
+        );
+        assert!(super::average_ranks(&[]).is_empty());
+    }
+
     use super::*;
 
     #[test]

@@ -14,8 +14,8 @@ use crate::config::Settings;
 use crate::startup::{Application, shutdown_signal};
 use crate::store::Store;
 use studies::{
-    CoverageArgs, DriftArgs, EvaluateArgs, ExperimentArgs, IntervalsArgs, RankArgs, SystemsArgs,
-    coverage, drift, evaluate, experiment, intervals, rank, study, systems,
+    BridgeArgs, CoverageArgs, DriftArgs, EvaluateArgs, ExperimentArgs, IntervalsArgs, RankArgs,
+    SystemsArgs, bridge, coverage, drift, evaluate, experiment, intervals, rank, study, systems,
 };
 
 #[derive(Debug, Parser)]
@@ -72,6 +72,11 @@ pub enum Command {
     /// the plan needs against one count per system; with --hanna, HANNA's 11 systems by every
     /// judge and rubric against the human ranking. Prints Markdown tables.
     Rank(RankArgs),
+    /// The bridge between two judge versions on worlds with known truth (no change, mean
+    /// shifts, a slope change, a change at one end, a change in one group of systems): its
+    /// verdicts by bridge size and how often they are wrong; and how soon the door check, the
+    /// silent-change check and the drift alarm see a change. Prints Markdown tables.
+    Bridge(BridgeArgs),
     /// Manage API keys.
     Keys {
         #[command(subcommand)]
@@ -107,6 +112,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Drift(a) => return study(move || drift(a)).await,
         Command::Systems(a) => return study(move || systems(a)).await,
         Command::Rank(a) => return study(move || rank(a)).await,
+        Command::Bridge(a) => return study(move || bridge(a)).await,
         other => other,
     };
     let settings = match Settings::load(&cli.config_dir) {
@@ -130,7 +136,8 @@ pub async fn run(cli: Cli) -> ExitCode {
         | Command::Intervals(_)
         | Command::Drift(_)
         | Command::Systems(_)
-        | Command::Rank(_) => {
+        | Command::Rank(_)
+        | Command::Bridge(_) => {
             unreachable!("handled above")
         }
     };

@@ -546,6 +546,86 @@ pub(super) fn evaluate(a: EvaluateArgs) -> Result<(), String> {
     Ok(())
 }
 
+#[derive(Debug, clap::Args)]
+pub struct BridgeArgs {
+    /// Bridge sizes (shared items).
+    #[arg(long, value_delimiter = ',', default_value = "50,100,200,500")]
+    pub sizes: Vec<usize>,
+    #[arg(long, default_value_t = 400)]
+    pub replications: usize,
+    /// The judge's repeat noise: the sd of one scoring around the judge's own score of the
+    /// item.
+    #[arg(long, default_value_t = 0.25)]
+    pub repeat_noise: f64,
+    /// Watches per change in the drift alarm's delay.
+    #[arg(long, default_value_t = 20)]
+    pub watches: usize,
+    /// The drift alarm's miss bound (a version of 1,000 anchors bounds its 95% band's misses
+    /// at about this).
+    #[arg(long, default_value_t = 0.065)]
+    pub miss_bound: f64,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
+
+pub(super) fn bridge(a: BridgeArgs) -> Result<(), String> {
+    use crate::study::bridge::{self, Change, Options};
+    let judge = crate::study::synthetic::JudgeModel::default();
+    let opts = Options {
+        sizes: a.sizes,
+        replications: a.replications.max(1),
+        repeat_noise: a.repeat_noise,
+        seed: a.seed,
+        ..Options::default()
+    };
+    let started = std::time::Instant::now();
+    let rows = bridge::run(&opts, &judge);
+    let tolerance = crate::calibrate::bridge::TOLERANCE_SHARE * 4.0;
+    println!("{}", bridge::table(&rows, tolerance));
+    // How soon each check sees a change.
+    let sizes = [25, 50, 100, 200, 500, 1000, 2000];
+    let delays = Options {
+        sizes: sizes.to_vec(),
+        replications: (opts.replications / 2).max(1),
+        ..opts.clone()
+    };
+    println!(
+        "\nHow soon each check sees a change. The door check: at once, whenever the scores name a judge version with no calibration. The silent-change check: the fewest re-scored items (of {sizes:?}) at which it says `refit` in at least 80% of {} checks. The drift alarm: labelled anchors of the changed judge in batches of {}, against version A's 95% band at miss bound {}, median anchors to the alarm over {} watches (capped at 5,000).\n\n\
+         | change | door check | silent-change check (re-scored items, no labels) | drift alarm (labelled anchors) |\n|---|---|---:|---:|",
+        delays.replications, opts.batch, a.miss_bound, a.watches
+    );
+    for change in [
+        Change::Shift(0.3),
+        Change::Shift(0.5),
+        Change::TopEnd(0.8),
+        Change::Slope(1.2),
+    ] {
+        let one = bridge::run_one(&delays, &judge, change);
+        let check = one
+            .iter()
+            .find(|r| r.refit >= 0.8)
+            .map_or(format!("> {}", sizes[sizes.len() - 1]), |r| {
+                r.size.to_string()
+            });
+        let mut alarms = bridge::drift_delay(&opts, &judge, change, a.miss_bound, a.watches, 5000);
+        alarms.sort();
+        let fired: Vec<u64> = alarms.iter().flatten().copied().collect();
+        let median = if fired.len() * 2 > alarms.len() {
+            fired[alarms.len() / 2 - (alarms.len() - fired.len())].to_string()
+        } else {
+            "> 5000".into()
+        };
+        println!(
+            "| {} | immediate | {check} | {median} ({} of {} fired) |",
+            change.label(),
+            fired.len(),
+            alarms.len()
+        );
+    }
+    eprintln!("{:.0} s", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
 /// Runs a study command off the async runtime; its errors are the user's to fix.
 pub(super) async fn study(f: impl FnOnce() -> Result<(), String> + Send + 'static) -> ExitCode {
     match tokio::task::spawn_blocking(f).await {

@@ -6,13 +6,18 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
 
-use super::{Anchor, CellKey, GroupName, ItemId, JudgeName, Problem, RubricName, Scale};
+use super::{
+    Anchor, CellKey, GroupName, ItemId, JudgeName, JudgeVersion, Problem, RubricName, Scale,
+};
 
 /// The optional column naming each anchor's group (the system whose output was judged).
 pub const GROUP_COLUMN: &str = "group";
+/// The optional column naming the judge version that gave each score.
+pub const JUDGE_VERSION_COLUMN: &str = "judge_version";
 
 /// The columns a CSV upload must have (in any order; extra columns are ignored, but for
-/// [`GROUP_COLUMN`]).
+/// [`GROUP_COLUMN`] and [`JUDGE_VERSION_COLUMN`]). A `reference_score` may be left empty on a
+/// row whose item the cell already holds a reference for (a re-scored item).
 pub const CSV_COLUMNS: [&str; 5] = [
     "judge",
     "rubric",
@@ -64,19 +69,56 @@ pub struct RawAnchor {
     pub reference_score: RawField,
     /// Optional: `Missing` (or JSON null) is no group.
     pub group: RawField,
+    /// Optional: `Missing` (or JSON null) is an unversioned score.
+    pub judge_version: RawField,
 }
 
-/// One cell's validated anchors.
+/// One validated row of an upload. `reference_score` is `None` on a re-scored item whose
+/// reference the store must supply (or refuse the row).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Uploaded {
+    pub item_id: ItemId,
+    pub judge_score: f64,
+    pub reference_score: Option<f64>,
+    pub group: Option<GroupName>,
+}
+
+impl Uploaded {
+    /// The anchor this row becomes, given the reference (and, for a re-scored row, the group)
+    /// the cell holds for its item.
+    pub fn anchor(
+        &self,
+        judge_version: Option<&JudgeVersion>,
+        stored: Option<(f64, Option<&GroupName>)>,
+    ) -> Option<Anchor> {
+        let (reference_score, group) = match (self.reference_score, stored) {
+            (Some(y), _) => (y, self.group.clone()),
+            (None, Some((y, g))) => (y, self.group.clone().or_else(|| g.cloned())),
+            (None, None) => return None,
+        };
+        Some(Anchor {
+            item_id: self.item_id.clone(),
+            judge_score: self.judge_score,
+            reference_score,
+            group,
+            judge_version: judge_version.cloned(),
+        })
+    }
+}
+
+/// One cell's validated rows of one judge version.
 #[derive(Debug, Clone)]
 pub struct CellBatch {
     pub key: CellKey,
-    pub anchors: Vec<Anchor>,
+    pub judge_version: Option<JudgeVersion>,
+    pub anchors: Vec<Uploaded>,
     /// The 1-based batch row of each anchor, to name rows in later errors (conflicts).
     pub rows: Vec<usize>,
 }
 
-/// Reads the JSON envelope `{"judge", "rubric", "anchors": [...]}`. Envelope-level problems have
-/// no row; the judge and rubric apply to every anchor.
+/// Reads the JSON envelope `{"judge", "rubric", "judge_version"?, "anchors": [...]}`.
+/// Envelope-level problems have no row; the judge and rubric apply to every anchor, the
+/// envelope's `judge_version` to every anchor that names none of its own.
 pub fn rows_from_json(body: &Value) -> Result<Vec<RawAnchor>, Vec<Problem>> {
     let Some(obj) = body.as_object() else {
         return Err(vec![Problem::at(
@@ -103,6 +145,18 @@ pub fn rows_from_json(body: &Value) -> Result<Vec<RawAnchor>, Vec<Problem>> {
         })
         .map_err(|p| problems.push(p))
         .ok();
+    let version = match RawField::from_json(obj.get(JUDGE_VERSION_COLUMN)) {
+        RawField::Missing | RawField::Other("null") => RawField::Missing,
+        f => match text_field(None, JUDGE_VERSION_COLUMN, &f).and_then(|s| {
+            JudgeVersion::parse(&s).map_err(|e| Problem::at(None, JUDGE_VERSION_COLUMN, e))
+        }) {
+            Ok(v) => RawField::Text(v.as_str().to_owned()),
+            Err(p) => {
+                problems.push(p);
+                RawField::Missing
+            }
+        },
+    };
     let items = match obj.get("anchors") {
         Some(Value::Array(items)) => Some(items),
         Some(_) => {
@@ -114,7 +168,9 @@ pub fn rows_from_json(body: &Value) -> Result<Vec<RawAnchor>, Vec<Problem>> {
             None
         }
     };
-    let (Some(judge), Some(rubric), Some(items)) = (judge, rubric, items) else {
+    let (Some(judge), Some(rubric), Some(items), true) =
+        (judge, rubric, items, problems.is_empty())
+    else {
         return Err(problems);
     };
     let (judge, rubric) = (RawField::Text(judge), RawField::Text(rubric));
@@ -132,8 +188,15 @@ pub fn rows_from_json(body: &Value) -> Result<Vec<RawAnchor>, Vec<Problem>> {
                 rubric: rubric.clone(),
                 item_id: field("item_id"),
                 judge_score: field("judge_score"),
-                reference_score: field("reference_score"),
                 group: match field("group") {
+                    RawField::Other("null") => RawField::Missing,
+                    other => other,
+                },
+                judge_version: match field(JUDGE_VERSION_COLUMN) {
+                    RawField::Other("null") | RawField::Missing => version.clone(),
+                    other => other,
+                },
+                reference_score: match field("reference_score") {
                     RawField::Other("null") => RawField::Missing,
                     other => other,
                 },
@@ -179,6 +242,7 @@ pub fn rows_from_csv(body: &[u8]) -> Result<Vec<RawAnchor>, Vec<Problem>> {
         return Err(problems);
     }
     let group_index = header.iter().position(|h| h == GROUP_COLUMN);
+    let version_index = header.iter().position(|h| h == JUDGE_VERSION_COLUMN);
     let mut rows = Vec::new();
     for (i, record) in reader.records().enumerate() {
         let row = i + 1;
@@ -202,6 +266,7 @@ pub fn rows_from_csv(body: &[u8]) -> Result<Vec<RawAnchor>, Vec<Problem>> {
             judge_score: field("judge_score"),
             reference_score: field("reference_score"),
             group: RawField::from_csv(group_index.and_then(|i| record.get(i))),
+            judge_version: RawField::from_csv(version_index.and_then(|i| record.get(i))),
         });
     }
     if problems.is_empty() {
@@ -289,9 +354,12 @@ pub fn validate(
         )]);
     }
     let mut problems = Vec::new();
-    let mut cells: BTreeMap<CellKey, CellBatch> = BTreeMap::new();
-    // First row each (cell, item) was seen in, to report duplicates against it.
-    let mut seen: HashMap<(CellKey, ItemId), usize> = HashMap::new();
+    let mut cells: BTreeMap<(CellKey, Option<JudgeVersion>), CellBatch> = BTreeMap::new();
+    // First row each (cell, version, item) was seen in, to report duplicates against it.
+    let mut seen: HashMap<(CellKey, Option<JudgeVersion>, ItemId), usize> = HashMap::new();
+    // The first reference each (cell, item) was given in the batch, and its row: a re-scored
+    // row of another version takes it, and a different one is refused.
+    let mut references: HashMap<(CellKey, ItemId), (f64, usize)> = HashMap::new();
 
     for raw in rows {
         let row = raw.row;
@@ -302,12 +370,15 @@ pub fn validate(
         let item_id = text_field(Some(row), "item_id", &raw.item_id)
             .and_then(|s| ItemId::parse(&s).map_err(|e| Problem::at(Some(row), "item_id", e)));
         let judge_score = score_field(row, "judge_score", &raw.judge_score);
-        let reference_score =
-            score_field(row, "reference_score", &raw.reference_score).and_then(|y| {
-                let Ok(rubric) = &rubric else { return Ok(y) };
+        let reference_score = match &raw.reference_score {
+            RawField::Missing => Ok(None),
+            f => score_field(row, "reference_score", f).and_then(|y| {
+                let Ok(rubric) = &rubric else {
+                    return Ok(Some(y));
+                };
                 let scale = scales.get(rubric).copied().unwrap_or(Scale::DEFAULT);
                 if scale.contains(y) {
-                    Ok(y)
+                    Ok(Some(y))
                 } else {
                     Err(Problem::at(
                         Some(row),
@@ -318,7 +389,16 @@ pub fn validate(
                         ),
                     ))
                 }
-            });
+            }),
+        };
+        let judge_version = match &raw.judge_version {
+            RawField::Missing => Ok(None),
+            f => text_field(Some(row), JUDGE_VERSION_COLUMN, f).and_then(|s| {
+                JudgeVersion::parse(&s)
+                    .map(Some)
+                    .map_err(|e| Problem::at(Some(row), JUDGE_VERSION_COLUMN, e))
+            }),
+        };
         let group = match &raw.group {
             RawField::Missing => Ok(None),
             f => text_field(Some(row), "group", f).and_then(|s| {
@@ -327,34 +407,78 @@ pub fn validate(
                     .map_err(|e| Problem::at(Some(row), "group", e))
             }),
         };
-        let (judge, rubric, item_id, judge_score, reference_score, group) =
-            match (judge, rubric, item_id, judge_score, reference_score, group) {
-                (Ok(a), Ok(b), Ok(c), Ok(d), Ok(e), Ok(g)) => (a, b, c, d, e, g),
-                (a, b, c, d, e, g) => {
-                    problems.extend(
-                        [a.err(), b.err(), c.err(), d.err(), e.err(), g.err()]
-                            .into_iter()
-                            .flatten(),
-                    );
-                    continue;
-                }
-            };
+        let (judge, rubric, item_id, judge_score, reference_score, group, judge_version) = match (
+            judge,
+            rubric,
+            item_id,
+            judge_score,
+            reference_score,
+            group,
+            judge_version,
+        ) {
+            (Ok(a), Ok(b), Ok(c), Ok(d), Ok(e), Ok(g), Ok(v)) => (a, b, c, d, e, g, v),
+            (a, b, c, d, e, g, v) => {
+                problems.extend(
+                    [
+                        a.err(),
+                        b.err(),
+                        c.err(),
+                        d.err(),
+                        e.err(),
+                        g.err(),
+                        v.err(),
+                    ]
+                    .into_iter()
+                    .flatten(),
+                );
+                continue;
+            }
+        };
         let key = CellKey { judge, rubric };
-        if let Some(first) = seen.insert((key.clone(), item_id.clone()), row) {
-            seen.insert((key.clone(), item_id.clone()), first);
+        let slot = (key.clone(), judge_version.clone(), item_id.clone());
+        if let Some(first) = seen.insert(slot.clone(), row) {
+            seen.insert(slot, first);
             problems.push(Problem::at(
                 Some(row),
                 "item_id",
-                format!("{:?} repeats row {first} for cell {key}", item_id.as_str()),
+                format!(
+                    "{:?} repeats row {first} for cell {key} and judge_version {}",
+                    item_id.as_str(),
+                    JudgeVersion::describe(judge_version.as_ref())
+                ),
             ));
             continue;
         }
-        let cell = cells.entry(key.clone()).or_insert_with(|| CellBatch {
-            key,
-            anchors: Vec::new(),
-            rows: Vec::new(),
-        });
-        cell.anchors.push(Anchor {
+        if let Some(y) = reference_score {
+            let item = (key.clone(), item_id.clone());
+            match references.get(&item) {
+                Some(&(first, first_row)) if first != y => {
+                    problems.push(Problem::at(
+                        Some(row),
+                        "reference_score",
+                        format!(
+                            "{y} differs from the reference {first} row {first_row} gives item {:?}: \
+                             an item has one reference whichever judge version scored it",
+                            item_id.as_str()
+                        ),
+                    ));
+                    continue;
+                }
+                Some(_) => {}
+                None => {
+                    references.insert(item, (y, row));
+                }
+            }
+        }
+        let cell = cells
+            .entry((key.clone(), judge_version.clone()))
+            .or_insert_with(|| CellBatch {
+                key,
+                judge_version,
+                anchors: Vec::new(),
+                rows: Vec::new(),
+            });
+        cell.anchors.push(Uploaded {
             item_id,
             judge_score,
             reference_score,
@@ -362,11 +486,20 @@ pub fn validate(
         });
         cell.rows.push(row);
     }
-    if problems.is_empty() {
-        Ok(cells.into_values().collect())
-    } else {
-        Err(problems)
+    if !problems.is_empty() {
+        return Err(problems);
     }
+    // A re-scored row takes the reference another row of the batch gives its item.
+    let mut cells: Vec<CellBatch> = cells.into_values().collect();
+    for cell in &mut cells {
+        for a in &mut cell.anchors {
+            if a.reference_score.is_none() {
+                let item = (cell.key.clone(), a.item_id.clone());
+                a.reference_score = references.get(&item).map(|&(y, _)| y);
+            }
+        }
+    }
+    Ok(cells)
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::{CellKey, JudgeName, RubricName};
+use super::{CellKey, JudgeName, JudgeVersion, RubricName};
 use crate::calibrate::conformal::Intervals;
 use crate::calibrate::quality::Comparison;
 use crate::calibrate::runlevel::groups::GroupBias;
@@ -52,6 +52,35 @@ id_type!(
     /// One calibrator version of one cell.
     CalibratorId
 );
+
+/// What a request gets when it names a judge version the served calibration was not trained
+/// on (and none of the cell's calibrations was).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OnMismatch {
+    /// The answer is served, with a warning naming both versions.
+    #[default]
+    Warn,
+    /// 409, naming both versions.
+    Refuse,
+}
+
+impl OnMismatch {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnMismatch::Warn => "warn",
+            OnMismatch::Refuse => "refuse",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Option<Self> {
+        match raw {
+            "warn" => Some(OnMismatch::Warn),
+            "refuse" => Some(OnMismatch::Refuse),
+            _ => None,
+        }
+    }
+}
 
 /// What a job trains: one method, or `auto`, which chooses among them per cell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -198,6 +227,8 @@ pub struct CalibratorVersion {
     pub failure: Option<String>,
     pub created_at_ms: i64,
     pub active: bool,
+    /// The judge version whose anchors it was fitted on; `None` for unversioned anchors.
+    pub judge_version: Option<JudgeVersion>,
 }
 
 impl CalibratorVersion {

@@ -1,7 +1,7 @@
 //! A correction request, parsed at the edge: the cell, the scores (with item ids when the
 //! caller sent items) and the version to use.
 
-use super::{CellKey, ItemId, JudgeName, Problem, RubricName};
+use super::{CellKey, ItemId, JudgeName, JudgeVersion, Problem, RubricName};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct CorrectionRequest {
@@ -11,6 +11,8 @@ pub struct CorrectionRequest {
     pub ids: Option<Vec<ItemId>>,
     /// A version to use instead of the active one.
     pub version: Option<i64>,
+    /// The judge version that gave the scores.
+    pub judge_version: Option<JudgeVersion>,
 }
 
 impl CorrectionRequest {
@@ -21,6 +23,7 @@ impl CorrectionRequest {
         scores: Vec<f64>,
         ids: Option<Vec<String>>,
         version: Option<i64>,
+        judge_version: Option<&str>,
     ) -> Result<Self, Vec<Problem>> {
         let mut problems = Vec::new();
         let judge =
@@ -38,6 +41,12 @@ impl CorrectionRequest {
         if version.is_some_and(|v| v < 1) {
             problems.push(Problem::at(None, "version", "versions count from 1"));
         }
+        let judge_version = judge_version
+            .map(JudgeVersion::parse)
+            .transpose()
+            .map_err(|e| problems.push(Problem::at(None, "judge_version", e)))
+            .ok()
+            .flatten();
         for (i, s) in scores.iter().enumerate() {
             if !s.is_finite() {
                 problems.push(Problem::at(
@@ -63,6 +72,7 @@ impl CorrectionRequest {
                 scores,
                 ids,
                 version,
+                judge_version,
             }),
             _ => Err(problems),
         }

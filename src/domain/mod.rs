@@ -150,6 +150,79 @@ impl ItemId {
     }
 }
 
+/// The version of a judge that gave a score: an opaque label the platform controls (a model
+/// snapshot, a hash of the prompt template, decoding settings), up to 128 characters with no
+/// control characters and no surrounding spaces. Scores without one belong to the cell's
+/// unversioned anchors (`Option::None` everywhere; `''` in the store).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
+pub struct JudgeVersion(String);
+
+impl JudgeVersion {
+    pub const MAX_LEN: usize = 128;
+
+    pub fn parse(raw: &str) -> Result<Self, String> {
+        if raw.is_empty() {
+            return Err("judge_version is empty; leave it out for scores without a version".into());
+        }
+        if raw.chars().count() > Self::MAX_LEN {
+            return Err(format!(
+                "judge_version is longer than {} characters",
+                Self::MAX_LEN
+            ));
+        }
+        if raw.chars().any(char::is_control) {
+            return Err("judge_version contains a control character".into());
+        }
+        if raw.trim() != raw {
+            return Err("judge_version starts or ends with a space".into());
+        }
+        Ok(Self(raw.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The stored form of an optional version: `''` for none.
+    pub fn stored(version: Option<&Self>) -> &str {
+        version.map_or("", Self::as_str)
+    }
+
+    /// The optional version a stored `''`-or-label reads as.
+    pub fn from_stored(raw: &str) -> Result<Option<Self>, String> {
+        if raw.is_empty() {
+            Ok(None)
+        } else {
+            Self::parse(raw).map(Some)
+        }
+    }
+
+    /// How a message names an optional version.
+    pub fn describe(version: Option<&Self>) -> String {
+        version.map_or_else(|| "(none)".to_owned(), |v| format!("{:?}", v.0))
+    }
+}
+
+impl TryFrom<String> for JudgeVersion {
+    type Error = String;
+    fn try_from(raw: String) -> Result<Self, String> {
+        Self::parse(&raw)
+    }
+}
+
+impl From<JudgeVersion> for String {
+    fn from(v: JudgeVersion) -> String {
+        v.0
+    }
+}
+
+impl fmt::Display for JudgeVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// A (judge, rubric) pair: the unit a calibrator is fitted for.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CellKey {
@@ -218,6 +291,8 @@ pub struct Anchor {
     pub reference_score: f64,
     /// The system whose output was judged, where the uploader named it.
     pub group: Option<GroupName>,
+    /// The judge version that gave `judge_score`; `None` for an unversioned anchor.
+    pub judge_version: Option<JudgeVersion>,
 }
 
 /// What `GET /v1/cells` lists.
@@ -267,5 +342,17 @@ mod tests {
         assert!(ItemId::parse("a\nb").is_err());
         assert!(ItemId::parse(&"é".repeat(257)).is_err());
         assert!(ItemId::parse(&"é".repeat(256)).is_ok());
+    }
+
+    #[test]
+    fn judge_versions_are_opaque_but_plain_text() {
+        let v = JudgeVersion::parse("gpt-4o-2024-08-06+prompt:9f2c1a t=0").unwrap();
+        assert_eq!(JudgeVersion::stored(Some(&v)), v.as_str());
+        assert_eq!(JudgeVersion::from_stored(v.as_str()).unwrap(), Some(v));
+        assert_eq!(JudgeVersion::from_stored("").unwrap(), None);
+        assert!(JudgeVersion::parse("").is_err());
+        assert!(JudgeVersion::parse(" v2").is_err());
+        assert!(JudgeVersion::parse("a\tb").is_err());
+        assert!(JudgeVersion::parse(&"v".repeat(129)).is_err());
     }
 }

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::{CellKey, GroupName, ItemId, JudgeName, Problem, RubricName};
+use super::{CellKey, GroupName, ItemId, JudgeName, JudgeVersion, Problem, RubricName};
 use crate::calibrate::runlevel::inference::Estimand;
 use crate::calibrate::runlevel::rank::{ErrorRate, LabelGoal, MAX_RUNS, RankSettings};
 use crate::calibrate::runlevel::{AnswerSettings, MIN_LABELLED, RunItems};
@@ -15,6 +15,8 @@ pub struct EstimateRequest {
     pub key: CellKey,
     pub run: RunItems,
     pub version: Option<i64>,
+    /// The judge version that scored the run.
+    pub judge_version: Option<JudgeVersion>,
     pub settings: AnswerSettings,
 }
 
@@ -25,12 +27,32 @@ pub struct CompareRequest {
     pub a: RunItems,
     pub b: RunItems,
     pub version: Option<i64>,
+    /// The judge versions that scored runs a and b.
+    pub judge_versions: [Option<JudgeVersion>; 2],
     pub settings: AnswerSettings,
 }
 
-/// A run as sent, with its group; `Err` where it was neither `scores` nor `items` (the
-/// problem names the field).
-pub type RawRunWithGroup = (Result<RawRun, Problem>, Option<String>);
+/// A run as sent, with its group and judge version; `run` is `Err` where it was neither
+/// `scores` nor `items` (the problem names the field).
+#[derive(Debug, Clone)]
+pub struct RawRunWithGroup {
+    pub run: Result<RawRun, Problem>,
+    pub group: Option<String>,
+    pub judge_version: Option<String>,
+}
+
+/// A run's judge version, or its problem named `{prefix}judge_version`.
+fn parse_judge_version(
+    prefix: &str,
+    raw: Option<&str>,
+    problems: &mut Vec<Problem>,
+) -> Option<JudgeVersion> {
+    raw.and_then(|v| {
+        JudgeVersion::parse(v)
+            .map_err(|e| problems.push(Problem::at(None, &format!("{prefix}judge_version"), e)))
+            .ok()
+    })
+}
 
 impl EstimateRequest {
     /// Checks the whole request, every problem named by row and field.
@@ -43,11 +65,12 @@ impl EstimateRequest {
     ) -> Result<Self, Vec<Problem>> {
         let mut problems = Vec::new();
         let (key, settings) = parse_common(judge, rubric, version, raw, &mut problems);
-        let run = match run.0 {
+        let judge_version = parse_judge_version("", run.judge_version.as_deref(), &mut problems);
+        let run = match run.run {
             Ok(r) => parse_run(
                 "",
                 r,
-                run.1.as_deref(),
+                run.group.as_deref(),
                 &mut ClusterNames::default(),
                 &mut problems,
             ),
@@ -61,6 +84,7 @@ impl EstimateRequest {
                 key,
                 run,
                 version,
+                judge_version,
                 settings,
             }),
             _ => Err(problems),
@@ -90,9 +114,13 @@ impl CompareRequest {
         let mut problems = Vec::new();
         let (key, settings) = parse_common(judge, rubric, version, raw, &mut problems);
         let mut names = ClusterNames::default();
+        let judge_versions = [
+            parse_judge_version("a.", a.judge_version.as_deref(), &mut problems),
+            parse_judge_version("b.", b.judge_version.as_deref(), &mut problems),
+        ];
         let mut run =
-            |prefix: &str, (raw, group): RawRunWithGroup, problems: &mut Vec<Problem>| match raw {
-                Ok(r) => parse_run(prefix, r, group.as_deref(), &mut names, problems),
+            |prefix: &str, raw: RawRunWithGroup, problems: &mut Vec<Problem>| match raw.run {
+                Ok(r) => parse_run(prefix, r, raw.group.as_deref(), &mut names, problems),
                 Err(p) => {
                     problems.push(p);
                     RunItems::default()
@@ -106,6 +134,7 @@ impl CompareRequest {
                 a,
                 b,
                 version,
+                judge_versions,
                 settings,
             }),
             _ => Err(problems),
@@ -119,6 +148,8 @@ pub struct RankRequest {
     pub key: CellKey,
     /// Each run's name and items.
     pub runs: Vec<(String, RunItems)>,
+    /// The judge version that scored each run.
+    pub judge_versions: Vec<Option<JudgeVersion>>,
     pub version: Option<i64>,
     pub settings: AnswerSettings,
     pub rank: RankSettings,
@@ -167,8 +198,16 @@ impl RankRequest {
         let mut names = ClusterNames::default();
         let mut seen: HashMap<String, usize> = HashMap::new();
         let mut parsed = Vec::with_capacity(runs.len());
-        for (i, (name, (raw, group))) in runs.into_iter().enumerate() {
+        let mut judge_versions = Vec::with_capacity(runs.len());
+        for (i, (name, raw)) in runs.into_iter().enumerate() {
             let prefix = format!("runs[{i}].");
+            judge_versions.push(parse_judge_version(
+                &prefix,
+                raw.judge_version.as_deref(),
+                &mut problems,
+            ));
+            let group = raw.group;
+            let raw = raw.run;
             if name.is_empty() || name.len() > 256 || name.chars().any(char::is_control) {
                 problems.push(Problem::at(
                     None,
@@ -265,6 +304,7 @@ impl RankRequest {
             Some(key) if problems.is_empty() => Ok(Self {
                 key,
                 runs: parsed,
+                judge_versions,
                 version,
                 settings,
                 rank,

@@ -8,7 +8,7 @@ use utoipa::ToSchema;
 
 use super::bounds;
 use super::calibration::JobKind;
-use super::{JudgeName, Problem, RubricName};
+use super::{JudgeName, JudgeVersion, Problem, RubricName};
 use crate::calibrate::cv::{Scheme, Split};
 use crate::calibrate::method::{SchemaSet, schema_set};
 use crate::calibrate::select::{AutoOptions, Objective, Rule};
@@ -110,7 +110,29 @@ pub struct TrainingRequest {
     pub judge: JudgeName,
     /// The rubrics to train; every cell of the judge with enough anchors when `None`.
     pub rubrics: Option<Vec<RubricName>>,
+    /// Whose anchors to fit: one judge version's only, never several together.
+    pub judge_version: VersionChoice,
     pub plan: Plan,
+}
+
+/// The judge version a training job fits.
+#[derive(Debug, Clone, PartialEq)]
+pub enum VersionChoice {
+    /// The judge's newest version with anchors (the one whose first anchor arrived last),
+    /// resolved when the job is queued.
+    Newest,
+    /// This one (`None`: the anchors uploaded without a version).
+    Exactly(Option<JudgeVersion>),
+}
+
+impl VersionChoice {
+    /// The resolved version; `None` also for `Newest`, which a queued job never holds.
+    pub fn exactly(&self) -> Option<&JudgeVersion> {
+        match self {
+            VersionChoice::Exactly(v) => v.as_ref(),
+            VersionChoice::Newest => None,
+        }
+    }
 }
 
 fn settings<T: serde::de::DeserializeOwned + Serialize>(
@@ -181,9 +203,18 @@ impl TrainingRequest {
         judge: &str,
         method: &str,
         rubrics: Option<&[String]>,
+        judge_version: Option<&str>,
         options: Value,
     ) -> Result<Self, Vec<Problem>> {
         let mut problems = Vec::new();
+        let judge_version = match judge_version.map(JudgeVersion::parse) {
+            None => VersionChoice::Newest,
+            Some(Ok(v)) => VersionChoice::Exactly(Some(v)),
+            Some(Err(e)) => {
+                problems.push(Problem::at(None, "judge_version", e));
+                VersionChoice::Newest
+            }
+        };
         let judge =
             JudgeName::parse(judge).map_err(|e| problems.push(Problem::at(None, "judge", e)));
         let kind =
@@ -284,6 +315,7 @@ impl TrainingRequest {
             (Ok(judge), Some(plan), true) => Ok(Self {
                 judge,
                 rubrics,
+                judge_version,
                 plan,
             }),
             _ => Err(problems),
@@ -346,12 +378,19 @@ impl TrainingRequest {
 
     /// The request as a job stores and shows it.
     pub fn to_json(&self) -> Value {
-        serde_json::json!({
+        let mut json = serde_json::json!({
             "judge": self.judge,
             "method": self.kind().as_str(),
             "rubrics": self.rubrics,
             "options": self.options_json(),
-        })
+        });
+        // Resolved (as the service queues every job): the version, null for the unversioned
+        // anchors. `Newest` is left out.
+        if let (VersionChoice::Exactly(v), Some(map)) = (&self.judge_version, json.as_object_mut())
+        {
+            map.insert("judge_version".into(), serde_json::json!(v));
+        }
+        json
     }
 
     /// A stored job's request.
@@ -360,15 +399,26 @@ impl TrainingRequest {
         let rubrics: Option<Vec<String>> = stored
             .get("rubrics")
             .and_then(|r| serde_json::from_value(r.clone()).ok());
+        // A resolved version is a string, or null for the unversioned anchors; absent, it is
+        // `Newest` (which for a job queued before judge versions finds only those).
+        let judge_version = stored.get("judge_version");
         Self::parse(
             text("judge"),
             text("method"),
             rubrics.as_deref(),
+            judge_version.and_then(Value::as_str),
             stored
                 .get("options")
                 .cloned()
                 .unwrap_or_else(|| Value::Object(Map::new())),
         )
+        .map(|r| match judge_version {
+            Some(Value::Null) => Self {
+                judge_version: VersionChoice::Exactly(None),
+                ..r
+            },
+            _ => r,
+        })
     }
 }
 
@@ -398,7 +448,7 @@ mod tests {
     use super::*;
 
     fn parse(method: &str, options: Value) -> Result<TrainingRequest, Vec<Problem>> {
-        TrainingRequest::parse("j1", method, None, options)
+        TrainingRequest::parse("j1", method, None, None, options)
     }
 
     #[test]
@@ -422,6 +472,24 @@ mod tests {
         assert_eq!(e[0].field, "method");
         // `options` is an object (left out, it is `{}`).
         assert_eq!(parse("bayes", Value::Null).unwrap_err()[0].field, "options");
+    }
+
+    #[test]
+    fn a_resolved_judge_version_reads_back_the_same() {
+        let named = TrainingRequest::parse("j1", "isotonic", None, Some("v2"), json!({})).unwrap();
+        assert_eq!(
+            named.judge_version,
+            VersionChoice::Exactly(Some(JudgeVersion::parse("v2").unwrap()))
+        );
+        let unversioned = TrainingRequest {
+            judge_version: VersionChoice::Exactly(None),
+            ..named.clone()
+        };
+        for r in [named, unversioned] {
+            assert_eq!(TrainingRequest::from_json(&r.to_json()).unwrap(), r);
+        }
+        let bad = TrainingRequest::parse("j1", "isotonic", None, Some(""), json!({})).unwrap_err();
+        assert_eq!(bad[0].field, "judge_version");
     }
 
     #[test]

@@ -8,10 +8,11 @@ use super::AppState;
 use super::error::{ApiError, ErrorBody};
 use super::extract::{AnchorUpload, AnyKey, Authorized, IngestScope, Path, Query, cell_key};
 use super::{rfc3339, schema};
+use crate::domain::{JudgeVersion, Problem};
 
 /// One cell's anchors as JSON. CSV uploads (`text/csv`) carry the columns
-/// `judge,rubric,item_id,judge_score,reference_score` (and optionally `group`) instead, for any
-/// number of cells.
+/// `judge,rubric,item_id,judge_score,reference_score` (and optionally `group` and
+/// `judge_version`) instead, for any number of cells.
 #[derive(ToSchema)]
 #[allow(dead_code)] // Documents the body: the handler reads rows itself to report every problem.
 pub struct AnchorBatchRequest {
@@ -19,8 +20,38 @@ pub struct AnchorBatchRequest {
     judge: String,
     #[schema(schema_with = schema::rubric_name)]
     rubric: String,
+    /// The judge version of every row that names none of its own.
+    #[schema(schema_with = schema::judge_version)]
+    judge_version: Option<String>,
     #[schema(min_items = 1)]
-    anchors: Vec<AnchorDto>,
+    anchors: Vec<AnchorRow>,
+}
+
+/// One uploaded anchor row.
+#[derive(ToSchema)]
+#[allow(dead_code)] // Documents the body, as above.
+pub struct AnchorRow {
+    /// Unique within the cell and judge version: 1 to 256 characters, no control characters.
+    #[schema(
+        example = "story-17",
+        min_length = 1,
+        max_length = 256,
+        pattern = "^[^\\u0000-\\u001F\\u007F]+$"
+    )]
+    item_id: String,
+    /// The LLM judge's score; any finite number.
+    #[schema(example = 3.25)]
+    judge_score: f64,
+    /// The trusted score; inside the rubric's scale (1–5 unless set with PUT /v1/rubrics).
+    /// Leave it out (in CSV, empty) on an item the cell already holds a reference for (an
+    /// anchor item re-scored by a new judge version): the stored reference is used, and its
+    /// group when the row names none. An item has one reference whichever version scored it.
+    #[schema(example = 4.0)]
+    reference_score: Option<f64>,
+    #[schema(schema_with = group_schema)]
+    group: Option<String>,
+    #[schema(schema_with = schema::judge_version)]
+    judge_version: Option<String>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -42,6 +73,10 @@ pub struct AnchorDto {
     #[schema(schema_with = group_schema)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
+    /// The judge version that gave `judge_score`; absent for an unversioned anchor.
+    #[schema(schema_with = schema::judge_version)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judge_version: Option<String>,
 }
 
 fn group_schema() -> utoipa::openapi::schema::Object {
@@ -74,6 +109,9 @@ pub struct IngestResponse {
 pub struct CellIngestDto {
     pub judge: String,
     pub rubric: String,
+    /// The judge version of these rows; absent for unversioned ones.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judge_version: Option<String>,
     pub inserted: usize,
     pub unchanged: usize,
     pub replaced: usize,
@@ -144,6 +182,7 @@ pub async fn upload(
             .map(|c| CellIngestDto {
                 judge: c.key.judge.to_string(),
                 rubric: c.key.rubric.to_string(),
+                judge_version: c.judge_version.map(String::from),
                 inserted: c.inserted,
                 unchanged: c.unchanged,
                 replaced: c.replaced,
@@ -208,11 +247,14 @@ pub struct PageParams {
     /// `next_cursor` of the previous page.
     #[param(pattern = "^([0-9a-fA-F]{2})+$")]
     cursor: Option<String>,
+    /// Only the anchors of this judge version.
+    #[param(schema_with = schema::judge_version)]
+    judge_version: Option<String>,
 }
 
 #[derive(Serialize, ToSchema)]
 pub struct AnchorPageResponse {
-    /// In item_id order.
+    /// In (item_id, judge_version) order.
     pub anchors: Vec<AnchorDto>,
     /// Pass as `cursor` for the next page; absent on the last page.
     pub next_cursor: Option<String>,
@@ -238,7 +280,12 @@ pub async fn list_anchors(
     let key = cell_key(&judge, &rubric)?;
     let page = state
         .service
-        .anchors_page(&key, page.cursor.as_deref(), page.limit)
+        .anchors_page(
+            &key,
+            judge_version(page.judge_version.as_deref(), "judge_version")?.as_ref(),
+            page.cursor.as_deref(),
+            page.limit,
+        )
         .await?;
     Ok(axum::Json(AnchorPageResponse {
         anchors: page
@@ -249,6 +296,7 @@ pub async fn list_anchors(
                 judge_score: a.judge_score,
                 reference_score: a.reference_score,
                 group: a.group.map(String::from),
+                judge_version: a.judge_version.map(String::from),
             })
             .collect(),
         next_cursor: page.next_cursor,
@@ -261,11 +309,35 @@ pub struct DeleteResponse {
     pub anchor_count: i64,
 }
 
-/// Remove one anchor (to fix a label, delete it and upload it again, or upload with
-/// `replace=true`).
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct DeleteParams {
+    /// Remove only this judge version's score of the item (default: the item's rows of every
+    /// judge version, its reference with them).
+    #[param(schema_with = schema::judge_version)]
+    judge_version: Option<String>,
+}
+
+/// A judge version from the request's `field`, or 422 naming it.
+pub(super) fn judge_version(
+    raw: Option<&str>,
+    field: &str,
+) -> Result<Option<JudgeVersion>, ApiError> {
+    raw.map(|v| required_version(v, field)).transpose()
+}
+
+/// A judge version the request must give in `field`, or 422 naming it.
+pub(super) fn required_version(raw: &str, field: &str) -> Result<JudgeVersion, ApiError> {
+    JudgeVersion::parse(raw).map_err(|e| {
+        ApiError::invalid("the request was refused", vec![Problem::at(None, field, e)])
+    })
+}
+
+/// Remove an anchor item (to fix a label, delete it and upload it again, or upload with
+/// `replace=true`): its rows of every judge version, or of `judge_version` only.
 #[utoipa::path(
     delete, path = "/v1/cells/{judge}/{rubric}/anchors/{item_id}", tag = "anchors",
-    params(("judge" = String, Path), ("rubric" = String, Path), ("item_id" = String, Path)),
+    params(("judge" = String, Path), ("rubric" = String, Path), ("item_id" = String, Path), DeleteParams),
     responses(
         (status = 200, body = DeleteResponse),
         (status = 404, description = "No such cell or anchor", body = ErrorBody),
@@ -276,9 +348,14 @@ pub async fn delete_anchor(
     State(state): State<AppState>,
     _auth: Authorized<IngestScope>,
     Path((judge, rubric, item_id)): Path<(String, String, String)>,
+    Query(params): Query<DeleteParams>,
 ) -> Result<axum::Json<DeleteResponse>, ApiError> {
     let key = cell_key(&judge, &rubric)?;
-    let anchor_count = state.service.delete_anchor(&key, &item_id).await?;
+    let version = judge_version(params.judge_version.as_deref(), "judge_version")?;
+    let anchor_count = state
+        .service
+        .delete_anchor(&key, &item_id, version.as_ref())
+        .await?;
     tracing::info!(item_id, anchor_count, "anchor deleted");
     Ok(axum::Json(DeleteResponse { anchor_count }))
 }

@@ -28,6 +28,11 @@ pub struct CorrectRequest {
     /// A version of the cell to use instead of the active one.
     #[schema(minimum = 1)]
     version: Option<i64>,
+    /// The judge version that gave the scores (model snapshot, prompt hash, decoding: the
+    /// platform's label). Served by the newest passed calibration trained on it; where there is
+    /// none, by the active one with a warning (or 409 where the judge refuses mismatches).
+    #[schema(schema_with = schema::judge_version)]
+    judge_version: Option<String>,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -106,6 +111,13 @@ pub struct CorrectResponse {
     /// flow: how many of the results are routed to review.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub review_count: Option<usize>,
+    /// The judge version the calibration was trained on; absent for unversioned anchors.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judge_version: Option<String>,
+    /// What a reader of these numbers must know (a judge version the calibration was not
+    /// trained on); absent when there is nothing to say.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     /// One per input score, in order.
     pub results: Vec<CorrectedDto>,
 }
@@ -122,6 +134,7 @@ pub struct CorrectResponse {
     responses(
         (status = 200, body = CorrectResponse),
         (status = 404, description = "No active calibrator (the message says how to train one), or no such version", body = ErrorBody),
+        (status = 409, description = "The judge_version has no calibration and the judge refuses mismatched versions", body = ErrorBody),
         (status = 422, description = "Bad judge, rubric, score or id; or too many scores", body = ErrorBody),
     ),
     security(("api_key" = ["correct"]))
@@ -144,8 +157,15 @@ pub async fn correct(
             (scores, Some(ids))
         }
     };
-    let request = CorrectionRequest::parse(&req.judge, &req.rubric, scores, ids, req.version)
-        .map_err(refused)?;
+    let request = CorrectionRequest::parse(
+        &req.judge,
+        &req.rubric,
+        scores,
+        ids,
+        req.version,
+        req.judge_version.as_deref(),
+    )
+    .map_err(refused)?;
     let correction = state.service.correct(&request).await?;
     let v = &correction.version.version;
     let mut ids = request.ids.map(Vec::into_iter);
@@ -179,6 +199,12 @@ pub async fn correct(
             .iter()
             .any(|c| c.review.is_some())
             .then_some(routed),
+        judge_version: v.judge_version.as_ref().map(|j| j.as_str().to_owned()),
+        warnings: correction
+            .mismatch
+            .iter()
+            .map(|m| m.warning(v.version))
+            .collect(),
         results,
     }))
 }

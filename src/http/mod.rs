@@ -6,6 +6,7 @@ mod calibration;
 mod correct;
 pub mod error;
 mod extract;
+mod judge_versions;
 pub mod openapi;
 mod ops;
 mod rubrics;
@@ -56,6 +57,14 @@ fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(calibration::versions))
         .routes(routes!(calibration::activate))
         .routes(routes!(calibration::report))
+        .routes(routes!(judge_versions::list))
+        .routes(routes!(judge_versions::rescore))
+        .routes(routes!(judge_versions::bridge))
+        .routes(routes!(judge_versions::check))
+        .routes(routes!(
+            judge_versions::settings,
+            judge_versions::put_settings
+        ))
         .routes(routes!(correct::correct))
         .routes(routes!(runlevel::estimate::estimate))
         .routes(routes!(runlevel::compare::compare))

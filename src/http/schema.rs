@@ -34,6 +34,23 @@ pub fn group_name(description: &str) -> Object {
         .build()
 }
 
+/// The pattern of a judge version: no control characters, no surrounding white space.
+const JUDGE_VERSION_PATTERN: &str = "^[^\\u0000-\\u001F\\u007F-\\u009F\\s]([^\\u0000-\\u001F\\u007F-\\u009F]*[^\\u0000-\\u001F\\u007F-\\u009F\\s])?$";
+
+/// A judge version (`domain::JudgeVersion`): opaque text, optional wherever it appears.
+pub fn judge_version() -> Object {
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+        .min_length(Some(1))
+        .max_length(Some(crate::domain::JudgeVersion::MAX_LEN))
+        .pattern(Some(JUDGE_VERSION_PATTERN))
+        .examples(["gpt-4o-2024-08-06+prompt:9f2c1a"])
+        .description(Some(
+            "The judge version that gave the scores: the platform's own label (model snapshot, a hash of the prompt template, decoding settings). Leave it out for unversioned scores.",
+        ))
+        .build()
+}
+
 /// The name schema as JSON, for the parts of the document written by hand.
 pub fn name_json() -> Value {
     json!({

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::Service;
-use super::versions::Loaded;
+use super::versions::{Loaded, Mismatch};
 use crate::calibrate::Corrected;
 use crate::domain::Problem;
 use crate::domain::correction::CorrectionRequest;
@@ -13,6 +13,8 @@ use crate::error::{Error, Result};
 pub struct Correction {
     pub version: Arc<Loaded>,
     pub results: Vec<Corrected>,
+    /// Set where the request named a judge version that version was not trained on.
+    pub mismatch: Option<Mismatch>,
 }
 
 /// Batches up to this size are corrected on the request's own thread when they need only
@@ -38,7 +40,10 @@ impl Service {
             ));
         }
         let key = &request.key;
-        let loaded = self.corrector(key, request.version).await?;
+        let served = self
+            .served(key, request.version, request.judge_version.as_ref())
+            .await?;
+        let loaded = served.loaded;
         let model = &loaded.version.model;
         let results = if request.scores.len() <= INLINE && !model.heavy(&request.scores) {
             loaded.version.correct(&request.scores)
@@ -68,6 +73,7 @@ impl Service {
         Ok(Correction {
             version: loaded,
             results,
+            mismatch: served.mismatch,
         })
     }
 }

@@ -61,6 +61,11 @@ impl Service {
                     continue;
                 }
             };
+            // Anchors of another judge version than the version was trained on are no evidence
+            // about it: the bridge compares versions.
+            if loaded.version.judge_version != outcome.judge_version {
+                continue;
+            }
             match self.check_batch(loaded, outcome.stored.clone()).await {
                 Ok(Some(c)) => {
                     outcome.coverage = Some(c);

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use super::Service;
 use super::training::{self, CellData, Progress};
 use crate::domain::calibration::{Job, JobId, JobState, NewVersion};
-use crate::domain::training::TrainingRequest;
-use crate::domain::{Problem, RubricName};
+use crate::domain::training::{TrainingRequest, VersionChoice};
+use crate::domain::{JudgeVersion, Problem, RubricName};
 use crate::error::{Error, Result};
 use crate::store::ClaimedJob;
 
@@ -23,6 +23,8 @@ pub struct JobWatermark {
 pub struct Trained {
     pub versions: Vec<NewVersion>,
     pub force: bool,
+    /// The judge version whose anchors were fitted.
+    pub judge_version: Option<JudgeVersion>,
 }
 
 fn refused(problems: Vec<Problem>) -> Error {
@@ -56,40 +58,75 @@ impl Service {
         let judge = &request.judge;
         let mut problems = Vec::new();
         let min = self.jobs.min_anchors as i64;
-        let cells: Vec<_> = self
-            .store
-            .cells()
-            .await?
-            .into_iter()
-            .filter(|c| &c.key.judge == judge)
-            .collect();
-        if cells.is_empty() {
+        let versions = self.store.judge_versions(judge, None).await?;
+        if versions.is_empty() {
             return Err(Error::NotFound(format!(
                 "judge {judge} has no anchors; upload some with POST /v1/anchors first"
             )));
         }
+        // One judge version per job: the named one, or the newest (whose first anchor arrived
+        // last, over all the judge's cells).
+        let judge_version = match &request.judge_version {
+            VersionChoice::Exactly(v) => v.clone(),
+            VersionChoice::Newest => versions
+                .iter()
+                .max_by(|a, b| {
+                    a.1.first_at_ms
+                        .cmp(&b.1.first_at_ms)
+                        .then(a.1.judge_version.cmp(&b.1.judge_version))
+                })
+                .and_then(|(_, v)| v.judge_version.clone()),
+        };
+        let cells: Vec<(RubricName, i64)> = versions
+            .iter()
+            .filter(|(_, v)| v.judge_version == judge_version)
+            .map(|(r, v)| (r.clone(), v.anchor_count))
+            .collect();
+        if cells.is_empty() {
+            let named: Vec<String> = {
+                let mut all: Vec<String> = versions
+                    .iter()
+                    .map(|(_, v)| JudgeVersion::describe(v.judge_version.as_ref()))
+                    .collect();
+                all.sort();
+                all.dedup();
+                all
+            };
+            return Err(refused(vec![Problem::at(
+                None,
+                "judge_version",
+                format!(
+                    "judge {judge} has no anchors of judge_version {}; its versions: {}",
+                    JudgeVersion::describe(judge_version.as_ref()),
+                    named.join(", ")
+                ),
+            )]));
+        }
+        let of_version = match &judge_version {
+            Some(v) => format!(" of judge_version {v:?}"),
+            None => String::new(),
+        };
         let rubrics: Vec<RubricName> = match &request.rubrics {
             Some(wanted) => {
                 for (i, r) in wanted.iter().enumerate() {
-                    match cells.iter().find(|c| &c.key.rubric == r) {
+                    match cells.iter().find(|(rubric, _)| rubric == r) {
                         None => problems.push(Problem::at(
                             None,
                             &format!("rubrics[{i}]"),
                             format!(
-                                "judge {judge} has no anchors for rubric {r}; its rubrics: {}",
+                                "judge {judge} has no anchors{of_version} for rubric {r}; its rubrics: {}",
                                 cells
                                     .iter()
-                                    .map(|c| c.key.rubric.as_str())
+                                    .map(|(r, _)| r.as_str())
                                     .collect::<Vec<_>>()
                                     .join(", ")
                             ),
                         )),
-                        Some(c) if c.anchor_count < min => problems.push(Problem::at(
+                        Some((rubric, n)) if *n < min => problems.push(Problem::at(
                             None,
                             &format!("rubrics[{i}]"),
                             format!(
-                                "cell {} has {} anchors; training needs at least {min} (jobs.min_anchors)",
-                                c.key, c.anchor_count
+                                "cell {judge}/{rubric} has {n} anchors{of_version}; training needs at least {min} (jobs.min_anchors)"
                             ),
                         )),
                         Some(_) => {}
@@ -103,15 +140,15 @@ impl Service {
             None => {
                 let eligible: Vec<RubricName> = cells
                     .iter()
-                    .filter(|c| c.anchor_count >= min)
-                    .map(|c| c.key.rubric.clone())
+                    .filter(|(_, n)| *n >= min)
+                    .map(|(r, _)| r.clone())
                     .collect();
                 if eligible.is_empty() {
                     problems.push(Problem::at(
                         None,
                         "judge",
                         format!(
-                            "no cell of judge {judge} has the {min} anchors training needs (jobs.min_anchors)"
+                            "no cell of judge {judge} has the {min} anchors{of_version} training needs (jobs.min_anchors)"
                         ),
                     ));
                 }
@@ -123,6 +160,7 @@ impl Service {
         }
         let request = TrainingRequest {
             rubrics: Some(rubrics),
+            judge_version: VersionChoice::Exactly(judge_version),
             ..request
         };
         let id = JobId::new();
@@ -147,7 +185,11 @@ impl Service {
         let scales = self.store.rubric_scales().await?;
         let snapshot = self
             .store
-            .judge_anchors(&request.judge, request.rubrics.as_deref())
+            .judge_anchors(
+                &request.judge,
+                request.rubrics.as_deref(),
+                request.judge_version.exactly(),
+            )
             .await?;
         let min = self.jobs.min_anchors;
         let mut problems = Vec::new();
@@ -184,12 +226,17 @@ impl Service {
             })
             .collect();
         let force = request.force();
+        let judge_version = request.judge_version.exactly().cloned();
         let versions = crate::error::blocking("the training thread", move || {
             training::train(&cells, &request.plan, &progress)
         })
         .await?
         .map_err(|e| Error::Internal(e.to_string()))?;
-        Ok(Trained { versions, force })
+        Ok(Trained {
+            versions,
+            force,
+            judge_version,
+        })
     }
 
     /// Stores a job's versions (activating those that passed, or all with `force`) and marks
@@ -204,12 +251,22 @@ impl Service {
     ) -> Result<bool> {
         let Some(stored) = self
             .store
-            .finish_job(job.id, owner, &job.judge, &trained.versions, trained.force)
+            .finish_job(
+                job.id,
+                owner,
+                &job.judge,
+                trained.judge_version.as_ref(),
+                &trained.versions,
+                trained.force,
+            )
             .await?
         else {
             return Ok(false);
         };
         let seen = self.calibrators.seen();
+        for v in &stored {
+            self.serve_judge_version(v).await?;
+        }
         for v in stored.into_iter().filter(|v| v.active) {
             self.install(v, seen).await?;
         }

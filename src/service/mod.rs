@@ -1,6 +1,7 @@
 //! The service layer: what the HTTP handlers and the CLI call. It validates, talks to the
 //! store, and keeps the metrics in step. No HTTP types here.
 
+pub mod bridges;
 mod corrections;
 pub mod coverage;
 mod jobs;
@@ -12,8 +13,9 @@ pub use crate::domain::runlevel::{CompareRequest, EstimateRequest, RankRequest};
 pub use corrections::Correction;
 pub use coverage::COVERAGE_WINDOW;
 pub use jobs::Trained;
+pub use runlevel::Served;
 pub use training::Progress;
-pub use versions::Loaded;
+pub use versions::{Loaded, Mismatch};
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -24,7 +26,9 @@ use crate::auth::{self, KeyCache, Principal, Scope};
 use crate::config::{JobSettings, LimitSettings, Settings};
 use crate::domain::anchors::{self, RawAnchor};
 use crate::domain::training::TrainingRequest;
-use crate::domain::{Anchor, CellKey, CellSummary, Problem, Rubric, RubricName, Scale, now_ms};
+use crate::domain::{
+    Anchor, CellKey, CellSummary, JudgeVersion, Problem, Rubric, RubricName, Scale, now_ms,
+};
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
 use crate::store::{CellIngest, Store, StoredKey};
@@ -182,6 +186,7 @@ impl Service {
     pub async fn anchors_page(
         &self,
         key: &CellKey,
+        only: Option<&JudgeVersion>,
         cursor: Option<&str>,
         limit: Option<usize>,
     ) -> Result<AnchorPage> {
@@ -213,13 +218,23 @@ impl Service {
             .transpose()?;
         let (anchors, more) = self
             .store
-            .anchors_page(key, after.as_deref(), limit)
+            .anchors_page(
+                key,
+                only,
+                after
+                    .as_deref()
+                    .map(|a| a.split_once('\0').unwrap_or((a, ""))),
+                limit,
+            )
             .await?;
+        // The cursor is the last row's item id and judge version, '\0' between (neither may
+        // hold a control character).
         let next_cursor = more
             .then(|| {
-                anchors
-                    .last()
-                    .map(|a| auth::hex(a.item_id.as_str().as_bytes()))
+                anchors.last().map(|a| {
+                    let version = JudgeVersion::stored(a.judge_version.as_ref());
+                    auth::hex(format!("{}\0{version}", a.item_id.as_str()).as_bytes())
+                })
             })
             .flatten();
         Ok(AnchorPage {
@@ -228,8 +243,13 @@ impl Service {
         })
     }
 
-    pub async fn delete_anchor(&self, key: &CellKey, item_id: &str) -> Result<i64> {
-        let count = self.store.delete_anchor(key, item_id).await?;
+    pub async fn delete_anchor(
+        &self,
+        key: &CellKey,
+        item_id: &str,
+        version: Option<&JudgeVersion>,
+    ) -> Result<i64> {
+        let count = self.store.delete_anchor(key, item_id, version).await?;
         self.metrics.set_cell_anchors(key, count);
         Ok(count)
     }
@@ -242,6 +262,7 @@ impl Service {
         }
         self.refresh_calibrators().await?;
         self.refresh_coverage().await?;
+        self.refresh_checks().await?;
         self.count_finished_jobs().await
     }
 
@@ -270,7 +291,7 @@ impl Service {
                 continue;
             }
             let request =
-                TrainingRequest::parse(judge.as_str(), "bayes", None, serde_json::json!({}))
+                TrainingRequest::parse(judge.as_str(), "bayes", None, None, serde_json::json!({}))
                     .map_err(|p| Error::rejected("the demo's training request", p))?;
             jobs.push(self.submit_training(request).await?.id);
         }

@@ -5,12 +5,14 @@
 use std::sync::Arc;
 
 use super::Service;
-use super::versions::Loaded;
+use super::versions::{Loaded, Mismatch};
 use crate::calibrate::runlevel::rank::{self, Ranking};
-use crate::calibrate::runlevel::{self, Basis, RunComparison, RunEstimate, RunItems};
+use crate::calibrate::runlevel::{
+    self, Anchored, Basis, RunComparison, RunEstimate, RunItems, Source,
+};
 use crate::calibrate::{Cell, MeanUncertainty};
 use crate::domain::runlevel::{CompareRequest, EstimateRequest, RankRequest};
-use crate::domain::{CellKey, Problem};
+use crate::domain::{CellKey, JudgeVersion, Problem};
 use crate::error::{Error, Result};
 use crate::metrics::RunQuestion;
 
@@ -63,9 +65,9 @@ impl Service {
         }
     }
 
-    /// The version to answer with and the anchors it could have been fitted on.
-    async fn basis(&self, key: &CellKey, version: Option<i64>) -> Result<(Arc<Loaded>, Arc<Cell>)> {
-        let loaded = self.corrector(key, version).await?;
+    /// The anchors `loaded` could have been fitted on, read once per version.
+    async fn basis(&self, loaded: Arc<Loaded>) -> Result<(Arc<Loaded>, Arc<Cell>)> {
+        let key = loaded.version.key.clone();
         let anchors = loaded
             .anchors
             .get_or_try_init(|| async {
@@ -81,6 +83,47 @@ impl Service {
             .await?
             .clone();
         Ok((loaded, anchors))
+    }
+
+    /// The version each run is corrected by. Runs that name no judge version, or all the same
+    /// one, share the version a single request would get (with its mismatch warning); runs of
+    /// different judge versions each need their own version's calibration (409 naming the run
+    /// whose version has none).
+    async fn resolve_runs(
+        &self,
+        key: &CellKey,
+        version: Option<i64>,
+        judge_versions: &[Option<JudgeVersion>],
+        fields: &[String],
+    ) -> Result<Served> {
+        let first = judge_versions.first().cloned().flatten();
+        if judge_versions.iter().all(|v| *v == first) {
+            let resolved = self.served(key, version, first.as_ref()).await?;
+            return Ok(Served {
+                runs: vec![resolved.loaded.clone(); judge_versions.len()],
+                loaded: resolved.loaded,
+                mismatches: resolved.mismatch.into_iter().collect(),
+            });
+        }
+        if version.is_some() {
+            return Err(Error::rejected(
+                "the request was refused",
+                vec![Problem::at(
+                    None,
+                    "version",
+                    "pins one calibrator version, but the runs name different judge versions: each is corrected by its own version's calibration; leave version out",
+                )],
+            ));
+        }
+        let mut runs = Vec::with_capacity(judge_versions.len());
+        for (v, field) in judge_versions.iter().zip(fields) {
+            runs.push(self.served_exactly(key, v.as_ref(), field).await?);
+        }
+        Ok(Served {
+            loaded: runs[0].clone(),
+            runs,
+            mismatches: Vec::new(),
+        })
     }
 
     /// Runs `f` on the version's model and anchors: on the request's own thread where it is
@@ -110,11 +153,40 @@ impl Service {
         Ok(out?)
     }
 
+    /// The bases of the distinct versions among `runs`, and each run's index among them.
+    async fn bases(
+        &self,
+        runs: &[Arc<Loaded>],
+    ) -> Result<(Vec<(Arc<Loaded>, Arc<Cell>)>, Vec<usize>)> {
+        let mut bases: Vec<(Arc<Loaded>, Arc<Cell>)> = Vec::new();
+        let mut index = Vec::with_capacity(runs.len());
+        for run in runs {
+            match bases
+                .iter()
+                .position(|(l, _)| l.version.id == run.version.id)
+            {
+                Some(i) => index.push(i),
+                None => {
+                    index.push(bases.len());
+                    bases.push(self.basis(run.clone()).await?);
+                }
+            }
+        }
+        Ok((bases, index))
+    }
+
     /// The de-biased mean of one run.
-    pub async fn estimate(&self, request: EstimateRequest) -> Result<(Arc<Loaded>, RunEstimate)> {
+    pub async fn estimate(&self, request: EstimateRequest) -> Result<(Served, RunEstimate)> {
         self.check_size(&[(request.field(), &request.run)])?;
-        let basis = self.basis(&request.key, request.version).await?;
-        let loaded = basis.0.clone();
+        let served = self
+            .resolve_runs(
+                &request.key,
+                request.version,
+                std::slice::from_ref(&request.judge_version),
+                &["judge_version".to_owned()],
+            )
+            .await?;
+        let basis = self.basis(served.loaded.clone()).await?;
         let n = request.run.scores.len();
         let (run, settings) = (request.run, request.settings);
         let answer = Self::with_basis(basis, Work::of_scores(n), move |basis| {
@@ -123,27 +195,46 @@ impl Service {
         .await?;
         self.metrics
             .count_estimate(&request.key, RunQuestion::Estimate);
-        Ok((loaded, answer))
+        Ok((served, answer))
     }
 
     /// The difference of two runs' de-biased means.
-    pub async fn compare(&self, request: CompareRequest) -> Result<(Arc<Loaded>, RunComparison)> {
+    pub async fn compare(&self, request: CompareRequest) -> Result<(Served, RunComparison)> {
         self.check_size(&[("a", &request.a), ("b", &request.b)])?;
-        let basis = self.basis(&request.key, request.version).await?;
-        let loaded = basis.0.clone();
+        let served = self
+            .resolve_runs(
+                &request.key,
+                request.version,
+                &request.judge_versions,
+                &["a.judge_version".to_owned(), "b.judge_version".to_owned()],
+            )
+            .await?;
         let n = request.a.scores.len() + request.b.scores.len();
         let (a, b, settings) = (request.a, request.b, request.settings);
-        let answer = Self::with_basis(basis, Work::of_scores(n), move |basis| {
-            runlevel::compare(basis, &a, &b, &settings)
-        })
-        .await?;
+        let (bases, _) = self.bases(&served.runs).await?;
+        let answer = if bases.len() == 1 {
+            let basis = bases
+                .into_iter()
+                .next()
+                .ok_or_else(|| Error::Internal("no basis".into()))?;
+            Self::with_basis(basis, Work::of_scores(n), move |basis| {
+                runlevel::compare(basis, &a, &b, &settings)
+            })
+            .await?
+        } else {
+            crate::error::blocking("comparing runs of two judge versions", move || {
+                let sources = anchored_sources(&bases)?;
+                runlevel::compare_sources((&sources[0], &a), (&sources[1], &b), &settings)
+            })
+            .await??
+        };
         self.metrics
             .count_estimate(&request.key, RunQuestion::Compare);
-        Ok((loaded, answer))
+        Ok((served, answer))
     }
 
     /// K runs ranked, with their pairs' simultaneous intervals and, when asked, a label plan.
-    pub async fn rank(&self, request: RankRequest) -> Result<(Arc<Loaded>, Ranking)> {
+    pub async fn rank(&self, request: RankRequest) -> Result<(Served, Ranking)> {
         self.check_sizes(
             request
                 .runs
@@ -151,16 +242,75 @@ impl Service {
                 .enumerate()
                 .map(|(i, (_, r))| (format!("runs[{i}].scores"), r)),
         )?;
-        let basis = self.basis(&request.key, request.version).await?;
-        let loaded = basis.0.clone();
+        let fields: Vec<String> = (0..request.runs.len())
+            .map(|i| format!("runs[{i}].judge_version"))
+            .collect();
+        let served = self
+            .resolve_runs(
+                &request.key,
+                request.version,
+                &request.judge_versions,
+                &fields,
+            )
+            .await?;
         let runs: Vec<RunItems> = request.runs.into_iter().map(|r| r.1).collect();
         let (settings, how) = (request.settings, request.rank);
+        let (bases, index) = self.bases(&served.runs).await?;
         // Joint draws for every pair are heavier than one comparison: always off the runtime.
-        let answer = Self::with_basis(basis, Work::Heavy, move |basis| {
-            rank::rank(basis, &runs, &settings, &how)
-        })
-        .await?;
+        let answer = if bases.len() == 1 {
+            let basis = bases
+                .into_iter()
+                .next()
+                .ok_or_else(|| Error::Internal("no basis".into()))?;
+            Self::with_basis(basis, Work::Heavy, move |basis| {
+                rank::rank(basis, &runs, &settings, &how)
+            })
+            .await?
+        } else {
+            crate::error::blocking("ranking runs of several judge versions", move || {
+                let sources = anchored_sources(&bases)?;
+                let per_run: Vec<&dyn Source> =
+                    index.iter().map(|&i| &sources[i] as &dyn Source).collect();
+                rank::rank_sources(&per_run, &runs, &settings, &how)
+            })
+            .await??
+        };
         self.metrics.count_estimate(&request.key, RunQuestion::Rank);
-        Ok((loaded, answer))
+        Ok((served, answer))
     }
+}
+
+/// What answered a run-level question: the version of the first run (the one of every run,
+/// unless they named different judge versions), each run's version, and the runs' judge
+/// versions that had no calibration of their own.
+pub struct Served {
+    pub loaded: Arc<Loaded>,
+    pub runs: Vec<Arc<Loaded>>,
+    pub mismatches: Vec<Mismatch>,
+}
+
+impl Served {
+    /// Whether the runs were corrected by different versions.
+    pub fn across_versions(&self) -> bool {
+        self.runs
+            .iter()
+            .any(|r| r.version.id != self.loaded.version.id)
+    }
+}
+
+/// One source per distinct version: a cell's version with the anchors it could have been
+/// fitted on. Runs of different sources are corrected independently.
+fn anchored_sources(
+    bases: &[(Arc<Loaded>, Arc<Cell>)],
+) -> crate::calibrate::error::Result<Vec<Anchored<'_>>> {
+    bases
+        .iter()
+        .map(|(loaded, anchors)| {
+            Anchored::new(Basis {
+                model: &loaded.version.model,
+                anchors,
+                groups: loaded.version.groups.as_ref(),
+            })
+        })
+        .collect()
 }

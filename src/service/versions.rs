@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use super::Service;
-use crate::domain::calibration::CalibratorVersion;
-use crate::domain::{CellKey, JudgeName, RubricName, Scale};
+use crate::domain::calibration::{CalibratorVersion, OnMismatch};
+use crate::domain::{CellKey, JudgeName, JudgeVersion, RubricName, Scale};
 use crate::error::{Error, Result};
 
 /// A version ready to correct with (a flow's MC-dropout table is built when it is loaded).
@@ -29,7 +29,39 @@ pub struct Loaded {
 pub struct Cache {
     active: RwLock<HashMap<CellKey, (Seen, Arc<Loaded>)>>,
     pinned: RwLock<HashMap<(CellKey, i64), Arc<Loaded>>>,
+    /// The newest passed version trained on each named judge version of a cell: what serves a
+    /// request naming that judge version (replaced at each refresh).
+    by_judge_version: RwLock<HashMap<(CellKey, JudgeVersion), Arc<Loaded>>>,
+    /// Each judge's `on_version_mismatch` setting (replaced at each refresh).
+    mismatch: RwLock<HashMap<JudgeName, OnMismatch>>,
     reads: AtomicU64,
+}
+
+/// A request named `requested`, and the calibration that serves it was trained on `served`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mismatch {
+    pub requested: JudgeVersion,
+    pub served: Option<JudgeVersion>,
+}
+
+impl Mismatch {
+    /// What the answer's `warnings` say.
+    pub fn warning(&self, version: i64) -> String {
+        format!(
+            "judge_version {:?} has no calibration of its own: these scores were corrected by version {version}, \
+             trained on judge_version {}. If the judge changed, re-score the cell's anchor items under the new \
+             version (GET /v1/cells/{{judge}}/{{rubric}}/rescore) and check the bridge before trusting this correction",
+            self.requested.as_str(),
+            JudgeVersion::describe(self.served.as_ref())
+        )
+    }
+}
+
+/// The version that corrects a request, and whether it was trained on another judge version
+/// than the request named.
+pub struct Resolved {
+    pub loaded: Arc<Loaded>,
+    pub mismatch: Option<Mismatch>,
 }
 
 /// The rubrics' scales this process serves with (see `Service::scale_of`).
@@ -194,6 +226,172 @@ impl Service {
                 self.install(v, seen).await?;
             }
         }
+        let settings = self.store.judge_settings().await?;
+        if let Ok(mut m) = self.calibrators.mismatch.write() {
+            *m = settings;
+        }
+        let held: HashMap<(CellKey, JudgeVersion), Arc<Loaded>> = self
+            .calibrators
+            .by_judge_version
+            .read()
+            .map(|m| m.clone())
+            .unwrap_or_default();
+        let mut fresh = HashMap::new();
+        for (key, judge_version, id) in self.store.judge_version_calibrators().await? {
+            let slot = (key, judge_version);
+            let loaded = match held.get(&slot) {
+                Some(l) if l.version.id == id => l.clone(),
+                _ => match self.store.calibrator(id).await? {
+                    Some(v) => Self::load(v).await?,
+                    None => continue,
+                },
+            };
+            fresh.insert(slot, loaded);
+        }
+        if let Ok(mut m) = self.calibrators.by_judge_version.write() {
+            *m = fresh;
+        }
+        Ok(())
+    }
+
+    /// The version that corrects a request naming `judge_version` (and perhaps a `version`):
+    /// the pinned version, else the active one where it was trained on that judge version,
+    /// else the newest passed version trained on it, else the active one with a mismatch
+    /// (counted; a 409 where the judge's setting says refuse). From memory, but for the first
+    /// request of a cell this process has not loaded.
+    pub(super) async fn served(
+        &self,
+        key: &CellKey,
+        version: Option<i64>,
+        judge_version: Option<&JudgeVersion>,
+    ) -> Result<Resolved> {
+        let Some(wanted) = judge_version else {
+            return Ok(Resolved {
+                loaded: self.corrector(key, version).await?,
+                mismatch: None,
+            });
+        };
+        let own = || {
+            self.calibrators
+                .by_judge_version
+                .read()
+                .ok()
+                .and_then(|m| m.get(&(key.clone(), wanted.clone())).cloned())
+        };
+        let loaded = match (version, own()) {
+            (None, Some(own)) => {
+                let active = self.calibrators.active(key);
+                match active {
+                    Some(a) if a.version.judge_version.as_ref() == Some(wanted) => a,
+                    _ => own,
+                }
+            }
+            _ => self.corrector(key, version).await?,
+        };
+        if loaded.version.judge_version.as_ref() == Some(wanted) {
+            return Ok(Resolved {
+                loaded,
+                mismatch: None,
+            });
+        }
+        let mismatch = Mismatch {
+            requested: wanted.clone(),
+            served: loaded.version.judge_version.clone(),
+        };
+        self.metrics.count_version_mismatch(key);
+        if self.on_mismatch(&key.judge) == OnMismatch::Refuse {
+            return Err(Error::conflict(
+                format!(
+                    "judge_version {:?} has no calibration in cell {key}: the served version {} was trained on judge_version {}, \
+                     and judge {} refuses mismatched versions (on_version_mismatch: refuse). Re-score the anchor items under \
+                     {:?} (GET /v1/cells/{}/{}/rescore?judge_version=...), then train on them \
+                     (POST /v1/judges/{}/calibrations with \"judge_version\")",
+                    wanted.as_str(),
+                    loaded.version.version,
+                    JudgeVersion::describe(mismatch.served.as_ref()),
+                    key.judge,
+                    wanted.as_str(),
+                    key.judge,
+                    key.rubric,
+                    key.judge
+                ),
+                vec![],
+            ));
+        }
+        Ok(Resolved {
+            loaded,
+            mismatch: Some(mismatch),
+        })
+    }
+
+    /// The version that corrects a run naming `judge_version` in a question across judge
+    /// versions: its own calibration, or a 409 naming it (correcting one version's scores
+    /// through another's calibration is what such a question must not do).
+    pub(super) async fn served_exactly(
+        &self,
+        key: &CellKey,
+        judge_version: Option<&JudgeVersion>,
+        field: &str,
+    ) -> Result<Arc<Loaded>> {
+        let served = self.served(key, None, judge_version).await?;
+        match served.mismatch {
+            None => Ok(served.loaded),
+            Some(m) => Err(Error::conflict(
+                format!(
+                    "{field}: judge_version {:?} has no calibration in cell {key} (the served version {} was trained on {}); \
+                     runs of different judge versions are each corrected by their own version's calibration: train one on {:?} \
+                     (POST /v1/judges/{}/calibrations with \"judge_version\")",
+                    m.requested.as_str(),
+                    served.loaded.version.version,
+                    JudgeVersion::describe(m.served.as_ref()),
+                    m.requested.as_str(),
+                    key.judge
+                ),
+                vec![],
+            )),
+        }
+    }
+
+    /// Serves a version this process just stored for requests naming its judge version, where
+    /// it passed and is newer than the one held.
+    pub(super) async fn serve_judge_version(&self, v: &CalibratorVersion) -> Result<()> {
+        let (Some(judge_version), true) = (&v.judge_version, v.passed()) else {
+            return Ok(());
+        };
+        let slot = (v.key.clone(), judge_version.clone());
+        let held = self
+            .calibrators
+            .by_judge_version
+            .read()
+            .ok()
+            .and_then(|m| m.get(&slot).map(|l| l.version.version));
+        if held.is_some_and(|n| n >= v.version) {
+            return Ok(());
+        }
+        let loaded = Self::load(v.clone()).await?;
+        if let Ok(mut m) = self.calibrators.by_judge_version.write() {
+            m.insert(slot, loaded);
+        }
+        Ok(())
+    }
+
+    /// The judge's `on_version_mismatch` setting, from memory.
+    pub fn on_mismatch(&self, judge: &JudgeName) -> OnMismatch {
+        self.calibrators
+            .mismatch
+            .read()
+            .ok()
+            .and_then(|m| m.get(judge).copied())
+            .unwrap_or_default()
+    }
+
+    /// Sets the judge's `on_version_mismatch`; served at once by this process, by others at
+    /// their next refresh.
+    pub async fn set_on_mismatch(&self, judge: &JudgeName, on: OnMismatch) -> Result<()> {
+        self.store.put_judge_setting(judge, on).await?;
+        if let Ok(mut m) = self.calibrators.mismatch.write() {
+            m.insert(judge.clone(), on);
+        }
         Ok(())
     }
 
@@ -283,7 +481,11 @@ impl Service {
         let v = &loaded.version;
         let anchors = self
             .store
-            .judge_anchors(&key.judge, Some(std::slice::from_ref(&key.rubric)))
+            .judge_anchors(
+                &key.judge,
+                Some(std::slice::from_ref(&key.rubric)),
+                v.judge_version.as_ref(),
+            )
             .await?
             .into_iter()
             .flat_map(|(_, a)| a)
@@ -343,6 +545,7 @@ mod tests {
                 failure: None,
                 created_at_ms: 0,
                 active: true,
+                judge_version: None,
             },
             anchors: tokio::sync::OnceCell::new(),
         })

@@ -9,18 +9,28 @@ use uuid::Uuid;
 use super::{Store, placeholder_list, placeholder_rows};
 use crate::domain::anchors::CellBatch;
 use crate::domain::{
-    Anchor, CellKey, CellSummary, ItemId, JudgeName, Problem, Rubric, RubricName, Scale, now_ms,
+    Anchor, CellKey, CellSummary, GroupName, ItemId, JudgeName, JudgeVersion, Problem, Rubric,
+    RubricName, Scale, now_ms,
 };
 use crate::error::{Error, Result};
 
-/// Rows per multi-row statement: 6 columns x 1,000 rows stays far below both backends'
+/// Rows per multi-row statement: 8 columns x 1,000 rows stays far below both backends'
 /// bind-parameter limits (65,535 on Postgres, 32,766 on SQLite).
 const CHUNK: usize = 1000;
 
-/// What one cell of an upload did.
+/// A stored row of one of a batch's items, in the batch's judge version.
+struct StoredRow {
+    judge_score: f64,
+    reference_score: f64,
+    group: Option<GroupName>,
+    created_at_ms: i64,
+}
+
+/// What one cell (one judge version of it) of an upload did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CellIngest {
     pub key: CellKey,
+    pub judge_version: Option<JudgeVersion>,
     pub inserted: usize,
     pub unchanged: usize,
     pub replaced: usize,
@@ -168,6 +178,7 @@ impl Store {
         }
 
         let mut conflicts = Vec::new();
+        let mut missing = Vec::new();
         let mut outcomes = Vec::with_capacity(cells.len());
         for cell in cells {
             let row = sqlx::query(
@@ -185,14 +196,17 @@ impl Store {
             let cell_id: String = row.try_get(0)?;
             let stored_count: i64 = row.try_get(1)?;
 
-            // Which of the batch's items are stored already, and with what scores. A new
-            // (empty) cell needs no look-up.
-            let mut stored: HashMap<String, (f64, f64, Option<String>)> = HashMap::new();
+            let version = JudgeVersion::stored(cell.judge_version.as_ref());
+            // The batch's items as stored: each item's reference and group (one for all its
+            // versions), and this version's row of it. A new (empty) cell needs no look-up.
+            let mut items: HashMap<String, (f64, Option<GroupName>)> = HashMap::new();
+            let mut own: HashMap<String, StoredRow> = HashMap::new();
             if stored_count > 0 {
                 for chunk in cell.anchors.chunks(CHUNK) {
                     let sql = format!(
-                        "SELECT item_id, judge_score, reference_score, group_name FROM anchors
-                         WHERE cell_id = $1 AND item_id IN ({})",
+                        "SELECT judge_version, item_id, judge_score, reference_score, group_name,
+                             created_at_ms
+                         FROM anchors WHERE cell_id = $1 AND item_id IN ({})",
                         placeholder_list(chunk.len(), 2)
                     );
                     let mut q = sqlx::query(AssertSqlSafe(sql)).bind(&cell_id);
@@ -200,76 +214,152 @@ impl Store {
                         q = q.bind(a.item_id.as_str());
                     }
                     for r in q.fetch_all(&mut *tx).await? {
-                        stored.insert(r.try_get(0)?, (r.try_get(1)?, r.try_get(2)?, r.try_get(3)?));
+                        let row_version: String = r.try_get(0)?;
+                        let item: String = r.try_get(1)?;
+                        let stored = StoredRow {
+                            judge_score: r.try_get(2)?,
+                            reference_score: r.try_get(3)?,
+                            group: group_of(r.try_get(4)?)?,
+                            created_at_ms: r.try_get(5)?,
+                        };
+                        items.insert(item.clone(), (stored.reference_score, stored.group.clone()));
+                        if row_version == version {
+                            own.insert(item, stored);
+                        }
                     }
                 }
             }
 
-            let mut fresh: Vec<&Anchor> = Vec::new();
-            let mut changed: Vec<&Anchor> = Vec::new();
+            let mut fresh: Vec<Anchor> = Vec::new();
+            let mut changed: Vec<(Anchor, i64)> = Vec::new();
+            let mut references: Vec<&Anchor> = Vec::new();
             let mut unchanged = 0;
-            for (anchor, &batch_row) in cell.anchors.iter().zip(&cell.rows) {
+            for (uploaded, &batch_row) in cell.anchors.iter().zip(&cell.rows) {
+                let item = uploaded.item_id.as_str();
+                let stored_item = items.get(item).map(|(y, g)| (*y, g.as_ref()));
+                let Some(anchor) = uploaded.anchor(cell.judge_version.as_ref(), stored_item) else {
+                    missing.push(Problem::at(
+                        Some(batch_row),
+                        "reference_score",
+                        format!(
+                            "is missing, and cell {} holds no reference for item {item:?} under any judge version: \
+                             give its reference_score",
+                            cell.key
+                        ),
+                    ));
+                    continue;
+                };
                 let group = anchor.group.as_ref().map(|g| g.as_str());
-                match stored.get(anchor.item_id.as_str()) {
-                    None => fresh.push(anchor),
-                    Some((j, y, g))
-                        if *j == anchor.judge_score
-                            && *y == anchor.reference_score
-                            && g.as_deref() == group =>
+                match own.get(item) {
+                    Some(s)
+                        if s.judge_score == anchor.judge_score
+                            && s.reference_score == anchor.reference_score
+                            && s.group.as_ref().map(|g| g.as_str()) == group =>
                     {
                         unchanged += 1;
                     }
-                    Some((j, y, g)) => {
+                    Some(s) => {
                         if !replace {
                             conflicts.push(Problem::at(
                                 Some(batch_row),
                                 "item_id",
                                 format!(
-                                    "{:?} is stored for {} with judge_score {j}, reference_score {y} and group {}; \
+                                    "{item:?} is stored for {} (judge_version {}) with judge_score {}, reference_score {} and group {}; \
                                      this batch has {}, {} and {}",
-                                    anchor.item_id.as_str(),
                                     cell.key,
-                                    g.as_deref().unwrap_or("(none)"),
+                                    JudgeVersion::describe(cell.judge_version.as_ref()),
+                                    s.judge_score,
+                                    s.reference_score,
+                                    s.group.as_ref().map_or("(none)", |g| g.as_str()),
                                     anchor.judge_score,
                                     anchor.reference_score,
                                     group.unwrap_or("(none)")
                                 ),
                             ));
                         }
-                        changed.push(anchor);
+                        changed.push((anchor, s.created_at_ms));
+                    }
+                    None => {
+                        if let Some((y, _)) = stored_item
+                            && y != anchor.reference_score
+                        {
+                            if !replace {
+                                conflicts.push(Problem::at(
+                                    Some(batch_row),
+                                    "reference_score",
+                                    format!(
+                                        "{} differs from the reference {y} cell {} holds for item {item:?} (an item has one \
+                                         reference whichever judge version scored it); leave reference_score empty to use \
+                                         the stored one, or send ?replace=true to change it for every version",
+                                        anchor.reference_score, cell.key
+                                    ),
+                                ));
+                            }
+                            changed.push((anchor, now));
+                            continue;
+                        }
+                        fresh.push(anchor);
                     }
                 }
             }
-            if !conflicts.is_empty() {
+            if !conflicts.is_empty() || !missing.is_empty() {
                 continue;
+            }
+            // A changed reference changes it for every version of the item.
+            for (anchor, _) in &changed {
+                if items
+                    .get(anchor.item_id.as_str())
+                    .is_some_and(|(y, _)| *y != anchor.reference_score)
+                {
+                    references.push(anchor);
+                }
+            }
+            for a in references {
+                sqlx::query(
+                    "UPDATE anchors SET reference_score = $1, updated_at_ms = $2
+                     WHERE cell_id = $3 AND item_id = $4",
+                )
+                .bind(a.reference_score)
+                .bind(now)
+                .bind(&cell_id)
+                .bind(a.item_id.as_str())
+                .execute(&mut *tx)
+                .await?;
             }
 
             for chunk in changed.chunks(CHUNK) {
                 let sql = format!(
-                    "DELETE FROM anchors WHERE cell_id = $1 AND item_id IN ({})",
-                    placeholder_list(chunk.len(), 2)
+                    "DELETE FROM anchors WHERE cell_id = $1 AND judge_version = $2 AND item_id IN ({})",
+                    placeholder_list(chunk.len(), 3)
                 );
-                let mut q = sqlx::query(AssertSqlSafe(sql)).bind(&cell_id);
-                for a in chunk {
+                let mut q = sqlx::query(AssertSqlSafe(sql)).bind(&cell_id).bind(version);
+                for (a, _) in chunk {
                     q = q.bind(a.item_id.as_str());
                 }
                 q.execute(&mut *tx).await?;
             }
-            let to_insert: Vec<&Anchor> = fresh.iter().chain(&changed).copied().collect();
+            let to_insert: Vec<(&Anchor, i64)> = fresh
+                .iter()
+                .map(|a| (a, now))
+                .chain(changed.iter().map(|(a, created)| (a, *created)))
+                .collect();
             for chunk in to_insert.chunks(CHUNK) {
                 let sql = format!(
-                    "INSERT INTO anchors (cell_id, item_id, judge_score, reference_score, updated_at_ms, group_name) VALUES {}",
-                    placeholder_rows(chunk.len(), 6, 1)
+                    "INSERT INTO anchors (cell_id, judge_version, item_id, judge_score, reference_score,
+                         updated_at_ms, group_name, created_at_ms) VALUES {}",
+                    placeholder_rows(chunk.len(), 8, 1)
                 );
                 let mut q = sqlx::query(AssertSqlSafe(sql));
-                for a in chunk {
+                for (a, created) in chunk {
                     q = q
                         .bind(&cell_id)
+                        .bind(version)
                         .bind(a.item_id.as_str())
                         .bind(a.judge_score)
                         .bind(a.reference_score)
                         .bind(now)
-                        .bind(a.group.as_ref().map(|g| g.as_str().to_owned()));
+                        .bind(a.group.as_ref().map(|g| g.as_str().to_owned()))
+                        .bind(*created);
                 }
                 q.execute(&mut *tx).await?;
             }
@@ -289,13 +379,21 @@ impl Store {
             .try_get(0)?;
             outcomes.push(CellIngest {
                 key: cell.key.clone(),
+                judge_version: cell.judge_version.clone(),
                 inserted: fresh.len(),
                 unchanged,
                 replaced: changed.len(),
                 anchor_count,
-                stored: to_insert.into_iter().cloned().collect(),
+                stored: to_insert.into_iter().map(|(a, _)| a.clone()).collect(),
                 coverage: None,
             });
+        }
+        if !missing.is_empty() {
+            tx.rollback().await?;
+            return Err(Error::rejected(
+                "re-scored rows need a reference the cell holds; nothing was stored",
+                missing,
+            ));
         }
         if !conflicts.is_empty() {
             tx.rollback().await?;
@@ -350,21 +448,30 @@ impl Store {
             })
     }
 
-    /// One page of a cell's anchors in item-id order, after `after` (exclusive). Returns the
-    /// page and whether more follow.
+    /// One page of a cell's anchors in (item id, judge version) order, after `after`
+    /// (exclusive), of one judge version when `only` names one. Returns the page and whether
+    /// more follow.
     pub async fn anchors_page(
         &self,
         key: &CellKey,
-        after: Option<&str>,
+        only: Option<&JudgeVersion>,
+        after: Option<(&str, &str)>,
         limit: usize,
     ) -> Result<(Vec<Anchor>, bool)> {
         let cell_id = self.cell_id(key).await?;
+        let (item, version) = after.unwrap_or(("", ""));
         let rows = sqlx::query(
-            "SELECT item_id, judge_score, reference_score, group_name FROM anchors
-             WHERE cell_id = $1 AND item_id > $2 ORDER BY item_id LIMIT $3",
+            "SELECT item_id, judge_score, reference_score, group_name, judge_version FROM anchors
+             WHERE cell_id = $1 AND (item_id > $2 OR (item_id = $3 AND judge_version > $4))
+                 AND ($5 = '' OR judge_version = $6)
+             ORDER BY item_id, judge_version LIMIT $7",
         )
         .bind(&cell_id)
-        .bind(after.unwrap_or(""))
+        .bind(item)
+        .bind(item)
+        .bind(version)
+        .bind(JudgeVersion::stored(only))
+        .bind(JudgeVersion::stored(only))
         .bind(i64::try_from(limit + 1).unwrap_or(i64::MAX))
         .fetch_all(&self.pool)
         .await?;
@@ -372,21 +479,19 @@ impl Store {
         let anchors = rows
             .iter()
             .take(limit)
-            .map(|r| {
-                Ok(Anchor {
-                    item_id: ItemId::parse(&r.try_get::<String, _>(0)?)
-                        .map_err(|_| bad_row("item id"))?,
-                    judge_score: r.try_get(1)?,
-                    reference_score: r.try_get(2)?,
-                    group: group_of(r.try_get(3)?)?,
-                })
-            })
+            .map(anchor_of_named)
             .collect::<Result<_>>()?;
         Ok((anchors, more))
     }
 
-    /// Removes one anchor; returns the cell's new anchor count.
-    pub async fn delete_anchor(&self, key: &CellKey, item_id: &str) -> Result<i64> {
+    /// Removes an anchor item: its row of `version` when one is named, otherwise its rows of
+    /// every judge version (the item and its reference). Returns the cell's new anchor count.
+    pub async fn delete_anchor(
+        &self,
+        key: &CellKey,
+        item_id: &str,
+        version: Option<&JudgeVersion>,
+    ) -> Result<i64> {
         let mut tx = self.pool.begin().await?;
         let cell_id: String = sqlx::query(
             "UPDATE cells SET updated_at_ms = $1 WHERE judge = $2 AND rubric = $3 RETURNING id",
@@ -398,21 +503,29 @@ impl Store {
         .await?
         .ok_or_else(|| Error::NotFound(format!("cell {key} does not exist")))?
         .try_get(0)?;
-        let deleted = sqlx::query("DELETE FROM anchors WHERE cell_id = $1 AND item_id = $2")
-            .bind(&cell_id)
-            .bind(item_id)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
+        let deleted = sqlx::query(
+            "DELETE FROM anchors WHERE cell_id = $1 AND item_id = $2
+                 AND ($3 = 0 OR judge_version = $4)",
+        )
+        .bind(&cell_id)
+        .bind(item_id)
+        .bind(i64::from(version.is_some()))
+        .bind(JudgeVersion::stored(version))
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
         if deleted == 0 {
             tx.rollback().await?;
-            return Err(Error::NotFound(format!(
-                "cell {key} has no anchor {item_id:?}"
-            )));
+            return Err(Error::NotFound(match version {
+                Some(v) => format!("cell {key} has no anchor {item_id:?} of judge_version {v:?}"),
+                None => format!("cell {key} has no anchor {item_id:?}"),
+            }));
         }
         let count: i64 = sqlx::query(
-            "UPDATE cells SET anchor_count = anchor_count - 1 WHERE id = $1 RETURNING anchor_count",
+            "UPDATE cells SET anchor_count = (SELECT COUNT(*) FROM anchors WHERE cell_id = $1)
+             WHERE id = $2 RETURNING anchor_count",
         )
+        .bind(&cell_id)
         .bind(&cell_id)
         .fetch_one(&mut *tx)
         .await?
@@ -420,6 +533,165 @@ impl Store {
         tx.commit().await?;
         Ok(count)
     }
+
+    /// The judge versions the anchors of `judge`'s cells carry (of `rubric` only, when
+    /// given): per cell, each version with its anchor count and when its first anchor
+    /// arrived, oldest first.
+    pub async fn judge_versions(
+        &self,
+        judge: &JudgeName,
+        rubric: Option<&RubricName>,
+    ) -> Result<Vec<(RubricName, VersionAnchors)>> {
+        let rows = sqlx::query(
+            "SELECT c.rubric, a.judge_version, COUNT(*), MIN(a.created_at_ms)
+             FROM anchors a JOIN cells c ON c.id = a.cell_id
+             WHERE c.judge = $1 AND ($2 = '' OR c.rubric = $3)
+             GROUP BY c.rubric, a.judge_version
+             ORDER BY c.rubric, MIN(a.created_at_ms), a.judge_version",
+        )
+        .bind(judge.as_str())
+        .bind(rubric.map_or("", RubricName::as_str))
+        .bind(rubric.map_or("", RubricName::as_str))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    RubricName::parse(&r.try_get::<String, _>(0)?)
+                        .map_err(|_| bad_row("rubric name"))?,
+                    VersionAnchors {
+                        judge_version: JudgeVersion::from_stored(&r.try_get::<String, _>(1)?)
+                            .map_err(|_| bad_row("judge version"))?,
+                        anchor_count: r.try_get(2)?,
+                        first_at_ms: r.try_get(3)?,
+                    },
+                ))
+            })
+            .collect()
+    }
+
+    /// The pairs two judge versions give the items both scored (the bridge's data), in item
+    /// order: (item, `from`'s score, `to`'s score, the item's reference, its group).
+    pub async fn shared_items(
+        &self,
+        key: &CellKey,
+        from: Option<&JudgeVersion>,
+        to: Option<&JudgeVersion>,
+    ) -> Result<Vec<SharedItem>> {
+        let cell_id = self.cell_id(key).await?;
+        let rows = sqlx::query(
+            "SELECT a.item_id, a.judge_score, b.judge_score, a.reference_score, a.group_name
+             FROM anchors a JOIN anchors b ON b.cell_id = a.cell_id AND b.item_id = a.item_id
+             WHERE a.cell_id = $1 AND a.judge_version = $2 AND b.judge_version = $3
+             ORDER BY a.item_id",
+        )
+        .bind(&cell_id)
+        .bind(JudgeVersion::stored(from))
+        .bind(JudgeVersion::stored(to))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(SharedItem {
+                    item_id: ItemId::parse(&r.try_get::<String, _>(0)?)
+                        .map_err(|_| bad_row("item id"))?,
+                    from_score: r.try_get(1)?,
+                    to_score: r.try_get(2)?,
+                    reference_score: r.try_get(3)?,
+                    group: group_of(r.try_get(4)?)?,
+                })
+            })
+            .collect()
+    }
+
+    /// The items of a cell that hold a reference but no score of `version` (what to re-score),
+    /// in item order, at most `limit`; and how many there are in all.
+    pub async fn items_to_rescore(
+        &self,
+        key: &CellKey,
+        version: &JudgeVersion,
+        limit: usize,
+    ) -> Result<(Vec<ItemId>, i64)> {
+        let cell_id = self.cell_id(key).await?;
+        let missing = "FROM anchors a WHERE a.cell_id = $1 AND NOT EXISTS (
+                 SELECT 1 FROM anchors b WHERE b.cell_id = a.cell_id AND b.item_id = a.item_id
+                     AND b.judge_version = $2)";
+        let total: i64 = sqlx::query(AssertSqlSafe(format!(
+            "SELECT COUNT(DISTINCT a.item_id) {missing}"
+        )))
+        .bind(&cell_id)
+        .bind(version.as_str())
+        .fetch_one(&self.pool)
+        .await?
+        .try_get(0)?;
+        let rows = sqlx::query(AssertSqlSafe(format!(
+            "SELECT DISTINCT a.item_id {missing} ORDER BY a.item_id LIMIT $3"
+        )))
+        .bind(&cell_id)
+        .bind(version.as_str())
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(&self.pool)
+        .await?;
+        let items = rows
+            .iter()
+            .map(|r| ItemId::parse(&r.try_get::<String, _>(0)?).map_err(|_| bad_row("item id")))
+            .collect::<Result<_>>()?;
+        Ok((items, total))
+    }
+}
+
+impl Store {
+    /// A cell's anchors of one judge version, by item.
+    pub async fn version_scores(
+        &self,
+        key: &CellKey,
+        version: Option<&JudgeVersion>,
+    ) -> Result<HashMap<ItemId, Anchor>> {
+        let cell_id = self.cell_id(key).await?;
+        let rows = sqlx::query(
+            "SELECT item_id, judge_score, reference_score, group_name, judge_version FROM anchors
+             WHERE cell_id = $1 AND judge_version = $2",
+        )
+        .bind(&cell_id)
+        .bind(JudgeVersion::stored(version))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| anchor_of_named(r).map(|a| (a.item_id.clone(), a)))
+            .collect()
+    }
+}
+
+/// One judge version's anchors in a cell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VersionAnchors {
+    pub judge_version: Option<JudgeVersion>,
+    pub anchor_count: i64,
+    pub first_at_ms: i64,
+}
+
+/// An item two judge versions both scored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SharedItem {
+    pub item_id: ItemId,
+    pub from_score: f64,
+    pub to_score: f64,
+    pub reference_score: f64,
+    pub group: Option<GroupName>,
+}
+
+/// An anchor from a row with the columns `item_id, judge_score, reference_score, group_name,
+/// judge_version` by name.
+pub(super) fn anchor_of_named(r: &AnyRow) -> Result<Anchor> {
+    Ok(Anchor {
+        item_id: ItemId::parse(&r.try_get::<String, _>("item_id")?)
+            .map_err(|_| bad_row("item id"))?,
+        judge_score: r.try_get("judge_score")?,
+        reference_score: r.try_get("reference_score")?,
+        group: group_of(r.try_get("group_name")?)?,
+        judge_version: JudgeVersion::from_stored(&r.try_get::<String, _>("judge_version")?)
+            .map_err(|_| bad_row("judge version"))?,
+    })
 }
 
 /// A stored group name, checked again on the way out.

@@ -1,12 +1,16 @@
 //! Calibrator versions, the version each cell serves, and the anchor snapshots fits read.
 
+use std::collections::HashMap;
+
 use sqlx::any::AnyRow;
 use sqlx::{AnyPool, Row};
 
 use super::Store;
 use crate::calibrate::{Method, Model};
-use crate::domain::calibration::{CalibratorId, CalibratorVersion, JobId, NewVersion, VersionRef};
-use crate::domain::{Anchor, CellKey, ItemId, JudgeName, RubricName, now_ms};
+use crate::domain::calibration::{
+    CalibratorId, CalibratorVersion, JobId, NewVersion, OnMismatch, VersionRef,
+};
+use crate::domain::{Anchor, CellKey, JudgeName, JudgeVersion, RubricName, now_ms};
 use crate::error::{Error, Result};
 
 fn corrupt(what: &str) -> Error {
@@ -20,7 +24,8 @@ fn to_json<T: serde::Serialize>(value: &T) -> Result<String> {
 
 const VERSION_COLUMNS: &str = "cal.id, c.judge, c.rubric, cal.version, cal.method, cal.job_id, \
      cal.anchor_count, cal.anchor_digest, cal.params, cal.diagnostics, cal.evaluation, \
-     cal.decision, cal.intervals, cal.groups, cal.failure, cal.created_at_ms, act.calibrator_id AS active_id";
+     cal.decision, cal.intervals, cal.groups, cal.failure, cal.created_at_ms, cal.judge_version, \
+     act.calibrator_id AS active_id";
 
 const VERSION_FROM: &str = "FROM calibrators cal JOIN cells c ON c.id = cal.cell_id \
      LEFT JOIN active_calibrators act ON act.cell_id = cal.cell_id";
@@ -37,6 +42,7 @@ fn version_from_row(row: &AnyRow) -> Result<CalibratorVersion> {
     let decision: Option<String> = row.try_get("decision")?;
     let intervals: Option<String> = row.try_get("intervals")?;
     let groups: Option<String> = row.try_get("groups")?;
+    let judge_version: Option<String> = row.try_get("judge_version")?;
     Ok(CalibratorVersion {
         id: CalibratorId::parse(&id).ok_or_else(|| corrupt("id"))?,
         key: CellKey {
@@ -63,6 +69,8 @@ fn version_from_row(row: &AnyRow) -> Result<CalibratorVersion> {
         failure: row.try_get("failure")?,
         created_at_ms: row.try_get("created_at_ms")?,
         active: active_id.as_deref() == Some(id.as_str()),
+        judge_version: JudgeVersion::from_stored(judge_version.as_deref().unwrap_or(""))
+            .map_err(|_| corrupt("judge version"))?,
     })
 }
 
@@ -94,35 +102,32 @@ pub(super) async fn version_refs(pool: &AnyPool, job: JobId) -> Result<Vec<Versi
 }
 
 impl Store {
-    /// Every anchor of `judge`'s cells (only `rubrics`, when given), per rubric in item order:
-    /// one statement, so one consistent snapshot.
+    /// Every anchor of `judge_version` in `judge`'s cells (only `rubrics`, when given), per
+    /// rubric in item order: one statement, so one consistent snapshot.
     pub async fn judge_anchors(
         &self,
         judge: &JudgeName,
         rubrics: Option<&[RubricName]>,
+        judge_version: Option<&JudgeVersion>,
     ) -> Result<Vec<(RubricName, Vec<Anchor>)>> {
         let rows = sqlx::query(
-            "SELECT c.rubric, a.item_id, a.judge_score, a.reference_score, a.group_name
+            "SELECT c.rubric, a.item_id, a.judge_score, a.reference_score, a.group_name,
+                 a.judge_version
              FROM anchors a JOIN cells c ON c.id = a.cell_id
-             WHERE c.judge = $1 ORDER BY c.rubric, a.item_id",
+             WHERE c.judge = $1 AND a.judge_version = $2 ORDER BY c.rubric, a.item_id",
         )
         .bind(judge.as_str())
+        .bind(JudgeVersion::stored(judge_version))
         .fetch_all(&self.pool)
         .await?;
         let mut out: Vec<(RubricName, Vec<Anchor>)> = Vec::new();
         for r in &rows {
-            let rubric: String = r.try_get(0)?;
+            let rubric: String = r.try_get("rubric")?;
             if out.last().is_none_or(|(name, _)| name.as_str() != rubric) {
                 let name = RubricName::parse(&rubric).map_err(|_| corrupt("rubric"))?;
                 out.push((name, Vec::new()));
             }
-            let anchor = Anchor {
-                item_id: ItemId::parse(&r.try_get::<String, _>(1)?)
-                    .map_err(|_| corrupt("item id"))?,
-                judge_score: r.try_get(2)?,
-                reference_score: r.try_get(3)?,
-                group: super::anchors::group_of(r.try_get(4)?)?,
-            };
+            let anchor = super::anchors::anchor_of_named(r)?;
             if let Some((_, anchors)) = out.last_mut() {
                 anchors.push(anchor);
             }
@@ -142,6 +147,7 @@ impl Store {
         job: JobId,
         owner: &str,
         judge: &JudgeName,
+        judge_version: Option<&JudgeVersion>,
         versions: &[NewVersion],
         force: bool,
     ) -> Result<Option<Vec<CalibratorVersion>>> {
@@ -192,8 +198,8 @@ impl Store {
             sqlx::query(
                 "INSERT INTO calibrators (id, cell_id, version, method, job_id, anchor_count,
                      anchor_digest, params, diagnostics, evaluation, decision, intervals, passed,
-                     failure, created_at_ms, groups)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
+                     failure, created_at_ms, groups, judge_version)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
             )
             .bind(&id)
             .bind(&cell_id)
@@ -212,6 +218,7 @@ impl Store {
             .bind(failure.clone())
             .bind(now)
             .bind(v.groups.as_ref().map(to_json).transpose()?)
+            .bind(JudgeVersion::stored(judge_version))
             .execute(&mut *tx)
             .await?;
             let active = failure.is_none() || force;
@@ -236,6 +243,7 @@ impl Store {
                 failure,
                 created_at_ms: now,
                 active,
+                judge_version: judge_version.cloned(),
             });
         }
         tx.commit().await?;
@@ -315,6 +323,72 @@ impl Store {
                 ))
             })
             .collect()
+    }
+}
+
+impl Store {
+    /// The newest passed version of each (cell, named judge version): what serves requests
+    /// naming that judge version when the active version was trained on another.
+    pub async fn judge_version_calibrators(
+        &self,
+    ) -> Result<Vec<(CellKey, JudgeVersion, CalibratorId)>> {
+        let rows = sqlx::query(
+            "SELECT c.judge, c.rubric, cal.judge_version, cal.id
+             FROM calibrators cal JOIN cells c ON c.id = cal.cell_id
+             WHERE cal.failure IS NULL AND cal.judge_version IS NOT NULL AND cal.judge_version <> ''
+                 AND cal.version = (SELECT MAX(o.version) FROM calibrators o
+                     WHERE o.cell_id = cal.cell_id AND o.judge_version = cal.judge_version
+                         AND o.failure IS NULL)",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    CellKey {
+                        judge: JudgeName::parse(&r.try_get::<String, _>(0)?)
+                            .map_err(|_| corrupt("judge"))?,
+                        rubric: RubricName::parse(&r.try_get::<String, _>(1)?)
+                            .map_err(|_| corrupt("rubric"))?,
+                    },
+                    JudgeVersion::parse(&r.try_get::<String, _>(2)?)
+                        .map_err(|_| corrupt("judge version"))?,
+                    CalibratorId::parse(&r.try_get::<String, _>(3)?)
+                        .ok_or_else(|| corrupt("id"))?,
+                ))
+            })
+            .collect()
+    }
+
+    /// Every judge's `on_version_mismatch` setting that differs from the default.
+    pub async fn judge_settings(&self) -> Result<HashMap<JudgeName, OnMismatch>> {
+        let rows = sqlx::query("SELECT judge, on_version_mismatch FROM judge_settings")
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    JudgeName::parse(&r.try_get::<String, _>(0)?).map_err(|_| corrupt("judge"))?,
+                    OnMismatch::parse(&r.try_get::<String, _>(1)?)
+                        .ok_or_else(|| corrupt("setting"))?,
+                ))
+            })
+            .collect()
+    }
+
+    pub async fn put_judge_setting(&self, judge: &JudgeName, on: OnMismatch) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO judge_settings (judge, on_version_mismatch, updated_at_ms)
+             VALUES ($1, $2, $3)
+             ON CONFLICT (judge) DO UPDATE SET on_version_mismatch = excluded.on_version_mismatch,
+                 updated_at_ms = excluded.updated_at_ms",
+        )
+        .bind(judge.as_str())
+        .bind(on.as_str())
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
     }
 }
 

@@ -155,16 +155,20 @@ impl Store {
     }
 
     /// The (judge score, reference score) pairs a version could have been fitted on: its
-    /// cell's anchors stored no later than the version.
+    /// cell's anchors of its judge version stored no later than the version.
     pub async fn anchors_before(&self, v: &CalibratorVersion) -> Result<Vec<(f64, f64)>> {
         let rows = sqlx::query(
             "SELECT a.judge_score, a.reference_score
              FROM anchors a JOIN cells c ON c.id = a.cell_id
-             WHERE c.judge = $1 AND c.rubric = $2 AND a.updated_at_ms <= $3",
+             WHERE c.judge = $1 AND c.rubric = $2 AND a.updated_at_ms <= $3
+                 AND a.judge_version = $4",
         )
         .bind(v.key.judge.as_str())
         .bind(v.key.rubric.as_str())
         .bind(v.created_at_ms)
+        .bind(crate::domain::JudgeVersion::stored(
+            v.judge_version.as_ref(),
+        ))
         .fetch_all(&self.pool)
         .await?;
         rows.iter()

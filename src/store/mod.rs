@@ -7,11 +7,12 @@
 
 mod anchors;
 mod calibrators;
+mod checks;
 mod coverage;
 mod jobs;
 mod keys;
 
-pub use anchors::CellIngest;
+pub use anchors::{CellIngest, SharedItem, VersionAnchors};
 pub use coverage::{BatchCoverage, CellMisses, CoverageWindow};
 pub use jobs::{ClaimedJob, FinishedJob, Lease};
 pub use keys::StoredKey;

@@ -64,13 +64,27 @@ pub fn read_anchors(path: &Path) -> Result<Judges, String> {
     let cells = validate(rows, &Default::default(), usize::MAX).map_err(refused)?;
     let mut judges = Judges::new();
     for c in cells {
-        judges.entry(c.key.judge).or_default().push((
-            c.key.rubric,
-            c.anchors
-                .iter()
-                .map(|a| (a.judge_score, a.reference_score))
-                .collect(),
-        ));
+        if let Some(v) = &c.judge_version {
+            return Err(format!(
+                "{}: rows of {} carry judge_version {v:?}; evaluate fits one version of a judge, so give it a file without the judge_version column",
+                path.display(),
+                c.key
+            ));
+        }
+        let pairs = c
+            .anchors
+            .iter()
+            .zip(&c.rows)
+            .map(|(a, row)| {
+                a.reference_score
+                    .map(|y| (a.judge_score, y))
+                    .ok_or_else(|| format!("{}: row {row} has no reference_score", path.display()))
+            })
+            .collect::<Result<_, String>>()?;
+        judges
+            .entry(c.key.judge)
+            .or_default()
+            .push((c.key.rubric, pairs));
     }
     Ok(judges)
 }

@@ -5,6 +5,7 @@
 //! the drift alarm fires on healthy cells, and how soon on drifting ones).
 //! They use the same correctors and metrics as the service, with no database.
 
+pub mod bridge;
 pub mod design;
 pub mod drift;
 pub mod evaluate;

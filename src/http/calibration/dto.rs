@@ -48,6 +48,11 @@ fn request_schema() -> Value {
         "description": "Rubrics to train (default: every cell of the judge with at least jobs.min_anchors anchors). All rubrics of one job are fitted together and share strength.",
         "items": crate::http::schema::name_json(),
     });
+    let mut judge_version =
+        serde_json::to_value(crate::http::schema::judge_version()).unwrap_or_default();
+    judge_version["description"] = json!(
+        "Fit this judge version's anchors only (default: the judge's newest version with anchors, the one whose first anchor arrived last). Anchors of different judge versions are never fitted together."
+    );
     // Each alternative, its method and its options are titled (`BayesTraining`,
     // `BayesMethod`, `BayesTrainingOptions`) so that generated clients name them.
     let alternative = |method: &str, description: String, mut options: Value| {
@@ -70,6 +75,7 @@ fn request_schema() -> Value {
             "properties": {
                 "method": {"type": "string", "enum": [method], "title": format!("{title}Method")},
                 "rubrics": rubrics,
+                "judge_version": judge_version,
                 "options": options,
             },
         })
@@ -508,6 +514,10 @@ pub struct VersionDto {
     /// Why it did not pass.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failure: Option<String>,
+    /// The judge version whose anchors it was fitted on; absent for unversioned anchors. It
+    /// serves requests naming that judge version (the newest passed one does).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judge_version: Option<String>,
     /// Anchors the fit saw, and the SHA-256 of that snapshot.
     pub anchor_count: i64,
     pub anchor_digest: String,
@@ -560,6 +570,7 @@ impl From<CalibratorVersion> for VersionDto {
             active: v.active,
             passed: v.failure.is_none(),
             failure: v.failure,
+            judge_version: v.judge_version.map(String::from),
             anchor_count: v.anchor_count,
             anchor_digest: v.anchor_digest,
             job_id: v.job_id.map(|j| j.to_string()),

@@ -23,6 +23,7 @@ use crate::domain::training::TrainingRequest;
 pub struct TrainingBody {
     method: String,
     rubrics: Option<Vec<String>>,
+    judge_version: Option<String>,
     #[serde(default = "empty_object")]
     options: serde_json::Value,
 }
@@ -57,9 +58,14 @@ pub async fn train(
     Json(body): Json<TrainingBody>,
 ) -> Result<impl IntoResponse, ApiError> {
     tracing::Span::current().record("judge", judge.as_str());
-    let request =
-        TrainingRequest::parse(&judge, &body.method, body.rubrics.as_deref(), body.options)
-            .map_err(|p| ApiError::invalid("the training request was refused", p))?;
+    let request = TrainingRequest::parse(
+        &judge,
+        &body.method,
+        body.rubrics.as_deref(),
+        body.judge_version.as_deref(),
+        body.options,
+    )
+    .map_err(|p| ApiError::invalid("the training request was refused", p))?;
     let job = state.service.submit_training(request).await?;
     let location = format!("/v1/jobs/{}", job.id);
     Ok((

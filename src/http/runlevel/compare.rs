@@ -5,7 +5,9 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{GroupTermDto, RunBody, VarianceDto, group, variance};
-use super::{PlanDto, RunEstimateDto, identify, name_span, plan, raw_run, rendered, run_dto};
+use super::{
+    PlanDto, RunEstimateDto, identify, mismatch_warnings, name_span, plan, rendered, run_dto,
+};
 use crate::calibrate::runlevel::RunComparison;
 use crate::calibrate::runlevel::warnings;
 use crate::domain::runlevel::RawSettings;
@@ -106,12 +108,11 @@ pub async fn compare(
     Json(body): Json<CompareBody>,
 ) -> Result<axum::Json<CompareResponse>, ApiError> {
     name_span(&body.judge, &body.rubric);
-    let side = |run: RunBody, prefix: &str| (raw_run(run.scores, run.items, prefix), run.group);
     let request = CompareRequest::parse(
         &body.judge,
         &body.rubric,
-        side(body.a, "a."),
-        side(body.b, "b."),
+        body.a.raw("a."),
+        body.b.raw("b."),
         body.version,
         RawSettings {
             level: body.level,
@@ -121,11 +122,13 @@ pub async fn compare(
     )
     .map_err(|p| ApiError::invalid("the comparison request was refused", p))?;
     let settings = request.settings;
-    let (loaded, c): (_, RunComparison) = state.service.compare(request).await?;
-    let (judge, rubric, version, method) = identify(&loaded);
+    let (served, c): (_, RunComparison) = state.service.compare(request).await?;
+    let (judge, rubric, version, method) = identify(&served.loaded);
     let notes = warnings::of_runs(&[&c.a, &c.b], Some(&c.group), settings.level);
     let mut notes = rendered(&notes, |k| format!("run {}: ", ["a", "b"][k]));
     notes.dedup();
+    let mut warnings = mismatch_warnings(&served);
+    warnings.extend(notes);
     let d = &c.difference;
     Ok(axum::Json(CompareResponse {
         judge,
@@ -133,8 +136,8 @@ pub async fn compare(
         version,
         method,
         level: settings.level,
-        a: run_dto(&c.a),
-        b: run_dto(&c.b),
+        a: run_dto(&c.a).corrected_by(&served, 0),
+        b: run_dto(&c.b).corrected_by(&served, 1),
         difference: d.estimate,
         interval: [d.interval.0, d.interval.1],
         p_value: d.p_value,
@@ -147,6 +150,6 @@ pub async fn compare(
         corrector_term: c.term.as_str(),
         group: group(&c.group),
         plan: plan(c.advice, settings.target),
-        warnings: notes,
+        warnings,
     }))
 }

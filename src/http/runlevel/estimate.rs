@@ -5,11 +5,11 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{
-    PlanDto, RunEstimateDto, RunItemDto, group_schema, identify, name_span, plan, raw_run,
-    rendered, run_dto,
+    PlanDto, RunEstimateDto, RunItemDto, group_schema, identify, mismatch_warnings, name_span,
+    plan, raw_run, rendered, run_dto,
 };
 use crate::calibrate::runlevel::warnings;
-use crate::domain::runlevel::RawSettings;
+use crate::domain::runlevel::{RawRunWithGroup, RawSettings};
 use crate::http::AppState;
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::{Authorized, CorrectScope, Json};
@@ -36,6 +36,11 @@ pub struct EstimateBody {
     /// A version of the cell to use instead of the active one.
     #[schema(minimum = 1)]
     version: Option<i64>,
+    /// The judge version that scored the run: served by the newest passed calibration trained
+    /// on it; where there is none, by the active one with a warning (or 409 where the judge
+    /// refuses mismatches).
+    #[schema(schema_with = schema::judge_version)]
+    judge_version: Option<String>,
     /// Of the interval (default 0.95).
     #[schema(minimum = 0.5, maximum = 0.999, example = 0.95)]
     level: Option<f64>,
@@ -94,7 +99,11 @@ pub async fn estimate(
     let request = EstimateRequest::parse(
         &body.judge,
         &body.rubric,
-        (raw_run(body.scores, body.items, ""), body.group),
+        RawRunWithGroup {
+            run: raw_run(body.scores, body.items, ""),
+            group: body.group,
+            judge_version: body.judge_version,
+        },
         body.version,
         RawSettings {
             level: body.level,
@@ -104,9 +113,10 @@ pub async fn estimate(
     )
     .map_err(|p| ApiError::invalid("the estimate request was refused", p))?;
     let settings = request.settings;
-    let (loaded, e) = state.service.estimate(request).await?;
-    let (judge, rubric, version, method) = identify(&loaded);
+    let (served, e) = state.service.estimate(request).await?;
+    let (judge, rubric, version, method) = identify(&served.loaded);
     let notes = warnings::of_runs(&[&e], None, settings.level);
+    let mut warnings = mismatch_warnings(&served);
     Ok(axum::Json(EstimateResponse {
         judge,
         rubric,
@@ -115,6 +125,9 @@ pub async fn estimate(
         level: settings.level,
         run: run_dto(&e),
         plan: plan(e.advice, settings.target),
-        warnings: rendered(&notes, |_| String::new()),
+        warnings: {
+            warnings.extend(rendered(&notes, |_| String::new()));
+            warnings
+        },
     }))
 }

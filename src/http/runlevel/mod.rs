@@ -16,7 +16,7 @@ use crate::calibrate::runlevel::{
     Advice, GroupAnswer, RunEstimate, Support, THIN_ANCHORS, Transport,
 };
 use crate::domain::Problem;
-use crate::domain::runlevel::{RawItem, RawRun};
+use crate::domain::runlevel::{RawItem, RawRun, RawRunWithGroup};
 use crate::service::Loaded;
 
 /// One item of a run.
@@ -67,6 +67,31 @@ pub struct RunBody {
     pub(super) items: Option<Vec<RunItemDto>>,
     #[schema(schema_with = group_schema)]
     pub(super) group: Option<String>,
+    /// The judge version that scored the run. Runs of different judge versions are each
+    /// corrected by their own version's calibration (409 where one has none), and the interval
+    /// carries both calibrations' uncertainty.
+    #[schema(schema_with = schema::judge_version)]
+    pub(super) judge_version: Option<String>,
+}
+
+impl RunBody {
+    /// The run as the domain parses it; `prefix` names it.
+    pub(super) fn raw(self, prefix: &str) -> RawRunWithGroup {
+        RawRunWithGroup {
+            run: raw_run(self.scores, self.items, prefix),
+            group: self.group,
+            judge_version: self.judge_version,
+        }
+    }
+}
+
+/// The warnings of runs served by a calibration of another judge version than they named.
+pub(super) fn mismatch_warnings(served: &crate::service::Served) -> Vec<String> {
+    served
+        .mismatches
+        .iter()
+        .map(|m| m.warning(served.loaded.version.version))
+        .collect()
 }
 
 pub(super) fn group_schema() -> utoipa::openapi::schema::Object {
@@ -199,6 +224,31 @@ pub struct RunEstimateDto {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) transport: Option<TransportDto>,
     pub(super) group: GroupTermDto,
+    /// Where the runs named different judge versions: the calibrator version that corrected
+    /// this run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) calibrator: Option<i64>,
+    /// And the judge version that version was trained on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) judge_version: Option<String>,
+}
+
+impl RunEstimateDto {
+    /// Names the run's own calibration where the runs were corrected by different versions.
+    pub(super) fn corrected_by(self, served: &crate::service::Served, run: usize) -> Self {
+        match served.runs.get(run) {
+            Some(loaded) if served.across_versions() => Self {
+                calibrator: Some(loaded.version.version),
+                judge_version: loaded
+                    .version
+                    .judge_version
+                    .as_ref()
+                    .map(|v| v.as_str().to_owned()),
+                ..self
+            },
+            _ => self,
+        }
+    }
 }
 
 pub(super) fn variance(v: crate::calibrate::runlevel::inference::Variance) -> VarianceDto {
@@ -248,6 +298,8 @@ pub(super) fn run_dto(e: &RunEstimate) -> RunEstimateDto {
             bias_interval: [t.bias_interval.0, t.bias_interval.1],
         }),
         group: group(&e.group),
+        calibrator: None,
+        judge_version: None,
     }
 }
 

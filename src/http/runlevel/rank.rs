@@ -5,16 +5,17 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{
-    RunEstimateDto, RunItemDto, group_schema, identify, name_span, raw_run, rendered, run_dto,
+    RunEstimateDto, RunItemDto, group_schema, identify, mismatch_warnings, name_span, raw_run,
+    rendered, run_dto,
 };
 use crate::calibrate::runlevel::rank::{Allocation, RankedPair, Ranking};
 use crate::calibrate::runlevel::warnings::{self, Note};
-use crate::domain::runlevel::{RawLabels, RawRankOptions, RawSettings};
+use crate::domain::runlevel::{RawLabels, RawRankOptions, RawRunWithGroup, RawSettings};
 use crate::http::AppState;
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::{Authorized, CorrectScope, Json};
 use crate::http::schema;
-use crate::service::RankRequest;
+use crate::service::{RankRequest, Served};
 
 /// One run of a ranking.
 #[derive(Deserialize, ToSchema)]
@@ -32,6 +33,10 @@ pub struct RankRunBody {
     items: Option<Vec<RunItemDto>>,
     #[schema(schema_with = group_schema)]
     group: Option<String>,
+    /// The judge version that scored the run. Runs of different judge versions are each
+    /// corrected by their own version's calibration (409 where one has none).
+    #[schema(schema_with = crate::http::schema::judge_version)]
+    judge_version: Option<String>,
 }
 
 /// A label plan to return with the ranking.
@@ -226,8 +231,8 @@ pub async fn rank(
     let (settings, how) = (request.settings, request.rank);
     let names: Vec<String> = request.runs.iter().map(|r| r.0.clone()).collect();
     let ids: Vec<Option<Vec<String>>> = request.runs.iter().map(|r| r.1.ids.clone()).collect();
-    let (loaded, r): (_, Ranking) = state.service.rank(request).await?;
-    let (judge, rubric, version, method) = identify(&loaded);
+    let (served, r): (_, Ranking) = state.service.rank(request).await?;
+    let (judge, rubric, version, method) = identify(&served.loaded);
     let estimates: Vec<_> = r.runs.iter().map(|x| &x.estimate).collect();
     let mut notes = warnings::of_runs(&estimates, None, settings.level);
     if let Some(short) = r.allocation.as_ref().and_then(|a| a.shortfall()) {
@@ -253,12 +258,16 @@ pub async fn rank(
         pairs: r.pairs.iter().map(|p| pair_dto(p, &names)).collect(),
         resolved,
         unresolved: r.pairs.len() - resolved,
-        runs: runs_dto(&r, &names),
+        runs: runs_dto(&r, &names, &served),
         labels: r
             .allocation
             .as_ref()
             .map(|a| label_plan(a, how.round + 1, &names, &ids)),
-        warnings: rendered(&notes, |k| format!("{}: ", names[k])),
+        warnings: {
+            let mut warnings = mismatch_warnings(&served);
+            warnings.extend(rendered(&notes, |k| format!("{}: ", names[k])));
+            warnings
+        },
     }))
 }
 
@@ -270,7 +279,14 @@ fn parse(body: RankBody) -> Result<RankRequest, ApiError> {
         .enumerate()
         .map(|(i, r)| {
             let prefix = format!("runs[{i}].");
-            (r.name, (raw_run(r.scores, r.items, &prefix), r.group))
+            (
+                r.name,
+                RawRunWithGroup {
+                    run: raw_run(r.scores, r.items, &prefix),
+                    group: r.group,
+                    judge_version: r.judge_version,
+                },
+            )
         })
         .collect();
     RankRequest::parse(
@@ -312,7 +328,7 @@ fn pair_dto(p: &RankedPair, names: &[String]) -> RankedPairDto {
 }
 
 /// The runs as sent, each with its rank interval and whether it may be the best.
-fn runs_dto(r: &Ranking, names: &[String]) -> Vec<RankedRunDto> {
+fn runs_dto(r: &Ranking, names: &[String], served: &Served) -> Vec<RankedRunDto> {
     let top: std::collections::HashSet<usize> = r.top().into_iter().collect();
     names
         .iter()
@@ -322,7 +338,7 @@ fn runs_dto(r: &Ranking, names: &[String]) -> Vec<RankedRunDto> {
             name: name.clone(),
             rank: [x.rank.0, x.rank.1],
             top: top.contains(&k),
-            run: run_dto(&x.estimate),
+            run: run_dto(&x.estimate).corrected_by(served, k),
         })
         .collect()
 }

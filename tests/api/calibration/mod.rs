@@ -4,6 +4,7 @@
 mod coverage;
 mod estimates;
 mod jobs;
+mod judge_versions;
 mod methods;
 mod rank;
 mod training;

@@ -1,0 +1,464 @@
+//! A bridge between two judge versions: on items both versions scored, how far the new
+//! version's scores moved, and whether the old version's calibration still serves them.
+//!
+//! The question that decides is the shift of the *corrected* mean: the old calibration `f`
+//! applied to the new scores against the same `f` applied to the old ones, d_i = f(new_i) −
+//! f(old_i), on the same items. It needs no reference labels (so a re-score of anchor items
+//! under the same label tests a silent change the same way), and an LLM judge's repeat noise
+//! (the same version scoring an item twice need not agree) only widens the spread of d: its
+//! mean is 0 when nothing changed.
+//!
+//! `carry_over` is a claim of equivalence, tested as one (two one-sided tests): the 90%
+//! interval of the mean of d lies inside ±tolerance, so a shift at the tolerance is called
+//! `carry_over` at most 5% of the time. `refit` is the mirror claim: the interval lies wholly
+//! outside ±tolerance (at most 5% when the shift is within it), or one part of the scale's or
+//! one group's does, at a Bonferroni-adjusted level over the parts tested. The parts: three
+//! bands of the score (a change at one end of the scale, or of slope, moves the runs that
+//! score there though the mean hardly moves), cut at the tertiles of each item's mean of its
+//! two scores (not of the old score alone, which repeat noise would bias: items picked for a
+//! high old score score lower the next time even when nothing changed), and the systems where
+//! the items name their groups (a change in one system's outputs only). Anything else is
+//! `more_items`, with how many more items would decide it at the shift and spread seen. The
+//! calibration's own uncertainty is left out: the same `f` is applied to both sides, so it
+//! moves both alike to first order.
+
+use serde::Serialize;
+
+use super::quality::pearson;
+use super::stats::{average_ranks, least_squares, mean, sample_variance, t_quantile};
+use crate::domain::GroupName;
+
+/// The default tolerance as a share of the rubric's scale width: 0.1 on a 1–5 scale.
+pub const TOLERANCE_SHARE: f64 = 0.025;
+/// One-sided error rate of each of the two tests (the interval's level is 1 − 2α).
+pub const ALPHA: f64 = 0.05;
+/// Groups with fewer shared items are reported but not tested.
+pub const MIN_GROUP_ITEMS: usize = 10;
+/// Fewer shared items than this and the spread of d is not trusted: planning uses
+/// [`PLANNING_CORRELATION`].
+pub const MIN_ITEMS: usize = 10;
+/// Before enough items are re-scored, the plan assumes the two versions' corrected scores
+/// correlate this well and nothing moved.
+pub const PLANNING_CORRELATION: f64 = 0.9;
+
+/// What a bridge decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// The corrected mean moved by less than the tolerance: the old calibration still serves.
+    CarryOver,
+    /// It moved by more: train on the re-scored anchors.
+    Refit,
+    /// Undecided: re-score more items.
+    MoreItems,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::CarryOver => "carry_over",
+            Verdict::Refit => "refit",
+            Verdict::MoreItems => "more_items",
+        }
+    }
+}
+
+/// A mean shift with its interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, utoipa::ToSchema)]
+#[schema(as = BridgeShift)]
+pub struct Shift {
+    pub mean: f64,
+    /// The (1 − 2α) interval: both one-sided tests at α.
+    pub lo: f64,
+    pub hi: f64,
+    pub se: f64,
+}
+
+/// How the raw scores moved.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct RawShift {
+    /// Mean of new − old.
+    pub mean: f64,
+    /// Standard deviation of new − old. Under the same version label this is the judge's
+    /// repeat noise times √2.
+    pub sd: f64,
+    /// Slope of the new scores on the old (least squares; attenuated by repeat noise).
+    pub slope: Option<f64>,
+    /// Spearman's rank correlation of new and old.
+    pub rank_correlation: f64,
+}
+
+/// One part's corrected shift: a group's, or a band's of the score.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct GroupShift {
+    /// The group, or the band (`low`, `middle`, `high`: tertiles of the items' mean of their
+    /// two raw scores).
+    pub group: String,
+    pub items: usize,
+    pub shift: Shift,
+    /// Whether its interval (Bonferroni-adjusted over the tested groups) lies wholly outside
+    /// ±tolerance; `None` for a group with too few items to test.
+    pub moved: Option<bool>,
+}
+
+/// A bridge's answer.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct Bridge {
+    pub items: usize,
+    pub tolerance: f64,
+    pub raw: Option<RawShift>,
+    /// The shift of the corrected mean (old calibration on new scores minus on old).
+    pub corrected: Option<Shift>,
+    /// Per score band (with at least 30 shared items).
+    pub bands: Vec<GroupShift>,
+    /// Per group, where the items name two or more.
+    pub groups: Vec<GroupShift>,
+    pub verdict: Verdict,
+    /// With `more_items`: about how many more shared items would decide it (None where the
+    /// shift sits at the tolerance, which no number of items decides).
+    pub more_items: Option<usize>,
+    /// Why, in words.
+    pub reason: String,
+}
+
+/// One shared item: its old and new raw scores, both corrected by the old calibration, and
+/// its group.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pair {
+    pub old: f64,
+    pub new: f64,
+    pub old_corrected: f64,
+    pub new_corrected: f64,
+    pub group: Option<GroupName>,
+}
+
+fn shift(d: &[f64], alpha: f64) -> Shift {
+    let n = d.len();
+    let m = mean(d);
+    let se = (sample_variance(d) / n as f64).sqrt();
+    let t = t_quantile(1.0 - alpha, (n as f64 - 1.0).max(1.0));
+    Shift {
+        mean: m,
+        lo: m - t * se,
+        hi: m + t * se,
+        se,
+    }
+}
+
+/// Items needed for a (1 − 2α) interval of a mean `m` with spread `sd` to clear ±`tolerance`;
+/// `None` where `m` sits on the boundary.
+pub fn items_to_decide(m: f64, sd: f64, tolerance: f64) -> Option<usize> {
+    let room = (tolerance - m.abs()).abs();
+    if room < 1e-12 * tolerance.max(1e-12) {
+        return None;
+    }
+    let z = super::stats::normal_quantile(1.0 - ALPHA);
+    // The t quantile at small n is larger than z: two items more covers it for n ≥ 10.
+    Some(((z * sd / room).powi(2)).ceil() as usize + 2)
+}
+
+/// The shared items a bridge needs before any are re-scored: `sd_corrected` is the spread of
+/// the old calibration's corrected anchor scores; the plan assumes the new version's correlate
+/// [`PLANNING_CORRELATION`] with them and nothing moved.
+pub fn planned_items(sd_corrected: f64, tolerance: f64) -> Option<usize> {
+    let sd = sd_corrected * (2.0 * (1.0 - PLANNING_CORRELATION)).sqrt();
+    items_to_decide(0.0, sd, tolerance).map(|n| n.max(MIN_ITEMS))
+}
+
+/// The bridge over `pairs` at `tolerance` (reference units).
+pub fn bridge(pairs: &[Pair], tolerance: f64) -> Bridge {
+    let n = pairs.len();
+    if n < 2 {
+        return Bridge {
+            items: n,
+            tolerance,
+            raw: None,
+            corrected: None,
+            bands: Vec::new(),
+            groups: Vec::new(),
+            verdict: Verdict::MoreItems,
+            more_items: Some(MIN_ITEMS - n),
+            reason: format!(
+                "{n} shared item{}: a bridge needs both versions' scores of at least 2 items (better {MIN_ITEMS})",
+                if n == 1 { "" } else { "s" }
+            ),
+        };
+    }
+    let old: Vec<f64> = pairs.iter().map(|p| p.old).collect();
+    let new: Vec<f64> = pairs.iter().map(|p| p.new).collect();
+    let raw_d: Vec<f64> = pairs.iter().map(|p| p.new - p.old).collect();
+    let raw = RawShift {
+        mean: mean(&raw_d),
+        sd: sample_variance(&raw_d).sqrt(),
+        slope: least_squares(
+            &old.iter()
+                .copied()
+                .zip(new.iter().copied())
+                .collect::<Vec<_>>(),
+        )
+        .map(|(_, b)| b),
+        rank_correlation: pearson(&average_ranks(&old), &average_ranks(&new)),
+    };
+    let d: Vec<f64> = pairs
+        .iter()
+        .map(|p| p.new_corrected - p.old_corrected)
+        .collect();
+    let corrected = shift(&d, ALPHA);
+
+    // The parts: score bands and groups, each tested at α / (parts tested), so that the
+    // family of one-sided claims "this part moved" errs at most α when none did.
+    let level: Vec<f64> = pairs.iter().map(|p| (p.old + p.new) / 2.0).collect();
+    let band_of: Vec<Option<&'static str>> = if n >= 3 * MIN_GROUP_ITEMS {
+        let mut sorted = level.clone();
+        sorted.sort_by(f64::total_cmp);
+        let (t1, t2) = (sorted[n / 3], sorted[2 * n / 3]);
+        level
+            .iter()
+            .map(|&l| {
+                Some(if l < t1 {
+                    "low"
+                } else if l < t2 {
+                    "middle"
+                } else {
+                    "high"
+                })
+            })
+            .collect()
+    } else {
+        vec![None; n]
+    };
+    let mut names: Vec<&GroupName> = pairs.iter().filter_map(|p| p.group.as_ref()).collect();
+    names.sort();
+    names.dedup();
+    let grouped = names.len() >= 2;
+    let part = |keep: &dyn Fn(usize) -> bool| -> Vec<f64> {
+        (0..n).filter(|&i| keep(i)).map(|i| d[i]).collect()
+    };
+    let band_parts: Vec<(String, Vec<f64>)> = ["low", "middle", "high"]
+        .iter()
+        .map(|b| (b.to_string(), part(&|i| band_of[i] == Some(*b))))
+        .filter(|(_, v)| !v.is_empty())
+        .collect();
+    let group_parts: Vec<(String, Vec<f64>)> = if grouped {
+        names
+            .iter()
+            .map(|g| {
+                (
+                    g.as_str().to_owned(),
+                    part(&|i| pairs[i].group.as_ref() == Some(*g)),
+                )
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let tested = band_parts
+        .iter()
+        .chain(&group_parts)
+        .filter(|(_, v)| v.len() >= MIN_GROUP_ITEMS)
+        .count();
+    let shifts = |parts: Vec<(String, Vec<f64>)>| -> Vec<GroupShift> {
+        parts
+            .into_iter()
+            .map(|(name, v)| {
+                let testable = v.len() >= MIN_GROUP_ITEMS;
+                let s = shift(&v, ALPHA / tested.max(1) as f64);
+                GroupShift {
+                    group: name,
+                    items: v.len(),
+                    shift: s,
+                    moved: testable.then_some(s.lo > tolerance || s.hi < -tolerance),
+                }
+            })
+            .collect()
+    };
+    let bands = shifts(band_parts);
+    let groups = shifts(group_parts);
+    let moved_groups: Vec<String> = bands
+        .iter()
+        .filter(|g| g.moved == Some(true))
+        .map(|g| format!("the {} band", g.group))
+        .chain(
+            groups
+                .iter()
+                .filter(|g| g.moved == Some(true))
+                .map(|g| format!("group {}", g.group)),
+        )
+        .collect();
+
+    let inside = corrected.lo > -tolerance && corrected.hi < tolerance;
+    let outside = corrected.lo > tolerance || corrected.hi < -tolerance;
+    let interval = format!(
+        "the corrected mean moved {:+.4} (90% interval {:+.4} to {:+.4}) on {n} shared items",
+        corrected.mean, corrected.lo, corrected.hi
+    );
+    let (verdict, more_items, reason) = if outside {
+        (
+            Verdict::Refit,
+            None,
+            format!("{interval}, wholly outside ±{tolerance}: train on the re-scored anchors"),
+        )
+    } else if !moved_groups.is_empty() {
+        (
+            Verdict::Refit,
+            None,
+            format!(
+                "{interval}, but {} moved beyond ±{tolerance}: train on the re-scored anchors",
+                moved_groups.join(" and ")
+            ),
+        )
+    } else if inside {
+        (
+            Verdict::CarryOver,
+            None,
+            format!("{interval}, inside ±{tolerance}: the old calibration still serves"),
+        )
+    } else {
+        let sd = sample_variance(&d).sqrt();
+        let more = items_to_decide(corrected.mean, sd, tolerance)
+            .map(|total| total.max(MIN_ITEMS).saturating_sub(n).max(1));
+        (
+            Verdict::MoreItems,
+            more,
+            format!(
+                "{interval}, which straddles ±{tolerance}: {}",
+                match more {
+                    Some(k) => format!("about {k} more shared items would decide it"),
+                    None => "the shift sits at the tolerance; choose another tolerance".into(),
+                }
+            ),
+        )
+    };
+    Bridge {
+        items: n,
+        tolerance,
+        raw: Some(raw),
+        corrected: Some(corrected),
+        bands,
+        groups,
+        verdict,
+        more_items,
+        reason,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::calibrate::rng::{Rng, SeedableRng};
+    use crate::calibrate::stats::standard_normal;
+
+    fn pairs(n: usize, shift: f64, noise: f64, rng: &mut Rng) -> Vec<Pair> {
+        (0..n)
+            .map(|_| {
+                let old = 3.0 + standard_normal(rng);
+                let new = old + shift + noise * standard_normal(rng);
+                // The old calibration: a line with slope 0.8.
+                Pair {
+                    old,
+                    new,
+                    old_corrected: 0.5 + 0.8 * old,
+                    new_corrected: 0.5 + 0.8 * new,
+                    group: None,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_known_shift_is_measured_and_decided() {
+        // New = old + 0.5 exactly: the corrected mean moves 0.8 · 0.5 = 0.4 with no spread.
+        let exact: Vec<Pair> = (0..20)
+            .map(|i| {
+                let old = 1.0 + 0.2 * i as f64;
+                Pair {
+                    old,
+                    new: old + 0.5,
+                    old_corrected: 0.8 * old,
+                    new_corrected: 0.8 * (old + 0.5),
+                    group: None,
+                }
+            })
+            .collect();
+        let b = bridge(&exact, 0.1);
+        let c = b.corrected.unwrap();
+        assert!((c.mean - 0.4).abs() < 1e-12 && c.se < 1e-12);
+        let raw = b.raw.unwrap();
+        assert!((raw.mean - 0.5).abs() < 1e-12);
+        assert!((raw.slope.unwrap() - 1.0).abs() < 1e-12);
+        assert!((raw.rank_correlation - 1.0).abs() < 1e-12);
+        assert_eq!(b.verdict, Verdict::Refit);
+        // Nothing moved, nothing spread: carry over.
+        let same: Vec<Pair> = exact
+            .iter()
+            .map(|p| Pair {
+                new: p.old,
+                new_corrected: p.old_corrected,
+                ..p.clone()
+            })
+            .collect();
+        assert_eq!(bridge(&same, 0.1).verdict, Verdict::CarryOver);
+        // Too few items to say anything.
+        assert_eq!(bridge(&exact[..1], 0.1).verdict, Verdict::MoreItems);
+    }
+
+    /// The error rates the verdicts promise, counted: a shift exactly at the tolerance is
+    /// called `carry_over` at most 5% of the time, and no shift is called `refit` far less.
+    #[test]
+    fn verdicts_err_at_most_at_their_rate() {
+        let mut rng = Rng::seed_from_u64(37);
+        let reps = 2000;
+        let tolerance = 0.1;
+        // 0.8 · 0.125 = 0.1: the corrected mean moves exactly the tolerance.
+        let mut carried = 0;
+        let mut refit = 0;
+        for _ in 0..reps {
+            if bridge(&pairs(100, 0.125, 0.4, &mut rng), tolerance).verdict == Verdict::CarryOver {
+                carried += 1;
+            }
+            if bridge(&pairs(100, 0.0, 0.4, &mut rng), tolerance).verdict == Verdict::Refit {
+                refit += 1;
+            }
+        }
+        let carried = carried as f64 / reps as f64;
+        let refit = refit as f64 / reps as f64;
+        eprintln!("carry_over at the tolerance {carried:.4}, refit with no change {refit:.4}");
+        // At the boundary the test is exact: about 5% (binomial sd 0.5% at 2,000).
+        assert!((0.035..=0.065).contains(&carried), "{carried}");
+        assert!(refit <= 0.01, "{refit}");
+    }
+
+    #[test]
+    fn a_change_in_one_group_alone_calls_for_a_refit() {
+        let mut rng = Rng::seed_from_u64(5);
+        let mut all = Vec::new();
+        for (g, shift) in [("A", 0.0), ("B", 0.0), ("C", 0.0), ("D", 0.6)] {
+            for mut p in pairs(60, shift, 0.2, &mut rng) {
+                p.group = Some(GroupName::parse(g).unwrap());
+                all.push(p);
+            }
+        }
+        let b = bridge(&all, 0.15);
+        // Overall: 0.8 · 0.6 / 4 = 0.12, inside the tolerance on average.
+        assert!(b.corrected.unwrap().mean < 0.15);
+        assert_eq!(b.verdict, Verdict::Refit, "{}", b.reason);
+        let moved: Vec<&str> = b
+            .groups
+            .iter()
+            .filter(|g| g.moved == Some(true))
+            .map(|g| g.group.as_str())
+            .collect();
+        assert_eq!(moved, vec!["D"]);
+    }
+
+    #[test]
+    fn undecided_bridges_say_how_many_more_items() {
+        let mut rng = Rng::seed_from_u64(11);
+        let b = bridge(&pairs(12, 0.0, 0.6, &mut rng), 0.1);
+        assert_eq!(b.verdict, Verdict::MoreItems);
+        let more = b.more_items.unwrap();
+        // sd of d ≈ 0.8 · 0.6 = 0.48: about (1.645 · 0.48 / 0.1)² ≈ 62 items in all.
+        assert!((20..=200).contains(&(more + 12)), "{more}");
+        assert_eq!(planned_items(1.0, 0.1), Some(57));
+    }
+}

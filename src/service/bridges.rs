@@ -1,0 +1,367 @@
+//! When the judge changes: the judge versions a cell holds, which items a new version should
+//! re-score, the bridge between two versions (`calibrate::bridge`), and the silent-change
+//! check (a re-score under the same label, kept apart from the anchors).
+
+use std::sync::Arc;
+
+use super::Service;
+use super::versions::Loaded;
+use crate::calibrate::bridge::{self, Bridge, Pair, TOLERANCE_SHARE, Verdict};
+use crate::domain::calibration::CalibratorVersion;
+use crate::domain::{CellKey, ItemId, JudgeVersion, Problem, Scale};
+use crate::error::{Error, Result};
+use crate::store::{SharedItem, VersionAnchors};
+
+/// One judge version of a cell: its anchors and the calibration trained on it, if any.
+pub struct JudgeVersionSummary {
+    pub anchors: VersionAnchors,
+    /// The newest passed calibrator version trained on it.
+    pub calibrated: Option<i64>,
+}
+
+/// What a new judge version should re-score.
+pub struct Rescore {
+    pub items: Vec<ItemId>,
+    pub total: i64,
+    /// Items both versions have scored so far.
+    pub shared: usize,
+    /// Shared items the bridge needs to reach a verdict at the default tolerance: planned
+    /// before 10 are shared, then from the bridge's own estimate.
+    pub bridge_items: Option<usize>,
+    pub tolerance: f64,
+    /// The calibration the bridge would test.
+    pub from: Arc<Loaded>,
+}
+
+/// A bridge between two judge versions of a cell.
+pub struct BridgeAnswer {
+    pub from: Option<JudgeVersion>,
+    pub to: Option<JudgeVersion>,
+    /// The calibration of `from` applied to both versions' scores.
+    pub calibration: CalibratorVersion,
+    pub bridge: Bridge,
+}
+
+/// A silent-change check, as stored.
+pub struct Check {
+    pub id: uuid::Uuid,
+    pub answer: BridgeAnswer,
+}
+
+/// A re-scored item of a silent-change check.
+pub struct Rescored {
+    pub item_id: ItemId,
+    pub judge_score: f64,
+}
+
+fn refused(problems: Vec<Problem>) -> Error {
+    Error::rejected("the request was refused", problems)
+}
+
+/// The tolerance asked for, or the default for the scale.
+fn tolerance(asked: Option<f64>, scale: Scale) -> Result<f64> {
+    match asked {
+        None => Ok(TOLERANCE_SHARE * (scale.max - scale.min)),
+        Some(t) if t.is_finite() && t > 0.0 => Ok(t),
+        Some(t) => Err(refused(vec![Problem::at(
+            None,
+            "tolerance",
+            format!("must be a positive number in reference units; got {t}"),
+        )])),
+    }
+}
+
+impl Service {
+    /// The judge versions a cell's anchors carry, oldest first, each with its calibration.
+    pub async fn judge_versions(&self, key: &CellKey) -> Result<Vec<JudgeVersionSummary>> {
+        let anchors = self
+            .store
+            .judge_versions(&key.judge, Some(&key.rubric))
+            .await?;
+        if anchors.is_empty() {
+            return Err(Error::NotFound(format!("cell {key} has no anchors")));
+        }
+        let versions = self.store.versions(key).await?;
+        Ok(anchors
+            .into_iter()
+            .map(|(_, a)| JudgeVersionSummary {
+                calibrated: versions
+                    .iter()
+                    .find(|v| v.passed() && v.judge_version == a.judge_version)
+                    .map(|v| v.version),
+                anchors: a,
+            })
+            .collect())
+    }
+
+    /// The calibration trained on `judge_version`: the active version where it was, else the
+    /// newest passed one; 409 naming the version where there is none.
+    async fn calibration_of(
+        &self,
+        key: &CellKey,
+        judge_version: Option<&JudgeVersion>,
+        field: &str,
+    ) -> Result<Arc<Loaded>> {
+        if let Ok(active) = self.corrector(key, None).await
+            && active.version.judge_version.as_ref() == judge_version
+        {
+            return Ok(active);
+        }
+        let versions = self.store.versions(key).await?;
+        match versions
+            .iter()
+            .find(|v| v.passed() && v.judge_version.as_ref() == judge_version)
+        {
+            Some(v) => self.corrector(key, Some(v.version)).await,
+            None => Err(Error::conflict(
+                format!(
+                    "{field}: judge_version {} has no calibration in cell {key}; train one with POST /v1/judges/{}/calibrations{}",
+                    JudgeVersion::describe(judge_version),
+                    key.judge,
+                    judge_version.map_or(String::new(), |v| format!(
+                        " {{\"judge_version\": {:?}}}",
+                        v.as_str()
+                    ))
+                ),
+                vec![],
+            )),
+        }
+    }
+
+    /// Both versions' scores of `items`, corrected by `calibration` and clipped to the scale
+    /// as served (off the runtime where the model needs more than look-ups).
+    async fn pairs(
+        &self,
+        key: &CellKey,
+        calibration: &Arc<Loaded>,
+        items: Vec<SharedItem>,
+    ) -> Result<Vec<Pair>> {
+        let scale = self.scale_of(&key.rubric).await?;
+        let loaded = calibration.clone();
+        crate::error::blocking("correcting a bridge's scores", move || {
+            let old: Vec<f64> = items.iter().map(|i| i.from_score).collect();
+            let new: Vec<f64> = items.iter().map(|i| i.to_score).collect();
+            let clip = |c: crate::calibrate::Corrected| c.clipped((scale.min, scale.max)).score;
+            let model = &loaded.version;
+            let old_c = model.correct(&old).map_err(Error::Internal)?;
+            let new_c = model.correct(&new).map_err(Error::Internal)?;
+            Ok(items
+                .into_iter()
+                .zip(old_c.into_iter().zip(new_c))
+                .map(|(i, (o, n))| Pair {
+                    old: i.from_score,
+                    new: i.to_score,
+                    old_corrected: clip(o),
+                    new_corrected: clip(n),
+                    group: i.group,
+                })
+                .collect())
+        })
+        .await?
+    }
+
+    /// The bridge from judge version `from` to `to` on the items both scored.
+    pub async fn bridge(
+        &self,
+        key: &CellKey,
+        from: Option<&JudgeVersion>,
+        to: Option<&JudgeVersion>,
+        asked: Option<f64>,
+    ) -> Result<BridgeAnswer> {
+        if from == to {
+            return Err(refused(vec![Problem::at(
+                None,
+                "to",
+                format!(
+                    "names the same judge version as from ({}); a re-score under the same label is a silent-change check: POST /v1/cells/{}/{}/checks",
+                    JudgeVersion::describe(from),
+                    key.judge,
+                    key.rubric
+                ),
+            )]));
+        }
+        let scale = self.scale_of(&key.rubric).await?;
+        let tolerance = tolerance(asked, scale)?;
+        let calibration = self.calibration_of(key, from, "from").await?;
+        let shared = self.store.shared_items(key, from, to).await?;
+        let pairs = self.pairs(key, &calibration, shared).await?;
+        Ok(BridgeAnswer {
+            from: from.cloned(),
+            to: to.cloned(),
+            calibration: calibration.version.clone(),
+            bridge: bridge::bridge(&pairs, tolerance),
+        })
+    }
+
+    /// The items a new judge version should re-score, and how many the bridge needs.
+    pub async fn rescore(
+        &self,
+        key: &CellKey,
+        to: &JudgeVersion,
+        from: Option<Option<&JudgeVersion>>,
+        limit: Option<usize>,
+    ) -> Result<Rescore> {
+        let max = self.limits.max_page_size;
+        let limit = limit.unwrap_or(max);
+        if limit == 0 || limit > max {
+            return Err(refused(vec![Problem::at(
+                None,
+                "limit",
+                format!("must be between 1 and {max}; got {limit}"),
+            )]));
+        }
+        let from = match from {
+            Some(f) => self.calibration_of(key, f, "from").await?,
+            None => self.corrector(key, None).await?,
+        };
+        let from_version = from.version.judge_version.clone();
+        let (items, total) = self.store.items_to_rescore(key, to, limit).await?;
+        let shared = self
+            .store
+            .shared_items(key, from_version.as_ref(), Some(to))
+            .await?;
+        let scale = self.scale_of(&key.rubric).await?;
+        let tolerance = TOLERANCE_SHARE * (scale.max - scale.min);
+        let n = shared.len();
+        let bridge_items = if n >= bridge::MIN_ITEMS {
+            let b = bridge::bridge(&self.pairs(key, &from, shared).await?, tolerance);
+            match b.verdict {
+                Verdict::MoreItems => b.more_items.map(|k| k + n),
+                _ => Some(n),
+            }
+        } else {
+            let anchors = self
+                .store
+                .judge_anchors(
+                    &key.judge,
+                    Some(std::slice::from_ref(&key.rubric)),
+                    from_version.as_ref(),
+                )
+                .await?;
+            let scores: Vec<f64> = anchors
+                .iter()
+                .flat_map(|(_, a)| a.iter().map(|a| a.judge_score))
+                .collect();
+            let loaded = from.clone();
+            let corrected: Vec<f64> = crate::error::blocking("planning a bridge", move || {
+                loaded
+                    .version
+                    .correct(&scores)
+                    .map(|c| c.into_iter().map(|c| c.score).collect::<Vec<_>>())
+            })
+            .await?
+            .map_err(Error::Internal)?;
+            if corrected.len() < 2 {
+                None
+            } else {
+                bridge::planned_items(
+                    crate::calibrate::stats::sample_variance(&corrected).sqrt(),
+                    tolerance,
+                )
+            }
+        };
+        Ok(Rescore {
+            items,
+            total,
+            shared: n,
+            bridge_items,
+            tolerance,
+            from,
+        })
+    }
+
+    /// A silent-change check: `items` re-scored under `judge_version`, a label the cell's
+    /// anchors already carry, tested as a bridge against the stored scores. Stored apart from
+    /// the anchors (never overwriting them); sets `judgecal_judge_changed`.
+    pub async fn check(
+        &self,
+        key: &CellKey,
+        judge_version: Option<&JudgeVersion>,
+        items: Vec<Rescored>,
+        asked: Option<f64>,
+    ) -> Result<Check> {
+        let scale = self.scale_of(&key.rubric).await?;
+        let tolerance = tolerance(asked, scale)?;
+        if items.is_empty() {
+            return Err(refused(vec![Problem::at(
+                None,
+                "items",
+                "give at least one re-scored item",
+            )]));
+        }
+        let stored = self.store.version_scores(key, judge_version).await?;
+        let mut problems = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        let mut shared = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            if !item.judge_score.is_finite() {
+                problems.push(Problem::at(
+                    Some(i + 1),
+                    "judge_score",
+                    "must be a finite number",
+                ));
+                continue;
+            }
+            if !seen.insert(item.item_id.clone()) {
+                problems.push(Problem::at(
+                    Some(i + 1),
+                    "item_id",
+                    format!("{:?} appears twice", item.item_id.as_str()),
+                ));
+                continue;
+            }
+            match stored.get(&item.item_id) {
+                None => problems.push(Problem::at(
+                    Some(i + 1),
+                    "item_id",
+                    format!(
+                        "{:?} is not an anchor of cell {key} under judge_version {}: a check re-scores stored anchor items",
+                        item.item_id.as_str(),
+                        JudgeVersion::describe(judge_version)
+                    ),
+                )),
+                Some(a) => shared.push(SharedItem {
+                    item_id: item.item_id.clone(),
+                    from_score: a.judge_score,
+                    to_score: item.judge_score,
+                    reference_score: a.reference_score,
+                    group: a.group.clone(),
+                }),
+            }
+        }
+        if !problems.is_empty() {
+            return Err(refused(problems));
+        }
+        // The calibration that serves this label (its own, else the active one): the same map
+        // applied to the stored and the new scores.
+        let calibration = self.served(key, None, judge_version).await?.loaded;
+        let pairs = self.pairs(key, &calibration, shared).await?;
+        let answer = BridgeAnswer {
+            from: judge_version.cloned(),
+            to: judge_version.cloned(),
+            calibration: calibration.version.clone(),
+            bridge: bridge::bridge(&pairs, tolerance),
+        };
+        let changed = answer.bridge.verdict == Verdict::Refit;
+        let scores: Vec<(&str, f64)> = items
+            .iter()
+            .map(|i| (i.item_id.as_str(), i.judge_score))
+            .collect();
+        let id = self
+            .store
+            .record_check(key, judge_version, &scores, &answer.bridge, changed)
+            .await?;
+        self.metrics.set_judge_changed(key, changed);
+        tracing::info!(cell = %key, changed, verdict = answer.bridge.verdict.as_str(), "silent-change check");
+        Ok(Check { id, answer })
+    }
+
+    /// Sets `judgecal_judge_changed` from each cell's latest check, so every replica reports
+    /// the same (on the refresh timer).
+    pub async fn refresh_checks(&self) -> Result<()> {
+        for (key, changed) in self.store.latest_checks().await? {
+            self.metrics.set_judge_changed(&key, changed);
+        }
+        Ok(())
+    }
+}

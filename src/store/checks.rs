@@ -1,0 +1,67 @@
+//! Silent-change checks: re-scores of anchor items under a label the cell holds, with the
+//! bridge they gave. Kept apart from the anchors, which they never change.
+
+use sqlx::Row;
+use uuid::Uuid;
+
+use super::Store;
+use crate::calibrate::bridge::Bridge;
+use crate::domain::{CellKey, JudgeName, JudgeVersion, RubricName, now_ms};
+use crate::error::{Error, Result};
+
+impl Store {
+    /// Stores a check; returns its id.
+    pub async fn record_check(
+        &self,
+        key: &CellKey,
+        judge_version: Option<&JudgeVersion>,
+        scores: &[(&str, f64)],
+        bridge: &Bridge,
+        changed: bool,
+    ) -> Result<Uuid> {
+        let cell_id = self.cell_id(key).await?;
+        let id = Uuid::new_v4();
+        let encode = |v: serde_json::Result<String>| {
+            v.map_err(|e| Error::Internal(format!("cannot encode a check: {e}")))
+        };
+        sqlx::query(
+            "INSERT INTO judge_checks (id, cell_id, judge_version, scores, result, changed, created_at_ms)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(id.to_string())
+        .bind(&cell_id)
+        .bind(JudgeVersion::stored(judge_version))
+        .bind(encode(serde_json::to_string(scores))?)
+        .bind(encode(serde_json::to_string(bridge))?)
+        .bind(i64::from(changed))
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await?;
+        Ok(id)
+    }
+
+    /// Each cell's latest check: whether it found the judge changed.
+    pub async fn latest_checks(&self) -> Result<Vec<(CellKey, bool)>> {
+        let rows = sqlx::query(
+            "SELECT c.judge, c.rubric, k.changed FROM judge_checks k JOIN cells c ON c.id = k.cell_id
+             WHERE k.created_at_ms = (SELECT MAX(o.created_at_ms) FROM judge_checks o
+                 WHERE o.cell_id = k.cell_id)",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        let corrupt = || Error::Internal("a stored check has an unreadable cell".into());
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    CellKey {
+                        judge: JudgeName::parse(&r.try_get::<String, _>(0)?)
+                            .map_err(|_| corrupt())?,
+                        rubric: RubricName::parse(&r.try_get::<String, _>(1)?)
+                            .map_err(|_| corrupt())?,
+                    },
+                    r.try_get::<i64, _>(2)? == 1,
+                ))
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,331 @@
+//! When the judge changes, end to end on both backends: versioned anchors and training, the
+//! stale-calibration warning (and the refusal a judge may ask for), re-anchoring without new
+//! labels, the bridge, runs of two judge versions compared, and the silent-change check.
+
+use serde_json::{Value, json};
+
+use super::{anchors, correct, finished, metric, metrics, train};
+use crate::common::{Backend, TestApp, assert_error};
+
+/// `anchors(n, a, b)` of `version`; `shift` is added to every judge score and `references`
+/// false leaves the reference out (a re-scored item).
+fn rows(n: usize, shift: f64, references: bool) -> Vec<Value> {
+    anchors(n, 0.5, 0.8)
+        .into_iter()
+        .map(|mut r| {
+            r["judge_score"] = json!(r["judge_score"].as_f64().unwrap() + shift);
+            if !references {
+                r.as_object_mut().unwrap().remove("reference_score");
+            }
+            r
+        })
+        .collect()
+}
+
+async fn upload(app: &TestApp, version: &str, rows: Vec<Value>) -> crate::common::Response {
+    app.json(
+        "POST",
+        "/v1/anchors",
+        &json!({"judge": "j", "rubric": "r", "judge_version": version, "anchors": rows}),
+    )
+    .await
+}
+
+async fn trained(app: &TestApp, body: Value) -> Value {
+    let id = train(app, "j", body).await;
+    let job = finished(app, &id).await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+    job
+}
+
+async fn a_judge_change_end_to_end(backend: Backend) {
+    let app = TestApp::new(backend).await;
+    let res = upload(&app, "v1", rows(200, 0.0, true)).await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert_eq!(res.body["cells"][0]["judge_version"], "v1");
+    trained(&app, json!({"method": "isotonic"})).await;
+    let versions = app.get("/v1/cells/j/r/calibrators").await;
+    assert_eq!(
+        versions.body["versions"][0]["judge_version"], "v1",
+        "{}",
+        versions.body
+    );
+
+    // The door: the same version is served silently, another one with a warning and a count.
+    let same = correct(
+        &app,
+        json!({"judge": "j", "rubric": "r", "scores": [3.0], "judge_version": "v1"}),
+    )
+    .await;
+    assert_eq!(same.status, 200, "{}", same.body);
+    assert!(same.body.get("warnings").is_none(), "{}", same.body);
+    let stale = correct(
+        &app,
+        json!({"judge": "j", "rubric": "r", "scores": [3.0], "judge_version": "v2"}),
+    )
+    .await;
+    assert_eq!(stale.status, 200, "{}", stale.body);
+    let warning = stale.body["warnings"][0].as_str().unwrap();
+    assert!(
+        warning.contains("\"v2\"") && warning.contains("\"v1\""),
+        "{warning}"
+    );
+    let text = metrics(&app).await;
+    assert_eq!(
+        metric(
+            &text,
+            "judgecal_judge_version_mismatch_total{judge=\"j\",rubric=\"r\"}"
+        ),
+        Some(1.0)
+    );
+    // A judge that refuses mismatches gets 409 instead.
+    let put = app
+        .json(
+            "PUT",
+            "/v1/judges/j/settings",
+            &json!({"on_version_mismatch": "refuse"}),
+        )
+        .await;
+    assert_eq!(put.status, 200, "{}", put.body);
+    let refused = correct(
+        &app,
+        json!({"judge": "j", "rubric": "r", "scores": [3.0], "judge_version": "v2"}),
+    )
+    .await;
+    assert_error(&refused, 409, "conflict");
+    app.json(
+        "PUT",
+        "/v1/judges/j/settings",
+        &json!({"on_version_mismatch": "warn"}),
+    )
+    .await;
+
+    // Re-anchoring: what to re-score, then the new version's scores with no references.
+    let plan = app.get("/v1/cells/j/r/rescore?judge_version=v2").await;
+    assert_eq!(plan.status, 200, "{}", plan.body);
+    assert_eq!(plan.body["remaining"], 200);
+    assert!(
+        plan.body["bridge_items"].as_u64().unwrap() >= 10,
+        "{}",
+        plan.body
+    );
+    // A row of an item with no stored reference is refused by row and field; nothing stored.
+    let mut bad = rows(200, 0.6, false);
+    bad.push(json!({"item_id": "never-labelled", "judge_score": 3.0}));
+    let res = upload(&app, "v2", bad).await;
+    let details = assert_error(&res, 422, "invalid_input");
+    assert_eq!(details.len(), 1, "{}", res.body);
+    assert_eq!(details[0]["row"], 201);
+    assert_eq!(details[0]["field"], "reference_score");
+    assert_eq!(app.cell_count("j", "r").await, Some(200));
+    // A reference that differs from the stored one is a conflict.
+    let mut clash = rows(1, 0.6, true);
+    clash[0]["reference_score"] = json!(4.5);
+    let res = upload(&app, "v2", clash).await;
+    let details = assert_error(&res, 409, "conflict");
+    assert_eq!(details[0]["field"], "reference_score", "{}", res.body);
+    let res = upload(&app, "v2", rows(200, 0.6, false)).await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert_eq!(res.body["inserted"], 200);
+    assert_eq!(app.cell_count("j", "r").await, Some(400));
+    let page = app
+        .get("/v1/cells/j/r/anchors?judge_version=v2&limit=1")
+        .await;
+    let stored = &page.body["anchors"][0];
+    let original = &anchors(200, 0.5, 0.8)[0];
+    assert_eq!(stored["reference_score"], original["reference_score"]);
+    assert_eq!(stored["judge_version"], "v2");
+
+    // The bridge: +0.6 on the judge's scale moves the corrected mean far past 0.1.
+    let bridge = app.get("/v1/cells/j/r/bridge?from=v1&to=v2").await;
+    assert_eq!(bridge.status, 200, "{}", bridge.body);
+    assert_eq!(bridge.body["items"], 200);
+    assert_eq!(bridge.body["verdict"], "refit", "{}", bridge.body);
+    assert!((bridge.body["raw"]["mean"].as_f64().unwrap() - 0.6).abs() < 1e-9);
+    assert!((bridge.body["raw"]["rank_correlation"].as_f64().unwrap() - 1.0).abs() < 1e-9);
+    assert!((bridge.body["tolerance"].as_f64().unwrap() - 0.1).abs() < 1e-12);
+    assert_eq!(
+        app.get("/v1/cells/j/r/bridge?from=v1&to=v9").await.body["verdict"],
+        "more_items"
+    );
+    let versions = app.get("/v1/cells/j/r/judge-versions").await;
+    assert_eq!(
+        versions.body["judge_versions"][1]["judge_version"], "v2",
+        "{}",
+        versions.body
+    );
+    assert!(
+        versions.body["judge_versions"][1]
+            .get("calibrated_by")
+            .is_none()
+    );
+
+    // The refit fits the newest version by default, and each version is served by its own.
+    trained(&app, json!({"method": "isotonic"})).await;
+    let versions = app.get("/v1/cells/j/r/calibrators").await;
+    assert_eq!(
+        versions.body["versions"][0]["judge_version"], "v2",
+        "{}",
+        versions.body
+    );
+    for (v, served) in [("v1", 1), ("v2", 2)] {
+        let res = correct(
+            &app,
+            json!({"judge": "j", "rubric": "r", "scores": [3.0], "judge_version": v}),
+        )
+        .await;
+        assert_eq!(res.body["version"], served, "{}", res.body);
+        assert!(res.body.get("warnings").is_none(), "{}", res.body);
+    }
+    // The same item scored 3.0 by v1 and 3.6 by v2 is corrected alike by the two versions.
+    let by = |v: &str, j: f64| {
+        correct(
+            &app,
+            json!({"judge": "j", "rubric": "r", "scores": [j], "judge_version": v}),
+        )
+    };
+    let (c1, c2) = (by("v1", 3.0).await, by("v2", 3.6).await);
+    let (c1, c2) = (
+        c1.body["results"][0]["corrected"].as_f64().unwrap(),
+        c2.body["results"][0]["corrected"].as_f64().unwrap(),
+    );
+    assert!((c1 - c2).abs() < 0.15, "{c1} vs {c2}");
+
+    // Runs of two judge versions: each through its own calibration.
+    let run = |v: &str, shift: f64| json!({"scores": (0..60).map(|i| 1.5 + (i % 30) as f64 / 10.0 + shift).collect::<Vec<_>>(), "judge_version": v});
+    let res = app
+        .json(
+            "POST",
+            "/v1/compare",
+            &json!({"judge": "j", "rubric": "r", "a": run("v1", 0.0), "b": run("v2", 0.6)}),
+        )
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert_eq!(res.body["a"]["calibrator"], 1);
+    assert_eq!(res.body["b"]["calibrator"], 2);
+    let (lo, hi) = (
+        res.body["interval"][0].as_f64().unwrap(),
+        res.body["interval"][1].as_f64().unwrap(),
+    );
+    assert!(
+        lo < 0.0 && 0.0 < hi,
+        "the same items, shifted with the judge: {}",
+        res.body
+    );
+    let res = app
+        .json(
+            "POST",
+            "/v1/compare",
+            &json!({"judge": "j", "rubric": "r", "a": run("v1", 0.0), "b": run("v3", 0.0)}),
+        )
+        .await;
+    let _ = assert_error(&res, 409, "conflict");
+    assert!(
+        res.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("\"v3\"")
+    );
+    let ranked = app
+        .json(
+            "POST",
+            "/v1/rank",
+            &json!({"judge": "j", "rubric": "r", "runs": [
+                {"name": "old", "scores": run("v1", 0.0)["scores"], "judge_version": "v1"},
+                {"name": "new", "scores": run("v2", 0.6)["scores"], "judge_version": "v2"},
+            ]}),
+        )
+        .await;
+    assert_eq!(ranked.status, 200, "{}", ranked.body);
+    assert_eq!(ranked.body["runs"][1]["calibrator"], 2);
+
+    // A silent change: v2's items re-scored under the same label. Unchanged, it is no change;
+    // shifted, it is, and the gauge says so. The anchors stay as they were.
+    let rescored = |shift: f64| -> Vec<Value> {
+        rows(200, 0.6 + shift, false)
+            .into_iter()
+            .take(100)
+            .map(|r| json!({"item_id": r["item_id"], "judge_score": r["judge_score"]}))
+            .collect()
+    };
+    let check = app
+        .json(
+            "POST",
+            "/v1/cells/j/r/checks",
+            &json!({"judge_version": "v2", "items": rescored(0.0)}),
+        )
+        .await;
+    assert_eq!(check.status, 200, "{}", check.body);
+    assert_eq!(check.body["changed"], false, "{}", check.body);
+    assert_eq!(check.body["verdict"], "carry_over");
+    assert_eq!(
+        metric(
+            &metrics(&app).await,
+            "judgecal_judge_changed{judge=\"j\",rubric=\"r\"}"
+        ),
+        Some(0.0)
+    );
+    let check = app
+        .json(
+            "POST",
+            "/v1/cells/j/r/checks",
+            &json!({"judge_version": "v2", "items": rescored(0.5)}),
+        )
+        .await;
+    assert_eq!(check.body["changed"], true, "{}", check.body);
+    assert_eq!(
+        metric(
+            &metrics(&app).await,
+            "judgecal_judge_changed{judge=\"j\",rubric=\"r\"}"
+        ),
+        Some(1.0)
+    );
+    let unknown = app
+        .json(
+            "POST",
+            "/v1/cells/j/r/checks",
+            &json!({"judge_version": "v2", "items": [{"item_id": "nope", "judge_score": 3}]}),
+        )
+        .await;
+    let details = assert_error(&unknown, 422, "invalid_input");
+    assert_eq!(
+        (details[0]["row"].as_u64(), details[0]["field"].as_str()),
+        (Some(1), Some("item_id"))
+    );
+    assert_eq!(app.cell_count("j", "r").await, Some(400));
+}
+
+/// Nothing existing changes meaning: anchors and requests without a judge version work as
+/// before, and a training request naming a version with no anchors is refused by field.
+async fn unversioned_requests_are_served_as_before(backend: Backend) {
+    let app = TestApp::new(backend).await;
+    let res = app
+        .json(
+            "POST",
+            "/v1/anchors",
+            &json!({"judge": "j", "rubric": "r", "anchors": rows(100, 0.0, true)}),
+        )
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert!(res.body["cells"][0].get("judge_version").is_none());
+    trained(&app, json!({"method": "isotonic"})).await;
+    let res = correct(&app, json!({"judge": "j", "rubric": "r", "scores": [3.0]})).await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert!(res.body.get("warnings").is_none() && res.body.get("judge_version").is_none());
+    let res = app
+        .json(
+            "POST",
+            "/v1/judges/j/calibrations",
+            &json!({"method": "isotonic", "judge_version": "v7"}),
+        )
+        .await;
+    let details = assert_error(&res, 422, "invalid_input");
+    assert_eq!(details[0]["field"], "judge_version");
+    let page = app.get("/v1/cells/j/r/anchors?limit=1").await;
+    assert!(page.body["anchors"][0].get("judge_version").is_none());
+}
+
+on_both_backends!(
+    a_judge_change_end_to_end,
+    unversioned_requests_are_served_as_before,
+);
