@@ -42,7 +42,7 @@ pub struct JudgeVersionsResponse {
 
 /// The judge versions a cell's anchors carry, with their calibrations.
 #[utoipa::path(
-    get, path = "/v1/cells/{judge}/{rubric}/judge-versions", tag = "judge versions",
+    get, path = "/v1/cells/{judge}/{rubric}/judge-versions", tag = "judge versions", operation_id = "judge_versions",
     params(("judge" = String, Path), ("rubric" = String, Path)),
     responses(
         (status = 200, body = JudgeVersionsResponse),
@@ -113,7 +113,7 @@ pub struct RescoreResponse {
 /// An item's reference does not depend on the judge version: re-scoring the cell's anchor
 /// items with the new version costs no new labels.
 #[utoipa::path(
-    get, path = "/v1/cells/{judge}/{rubric}/rescore", tag = "judge versions",
+    get, path = "/v1/cells/{judge}/{rubric}/rescore", tag = "judge versions", operation_id = "rescore",
     params(("judge" = String, Path), ("rubric" = String, Path), RescoreParams),
     responses(
         (status = 200, body = RescoreResponse),
@@ -199,7 +199,7 @@ impl From<BridgeAnswer> for BridgeResponse {
 /// serves), `refit` (it lies outside, or a group's does: train on the re-scored anchors) or
 /// `more_items` (with about how many more shared items would decide it).
 #[utoipa::path(
-    get, path = "/v1/cells/{judge}/{rubric}/bridge", tag = "judge versions",
+    get, path = "/v1/cells/{judge}/{rubric}/bridge", tag = "judge versions", operation_id = "bridge",
     params(("judge" = String, Path), ("rubric" = String, Path), BridgeParams),
     responses(
         (status = 200, body = BridgeResponse),
@@ -271,7 +271,7 @@ pub struct CheckResponse {
 /// an alarm. Needs no reference labels, so it can run daily. The scores are kept with the
 /// check, never written over the anchors. `changed` sets `judgecal_judge_changed{judge,rubric}`.
 #[utoipa::path(
-    post, path = "/v1/cells/{judge}/{rubric}/checks", tag = "judge versions",
+    post, path = "/v1/cells/{judge}/{rubric}/checks", tag = "judge versions", operation_id = "check",
     params(("judge" = String, Path), ("rubric" = String, Path)),
     request_body = CheckRequest,
     responses(
@@ -332,7 +332,7 @@ pub struct JudgeSettings {
 
 /// A judge's settings.
 #[utoipa::path(
-    get, path = "/v1/judges/{judge}/settings", tag = "judge versions",
+    get, path = "/v1/judges/{judge}/settings", tag = "judge versions", operation_id = "judge_settings",
     params(("judge" = String, Path)),
     responses(
         (status = 200, body = JudgeSettings),
@@ -353,7 +353,7 @@ pub async fn settings(
 
 /// Set a judge's settings.
 #[utoipa::path(
-    put, path = "/v1/judges/{judge}/settings", tag = "judge versions",
+    put, path = "/v1/judges/{judge}/settings", tag = "judge versions", operation_id = "put_judge_settings",
     params(("judge" = String, Path)),
     request_body = JudgeSettings,
     responses(

@@ -37,6 +37,12 @@ CALLS = {
     "train": "start_training",
     "list_rubrics": "rubrics",
     "put_rubric": "put_rubric",
+    "judge_versions": "judge_versions",
+    "rescore": "rescore",
+    "bridge": "bridge",
+    "check": "check",
+    "judge_settings": "judge_settings",
+    "put_judge_settings": "set_judge_settings",
 }
 
 

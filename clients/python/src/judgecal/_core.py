@@ -170,10 +170,11 @@ def seg(name: str) -> str:
     return quote(str(name), safe="")
 
 
-def run_body(run: Any, group: str | None = None) -> dict[str, Any]:
+def run_body(run: Any, group: str | None = None, judge_version: str | None = None) -> dict[str, Any]:
     """A run as `/v1/estimate` and `/v1/compare` take it: a list of numbers is `scores`; a
     list of dicts is `items` (`score`, and `id`, `reference`, `cluster` where known); a dict
-    is passed on as it is. `group` names the system the run's outputs came from."""
+    is passed on as it is. `group` names the system the run's outputs came from,
+    `judge_version` the judge version that scored it."""
     if isinstance(run, Mapping):
         body = dict(run)
     else:
@@ -184,6 +185,8 @@ def run_body(run: Any, group: str | None = None) -> dict[str, Any]:
             body = {"scores": [float(s) for s in seq]}
     if group is not None:
         body["group"] = group
+    if judge_version is not None:
+        body["judge_version"] = judge_version
     return body
 
 
@@ -232,16 +235,22 @@ class Endpoints:
         anchors: Iterable[Mapping[str, Any]],
         *,
         replace: bool = False,
+        judge_version: str | None = None,
     ) -> models.IngestResponse:
         """POST /v1/anchors with one cell's anchors (`item_id`, `judge_score`,
-        `reference_score`, optional `group`). The batch is stored whole or refused whole
-        (`InvalidInput`, whose `details` name each row and field); a retried batch counts as
-        `unchanged`."""
-        body = {
-            "judge": judge,
-            "rubric": rubric,
-            "anchors": [{k: v for k, v in a.items() if v is not None} for a in anchors],
-        }
+        `reference_score`, optional `group` and `judge_version`). The batch is stored whole or
+        refused whole (`InvalidInput`, whose `details` name each row and field); a retried
+        batch counts as `unchanged`. `judge_version` labels every row that names none; a row
+        of an item the cell already holds a reference for may leave `reference_score` out (a
+        re-score by a new judge version: no new label)."""
+        body = with_options(
+            {
+                "judge": judge,
+                "rubric": rubric,
+                "anchors": [{k: v for k, v in a.items() if v is not None} for a in anchors],
+            },
+            judge_version=judge_version,
+        )
         return self._send(
             Request(
                 "POST",
@@ -254,7 +263,8 @@ class Endpoints:
 
     def upload_csv(self, csv: bytes | str, *, replace: bool = False) -> models.IngestResponse:
         """POST /v1/anchors as `text/csv`: columns `judge,rubric,item_id,judge_score,
-        reference_score` and optionally `group`, any number of cells."""
+        reference_score` and optionally `group` and `judge_version`, any number of cells (an
+        empty `reference_score` on a re-scored item takes the stored one)."""
         content = csv.encode() if isinstance(csv, str) else csv
         return self._send(
             Request(
@@ -271,23 +281,129 @@ class Endpoints:
         """GET /v1/cells: every (judge, rubric) cell with its anchors and active version."""
         return self._send(Request("GET", "/v1/cells", model(models.CellsResponse)))
 
-    def anchors(self, judge: str, rubric: str, *, limit: int | None = None, cursor: str | None = None) -> models.AnchorPageResponse:
-        """GET one page of a cell's anchors; `next_cursor` fetches the next."""
+    def anchors(
+        self,
+        judge: str,
+        rubric: str,
+        *,
+        limit: int | None = None,
+        cursor: str | None = None,
+        judge_version: str | None = None,
+    ) -> models.AnchorPageResponse:
+        """GET one page of a cell's anchors (of `judge_version` only, when given);
+        `next_cursor` fetches the next."""
         return self._send(
             Request(
                 "GET",
                 f"/v1/cells/{seg(judge)}/{seg(rubric)}/anchors",
                 model(models.AnchorPageResponse),
-                params={"limit": limit, "cursor": cursor},
+                params={"limit": limit, "cursor": cursor, "judge_version": judge_version},
             )
         )
 
-    def delete_anchor(self, judge: str, rubric: str, item_id: str) -> models.DeleteResponse:
+    def delete_anchor(
+        self, judge: str, rubric: str, item_id: str, *, judge_version: str | None = None
+    ) -> models.DeleteResponse:
+        """DELETE an anchor item: its rows of every judge version, or of `judge_version`."""
         return self._send(
             Request(
                 "DELETE",
                 f"/v1/cells/{seg(judge)}/{seg(rubric)}/anchors/{seg(item_id)}",
                 model(models.DeleteResponse),
+                params={"judge_version": judge_version},
+            )
+        )
+
+    # Judge versions
+
+    def judge_versions(self, judge: str, rubric: str) -> models.JudgeVersionsResponse:
+        """GET the judge versions a cell's anchors carry, with the calibration of each."""
+        return self._send(
+            Request(
+                "GET",
+                f"/v1/cells/{seg(judge)}/{seg(rubric)}/judge-versions",
+                model(models.JudgeVersionsResponse),
+            )
+        )
+
+    def rescore(
+        self,
+        judge: str,
+        rubric: str,
+        judge_version: str,
+        *,
+        from_version: str | None = None,
+        limit: int | None = None,
+    ) -> models.RescoreResponse:
+        """GET the anchor items `judge_version` has not scored yet (re-score them and upload
+        the scores without references), and how many shared items the bridge needs."""
+        return self._send(
+            Request(
+                "GET",
+                f"/v1/cells/{seg(judge)}/{seg(rubric)}/rescore",
+                model(models.RescoreResponse),
+                params={"judge_version": judge_version, "from": from_version, "limit": limit},
+            )
+        )
+
+    def bridge(
+        self,
+        judge: str,
+        rubric: str,
+        to: str,
+        *,
+        from_version: str | None = None,
+        tolerance: float | None = None,
+    ) -> models.BridgeResponse:
+        """GET the bridge from judge version `from_version` (None: the unversioned anchors)
+        to `to` on the items both scored: the raw and corrected shifts and a `verdict`
+        (`carry_over`, `refit` or `more_items`)."""
+        return self._send(
+            Request(
+                "GET",
+                f"/v1/cells/{seg(judge)}/{seg(rubric)}/bridge",
+                model(models.BridgeResponse),
+                params={"from": from_version, "to": to, "tolerance": tolerance},
+            )
+        )
+
+    def check(
+        self,
+        judge: str,
+        rubric: str,
+        items: Sequence[Mapping[str, Any]],
+        *,
+        judge_version: str | None = None,
+        tolerance: float | None = None,
+    ) -> models.CheckResponse:
+        """POST a silent-change check: anchor items (`item_id`, `judge_score`) re-scored under
+        the label they were stored with. `changed` says whether the corrected mean moved
+        beyond the tolerance; the anchors are never overwritten."""
+        body = with_options(
+            {"items": [dict(i) for i in items]}, judge_version=judge_version, tolerance=tolerance
+        )
+        return self._send(
+            Request(
+                "POST",
+                f"/v1/cells/{seg(judge)}/{seg(rubric)}/checks",
+                model(models.CheckResponse),
+                json=body,
+                idempotent=False,
+            )
+        )
+
+    def judge_settings(self, judge: str) -> models.JudgeSettings:
+        return self._send(Request("GET", f"/v1/judges/{seg(judge)}/settings", model(models.JudgeSettings)))
+
+    def set_judge_settings(self, judge: str, *, on_version_mismatch: str) -> models.JudgeSettings:
+        """PUT a judge's settings: `on_version_mismatch` is `warn` (the default) or `refuse`
+        (409 for scores of a judge version with no calibration)."""
+        return self._send(
+            Request(
+                "PUT",
+                f"/v1/judges/{seg(judge)}/settings",
+                model(models.JudgeSettings),
+                json={"on_version_mismatch": on_version_mismatch},
             )
         )
 
@@ -312,14 +428,17 @@ class Endpoints:
         *,
         options: Mapping[str, Any] | None = None,
         rubrics: Sequence[str] | None = None,
+        judge_version: str | None = None,
     ) -> models.JobDto:
         """POST /v1/judges/{judge}/calibrations: starts a job (202) and returns it; `train`
-        waits for it."""
+        waits for it. `judge_version` fits that version's anchors (default: the newest)."""
         body: dict[str, Any] = {"method": method}
         if options is not None:
             body["options"] = dict(options)
         if rubrics is not None:
             body["rubrics"] = list(rubrics)
+        if judge_version is not None:
+            body["judge_version"] = judge_version
         return self._send(
             Request(
                 "POST",
@@ -368,11 +487,15 @@ class Endpoints:
         *,
         items: Sequence[Mapping[str, Any]] | None = None,
         version: int | None = None,
+        judge_version: str | None = None,
     ) -> models.CorrectResponse:
         """POST /v1/correct: corrected scores with their intervals (`items` to get ids back),
-        by the cell's active version or `version`."""
+        by the cell's active version or `version`. `judge_version` names the judge version
+        that gave the scores: its own calibration serves them, else `warnings` says so."""
         body = with_options(
-            {"judge": judge, "rubric": rubric, **scores_or_items(scores, items)}, version=version
+            {"judge": judge, "rubric": rubric, **scores_or_items(scores, items)},
+            version=version,
+            judge_version=judge_version,
         )
         return self._send(Request("POST", "/v1/correct", model(models.CorrectResponse), json=body))
 
@@ -386,6 +509,7 @@ class Endpoints:
         level: float | None = None,
         version: int | None = None,
         target_half_width: float | None = None,
+        judge_version: str | None = None,
     ) -> models.EstimateResponse:
         """POST /v1/estimate: one run's de-biased mean with its interval. `run` is a list of
         judge scores, a list of items (`score`, optional `id`, `reference`, `cluster`), or the
@@ -396,6 +520,7 @@ class Endpoints:
             level=level,
             version=version,
             target_half_width=target_half_width,
+            judge_version=judge_version,
         )
         return self._send(Request("POST", "/v1/estimate", model(models.EstimateResponse), json=body))
 
@@ -412,12 +537,20 @@ class Endpoints:
         estimand: str | None = None,
         version: int | None = None,
         target_half_width: float | None = None,
+        judge_version_a: str | None = None,
+        judge_version_b: str | None = None,
     ) -> models.CompareResponse:
         """POST /v1/compare: mean(A) − mean(B), de-biased, with its interval and p-value.
         Items with the same ids in both runs are paired. `version` and `target_half_width` as
-        in `estimate`."""
+        in `estimate`; runs scored by different judge versions (`judge_version_a`,
+        `judge_version_b`) are each corrected by their own version's calibration."""
         body = with_options(
-            {"judge": judge, "rubric": rubric, "a": run_body(a, group_a), "b": run_body(b, group_b)},
+            {
+                "judge": judge,
+                "rubric": rubric,
+                "a": run_body(a, group_a, judge_version_a),
+                "b": run_body(b, group_b, judge_version_b),
+            },
             level=level,
             estimand=estimand,
             version=version,
@@ -438,13 +571,18 @@ class Endpoints:
         rounds: int | None = None,
         labels: Mapping[str, Any] | None = None,
         version: int | None = None,
+        judge_versions: Mapping[str, str] | None = None,
     ) -> models.RankResponse:
         """POST /v1/rank: 2 to 50 runs (name -> scores, items or a run body) ranked by their
         de-biased means, with intervals for every pair that hold together, rank intervals and
         the runs tied with the top. `groups` names each run's system; `labels` (`budget`,
         `min_gap`, `power`, `seed`) asks which items of which runs to label next, for a later
-        `round` of the `rounds` planned from the start; `version` as in `estimate`."""
-        runs_body = [{"name": name, **run_body(run, (groups or {}).get(name))} for name, run in runs.items()]
+        `round` of the `rounds` planned from the start; `version` as in `estimate`;
+        `judge_versions` names the judge version that scored each run."""
+        runs_body = [
+            {"name": name, **run_body(run, (groups or {}).get(name), (judge_versions or {}).get(name))}
+            for name, run in runs.items()
+        ]
         body = with_options(
             {"judge": judge, "rubric": rubric, "runs": runs_body},
             level=level,

@@ -88,6 +88,7 @@ class Client(Endpoints):
         *,
         options: Mapping[str, Any] | None = None,
         rubrics: Sequence[str] | None = None,
+        judge_version: str | None = None,
         progress: bool | Progress = True,
         poll: float = 0.5,
         timeout: float | None = None,
@@ -97,7 +98,9 @@ class Client(Endpoints):
         the job is cancelled too). `progress` prints the job's progress, or is called with
         each poll's job."""
         show = _bar() if progress is True else (progress or None)
-        job = self.start_training(judge, method, options=options, rubrics=rubrics)
+        job = self.start_training(
+            judge, method, options=options, rubrics=rubrics, judge_version=judge_version
+        )
         started = time.monotonic()
         while True:
             if show:
@@ -163,13 +166,16 @@ class AsyncClient(Endpoints):
         *,
         options: Mapping[str, Any] | None = None,
         rubrics: Sequence[str] | None = None,
+        judge_version: str | None = None,
         progress: bool | Progress = False,
         poll: float = 0.5,
         timeout: float | None = None,
     ) -> list[models.JobVersionDto]:
         """As `Client.train`, without blocking the event loop."""
         show = _bar() if progress is True else (progress or None)
-        job = await self.start_training(judge, method, options=options, rubrics=rubrics)
+        job = await self.start_training(
+            judge, method, options=options, rubrics=rubrics, judge_version=judge_version
+        )
         started = time.monotonic()
         while True:
             if show:

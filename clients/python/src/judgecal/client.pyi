@@ -25,7 +25,7 @@ class Client:
     def close(self) -> None: ...
     def __enter__(self) -> 'Client': ...
     def __exit__(self, *exc: object) -> None: ...
-    def train(self, judge: str, method: str='auto', *, options: Mapping[str, Any] | None=None, rubrics: Sequence[str] | None=None, progress: bool | Progress=True, poll: float=0.5, timeout: float | None=None) -> list[models.JobVersionDto]:
+    def train(self, judge: str, method: str='auto', *, options: Mapping[str, Any] | None=None, rubrics: Sequence[str] | None=None, judge_version: str | None=None, progress: bool | Progress=True, poll: float=0.5, timeout: float | None=None) -> list[models.JobVersionDto]:
         """Trains `judge`'s cells with `method` and waits: the versions the job made (raises
         `JobFailed` if it failed or was cancelled, `TimeoutError` after `timeout` seconds, when
         the job is cancelled too). `progress` prints the job's progress, or is called with
@@ -40,30 +40,58 @@ class Client:
     def metrics(self) -> str:
         """GET /metrics: the Prometheus exposition, as text."""
         ...
-    def upload_anchors(self, judge: str, rubric: str, anchors: Iterable[Mapping[str, Any]], *, replace: bool=False) -> models.IngestResponse:
+    def upload_anchors(self, judge: str, rubric: str, anchors: Iterable[Mapping[str, Any]], *, replace: bool=False, judge_version: str | None=None) -> models.IngestResponse:
         """POST /v1/anchors with one cell's anchors (`item_id`, `judge_score`,
-        `reference_score`, optional `group`). The batch is stored whole or refused whole
-        (`InvalidInput`, whose `details` name each row and field); a retried batch counts as
-        `unchanged`."""
+        `reference_score`, optional `group` and `judge_version`). The batch is stored whole or
+        refused whole (`InvalidInput`, whose `details` name each row and field); a retried
+        batch counts as `unchanged`. `judge_version` labels every row that names none; a row
+        of an item the cell already holds a reference for may leave `reference_score` out (a
+        re-score by a new judge version: no new label)."""
         ...
     def upload_csv(self, csv: bytes | str, *, replace: bool=False) -> models.IngestResponse:
         """POST /v1/anchors as `text/csv`: columns `judge,rubric,item_id,judge_score,
-        reference_score` and optionally `group`, any number of cells."""
+        reference_score` and optionally `group` and `judge_version`, any number of cells (an
+        empty `reference_score` on a re-scored item takes the stored one)."""
         ...
     def cells(self) -> models.CellsResponse:
         """GET /v1/cells: every (judge, rubric) cell with its anchors and active version."""
         ...
-    def anchors(self, judge: str, rubric: str, *, limit: int | None=None, cursor: str | None=None) -> models.AnchorPageResponse:
-        """GET one page of a cell's anchors; `next_cursor` fetches the next."""
+    def anchors(self, judge: str, rubric: str, *, limit: int | None=None, cursor: str | None=None, judge_version: str | None=None) -> models.AnchorPageResponse:
+        """GET one page of a cell's anchors (of `judge_version` only, when given);
+        `next_cursor` fetches the next."""
         ...
-    def delete_anchor(self, judge: str, rubric: str, item_id: str) -> models.DeleteResponse: ...
+    def delete_anchor(self, judge: str, rubric: str, item_id: str, *, judge_version: str | None=None) -> models.DeleteResponse:
+        """DELETE an anchor item: its rows of every judge version, or of `judge_version`."""
+        ...
+    def judge_versions(self, judge: str, rubric: str) -> models.JudgeVersionsResponse:
+        """GET the judge versions a cell's anchors carry, with the calibration of each."""
+        ...
+    def rescore(self, judge: str, rubric: str, judge_version: str, *, from_version: str | None=None, limit: int | None=None) -> models.RescoreResponse:
+        """GET the anchor items `judge_version` has not scored yet (re-score them and upload
+        the scores without references), and how many shared items the bridge needs."""
+        ...
+    def bridge(self, judge: str, rubric: str, to: str, *, from_version: str | None=None, tolerance: float | None=None) -> models.BridgeResponse:
+        """GET the bridge from judge version `from_version` (None: the unversioned anchors)
+        to `to` on the items both scored: the raw and corrected shifts and a `verdict`
+        (`carry_over`, `refit` or `more_items`)."""
+        ...
+    def check(self, judge: str, rubric: str, items: Sequence[Mapping[str, Any]], *, judge_version: str | None=None, tolerance: float | None=None) -> models.CheckResponse:
+        """POST a silent-change check: anchor items (`item_id`, `judge_score`) re-scored under
+        the label they were stored with. `changed` says whether the corrected mean moved
+        beyond the tolerance; the anchors are never overwritten."""
+        ...
+    def judge_settings(self, judge: str) -> models.JudgeSettings: ...
+    def set_judge_settings(self, judge: str, *, on_version_mismatch: str) -> models.JudgeSettings:
+        """PUT a judge's settings: `on_version_mismatch` is `warn` (the default) or `refuse`
+        (409 for scores of a judge version with no calibration)."""
+        ...
     def rubrics(self) -> models.RubricsResponse: ...
     def put_rubric(self, rubric: str, min: float, max: float, description: str | None=None) -> models.RubricDto:
         """PUT a rubric's scale: references must lie in it, corrections are clipped to it."""
         ...
-    def start_training(self, judge: str, method: str='auto', *, options: Mapping[str, Any] | None=None, rubrics: Sequence[str] | None=None) -> models.JobDto:
+    def start_training(self, judge: str, method: str='auto', *, options: Mapping[str, Any] | None=None, rubrics: Sequence[str] | None=None, judge_version: str | None=None) -> models.JobDto:
         """POST /v1/judges/{judge}/calibrations: starts a job (202) and returns it; `train`
-        waits for it."""
+        waits for it. `judge_version` fits that version's anchors (default: the newest)."""
         ...
     def job(self, job_id: str) -> models.JobDto: ...
     def cancel(self, job_id: str) -> models.JobDto: ...
@@ -72,27 +100,30 @@ class Client:
         ...
     def activate(self, judge: str, rubric: str, version: int) -> models.VersionDto: ...
     def report_svg(self, judge: str, rubric: str) -> str: ...
-    def correct(self, judge: str, rubric: str, scores: Sequence[float] | None=None, *, items: Sequence[Mapping[str, Any]] | None=None, version: int | None=None) -> models.CorrectResponse:
+    def correct(self, judge: str, rubric: str, scores: Sequence[float] | None=None, *, items: Sequence[Mapping[str, Any]] | None=None, version: int | None=None, judge_version: str | None=None) -> models.CorrectResponse:
         """POST /v1/correct: corrected scores with their intervals (`items` to get ids back),
-        by the cell's active version or `version`."""
+        by the cell's active version or `version`. `judge_version` names the judge version
+        that gave the scores: its own calibration serves them, else `warnings` says so."""
         ...
-    def estimate(self, judge: str, rubric: str, run: Any, *, group: str | None=None, level: float | None=None, version: int | None=None, target_half_width: float | None=None) -> models.EstimateResponse:
+    def estimate(self, judge: str, rubric: str, run: Any, *, group: str | None=None, level: float | None=None, version: int | None=None, target_half_width: float | None=None, judge_version: str | None=None) -> models.EstimateResponse:
         """POST /v1/estimate: one run's de-biased mean with its interval. `run` is a list of
         judge scores, a list of items (`score`, optional `id`, `reference`, `cluster`), or the
         run's body; `group` the system that produced it; `version` a version of the cell
         instead of the active one; `target_half_width` asks how many labels would reach it."""
         ...
-    def compare(self, judge: str, rubric: str, a: Any, b: Any, *, group_a: str | None=None, group_b: str | None=None, level: float | None=None, estimand: str | None=None, version: int | None=None, target_half_width: float | None=None) -> models.CompareResponse:
+    def compare(self, judge: str, rubric: str, a: Any, b: Any, *, group_a: str | None=None, group_b: str | None=None, level: float | None=None, estimand: str | None=None, version: int | None=None, target_half_width: float | None=None, judge_version_a: str | None=None, judge_version_b: str | None=None) -> models.CompareResponse:
         """POST /v1/compare: mean(A) − mean(B), de-biased, with its interval and p-value.
         Items with the same ids in both runs are paired. `version` and `target_half_width` as
-        in `estimate`."""
+        in `estimate`; runs scored by different judge versions (`judge_version_a`,
+        `judge_version_b`) are each corrected by their own version's calibration."""
         ...
-    def rank(self, judge: str, rubric: str, runs: Mapping[str, Any], *, groups: Mapping[str, str] | None=None, level: float | None=None, error: str | None=None, round: int | None=None, rounds: int | None=None, labels: Mapping[str, Any] | None=None, version: int | None=None) -> models.RankResponse:
+    def rank(self, judge: str, rubric: str, runs: Mapping[str, Any], *, groups: Mapping[str, str] | None=None, level: float | None=None, error: str | None=None, round: int | None=None, rounds: int | None=None, labels: Mapping[str, Any] | None=None, version: int | None=None, judge_versions: Mapping[str, str] | None=None) -> models.RankResponse:
         """POST /v1/rank: 2 to 50 runs (name -> scores, items or a run body) ranked by their
         de-biased means, with intervals for every pair that hold together, rank intervals and
         the runs tied with the top. `groups` names each run's system; `labels` (`budget`,
         `min_gap`, `power`, `seed`) asks which items of which runs to label next, for a later
-        `round` of the `rounds` planned from the start; `version` as in `estimate`."""
+        `round` of the `rounds` planned from the start; `version` as in `estimate`;
+        `judge_versions` names the judge version that scored each run."""
         ...
 
 
@@ -104,7 +135,7 @@ class AsyncClient:
     async def aclose(self) -> None: ...
     async def __aenter__(self) -> 'AsyncClient': ...
     async def __aexit__(self, *exc: object) -> None: ...
-    async def train(self, judge: str, method: str='auto', *, options: Mapping[str, Any] | None=None, rubrics: Sequence[str] | None=None, progress: bool | Progress=False, poll: float=0.5, timeout: float | None=None) -> list[models.JobVersionDto]:
+    async def train(self, judge: str, method: str='auto', *, options: Mapping[str, Any] | None=None, rubrics: Sequence[str] | None=None, judge_version: str | None=None, progress: bool | Progress=False, poll: float=0.5, timeout: float | None=None) -> list[models.JobVersionDto]:
         """As `Client.train`, without blocking the event loop."""
         ...
     async def health(self) -> models.Status:
@@ -116,30 +147,58 @@ class AsyncClient:
     async def metrics(self) -> str:
         """GET /metrics: the Prometheus exposition, as text."""
         ...
-    async def upload_anchors(self, judge: str, rubric: str, anchors: Iterable[Mapping[str, Any]], *, replace: bool=False) -> models.IngestResponse:
+    async def upload_anchors(self, judge: str, rubric: str, anchors: Iterable[Mapping[str, Any]], *, replace: bool=False, judge_version: str | None=None) -> models.IngestResponse:
         """POST /v1/anchors with one cell's anchors (`item_id`, `judge_score`,
-        `reference_score`, optional `group`). The batch is stored whole or refused whole
-        (`InvalidInput`, whose `details` name each row and field); a retried batch counts as
-        `unchanged`."""
+        `reference_score`, optional `group` and `judge_version`). The batch is stored whole or
+        refused whole (`InvalidInput`, whose `details` name each row and field); a retried
+        batch counts as `unchanged`. `judge_version` labels every row that names none; a row
+        of an item the cell already holds a reference for may leave `reference_score` out (a
+        re-score by a new judge version: no new label)."""
         ...
     async def upload_csv(self, csv: bytes | str, *, replace: bool=False) -> models.IngestResponse:
         """POST /v1/anchors as `text/csv`: columns `judge,rubric,item_id,judge_score,
-        reference_score` and optionally `group`, any number of cells."""
+        reference_score` and optionally `group` and `judge_version`, any number of cells (an
+        empty `reference_score` on a re-scored item takes the stored one)."""
         ...
     async def cells(self) -> models.CellsResponse:
         """GET /v1/cells: every (judge, rubric) cell with its anchors and active version."""
         ...
-    async def anchors(self, judge: str, rubric: str, *, limit: int | None=None, cursor: str | None=None) -> models.AnchorPageResponse:
-        """GET one page of a cell's anchors; `next_cursor` fetches the next."""
+    async def anchors(self, judge: str, rubric: str, *, limit: int | None=None, cursor: str | None=None, judge_version: str | None=None) -> models.AnchorPageResponse:
+        """GET one page of a cell's anchors (of `judge_version` only, when given);
+        `next_cursor` fetches the next."""
         ...
-    async def delete_anchor(self, judge: str, rubric: str, item_id: str) -> models.DeleteResponse: ...
+    async def delete_anchor(self, judge: str, rubric: str, item_id: str, *, judge_version: str | None=None) -> models.DeleteResponse:
+        """DELETE an anchor item: its rows of every judge version, or of `judge_version`."""
+        ...
+    async def judge_versions(self, judge: str, rubric: str) -> models.JudgeVersionsResponse:
+        """GET the judge versions a cell's anchors carry, with the calibration of each."""
+        ...
+    async def rescore(self, judge: str, rubric: str, judge_version: str, *, from_version: str | None=None, limit: int | None=None) -> models.RescoreResponse:
+        """GET the anchor items `judge_version` has not scored yet (re-score them and upload
+        the scores without references), and how many shared items the bridge needs."""
+        ...
+    async def bridge(self, judge: str, rubric: str, to: str, *, from_version: str | None=None, tolerance: float | None=None) -> models.BridgeResponse:
+        """GET the bridge from judge version `from_version` (None: the unversioned anchors)
+        to `to` on the items both scored: the raw and corrected shifts and a `verdict`
+        (`carry_over`, `refit` or `more_items`)."""
+        ...
+    async def check(self, judge: str, rubric: str, items: Sequence[Mapping[str, Any]], *, judge_version: str | None=None, tolerance: float | None=None) -> models.CheckResponse:
+        """POST a silent-change check: anchor items (`item_id`, `judge_score`) re-scored under
+        the label they were stored with. `changed` says whether the corrected mean moved
+        beyond the tolerance; the anchors are never overwritten."""
+        ...
+    async def judge_settings(self, judge: str) -> models.JudgeSettings: ...
+    async def set_judge_settings(self, judge: str, *, on_version_mismatch: str) -> models.JudgeSettings:
+        """PUT a judge's settings: `on_version_mismatch` is `warn` (the default) or `refuse`
+        (409 for scores of a judge version with no calibration)."""
+        ...
     async def rubrics(self) -> models.RubricsResponse: ...
     async def put_rubric(self, rubric: str, min: float, max: float, description: str | None=None) -> models.RubricDto:
         """PUT a rubric's scale: references must lie in it, corrections are clipped to it."""
         ...
-    async def start_training(self, judge: str, method: str='auto', *, options: Mapping[str, Any] | None=None, rubrics: Sequence[str] | None=None) -> models.JobDto:
+    async def start_training(self, judge: str, method: str='auto', *, options: Mapping[str, Any] | None=None, rubrics: Sequence[str] | None=None, judge_version: str | None=None) -> models.JobDto:
         """POST /v1/judges/{judge}/calibrations: starts a job (202) and returns it; `train`
-        waits for it."""
+        waits for it. `judge_version` fits that version's anchors (default: the newest)."""
         ...
     async def job(self, job_id: str) -> models.JobDto: ...
     async def cancel(self, job_id: str) -> models.JobDto: ...
@@ -148,27 +207,30 @@ class AsyncClient:
         ...
     async def activate(self, judge: str, rubric: str, version: int) -> models.VersionDto: ...
     async def report_svg(self, judge: str, rubric: str) -> str: ...
-    async def correct(self, judge: str, rubric: str, scores: Sequence[float] | None=None, *, items: Sequence[Mapping[str, Any]] | None=None, version: int | None=None) -> models.CorrectResponse:
+    async def correct(self, judge: str, rubric: str, scores: Sequence[float] | None=None, *, items: Sequence[Mapping[str, Any]] | None=None, version: int | None=None, judge_version: str | None=None) -> models.CorrectResponse:
         """POST /v1/correct: corrected scores with their intervals (`items` to get ids back),
-        by the cell's active version or `version`."""
+        by the cell's active version or `version`. `judge_version` names the judge version
+        that gave the scores: its own calibration serves them, else `warnings` says so."""
         ...
-    async def estimate(self, judge: str, rubric: str, run: Any, *, group: str | None=None, level: float | None=None, version: int | None=None, target_half_width: float | None=None) -> models.EstimateResponse:
+    async def estimate(self, judge: str, rubric: str, run: Any, *, group: str | None=None, level: float | None=None, version: int | None=None, target_half_width: float | None=None, judge_version: str | None=None) -> models.EstimateResponse:
         """POST /v1/estimate: one run's de-biased mean with its interval. `run` is a list of
         judge scores, a list of items (`score`, optional `id`, `reference`, `cluster`), or the
         run's body; `group` the system that produced it; `version` a version of the cell
         instead of the active one; `target_half_width` asks how many labels would reach it."""
         ...
-    async def compare(self, judge: str, rubric: str, a: Any, b: Any, *, group_a: str | None=None, group_b: str | None=None, level: float | None=None, estimand: str | None=None, version: int | None=None, target_half_width: float | None=None) -> models.CompareResponse:
+    async def compare(self, judge: str, rubric: str, a: Any, b: Any, *, group_a: str | None=None, group_b: str | None=None, level: float | None=None, estimand: str | None=None, version: int | None=None, target_half_width: float | None=None, judge_version_a: str | None=None, judge_version_b: str | None=None) -> models.CompareResponse:
         """POST /v1/compare: mean(A) − mean(B), de-biased, with its interval and p-value.
         Items with the same ids in both runs are paired. `version` and `target_half_width` as
-        in `estimate`."""
+        in `estimate`; runs scored by different judge versions (`judge_version_a`,
+        `judge_version_b`) are each corrected by their own version's calibration."""
         ...
-    async def rank(self, judge: str, rubric: str, runs: Mapping[str, Any], *, groups: Mapping[str, str] | None=None, level: float | None=None, error: str | None=None, round: int | None=None, rounds: int | None=None, labels: Mapping[str, Any] | None=None, version: int | None=None) -> models.RankResponse:
+    async def rank(self, judge: str, rubric: str, runs: Mapping[str, Any], *, groups: Mapping[str, str] | None=None, level: float | None=None, error: str | None=None, round: int | None=None, rounds: int | None=None, labels: Mapping[str, Any] | None=None, version: int | None=None, judge_versions: Mapping[str, str] | None=None) -> models.RankResponse:
         """POST /v1/rank: 2 to 50 runs (name -> scores, items or a run body) ranked by their
         de-biased means, with intervals for every pair that hold together, rank intervals and
         the runs tied with the top. `groups` names each run's system; `labels` (`budget`,
         `min_gap`, `power`, `seed`) asks which items of which runs to label next, for a later
-        `round` of the `rounds` planned from the start; `version` as in `estimate`."""
+        `round` of the `rounds` planned from the start; `version` as in `estimate`;
+        `judge_versions` names the judge version that scored each run."""
         ...
 
 

@@ -1,6 +1,9 @@
 """inspect_ai adapter (`pip install judgecal[inspect]`): an eval log's model-graded scores
 as judge scores. Samples that carry a human reference (in their metadata, or in a CSV keyed by
-sample id) become anchors; the rest are the run, whose group is the evaluated model. Then the
+sample id) become anchors; the rest are the run, whose group is the evaluated model. Every
+score carries the grader's judge version (`judge_version_of`: its model and a hash of the
+scorer's template and options), so a new snapshot or an edited prompt never gets the old
+correction silently. Then the
 de-biased mean beside inspect's own metrics, and a paired compare of two logs of one task.
 
     from judgecal import Client
@@ -14,12 +17,13 @@ de-biased mean beside inspect's own metrics, and a paired compare of two logs of
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
-from .records import Record
+from .records import Record, judge_version
 
 if TYPE_CHECKING:  # pragma: no cover
     from .client import Client
@@ -51,6 +55,24 @@ def _scorer(log: Any, scorer: str | None) -> str:
     return names[0]
 
 
+def judge_version_of(log: Any, scorer: str | None = None) -> str:
+    """The judge version that graded `log` with `scorer`: the grader model (the log's
+    `grader` model role, else the scorer's `model` option) and a hash of the scorer's options (its template, instructions, grade pattern...), so that a new
+    snapshot or an edited prompt is a new version."""
+    log = _log(log)
+    name = _scorer(log, scorer)
+    options: dict[str, Any] = {}
+    for s in log.eval.scorers or []:
+        if s.name == name:
+            options = dict(s.options or {})
+    roles = getattr(log.eval, "model_roles", None) or {}
+    grader = roles.get("grader")
+    model = getattr(grader, "model", None) or options.get("model")
+    if isinstance(model, list):
+        model = ",".join(str(m) for m in model)
+    return judge_version(str(model) if model else None, json.dumps(options, sort_keys=True, default=str), scorer=name)
+
+
 def records(
     log: Any,
     *,
@@ -63,13 +85,15 @@ def records(
     """One record per scored sample of `log` (an `EvalLog` or a path): the scorer's value as
     the judge score (through inspect's own `value_to_float`, so `C`/`P`/`I` grades read as
     1/0.5/0), the sample id as the item id, the reference from `references` or the sample's
-    metadata, and the evaluated model as the group."""
+    metadata, the evaluated model as the group, and the grader's version (`judge_version_of`)
+    as the judge version."""
     from inspect_ai.scorer import value_to_float
 
     log = _log(log)
     name = _scorer(log, scorer)
     to_float = value_to_float()
     group = group_name(log.eval.model)
+    version = judge_version_of(log, name)
     out = []
     for s in log.samples or []:
         score = (s.scores or {}).get(name)
@@ -87,6 +111,7 @@ def records(
                 judge_score=float(to_float(score.value)),
                 reference=None if ref is None else float(ref),
                 group=group,
+                judge_version=version,
             )
         )
     return out
@@ -142,11 +167,14 @@ def calibrate_log(
     run = [r.item() for r in recs if r.reference is None]
     if not run:
         raise ValueError("every sample has a reference: there is no run left to estimate")
+    version = judge_version_of(log, name)
     if anchors:
         client.upload_anchors(judge, rubric, anchors)
     if train:
-        client.train(judge, train, rubrics=[rubric], progress=False)
-    estimate = client.estimate(judge, rubric, run, group=group_name(log.eval.model), level=level)
+        client.train(judge, train, rubrics=[rubric], judge_version=version, progress=False)
+    estimate = client.estimate(
+        judge, rubric, run, group=group_name(log.eval.model), level=level, judge_version=version
+    )
     return Calibrated(len(anchors), estimate, _inspect_metrics(log, name))
 
 
@@ -191,4 +219,6 @@ def compare_logs(
         group_a=group_name(a_log.eval.model),
         group_b=group_name(b_log.eval.model),
         level=level,
+        judge_version_a=judge_version_of(a_log, scorer),
+        judge_version_b=judge_version_of(b_log, scorer),
     )

@@ -33,6 +33,16 @@ class AnchorDto(BaseModel):
     """
     The LLM judge's score; any finite number.
     """
+    judge_version: str | None = Field(
+        None,
+        examples=['gpt-4o-2024-08-06+prompt:9f2c1a'],
+        max_length=128,
+        min_length=1,
+        pattern='^[^\\u0000-\\u001F\\u007F-\\u009F\\s]([^\\u0000-\\u001F\\u007F-\\u009F]*[^\\u0000-\\u001F\\u007F-\\u009F\\s])?$',
+    )
+    """
+    The judge version that gave the scores: the platform's own label (model snapshot, a hash of the prompt template, decoding settings). Leave it out for unversioned scores.
+    """
     reference_score: float = Field(..., examples=[4.0])
     """
     The trusted score; inside the rubric's scale (1–5 unless set with PUT /v1/rubrics).
@@ -42,12 +52,74 @@ class AnchorDto(BaseModel):
 class AnchorPageResponse(BaseModel):
     anchors: list[AnchorDto]
     """
-    In item_id order.
+    In (item_id, judge_version) order.
     """
     next_cursor: str | None = None
     """
     Pass as `cursor` for the next page; absent on the last page.
     """
+
+
+class AnchorRow(BaseModel):
+    """
+    One uploaded anchor row.
+    """
+
+    group: str | None = Field(
+        None,
+        examples=['BART'],
+        max_length=64,
+        min_length=1,
+        pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
+    )
+    """
+    Optional: the system (model) whose output was judged, named like judges. Versions then measure how the judge's bias varies between systems, and run-level answers account for it.
+    """
+    item_id: str = Field(
+        ...,
+        examples=['story-17'],
+        max_length=256,
+        min_length=1,
+        pattern='^[^\\u0000-\\u001F\\u007F]+$',
+    )
+    """
+    Unique within the cell and judge version: 1 to 256 characters, no control characters.
+    """
+    judge_score: float = Field(..., examples=[3.25])
+    """
+    The LLM judge's score; any finite number.
+    """
+    judge_version: str | None = Field(
+        None,
+        examples=['gpt-4o-2024-08-06+prompt:9f2c1a'],
+        max_length=128,
+        min_length=1,
+        pattern='^[^\\u0000-\\u001F\\u007F-\\u009F\\s]([^\\u0000-\\u001F\\u007F-\\u009F]*[^\\u0000-\\u001F\\u007F-\\u009F\\s])?$',
+    )
+    """
+    The judge version that gave the scores: the platform's own label (model snapshot, a hash of the prompt template, decoding settings). Leave it out for unversioned scores.
+    """
+    reference_score: float | None = Field(None, examples=[4.0])
+    """
+    The trusted score; inside the rubric's scale (1–5 unless set with PUT /v1/rubrics).
+    Leave it out (in CSV, empty) on an item the cell already holds a reference for (an
+    anchor item re-scored by a new judge version): the stored reference is used, and its
+    group when the row names none. An item has one reference whichever version scored it.
+    """
+
+
+class BridgeShift(BaseModel):
+    """
+    A mean shift with its interval.
+    """
+
+    hi: float
+    lo: float
+    """
+    The (1 − 2α) interval: both one-sided tests at α.
+    """
+    mean: float
+    se: float
 
 
 class CellDto(BaseModel):
@@ -64,6 +136,44 @@ class CellsResponse(BaseModel):
     cells: list[CellDto]
 
 
+class CheckItem(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    item_id: str = Field(
+        ...,
+        examples=['story-17'],
+        max_length=256,
+        min_length=1,
+        pattern='^[^\\u0000-\\u001F\\u007F]+$',
+    )
+    judge_score: float = Field(..., examples=[3.0])
+
+
+class CheckRequest(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    items: list[CheckItem] = Field(..., min_length=1)
+    """
+    Anchor items of the cell, re-scored now.
+    """
+    judge_version: str | None = Field(
+        None,
+        examples=['gpt-4o-2024-08-06+prompt:9f2c1a'],
+        max_length=128,
+        min_length=1,
+        pattern='^[^\\u0000-\\u001F\\u007F-\\u009F\\s]([^\\u0000-\\u001F\\u007F-\\u009F]*[^\\u0000-\\u001F\\u007F-\\u009F\\s])?$',
+    )
+    """
+    The judge version that gave the scores: the platform's own label (model snapshot, a hash of the prompt template, decoding settings). Leave it out for unversioned scores.
+    """
+    tolerance: float | None = Field(None, ge=0.0, gt=0.0)
+    """
+    As for the bridge (default: 2.5% of the scale width).
+    """
+
+
 class CorrectScores(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
@@ -75,6 +185,16 @@ class CorrectScores(BaseModel):
         min_length=1,
         pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
     )
+    judge_version: str | None = Field(
+        None,
+        examples=['gpt-4o-2024-08-06+prompt:9f2c1a'],
+        max_length=128,
+        min_length=1,
+        pattern='^[^\\u0000-\\u001F\\u007F-\\u009F\\s]([^\\u0000-\\u001F\\u007F-\\u009F]*[^\\u0000-\\u001F\\u007F-\\u009F\\s])?$',
+    )
+    """
+    The judge version that gave the scores: the platform's own label (model snapshot, a hash of the prompt template, decoding settings). Leave it out for unversioned scores.
+    """
     rubric: str = Field(
         ...,
         examples=['coherence'],
@@ -192,6 +312,16 @@ class EstimateScores(BaseModel):
         min_length=1,
         pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
     )
+    judge_version: str | None = Field(
+        None,
+        examples=['gpt-4o-2024-08-06+prompt:9f2c1a'],
+        max_length=128,
+        min_length=1,
+        pattern='^[^\\u0000-\\u001F\\u007F-\\u009F\\s]([^\\u0000-\\u001F\\u007F-\\u009F]*[^\\u0000-\\u001F\\u007F-\\u009F\\s])?$',
+    )
+    """
+    The judge version that gave the scores: the platform's own label (model snapshot, a hash of the prompt template, decoding settings). Leave it out for unversioned scores.
+    """
     level: float | None = Field(None, examples=[0.95], ge=0.5, le=0.999)
     """
     Of the interval (default 0.95).
@@ -276,6 +406,25 @@ class GroupResidual(BaseModel):
     """
     Its standard error (pooled within-group spread over √anchors).
     """
+
+
+class GroupShift(BaseModel):
+    """
+    One part's corrected shift: a group's, or a band's of the score.
+    """
+
+    group: str
+    """
+    The group, or the band (`low`, `middle`, `high`: tertiles of the items' mean of their
+    two raw scores).
+    """
+    items: int = Field(..., ge=0)
+    moved: bool | None = None
+    """
+    Whether its interval (Bonferroni-adjusted over the tested groups) lies wholly outside
+    ±tolerance; `None` for a group with too few items to test.
+    """
+    shift: BridgeShift
 
 
 class GroupTermDto(BaseModel):
@@ -439,6 +588,30 @@ class JobVersionDto(BaseModel):
     version: int
 
 
+class JudgeVersionDto(BaseModel):
+    anchor_count: int
+    calibrated_by: int | None = None
+    """
+    The newest passed calibrator version trained on it, which serves requests naming it.
+    """
+    first_anchor_at: str
+    """
+    When its first anchor arrived (RFC 3339): the newest version is the default a training
+    job fits.
+    """
+    judge_version: str | None = None
+    """
+    Absent for the anchors uploaded without a version.
+    """
+
+
+class JudgeVersionsResponse(BaseModel):
+    judge_versions: list[JudgeVersionDto]
+    """
+    Oldest first.
+    """
+
+
 class LabelsBody(BaseModel):
     """
     A label plan to return with the ranking.
@@ -475,6 +648,16 @@ class Objective(Enum):
     kl_mean = 'kl_mean'
     w1 = 'w1'
     mean_error = 'mean_error'
+
+
+class OnMismatch(Enum):
+    """
+    What a request gets when it names a judge version the served calibration was not trained
+    on (and none of the cell's calibrations was).
+    """
+
+    warn = 'warn'
+    refuse = 'refuse'
 
 
 class PlanDto(BaseModel):
@@ -569,6 +752,16 @@ class RankRunScores(BaseModel):
     """
     The system whose outputs the run holds, as the anchors name their groups: a known group gets its own shrunk bias correction, a new one (or none) the between-group variance of the bias.
     """
+    judge_version: str | None = Field(
+        None,
+        examples=['gpt-4o-2024-08-06+prompt:9f2c1a'],
+        max_length=128,
+        min_length=1,
+        pattern='^[^\\u0000-\\u001F\\u007F-\\u009F\\s]([^\\u0000-\\u001F\\u007F-\\u009F]*[^\\u0000-\\u001F\\u007F-\\u009F\\s])?$',
+    )
+    """
+    The judge version that gave the scores: the platform's own label (model snapshot, a hash of the prompt template, decoding settings). Leave it out for unversioned scores.
+    """
     name: str = Field(..., examples=['model-a'], max_length=256, min_length=1)
     """
     The run's name in the answer (a model, a checkpoint): unique within the request.
@@ -609,6 +802,62 @@ class RankedPairDto(BaseModel):
     The interval excludes 0.
     """
     standard_error: float
+
+
+class RawShift(BaseModel):
+    """
+    How the raw scores moved.
+    """
+
+    mean: float
+    """
+    Mean of new − old.
+    """
+    rank_correlation: float
+    """
+    Spearman's rank correlation of new and old.
+    """
+    sd: float
+    """
+    Standard deviation of new − old. Under the same version label this is the judge's
+    repeat noise times √2.
+    """
+    slope: float | None = None
+    """
+    Slope of the new scores on the old (least squares; attenuated by repeat noise).
+    """
+
+
+class RescoreResponse(BaseModel):
+    bridge_items: int | None = Field(None, ge=0)
+    """
+    Shared items the bridge needs for a verdict at the default tolerance. Before 10 items
+    are shared it is planned, assuming nothing moved and the two versions' corrected scores
+    correlate 0.9; after, it is the bridge's own estimate from the shift and spread seen.
+    """
+    from_: str | None = Field(None, alias='from')
+    from_calibrator: int
+    """
+    The calibrator version the bridge will test, and its judge version.
+    """
+    items: list[str]
+    """
+    Items the cell holds a reference for that `judge_version` has not scored, in item order
+    (at most `limit`). Upload the new version's scores of them with `reference_score` left
+    out: each becomes an anchor of the new version with the stored reference.
+    """
+    remaining: int
+    """
+    How many such items there are in all.
+    """
+    shared: int = Field(..., ge=0)
+    """
+    Items both versions have scored.
+    """
+    tolerance: float
+    """
+    The default tolerance (reference units).
+    """
 
 
 class ReviewAuditDto(BaseModel):
@@ -744,6 +993,16 @@ class RunItems(BaseModel):
     """
     The run's items, with ids, reference scores or clusters.
     """
+    judge_version: str | None = Field(
+        None,
+        examples=['gpt-4o-2024-08-06+prompt:9f2c1a'],
+        max_length=128,
+        min_length=1,
+        pattern='^[^\\u0000-\\u001F\\u007F-\\u009F\\s]([^\\u0000-\\u001F\\u007F-\\u009F]*[^\\u0000-\\u001F\\u007F-\\u009F\\s])?$',
+    )
+    """
+    The judge version that gave the scores: the platform's own label (model snapshot, a hash of the prompt template, decoding settings). Leave it out for unversioned scores.
+    """
 
 
 class RunLabelsDto(BaseModel):
@@ -773,6 +1032,16 @@ class RunScores(BaseModel):
     )
     """
     The system whose outputs the run holds, as the anchors name their groups: a known group gets its own shrunk bias correction, a new one (or none) the between-group variance of the bias.
+    """
+    judge_version: str | None = Field(
+        None,
+        examples=['gpt-4o-2024-08-06+prompt:9f2c1a'],
+        max_length=128,
+        min_length=1,
+        pattern='^[^\\u0000-\\u001F\\u007F-\\u009F\\s]([^\\u0000-\\u001F\\u007F-\\u009F]*[^\\u0000-\\u001F\\u007F-\\u009F\\s])?$',
+    )
+    """
+    The judge version that gave the scores: the platform's own label (model snapshot, a hash of the prompt template, decoding settings). Leave it out for unversioned scores.
     """
     scores: list[float] = Field(..., examples=[[2.5, 3.0, 4.0]], min_length=1)
     """
@@ -863,6 +1132,16 @@ class IdentityTraining(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
+    judge_version: str | None = Field(
+        None,
+        examples=['gpt-4o-2024-08-06+prompt:9f2c1a'],
+        max_length=128,
+        min_length=1,
+        pattern='^[^\\u0000-\\u001F\\u007F-\\u009F\\s]([^\\u0000-\\u001F\\u007F-\\u009F]*[^\\u0000-\\u001F\\u007F-\\u009F\\s])?$',
+    )
+    """
+    Fit this judge version's anchors only (default: the judge's newest version with anchors, the one whose first anchor arrived last). Anchors of different judge versions are never fitted together.
+    """
     method: IdentityMethod = Field(..., title='IdentityMethod')
     options: IdentityTrainingOptions | None = Field(
         None, title='IdentityTrainingOptions'
@@ -908,6 +1187,16 @@ class QuantileMapTraining(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
+    judge_version: str | None = Field(
+        None,
+        examples=['gpt-4o-2024-08-06+prompt:9f2c1a'],
+        max_length=128,
+        min_length=1,
+        pattern='^[^\\u0000-\\u001F\\u007F-\\u009F\\s]([^\\u0000-\\u001F\\u007F-\\u009F]*[^\\u0000-\\u001F\\u007F-\\u009F\\s])?$',
+    )
+    """
+    Fit this judge version's anchors only (default: the judge's newest version with anchors, the one whose first anchor arrived last). Anchors of different judge versions are never fitted together.
+    """
     method: QuantileMapMethod = Field(..., title='QuantileMapMethod')
     options: QuantileMapTrainingOptions | None = Field(
         None, title='QuantileMapTrainingOptions'
@@ -978,6 +1267,16 @@ class BayesTraining(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
+    judge_version: str | None = Field(
+        None,
+        examples=['gpt-4o-2024-08-06+prompt:9f2c1a'],
+        max_length=128,
+        min_length=1,
+        pattern='^[^\\u0000-\\u001F\\u007F-\\u009F\\s]([^\\u0000-\\u001F\\u007F-\\u009F]*[^\\u0000-\\u001F\\u007F-\\u009F\\s])?$',
+    )
+    """
+    Fit this judge version's anchors only (default: the judge's newest version with anchors, the one whose first anchor arrived last). Anchors of different judge versions are never fitted together.
+    """
     method: BayesMethod = Field(..., title='BayesMethod')
     options: BayesTrainingOptions | None = Field(None, title='BayesTrainingOptions')
     rubrics: list[Rubric] | None = Field(None, min_length=1)
@@ -1080,6 +1379,16 @@ class FlowTraining(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
+    judge_version: str | None = Field(
+        None,
+        examples=['gpt-4o-2024-08-06+prompt:9f2c1a'],
+        max_length=128,
+        min_length=1,
+        pattern='^[^\\u0000-\\u001F\\u007F-\\u009F\\s]([^\\u0000-\\u001F\\u007F-\\u009F]*[^\\u0000-\\u001F\\u007F-\\u009F\\s])?$',
+    )
+    """
+    Fit this judge version's anchors only (default: the judge's newest version with anchors, the one whose first anchor arrived last). Anchors of different judge versions are never fitted together.
+    """
     method: FlowMethod = Field(..., title='FlowMethod')
     options: FlowTrainingOptions | None = Field(None, title='FlowTrainingOptions')
     rubrics: list[Rubric] | None = Field(None, min_length=1)
@@ -1123,6 +1432,16 @@ class IsotonicTraining(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
+    judge_version: str | None = Field(
+        None,
+        examples=['gpt-4o-2024-08-06+prompt:9f2c1a'],
+        max_length=128,
+        min_length=1,
+        pattern='^[^\\u0000-\\u001F\\u007F-\\u009F\\s]([^\\u0000-\\u001F\\u007F-\\u009F]*[^\\u0000-\\u001F\\u007F-\\u009F\\s])?$',
+    )
+    """
+    Fit this judge version's anchors only (default: the judge's newest version with anchors, the one whose first anchor arrived last). Anchors of different judge versions are never fitted together.
+    """
     method: IsotonicMethod = Field(..., title='IsotonicMethod')
     options: IsotonicTrainingOptions | None = Field(
         None, title='IsotonicTrainingOptions'
@@ -1182,14 +1501,24 @@ class VarianceDto(BaseModel):
     total: float
 
 
+class Verdict(Enum):
+    """
+    What a bridge decides.
+    """
+
+    carry_over = 'carry_over'
+    refit = 'refit'
+    more_items = 'more_items'
+
+
 class AnchorBatchRequest(BaseModel):
     """
     One cell's anchors as JSON. CSV uploads (`text/csv`) carry the columns
-    `judge,rubric,item_id,judge_score,reference_score` (and optionally `group`) instead, for any
-    number of cells.
+    `judge,rubric,item_id,judge_score,reference_score` (and optionally `group` and
+    `judge_version`) instead, for any number of cells.
     """
 
-    anchors: list[AnchorDto] = Field(..., min_length=1)
+    anchors: list[AnchorRow] = Field(..., min_length=1)
     judge: str = Field(
         ...,
         examples=['gpt-4o-mini'],
@@ -1197,6 +1526,16 @@ class AnchorBatchRequest(BaseModel):
         min_length=1,
         pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
     )
+    judge_version: str | None = Field(
+        None,
+        examples=['gpt-4o-2024-08-06+prompt:9f2c1a'],
+        max_length=128,
+        min_length=1,
+        pattern='^[^\\u0000-\\u001F\\u007F-\\u009F\\s]([^\\u0000-\\u001F\\u007F-\\u009F]*[^\\u0000-\\u001F\\u007F-\\u009F\\s])?$',
+    )
+    """
+    The judge version that gave the scores: the platform's own label (model snapshot, a hash of the prompt template, decoding settings). Leave it out for unversioned scores.
+    """
     rubric: str = Field(
         ...,
         examples=['coherence'],
@@ -1283,6 +1622,44 @@ class BayesOptions(BaseModel):
     """
 
 
+class Bridge(BaseModel):
+    """
+    A bridge's answer.
+    """
+
+    bands: list[GroupShift]
+    """
+    Per score band (with at least 30 shared items).
+    """
+    corrected: BridgeShift | None = None
+    groups: list[GroupShift]
+    """
+    Per group, where the items name two or more.
+    """
+    items: int = Field(..., ge=0)
+    more_items: int | None = Field(None, ge=0)
+    """
+    With `more_items`: about how many more shared items would decide it (None where the
+    shift sits at the tolerance, which no number of items decides).
+    """
+    raw: RawShift | None = None
+    reason: str
+    """
+    Why, in words.
+    """
+    tolerance: float
+    verdict: Verdict
+
+
+class BridgeResponse(Bridge):
+    calibrator: int
+    """
+    The calibrator version (trained on `from`) applied to both versions' scores.
+    """
+    from_: str | None = Field(None, alias='from')
+    to: str | None = None
+
+
 class CandidateDto(BaseModel):
     evaluation: EvaluationDto | None = None
     excluded: str | None = None
@@ -1303,9 +1680,22 @@ class CellIngestDto(BaseModel):
     coverage: CoverageDto | None = None
     inserted: int = Field(..., ge=0)
     judge: str
+    judge_version: str | None = None
+    """
+    The judge version of these rows; absent for unversioned ones.
+    """
     replaced: int = Field(..., ge=0)
     rubric: str
     unchanged: int = Field(..., ge=0)
+
+
+class CheckResponse(BridgeResponse):
+    changed: bool
+    """
+    The corrected mean moved beyond the tolerance under the same label (verdict `refit`):
+    the provider changed the model behind it. Sets `judgecal_judge_changed`.
+    """
+    id: str
 
 
 class ComparisonDto(BaseModel):
@@ -1338,6 +1728,16 @@ class CorrectItems(BaseModel):
         min_length=1,
         pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
     )
+    judge_version: str | None = Field(
+        None,
+        examples=['gpt-4o-2024-08-06+prompt:9f2c1a'],
+        max_length=128,
+        min_length=1,
+        pattern='^[^\\u0000-\\u001F\\u007F-\\u009F\\s]([^\\u0000-\\u001F\\u007F-\\u009F]*[^\\u0000-\\u001F\\u007F-\\u009F\\s])?$',
+    )
+    """
+    The judge version that gave the scores: the platform's own label (model snapshot, a hash of the prompt template, decoding settings). Leave it out for unversioned scores.
+    """
     rubric: str = Field(
         ...,
         examples=['coherence'],
@@ -1365,6 +1765,10 @@ class CorrectResponse(BaseModel):
     reference on this rubric and no linear correction can fix it.
     """
     judge: str
+    judge_version: str | None = None
+    """
+    The judge version the calibration was trained on; absent for unversioned anchors.
+    """
     method: str
     """
     The method of that version: `bayes`, `flow`, `quantile_map` or `identity` (the raw
@@ -1382,6 +1786,11 @@ class CorrectResponse(BaseModel):
     version: int
     """
     The calibrator version that made every number below.
+    """
+    warnings: list[str] | None = None
+    """
+    What a reader of these numbers must know (a judge version the calibration was not
+    trained on); absent when there is nothing to say.
     """
 
 
@@ -1452,6 +1861,16 @@ class EstimateItems(BaseModel):
         min_length=1,
         pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
     )
+    judge_version: str | None = Field(
+        None,
+        examples=['gpt-4o-2024-08-06+prompt:9f2c1a'],
+        max_length=128,
+        min_length=1,
+        pattern='^[^\\u0000-\\u001F\\u007F-\\u009F\\s]([^\\u0000-\\u001F\\u007F-\\u009F]*[^\\u0000-\\u001F\\u007F-\\u009F\\s])?$',
+    )
+    """
+    The judge version that gave the scores: the platform's own label (model snapshot, a hash of the prompt template, decoding settings). Leave it out for unversioned scores.
+    """
     level: float | None = Field(None, examples=[0.95], ge=0.5, le=0.999)
     """
     Of the interval (default 0.95).
@@ -1633,6 +2052,19 @@ class JobDto(BaseModel):
     versions: list[JobVersionDto]
 
 
+class JudgeSettings(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    on_version_mismatch: OnMismatch
+    """
+    What a request gets when it names a judge version that has no calibration of its own:
+    `warn` (the default: served by the active calibration, with a warning naming both
+    versions) or `refuse` (409). Either way it counts
+    `judgecal_judge_version_mismatch_total`.
+    """
+
+
 class LabelPlanDto(BaseModel):
     """
     Where labels would settle the ranking.
@@ -1702,6 +2134,16 @@ class RankRunItems(BaseModel):
     The run's items, with ids (the same ids in every run pair them), reference scores or
     clusters.
     """
+    judge_version: str | None = Field(
+        None,
+        examples=['gpt-4o-2024-08-06+prompt:9f2c1a'],
+        max_length=128,
+        min_length=1,
+        pattern='^[^\\u0000-\\u001F\\u007F-\\u009F\\s]([^\\u0000-\\u001F\\u007F-\\u009F]*[^\\u0000-\\u001F\\u007F-\\u009F\\s])?$',
+    )
+    """
+    The judge version that gave the scores: the platform's own label (model snapshot, a hash of the prompt template, decoding settings). Leave it out for unversioned scores.
+    """
     name: str = Field(..., examples=['model-a'], max_length=256, min_length=1)
     """
     The run's name in the answer (a model, a checkpoint): unique within the request.
@@ -1745,6 +2187,11 @@ class RunEstimateDto(BaseModel):
     One run's de-biased mean.
     """
 
+    calibrator: int | None = None
+    """
+    Where the runs named different judge versions: the calibrator version that corrected
+    this run.
+    """
     corrector_term: str
     """
     How the corrector's own uncertainty entered: `posterior` (bayes, closed form),
@@ -1759,6 +2206,10 @@ class RunEstimateDto(BaseModel):
     """
     group: GroupTermDto
     interval: list[float]
+    judge_version: str | None = None
+    """
+    And the judge version that version was trained on.
+    """
     labelled: int = Field(..., ge=0)
     """
     Items with a reference score.
@@ -1831,6 +2282,16 @@ class AutoTraining(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
+    judge_version: str | None = Field(
+        None,
+        examples=['gpt-4o-2024-08-06+prompt:9f2c1a'],
+        max_length=128,
+        min_length=1,
+        pattern='^[^\\u0000-\\u001F\\u007F-\\u009F\\s]([^\\u0000-\\u001F\\u007F-\\u009F]*[^\\u0000-\\u001F\\u007F-\\u009F\\s])?$',
+    )
+    """
+    Fit this judge version's anchors only (default: the judge's newest version with anchors, the one whose first anchor arrived last). Anchors of different judge versions are never fitted together.
+    """
     method: AutoMethod = Field(..., title='AutoMethod')
     options: AutoTrainingOptions | None = Field(None, title='AutoTrainingOptions')
     rubrics: list[Rubric] | None = Field(None, min_length=1)
@@ -2049,6 +2510,11 @@ class VersionDto(BaseModel):
     intervals: IntervalsDto | None = None
     job_id: str | None = None
     judge: str
+    judge_version: str | None = None
+    """
+    The judge version whose anchors it was fitted on; absent for unversioned anchors. It
+    serves requests naming that judge version (the newest passed one does).
+    """
     method: str
     passed: bool
     """

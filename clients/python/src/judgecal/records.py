@@ -1,11 +1,12 @@
 """Judge records from anywhere: the generic shape `{item_id, judge, rubric, judge_score,
-reference?, group?}` (the record shape CJE uses; promptfoo, LangSmith or your own logs export
+reference?, group?, judge_version?}` (the record shape CJE uses; promptfoo, LangSmith or your own logs export
 to it as JSONL or CSV), and lm-evaluation-harness's `--log_samples` JSONL. Records with a
 reference become anchors; the rest are a run to estimate."""
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,7 @@ class Record:
     judge_score: float
     reference: float | None = None
     group: str | None = None
+    judge_version: str | None = None
 
     def anchor(self) -> dict[str, Any]:
         a: dict[str, Any] = {
@@ -29,6 +31,8 @@ class Record:
         }
         if self.group is not None:
             a["group"] = self.group
+        if self.judge_version is not None:
+            a["judge_version"] = self.judge_version
         return a
 
     def item(self) -> dict[str, Any]:
@@ -63,6 +67,7 @@ def from_mapping(d: Mapping[str, Any], line: int, judge: str | None = None, rubr
         judge_score=_number(d.get("judge_score", d.get("score")), "judge_score", line),
         reference=None if ref in (None, "") else _number(ref, "reference", line),
         group=(str(d["group"]) if d.get("group") not in (None, "") else None),
+        judge_version=(str(d["judge_version"]) if d.get("judge_version") not in (None, "") else None),
     )
 
 
@@ -83,6 +88,30 @@ def split(records: Iterable[Record]) -> tuple[list[Record], list[Record]]:
     return anchors, run
 
 
+def judge_version(model: str | None, template: str | None = None, **settings: Any) -> str:
+    """A judge version label from what makes a judge: the grader model (its snapshot), the
+    prompt template and any decoding settings. The template and settings enter as a hash, so
+    the label stays short and changes whenever any of them does:
+    `gpt-4o-2024-08-06#3f2a9c1b7d04`."""
+    digest = hashlib.sha256(
+        json.dumps({"template": template, **settings}, sort_keys=True, default=str).encode()
+    ).hexdigest()[:12]
+    return f"{model or 'unknown-model'}#{digest}"[:128]
+
+
+def lm_eval_version(results: str | Path, metric: str) -> str:
+    """The judge version of an lm-evaluation-harness run from its `results_<date>.json`: the
+    task configs (which hold the judge's prompt and generation settings) hashed, with the
+    judge model named in the config's `metadata.judge_model` where the task records one."""
+    data = json.loads(Path(results).read_text())
+    configs = data.get("configs", {})
+    model = None
+    for config in configs.values():
+        meta = config.get("metadata") or {}
+        model = model or meta.get("judge_model") or meta.get("judge")
+    return judge_version(model, json.dumps(configs, sort_keys=True, default=str), metric=metric)
+
+
 def lm_eval_samples(
     path: str | Path,
     *,
@@ -91,11 +120,13 @@ def lm_eval_samples(
     rubric: str,
     references: Mapping[str, float] | None = None,
     group: str | None = None,
+    judge_version: str | None = None,
 ) -> Iterator[Record]:
     """Records from lm-evaluation-harness's `--log_samples` output
     (`samples_<task>_<date>.jsonl`): one per line, `doc_id` as the item id and the sample's
     `metric` (a model-graded score) as the judge score; `references` (by doc id) supplies the
-    human scores where there are any, and `group` is the evaluated model."""
+    human scores where there are any, `group` is the evaluated model, and `judge_version` the
+    judge's version (`lm_eval_version` reads one from the run's results file)."""
     with Path(path).open() as f:
         for i, line in enumerate(f):
             if not line.strip():
@@ -105,7 +136,7 @@ def lm_eval_samples(
                 raise ValueError(f"line {i + 1}: no metric {metric!r} (it has {sorted(k for k in sample if not k.startswith(('doc', 'resps', 'filtered', 'target', 'arguments')))})")
             item = str(sample.get("doc_id", i))
             ref = (references or {}).get(item)
-            yield Record(item, judge, rubric, _number(sample[metric], metric, i + 1), ref, group)
+            yield Record(item, judge, rubric, _number(sample[metric], metric, i + 1), ref, group, judge_version)
 
 
 def read_references(path: str | Path, id_column: str = "item_id", column: str = "reference") -> dict[str, float]:
