@@ -222,9 +222,37 @@ impl Service {
             })
             .await?
         } else {
+            // The two versions' anchors share items (re-scored ones carry the same reference):
+            // their correctors' errors are correlated through them.
+            let shared = self
+                .store
+                .shared_items(
+                    &request.key,
+                    bases[0].0.version.judge_version.as_ref(),
+                    bases[1].0.version.judge_version.as_ref(),
+                )
+                .await?;
             crate::error::blocking("comparing runs of two judge versions", move || {
                 let sources = anchored_sources(&bases)?;
-                runlevel::compare_sources((&sources[0], &a), (&sources[1], &b), &settings)
+                let from: Vec<f64> = shared.iter().map(|i| i.from_score).collect();
+                let to: Vec<f64> = shared.iter().map(|i| i.to_score).collect();
+                let (fa, fb) = (sources[0].corrected(&from)?, sources[1].corrected(&to)?);
+                let residuals: Vec<(f64, f64)> = shared
+                    .iter()
+                    .zip(fa.iter().zip(&fb))
+                    .map(|(i, (a, b))| (i.reference_score - a, i.reference_score - b))
+                    .collect();
+                let rho = runlevel::shared_correlation(
+                    &residuals,
+                    bases[0].1.pairs.len(),
+                    bases[1].1.pairs.len(),
+                );
+                runlevel::compare_correlated(
+                    (&sources[0], &a),
+                    (&sources[1], &b),
+                    (rho, residuals.len()),
+                    &settings,
+                )
             })
             .await??
         };

@@ -61,7 +61,7 @@ impl Variance {
         self.sampling.max(0.0) + self.corrector.max(0.0) + self.group.max(0.0)
     }
 
-    fn plus(self, other: Variance) -> Variance {
+    pub fn plus(self, other: Variance) -> Variance {
         Variance {
             sampling: self.sampling + other.sampling,
             corrector: self.corrector + other.corrector,

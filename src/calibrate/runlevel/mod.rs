@@ -325,6 +325,53 @@ pub fn compare_sources(
     Ok(independent(est_a, est_b, pairing(a, b), settings))
 }
 
+/// The difference of runs of two sources whose correctors rest on the same anchor items (two
+/// judge versions of one cell, each calibrated on its own scores of items with one reference
+/// each): as `compare_sources`, with the correctors' errors correlated `rho` (see
+/// [`shared_correlation`]), which the difference's corrector variance takes off:
+/// v_a + v_b − 2ρ√(v_a·v_b), a variance estimated from the `shared` items (its degrees of
+/// freedom, shared − 1, join the difference's by Welch–Satterthwaite). Where either run took
+/// the labelled path (no corrector term), nothing changes.
+pub fn compare_correlated(
+    (sa, a): (&dyn Source, &RunItems),
+    (sb, b): (&dyn Source, &RunItems),
+    (rho, shared): (f64, usize),
+    settings: &AnswerSettings,
+) -> Result<RunComparison> {
+    let mut c = compare_sources((sa, a), (sb, b), settings)?;
+    let (va, vb) = (c.a.mean.variance, c.b.mean.variance);
+    if rho == 0.0 || shared < 3 || source::same(sa, sb) || c.path != AnswerPath::Plain {
+        return Ok(c);
+    }
+    let mut variance = va.plus(vb);
+    variance.corrector =
+        (va.corrector + vb.corrector - 2.0 * rho * (va.corrector * vb.corrector).sqrt()).max(0.0);
+    let df = inference::combined_df(&[
+        (variance.sampling + variance.group, c.difference.df),
+        (variance.corrector, Some(shared as f64 - 1.0)),
+    ]);
+    c.difference =
+        inference::Difference::new(c.difference.estimate, variance, df, settings.level, false);
+    c.prob_a_greater = c.difference.prob_a_greater;
+    Ok(c)
+}
+
+/// The correlation of two correctors' errors from the anchor items they share: the
+/// correlation of their residuals (reference − corrected) on the shared items, times
+/// n_shared / √(n_a·n_b) (each corrector's error is, to first order, the mean of its anchors'
+/// residuals; exactly so for an offset). 0 with fewer than 3 shared items.
+pub fn shared_correlation(residuals: &[(f64, f64)], n_a: usize, n_b: usize) -> f64 {
+    if residuals.len() < 3 || n_a == 0 || n_b == 0 {
+        return 0.0;
+    }
+    let (ra, rb): (Vec<f64>, Vec<f64>) = residuals.iter().copied().unzip();
+    let rho = crate::calibrate::quality::pearson(&ra, &rb);
+    if !rho.is_finite() {
+        return 0.0;
+    }
+    (rho * residuals.len() as f64 / ((n_a * n_b) as f64).sqrt()).clamp(-1.0, 1.0)
+}
+
 /// Two runs' answers whose errors are independent (of two sources, or of one with no shared
 /// error), combined: their difference, with a Welch t where either has degrees of freedom.
 pub fn independent(

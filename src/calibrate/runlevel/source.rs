@@ -304,6 +304,120 @@ mod tests {
         (compared as f64 / reps as f64, ranked as f64 / reps as f64)
     }
 
+    /// How often `compare_correlated`'s 95% interval covers when the two sources are two judge
+    /// versions calibrated on the *same* anchor items (re-scored, one reference each): version
+    /// A scores +0.4 off, version B −0.3, each with its own noise; run A is 200 items scored by
+    /// A, run B 200 others scored by B. The two versions' corrector errors share the items'
+    /// references and qualities, so they are correlated (independent, the interval covers
+    /// 99.2% for the weak judge).
+    fn coverage_across_versions(w: World, reps: u64) -> f64 {
+        use crate::calibrate::rng::{RngExt, SeedableRng};
+        let settings = AnswerSettings::default();
+        let model = Model::Identity(IdentityModel {});
+        let mut covered = 0;
+        for rep in 0..reps {
+            let mut rng = <Rng as SeedableRng>::seed_from_u64(10_000 + rep);
+            let both = |bias_a: f64, bias_b: f64, rng: &mut Rng| {
+                let quality = if w.discrete {
+                    1.0 + 4.0 * (1.0 - rng.random::<f64>().powi(2))
+                } else {
+                    1.0 + 4.0 * rng.random::<f64>()
+                };
+                let judge = |bias: f64, rng: &mut Rng| {
+                    3.0 + w.slope * (quality - 3.0) + bias + 0.6 * standard_normal(rng)
+                };
+                let reference = quality + 0.3 * standard_normal(rng);
+                let reference = if w.discrete {
+                    reference.round().clamp(1.0, 5.0)
+                } else {
+                    reference
+                };
+                (
+                    (judge(bias_a, rng), reference),
+                    (judge(bias_b, rng), reference),
+                )
+            };
+            let (pa, pb): (Vec<_>, Vec<_>) =
+                (0..w.anchors).map(|_| both(0.4, -0.3, &mut rng)).unzip();
+            let (ca, cb) = (
+                Cell {
+                    pairs: pa,
+                    scale: (1.0, 5.0),
+                },
+                Cell {
+                    pairs: pb,
+                    scale: (1.0, 5.0),
+                },
+            );
+            let basis = |cell| Basis {
+                model: &model,
+                anchors: cell,
+                groups: None,
+            };
+            let (sa, sb) = (
+                Anchored::new(basis(&ca)).unwrap(),
+                Anchored::new(basis(&cb)).unwrap(),
+            );
+            let mut run = |bias: f64| -> (RunItems, f64) {
+                let items: Vec<(f64, f64)> = (0..200).map(|_| item(w, bias, &mut rng)).collect();
+                let truth = items.iter().map(|i| i.1).sum::<f64>() / items.len() as f64;
+                (RunItems::scores(items.iter().map(|i| i.0).collect()), truth)
+            };
+            let ((a, ta), (b, tb)) = (run(0.4), run(-0.3));
+            // The residuals of the two identity versions on the shared items.
+            let residuals: Vec<(f64, f64)> = ca
+                .pairs
+                .iter()
+                .zip(&cb.pairs)
+                .map(|(&(ja, y), &(jb, _))| (y - ja, y - jb))
+                .collect();
+            let rho = super::super::shared_correlation(&residuals, w.anchors, w.anchors);
+            let c =
+                super::super::compare_correlated((&sa, &a), (&sb, &b), (rho, w.anchors), &settings)
+                    .unwrap();
+            let (lo, hi) = c.difference.interval;
+            covered += usize::from(lo <= ta - tb && ta - tb <= hi);
+        }
+        covered as f64 / reps as f64
+    }
+
+    #[test]
+    fn answers_across_judge_versions_on_shared_anchors_cover_at_their_level() {
+        for (name, w) in [
+            (
+                "strong judge",
+                World {
+                    slope: 1.0,
+                    discrete: false,
+                    anchors: 100,
+                },
+            ),
+            (
+                "weak judge",
+                World {
+                    slope: 0.15,
+                    discrete: false,
+                    anchors: 100,
+                },
+            ),
+            (
+                "skewed 1-5, 20 anchors",
+                World {
+                    slope: 0.8,
+                    discrete: true,
+                    anchors: 20,
+                },
+            ),
+        ] {
+            let covered = coverage_across_versions(w, 2000);
+            println!("across versions, {name}: compare {:.1}%", 100.0 * covered);
+            assert!(
+                (0.93..=0.97).contains(&covered),
+                "{name}: compare covers {covered}"
+            );
+        }
+    }
+
     /// Answers over runs of two sources cover at their level, for a strong judge, a weak one
     /// (slope 0.15) and a skewed integer scale with 20 anchors a source; 2,000 replications a
     /// world, the rank family on the default 20,000 draws (the rates are in the README).

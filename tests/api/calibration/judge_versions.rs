@@ -325,7 +325,34 @@ async fn unversioned_requests_are_served_as_before(backend: Backend) {
     assert!(page.body["anchors"][0].get("judge_version").is_none());
 }
 
+/// Re-anchoring costs no labels and loses nothing: a new version's re-scores of N anchor
+/// items with no references train the same fit, with the same held-out figures, as N newly
+/// labelled anchors of that version would (they are the same items and references).
+async fn rescored_items_train_what_new_labels_would(backend: Backend) {
+    let app = TestApp::new(backend).await;
+    assert_eq!(upload(&app, "v1", rows(150, 0.0, true)).await.status, 200);
+    assert_eq!(upload(&app, "v2", rows(150, 0.6, false)).await.status, 200);
+    trained(&app, json!({"method": "isotonic", "judge_version": "v2"})).await;
+    let labelled = app
+        .json(
+            "POST",
+            "/v1/anchors",
+            &json!({"judge": "fresh", "rubric": "r", "judge_version": "v2", "anchors": rows(150, 0.6, true)}),
+        )
+        .await;
+    assert_eq!(labelled.status, 200, "{}", labelled.body);
+    let id = train(&app, "fresh", json!({"method": "isotonic"})).await;
+    assert_eq!(finished(&app, &id).await["state"], "succeeded");
+    let rescored = app.get("/v1/cells/j/r/calibrators").await.body["versions"][0].clone();
+    let fresh = app.get("/v1/cells/fresh/r/calibrators").await.body["versions"][0].clone();
+    assert_eq!(rescored["judge_version"], "v2");
+    assert_eq!(rescored["anchor_digest"], fresh["anchor_digest"]);
+    assert!(rescored["evaluation"].is_object(), "{rescored}");
+    assert_eq!(rescored["evaluation"], fresh["evaluation"]);
+}
+
 on_both_backends!(
     a_judge_change_end_to_end,
     unversioned_requests_are_served_as_before,
+    rescored_items_train_what_new_labels_would,
 );
