@@ -15,8 +15,8 @@
 //! outside ±tolerance (at most 5% when the shift is within it), or one part of the scale's or
 //! one group's does, at a Bonferroni-adjusted level over the parts tested. The parts: three
 //! bands of the score (a change at one end of the scale, or of slope, moves the runs that
-//! score there though the mean hardly moves), cut at the tertiles of each item's mean of its
-//! two scores (not of the old score alone, which repeat noise would bias: items picked for a
+//! score there though the mean hardly moves), thirds of the items by the rank of each item's
+//! mean of its two scores (not of the old score alone, which repeat noise would bias: items picked for a
 //! high old score score lower the next time even when nothing changed), and the systems where
 //! the items name their groups (a change in one system's outputs only). Anything else is
 //! `more_items`, with how many more items would decide it at the shift and spread seen. The
@@ -92,8 +92,8 @@ pub struct RawShift {
 /// One part's corrected shift: a group's, or a band's of the score.
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct GroupShift {
-    /// The group, or the band (`low`, `middle`, `high`: tertiles of the items' mean of their
-    /// two raw scores).
+    /// The group, or the band (`low`, `middle`, `high`: thirds of the items by the rank of
+    /// their mean of their two raw scores).
     pub group: String,
     pub items: usize,
     pub shift: Shift,
@@ -209,26 +209,17 @@ pub fn bridge(pairs: &[Pair], tolerance: f64) -> Bridge {
 
     // The parts: score bands and groups, each tested at α / (parts tested), so that the
     // family of one-sided claims "this part moved" errs at most α when none did.
+    // Thirds by rank of the level (ties in item order), so that a coarse scale with many ties
+    // still gives three bands of n/3.
     let level: Vec<f64> = pairs.iter().map(|p| (p.old + p.new) / 2.0).collect();
-    let band_of: Vec<Option<&'static str>> = if n >= 3 * MIN_GROUP_ITEMS {
-        let mut sorted = level.clone();
-        sorted.sort_by(f64::total_cmp);
-        let (t1, t2) = (sorted[n / 3], sorted[2 * n / 3]);
-        level
-            .iter()
-            .map(|&l| {
-                Some(if l < t1 {
-                    "low"
-                } else if l < t2 {
-                    "middle"
-                } else {
-                    "high"
-                })
-            })
-            .collect()
-    } else {
-        vec![None; n]
-    };
+    let mut band_of: Vec<Option<&'static str>> = vec![None; n];
+    if n >= 3 * MIN_GROUP_ITEMS {
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_by(|&a, &b| level[a].total_cmp(&level[b]));
+        for (rank, &i) in order.iter().enumerate() {
+            band_of[i] = Some(["low", "middle", "high"][(3 * rank / n).min(2)]);
+        }
+    }
     let mut names: Vec<&GroupName> = pairs.iter().filter_map(|p| p.group.as_ref()).collect();
     names.sort();
     names.dedup();
@@ -491,6 +482,30 @@ mod tests {
             .map(|g| g.group.as_str())
             .collect();
         assert_eq!(moved, vec!["D"]);
+    }
+
+    /// On a coarse scale most items tie; the bands are still thirds of the items, so an
+    /// unchanged re-score of integer scores can carry over.
+    #[test]
+    fn ties_still_make_three_bands() {
+        let coarse: Vec<Pair> = (0..90)
+            .map(|i| {
+                let j = if i < 70 { 4.0 } else { 1.0 + (i % 3) as f64 };
+                Pair {
+                    old: j,
+                    new: j,
+                    old_corrected: j,
+                    new_corrected: j,
+                    group: None,
+                }
+            })
+            .collect();
+        let b = bridge(&coarse, 0.1);
+        assert_eq!(
+            b.bands.iter().map(|x| x.items).collect::<Vec<_>>(),
+            vec![30, 30, 30]
+        );
+        assert_eq!(b.verdict, Verdict::CarryOver, "{}", b.reason);
     }
 
     #[test]

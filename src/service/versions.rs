@@ -40,6 +40,7 @@ pub struct Cache {
 /// A request named `requested`, and the calibration that serves it was trained on `served`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mismatch {
+    pub key: CellKey,
     pub requested: JudgeVersion,
     pub served: Option<JudgeVersion>,
 }
@@ -50,9 +51,11 @@ impl Mismatch {
         format!(
             "judge_version {:?} has no calibration of its own: these scores were corrected by version {version}, \
              trained on judge_version {}. If the judge changed, re-score the cell's anchor items under the new \
-             version (GET /v1/cells/{{judge}}/{{rubric}}/rescore) and check the bridge before trusting this correction",
+             version (GET /v1/cells/{}/{}/rescore?judge_version=...) and read the bridge before trusting this correction",
             self.requested.as_str(),
-            JudgeVersion::describe(self.served.as_ref())
+            JudgeVersion::describe(self.served.as_ref()),
+            self.key.judge,
+            self.key.rubric
         )
     }
 }
@@ -295,6 +298,7 @@ impl Service {
             });
         }
         let mismatch = Mismatch {
+            key: key.clone(),
             requested: wanted.clone(),
             served: loaded.version.judge_version.clone(),
         };
