@@ -31,13 +31,7 @@ pub struct AnchorBatchRequest {
 #[derive(ToSchema)]
 #[allow(dead_code)] // Documents the body, as above.
 pub struct AnchorRow {
-    /// Unique within the cell and judge version: 1 to 256 characters, no control characters.
-    #[schema(
-        example = "story-17",
-        min_length = 1,
-        max_length = 256,
-        pattern = "^[^\\u0000-\\u001F\\u007F]+$"
-    )]
+    #[schema(schema_with = schema::item_id)]
     item_id: String,
     /// The LLM judge's score; any finite number.
     #[schema(example = 3.25)]
@@ -56,13 +50,7 @@ pub struct AnchorRow {
 
 #[derive(Serialize, ToSchema)]
 pub struct AnchorDto {
-    /// Unique within the cell: 1 to 256 characters, no control characters.
-    #[schema(
-        example = "story-17",
-        min_length = 1,
-        max_length = 256,
-        pattern = "^[^\\u0000-\\u001F\\u007F]+$"
-    )]
+    #[schema(schema_with = schema::item_id)]
     pub item_id: String,
     /// The LLM judge's score; any finite number.
     #[schema(example = 3.25)]

@@ -243,12 +243,7 @@ pub struct CheckRequest {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CheckItem {
-    #[schema(
-        example = "story-17",
-        min_length = 1,
-        max_length = 256,
-        pattern = "^[^\\u0000-\\u001F\\u007F]+$"
-    )]
+    #[schema(schema_with = schema::item_id)]
     item_id: String,
     #[schema(example = 3.0)]
     judge_score: f64,

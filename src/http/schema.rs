@@ -34,6 +34,20 @@ pub fn group_name(description: &str) -> Object {
         .build()
 }
 
+/// An item's id (`domain::ItemId`): 1 to 256 characters, no control characters.
+pub fn item_id() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .min_length(Some(1))
+        .max_length(Some(crate::domain::ItemId::MAX_LEN))
+        .pattern(Some("^[^\\u0000-\\u001F\\u007F]+$"))
+        .examples(["story-17"])
+        .description(Some(
+            "The item's id: 1 to 256 characters, no control characters; one anchor per item, cell and judge version.",
+        ))
+        .build()
+}
+
 /// The pattern of a judge version: no control characters, no surrounding white space.
 const JUDGE_VERSION_PATTERN: &str = "^[^\\u0000-\\u001F\\u007F-\\u009F\\s]([^\\u0000-\\u001F\\u007F-\\u009F]*[^\\u0000-\\u001F\\u007F-\\u009F\\s])?$";
 

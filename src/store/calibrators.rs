@@ -74,6 +74,14 @@ fn version_from_row(row: &AnyRow) -> Result<CalibratorVersion> {
     })
 }
 
+/// The cell of a row whose first two columns are its judge and rubric.
+fn cell_key(r: &AnyRow) -> Result<CellKey> {
+    Ok(CellKey {
+        judge: JudgeName::parse(&r.try_get::<String, _>(0)?).map_err(|_| corrupt("judge"))?,
+        rubric: RubricName::parse(&r.try_get::<String, _>(1)?).map_err(|_| corrupt("rubric"))?,
+    })
+}
+
 /// The versions a job produced.
 pub(super) async fn version_refs(pool: &AnyPool, job: JobId) -> Result<Vec<VersionRef>> {
     let rows = sqlx::query(
@@ -312,21 +320,14 @@ impl Store {
         rows.iter()
             .map(|r| {
                 Ok((
-                    CellKey {
-                        judge: JudgeName::parse(&r.try_get::<String, _>(0)?)
-                            .map_err(|_| corrupt("judge"))?,
-                        rubric: RubricName::parse(&r.try_get::<String, _>(1)?)
-                            .map_err(|_| corrupt("rubric"))?,
-                    },
+                    cell_key(r)?,
                     CalibratorId::parse(&r.try_get::<String, _>(2)?)
                         .ok_or_else(|| corrupt("id"))?,
                 ))
             })
             .collect()
     }
-}
 
-impl Store {
     /// The newest passed version of each (cell, named judge version): what serves requests
     /// naming that judge version when the active version was trained on another.
     pub async fn judge_version_calibrators(
@@ -345,12 +346,7 @@ impl Store {
         rows.iter()
             .map(|r| {
                 Ok((
-                    CellKey {
-                        judge: JudgeName::parse(&r.try_get::<String, _>(0)?)
-                            .map_err(|_| corrupt("judge"))?,
-                        rubric: RubricName::parse(&r.try_get::<String, _>(1)?)
-                            .map_err(|_| corrupt("rubric"))?,
-                    },
+                    cell_key(r)?,
                     JudgeVersion::parse(&r.try_get::<String, _>(2)?)
                         .map_err(|_| corrupt("judge version"))?,
                     CalibratorId::parse(&r.try_get::<String, _>(3)?)

@@ -10,11 +10,13 @@ mod calibrators;
 mod checks;
 mod coverage;
 mod jobs;
+mod judge_versions;
 mod keys;
 
-pub use anchors::{CellIngest, SharedItem, VersionAnchors};
+pub use anchors::CellIngest;
 pub use coverage::{BatchCoverage, CellMisses, CoverageWindow};
 pub use jobs::{ClaimedJob, FinishedJob, Lease};
+pub use judge_versions::{SharedItem, VersionAnchors};
 pub use keys::StoredKey;
 
 use std::path::Path;

@@ -234,22 +234,61 @@ mod tests {
         anchors: usize,
     }
 
+    /// The coverage studies' worlds: a strong judge, a weak one (slope 0.15) and a skewed
+    /// integer scale with 20 anchors a source.
+    const WORLDS: [(&str, World); 3] = [
+        (
+            "strong judge",
+            World {
+                slope: 1.0,
+                discrete: false,
+                anchors: 100,
+            },
+        ),
+        (
+            "weak judge",
+            World {
+                slope: 0.15,
+                discrete: false,
+                anchors: 100,
+            },
+        ),
+        (
+            "skewed 1-5, 20 anchors",
+            World {
+                slope: 0.8,
+                discrete: true,
+                anchors: 20,
+            },
+        ),
+    ];
+
     /// An item of `source` (its bias `bias`): (judge score, reference).
     fn item(w: World, bias: f64, rng: &mut Rng) -> (f64, f64) {
+        let (judges, reference) = scored(w, &[bias], rng);
+        (judges[0], reference)
+    }
+
+    /// An item scored by judges biased `biases` (each with noise of its own): their scores,
+    /// and its one reference.
+    fn scored(w: World, biases: &[f64], rng: &mut Rng) -> (Vec<f64>, f64) {
         use crate::calibrate::rng::RngExt;
         let quality = if w.discrete {
             1.0 + 4.0 * (1.0 - rng.random::<f64>().powi(2))
         } else {
             1.0 + 4.0 * rng.random::<f64>()
         };
-        let judge = 3.0 + w.slope * (quality - 3.0) + bias + 0.6 * standard_normal(rng);
+        let judges = biases
+            .iter()
+            .map(|b| 3.0 + w.slope * (quality - 3.0) + b + 0.6 * standard_normal(rng))
+            .collect();
         let reference = quality + 0.3 * standard_normal(rng);
         let reference = if w.discrete {
             reference.round().clamp(1.0, 5.0)
         } else {
             reference
         };
-        (judge, reference)
+        (judges, reference)
     }
 
     /// How often the answers over runs of two sources cover their truth, each source an
@@ -311,7 +350,7 @@ mod tests {
     /// references and qualities, so they are correlated (independent, the interval covers
     /// 99.2% for the weak judge).
     fn coverage_across_versions(w: World, reps: u64) -> (f64, f64) {
-        use crate::calibrate::rng::{RngExt, SeedableRng};
+        use crate::calibrate::rng::SeedableRng;
         let settings = AnswerSettings::default();
         let how = RankSettings {
             draws: super::super::rank::DRAWS,
@@ -321,28 +360,12 @@ mod tests {
         let (mut covered, mut ranked) = (0, 0);
         for rep in 0..reps {
             let mut rng = <Rng as SeedableRng>::seed_from_u64(10_000 + rep);
-            let both = |bias_a: f64, bias_b: f64, rng: &mut Rng| {
-                let quality = if w.discrete {
-                    1.0 + 4.0 * (1.0 - rng.random::<f64>().powi(2))
-                } else {
-                    1.0 + 4.0 * rng.random::<f64>()
-                };
-                let judge = |bias: f64, rng: &mut Rng| {
-                    3.0 + w.slope * (quality - 3.0) + bias + 0.6 * standard_normal(rng)
-                };
-                let reference = quality + 0.3 * standard_normal(rng);
-                let reference = if w.discrete {
-                    reference.round().clamp(1.0, 5.0)
-                } else {
-                    reference
-                };
-                (
-                    (judge(bias_a, rng), reference),
-                    (judge(bias_b, rng), reference),
-                )
-            };
-            let (pa, pb): (Vec<_>, Vec<_>) =
-                (0..w.anchors).map(|_| both(0.4, -0.3, &mut rng)).unzip();
+            let (pa, pb): (Vec<_>, Vec<_>) = (0..w.anchors)
+                .map(|_| {
+                    let (j, y) = scored(w, &[0.4, -0.3], &mut rng);
+                    ((j[0], y), (j[1], y))
+                })
+                .unzip();
             let (ca, cb) = (
                 Cell {
                     pairs: pa,
@@ -405,32 +428,7 @@ mod tests {
     /// 98.5%, as for any max-t family.
     #[test]
     fn answers_across_judge_versions_on_shared_anchors_cover_at_their_level() {
-        for (name, w) in [
-            (
-                "strong judge",
-                World {
-                    slope: 1.0,
-                    discrete: false,
-                    anchors: 100,
-                },
-            ),
-            (
-                "weak judge",
-                World {
-                    slope: 0.15,
-                    discrete: false,
-                    anchors: 100,
-                },
-            ),
-            (
-                "skewed 1-5, 20 anchors",
-                World {
-                    slope: 0.8,
-                    discrete: true,
-                    anchors: 20,
-                },
-            ),
-        ] {
+        for (name, w) in WORLDS {
             let (covered, ranked) = coverage_across_versions(w, 2000);
             println!(
                 "across versions, {name}: compare {:.1}%, rank family {:.1}%",
@@ -454,32 +452,7 @@ mod tests {
     /// Coverage must lie in 93–97% (the family up to 98.5%, where max-t is conservative).
     #[test]
     fn answers_over_two_sources_cover_at_their_level() {
-        let worlds = [
-            (
-                "strong judge",
-                World {
-                    slope: 1.0,
-                    discrete: false,
-                    anchors: 100,
-                },
-            ),
-            (
-                "weak judge",
-                World {
-                    slope: 0.15,
-                    discrete: false,
-                    anchors: 100,
-                },
-            ),
-            (
-                "skewed 1-5, 20 anchors",
-                World {
-                    slope: 0.8,
-                    discrete: true,
-                    anchors: 20,
-                },
-            ),
-        ];
+        let worlds = WORLDS;
         for (name, w) in worlds {
             let (compared, ranked) = coverage(w, 2000);
             println!(

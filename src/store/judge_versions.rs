@@ -1,0 +1,156 @@
+//! A cell's judge versions: which its anchors carry, the items two versions both scored (a
+//! bridge's data), the items a new version has not re-scored, one version's scores by item.
+
+use std::collections::HashMap;
+
+use sqlx::{AssertSqlSafe, Row};
+
+use super::Store;
+use super::anchors::{anchor_of_named, bad_row, group_of};
+use crate::domain::{Anchor, CellKey, GroupName, ItemId, JudgeName, JudgeVersion, RubricName};
+use crate::error::Result;
+
+impl Store {
+    /// The judge versions the anchors of `judge`'s cells carry (of `rubric` only, when
+    /// given): per cell, each version with its anchor count and when its first anchor
+    /// arrived, oldest first.
+    pub async fn judge_versions(
+        &self,
+        judge: &JudgeName,
+        rubric: Option<&RubricName>,
+    ) -> Result<Vec<(RubricName, VersionAnchors)>> {
+        let rows = sqlx::query(
+            "SELECT c.rubric, a.judge_version, COUNT(*), MIN(a.created_at_ms)
+             FROM anchors a JOIN cells c ON c.id = a.cell_id
+             WHERE c.judge = $1 AND ($2 = '' OR c.rubric = $3)
+             GROUP BY c.rubric, a.judge_version
+             ORDER BY c.rubric, MIN(a.created_at_ms), a.judge_version",
+        )
+        .bind(judge.as_str())
+        .bind(rubric.map_or("", RubricName::as_str))
+        .bind(rubric.map_or("", RubricName::as_str))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    RubricName::parse(&r.try_get::<String, _>(0)?)
+                        .map_err(|_| bad_row("rubric name"))?,
+                    VersionAnchors {
+                        judge_version: JudgeVersion::from_stored(&r.try_get::<String, _>(1)?)
+                            .map_err(|_| bad_row("judge version"))?,
+                        anchor_count: r.try_get(2)?,
+                        first_at_ms: r.try_get(3)?,
+                    },
+                ))
+            })
+            .collect()
+    }
+
+    /// The pairs two judge versions give the items both scored (the bridge's data), in item
+    /// order: (item, `from`'s score, `to`'s score, the item's reference, its group).
+    pub async fn shared_items(
+        &self,
+        key: &CellKey,
+        from: Option<&JudgeVersion>,
+        to: Option<&JudgeVersion>,
+    ) -> Result<Vec<SharedItem>> {
+        let cell_id = self.cell_id(key).await?;
+        let rows = sqlx::query(
+            "SELECT a.item_id, a.judge_score, b.judge_score, a.reference_score, a.group_name
+             FROM anchors a JOIN anchors b ON b.cell_id = a.cell_id AND b.item_id = a.item_id
+             WHERE a.cell_id = $1 AND a.judge_version = $2 AND b.judge_version = $3
+             ORDER BY a.item_id",
+        )
+        .bind(&cell_id)
+        .bind(JudgeVersion::stored(from))
+        .bind(JudgeVersion::stored(to))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(SharedItem {
+                    item_id: ItemId::parse(&r.try_get::<String, _>(0)?)
+                        .map_err(|_| bad_row("item id"))?,
+                    from_score: r.try_get(1)?,
+                    to_score: r.try_get(2)?,
+                    reference_score: r.try_get(3)?,
+                    group: group_of(r.try_get(4)?)?,
+                })
+            })
+            .collect()
+    }
+
+    /// The items of a cell that hold a reference but no score of `version` (what to re-score),
+    /// in item order, at most `limit`; and how many there are in all.
+    pub async fn items_to_rescore(
+        &self,
+        key: &CellKey,
+        version: &JudgeVersion,
+        limit: usize,
+    ) -> Result<(Vec<ItemId>, i64)> {
+        let cell_id = self.cell_id(key).await?;
+        let missing = "FROM anchors a WHERE a.cell_id = $1 AND NOT EXISTS (
+                 SELECT 1 FROM anchors b WHERE b.cell_id = a.cell_id AND b.item_id = a.item_id
+                     AND b.judge_version = $2)";
+        let total: i64 = sqlx::query(AssertSqlSafe(format!(
+            "SELECT COUNT(DISTINCT a.item_id) {missing}"
+        )))
+        .bind(&cell_id)
+        .bind(version.as_str())
+        .fetch_one(&self.pool)
+        .await?
+        .try_get(0)?;
+        let rows = sqlx::query(AssertSqlSafe(format!(
+            "SELECT DISTINCT a.item_id {missing} ORDER BY a.item_id LIMIT $3"
+        )))
+        .bind(&cell_id)
+        .bind(version.as_str())
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(&self.pool)
+        .await?;
+        let items = rows
+            .iter()
+            .map(|r| ItemId::parse(&r.try_get::<String, _>(0)?).map_err(|_| bad_row("item id")))
+            .collect::<Result<_>>()?;
+        Ok((items, total))
+    }
+
+    /// A cell's anchors of one judge version, by item.
+    pub async fn version_scores(
+        &self,
+        key: &CellKey,
+        version: Option<&JudgeVersion>,
+    ) -> Result<HashMap<ItemId, Anchor>> {
+        let cell_id = self.cell_id(key).await?;
+        let rows = sqlx::query(
+            "SELECT item_id, judge_score, reference_score, group_name, judge_version FROM anchors
+             WHERE cell_id = $1 AND judge_version = $2",
+        )
+        .bind(&cell_id)
+        .bind(JudgeVersion::stored(version))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| anchor_of_named(r).map(|a| (a.item_id.clone(), a)))
+            .collect()
+    }
+}
+
+/// One judge version's anchors in a cell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VersionAnchors {
+    pub judge_version: Option<JudgeVersion>,
+    pub anchor_count: i64,
+    pub first_at_ms: i64,
+}
+
+/// An item two judge versions both scored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SharedItem {
+    pub item_id: ItemId,
+    pub from_score: f64,
+    pub to_score: f64,
+    pub reference_score: f64,
+    pub group: Option<GroupName>,
+}
