@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::Service;
 use super::versions::{Loaded, Mismatch};
-use crate::calibrate::runlevel::rank::{self, Ranking};
+use crate::calibrate::runlevel::rank::{self, RankSettings, Ranking};
 use crate::calibrate::runlevel::{
     self, Anchored, Basis, RunComparison, RunEstimate, RunItems, Source,
 };
@@ -15,6 +15,7 @@ use crate::domain::runlevel::{CompareRequest, EstimateRequest, RankRequest};
 use crate::domain::{CellKey, JudgeVersion, Problem};
 use crate::error::{Error, Result};
 use crate::metrics::RunQuestion;
+use crate::store::SharedItem;
 
 /// How much work an answer is, before the model is asked: light enough for the request's own
 /// thread, or not.
@@ -175,6 +176,30 @@ impl Service {
         Ok((bases, index))
     }
 
+    /// The anchor items each pair of the versions in `bases` both scored: their correctors'
+    /// errors are correlated through them.
+    async fn shared_items_between(
+        &self,
+        key: &CellKey,
+        bases: &[(Arc<Loaded>, Arc<Cell>)],
+    ) -> Result<Vec<((usize, usize), Vec<SharedItem>)>> {
+        let mut out = Vec::new();
+        for x in 0..bases.len() {
+            for y in x + 1..bases.len() {
+                let items = self
+                    .store
+                    .shared_items(
+                        key,
+                        bases[x].0.version.judge_version.as_ref(),
+                        bases[y].0.version.judge_version.as_ref(),
+                    )
+                    .await?;
+                out.push(((x, y), items));
+            }
+        }
+        Ok(out)
+    }
+
     /// The de-biased mean of one run.
     pub async fn estimate(&self, request: EstimateRequest) -> Result<(Served, RunEstimate)> {
         self.check_size(&[(request.field(), &request.run)])?;
@@ -224,24 +249,11 @@ impl Service {
         } else {
             // The two versions' anchors share items (re-scored ones carry the same reference):
             // their correctors' errors are correlated through them.
-            let shared = self
-                .store
-                .shared_items(
-                    &request.key,
-                    bases[0].0.version.judge_version.as_ref(),
-                    bases[1].0.version.judge_version.as_ref(),
-                )
-                .await?;
+            let mut shared = self.shared_items_between(&request.key, &bases).await?;
+            let shared = shared.pop().map(|(_, items)| items).unwrap_or_default();
             crate::error::blocking("comparing runs of two judge versions", move || {
                 let sources = anchored_sources(&bases)?;
-                let from: Vec<f64> = shared.iter().map(|i| i.from_score).collect();
-                let to: Vec<f64> = shared.iter().map(|i| i.to_score).collect();
-                let (fa, fb) = (sources[0].corrected(&from)?, sources[1].corrected(&to)?);
-                let residuals: Vec<(f64, f64)> = shared
-                    .iter()
-                    .zip(fa.iter().zip(&fb))
-                    .map(|(i, (a, b))| (i.reference_score - a, i.reference_score - b))
-                    .collect();
+                let residuals = residuals(&shared, &sources[0], &sources[1])?;
                 let rho = runlevel::shared_correlation(
                     &residuals,
                     bases[0].1.pairs.len(),
@@ -295,8 +307,23 @@ impl Service {
             })
             .await?
         } else {
+            let shared = self.shared_items_between(&request.key, &bases).await?;
             crate::error::blocking("ranking runs of several judge versions", move || {
                 let sources = anchored_sources(&bases)?;
+                // One correlation for every pair of versions: the least of theirs.
+                let mut rho = f64::INFINITY;
+                for ((x, y), items) in &shared {
+                    let residuals = residuals(items, &sources[*x], &sources[*y])?;
+                    rho = rho.min(runlevel::shared_correlation_for_draws(
+                        &residuals,
+                        bases[*x].1.pairs.len(),
+                        bases[*y].1.pairs.len(),
+                    ));
+                }
+                let how = RankSettings {
+                    shared: if rho.is_finite() { rho } else { 0.0 },
+                    ..how
+                };
                 let per_run: Vec<&dyn Source> =
                     index.iter().map(|&i| &sources[i] as &dyn Source).collect();
                 rank::rank_sources(&per_run, &runs, &settings, &how)
@@ -306,6 +333,23 @@ impl Service {
         self.metrics.count_estimate(&request.key, RunQuestion::Rank);
         Ok((served, answer))
     }
+}
+
+/// Each shared anchor item's residuals (reference − corrected) under two versions: `a`'s
+/// correction of its score, `b`'s of its.
+fn residuals(
+    items: &[SharedItem],
+    a: &Anchored,
+    b: &Anchored,
+) -> crate::calibrate::error::Result<Vec<(f64, f64)>> {
+    let from: Vec<f64> = items.iter().map(|i| i.from_score).collect();
+    let to: Vec<f64> = items.iter().map(|i| i.to_score).collect();
+    let (fa, fb) = (a.corrected(&from)?, b.corrected(&to)?);
+    Ok(items
+        .iter()
+        .zip(fa.iter().zip(&fb))
+        .map(|(i, (a, b))| (i.reference_score - a, i.reference_score - b))
+        .collect())
 }
 
 /// What answered a run-level question: the version of the first run (the one of every run,

@@ -372,6 +372,22 @@ pub fn shared_correlation(residuals: &[(f64, f64)], n_a: usize, n_b: usize) -> f
     (rho * residuals.len() as f64 / ((n_a * n_b) as f64).sqrt()).clamp(-1.0, 1.0)
 }
 
+/// The correlation a ranking draws different judge versions' corrector errors with
+/// (`RankSettings::shared`): as [`shared_correlation`], from the residuals' correlation's lower
+/// 95% bound (Fisher's z), never below 0. Its draws carry no degrees of freedom of their own,
+/// so an estimate from few shared items is taken at its low end: the family then errs wide.
+pub fn shared_correlation_for_draws(residuals: &[(f64, f64)], n_a: usize, n_b: usize) -> f64 {
+    let n = residuals.len();
+    let point = shared_correlation(residuals, n_a, n_b);
+    if n < 4 || point <= 0.0 {
+        return 0.0;
+    }
+    let scale = n as f64 / ((n_a * n_b) as f64).sqrt();
+    let r = (point / scale).clamp(-0.999_999, 0.999_999);
+    let z = r.atanh() - crate::calibrate::stats::normal_quantile(0.95) / (n as f64 - 3.0).sqrt();
+    (z.tanh() * scale).clamp(0.0, 1.0)
+}
+
 /// Two runs' answers whose errors are independent (of two sources, or of one with no shared
 /// error), combined: their difference, with a Welch t where either has degrees of freedom.
 pub fn independent(

@@ -404,12 +404,18 @@ mod tests {
                     .unwrap();
             let (lo, hi) = c.difference.interval;
             covered += usize::from(lo <= ta - tb && ta - tb <= hi);
-            // The ranking draws the two versions' corrector errors independently (on every
+            // The ranking draws the two versions' corrector errors correlated as much (on every
             // other replication: its joint draws are the slow part).
             if rep % 2 == 1 {
                 continue;
             }
             let sources: [&dyn Source; 3] = [&sa, &sa, &sb];
+            let how = RankSettings {
+                shared: super::super::shared_correlation_for_draws(
+                    &residuals, w.anchors, w.anchors,
+                ),
+                ..how
+            };
             let r = rank_sources(&sources, &[a, a2, b], &settings, &how).unwrap();
             let truth = [ta, t2, tb];
             ranked += usize::from(r.pairs.iter().all(|p| {
@@ -424,8 +430,7 @@ mod tests {
     }
 
     /// Across judge versions on shared anchors (the README's rates): the compare's interval
-    /// in 93–97%; the ranking's family (which leaves the correlation out, so errs wide) up to
-    /// 98.5%, as for any max-t family.
+    /// in 93–97%; the ranking's family up to 98.5%, as for any max-t family.
     #[test]
     fn answers_across_judge_versions_on_shared_anchors_cover_at_their_level() {
         for (name, w) in WORLDS {

@@ -8,7 +8,7 @@ use rand_distr::{ChiSquared, Distribution};
 use super::super::source::same;
 use super::super::{AnswerPath, AnswerSettings, RunEstimate, RunItems, Source, chain};
 use crate::calibrate::error::Result;
-use crate::calibrate::rng::Rng;
+use crate::calibrate::rng::{Rng, SeedableRng};
 use crate::calibrate::stats::{cholesky, covariance, sample_variance, standard_normal};
 
 /// The labelled runs' errors (draw × run; 0 for a plain run), with what the pairs and the
@@ -62,14 +62,16 @@ pub(super) fn labelled_draws(
 
 /// `draws` joint draws of every run's plain error (its plain estimate − truth), row-major
 /// (draw × run): each run's own noise (independent between runs), then each source's
-/// corrector and groups' error, shared by its runs as its model says (independent between
-/// sources).
+/// corrector and groups' error, shared by its runs as its model says, and between sources
+/// correlated `shared` (0: independent). Correlated, each source draws √ρ of its error from a
+/// stream every source starts alike (so that sources of one model draw the same normals in
+/// the same order) and √(1 − ρ) from its own.
 pub(super) fn joint_plain_errors(
     sources: &[&dyn Source],
     runs: &[RunItems],
     plains: &[RunEstimate],
     settings: &AnswerSettings,
-    draws: usize,
+    (draws, shared): (usize, f64),
     rng: &mut Rng,
 ) -> Result<Vec<f64>> {
     let k = runs.len();
@@ -80,8 +82,24 @@ pub(super) fn joint_plain_errors(
             errors[d * k + i] += sd * standard_normal(rng);
         }
     }
-    for (source, columns) in by_source(sources) {
-        source.add_shared_errors(runs, &columns, settings, &mut errors, rng)?;
+    let sources = by_source(sources);
+    let rho = shared.clamp(0.0, 1.0);
+    if sources.len() < 2 || rho == 0.0 {
+        for (source, columns) in sources {
+            source.add_shared_errors(runs, &columns, settings, &mut errors, rng)?;
+        }
+        return Ok(errors);
+    }
+    let common_seed = settings.seed ^ 0xC0DE;
+    for (source, columns) in sources {
+        let mut common = vec![0.0; draws * k];
+        let mut own = vec![0.0; draws * k];
+        let mut stream = Rng::seed_from_u64(common_seed);
+        source.add_shared_errors(runs, &columns, settings, &mut common, &mut stream)?;
+        source.add_shared_errors(runs, &columns, settings, &mut own, rng)?;
+        for ((e, c), o) in errors.iter_mut().zip(&common).zip(&own) {
+            *e += rho.sqrt() * c + (1.0 - rho).sqrt() * o;
+        }
     }
     Ok(errors)
 }

@@ -157,6 +157,11 @@ pub struct RankSettings {
     pub rounds: usize,
     pub draws: usize,
     pub labels: Option<LabelGoal>,
+    /// How correlated different sources' corrector errors are (sources calibrated on the same
+    /// anchor items: two judge versions of a cell; see `runlevel::shared_correlation`): each
+    /// source's draws are √ρ of a stream all sources share and √(1 − ρ) of their own. 0 (the
+    /// default): independent.
+    pub shared: f64,
 }
 
 impl Default for RankSettings {
@@ -167,6 +172,7 @@ impl Default for RankSettings {
             rounds: 1,
             draws: DRAWS,
             labels: None,
+            shared: 0.0,
         }
     }
 }
@@ -356,8 +362,14 @@ pub fn rank_sources(
     let (mut estimates, plains) = answer_runs(sources, runs, &settings)?;
     let mut rng = Rng::seed_from_u64(settings.seed ^ 0x7A11);
     let draws = how.draws.max(1);
-    let plain_errors =
-        draws::joint_plain_errors(sources, runs, &plains, &settings, draws, &mut rng)?;
+    let plain_errors = draws::joint_plain_errors(
+        sources,
+        runs,
+        &plains,
+        &settings,
+        (draws, how.shared),
+        &mut rng,
+    )?;
     let chain = chain::Chain::new(sources, runs, &estimates)?;
     let labelled =
         draws::labelled_draws(sources, runs, &estimates, chain.as_ref(), draws, &mut rng)?;
