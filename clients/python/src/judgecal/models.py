@@ -27,7 +27,7 @@ class AnchorDto(BaseModel):
         pattern='^[^\\u0000-\\u001F\\u007F]+$',
     )
     """
-    Unique within the cell: 1 to 256 characters, no control characters.
+    The item's id: 1 to 256 characters, no control characters; one anchor per item, cell and judge version.
     """
     judge_score: float = Field(..., examples=[3.25])
     """
@@ -83,7 +83,7 @@ class AnchorRow(BaseModel):
         pattern='^[^\\u0000-\\u001F\\u007F]+$',
     )
     """
-    Unique within the cell and judge version: 1 to 256 characters, no control characters.
+    The item's id: 1 to 256 characters, no control characters; one anchor per item, cell and judge version.
     """
     judge_score: float = Field(..., examples=[3.25])
     """
@@ -147,6 +147,9 @@ class CheckItem(BaseModel):
         min_length=1,
         pattern='^[^\\u0000-\\u001F\\u007F]+$',
     )
+    """
+    The item's id: 1 to 256 characters, no control characters; one anchor per item, cell and judge version.
+    """
     judge_score: float = Field(..., examples=[3.0])
 
 
@@ -415,8 +418,8 @@ class GroupShift(BaseModel):
 
     group: str
     """
-    The group, or the band (`low`, `middle`, `high`: tertiles of the items' mean of their
-    two raw scores).
+    The group, or the band (`low`, `middle`, `high`: thirds of the items by the rank of
+    their mean of their two raw scores).
     """
     items: int = Field(..., ge=0)
     moved: bool | None = None
