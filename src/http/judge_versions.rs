@@ -74,7 +74,12 @@ pub async fn list(
 #[into_params(parameter_in = Query)]
 pub struct RescoreParams {
     /// The new judge version.
-    #[param(schema_with = schema::judge_version)]
+    #[param(
+        min_length = 1,
+        max_length = 128,
+        pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F\\s]([^\\u0000-\\u001F\\u007F-\\u009F]*[^\\u0000-\\u001F\\u007F-\\u009F\\s])?$",
+        example = "gpt-4o-2024-08-06#3f2a9c1b7d04"
+    )]
     judge_version: String,
     /// The judge version whose calibration the bridge will test (default: the one the active
     /// calibration was trained on).
@@ -159,7 +164,12 @@ pub struct BridgeParams {
     #[param(schema_with = schema::judge_version)]
     from: Option<String>,
     /// The new judge version.
-    #[param(schema_with = schema::judge_version)]
+    #[param(
+        min_length = 1,
+        max_length = 128,
+        pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F\\s]([^\\u0000-\\u001F\\u007F-\\u009F]*[^\\u0000-\\u001F\\u007F-\\u009F\\s])?$",
+        example = "gpt-4o-2024-08-06#3f2a9c1b7d04"
+    )]
     to: String,
     /// How far the corrected mean may move for the old calibration to still serve, in
     /// reference units (default: 2.5% of the rubric's scale width, 0.1 on a 1–5 scale).
@@ -204,8 +214,8 @@ impl From<BridgeAnswer> for BridgeResponse {
     responses(
         (status = 200, body = BridgeResponse),
         (status = 404, description = "No such cell", body = ErrorBody),
-        (status = 409, description = "`from` has no calibration", body = ErrorBody),
-        (status = 422, description = "Bad version or tolerance, or from = to", body = ErrorBody),
+        (status = 409, description = "`from` has no calibration, or names the same version as `to` (a re-score under one label is a check: POST .../checks)", body = ErrorBody),
+        (status = 422, description = "Bad version or tolerance", body = ErrorBody),
     ),
     security(("api_key" = []))
 )]

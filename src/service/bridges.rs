@@ -169,16 +169,16 @@ impl Service {
         asked: Option<f64>,
     ) -> Result<BridgeAnswer> {
         if from == to {
-            return Err(refused(vec![Problem::at(
-                None,
-                "to",
+            return Err(Error::conflict(
                 format!(
-                    "names the same judge version as from ({}); a re-score under the same label is a silent-change check: POST /v1/cells/{}/{}/checks",
+                    "to names the same judge version as from ({}): a bridge joins two versions' scores of the same items, \
+                     and a re-score under the same label is a silent-change check: POST /v1/cells/{}/{}/checks",
                     JudgeVersion::describe(from),
                     key.judge,
                     key.rubric
                 ),
-            )]));
+                vec![],
+            ));
         }
         let scale = self.scale_of(&key.rubric).await?;
         let tolerance = tolerance(asked, scale)?;

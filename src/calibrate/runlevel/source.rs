@@ -269,6 +269,13 @@ mod tests {
         (judges[0], reference)
     }
 
+    /// A run of 200 items of a judge biased `bias`, and its true mean reference.
+    fn drawn_run(w: World, bias: f64, rng: &mut Rng) -> (RunItems, f64) {
+        let items: Vec<(f64, f64)> = (0..200).map(|_| item(w, bias, rng)).collect();
+        let truth = items.iter().map(|i| i.1).sum::<f64>() / items.len() as f64;
+        (RunItems::scores(items.iter().map(|i| i.0).collect()), truth)
+    }
+
     /// An item scored by judges biased `biases` (each with noise of its own): their scores,
     /// and its one reference.
     fn scored(w: World, biases: &[f64], rng: &mut Rng) -> (Vec<f64>, f64) {
@@ -321,11 +328,7 @@ mod tests {
                 Anchored::new(basis(&ca)).unwrap(),
                 Anchored::new(basis(&cb)).unwrap(),
             );
-            let mut run = |bias: f64| -> (RunItems, f64) {
-                let items: Vec<(f64, f64)> = (0..200).map(|_| item(w, bias, &mut rng)).collect();
-                let truth = items.iter().map(|i| i.1).sum::<f64>() / items.len() as f64;
-                (RunItems::scores(items.iter().map(|i| i.0).collect()), truth)
-            };
+            let mut run = |bias: f64| drawn_run(w, bias, &mut rng);
             let ((a1, t1), (a2, t2), (b, tb)) = (run(0.4), run(0.4), run(-0.3));
             let c = compare_sources((&sa, &a1), (&sb, &b), &settings).unwrap();
             let (lo, hi) = c.difference.interval;
@@ -385,11 +388,7 @@ mod tests {
                 Anchored::new(basis(&ca)).unwrap(),
                 Anchored::new(basis(&cb)).unwrap(),
             );
-            let mut run = |bias: f64| -> (RunItems, f64) {
-                let items: Vec<(f64, f64)> = (0..200).map(|_| item(w, bias, &mut rng)).collect();
-                let truth = items.iter().map(|i| i.1).sum::<f64>() / items.len() as f64;
-                (RunItems::scores(items.iter().map(|i| i.0).collect()), truth)
-            };
+            let mut run = |bias: f64| drawn_run(w, bias, &mut rng);
             let ((a, ta), (a2, t2), (b, tb)) = (run(0.4), run(0.4), run(-0.3));
             // The residuals of the two identity versions on the shared items.
             let residuals: Vec<(f64, f64)> = ca
@@ -484,11 +483,7 @@ mod tests {
                 .unwrap(),
             );
             let mut run = |version_bias: f64, system: usize, group: Option<&str>| {
-                let items: Vec<(f64, f64)> = (0..200)
-                    .map(|_| item(w, version_bias + bias[system], &mut rng))
-                    .collect();
-                let truth = items.iter().map(|i| i.1).sum::<f64>() / items.len() as f64;
-                let mut run = RunItems::scores(items.iter().map(|i| i.0).collect());
+                let (mut run, truth) = drawn_run(w, version_bias + bias[system], &mut rng);
                 run.group = group.map(str::to_owned);
                 (run, truth)
             };
