@@ -35,6 +35,10 @@ pub struct FitDiagnostics {
     #[serde(with = "crate::calibrate::nullable_f64")]
     pub ess_tail_min: f64,
     pub divergences: u64,
+    /// Rounds the sampler was extended by because an earlier round missed the gate (see
+    /// `bayes::fit_extending`); 0 where the first round passed.
+    #[serde(default)]
+    pub extensions: u32,
 }
 
 impl FitDiagnostics {

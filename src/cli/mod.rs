@@ -14,8 +14,9 @@ use crate::config::Settings;
 use crate::startup::{Application, shutdown_signal};
 use crate::store::Store;
 use studies::{
-    BridgeArgs, CoverageArgs, DriftArgs, EvaluateArgs, ExperimentArgs, IntervalsArgs, RankArgs,
-    SystemsArgs, bridge, coverage, drift, evaluate, experiment, intervals, rank, study, systems,
+    BridgeArgs, CoverageArgs, DriftArgs, EvaluateArgs, ExperimentArgs, GateArgs, IntervalsArgs,
+    RankArgs, SystemsArgs, bridge, coverage, drift, evaluate, experiment, gate, intervals, rank,
+    study, systems,
 };
 
 #[derive(Debug, Parser)]
@@ -77,6 +78,10 @@ pub enum Command {
     /// verdicts by bridge size and how often they are wrong; and how soon the door check, the
     /// silent-change check and the drift alarm see a change. Prints Markdown tables.
     Bridge(BridgeArgs),
+    /// Fit the Bayesian line to every judge of an anchors CSV (rubrics pooled, as a training
+    /// job does), on every anchor and with each group (system) left out in turn: how many
+    /// versions miss the gate on the sampler's first round and after its extensions.
+    Gate(GateArgs),
     /// Manage API keys.
     Keys {
         #[command(subcommand)]
@@ -113,6 +118,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Systems(a) => return study(move || systems(a)).await,
         Command::Rank(a) => return study(move || rank(a)).await,
         Command::Bridge(a) => return study(move || bridge(a)).await,
+        Command::Gate(a) => return study(move || gate(a)).await,
         other => other,
     };
     let settings = match Settings::load(&cli.config_dir) {
@@ -137,7 +143,8 @@ pub async fn run(cli: Cli) -> ExitCode {
         | Command::Drift(_)
         | Command::Systems(_)
         | Command::Rank(_)
-        | Command::Bridge(_) => {
+        | Command::Bridge(_)
+        | Command::Gate(_) => {
             unreachable!("handled above")
         }
     };

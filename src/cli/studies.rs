@@ -640,3 +640,20 @@ pub(super) async fn study(f: impl FnOnce() -> Result<(), String> + Send + 'stati
         }
     }
 }
+
+#[derive(Debug, clap::Args)]
+pub struct GateArgs {
+    /// An anchors CSV with groups: judge,rubric,item_id,judge_score,reference_score,group.
+    #[arg(long, default_value = "demo/hanna/anchors.csv")]
+    pub anchors: PathBuf,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
+
+pub(super) fn gate(a: GateArgs) -> Result<(), String> {
+    let started = std::time::Instant::now();
+    let rows = crate::study::gate::run(&a.anchors, a.seed)?;
+    print!("{}", crate::study::gate::table(&rows));
+    eprintln!("{:.0} s", started.elapsed().as_secs_f64());
+    Ok(())
+}

@@ -174,7 +174,15 @@ async fn finish(
     trained: &crate::service::Trained,
 ) {
     match service.finish_training(job, owner, trained).await {
-        Ok(true) => tracing::info!(versions = trained.versions.len(), "training succeeded"),
+        Ok(true) => tracing::info!(
+            versions = trained.versions.len(),
+            passed = trained
+                .versions
+                .iter()
+                .filter(|v| v.model.failure().is_none())
+                .count(),
+            "training finished (a job none of whose versions passed ends failed)"
+        ),
         Ok(false) => tracing::warn!("lost the job's lease before storing; another process has it"),
         Err(e) => {
             tracing::error!(error = ?e, "cannot store the trained versions");

@@ -254,6 +254,13 @@ impl Store {
                 judge_version: judge_version.cloned(),
             });
         }
+        if !force && !stored.is_empty() && stored.iter().all(|v| v.failure.is_some()) {
+            sqlx::query("UPDATE jobs SET state = 'failed', error = $1 WHERE id = $2")
+                .bind(all_failed(&stored))
+                .bind(job.to_string())
+                .execute(&mut *tx)
+                .await?;
+        }
         tx.commit().await?;
         Ok(Some(stored))
     }
@@ -406,4 +413,18 @@ async fn set_active(
     .execute(&mut **tx)
     .await?;
     Ok(())
+}
+
+/// A job's error where none of its versions passed its gate: each rubric's reason, and what
+/// the caller can do.
+fn all_failed(stored: &[CalibratorVersion]) -> String {
+    let reasons: Vec<String> = stored
+        .iter()
+        .map(|v| format!("{}: {}", v.key.rubric, v.failure.as_deref().unwrap_or("")))
+        .collect();
+    format!(
+        "no version passed its diagnostics ({}); they are stored, not served: retrain with more \
+         warm-up and draws, or activate one with force=true",
+        reasons.join("; ")
+    )
 }

@@ -11,6 +11,7 @@ pub mod drift;
 pub mod evaluate;
 pub mod experiment;
 pub mod figures;
+pub mod gate;
 pub mod grid;
 pub mod intervals;
 pub mod rank;

@@ -97,7 +97,14 @@ impl Corrector for Bayes {
             .iter()
             .map(|c| SufficientStats::from_pairs(c.pairs.iter().copied()))
             .collect();
-        super::fit(&stats, &options.fit_options(seed), &|p| run.report(p))
+        super::fit_extending(
+            &stats,
+            &options.fit_options(seed),
+            &|p| run.report(p),
+            &|round, why| {
+                tracing::info!(round, why, "NUTS missed its gate: extending the sampler");
+            },
+        )
     }
 
     fn predict(fit: &super::Fit, r: usize, scores: &[f64]) -> Result<Vec<Corrected>, String> {

@@ -254,6 +254,69 @@ pub fn fit(
     Ok(summarise(&model, &chains, divergences, opts))
 }
 
+/// Rounds a fit that misses its gate (on any rubric: R̂ ≥ 1.01, bulk ESS < 400 or a divergent
+/// transition) gets before it reports failure. Each round starts afresh with twice the warm-up
+/// and draws of the last, at least 4 chains and, after divergences, half the distance of the
+/// target acceptance to 1 (0.9 → 0.95 → 0.975). The budget: at most 4× the requested warm-up
+/// and draws per chain, on at most max(4, requested) chains.
+pub const EXTENSIONS: u32 = 2;
+
+/// [`fit`], extended by up to [`EXTENSIONS`] rounds while it misses its gate: a fit that misses
+/// R̂ by a hair (1.0124 on a real 550-anchor cell) is one longer run away from passing, and a
+/// version that fails is not served. Progress is reported for the first round; an extension
+/// round is one more run of the sampler, reported when it starts (`on_extension`).
+pub fn fit_extending(
+    stats: &[SufficientStats],
+    opts: &FitOptions,
+    progress: &(dyn Fn(f64) + Sync),
+    on_extension: &dyn Fn(u32, &str),
+) -> Result<Fit, String> {
+    let mut fit = fit(stats, opts, progress)?;
+    let mut o = *opts;
+    for round in 1..=EXTENSIONS {
+        let Some(why) = fit.gate_failure() else {
+            break;
+        };
+        on_extension(round, &why);
+        o = FitOptions {
+            chains: o.chains.max(4),
+            warmup: (o.warmup.max(100) * 2).min(100_000),
+            draws: (o.draws * 2).min(100_000),
+            target_accept: if fit.diagnostics.divergences > 0 {
+                1.0 - (1.0 - o.target_accept) / 2.0
+            } else {
+                o.target_accept
+            },
+            seed: o.seed.wrapping_add(u64::from(round) * 0x9E37_79B9),
+            ..o
+        };
+        fit = fit_extended(stats, &o, round)?;
+    }
+    Ok(fit)
+}
+
+fn fit_extended(stats: &[SufficientStats], opts: &FitOptions, round: u32) -> Result<Fit, String> {
+    let mut fit = fit(stats, opts, &|_| {})?;
+    for d in fit
+        .rubric_diagnostics
+        .iter_mut()
+        .chain([&mut fit.diagnostics])
+    {
+        d.extensions = round;
+    }
+    Ok(fit)
+}
+
+impl Fit {
+    /// Why some rubric's version would fail its gate, naming the first such rubric by index.
+    pub fn gate_failure(&self) -> Option<String> {
+        self.rubric_diagnostics
+            .iter()
+            .enumerate()
+            .find_map(|(r, d)| d.failure().map(|why| format!("rubric {r}: {why}")))
+    }
+}
+
 /// A quantity of one draw: from the rubrics' conditionals, the sampled (α, β) per rubric and
 /// the sampler's coordinates.
 type DrawFn<'a> = dyn Fn(&[model::RubricDraw], &[(f64, f64)], &[f64]) -> f64 + 'a;
@@ -358,6 +421,7 @@ fn summarise(model: &Model, chains: &[Vec<Vec<f64>>], divergences: u64, opts: &F
             ess_bulk_min: f64::INFINITY,
             ess_tail_min: f64::INFINITY,
             divergences,
+            extensions: 0,
         };
         for c in conv {
             d.rhat_max = d.rhat_max.max(c.rhat);

@@ -193,3 +193,43 @@ fn the_same_seed_gives_the_same_fit() {
     let c = fit(&stats, &FitOptions { seed: 43, ..opts }, &no_progress).unwrap();
     assert_ne!(a.rubrics[0].beta_mean, c.rubrics[0].beta_mean);
 }
+
+#[test]
+fn a_fit_that_misses_its_gate_extends_itself_within_its_budget() {
+    let mut rng = Rng::seed_from_u64(21);
+    let stats = [SufficientStats::from_pairs(simulate(
+        &mut rng, 300, 1.0, 0.9, 0.5,
+    ))];
+    let rounds = std::cell::RefCell::new(Vec::new());
+    let note = |round: u32, why: &str| rounds.borrow_mut().push((round, why.to_owned()));
+    // 2 chains × 150 draws cannot reach a bulk ESS of 400; 4 × 300 can.
+    let short = FitOptions {
+        warmup: 300,
+        draws: 150,
+        ..FitOptions::default()
+    };
+    let first = fit(&stats, &short, &no_progress).unwrap();
+    assert!(first.gate_failure().unwrap().contains("bulk ESS"));
+    let extended = fit_extending(&stats, &short, &no_progress, &note).unwrap();
+    assert!(
+        extended.gate_failure().is_none(),
+        "{:?}",
+        extended.diagnostics
+    );
+    assert_eq!(extended.diagnostics.extensions, 1);
+    assert_eq!(extended.rubric_diagnostics[0].extensions, 1);
+    assert_eq!(rounds.borrow().len(), 1);
+    assert!(rounds.borrow()[0].1.starts_with("rubric 0: min bulk ESS"));
+    // A fit that passes at once is the plain fit.
+    let plain = fit_extending(&stats, &FitOptions::default(), &no_progress, &note).unwrap();
+    assert_eq!(
+        plain,
+        fit(&stats, &FitOptions::default(), &no_progress).unwrap()
+    );
+    // 10 draws a chain stay short after both rounds (4 × 40 draws): failure, reported.
+    let tiny = FitOptions { draws: 10, ..short };
+    let failed = fit_extending(&stats, &tiny, &no_progress, &note).unwrap();
+    assert_eq!(failed.diagnostics.extensions, EXTENSIONS);
+    assert!(failed.gate_failure().is_some());
+    assert_eq!(rounds.borrow().len(), 1 + EXTENSIONS as usize);
+}

@@ -213,6 +213,9 @@ pub struct DiagnosticsDto {
     pub ess_bulk_min: Option<f64>,
     pub ess_tail_min: Option<f64>,
     pub divergences: u64,
+    /// Rounds the sampler was extended by (longer runs, more chains) because an earlier round
+    /// missed the gate; 0 where the first passed. At most 2.
+    pub extensions: u32,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -560,6 +563,7 @@ impl From<CalibratorVersion> for VersionDto {
             ess_bulk_min: finite(d.ess_bulk_min),
             ess_tail_min: finite(d.ess_tail_min),
             divergences: d.divergences,
+            extensions: d.extensions,
         });
         let flow = v.model.flow().map(FlowDto::from);
         Self {

@@ -288,6 +288,11 @@ class DiagnosticsDto(BaseModel):
     divergences: int = Field(..., ge=0)
     ess_bulk_min: float | None = None
     ess_tail_min: float | None = None
+    extensions: int = Field(..., ge=0)
+    """
+    Rounds the sampler was extended by (longer runs, more chains) because an earlier round
+    missed the gate; 0 where the first passed. At most 2.
+    """
     rhat_max: float | None = None
     """
     Largest rank-normalised split R-hat (null if undefined).
