@@ -2,7 +2,7 @@
 //! have been fitted on, their residuals, the noise of a reference around a corrected score, and
 //! the groups it measured.
 
-use super::groups::{BiasShift, GroupTerm};
+use super::groups::{BiasShift, GroupBias, GroupTerm};
 use super::inference::{self, Difference, Estimand, MeanEstimate};
 use super::resample;
 use super::source::Source;
@@ -40,6 +40,8 @@ pub struct Anchored<'a> {
     judge_scores: Vec<f64>,
     /// The references' level spacing (0 for a continuous scale): the labelled path's floor.
     spacing: f64,
+    /// The groups of judge scores a resampled term averages each run over.
+    bins: resample::Bins,
     /// The resampled corrector's refits, fitted at the first answer that needs them, with the
     /// (refits, seed) they were fitted for; every later run of the same request reuses them.
     refits: std::cell::OnceCell<((usize, u64), resample::Refits)>,
@@ -75,6 +77,7 @@ impl<'a> Anchored<'a> {
             residuals,
             noise_var,
             shift,
+            bins: resample::Bins::of_anchors(&judge_scores, HISTOGRAM_BINS),
             judge_scores,
             spacing: crate::calibrate::quality::level_spacing(&references),
             refits: std::cell::OnceCell::new(),
@@ -133,7 +136,7 @@ impl<'a> Anchored<'a> {
         runs: &[&[f64]],
         settings: &AnswerSettings,
     ) -> Result<(Histograms, resample::Resampled)> {
-        let histograms = resample::shared_histograms(runs, HISTOGRAM_BINS);
+        let histograms: Histograms = runs.iter().map(|r| self.bins.histogram(r)).collect();
         let key = (settings.refits.max(2), settings.seed);
         let fit = || {
             let options = self.basis.model.method().default_options();
@@ -228,10 +231,13 @@ impl<'a> Anchored<'a> {
     /// The plain estimate of one run whose corrected scores are `corrected`.
     ///
     /// With a group term, the groups' held-out residuals carry the corrector's error in level
-    /// (and an identity version's offset, and a flexible fit's bias) as every residual does:
-    /// the group term corrects them, so the corrector term keeps only what the run's scores
-    /// add beyond the anchors' (the run's mean corrected score less the anchors'), and no
-    /// other shift applies.
+    /// (and an identity version's offset, and a flexible fit's bias at the anchors) as every
+    /// residual does: the group term corrects them, so the corrector term keeps only what the
+    /// run's scores add beyond the anchors' (the run's mean corrected score less the
+    /// anchors'), and its bootstrap bias is of that contrast too. One bias treatment for every
+    /// answer: a difference of two estimates is the compare's (`compare_runs` subtracts the
+    /// bias of run A less run B, which is the bias of (A − anchors) less (B − anchors)), and
+    /// a ranking's pairs are differences of estimates.
     fn plain(
         &self,
         run: &RunItems,
@@ -252,7 +258,11 @@ impl<'a> Anchored<'a> {
             run.clusters.as_deref(),
             settings.level,
         )?;
-        let shift = if grouped { 0.0 } else { self.shift - t.bias };
+        let shift = if grouped {
+            -t.bias
+        } else {
+            self.shift - t.bias
+        };
         e.estimate += shift;
         e.interval = (e.interval.0 + shift, e.interval.1 + shift);
         Ok((e.with_group(group, settings.level), t.term))
@@ -583,6 +593,10 @@ impl Source for Anchored<'_> {
         Ok(())
     }
 
+    fn groups(&self) -> Option<&GroupBias> {
+        self.basis.groups
+    }
+
     fn compare(
         &self,
         a: &RunItems,
@@ -624,11 +638,9 @@ mod tests {
         assert!(s.sparse() && !s.extrapolated());
     }
 
-    #[test]
-    fn a_run_answered_after_another_on_the_same_refits_gets_the_answer_it_gets_alone() {
-        // An isotonic version (a resampled corrector term) on 300 anchors of a bent line, and
-        // two runs whose scores lie in different parts of the scale: the second run's answer
-        // reuses the refits the first one fitted, and must equal what it gets from fresh ones.
+    /// 300 anchors of a bent line and an isotonic version on them (a resampled corrector
+    /// term, whose bootstrap bias is not zero).
+    fn bent_isotonic() -> (Cell, Model) {
         let pairs: Vec<(f64, f64)> = (0..300)
             .map(|i| {
                 let j = 1.0 + 4.0 * ((i * 37) % 300) as f64 / 300.0;
@@ -638,19 +650,87 @@ mod tests {
                 )
             })
             .collect();
-        let cell = Cell {
-            pairs,
-            scale: (1.0, 5.0),
-        };
         let fit = crate::calibrate::isotonic::StepFit::fit(
-            &cell
-                .pairs
-                .iter()
-                .map(|&(j, y)| (j, y, 1.0))
-                .collect::<Vec<_>>(),
+            &pairs.iter().map(|&(j, y)| (j, y, 1.0)).collect::<Vec<_>>(),
         )
         .unwrap();
-        let model = Model::Isotonic(crate::calibrate::isotonic::IsotonicModel { fit });
+        (
+            Cell {
+                pairs,
+                scale: (1.0, 5.0),
+            },
+            Model::Isotonic(crate::calibrate::isotonic::IsotonicModel { fit }),
+        )
+    }
+
+    #[test]
+    fn estimates_compares_and_rankings_treat_the_corrector_bias_alike() {
+        // With and without groups (5 systems on the anchors): run A's estimate less run B's is
+        // the compare's estimate and the ranking's pair difference, up to the histograms' bins.
+        let (cell, model) = bent_isotonic();
+        let names: Vec<String> = (0..5).map(|g| format!("s{g}")).collect();
+        let groups: Vec<Option<&str>> = (0..300).map(|i| Some(names[i % 5].as_str())).collect();
+        let js: Vec<f64> = cell.pairs.iter().map(|p| p.0).collect();
+        let fitted = model.correct(&js).unwrap();
+        let residuals: Vec<f64> = cell
+            .pairs
+            .iter()
+            .zip(&fitted)
+            .map(|(p, c)| p.1 - c.score)
+            .collect();
+        let bias = super::super::groups::GroupBias::of(&residuals, &groups).unwrap();
+        let mut low = RunItems::scores((0..400).map(|i| 1.2 + (i % 50) as f64 / 40.0).collect());
+        let mut high = RunItems::scores((0..400).map(|i| 3.0 + (i % 60) as f64 / 32.0).collect());
+        let settings = AnswerSettings {
+            refits: 60,
+            seed: 3,
+            ..AnswerSettings::default()
+        };
+        for grouped in [false, true] {
+            if grouped {
+                low.group = Some("s1".into());
+                high.group = Some("s3".into());
+            }
+            let anchored = Anchored::new(Basis {
+                model: &model,
+                anchors: &cell,
+                groups: grouped.then_some(&bias),
+            })
+            .unwrap();
+            let (a, b) = (
+                anchored.estimate(&high, &settings).unwrap(),
+                anchored.estimate(&low, &settings).unwrap(),
+            );
+            let c = anchored.compare_runs(&high, &low, &settings).unwrap();
+            let r = super::super::rank::rank(
+                anchored.basis,
+                &[high.clone(), low.clone()],
+                &settings,
+                &super::super::rank::RankSettings::default(),
+            )
+            .unwrap();
+            let of_estimates = a.mean.estimate - b.mean.estimate;
+            let gap = (c.difference.estimate - of_estimates).abs();
+            assert!(
+                gap < 1e-9,
+                "grouped {grouped}: compare {} vs estimates {of_estimates}",
+                c.difference.estimate
+            );
+            assert_eq!((r.pairs[0].a, r.pairs[0].b), (0, 1));
+            let pair = r.pairs[0].difference;
+            assert!(
+                (pair - of_estimates).abs() < 1e-9,
+                "grouped {grouped}: rank {pair}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_run_answered_after_another_on_the_same_refits_gets_the_answer_it_gets_alone() {
+        // An isotonic version (a resampled corrector term) on 300 anchors of a bent line, and
+        // two runs whose scores lie in different parts of the scale: the second run's answer
+        // reuses the refits the first one fitted, and must equal what it gets from fresh ones.
+        let (cell, model) = bent_isotonic();
         let basis = || Basis {
             model: &model,
             anchors: &cell,

@@ -122,6 +122,54 @@ impl BiasShift {
             .max(0.0)
     }
 
+    /// The bias of one run less another's where the two come from different measures (two
+    /// judge versions' groups): a mixture over both posteriors, each coarsened to at most
+    /// [`DIFFERENCE_COMPONENTS`] components (neighbouring τ, moments kept), whose components'
+    /// variances lose twice the two measures' covariance `covariance` (see
+    /// `runlevel::compare_correlated`).
+    pub fn less(&self, other: &BiasShift, covariance: f64) -> BiasShift {
+        let (a, b) = (
+            self.coarse(DIFFERENCE_COMPONENTS),
+            other.coarse(DIFFERENCE_COMPONENTS),
+        );
+        let components = a
+            .iter()
+            .flat_map(|&(wa, ma, va)| {
+                b.iter().map(move |&(wb, mb, vb)| {
+                    (wa * wb, ma - mb, (va + vb - 2.0 * covariance).max(0.0))
+                })
+            })
+            .collect();
+        let term = if self.term == GroupTerm::Known && other.term == GroupTerm::Known {
+            GroupTerm::Known
+        } else {
+            GroupTerm::New
+        };
+        BiasShift { components, term }
+    }
+
+    /// At most `k` components: runs of neighbouring ones merged, each keeping its weight, mean
+    /// and variance.
+    fn coarse(&self, k: usize) -> Vec<(f64, f64, f64)> {
+        let per = self.components.len().div_ceil(k.max(1)).max(1);
+        self.components
+            .chunks(per)
+            .map(|c| {
+                let w: f64 = c.iter().map(|x| x.0).sum();
+                if w <= 0.0 {
+                    return (0.0, 0.0, 0.0);
+                }
+                let m = c.iter().map(|x| x.0 * x.1).sum::<f64>() / w;
+                let v = c
+                    .iter()
+                    .map(|x| x.0 * (x.2 + (x.1 - m).powi(2)))
+                    .sum::<f64>()
+                    / w;
+                (w, m, v)
+            })
+            .collect()
+    }
+
     /// P(X ≤ x) for X = this mixture plus an independent N(0, `extra`).
     pub fn cdf(&self, x: f64, extra: f64) -> f64 {
         self.components
@@ -199,6 +247,9 @@ struct Posterior {
 
 /// Points of τ's grid.
 const GRID: usize = 160;
+
+/// Components each side of [`BiasShift::less`] keeps.
+pub const DIFFERENCE_COMPONENTS: usize = 32;
 
 impl GroupBias {
     /// From the held-out predictions `held_out` of anchors `pairs` (judge, reference; `None`
@@ -351,6 +402,52 @@ impl GroupBias {
             })
             .collect();
         BiasShift { components, term }
+    }
+
+    /// The weight each group's mean residual b̂_g has in the shift of [`contrast`]`(a, b)`
+    /// (of [`shift`]`(a)` where `b` is `None` and not `against`), one per group in `groups`'
+    /// order, averaged over τ's posterior: a known group's shift is B_g·b̂_g + (1 − B_g)·μ̂_τ,
+    /// a new one's μ̂_τ, and μ̂_τ = Σ w_h·b̂_h / Σ w. Two versions of a judge measure their
+    /// groups on the same items, so their b̂_g's errors are correlated: these weights carry
+    /// that correlation into the answers' difference (`runlevel::compare_correlated`).
+    ///
+    /// [`contrast`]: Self::contrast
+    /// [`shift`]: Self::shift
+    pub fn weights(&self, a: Option<&str>, b: Option<&str>, against: bool) -> Vec<f64> {
+        let mut out = vec![0.0; self.groups.len()];
+        if against && a.is_some() && a == b {
+            return out;
+        }
+        let (ka, kb) = (self.find(a), self.find(b));
+        let s2: Vec<f64> = self
+            .groups
+            .iter()
+            .map(|g| g.standard_error.powi(2).max(1e-12))
+            .collect();
+        for &(p, t2, _, v_mu) in &self.posterior().points {
+            // v_mu = 1/Σw: w_h·v_mu is group h's weight in μ̂_τ.
+            let side = |k: Option<(usize, &GroupResidual)>| -> (f64, Option<(usize, f64)>) {
+                match k {
+                    Some((i, _)) => {
+                        let shrink = t2 / (t2 + s2[i]);
+                        (1.0 - shrink, Some((i, shrink)))
+                    }
+                    None => (1.0, None),
+                }
+            };
+            let (ca, own_a) = side(ka);
+            let (cb, own_b) = if against { side(kb) } else { (0.0, None) };
+            for (h, w) in out.iter_mut().enumerate() {
+                *w += p * (ca - cb) * v_mu / (s2[h] + t2);
+            }
+            if let Some((i, shrink)) = own_a {
+                out[i] += p * shrink;
+            }
+            if let Some((i, shrink)) = own_b {
+                out[i] -= p * shrink;
+            }
+        }
+        out
     }
 
     /// Joint draws of the errors the bias shifts leave in several runs' answers, `draws` rows

@@ -523,7 +523,7 @@ pub fn outside_support(scores: &[f64], lo: f64, hi: f64) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use super::super::resample::{resampled_means, shared_histograms, variance_of};
+    use super::super::resample::{Bins, resampled_means, variance_of};
     use crate::calibrate::rng::Rng;
     use crate::calibrate::rng::SliceRandom;
     use crate::calibrate::rng::{RngExt, SeedableRng};
@@ -811,12 +811,17 @@ mod tests {
         // ±0.015 is narrower than the run's own ±0.0196.
         assert_eq!(plan(v, 100, 0.015, 0.95), Advice::RunSize);
         assert_eq!(outside_support(&[0.5, 1.0, 3.0, 5.5], 1.0, 5.0), 0.5);
-        let h = shared_histograms(&[&[3.0, 1.0, 2.0, 4.0]], 2);
-        assert_eq!(h, vec![vec![(1.5, 0.5), (3.5, 0.5)]]);
-        // Two runs on the groups of both: {1, 2, 3} and {4, 4} pooled.
-        let h = shared_histograms(&[&[1.0, 2.0], &[3.0, 4.0, 4.0]], 2);
-        assert_eq!(h[0], vec![(2.0, 1.0), (4.0, 0.0)]);
-        assert_eq!(h[1], vec![(2.0, 1.0 / 3.0), (4.0, 2.0 / 3.0)]);
+        // Groups of the anchors' scores: {1, 2} and {3, 4}; a run outside them falls in the
+        // end groups.
+        let bins = Bins::of_anchors(&[1.0, 2.0, 3.0, 4.0], 2);
+        assert_eq!(
+            bins.histogram(&[3.0, 1.0, 2.0, 4.0]),
+            vec![(1.5, 0.5), (3.5, 0.5)]
+        );
+        assert_eq!(bins.histogram(&[0.0, 9.0]), vec![(1.5, 0.5), (3.5, 0.5)]);
+        // Ties stay in one group: {1, 1, 1, 1} and {2}, not {1, 1, 1} and {1, 2}.
+        let tied = Bins::of_anchors(&[1.0, 1.0, 1.0, 1.0, 2.0], 2);
+        assert_eq!(tied.histogram(&[1.0, 2.0]), vec![(1.0, 0.5), (2.0, 0.5)]);
     }
 
     #[test]
@@ -840,7 +845,7 @@ mod tests {
         let run: Vec<f64> = (0..200)
             .map(|i| 1.0 + 4.0 * (i as f64 + 0.5) / 200.0)
             .collect();
-        let h = shared_histograms(&[&run], 64);
+        let h = vec![Bins::of_anchors(&run, 64).histogram(&run)];
         let options = crate::calibrate::Method::Isotonic.default_options();
         let never = std::sync::atomic::AtomicBool::new(false);
         let fit_run = crate::calibrate::Run::new(&never, &|_| {});

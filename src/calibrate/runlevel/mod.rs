@@ -332,6 +332,15 @@ pub fn compare_sources(
 /// v_a + v_b − 2ρ√(v_a·v_b), a variance estimated from the `shared` items (its degrees of
 /// freedom, shared − 1, join the difference's by Welch–Satterthwaite). Where either run took
 /// the labelled path (no corrector term), nothing changes.
+///
+/// Where both sources measure groups, the two versions' group means b̂_g are means of their
+/// residuals on the same items: their sampling errors are correlated as the residuals are,
+/// Cov = ρ·s_g^a·s_g^b, and the group term takes off 2·Σ_g w_g^a·w_g^b·ρ·s_g^a·s_g^b, with
+/// w_g each run's weight on b̂_g ([`GroupBias::weights`]); the interval is the quantiles of the
+/// two shifts' mixture ([`groups::BiasShift::less`]) plus the difference's own normal error,
+/// as within one version. The systems' own biases u_g enter
+/// a known group's answer and the new-group mean with weights that nearly cancel between
+/// them; a correlation of u_g between versions is not assumed.
 pub fn compare_correlated(
     (sa, a): (&dyn Source, &RunItems),
     (sb, b): (&dyn Source, &RunItems),
@@ -346,14 +355,48 @@ pub fn compare_correlated(
     let mut variance = va.plus(vb);
     variance.corrector =
         (va.corrector + vb.corrector - 2.0 * rho * (va.corrector * vb.corrector).sqrt()).max(0.0);
+    let grouped = (sa.groups(), sb.groups());
     let df = inference::combined_df(&[
         (variance.sampling + variance.group, c.difference.df),
         (variance.corrector, Some(shared as f64 - 1.0)),
     ]);
-    c.difference =
-        inference::Difference::new(c.difference.estimate, variance, df, settings.level, false);
+    if let (Some(ga), Some(gb)) = grouped
+        && c.a.group.term != GroupTerm::Unmeasured
+        && c.b.group.term != GroupTerm::Unmeasured
+    {
+        // As one source's compare: the difference's own normal error plus the two group
+        // shifts' mixture, here over both versions' posteriors, less their covariance.
+        let (ka, kb) = (a.group.as_deref(), b.group.as_deref());
+        let covariance = rho * shared_group_covariance((ga, ka), (gb, kb));
+        let shift = ga.shift(ka).less(&gb.shift(kb), covariance);
+        let base = c.difference.estimate - shift.shift();
+        variance.group = 0.0;
+        c.difference = inference::Difference::new(base, variance, df, settings.level, false)
+            .with_group(&shift, settings.level);
+    } else {
+        c.difference =
+            inference::Difference::new(c.difference.estimate, variance, df, settings.level, false);
+    }
     c.prob_a_greater = c.difference.prob_a_greater;
     Ok(c)
+}
+
+/// Σ_g w_g^a·w_g^b·s_g^a·s_g^b over the groups both measure: the covariance of two runs'
+/// group shifts (each by its own measure) per unit of correlation between the two measures'
+/// residuals (see [`compare_correlated`]).
+fn shared_group_covariance(
+    (ga, a): (&GroupBias, Option<&str>),
+    (gb, b): (&GroupBias, Option<&str>),
+) -> f64 {
+    let (wa, wb) = (ga.weights(a, None, false), gb.weights(b, None, false));
+    ga.groups
+        .iter()
+        .zip(&wa)
+        .filter_map(|(g, w)| {
+            let k = gb.groups.iter().position(|h| h.group == g.group)?;
+            Some(w * wb[k] * g.standard_error * gb.groups[k].standard_error)
+        })
+        .sum()
 }
 
 /// The correlation of two correctors' errors from the anchor items they share: the

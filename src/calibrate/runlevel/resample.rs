@@ -4,33 +4,56 @@
 
 use crate::calibrate::stats::{mean, sample_variance};
 
-/// Several runs summarised on one shared set of groups: at most `bins` groups of neighbouring
-/// scores of all the runs pooled, each its mean pooled score and, per run, the run's share in
-/// it. A contrast of runs (A − B) then compares the corrector at the same points, so a step of
-/// a refit that falls between two runs' own group means does not pass for a difference.
-pub fn shared_histograms(runs: &[&[f64]], bins: usize) -> Vec<Vec<(f64, f64)>> {
-    let mut pooled: Vec<f64> = runs.iter().flat_map(|r| r.iter().copied()).collect();
-    pooled.sort_by(f64::total_cmp);
-    let per = pooled.len().div_ceil(bins.max(1)).max(1);
-    // Each group: its upper bound and its mean pooled score.
-    let groups: Vec<(f64, f64)> = pooled
-        .chunks(per)
-        .map(|c| (c[c.len() - 1], mean(c)))
-        .collect();
-    runs.iter()
-        .map(|run| {
-            let mut counts = vec![0usize; groups.len()];
-            for &x in run.iter() {
-                let g = groups.partition_point(|&(upper, _)| upper < x);
-                counts[g.min(groups.len() - 1)] += 1;
+/// The groups of neighbouring judge scores every run of a version is summarised on, fixed by
+/// the version's anchors: at most `bins` groups of about equal anchor counts (never splitting
+/// tied scores: a discrete scale's levels each get their own where they fit), each standing
+/// at its anchors' mean score. Every run is a histogram on these groups, whatever runs it is
+/// asked with, so the corrector term of a combination of runs (A − B) is that combination of
+/// the runs' own (an estimate's difference is the compare's, and a ranking's pairs are
+/// differences of estimates), and two runs compare the corrector at the same points, so a step
+/// of a refit that falls between two runs' own means does not pass for a difference. Scores
+/// outside the anchors' range fall in the end groups.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bins {
+    /// Each group's largest anchor score and its anchors' mean score, in order.
+    groups: Vec<(f64, f64)>,
+}
+
+impl Bins {
+    /// From the anchors' judge scores, sorted.
+    pub fn of_anchors(sorted: &[f64], bins: usize) -> Self {
+        let per = sorted.len().div_ceil(bins.max(1)).max(1);
+        let mut groups = Vec::new();
+        let mut start = 0;
+        while start < sorted.len() {
+            let mut end = (start + per).min(sorted.len());
+            // Ties stay together.
+            while end < sorted.len() && sorted[end] == sorted[end - 1] {
+                end += 1;
             }
-            groups
-                .iter()
-                .zip(counts)
-                .map(|(&(_, centre), k)| (centre, k as f64 / run.len().max(1) as f64))
-                .collect()
-        })
-        .collect()
+            let chunk = &sorted[start..end];
+            groups.push((chunk[chunk.len() - 1], mean(chunk)));
+            start = end;
+        }
+        if groups.is_empty() {
+            groups.push((0.0, 0.0));
+        }
+        Bins { groups }
+    }
+
+    /// `run`'s histogram on the groups: (group's score, the run's share in it).
+    pub fn histogram(&self, run: &[f64]) -> Vec<(f64, f64)> {
+        let mut counts = vec![0usize; self.groups.len()];
+        for &x in run {
+            let g = self.groups.partition_point(|&(upper, _)| upper < x);
+            counts[g.min(self.groups.len() - 1)] += 1;
+        }
+        self.groups
+            .iter()
+            .zip(counts)
+            .map(|(&(_, centre), k)| (centre, k as f64 / run.len().max(1) as f64))
+            .collect()
+    }
 }
 
 /// What refitting a corrector on resampled anchors gives.
@@ -81,7 +104,7 @@ pub const OUT_OF_BAG_CAP: usize = 5_000;
 
 /// The corrector's uncertainty by resampling its anchors, for methods without a posterior:
 /// `refits` fits of `options` on `anchors` drawn with replacement and `refits` on half of them
-/// drawn without, each averaged over every run in `runs` (their [`shared_histograms`]). The variance
+/// drawn without, each averaged over every run in `runs` (their histograms on one [`Bins`]). The variance
 /// of any combination of runs (one run, or A − B) follows from the half-sample means with
 /// [`variance_of`], so what the runs share is counted once.
 pub fn resampled_means(
