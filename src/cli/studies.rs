@@ -278,6 +278,11 @@ pub struct RankArgs {
     /// looks − 3 steps, the rest, and the last look (each at 1 − 0.05/looks).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(3..=10))]
     pub looks: u64,
+    /// Only the re-asking user: 4 equal systems, labels at 20/40/80/160, the ranking asked
+    /// again after each batch, through /v1/rank's defaults and through a ranking session
+    /// (`reps` replications a world).
+    #[arg(long)]
+    pub reasking: bool,
     /// Also the floor: each run's fewest labels that settle with every other run fully
     /// labelled (knowing the references), summed: what no design of per-run counts beats.
     #[arg(long)]
@@ -304,6 +309,27 @@ pub struct RankArgs {
 pub(super) fn rank(a: RankArgs) -> Result<(), String> {
     use crate::study::rank;
     let started = std::time::Instant::now();
+    if a.reasking {
+        use rank::reasking::{ReWorld, reasking};
+        println!(
+            "| judge slope | bias sd | items a run | replications | /v1/rank at every look | through a session | session, stopping at the first resolved pair |\n|---:|---:|---:|---:|---:|---:|---:|"
+        );
+        for slope in [0.2, 0.8] {
+            for (tau, run) in [(0.0, 200), (0.0, 1000), (0.3, 1000)] {
+                let w = ReWorld { slope, tau, run };
+                let r = reasking(w, a.reps, a.threads)?;
+                println!(
+                    "| {slope} | {tau} | {run} | {} | {:.1}% | {:.1}% | {:.1}% |",
+                    r.reps,
+                    100.0 * r.rate(r.plain),
+                    100.0 * r.rate(r.session),
+                    100.0 * r.rate(r.stopping)
+                );
+            }
+        }
+        eprintln!("{:.0} s", started.elapsed().as_secs_f64());
+        return Ok(());
+    }
     let design = rank::Design {
         by_budget: a.by_budget,
         looks: a.looks as usize,

@@ -68,7 +68,10 @@ fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(correct::correct))
         .routes(routes!(runlevel::estimate::estimate))
         .routes(routes!(runlevel::compare::compare))
-        .routes(routes!(runlevel::rank::rank));
+        .routes(routes!(runlevel::rank::rank))
+        .routes(routes!(runlevel::rank_sessions::open_rank_session))
+        .routes(routes!(runlevel::rank_sessions::rank_session))
+        .routes(routes!(runlevel::rank_sessions::rank_look));
     let operations = OpenApiRouter::new()
         .routes(routes!(ops::healthz))
         .routes(routes!(ops::readyz))
@@ -197,7 +200,7 @@ async fn method_not_allowed(req: Request) -> ApiError {
 }
 
 /// Unix milliseconds as RFC 3339 (UTC).
-fn rfc3339(ms: i64) -> String {
+pub(crate) fn rfc3339(ms: i64) -> String {
     time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
         .ok()
         .and_then(|t| {

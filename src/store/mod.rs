@@ -12,6 +12,7 @@ mod coverage;
 mod jobs;
 mod judge_versions;
 mod keys;
+mod rank_sessions;
 
 pub use anchors::CellIngest;
 pub use coverage::{BatchCoverage, CellMisses, CoverageWindow};

@@ -43,6 +43,9 @@ CALLS = {
     "check": "check",
     "judge_settings": "judge_settings",
     "put_judge_settings": "set_judge_settings",
+    "open_rank_session": "open_rank_session",
+    "rank_session": "rank_session",
+    "rank_look": "rank_look",
 }
 
 

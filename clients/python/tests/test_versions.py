@@ -64,3 +64,29 @@ def test_records_carry_their_judge_version():
     assert one != judge_version("gpt-4o-2024-08-06", "Rate {answer} from 1 to 10")
     assert one != judge_version("gpt-4o-2024-11-20", "Rate {answer} from 1 to 5")
     assert one != judge_version("gpt-4o-2024-08-06", "Rate {answer} from 1 to 5", temperature=0.7)
+
+
+def test_a_ranking_session_through_the_client(server):
+    """Two looks of a session: the second is round 2 of 2, a third is refused (409)."""
+    from judgecal.errors import JudgecalError
+
+    with Client(server.url, server.key) as jc:
+        jc.upload_anchors("rs", "coherence", rows(120))
+        jc.train("rs", "identity", progress=False, timeout=120)
+        session = jc.open_rank_session("rs", "coherence", 2, seed=4)
+        assert (session.looks, session.looks_left) == (0, 2)
+        runs = {
+            "a": [{"id": f"p{i}", "score": 2.0 + (i % 10) / 5} for i in range(100)],
+            "b": [{"id": f"p{i}", "score": 2.5 + (i % 10) / 5} for i in range(100)],
+        }
+        first = jc.rank_look(session.id, runs)
+        assert first.round == 1 and first.rounds == 2 and first.session.looks == 1
+        second = jc.rank_look(session.id, runs)
+        assert second.round == 2 and second.session.looks_left == 0
+        try:
+            jc.rank_look(session.id, runs)
+        except JudgecalError as e:
+            assert e.status == 409 and "planned 2 looks" in str(e)
+        else:
+            raise AssertionError("a third look was answered")
+        assert jc.rank_session(session.id).looks == 2

@@ -61,7 +61,8 @@ impl RunItems {
         }
     }
 
-    fn references(&self) -> Vec<Option<f64>> {
+    /// Each item's reference, `None` where it has none (also where no item has one).
+    pub fn references(&self) -> Vec<Option<f64>> {
         if self.reference.is_empty() {
             vec![None; self.scores.len()]
         } else {

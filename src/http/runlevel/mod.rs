@@ -5,6 +5,7 @@
 pub mod compare;
 pub mod estimate;
 pub mod rank;
+pub mod rank_sessions;
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;

@@ -10,6 +10,7 @@ use super::{
 };
 use crate::calibrate::runlevel::rank::{Allocation, RankedPair, Ranking};
 use crate::calibrate::runlevel::warnings::{self, Note};
+use crate::domain::rank_session::RankSession;
 use crate::domain::runlevel::{RawLabels, RawRankOptions, RawRunWithGroup, RawSettings};
 use crate::http::AppState;
 use crate::http::error::{ApiError, ErrorBody};
@@ -167,6 +168,48 @@ pub struct LabelPlanDto {
     runs: Vec<RunLabelsDto>,
 }
 
+/// A ranking session.
+#[derive(Serialize, ToSchema)]
+pub struct RankSessionDto {
+    id: String,
+    judge: String,
+    rubric: String,
+    rounds: usize,
+    /// Looks taken.
+    looks: usize,
+    /// Looks left: a look past the plan is refused (409).
+    looks_left: usize,
+    level: f64,
+    error: String,
+    seed: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    version: Option<i64>,
+    /// Labels seen so far over every look, which every later look must still carry.
+    labels_seen: usize,
+    created_at: String,
+    updated_at: String,
+}
+
+impl From<RankSession> for RankSessionDto {
+    fn from(s: RankSession) -> Self {
+        Self {
+            id: s.id.to_string(),
+            judge: s.key.judge.to_string(),
+            rubric: s.key.rubric.to_string(),
+            rounds: s.plan.rounds,
+            looks: s.looks,
+            looks_left: s.plan.rounds.saturating_sub(s.looks),
+            level: s.plan.level,
+            error: s.plan.error.clone(),
+            seed: s.plan.seed,
+            version: s.plan.version,
+            labels_seen: s.seen.labels(),
+            created_at: crate::http::rfc3339(s.created_at_ms),
+            updated_at: crate::http::rfc3339(s.updated_at_ms),
+        }
+    }
+}
+
 #[derive(Serialize, ToSchema)]
 pub struct RankResponse {
     judge: String,
@@ -195,6 +238,11 @@ pub struct RankResponse {
     unresolved: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     labels: Option<LabelPlanDto>,
+    /// The ranking session this look belongs to, after it (looks through
+    /// `POST /v1/rank/sessions/{id}/looks`); absent for a plain `/v1/rank`, whose guarantee
+    /// is for its one look (a warning says so).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    session: Option<RankSessionDto>,
     warnings: Vec<String>,
 }
 
@@ -228,10 +276,28 @@ pub async fn rank(
 ) -> Result<axum::Json<RankResponse>, ApiError> {
     name_span(&body.judge, &body.rubric);
     let request = parse(body)?;
+    Ok(axum::Json(answer(&state, request, None).await?))
+}
+
+/// A plain ranking's answer (`session` `None`), or a session's next look.
+pub(super) async fn answer(
+    state: &AppState,
+    request: RankRequest,
+    session: Option<&RankSession>,
+) -> Result<RankResponse, ApiError> {
     let (settings, how) = (request.settings, request.rank);
     let names: Vec<String> = request.runs.iter().map(|r| r.0.clone()).collect();
     let ids: Vec<Option<Vec<String>>> = request.runs.iter().map(|r| r.1.ids.clone()).collect();
-    let (served, r): (_, Ranking) = state.service.rank(request).await?;
+    let (served, r, after) = match session {
+        None => {
+            let (served, r) = state.service.rank(request).await?;
+            (served, r, None)
+        }
+        Some(s) => {
+            let (served, r, after) = state.service.rank_look(s, request).await?;
+            (served, r, Some(after))
+        }
+    };
     let (judge, rubric, version, method) = identify(&served.loaded);
     let estimates: Vec<_> = r.runs.iter().map(|x| &x.estimate).collect();
     let mut notes = warnings::of_runs(&estimates, None, settings.level);
@@ -242,7 +308,15 @@ pub async fn rank(
         });
     }
     let resolved = r.pairs.iter().filter(|p| p.higher().is_some()).count();
-    Ok(axum::Json(RankResponse {
+    let mut warnings = mismatch_warnings(&served);
+    if after.is_none() {
+        warnings.push(format!(
+            "this ranking's family holds for this one look (round {} of the {} planned); asking again after more labels starts a new family, and the error over all the looks grows with each: open a ranking session (POST /v1/rank/sessions) to bind the looks",
+            how.round, how.rounds
+        ));
+    }
+    warnings.extend(rendered(&notes, |k| format!("{}: ", names[k])));
+    Ok(RankResponse {
         judge,
         rubric,
         version,
@@ -263,36 +337,16 @@ pub async fn rank(
             .allocation
             .as_ref()
             .map(|a| label_plan(a, how.round + 1, &names, &ids)),
-        warnings: {
-            let mut warnings = mismatch_warnings(&served);
-            warnings.extend(rendered(&notes, |k| format!("{}: ", names[k])));
-            warnings
-        },
-    }))
+        session: after.map(Into::into),
+        warnings,
+    })
 }
 
 /// The request as the service takes it, or the problems with it by row and field.
 fn parse(body: RankBody) -> Result<RankRequest, ApiError> {
-    let runs = body
-        .runs
-        .into_iter()
-        .enumerate()
-        .map(|(i, r)| {
-            let prefix = format!("runs[{i}].");
-            (
-                r.name,
-                RawRunWithGroup {
-                    run: raw_run(r.scores, r.items, &prefix),
-                    group: r.group,
-                    judge_version: r.judge_version,
-                },
-            )
-        })
-        .collect();
-    RankRequest::parse(
-        &body.judge,
-        &body.rubric,
-        runs,
+    parse_runs(
+        (&body.judge, &body.rubric),
+        body.runs,
         body.version,
         RawSettings {
             level: body.level,
@@ -311,7 +365,33 @@ fn parse(body: RankBody) -> Result<RankRequest, ApiError> {
             }),
         },
     )
-    .map_err(|p| ApiError::invalid("the ranking request was refused", p))
+}
+
+/// Runs as sent, with the ranking's settings, as the service takes them.
+pub(super) fn parse_runs(
+    (judge, rubric): (&str, &str),
+    runs: Vec<RankRunBody>,
+    version: Option<i64>,
+    settings: RawSettings,
+    options: RawRankOptions,
+) -> Result<RankRequest, ApiError> {
+    let runs = runs
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let prefix = format!("runs[{i}].");
+            (
+                r.name,
+                RawRunWithGroup {
+                    run: raw_run(r.scores, r.items, &prefix),
+                    group: r.group,
+                    judge_version: r.judge_version,
+                },
+            )
+        })
+        .collect();
+    RankRequest::parse(judge, rubric, runs, version, settings, options)
+        .map_err(|p| ApiError::invalid("the ranking request was refused", p))
 }
 
 fn pair_dto(p: &RankedPair, names: &[String]) -> RankedPairDto {

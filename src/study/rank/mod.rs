@@ -28,6 +28,7 @@
 
 mod hanna;
 mod labels;
+pub mod reasking;
 #[cfg(test)]
 mod tests;
 

@@ -264,7 +264,141 @@ async fn ranking_requests_are_refused_whole_naming_the_field(backend: Backend) {
     }
 }
 
+/// A ranking session binds the looks: each look is round k of the planned rounds (its family
+/// level 1 − 0.05/rounds), a look must keep every label seen, a look past the plan is refused,
+/// a refused look spends nothing, and a plain /v1/rank says its guarantee is for one look.
+async fn a_ranking_session_binds_its_looks_and_labels(backend: Backend) {
+    let app = TestApp::new(backend).await;
+    upload(&app, "j1", "coherence", 120, 0.5, 0.8).await;
+    finished(
+        &app,
+        &train(&app, "j1", json!({"method": "identity"})).await,
+    )
+    .await;
+    let base: Vec<f64> = (0..200)
+        .map(|i| 2.0 + ((i * 37) % 100) as f64 / 50.0)
+        .collect();
+    let run = |name: &str, d: f64, labels: &[(usize, f64)]| {
+        let mut it = items(&base.iter().map(|s| s + d).collect::<Vec<_>>());
+        for &(k, y) in labels {
+            it[k]["reference"] = json!(y);
+        }
+        json!({"name": name, "items": it})
+    };
+    let plain = app
+        .json(
+            "POST",
+            "/v1/rank",
+            &json!({"judge": "j1", "rubric": "coherence",
+                "runs": [run("a", 0.0, &[]), run("b", 0.5, &[])]}),
+        )
+        .await;
+    assert_eq!(plain.status, 200, "{}", plain.body);
+    assert!(plain.body.get("session").is_none());
+    let w = plain.body["warnings"].to_string();
+    assert!(
+        w.contains("one look") && w.contains("/v1/rank/sessions"),
+        "{w}"
+    );
+    let open = app
+        .json(
+            "POST",
+            "/v1/rank/sessions",
+            &json!({"judge": "j1", "rubric": "coherence", "rounds": 2, "seed": 5}),
+        )
+        .await;
+    assert_eq!(open.status, 201, "{}", open.body);
+    let id = open.body["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        (open.body["looks"].clone(), open.body["looks_left"].clone()),
+        (json!(0), json!(2))
+    );
+    let look = |body: Value| {
+        let (app, id) = (&app, id.clone());
+        async move {
+            app.json("POST", &format!("/v1/rank/sessions/{id}/looks"), &body)
+                .await
+        }
+    };
+    let labels = [(0, 3.0), (1, 2.5), (2, 4.0)];
+    let first = look(json!({"runs": [run("a", 0.0, &labels), run("b", 0.5, &[])],
+        "labels": {"min_gap": 0.05}}))
+    .await;
+    assert_eq!(first.status, 200, "{}", first.body);
+    assert_eq!(first.body["round"], 1);
+    assert_eq!(first.body["rounds"], 2);
+    assert!((f(&first.body["family_level"]) - 0.975).abs() < 1e-12);
+    assert_eq!(first.body["session"]["looks"], 1);
+    assert_eq!(first.body["session"]["labels_seen"], 3);
+    assert_eq!(
+        first.body["labels"]["seed"], 5,
+        "the session's seed plans the labels"
+    );
+    assert!(!first.body["warnings"].to_string().contains("one look"));
+    // A look that changes one label and drops another: 409 naming run and item; no look spent.
+    let changed = [(0, 3.5), (2, 4.0), (3, 3.0)];
+    let res = look(json!({"runs": [run("a", 0.0, &changed), run("b", 0.5, &[])]})).await;
+    let d = assert_error(&res, 409, "conflict");
+    let text = serde_json::to_string(&d).unwrap();
+    assert!(
+        text.contains("item p0") && text.contains("labels it 3.5"),
+        "{text}"
+    );
+    assert!(
+        text.contains("item p1") && text.contains("without a reference"),
+        "{text}"
+    );
+    assert_eq!(d[0]["field"], "runs[0].items");
+    // A bad look is refused whole and spends nothing either.
+    let res = look(json!({"runs": [run("a", 0.0, &labels)]})).await;
+    assert_error(&res, 422, "invalid_input");
+    let got = app.get(&format!("/v1/rank/sessions/{id}")).await;
+    assert_eq!(got.body["looks"], 1, "{}", got.body);
+    // The second look, with every label and more: round 2 of 2.
+    let more = [(0, 3.0), (1, 2.5), (2, 4.0), (3, 3.3)];
+    let b_labels = [(0, 3.6), (1, 3.1), (2, 3.9)];
+    let second = look(json!({"runs": [run("a", 0.0, &more), run("b", 0.5, &b_labels)]})).await;
+    assert_eq!(second.status, 200, "{}", second.body);
+    assert_eq!(second.body["round"], 2);
+    assert_eq!(second.body["session"]["looks_left"], 0);
+    assert_eq!(second.body["session"]["labels_seen"], 7);
+    // Past the plan: refused, saying why.
+    let res = look(json!({"runs": [run("a", 0.0, &more), run("b", 0.5, &b_labels)]})).await;
+    assert_error(&res, 409, "conflict");
+    assert!(
+        res.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("planned 2 looks")
+    );
+    // Unknown and malformed sessions.
+    let none = "00000000-0000-4000-8000-000000000000";
+    assert_error(
+        &app.get(&format!("/v1/rank/sessions/{none}")).await,
+        404,
+        "not_found",
+    );
+    assert_error(
+        &app.get("/v1/rank/sessions/nope").await,
+        422,
+        "invalid_input",
+    );
+    let d = assert_error(
+        &app.json(
+            "POST",
+            "/v1/rank/sessions",
+            &json!({"judge": "j1", "rubric": "coherence", "rounds": 11, "error": "x"}),
+        )
+        .await,
+        422,
+        "invalid_input",
+    );
+    let fields: Vec<&str> = d.iter().map(|p| p["field"].as_str().unwrap()).collect();
+    assert_eq!(fields, ["rounds", "error"]);
+}
+
 on_both_backends!(
     a_clear_leader_is_ranked_first_and_labels_go_to_the_tie,
     ranking_requests_are_refused_whole_naming_the_field,
+    a_ranking_session_binds_its_looks_and_labels,
 );

@@ -594,6 +594,64 @@ class Endpoints:
         )
         return self._send(Request("POST", "/v1/rank", model(models.RankResponse), json=body))
 
+    def open_rank_session(
+        self,
+        judge: str,
+        rubric: str,
+        rounds: int,
+        *,
+        level: float | None = None,
+        error: str | None = None,
+        seed: int | None = None,
+        version: int | None = None,
+    ) -> models.RankSessionDto:
+        """POST /v1/rank/sessions: a ranking session of `rounds` looks, fixed now. Each
+        look (`rank_look`) is round k of `rounds`, so the claims of every look hold together at
+        `level`; the session keeps the label seed and every label seen, and refuses a look past
+        the plan."""
+        body = with_options(
+            {"judge": judge, "rubric": rubric, "rounds": rounds},
+            level=level,
+            error=error,
+            seed=seed,
+            version=version,
+        )
+        return self._send(
+            Request("POST", "/v1/rank/sessions", model(models.RankSessionDto), json=body)
+        )
+
+    def rank_session(self, session_id: str) -> models.RankSessionDto:
+        """GET /v1/rank/sessions/{id}: the session's plan, looks taken and left, labels seen."""
+        return self._send(
+            Request("GET", f"/v1/rank/sessions/{seg(session_id)}", model(models.RankSessionDto))
+        )
+
+    def rank_look(
+        self,
+        session_id: str,
+        runs: Mapping[str, Any],
+        *,
+        groups: Mapping[str, str] | None = None,
+        labels: Mapping[str, Any] | None = None,
+        judge_versions: Mapping[str, str] | None = None,
+    ) -> models.RankResponse:
+        """POST /v1/rank/sessions/{id}/looks: the session's next look, `rank`'s answer with
+        the session's round, level, error rate, label seed and version. Every label an earlier
+        look carried must come again unchanged (409 naming run and item otherwise)."""
+        runs_body = [
+            {"name": name, **run_body(run, (groups or {}).get(name), (judge_versions or {}).get(name))}
+            for name, run in runs.items()
+        ]
+        body = with_options({"runs": runs_body}, labels=dict(labels) if labels is not None else None)
+        return self._send(
+            Request(
+                "POST",
+                f"/v1/rank/sessions/{seg(session_id)}/looks",
+                model(models.RankResponse),
+                json=body,
+            )
+        )
+
 
 FINISHED = frozenset({"succeeded", "failed", "cancelled"})
 

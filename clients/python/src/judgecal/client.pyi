@@ -125,6 +125,20 @@ class Client:
         `round` of the `rounds` planned from the start; `version` as in `estimate`;
         `judge_versions` names the judge version that scored each run."""
         ...
+    def open_rank_session(self, judge: str, rubric: str, rounds: int, *, level: float | None=None, error: str | None=None, seed: int | None=None, version: int | None=None) -> models.RankSessionDto:
+        """POST /v1/rank/sessions: a ranking session of `rounds` looks, fixed now. Each
+        look (`rank_look`) is round k of `rounds`, so the claims of every look hold together at
+        `level`; the session keeps the label seed and every label seen, and refuses a look past
+        the plan."""
+        ...
+    def rank_session(self, session_id: str) -> models.RankSessionDto:
+        """GET /v1/rank/sessions/{id}: the session's plan, looks taken and left, labels seen."""
+        ...
+    def rank_look(self, session_id: str, runs: Mapping[str, Any], *, groups: Mapping[str, str] | None=None, labels: Mapping[str, Any] | None=None, judge_versions: Mapping[str, str] | None=None) -> models.RankResponse:
+        """POST /v1/rank/sessions/{id}/looks: the session's next look, `rank`'s answer with
+        the session's round, level, error rate, label seed and version. Every label an earlier
+        look carried must come again unchanged (409 naming run and item otherwise)."""
+        ...
 
 
 class AsyncClient:
@@ -231,6 +245,20 @@ class AsyncClient:
         `min_gap`, `power`, `seed`) asks which items of which runs to label next, for a later
         `round` of the `rounds` planned from the start; `version` as in `estimate`;
         `judge_versions` names the judge version that scored each run."""
+        ...
+    async def open_rank_session(self, judge: str, rubric: str, rounds: int, *, level: float | None=None, error: str | None=None, seed: int | None=None, version: int | None=None) -> models.RankSessionDto:
+        """POST /v1/rank/sessions: a ranking session of `rounds` looks, fixed now. Each
+        look (`rank_look`) is round k of `rounds`, so the claims of every look hold together at
+        `level`; the session keeps the label seed and every label seen, and refuses a look past
+        the plan."""
+        ...
+    async def rank_session(self, session_id: str) -> models.RankSessionDto:
+        """GET /v1/rank/sessions/{id}: the session's plan, looks taken and left, labels seen."""
+        ...
+    async def rank_look(self, session_id: str, runs: Mapping[str, Any], *, groups: Mapping[str, str] | None=None, labels: Mapping[str, Any] | None=None, judge_versions: Mapping[str, str] | None=None) -> models.RankResponse:
+        """POST /v1/rank/sessions/{id}/looks: the session's next look, `rank`'s answer with
+        the session's round, level, error rate, label seed and version. Every label an earlier
+        look carried must come again unchanged (409 naming run and item otherwise)."""
         ...
 
 

@@ -647,6 +647,28 @@ class LabelsBody(BaseModel):
     """
 
 
+class LookLabelsBody(BaseModel):
+    """
+    A label plan for the next look (its seed is the session's).
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    budget: int | None = Field(None, examples=[200], ge=1)
+    """
+    The most labels in all.
+    """
+    min_gap: float | None = Field(None, examples=[0.1], gt=0.0)
+    """
+    Gaps smaller than this need not be resolved (default 0.1).
+    """
+    power: float | None = Field(None, examples=[0.8], ge=0.5, le=0.99)
+    """
+    The chance of resolving a pair whose true gap is the one planned for (default 0.8).
+    """
+
+
 class Objective(Enum):
     """
     A figure a rule compares; lower is better.
@@ -666,6 +688,54 @@ class OnMismatch(Enum):
 
     warn = 'warn'
     refuse = 'refuse'
+
+
+class OpenSessionBody(BaseModel):
+    """
+    The body of POST /v1/rank/sessions.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    error: str | None = Field(
+        None, examples=['familywise'], pattern='^(familywise|per_pair)$'
+    )
+    """
+    `familywise` (default) or `per_pair`.
+    """
+    judge: str = Field(
+        ...,
+        examples=['gpt-4o-mini'],
+        max_length=64,
+        min_length=1,
+        pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
+    )
+    level: float | None = Field(None, examples=[0.95], ge=0.5, le=0.999)
+    """
+    Of the family over all looks (default 0.95).
+    """
+    rounds: int = Field(..., examples=[4], ge=1, le=10)
+    """
+    The looks planned in all, fixed now: each is made at family-wise level
+    1 − (1 − level)/rounds, so that every look's claims hold together.
+    """
+    rubric: str = Field(
+        ...,
+        examples=['coherence'],
+        max_length=64,
+        min_length=1,
+        pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
+    )
+    seed: int | None = Field(None, ge=0)
+    """
+    Seeds every look's label plan (default 0).
+    """
+    version: int | None = Field(None, ge=1)
+    """
+    Answer every look by this calibrator version (default: the cell's active one at each
+    look).
+    """
 
 
 class PlanDto(BaseModel):
@@ -778,6 +848,35 @@ class RankRunScores(BaseModel):
     """
     Raw judge scores, one per item of the run.
     """
+
+
+class RankSessionDto(BaseModel):
+    """
+    A ranking session.
+    """
+
+    created_at: str
+    error: str
+    id: str
+    judge: str
+    labels_seen: int = Field(..., ge=0)
+    """
+    Labels seen so far over every look, which every later look must still carry.
+    """
+    level: float
+    looks: int = Field(..., ge=0)
+    """
+    Looks taken.
+    """
+    looks_left: int = Field(..., ge=0)
+    """
+    Looks left: a look past the plan is refused (409).
+    """
+    rounds: int = Field(..., ge=0)
+    rubric: str
+    seed: int = Field(..., ge=0)
+    updated_at: str
+    version: int | None = None
 
 
 class RankedPairDto(BaseModel):
@@ -2540,6 +2639,22 @@ class VersionsResponse(BaseModel):
     """
 
 
+class LookBody(BaseModel):
+    """
+    The body of a look: the runs as `/v1/rank` takes them, each with every label an earlier
+    look of the session carried.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    labels: LookLabelsBody | None = None
+    runs: list[RankRunBody] = Field(..., max_length=50, min_length=2)
+    """
+    2 to 50 runs.
+    """
+
+
 class RankBody(BaseModel):
     """
     The body of POST /v1/rank: K runs of one cell.
@@ -2625,6 +2740,7 @@ class RankResponse(BaseModel):
     """
     The runs as sent, each with its rank interval.
     """
+    session: RankSessionDto | None = None
     top: list[str]
     """
     The runs that may be the best.
