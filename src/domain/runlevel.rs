@@ -260,6 +260,9 @@ impl RankRequest {
             ));
         }
         if let Some(l) = options.labels {
+            if l.seed.is_some_and(|s| i64::try_from(s).is_err()) {
+                problems.push(Problem::at(None, "labels.seed", "0 to 9223372036854775807"));
+            }
             let mut goal = LabelGoal {
                 seed: l.seed.unwrap_or(settings.seed),
                 ..LabelGoal::default()

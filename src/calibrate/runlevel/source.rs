@@ -351,6 +351,29 @@ mod tests {
         (compared as f64 / reps as f64, ranked as f64 / reps as f64)
     }
 
+    /// Whether a ranking of `runs` (each with its truth) by `sources` (two judge versions,
+    /// their corrector errors drawn correlated as the shared items' `residuals` say) holds as
+    /// a family.
+    fn family_covers(
+        sources: &[&dyn Source],
+        runs: [(RunItems, f64); 3],
+        residuals: &[(f64, f64)],
+        w: World,
+        settings: &AnswerSettings,
+        how: &RankSettings,
+    ) -> bool {
+        let how = RankSettings {
+            shared: super::super::shared_correlation_for_draws(residuals, w.anchors, w.anchors),
+            ..*how
+        };
+        let (runs, truth): (Vec<RunItems>, Vec<f64>) = runs.into_iter().unzip();
+        let r = rank_sources(sources, &runs, settings, &how).unwrap();
+        r.pairs.iter().all(|p| {
+            let d = truth[p.a] - truth[p.b];
+            p.interval.0 <= d && d <= p.interval.1
+        })
+    }
+
     /// How often `compare_correlated`'s 95% interval covers when the two sources are two judge
     /// versions calibrated on the *same* anchor items (re-scored, one reference each): version
     /// A scores +0.4 off, version B −0.3, each with its own noise; run A is 200 items scored by
@@ -414,18 +437,10 @@ mod tests {
                 continue;
             }
             let sources: [&dyn Source; 3] = [&sa, &sa, &sb];
-            let how = RankSettings {
-                shared: super::super::shared_correlation_for_draws(
-                    &residuals, w.anchors, w.anchors,
-                ),
-                ..how
-            };
-            let r = rank_sources(&sources, &[a, a2, b], &settings, &how).unwrap();
-            let truth = [ta, t2, tb];
-            ranked += usize::from(r.pairs.iter().all(|p| {
-                let d = truth[p.a] - truth[p.b];
-                p.interval.0 <= d && d <= p.interval.1
-            }));
+            let runs = [(a, ta), (a2, t2), (b, tb)];
+            ranked += usize::from(family_covers(
+                &sources, runs, &residuals, w, &settings, &how,
+            ));
         }
         (
             covered as f64 / reps as f64,
@@ -529,16 +544,8 @@ mod tests {
                 continue;
             }
             let sources: [&dyn Source; 3] = [&sa, &sa, &sb];
-            let how = RankSettings {
-                shared: super::super::shared_correlation_for_draws(&shared, w.anchors, w.anchors),
-                ..how
-            };
-            let r = rank_sources(&sources, &[a, a2, b], &settings, &how).unwrap();
-            let truth = [ta, t2, tb];
-            ranked += usize::from(r.pairs.iter().all(|p| {
-                let d = truth[p.a] - truth[p.b];
-                p.interval.0 <= d && d <= p.interval.1
-            }));
+            let runs = [(a, ta), (a2, t2), (b, tb)];
+            ranked += usize::from(family_covers(&sources, runs, &shared, w, &settings, &how));
         }
         (
             covered as f64 / reps as f64,

@@ -113,6 +113,9 @@ pub async fn open_rank_session(
     if ErrorRate::parse(&error).is_none() {
         problems.push(Problem::at(None, "error", "familywise or per_pair"));
     }
+    if body.seed.is_some_and(|s| i64::try_from(s).is_err()) {
+        problems.push(Problem::at(None, "seed", "0 to 9223372036854775807"));
+    }
     if body.version.is_some_and(|v| v < 1) {
         problems.push(Problem::at(None, "version", "a version number, from 1"));
     }

@@ -387,14 +387,15 @@ async fn a_ranking_session_binds_its_looks_and_labels(backend: Backend) {
         &app.json(
             "POST",
             "/v1/rank/sessions",
-            &json!({"judge": "j1", "rubric": "coherence", "rounds": 11, "error": "x"}),
+            &json!({"judge": "j1", "rubric": "coherence", "rounds": 11, "error": "x",
+                "seed": u64::MAX}),
         )
         .await,
         422,
         "invalid_input",
     );
     let fields: Vec<&str> = d.iter().map(|p| p["field"].as_str().unwrap()).collect();
-    assert_eq!(fields, ["rounds", "error"]);
+    assert_eq!(fields, ["rounds", "error", "seed"]);
 }
 
 on_both_backends!(
