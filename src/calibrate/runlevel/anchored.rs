@@ -40,8 +40,9 @@ pub struct Anchored<'a> {
     judge_scores: Vec<f64>,
     /// The references' level spacing (0 for a continuous scale): the labelled path's floor.
     spacing: f64,
-    /// The groups of judge scores a resampled term averages each run over.
-    bins: resample::Bins,
+    /// The groups of judge scores a resampled term averages each run over (made by the first
+    /// answer that resamples).
+    bins: std::cell::OnceCell<resample::Bins>,
     /// The resampled corrector's refits, fitted at the first answer that needs them, with the
     /// (refits, seed) they were fitted for; every later run of the same request reuses them.
     refits: std::cell::OnceCell<((usize, u64), resample::Refits)>,
@@ -77,7 +78,7 @@ impl<'a> Anchored<'a> {
             residuals,
             noise_var,
             shift,
-            bins: resample::Bins::of_anchors(&judge_scores, HISTOGRAM_BINS),
+            bins: std::cell::OnceCell::new(),
             judge_scores,
             spacing: crate::calibrate::quality::level_spacing(&references),
             refits: std::cell::OnceCell::new(),
@@ -136,7 +137,10 @@ impl<'a> Anchored<'a> {
         runs: &[&[f64]],
         settings: &AnswerSettings,
     ) -> Result<(Histograms, resample::Resampled)> {
-        let histograms: Histograms = runs.iter().map(|r| self.bins.histogram(r)).collect();
+        let bins = self
+            .bins
+            .get_or_init(|| resample::Bins::of_anchors(&self.judge_scores, HISTOGRAM_BINS));
+        let histograms: Histograms = runs.iter().map(|r| bins.histogram(r)).collect();
         let key = (settings.refits.max(2), settings.seed);
         let fit = || {
             let options = self.basis.model.method().default_options();

@@ -404,47 +404,26 @@ impl GroupBias {
         BiasShift { components, term }
     }
 
-    /// The weight each group's mean residual b̂_g has in the shift of [`contrast`]`(a, b)`
-    /// (of [`shift`]`(a)` where `b` is `None` and not `against`), one per group in `groups`'
-    /// order, averaged over τ's posterior: a known group's shift is B_g·b̂_g + (1 − B_g)·μ̂_τ,
-    /// a new one's μ̂_τ, and μ̂_τ = Σ w_h·b̂_h / Σ w. Two versions of a judge measure their
-    /// groups on the same items, so their b̂_g's errors are correlated: these weights carry
-    /// that correlation into the answers' difference (`runlevel::compare_correlated`).
+    /// The weight each group's mean residual b̂_g has in the shift of a run of `group`
+    /// ([`shift`]), one per group in `groups`' order, averaged over τ's posterior: a known
+    /// group's shift is B_g·b̂_g + (1 − B_g)·μ̂_τ, a new one's μ̂_τ, and μ̂_τ = Σ w_h·b̂_h / Σ w.
+    /// Two versions of a judge measure their groups on the same items, so their b̂_g's errors
+    /// are correlated: these weights carry that correlation into the answers' difference
+    /// (`runlevel::compare_correlated`).
     ///
-    /// [`contrast`]: Self::contrast
     /// [`shift`]: Self::shift
-    pub fn weights(&self, a: Option<&str>, b: Option<&str>, against: bool) -> Vec<f64> {
+    pub fn weights(&self, group: Option<&str>) -> Vec<f64> {
         let mut out = vec![0.0; self.groups.len()];
-        if against && a.is_some() && a == b {
-            return out;
-        }
-        let (ka, kb) = (self.find(a), self.find(b));
-        let s2: Vec<f64> = self
-            .groups
-            .iter()
-            .map(|g| g.standard_error.powi(2).max(1e-12))
-            .collect();
+        let own = self.find(group);
         for &(p, t2, _, v_mu) in &self.posterior().points {
+            // The run's coefficient on μ̂_τ (1 − B_g, or 1 for a new group), as in its shift.
+            let (on_mu, _, _) = side(own.map(|k| k.1), t2);
             // v_mu = 1/Σw: w_h·v_mu is group h's weight in μ̂_τ.
-            let side = |k: Option<(usize, &GroupResidual)>| -> (f64, Option<(usize, f64)>) {
-                match k {
-                    Some((i, _)) => {
-                        let shrink = t2 / (t2 + s2[i]);
-                        (1.0 - shrink, Some((i, shrink)))
-                    }
-                    None => (1.0, None),
-                }
-            };
-            let (ca, own_a) = side(ka);
-            let (cb, own_b) = if against { side(kb) } else { (0.0, None) };
-            for (h, w) in out.iter_mut().enumerate() {
-                *w += p * (ca - cb) * v_mu / (s2[h] + t2);
+            for (w, g) in out.iter_mut().zip(&self.groups) {
+                *w += p * on_mu * v_mu / (g.standard_error.powi(2).max(1e-12) + t2);
             }
-            if let Some((i, shrink)) = own_a {
-                out[i] += p * shrink;
-            }
-            if let Some((i, shrink)) = own_b {
-                out[i] -= p * shrink;
+            if let Some((i, _)) = own {
+                out[i] += p * (1.0 - on_mu);
             }
         }
         out

@@ -389,7 +389,7 @@ fn shared_group_covariance(
     (ga, a): (&GroupBias, Option<&str>),
     (gb, b): (&GroupBias, Option<&str>),
 ) -> f64 {
-    let (wa, wb) = (ga.weights(a, None, false), gb.weights(b, None, false));
+    let (wa, wb) = (ga.weights(a), gb.weights(b));
     ga.groups
         .iter()
         .zip(&wa)
