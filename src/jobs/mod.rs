@@ -181,7 +181,7 @@ async fn finish(
                 .iter()
                 .filter(|v| v.model.failure().is_none())
                 .count(),
-            "training finished (a job none of whose versions passed ends failed)"
+            "training finished"
         ),
         Ok(false) => tracing::warn!("lost the job's lease before storing; another process has it"),
         Err(e) => {
