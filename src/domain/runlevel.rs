@@ -142,6 +142,10 @@ impl CompareRequest {
     }
 }
 
+/// The largest judge score a run-level request takes: its sums and squares over a run stay
+/// finite (a score of 1e221 made a ranking's estimates overflow to NaN).
+pub const MAX_SCORE: f64 = 1e9;
+
 /// K runs to rank, asked for.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RankRequest {
@@ -393,11 +397,11 @@ fn parse_items(
                 ));
             }
             for (i, s) in scores.iter().enumerate() {
-                if !s.is_finite() {
+                if !(s.is_finite() && s.abs() <= MAX_SCORE) {
                     problems.push(Problem::at(
                         Some(i + 1),
                         &field("scores"),
-                        "must be a finite number",
+                        "must be a finite number within ±1e9",
                     ));
                 }
             }
@@ -413,8 +417,12 @@ fn parse_items(
     let with_cluster = items.iter().filter(|i| i.cluster.is_some()).count();
     for (i, item) in items.iter().enumerate() {
         let row = Some(i + 1);
-        if !item.score.is_finite() {
-            problems.push(Problem::at(row, &field("score"), "must be a finite number"));
+        if !(item.score.is_finite() && item.score.abs() <= MAX_SCORE) {
+            problems.push(Problem::at(
+                row,
+                &field("score"),
+                "must be a finite number within ±1e9",
+            ));
         }
         if item.reference.is_some_and(|r| !r.is_finite()) {
             problems.push(Problem::at(

@@ -9,12 +9,14 @@ use crate::domain::rank_session::{RankSession, SessionPlan};
 use crate::error::{Error, Result};
 
 impl Service {
-    /// Opens a session on a cell.
+    /// Opens a session on a cell that has a calibration to answer it (the pinned version, or
+    /// an active one): 404 otherwise, before any look is planned.
     pub async fn open_rank_session(
         &self,
         key: &CellKey,
         plan: &SessionPlan,
     ) -> Result<RankSession> {
+        self.corrector(key, plan.version).await?;
         self.store.open_rank_session(key, plan).await
     }
 

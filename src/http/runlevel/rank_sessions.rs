@@ -81,6 +81,7 @@ pub struct LookBody {
     request_body = OpenSessionBody,
     responses(
         (status = 201, body = RankSessionDto),
+        (status = 404, description = "The cell has no calibrator to answer it (or no such pinned version)", body = ErrorBody),
         (status = 422, description = "Bad judge, rubric, rounds, level, error or version", body = ErrorBody),
     ),
     security(("api_key" = ["correct"]))

@@ -371,6 +371,13 @@ async fn a_ranking_session_binds_its_looks_and_labels(backend: Backend) {
             .unwrap()
             .contains("planned 2 looks")
     );
+    // A session on a cell with no calibrator is refused before any look.
+    let untrained = json!({"judge": "j9", "rubric": "coherence", "rounds": 2});
+    assert_error(
+        &app.json("POST", "/v1/rank/sessions", &untrained).await,
+        404,
+        "not_found",
+    );
     // Unknown and malformed sessions.
     let none = "00000000-0000-4000-8000-000000000000";
     assert_error(
