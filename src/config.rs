@@ -71,6 +71,13 @@ pub struct CalibratorSettings {
     pub refresh_millis: u64,
     /// The drift alarm's chance of ever firing on a healthy cell, per activation.
     pub drift_delta: f64,
+    /// The fleet the fleet-wide drift alert is sized for: at most this many cells watched at
+    /// once (K). Each cell's fleet e-process tests against its bound at
+    /// `fleet_delta`/(2K) and alerts at 2K/`fleet_delta`.
+    pub fleet_cells: usize,
+    /// The fleet-wide drift alert's chance of any false alert across `fleet_cells` cells, the
+    /// bounds' own failures included.
+    pub fleet_delta: f64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -166,18 +173,20 @@ impl Settings {
                 "calibrators.refresh_millis",
                 self.calibrators.refresh_millis as usize,
             ),
+            ("calibrators.fleet_cells", self.calibrators.fleet_cells),
         ];
         for (key, value) in positive {
             if value == 0 {
                 return fail(key, "must be greater than 0".into());
             }
         }
-        let delta = self.calibrators.drift_delta;
-        if !(delta > 0.0 && delta < 1.0) {
-            return fail(
-                "calibrators.drift_delta",
-                format!("must lie in (0, 1); got {delta}"),
-            );
+        for (key, delta) in [
+            ("calibrators.drift_delta", self.calibrators.drift_delta),
+            ("calibrators.fleet_delta", self.calibrators.fleet_delta),
+        ] {
+            if !(delta > 0.0 && delta < 1.0) {
+                return fail(key, format!("must lie in (0, 1); got {delta}"));
+            }
         }
         if self.jobs.min_anchors < 2 {
             return fail(

@@ -12,7 +12,7 @@ use prometheus::{
 };
 
 use crate::calibrate::Method;
-use crate::calibrate::drift::Drift;
+use crate::calibrate::drift::Watch;
 use crate::domain::CellKey;
 use crate::domain::calibration::{CalibratorVersion, JobKind};
 use crate::store::CoverageWindow;
@@ -63,6 +63,10 @@ pub struct Metrics {
     pub drift_miss_bound: GaugeVec,
     pub drift_alarm: IntGaugeVec,
     pub drift_anchors: IntGaugeVec,
+    pub drift_units: IntGaugeVec,
+    pub drift_fleet_evalue_peak: GaugeVec,
+    pub drift_fleet_miss_bound: GaugeVec,
+    pub drift_fleet_alarm: IntGaugeVec,
     pub judge_version_mismatch: IntCounterVec,
     pub judge_changed: IntGaugeVec,
     /// The cells the coverage gauges are set for, to drop those whose version changed.
@@ -203,11 +207,11 @@ impl Metrics {
             ),
             drift_evalue: gauge(
                 "judgecal_drift_evalue",
-                "The drift alarm's e-value for the active version: the wealth of a bet, once per upload batch, against \"new anchors miss its 95% interval at most at judgecal_drift_miss_bound\", over every batch checked since the activation; the alarm fires when it has reached 1/calibrators.drift_delta",
+                "The drift alarm's e-value for the active version: the wealth of a bet, anchor by anchor with raters (or batches naming none) as independent units, against \"new anchors miss its 95% interval at most at judgecal_drift_miss_bound\", over every anchor checked since the activation; the alarm fires when it has reached 1/calibrators.drift_delta",
             ),
             drift_evalue_peak: gauge(
                 "judgecal_drift_evalue_peak",
-                "The largest drift e-value since the active version's activation: a healthy cell's ever reaches c with probability at most 1/c, so alerting at (watched cells)/delta holds a fleet-wide false alarm rate delta",
+                "The largest drift e-value since the active version's activation: a healthy cell's ever reaches c with probability at most 1/c (plus the bound's failure, one version in 1,000)",
             ),
             drift_miss_bound: gauge(
                 "judgecal_drift_miss_bound",
@@ -220,6 +224,22 @@ impl Metrics {
             drift_anchors: int_gauge(
                 "judgecal_drift_anchors",
                 "Anchors checked against the active version since its activation (behind judgecal_drift_evalue)",
+            ),
+            drift_units: int_gauge(
+                "judgecal_drift_units",
+                "Independent units behind judgecal_drift_evalue: the raters named, plus one per upload batch naming none",
+            ),
+            drift_fleet_evalue_peak: gauge(
+                "judgecal_drift_fleet_evalue_peak",
+                "The largest e-value of the fleet's drift e-process since the activation: the same bet against judgecal_drift_fleet_miss_bound; judgecal_drift_fleet_alarm fires at 2*calibrators.fleet_cells/calibrators.fleet_delta",
+            ),
+            drift_fleet_miss_bound: gauge(
+                "judgecal_drift_fleet_miss_bound",
+                "The active version's miss-rate bound at the fleet alert's level, calibrators.fleet_delta/(2*calibrators.fleet_cells)",
+            ),
+            drift_fleet_alarm: int_gauge(
+                "judgecal_drift_fleet_alarm",
+                "1 once judgecal_drift_fleet_evalue_peak has reached 2*calibrators.fleet_cells/calibrators.fleet_delta: across at most fleet_cells cells, any healthy cell ever does so, or has a failed bound, with probability at most fleet_delta (the JudgecalDrift alert)",
             ),
             coverage_cells: Arc::default(),
             drift_cells: Arc::default(),
@@ -305,7 +325,7 @@ impl Metrics {
 
     /// The drift alarm of every cell with checks since its version's activation; cells without
     /// lose theirs.
-    pub fn set_drift(&self, drifts: &[(CellKey, Drift)]) {
+    pub fn set_drift(&self, drifts: &[(CellKey, Watch)]) {
         let Ok(mut cells) = self.drift_cells.lock() else {
             return;
         };
@@ -317,9 +337,26 @@ impl Metrics {
             let _ = self.drift_miss_bound.remove_label_values(&labels);
             let _ = self.drift_alarm.remove_label_values(&labels);
             let _ = self.drift_anchors.remove_label_values(&labels);
+            let _ = self.drift_units.remove_label_values(&labels);
+            let _ = self.drift_fleet_evalue_peak.remove_label_values(&labels);
+            let _ = self.drift_fleet_miss_bound.remove_label_values(&labels);
+            let _ = self.drift_fleet_alarm.remove_label_values(&labels);
         }
-        for (key, d) in drifts {
+        for (key, w) in drifts {
             let labels = [key.judge.as_str(), key.rubric.as_str()];
+            let (d, f) = (&w.cell, &w.fleet);
+            self.drift_units
+                .with_label_values(&labels)
+                .set(d.units as i64);
+            self.drift_fleet_evalue_peak
+                .with_label_values(&labels)
+                .set(f.peak);
+            self.drift_fleet_miss_bound
+                .with_label_values(&labels)
+                .set(f.miss_bound);
+            self.drift_fleet_alarm
+                .with_label_values(&labels)
+                .set(i64::from(f.alarm));
             self.drift_evalue.with_label_values(&labels).set(d.e_value);
             self.drift_evalue_peak
                 .with_label_values(&labels)

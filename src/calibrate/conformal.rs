@@ -98,7 +98,7 @@ pub struct Intervals {
 
 /// The 1-based ranks of the 2.5% and 97.5% split-conformal order statistics of `n` residuals;
 /// `None` with fewer than 39, where they do not exist.
-fn ranks(n: usize) -> Option<(usize, usize)> {
+pub(crate) fn ranks(n: usize) -> Option<(usize, usize)> {
     let tail = (1.0 - LEVEL) / 2.0;
     let lo = ((n + 1) as f64 * tail).floor() as usize;
     let hi = ((n + 1) as f64 * (1.0 - tail)).ceil() as usize;

@@ -1,68 +1,156 @@
-//! A drift alarm with a stated guarantee.
+//! A drift alarm with a stated guarantee, fast when a cell breaks and honest when anchors are
+//! not independent.
 //!
 //! Each new anchor either falls outside the version's 95% interval (a miss, 1) or not (0).
-//! While the cell is healthy (new anchors exchangeable with those the version was trained
-//! on), a batch's anchors miss at most at the version's rate a: the bound on its miss rate that
-//! holds given its training anchors ([`crate::calibrate::conformal::Intervals::miss_bound`],
-//! failing for one version in 1/[`BOUND_DELTA`]). The alarm bets against that once per upload batch: its wealth starts at
-//! 1 and each batch multiplies it by 1 + λ_b·(x̄_b − a), where x̄_b is the batch's miss share
-//! and λ_b in [0, 1/a) is chosen from earlier batches only. The batch's anchors may share
-//! raters or prompts, and so miss together; the expectation of x̄_b is still at most a,
-//! so each factor has expectation at most 1, the wealth is a nonnegative supermartingale and,
-//! by Ville's inequality, the chance that it *ever* reaches 1/δ is at most δ: the alarm
-//! (wealth ≥ 1/δ) is anytime-valid, however long the cell is watched and however its anchors
-//! are batched. Betting on each anchor instead would need them to be independent given the
-//! past, which batches sharing a rater are not: a shared offset then raises false alarms.
+//! While the cell is healthy (new anchors exchangeable with those the version was trained on),
+//! anchors miss at most at the version's rate a: the bound on its miss rate that holds given
+//! its training anchors ([`crate::calibrate::conformal::Intervals::miss_bound`], failing for
+//! one version in 1/[`BOUND_DELTA`]).
 //!
-//! λ_b is the Kelly bet for the recent batches: (p̂ − a)·n/(d·a(1 − a)), clipped to
-//! [0, `MAX_BET`/a], where p̂ is the miss rate over the recent anchors shrunk towards a, n the
-//! recent batches' mean size, and d ≥ 1 their design effect: the spread of their miss shares
-//! around p̂ over what independent anchors would give (p̂(1 − p̂)/n), shrunk towards 1. For
-//! anchors one at a time this is the Kelly bet on a coin, (p̂ − a)/(a(1 − a)). A batch of many
-//! independent anchors says more than one anchor, so the bet grows with the batch; batches
-//! whose anchors miss together show it in d, which shrinks the bet back. The recent ones are
-//! the last `WINDOW` anchors or the last `BATCH_WINDOW` batches, whichever reach further back.
-//! A healthy cell keeps λ near 0, so its wealth does not waste away while nothing happens and
-//! a later jump is caught quickly.
+//! **Units.** Anchors labelled by one rater (or in one labelling session) miss together: a
+//! harsh rater's references sit far from the judge's line on every item. The alarm's unit of
+//! independence is the *unit*: the anchor's `rater` where the upload names one, else its
+//! upload batch (anchors of one batch may share a rater; anchors of different batches with no
+//! rater named are assumed to come from different raters). Given its unit's earlier anchors, an
+//! anchor's chance of missing is modelled as beta-binomial: with the intra-unit correlation ρ
+//! of misses, the chance that the next anchor of a unit with m misses in n misses is
+//! (a·κ + m)/(κ + n), κ = (1 − ρ)/ρ. A unit of n anchors then carries about n/(1 + (n − 1)ρ)
+//! anchors' worth of evidence, however many batches it spans: a rater who returns with a
+//! second batch is expected to miss as the first batch did, which is what Ville's inequality
+//! needs (each anchor's miss chance given everything before it within the bound).
+//!
+//! ρ is estimated from the units' anchors older than the last [`LAG`] (the one-way ANOVA
+//! estimator of the intra-class correlation of misses), shrunk towards [`PRIOR_RHO`] with the
+//! weight of [`PRIOR_UNITS`] units: few units, or units of one anchor each, leave it near the
+//! prior; many independent batches bring it near 0, and each anchor of a batch then counts
+//! almost as one anchor. The lag keeps a change from discounting its own evidence: the first
+//! units after a jump would otherwise look like an outlying rater.
+//!
+//! **The bet.** The wealth is a mixture of [`MEMORIES`] test martingales, each the likelihood
+//! ratio of the same beta-binomial at a higher miss rate p̂ against the one at a. Each p̂ is
+//! the recent miss share with its own memory (an exponentially weighted count, half-lives of
+//! 25 to 400 anchors, shrunk towards a with [`PRIOR_ANCHORS`] pseudo-anchors), updated anchor by
+//! anchor, so a jump inside one batch is bet on within that batch: no bet waits for a later
+//! batch to learn its size. A healthy cell keeps every p̂ near a and its wealth near 1, so a
+//! later jump is caught quickly. Every factor has expectation 1 under the null given the past,
+//! so the mixture is a test martingale and, by Ville's inequality, the chance that it *ever*
+//! reaches 1/δ is at most δ, however long the cell is watched.
 
-use std::collections::VecDeque;
-
-/// Recent anchors the bet is sized on (whole batches; at least the last one)...
-pub const WINDOW: usize = 100;
-
-/// ...or recent batches, whichever reach further back.
-pub const BATCH_WINDOW: usize = 10;
-
-/// Pseudo-batches at the independent-anchor spread that the design effect is shrunk with.
-const PRIOR_BATCHES: f64 = 2.0;
-
-/// The bet never stakes more than this share of the wealth on a miss-free batch.
-const MAX_BET: f64 = 0.5;
-
-/// Pseudo-anchors at the null rate that p̂ is shrunk with.
-const PRIOR: f64 = 20.0;
+use std::collections::HashMap;
 
 /// The chance that a version's miss rate exceeds the bound the alarm tests against, over the
 /// draw of its training anchors. A cell's alarm is false with probability at most
 /// `calibrators.drift_delta` + this.
 pub const BOUND_DELTA: f64 = 0.001;
 
-/// A test supermartingale of "batches miss at most at rate `alpha`".
+/// The intra-unit correlation of misses assumed before units are seen.
+pub const PRIOR_RHO: f64 = 0.05;
+
+/// How many units' worth of weight [`PRIOR_RHO`] has against the estimate from the units seen.
+pub const PRIOR_UNITS: f64 = 5.0;
+
+/// The estimated ρ is widened by this factor.
+pub const RHO_MARGIN: f64 = 1.25;
+
+/// ρ is estimated from anchors at least this old.
+pub const LAG: usize = 500;
+
+/// The bets' memories, as half-lives in anchors.
+pub const MEMORIES: [f64; 3] = [25.0, 100.0, 400.0];
+
+/// Pseudo-anchors at the null rate that each p̂ is shrunk with.
+const PRIOR_ANCHORS: f64 = 10.0;
+
+/// No p̂ bets on a miss rate above this.
+const MAX_RATE: f64 = 0.9;
+
+/// A unit's key: a rater's, or an upload batch's.
+pub type UnitId = u64;
+
+/// One bet of the mixture.
+#[derive(Debug, Clone, PartialEq)]
+struct Bet {
+    /// The weight each earlier anchor keeps per anchor since.
+    decay: f64,
+    /// Exponentially weighted anchors and misses.
+    weight: f64,
+    misses: f64,
+    log_wealth: f64,
+}
+
+impl Bet {
+    fn rate(&self, a: f64) -> f64 {
+        ((self.misses + PRIOR_ANCHORS * a) / (self.weight + PRIOR_ANCHORS))
+            .clamp(a, MAX_RATE.max(a))
+    }
+}
+
+/// The running sums behind ρ's estimate: over units, Σn, Σm, Σm²/n and Σn².
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Spread {
+    units: f64,
+    anchors: f64,
+    misses: f64,
+    squares: f64,
+    sizes: f64,
+}
+
+impl Spread {
+    fn add(&mut self, n: f64, m: f64, sign: f64) {
+        self.anchors += sign * n;
+        self.misses += sign * m;
+        self.squares += sign * m * m / n;
+        self.sizes += sign * n * n;
+    }
+
+    /// The one-way ANOVA estimate of the intra-unit correlation, where one can be made.
+    fn estimate(&self) -> Option<f64> {
+        let (u, n, m) = (self.units, self.anchors, self.misses);
+        if u < 2.0 || n - u < 1.0 || m <= 0.0 {
+            return None;
+        }
+        let between = (self.squares - m * m / n).max(0.0) / (u - 1.0);
+        let within = (m - self.squares).max(0.0) / (n - u);
+        let n0 = (n - self.sizes / n) / (u - 1.0);
+        let denominator = between + (n0 - 1.0) * within;
+        (denominator > 0.0).then(|| ((between - within) / denominator).clamp(0.0, 0.99))
+    }
+
+    /// The intra-unit correlation the next anchor is bet with: the estimate, shrunk towards
+    /// the prior and widened by [`RHO_MARGIN`] (a rater's miss rate is skewed: a few raters
+    /// miss far more often than a beta with the same spread allows).
+    fn rho(&self) -> f64 {
+        let shrunk = match self.estimate() {
+            Some(r) => (self.units * r + PRIOR_UNITS * PRIOR_RHO) / (self.units + PRIOR_UNITS),
+            None => PRIOR_RHO,
+        };
+        (RHO_MARGIN * shrunk).min(0.99)
+    }
+}
+
+/// A test martingale of "anchors miss at most at rate `alpha`", anchors independent across
+/// units.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MissAlarm {
     alpha: f64,
     delta: f64,
-    /// log of the wealth (kept in logs: it can grow past f64 on a broken cell).
+    bets: Vec<Bet>,
+    /// Per unit: anchors and misses so far.
+    units: HashMap<UnitId, (f64, f64)>,
+    /// The last [`LAG`] anchors, and per unit its anchors and misses before them.
+    recent: std::collections::VecDeque<(UnitId, bool)>,
+    lagged: HashMap<UnitId, (f64, f64)>,
+    spread: Spread,
+    /// log of the mixture's wealth (kept in logs: it can grow past f64 on a broken cell).
     log_wealth: f64,
     /// The largest log wealth so far.
     log_peak: f64,
-    /// Recent batches: (anchors, misses).
-    recent: VecDeque<(usize, usize)>,
-    recent_anchors: usize,
-    recent_misses: usize,
+    /// The next unit id for a batch with no rater (counting down from the top, away from the
+    /// raters' ids).
+    next_batch: UnitId,
     /// Anchors seen.
     pub seen: u64,
-    /// The anchor (1-based) whose batch first brought the wealth to 1/δ.
+    /// The anchor (1-based) that first brought the wealth to 1/δ.
     pub alarmed_at: Option<u64>,
 }
 
@@ -73,65 +161,95 @@ impl MissAlarm {
         Self {
             alpha,
             delta,
+            bets: MEMORIES
+                .iter()
+                .map(|h| Bet {
+                    decay: 0.5f64.powf(1.0 / h),
+                    weight: 0.0,
+                    misses: 0.0,
+                    log_wealth: 0.0,
+                })
+                .collect(),
+            units: HashMap::new(),
+            recent: std::collections::VecDeque::new(),
+            lagged: HashMap::new(),
+            spread: Spread::default(),
             log_wealth: 0.0,
             log_peak: 0.0,
-            recent: VecDeque::new(),
-            recent_anchors: 0,
-            recent_misses: 0,
+            next_batch: UnitId::MAX,
             seen: 0,
             alarmed_at: None,
         }
     }
 
-    /// The bet on the next batch, from the batches before it.
-    fn bet(&self) -> f64 {
+    /// One anchor of unit `unit`: whether it fell outside the interval. Returns whether the
+    /// alarm is raised (it stays raised).
+    pub fn observe(&mut self, unit: UnitId, miss: bool) -> bool {
         let a = self.alpha;
-        let n = self.recent_anchors as f64;
-        let p = (self.recent_misses as f64 + PRIOR * a) / (n + PRIOR);
-        let batches = self.recent.len() as f64;
-        let size = if batches > 0.0 { n / batches } else { 1.0 };
-        // The design effect: the spread of the batches' miss shares against what independent
-        // anchors would give, at least 1.
-        let binomial = p * (1.0 - p) / size;
-        let spread: f64 = self
-            .recent
-            .iter()
-            .map(|&(k, m)| (m as f64 / k as f64 - p).powi(2))
-            .sum();
-        let observed = (spread + PRIOR_BATCHES * binomial) / (batches + PRIOR_BATCHES);
-        let design = (observed / binomial).max(1.0);
-        let v = design * a * (1.0 - a) / size;
-        ((p - a) / v).clamp(0.0, MAX_BET / a)
-    }
-
-    /// One upload batch: whether each of its anchors fell outside the interval. Returns
-    /// whether the alarm is raised (it stays raised).
-    pub fn observe_batch(&mut self, misses: &[bool]) -> bool {
-        if !misses.is_empty() {
-            let lambda = self.bet();
-            let missed = misses.iter().filter(|&&m| m).count();
-            let share = missed as f64 / misses.len() as f64;
-            self.log_wealth += (1.0 + lambda * (share - self.alpha)).ln();
-            self.log_peak = self.log_peak.max(self.log_wealth);
-            self.seen += misses.len() as u64;
-            self.recent.push_back((misses.len(), missed));
-            self.recent_anchors += misses.len();
-            self.recent_misses += missed;
-            while self.recent.len() > BATCH_WINDOW && self.recent_anchors > WINDOW {
-                let (n, m) = self.recent.pop_front().expect("more than one batch");
-                self.recent_anchors -= n;
-                self.recent_misses -= m;
-            }
+        let rho = self.spread.rho().max(1e-9);
+        let kappa = (1.0 - rho) / rho;
+        let (n, m) = self.units.get(&unit).copied().unwrap_or((0.0, 0.0));
+        let x = f64::from(u8::from(miss));
+        let null = (a * kappa + m) / (kappa + n);
+        for bet in &mut self.bets {
+            let alt = (bet.rate(a) * kappa + m) / (kappa + n);
+            bet.log_wealth += if miss {
+                (alt / null).ln()
+            } else {
+                ((1.0 - alt) / (1.0 - null)).ln()
+            };
+            bet.weight = bet.decay * bet.weight + 1.0;
+            bet.misses = bet.decay * bet.misses + x;
         }
+        let top = self
+            .bets
+            .iter()
+            .map(|b| b.log_wealth)
+            .fold(f64::NEG_INFINITY, f64::max);
+        let mean: f64 = self
+            .bets
+            .iter()
+            .map(|b| (b.log_wealth - top).exp())
+            .sum::<f64>()
+            / self.bets.len() as f64;
+        self.log_wealth = top + mean.ln();
+        self.log_peak = self.log_peak.max(self.log_wealth);
+        self.units.insert(unit, (n + 1.0, m + x));
+        self.recent.push_back((unit, miss));
+        if self.recent.len() > LAG
+            && let Some((old, missed)) = self.recent.pop_front()
+        {
+            let (n, m) = self.lagged.get(&old).copied().unwrap_or((0.0, 0.0));
+            if n > 0.0 {
+                self.spread.add(n, m, -1.0);
+            } else {
+                self.spread.units += 1.0;
+            }
+            let m = m + f64::from(u8::from(missed));
+            self.spread.add(n + 1.0, m, 1.0);
+            self.lagged.insert(old, (n + 1.0, m));
+        }
+        self.seen += 1;
         if self.alarmed_at.is_none() && self.log_peak >= (1.0 / self.delta).ln() {
             self.alarmed_at = Some(self.seen);
         }
         self.alarmed_at.is_some()
     }
 
-    /// One anchor, a batch of its own.
-    pub fn observe(&mut self, miss: bool) -> bool {
-        self.observe_batch(&[miss])
+    /// A fresh unit id, for an upload batch that names no rater.
+    pub fn batch_unit(&mut self) -> UnitId {
+        self.next_batch -= 1;
+        self.next_batch
+    }
+
+    /// One upload batch whose anchors name no rater: one unit. Returns whether the alarm is
+    /// raised.
+    pub fn observe_batch(&mut self, misses: &[bool]) -> bool {
+        let unit = self.batch_unit();
+        for &m in misses {
+            self.observe(unit, m);
+        }
+        self.alarmed_at.is_some()
     }
 
     /// The e-value: the wealth so far (≥ 1/δ raises the alarm).
@@ -140,10 +258,37 @@ impl MissAlarm {
     }
 
     /// The largest e-value so far: by Ville's inequality a healthy cell's ever reaches c with
-    /// probability at most 1/c, which is what a fleet-wide alert needs (for K cells, alert at
-    /// K/δ).
+    /// probability at most 1/c, which is what a fleet-wide alert needs.
     pub fn peak(&self) -> f64 {
         self.log_peak.exp()
+    }
+
+    /// The independent units seen.
+    pub fn units(&self) -> usize {
+        self.units.len()
+    }
+
+    /// The intra-unit correlation of misses the next anchor would be bet with.
+    pub fn rho(&self) -> f64 {
+        self.spread.rho()
+    }
+}
+
+/// One checked upload batch: whether each anchor missed, and its rater where it names one.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct CheckedBatch {
+    pub misses: Vec<bool>,
+    /// Empty, or one per anchor.
+    pub raters: Vec<Option<String>>,
+}
+
+impl CheckedBatch {
+    /// A batch with no rater named.
+    pub fn unrated(misses: Vec<bool>) -> Self {
+        Self {
+            misses,
+            raters: Vec::new(),
+        }
     }
 }
 
@@ -152,6 +297,8 @@ impl MissAlarm {
 pub struct Drift {
     /// Anchors checked since the version was activated.
     pub anchors: usize,
+    /// The independent units they came in (raters, and batches naming none).
+    pub units: usize,
     /// The miss rate tested against: the version's bound.
     pub miss_bound: f64,
     /// The e-process's current value (its wealth); the alarm fires when it reaches 1/δ.
@@ -162,15 +309,35 @@ pub struct Drift {
     pub alarm: bool,
 }
 
-/// Replays `batches` (each: whether its anchors missed) through a fresh alarm against the
-/// miss rate `miss_bound`.
-pub fn drift(batches: &[Vec<bool>], miss_bound: f64, delta: f64) -> Drift {
+/// A cell's two e-processes over the same checks: its own alarm, and the fleet's (tested
+/// against the version's bound at the fleet's level, alarmed at the fleet's threshold).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Watch {
+    pub cell: Drift,
+    pub fleet: Drift,
+}
+
+/// Replays `batches` in order through a fresh alarm against the miss rate `miss_bound`: each
+/// named rater is one unit across batches, each batch's anchors naming none another.
+pub fn drift(batches: &[CheckedBatch], miss_bound: f64, delta: f64) -> Drift {
     let mut alarm = MissAlarm::new(miss_bound, delta);
+    let mut raters: HashMap<&str, UnitId> = HashMap::new();
     for batch in batches {
-        alarm.observe_batch(batch);
+        let mut own: Option<UnitId> = None;
+        for (i, &miss) in batch.misses.iter().enumerate() {
+            let unit = match batch.raters.get(i).and_then(Option::as_deref) {
+                Some(r) => {
+                    let next = raters.len() as UnitId;
+                    *raters.entry(r).or_insert(next)
+                }
+                None => *own.get_or_insert_with(|| alarm.batch_unit()),
+            };
+            alarm.observe(unit, miss);
+        }
     }
     Drift {
-        anchors: batches.iter().map(Vec::len).sum(),
+        anchors: batches.iter().map(|b| b.misses.len()).sum(),
+        units: alarm.units(),
         miss_bound,
         e_value: alarm.e_value(),
         peak: alarm.peak(),
@@ -209,10 +376,11 @@ mod tests {
             .collect()
     }
 
+    /// Each anchor a unit of its own: anchors assumed independent.
     fn first_alarm(misses: &[bool]) -> Option<u64> {
         let mut alarm = MissAlarm::new(0.05, 0.01);
-        for &m in misses {
-            if alarm.observe(m) {
+        for (t, &m) in misses.iter().enumerate() {
+            if alarm.observe(t as UnitId, m) {
                 break;
             }
         }
@@ -252,18 +420,18 @@ mod tests {
         );
         assert!(healthy_alarms <= 5, "{healthy_alarms} false alarms");
         assert!(delays.len() >= 495, "{} of 500 alarmed", delays.len());
-        assert!(median(&delays) < 400.0, "median delay {}", median(&delays));
+        assert!(median(&delays) < 250.0, "median delay {}", median(&delays));
     }
 
     /// 5,000 anchors in batches of 50 whose anchors share a rater offset: each batch misses at
     /// its own rate p_b ~ Beta(0.5, 9.5) (mean exactly 5%, so the cell is healthy).
-    fn batched(rng: &mut Rng) -> Vec<Vec<bool>> {
+    fn batched(rng: &mut Rng) -> Vec<CheckedBatch> {
         use rand_distr::{Beta, Distribution};
         let rate = Beta::new(0.5, 9.5).expect("valid Beta");
         (0..100)
             .map(|_| {
                 let p: f64 = rate.sample(rng);
-                (0..50).map(|_| rng.random::<f64>() < p).collect()
+                CheckedBatch::unrated((0..50).map(|_| rng.random::<f64>() < p).collect())
             })
             .collect()
     }
@@ -277,7 +445,7 @@ mod tests {
         for _ in 0..500 {
             let batches = batched(&mut rng);
             per_batch += usize::from(drift(&batches, 0.05, 0.01).alarm);
-            let anchors: Vec<bool> = batches.concat();
+            let anchors: Vec<bool> = batches.iter().flat_map(|b| b.misses.clone()).collect();
             per_anchor += usize::from(first_alarm(&anchors).is_some());
         }
         eprintln!(
@@ -293,7 +461,9 @@ mod tests {
         for _ in 0..100 {
             let mut batches = batched(&mut rng);
             batches.truncate(20);
-            batches.extend((0..40).map(|_| (0..50).map(|_| rng.random::<f64>() < 0.25).collect()));
+            batches.extend((0..40).map(|_| {
+                CheckedBatch::unrated((0..50).map(|_| rng.random::<f64>() < 0.25).collect())
+            }));
             caught += usize::from(drift(&batches, 0.05, 0.01).alarm);
         }
         assert!(caught >= 95, "{caught} of 100 shifted runs alarmed");
@@ -327,8 +497,10 @@ mod tests {
             let mut r: Vec<f64> = (0..120).map(|_| rng.random::<f64>()).collect();
             r.sort_by(f64::total_cmp);
             let miss = 1.0 - (r[117] - r[2]);
-            let batches: Vec<Vec<bool>> = (0..800)
-                .map(|_| (0..50).map(|_| rng.random::<f64>() < miss).collect())
+            let batches: Vec<CheckedBatch> = (0..800)
+                .map(|_| {
+                    CheckedBatch::unrated((0..50).map(|_| rng.random::<f64>() < miss).collect())
+                })
                 .collect();
             nominal += usize::from(drift(&batches, 0.05, 0.01).alarm);
             bounded += usize::from(drift(&batches, bound, 0.01).alarm);
@@ -341,18 +513,86 @@ mod tests {
     }
 
     #[test]
-    fn the_wealth_is_a_product_of_fair_bets() {
-        let mut alarm = MissAlarm::new(0.05, 0.01);
-        // No history: p̂ = α, so the first bet is 0 and the wealth stays 1.
-        alarm.observe(true);
+    fn the_wealth_is_a_mixture_of_beta_binomial_likelihood_ratios() {
+        let a = 0.05;
+        let mut alarm = MissAlarm::new(a, 0.01);
+        // No history: every bet's rate is a, so the first factor is 1.
+        alarm.observe(0, true);
         assert_eq!(alarm.e_value(), 1.0);
-        // After one miss in one anchor, p̂ = (1 + 1)/(1 + 20); one anchor's spread
-        // (1 − p̂)² is above p̂(1 − p̂), so the design effect is
-        // ((1 − p̂)² + 2·p̂(1 − p̂))/(3·p̂(1 − p̂)), and λ = (p̂ − α)/(d·α(1 − α)).
-        let p: f64 = 2.0 / 21.0;
-        let d = ((1.0 - p).powi(2) + 2.0 * p * (1.0 - p)) / (3.0 * p * (1.0 - p));
-        let lambda = (p - 0.05) / (d * 0.05 * 0.95);
-        alarm.observe(false);
-        assert!((alarm.e_value() - (1.0 - lambda * 0.05)).abs() < 1e-12);
+        // A second unit's first anchor: every bet has seen one miss, p̂ = (1 + 10a)/11; a new
+        // unit has no history, so its chance of missing is a under the null, p̂ under each bet.
+        let p: f64 = (1.0 + PRIOR_ANCHORS * a) / (1.0 + PRIOR_ANCHORS);
+        let second = (1.0 - p) / (1.0 - a);
+        alarm.observe(1, false);
+        assert!((alarm.e_value() - second).abs() < 1e-12);
+        // A second anchor of unit 0 (one miss in one): beta-binomial at κ = (1 − ρ)/ρ with
+        // the prior ρ (two units of one anchor estimate nothing), each bet at its own p̂.
+        let rho = RHO_MARGIN * PRIOR_RHO;
+        let kappa = (1.0 - rho) / rho;
+        let null = (a * kappa + 1.0) / (kappa + 1.0);
+        let third: f64 = MEMORIES
+            .iter()
+            .map(|h| {
+                let d = 0.5f64.powf(1.0 / h);
+                let p = (d + PRIOR_ANCHORS * a) / (d + 1.0 + PRIOR_ANCHORS);
+                ((p * kappa + 1.0) / (kappa + 1.0)) / null
+            })
+            .sum::<f64>()
+            / MEMORIES.len() as f64;
+        alarm.observe(0, true);
+        assert!(
+            (alarm.e_value() - second * third).abs() < 1e-12,
+            "{} against {}",
+            alarm.e_value(),
+            second * third
+        );
+        assert_eq!(alarm.units(), 2);
+    }
+
+    #[test]
+    fn the_intra_unit_correlation_is_estimated_from_the_units() {
+        // Units of 50 at rates drawn from Beta(0.5, 9.5): ρ = 1/(0.5 + 9.5 + 1) = 1/11.
+        use rand_distr::{Beta, Distribution};
+        let mut rng = Rng::seed_from_u64(3);
+        let law = Beta::new(0.5, 9.5).expect("valid Beta");
+        let mut alarm = MissAlarm::new(0.05, 0.01);
+        for u in 0..2000 {
+            let p: f64 = law.sample(&mut rng);
+            for _ in 0..50 {
+                alarm.observe(u, rng.random::<f64>() < p);
+            }
+        }
+        let expected = RHO_MARGIN / 11.0;
+        assert!((alarm.rho() - expected).abs() < 0.015, "{}", alarm.rho());
+        // Independent anchors: near 0 (the prior's weight fades with the units).
+        let mut alarm = MissAlarm::new(0.05, 0.01);
+        for u in 0..2000 {
+            for _ in 0..50 {
+                alarm.observe(u, rng.random::<f64>() < 0.05);
+            }
+        }
+        assert!(alarm.rho() < 0.005, "{}", alarm.rho());
+    }
+
+    #[test]
+    fn a_jump_inside_one_batch_is_bet_on_within_it() {
+        // 1,000 healthy anchors in batches of 100 at 5%, tested against a bound of 7.3%,
+        // then batches of 100 missing at 20% (the review's scenario): the alarm fires within
+        // 600 anchors of the change in nearly every watch.
+        let mut rng = Rng::seed_from_u64(12);
+        let mut within = 0;
+        for _ in 0..200 {
+            let mut alarm = MissAlarm::new(0.073, 0.01);
+            for _ in 0..10 {
+                let batch: Vec<bool> = (0..100).map(|_| rng.random::<f64>() < 0.05).collect();
+                alarm.observe_batch(&batch);
+            }
+            for _ in 0..6 {
+                let batch: Vec<bool> = (0..100).map(|_| rng.random::<f64>() < 0.2).collect();
+                alarm.observe_batch(&batch);
+            }
+            within += usize::from(alarm.alarmed_at.is_some_and(|t| t > 1000));
+        }
+        assert!(within >= 190, "{within} of 200 fired within 600 anchors");
     }
 }

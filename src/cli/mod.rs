@@ -2,6 +2,7 @@
 //! studies (`studies`: `experiment`, `evaluate`, `coverage`, `intervals`, `drift`, `systems`,
 //! `rank`), which run off the async runtime.
 
+mod drift;
 mod studies;
 
 use std::path::PathBuf;
@@ -13,10 +14,10 @@ use crate::auth::Scope;
 use crate::config::Settings;
 use crate::startup::{Application, shutdown_signal};
 use crate::store::Store;
+use drift::{DriftArgs, drift};
 use studies::{
-    BridgeArgs, CoverageArgs, DriftArgs, EvaluateArgs, ExperimentArgs, GateArgs, IntervalsArgs,
-    RankArgs, SystemsArgs, bridge, coverage, drift, evaluate, experiment, gate, intervals, rank,
-    study, systems,
+    BridgeArgs, CoverageArgs, EvaluateArgs, ExperimentArgs, GateArgs, IntervalsArgs, RankArgs,
+    SystemsArgs, bridge, coverage, evaluate, experiment, gate, intervals, rank, study, systems,
 };
 
 #[derive(Debug, Parser)]

@@ -65,7 +65,7 @@ pub struct FlowArgs {
 }
 
 impl FlowArgs {
-    fn apply(&self, flow: &mut crate::calibrate::flow::FlowOptions) {
+    pub(super) fn apply(&self, flow: &mut crate::calibrate::flow::FlowOptions) {
         flow.preset = self.flow_preset;
         flow.epochs = self.flow_epochs;
     }
@@ -144,64 +144,6 @@ pub struct IntervalsArgs {
     pub methods: Vec<String>,
     #[command(flatten)]
     pub flow: FlowArgs,
-}
-
-#[derive(Debug, clap::Args)]
-pub struct DriftArgs {
-    /// HANNA in long form (../shared/data/hanna/hanna_long.csv); its 30 cells of prompt
-    /// variant 1 join the synthetic ones.
-    #[arg(long)]
-    pub hanna: Option<PathBuf>,
-    /// Synthetic cells of each kind (quarter-point and integer references).
-    #[arg(long, default_value_t = 10)]
-    pub synthetic: usize,
-    /// Anchors per synthetic cell: half train the version, half are streamed.
-    #[arg(long, default_value_t = 1200)]
-    pub anchors: usize,
-    /// Anchors per upload batch.
-    #[arg(long, default_value_t = 50)]
-    pub batch: usize,
-    /// Anchors streamed after a shift or a switch of judge.
-    #[arg(long, default_value_t = 3000)]
-    pub watch: usize,
-    /// Methods by name (raw is the identity); default: bayes, isotonic, quantile_map, raw.
-    #[arg(long, value_delimiter = ',')]
-    pub methods: Vec<String>,
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
-    #[command(flatten)]
-    pub flow: FlowArgs,
-}
-
-pub(super) fn drift(a: DriftArgs) -> Result<(), String> {
-    use crate::study::drift::{self, Options};
-    let mut candidates = crate::calibrate::Candidates::default();
-    a.flow.apply(&mut candidates.flow);
-    let methods = if a.methods.is_empty() {
-        vec![
-            "bayes".into(),
-            "isotonic".into(),
-            "quantile_map".into(),
-            "raw".into(),
-        ]
-    } else {
-        a.methods
-    };
-    let opts = Options {
-        hanna: a.hanna,
-        synthetic: a.synthetic,
-        anchors: a.anchors,
-        batch: a.batch.max(1),
-        watch: a.watch,
-        methods: self::methods(&methods)?,
-        candidates,
-        seed: a.seed,
-    };
-    let started = std::time::Instant::now();
-    let rows = drift::run(&opts, &|step| eprintln!("{step}"))?;
-    print!("{}", drift::table(&rows, &opts));
-    eprintln!("{:.0} s", started.elapsed().as_secs_f64());
-    Ok(())
 }
 
 #[derive(Debug, clap::Args)]
@@ -477,7 +419,7 @@ pub(super) fn coverage(a: CoverageArgs) -> Result<(), String> {
 }
 
 /// Methods by name (`raw` is the paper's name for the identity); none named is every method.
-fn methods(raw: &[String]) -> Result<Vec<crate::calibrate::Method>, String> {
+pub(super) fn methods(raw: &[String]) -> Result<Vec<crate::calibrate::Method>, String> {
     use crate::calibrate::Method;
     if raw.is_empty() {
         return Ok(Method::ALL.to_vec());

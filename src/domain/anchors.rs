@@ -7,16 +7,19 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::Value;
 
 use super::{
-    Anchor, CellKey, GroupName, ItemId, JudgeName, JudgeVersion, Problem, RubricName, Scale,
+    Anchor, CellKey, GroupName, ItemId, JudgeName, JudgeVersion, Problem, RaterName, RubricName,
+    Scale,
 };
 
 /// The optional column naming each anchor's group (the system whose output was judged).
 pub const GROUP_COLUMN: &str = "group";
+/// The optional column naming who labelled each anchor's reference.
+pub const RATER_COLUMN: &str = "rater";
 /// The optional column naming the judge version that gave each score.
 pub const JUDGE_VERSION_COLUMN: &str = "judge_version";
 
 /// The columns a CSV upload must have (in any order; extra columns are ignored, but for
-/// [`GROUP_COLUMN`] and [`JUDGE_VERSION_COLUMN`]). A `reference_score` may be left empty on a
+/// [`GROUP_COLUMN`], [`RATER_COLUMN`] and [`JUDGE_VERSION_COLUMN`]). A `reference_score` may be left empty on a
 /// row whose item the cell already holds a reference for (a re-scored item).
 pub const CSV_COLUMNS: [&str; 5] = [
     "judge",
@@ -69,6 +72,8 @@ pub struct RawAnchor {
     pub reference_score: RawField,
     /// Optional: `Missing` (or JSON null) is no group.
     pub group: RawField,
+    /// Optional: `Missing` (or JSON null) is no rater named.
+    pub rater: RawField,
     /// Optional: `Missing` (or JSON null) is an unversioned score.
     pub judge_version: RawField,
 }
@@ -81,19 +86,24 @@ pub struct Uploaded {
     pub judge_score: f64,
     pub reference_score: Option<f64>,
     pub group: Option<GroupName>,
+    pub rater: Option<RaterName>,
 }
 
 impl Uploaded {
-    /// The anchor this row becomes, given the reference (and, for a re-scored row, the group)
-    /// the cell holds for its item.
+    /// The anchor this row becomes, given the reference (and, for a re-scored row, the group
+    /// and rater) the cell holds for its item.
     pub fn anchor(
         &self,
         judge_version: Option<&JudgeVersion>,
-        stored: Option<(f64, Option<&GroupName>)>,
+        stored: Option<(f64, Option<&GroupName>, Option<&RaterName>)>,
     ) -> Option<Anchor> {
-        let (reference_score, group) = match (self.reference_score, stored) {
-            (Some(y), _) => (y, self.group.clone()),
-            (None, Some((y, g))) => (y, self.group.clone().or_else(|| g.cloned())),
+        let (reference_score, group, rater) = match (self.reference_score, stored) {
+            (Some(y), _) => (y, self.group.clone(), self.rater.clone()),
+            (None, Some((y, g, r))) => (
+                y,
+                self.group.clone().or_else(|| g.cloned()),
+                self.rater.clone().or_else(|| r.cloned()),
+            ),
             (None, None) => return None,
         };
         Some(Anchor {
@@ -101,6 +111,7 @@ impl Uploaded {
             judge_score: self.judge_score,
             reference_score,
             group,
+            rater,
             judge_version: judge_version.cloned(),
         })
     }
@@ -192,6 +203,10 @@ pub fn rows_from_json(body: &Value) -> Result<Vec<RawAnchor>, Vec<Problem>> {
                     RawField::Other("null") => RawField::Missing,
                     other => other,
                 },
+                rater: match field(RATER_COLUMN) {
+                    RawField::Other("null") => RawField::Missing,
+                    other => other,
+                },
                 judge_version: match field(JUDGE_VERSION_COLUMN) {
                     RawField::Other("null") | RawField::Missing => version.clone(),
                     other => other,
@@ -242,6 +257,7 @@ pub fn rows_from_csv(body: &[u8]) -> Result<Vec<RawAnchor>, Vec<Problem>> {
         return Err(problems);
     }
     let group_index = header.iter().position(|h| h == GROUP_COLUMN);
+    let rater_index = header.iter().position(|h| h == RATER_COLUMN);
     let version_index = header.iter().position(|h| h == JUDGE_VERSION_COLUMN);
     let mut rows = Vec::new();
     for (i, record) in reader.records().enumerate() {
@@ -266,6 +282,7 @@ pub fn rows_from_csv(body: &[u8]) -> Result<Vec<RawAnchor>, Vec<Problem>> {
             judge_score: field("judge_score"),
             reference_score: field("reference_score"),
             group: RawField::from_csv(group_index.and_then(|i| record.get(i))),
+            rater: RawField::from_csv(rater_index.and_then(|i| record.get(i))),
             judge_version: RawField::from_csv(version_index.and_then(|i| record.get(i))),
         });
     }
@@ -407,33 +424,46 @@ pub fn validate(
                     .map_err(|e| Problem::at(Some(row), "group", e))
             }),
         };
-        let (judge, rubric, item_id, judge_score, reference_score, group, judge_version) = match (
-            judge,
-            rubric,
-            item_id,
-            judge_score,
-            reference_score,
-            group,
-            judge_version,
-        ) {
-            (Ok(a), Ok(b), Ok(c), Ok(d), Ok(e), Ok(g), Ok(v)) => (a, b, c, d, e, g, v),
-            (a, b, c, d, e, g, v) => {
-                problems.extend(
-                    [
-                        a.err(),
-                        b.err(),
-                        c.err(),
-                        d.err(),
-                        e.err(),
-                        g.err(),
-                        v.err(),
-                    ]
-                    .into_iter()
-                    .flatten(),
-                );
-                continue;
-            }
+        let rater = match &raw.rater {
+            RawField::Missing => Ok(None),
+            f => text_field(Some(row), RATER_COLUMN, f).and_then(|s| {
+                RaterName::parse(&s)
+                    .map(Some)
+                    .map_err(|e| Problem::at(Some(row), RATER_COLUMN, e))
+            }),
         };
+        let (judge, rubric, item_id, judge_score, reference_score, group, judge_version, rater) =
+            match (
+                judge,
+                rubric,
+                item_id,
+                judge_score,
+                reference_score,
+                group,
+                judge_version,
+                rater,
+            ) {
+                (Ok(a), Ok(b), Ok(c), Ok(d), Ok(e), Ok(g), Ok(v), Ok(r)) => {
+                    (a, b, c, d, e, g, v, r)
+                }
+                (a, b, c, d, e, g, v, r) => {
+                    problems.extend(
+                        [
+                            a.err(),
+                            b.err(),
+                            c.err(),
+                            d.err(),
+                            e.err(),
+                            g.err(),
+                            v.err(),
+                            r.err(),
+                        ]
+                        .into_iter()
+                        .flatten(),
+                    );
+                    continue;
+                }
+            };
         let key = CellKey { judge, rubric };
         let slot = (key.clone(), judge_version.clone(), item_id.clone());
         if let Some(first) = seen.insert(slot.clone(), row) {
@@ -483,6 +513,7 @@ pub fn validate(
             judge_score,
             reference_score,
             group,
+            rater,
         });
         cell.rows.push(row);
     }
@@ -616,6 +647,30 @@ mod tests {
         let cells = validate(rows_from_csv(csv.as_bytes()).unwrap(), &no_scales(), 10).unwrap();
         assert_eq!(cells[0].anchors[0].group.as_ref().unwrap().as_str(), "BART");
         assert!(cells[0].anchors[1].group.is_none());
+    }
+
+    #[test]
+    fn raters_are_optional_and_validated_like_names() {
+        let body = json!({"judge": "j1", "rubric": "r1", "anchors": [
+            {"item_id": "a", "judge_score": 3, "reference_score": 4, "rater": "ann"},
+            {"item_id": "b", "judge_score": 3, "reference_score": 4, "rater": null},
+            {"item_id": "c", "judge_score": 3, "reference_score": 4, "rater": ["ann"]},
+            {"item_id": "d", "judge_score": 3, "reference_score": 4, "rater": "two words"}
+        ]});
+        let problems = validate(rows_from_json(&body).unwrap(), &no_scales(), 10).unwrap_err();
+        let got: Vec<(Option<usize>, &str)> =
+            problems.iter().map(|p| (p.row, p.field.as_str())).collect();
+        assert_eq!(got, vec![(Some(3), "rater"), (Some(4), "rater")]);
+        let csv = "judge,rubric,item_id,judge_score,reference_score,rater\n\
+                   j1,r1,a,3,4,ann\n\
+                   j1,r1,b,3,4,\n";
+        let cells = validate(rows_from_csv(csv.as_bytes()).unwrap(), &no_scales(), 10).unwrap();
+        let raters: Vec<Option<&str>> = cells[0]
+            .anchors
+            .iter()
+            .map(|a| a.rater.as_ref().map(|r| r.as_str()))
+            .collect();
+        assert_eq!(raters, vec![Some("ann"), None]);
     }
 
     #[test]

@@ -116,6 +116,12 @@ name_type!(
     "rubric"
 );
 name_type!(
+    /// Who labelled an anchor's reference: the labeller or labelling session, the drift
+    /// alarm's unit of independence (anchors of one rater may miss together).
+    RaterName,
+    "rater"
+);
+name_type!(
     /// The group of an anchor or a run: the system (model) whose output the judge scored,
     /// e.g. `gpt-4o` or `BART`.
     GroupName,
@@ -292,6 +298,8 @@ pub struct Anchor {
     pub reference_score: f64,
     /// The system whose output was judged, where the uploader named it.
     pub group: Option<GroupName>,
+    /// Who labelled the reference, where the uploader named them.
+    pub rater: Option<RaterName>,
     /// The judge version that gave `judge_score`; `None` for an unversioned anchor.
     pub judge_version: Option<JudgeVersion>,
 }

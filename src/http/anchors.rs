@@ -11,7 +11,7 @@ use super::{rfc3339, schema};
 use crate::domain::{JudgeVersion, Problem};
 
 /// One cell's anchors as JSON. CSV uploads (`text/csv`) carry the columns
-/// `judge,rubric,item_id,judge_score,reference_score` (and optionally `group` and
+/// `judge,rubric,item_id,judge_score,reference_score` (and optionally `group`, `rater` and
 /// `judge_version`) instead, for any number of cells.
 #[derive(ToSchema)]
 #[allow(dead_code)] // Documents the body: the handler reads rows itself to report every problem.
@@ -44,6 +44,8 @@ pub struct AnchorRow {
     reference_score: Option<f64>,
     #[schema(schema_with = group_schema)]
     group: Option<String>,
+    #[schema(schema_with = rater_schema)]
+    rater: Option<String>,
     #[schema(schema_with = schema::judge_version)]
     judge_version: Option<String>,
 }
@@ -61,6 +63,9 @@ pub struct AnchorDto {
     #[schema(schema_with = group_schema)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
+    #[schema(schema_with = rater_schema)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rater: Option<String>,
     /// The judge version that gave `judge_score`; absent for an unversioned anchor.
     #[schema(schema_with = schema::judge_version)]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -71,6 +76,14 @@ fn group_schema() -> utoipa::openapi::schema::Object {
     schema::group_name(
         "Optional: the system (model) whose output was judged, named like judges. Versions then \
          measure how the judge's bias varies between systems, and run-level answers account for it.",
+    )
+}
+
+fn rater_schema() -> utoipa::openapi::schema::Object {
+    schema::rater_name(
+        "Optional: who labelled the reference (the labeller or labelling session), named like \
+         judges. The drift alarm treats each rater as one independent unit across batches (a \
+         rater's anchors may miss together); rows naming none count their upload batch as one.",
     )
 }
 
@@ -284,6 +297,7 @@ pub async fn list_anchors(
                 judge_score: a.judge_score,
                 reference_score: a.reference_score,
                 group: a.group.map(String::from),
+                rater: a.rater.map(String::from),
                 judge_version: a.judge_version.map(String::from),
             })
             .collect(),

@@ -34,6 +34,14 @@ pub fn group_name(description: &str) -> Object {
         .build()
 }
 
+/// An optional rater name (`domain::RaterName`), validated like judge names.
+pub fn rater_name(description: &str) -> Object {
+    name("labeller-7")
+        .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+        .description(Some(description))
+        .build()
+}
+
 /// An item's id (`domain::ItemId`): 1 to 256 characters, no control characters.
 pub fn item_id() -> Object {
     ObjectBuilder::new()

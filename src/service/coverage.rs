@@ -4,17 +4,22 @@
 //! falls inside or misses, and two figures watch the misses:
 //! - `judgecal_anchor_coverage`, the share inside over the newest batches (about 200 anchors),
 //!   a picture of the recent past with no error rate of its own;
-//! - the drift alarm (`calibrate::drift`), a betting e-process over every batch checked since
+//! - the drift alarm (`calibrate::drift`), a betting e-process over every anchor checked since
 //!   the version was activated, against the miss rate the version's bands are bounded by
-//!   given its training anchors: the chance that it ever fires while the cell stays healthy
-//!   is at most `calibrators.drift_delta` + `drift::BOUND_DELTA`, however long the version
-//!   serves and however its anchors are batched.
+//!   given its training anchors, with raters (or batches naming none) as its independent
+//!   units: the chance that it ever fires while the cell stays healthy is at most
+//!   `calibrators.drift_delta` + `drift::BOUND_DELTA`, however long the version serves;
+//! - the fleet's e-process, the same bet against the version's bound at
+//!   `fleet_delta`/(2·`fleet_cells`), alarmed at 2·`fleet_cells`/`fleet_delta`: across at most
+//!   `fleet_cells` cells the chance of any false fleet alarm, bound failures included, is at
+//!   most `fleet_delta`.
 //!
-//! Both are recomputed from the store, so every replica reports the same.
+//! All are recomputed from the store, so every replica reports the same.
 
 use super::Service;
 use super::versions::Loaded;
-use crate::calibrate::drift::{BOUND_DELTA, drift};
+use crate::calibrate::conformal::Intervals;
+use crate::calibrate::drift::{BOUND_DELTA, CheckedBatch, Watch, drift};
 use crate::domain::Anchor;
 use crate::error::{Error, Result};
 use crate::store::{BatchCoverage, CellIngest};
@@ -23,22 +28,43 @@ use crate::store::{BatchCoverage, CellIngest};
 /// batches, until at least this many anchors.
 pub const COVERAGE_WINDOW: i64 = 200;
 
-/// Whether each of `anchors` missed `loaded`'s 95% predictive interval, for those it has one
-/// for (a version with no interval checks none).
-fn misses(loaded: &Loaded, anchors: &[Anchor]) -> Result<Vec<bool>> {
+/// The fleet-wide drift alert's size and rate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FleetAlert {
+    /// K: the most cells watched at once.
+    pub cells: usize,
+    pub delta: f64,
+}
+
+impl FleetAlert {
+    /// The level of each version's bound, and each cell's false-alarm chance: δ/(2K), so that
+    /// K cells' bound failures and K cells' alarms add to at most δ.
+    pub fn per_cell(&self) -> f64 {
+        self.delta / (2.0 * self.cells as f64)
+    }
+}
+
+/// Whether each of `anchors` missed `loaded`'s 95% predictive interval, with its rater, for
+/// those it has one for (a version with no interval checks none).
+fn misses(loaded: &Loaded, anchors: &[Anchor]) -> Result<CheckedBatch> {
     let scores: Vec<f64> = anchors.iter().map(|a| a.judge_score).collect();
     let corrected = loaded
         .version
         .correct(&scores)
         .map_err(|e| Error::Internal(format!("correcting the batch's judge scores: {e}")))?;
-    Ok(anchors
+    let (misses, raters) = anchors
         .iter()
         .zip(corrected)
         .filter_map(|(a, c)| {
-            c.predictive
-                .map(|(lo, hi)| !(lo..=hi).contains(&a.reference_score))
+            c.predictive.map(|(lo, hi)| {
+                (
+                    !(lo..=hi).contains(&a.reference_score),
+                    a.rater.as_ref().map(|r| r.as_str().to_owned()),
+                )
+            })
         })
-        .collect())
+        .unzip();
+    Ok(CheckedBatch { misses, raters })
 }
 
 impl Service {
@@ -94,18 +120,18 @@ impl Service {
         // A flow's corrections off its table run libtorch: off the async runtime.
         let version = loaded.version.version;
         let id = loaded.version.id;
-        let misses = crate::error::blocking("checking a batch's coverage", move || {
+        let batch = crate::error::blocking("checking a batch's coverage", move || {
             misses(&loaded, &anchors)
         })
         .await??;
-        if misses.is_empty() {
+        if batch.misses.is_empty() {
             return Ok(None);
         }
-        self.store.record_coverage(id, &misses).await?;
+        self.store.record_coverage(id, &batch).await?;
         Ok(Some(BatchCoverage {
             version,
-            checked: misses.len() as i64,
-            inside: misses.iter().filter(|&&m| !m).count() as i64,
+            checked: batch.misses.len() as i64,
+            inside: batch.misses.iter().filter(|&&m| !m).count() as i64,
         }))
     }
 
@@ -114,17 +140,52 @@ impl Service {
     pub async fn refresh_coverage(&self) -> Result<()> {
         let windows = self.store.coverage(COVERAGE_WINDOW).await?;
         self.metrics.set_coverage(&windows);
-        let drifts: Vec<_> = self
-            .store
-            .misses_since_activation()
-            .await?
+        let cells = self.store.misses_since_activation().await?;
+        let fleet = self.fleet;
+        // Bounds at the fleet's level take many draws: once per version and process.
+        let known = self
+            .fleet_bounds
+            .lock()
+            .map(|b| b.clone())
+            .unwrap_or_default();
+        let needed: Vec<(String, Option<Intervals>)> = cells
+            .iter()
+            .filter(|c| !known.contains_key(&c.calibrator))
+            .map(|c| (c.calibrator.clone(), c.intervals.clone()))
+            .collect();
+        let nominal = 1.0 - crate::calibrate::conformal::LEVEL;
+        let fresh: Vec<(String, f64)> =
+            crate::error::blocking("bounding the versions' miss rates", move || {
+                needed
+                    .into_iter()
+                    .map(|(id, i)| {
+                        let bound = i.map_or(nominal, |i| i.miss_bound(fleet.per_cell()));
+                        (id, bound)
+                    })
+                    .collect()
+            })
+            .await?;
+        let mut bounds = known;
+        if let Ok(mut cache) = self.fleet_bounds.lock() {
+            cache.extend(fresh.iter().cloned());
+            // Versions no longer active leave the cache.
+            cache.retain(|id, _| cells.iter().any(|c| &c.calibrator == id));
+        }
+        bounds.extend(fresh);
+        let delta = self.drift_delta;
+        let drifts: Vec<_> = cells
             .into_iter()
             .map(|cell| {
-                let nominal = 1.0 - crate::calibrate::conformal::LEVEL;
                 let bound = cell
                     .intervals
+                    .as_ref()
                     .map_or(nominal, |i| i.miss_bound(BOUND_DELTA));
-                (cell.key, drift(&cell.batches, bound, self.drift_delta))
+                let fleet_bound = bounds.get(&cell.calibrator).copied().unwrap_or(nominal);
+                let watch = Watch {
+                    cell: drift(&cell.batches, bound, delta),
+                    fleet: drift(&cell.batches, fleet_bound, fleet.per_cell()),
+                };
+                (cell.key, watch)
             })
             .collect();
         self.metrics.set_drift(&drifts);
@@ -140,18 +201,50 @@ mod tests {
     fn the_alarm_replays_the_batches_in_order_and_stays_raised() {
         // A run of missing batches raises it; healthy batches afterwards lower the e-value,
         // never the alarm.
-        let mut batches = vec![vec![false; 50]; 6];
-        batches.extend(vec![vec![true; 20]; 8]);
+        let batch = |n: usize, miss: bool| CheckedBatch::unrated(vec![miss; n]);
+        let mut batches = vec![batch(50, false); 6];
+        batches.extend(vec![batch(20, true); 8]);
         let raised = drift(&batches, 0.05, 0.01);
         assert!(raised.alarm && raised.e_value >= 100.0, "{raised:?}");
-        batches.extend(vec![vec![false; 50]; 40]);
+        assert_eq!(raised.units, 14);
+        batches.extend(vec![batch(50, false); 40]);
         let later = drift(&batches, 0.05, 0.01);
         assert!(later.alarm && later.e_value < raised.e_value, "{later:?}");
         assert_eq!(later.anchors, 2460);
-        let healthy = drift(&[vec![false; 1000]], 0.05, 0.01);
+        let healthy = drift(&[batch(1000, false)], 0.05, 0.01);
         assert!(!healthy.alarm && healthy.e_value <= 1.0, "{healthy:?}");
         // The same misses against a higher bound grow the wealth less.
         let bounded = drift(&batches[..14], 0.12, 0.01);
         assert!(bounded.e_value < raised.e_value, "{bounded:?}");
+    }
+
+    #[test]
+    fn a_named_rater_is_one_unit_across_batches() {
+        // Two batches of one rater, and one batch naming none: two units.
+        let named = |miss: bool| CheckedBatch {
+            misses: vec![miss; 10],
+            raters: vec![Some("ann".to_owned()); 10],
+        };
+        let d = drift(
+            &[
+                named(false),
+                CheckedBatch::unrated(vec![false; 5]),
+                named(true),
+            ],
+            0.05,
+            0.01,
+        );
+        assert_eq!((d.anchors, d.units), (25, 2));
+        // A rater who misses in every batch is one harsh rater: the alarm learns her rate
+        // and bets less on her later anchors than on as many misses from new raters.
+        let one: Vec<CheckedBatch> = (0..6).map(|_| named(true)).collect();
+        let many: Vec<CheckedBatch> = (0..6)
+            .map(|k| CheckedBatch {
+                misses: vec![true; 10],
+                raters: vec![Some(format!("r{k}")); 10],
+            })
+            .collect();
+        let (one, many) = (drift(&one, 0.05, 0.01), drift(&many, 0.05, 0.01));
+        assert!(one.peak < many.peak, "{one:?} {many:?}");
     }
 }

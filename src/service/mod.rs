@@ -79,6 +79,11 @@ pub struct Service {
     jobs_counted: Mutex<jobs::JobWatermark>,
     /// The drift alarm's false-alarm probability (`calibrators.drift_delta`).
     drift_delta: f64,
+    /// The fleet alert's size and rate (`calibrators.fleet_cells`, `fleet_delta`).
+    fleet: coverage::FleetAlert,
+    /// Each version's miss bound at the fleet alert's level, by calibrator id (a bound at a
+    /// small level takes many draws: computed once per version and process).
+    fleet_bounds: Mutex<std::collections::HashMap<String, f64>>,
 }
 
 impl Service {
@@ -96,6 +101,11 @@ impl Service {
             stop: watch::channel(false).0,
             jobs_counted: Mutex::new(jobs::JobWatermark::default()),
             drift_delta: settings.calibrators.drift_delta,
+            fleet: coverage::FleetAlert {
+                cells: settings.calibrators.fleet_cells,
+                delta: settings.calibrators.fleet_delta,
+            },
+            fleet_bounds: Mutex::default(),
         })
     }
 

@@ -9,8 +9,8 @@ use uuid::Uuid;
 use super::{Store, placeholder_list, placeholder_rows};
 use crate::domain::anchors::CellBatch;
 use crate::domain::{
-    Anchor, CellKey, CellSummary, GroupName, ItemId, JudgeName, JudgeVersion, Problem, Rubric,
-    RubricName, Scale, now_ms,
+    Anchor, CellKey, CellSummary, GroupName, ItemId, JudgeName, JudgeVersion, Problem, RaterName,
+    Rubric, RubricName, Scale, now_ms,
 };
 use crate::error::{Error, Result};
 
@@ -23,6 +23,7 @@ struct StoredRow {
     judge_score: f64,
     reference_score: f64,
     group: Option<GroupName>,
+    rater: Option<RaterName>,
     created_at_ms: i64,
 }
 
@@ -197,15 +198,16 @@ impl Store {
             let stored_count: i64 = row.try_get(1)?;
 
             let version = JudgeVersion::stored(cell.judge_version.as_ref());
-            // The batch's items as stored: each item's reference and group (one for all its
-            // versions), and this version's row of it. A new (empty) cell needs no look-up.
-            let mut items: HashMap<String, (f64, Option<GroupName>)> = HashMap::new();
+            // The batch's items as stored: each item's reference, group and rater (one for all
+            // its versions), and this version's row of it. A new (empty) cell needs no look-up.
+            type Item = (f64, Option<GroupName>, Option<RaterName>);
+            let mut items: HashMap<String, Item> = HashMap::new();
             let mut own: HashMap<String, StoredRow> = HashMap::new();
             if stored_count > 0 {
                 for chunk in cell.anchors.chunks(CHUNK) {
                     let sql = format!(
                         "SELECT judge_version, item_id, judge_score, reference_score, group_name,
-                             created_at_ms
+                             created_at_ms, rater
                          FROM anchors WHERE cell_id = $1 AND item_id IN ({})",
                         placeholder_list(chunk.len(), 2)
                     );
@@ -220,9 +222,17 @@ impl Store {
                             judge_score: r.try_get(2)?,
                             reference_score: r.try_get(3)?,
                             group: group_of(r.try_get(4)?)?,
+                            rater: rater_of(r.try_get(6)?)?,
                             created_at_ms: r.try_get(5)?,
                         };
-                        items.insert(item.clone(), (stored.reference_score, stored.group.clone()));
+                        items.insert(
+                            item.clone(),
+                            (
+                                stored.reference_score,
+                                stored.group.clone(),
+                                stored.rater.clone(),
+                            ),
+                        );
                         if row_version == version {
                             own.insert(item, stored);
                         }
@@ -236,7 +246,9 @@ impl Store {
             let mut unchanged = 0;
             for (uploaded, &batch_row) in cell.anchors.iter().zip(&cell.rows) {
                 let item = uploaded.item_id.as_str();
-                let stored_item = items.get(item).map(|(y, g)| (*y, g.as_ref()));
+                let stored_item = items
+                    .get(item)
+                    .map(|(y, g, r)| (*y, g.as_ref(), r.as_ref()));
                 let Some(anchor) = uploaded.anchor(cell.judge_version.as_ref(), stored_item) else {
                     missing.push(Problem::at(
                         Some(batch_row),
@@ -254,7 +266,8 @@ impl Store {
                     Some(s)
                         if s.judge_score == anchor.judge_score
                             && s.reference_score == anchor.reference_score
-                            && s.group.as_ref().map(|g| g.as_str()) == group =>
+                            && s.group.as_ref().map(|g| g.as_str()) == group
+                            && s.rater == anchor.rater =>
                     {
                         unchanged += 1;
                     }
@@ -264,23 +277,25 @@ impl Store {
                                 Some(batch_row),
                                 "item_id",
                                 format!(
-                                    "{item:?} is stored for {} (judge_version {}) with judge_score {}, reference_score {} and group {}; \
-                                     this batch has {}, {} and {}",
+                                    "{item:?} is stored for {} (judge_version {}) with judge_score {}, reference_score {}, group {} and rater {}; \
+                                     this batch has {}, {}, {} and {}",
                                     cell.key,
                                     JudgeVersion::describe(cell.judge_version.as_ref()),
                                     s.judge_score,
                                     s.reference_score,
                                     s.group.as_ref().map_or("(none)", |g| g.as_str()),
+                                    s.rater.as_ref().map_or("(none)", |r| r.as_str()),
                                     anchor.judge_score,
                                     anchor.reference_score,
-                                    group.unwrap_or("(none)")
+                                    group.unwrap_or("(none)"),
+                                    anchor.rater.as_ref().map_or("(none)", |r| r.as_str())
                                 ),
                             ));
                         }
                         changed.push((anchor, s.created_at_ms));
                     }
                     None => {
-                        if let Some((y, _)) = stored_item
+                        if let Some((y, _, _)) = stored_item
                             && y != anchor.reference_score
                         {
                             if !replace {
@@ -309,7 +324,7 @@ impl Store {
             for (anchor, _) in &changed {
                 if items
                     .get(anchor.item_id.as_str())
-                    .is_some_and(|(y, _)| *y != anchor.reference_score)
+                    .is_some_and(|(y, _, _)| *y != anchor.reference_score)
                 {
                     references.push(anchor);
                 }
@@ -346,8 +361,8 @@ impl Store {
             for chunk in to_insert.chunks(CHUNK) {
                 let sql = format!(
                     "INSERT INTO anchors (cell_id, judge_version, item_id, judge_score, reference_score,
-                         updated_at_ms, group_name, created_at_ms) VALUES {}",
-                    placeholder_rows(chunk.len(), 8, 1)
+                         updated_at_ms, group_name, created_at_ms, rater) VALUES {}",
+                    placeholder_rows(chunk.len(), 9, 1)
                 );
                 let mut q = sqlx::query(AssertSqlSafe(sql));
                 for (a, created) in chunk {
@@ -359,7 +374,8 @@ impl Store {
                         .bind(a.reference_score)
                         .bind(now)
                         .bind(a.group.as_ref().map(|g| g.as_str().to_owned()))
-                        .bind(*created);
+                        .bind(*created)
+                        .bind(a.rater.as_ref().map(|r| r.as_str().to_owned()));
                 }
                 q.execute(&mut *tx).await?;
             }
@@ -461,8 +477,8 @@ impl Store {
         let cell_id = self.cell_id(key).await?;
         let (item, version) = after.unwrap_or(("", ""));
         let rows = sqlx::query(
-            "SELECT item_id, judge_score, reference_score, group_name, judge_version FROM anchors
-             WHERE cell_id = $1 AND (item_id > $2 OR (item_id = $3 AND judge_version > $4))
+            "SELECT item_id, judge_score, reference_score, group_name, rater, judge_version
+             FROM anchors WHERE cell_id = $1 AND (item_id > $2 OR (item_id = $3 AND judge_version > $4))
                  AND ($5 = '' OR judge_version = $6)
              ORDER BY item_id, judge_version LIMIT $7",
         )
@@ -536,7 +552,7 @@ impl Store {
 }
 
 /// An anchor from a row with the columns `item_id, judge_score, reference_score, group_name,
-/// judge_version` by name.
+/// rater, judge_version` by name.
 pub(super) fn anchor_of_named(r: &AnyRow) -> Result<Anchor> {
     Ok(Anchor {
         item_id: ItemId::parse(&r.try_get::<String, _>("item_id")?)
@@ -544,9 +560,16 @@ pub(super) fn anchor_of_named(r: &AnyRow) -> Result<Anchor> {
         judge_score: r.try_get("judge_score")?,
         reference_score: r.try_get("reference_score")?,
         group: group_of(r.try_get("group_name")?)?,
+        rater: rater_of(r.try_get("rater")?)?,
         judge_version: JudgeVersion::from_stored(&r.try_get::<String, _>("judge_version")?)
             .map_err(|_| bad_row("judge version"))?,
     })
+}
+
+/// A stored rater name, checked again on the way out.
+pub(super) fn rater_of(raw: Option<String>) -> Result<Option<RaterName>> {
+    raw.map(|r| RaterName::parse(&r).map_err(|_| bad_row("rater name")))
+        .transpose()
 }
 
 /// A stored group name, checked again on the way out.

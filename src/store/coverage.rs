@@ -6,6 +6,7 @@ use uuid::Uuid;
 
 use super::Store;
 use crate::calibrate::conformal::Intervals;
+use crate::calibrate::drift::CheckedBatch;
 use crate::domain::calibration::{CalibratorId, CalibratorVersion};
 use crate::domain::{CellKey, JudgeName, RubricName, now_ms};
 use crate::error::{Error, Result};
@@ -35,22 +36,40 @@ pub struct CoverageWindow {
 #[derive(Debug, Clone, PartialEq)]
 pub struct CellMisses {
     pub key: CellKey,
-    /// The active version's intervals, which the anchors were checked against.
+    /// The active version, and its intervals, which the anchors were checked against.
+    pub calibrator: String,
     pub intervals: Option<Intervals>,
-    /// Per batch, in arrival order: whether each anchor missed the interval.
-    pub batches: Vec<Vec<bool>>,
+    /// Per batch, in arrival order: whether each anchor missed the interval, and its rater.
+    pub batches: Vec<CheckedBatch>,
 }
 
 impl Store {
-    /// Records one batch's check: `misses[i]` is whether its i-th checked anchor fell outside
-    /// the interval.
-    pub async fn record_coverage(&self, calibrator: CalibratorId, misses: &[bool]) -> Result<()> {
-        let checked = misses.len() as i64;
-        let inside = misses.iter().filter(|&&m| !m).count() as i64;
-        let misses: String = misses.iter().map(|&m| if m { '1' } else { '0' }).collect();
+    /// Records one batch's check: `batch.misses[i]` is whether its i-th checked anchor fell
+    /// outside the interval, `batch.raters[i]` (where any is named) who labelled it.
+    pub async fn record_coverage(
+        &self,
+        calibrator: CalibratorId,
+        batch: &CheckedBatch,
+    ) -> Result<()> {
+        let checked = batch.misses.len() as i64;
+        let inside = batch.misses.iter().filter(|&&m| !m).count() as i64;
+        let misses: String = batch
+            .misses
+            .iter()
+            .map(|&m| if m { '1' } else { '0' })
+            .collect();
+        let raters = if batch.raters.iter().any(Option::is_some) {
+            Some(
+                serde_json::to_string(&batch.raters)
+                    .map_err(|e| Error::Internal(format!("encoding raters: {e}")))?,
+            )
+        } else {
+            None
+        };
         sqlx::query(
-            "INSERT INTO anchor_coverage (id, calibrator_id, checked, inside, created_at_ms, misses)
-             VALUES ($1, $2, $3, $4, $5, $6)",
+            "INSERT INTO anchor_coverage (id, calibrator_id, checked, inside, created_at_ms, misses,
+                 raters)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
         )
         .bind(Uuid::new_v4().to_string())
         .bind(calibrator.to_string())
@@ -58,6 +77,7 @@ impl Store {
         .bind(inside)
         .bind(now_ms())
         .bind(misses)
+        .bind(raters)
         .execute(&self.pool)
         .await?;
         Ok(())
@@ -110,11 +130,11 @@ impl Store {
 
     /// Per cell, every batch checked against its active version since the version was last
     /// activated, in arrival order (by time, then id), each as whether its anchors missed the
-    /// interval, with the version's intervals. What the drift e-process replays; checks
-    /// recorded before misses were kept are left out.
+    /// interval and who labelled it, with the version's intervals. What the drift e-process
+    /// replays; checks recorded before misses were kept are left out.
     pub async fn misses_since_activation(&self) -> Result<Vec<CellMisses>> {
         let rows = sqlx::query(
-            "SELECT c.judge, c.rubric, cov.misses, cal.intervals
+            "SELECT c.judge, c.rubric, cov.misses, cal.intervals, cov.raters, cal.id
              FROM anchor_coverage cov
              JOIN active_calibrators act ON act.calibrator_id = cov.calibrator_id
              JOIN calibrators cal ON cal.id = act.calibrator_id
@@ -129,7 +149,14 @@ impl Store {
             let judge: String = r.try_get(0)?;
             let rubric: String = r.try_get(1)?;
             let misses: String = r.try_get(2)?;
-            let batch: Vec<bool> = misses.bytes().map(|b| b == b'1').collect();
+            let raters: Option<String> = r.try_get(4)?;
+            let batch = CheckedBatch {
+                misses: misses.bytes().map(|b| b == b'1').collect(),
+                raters: match raters {
+                    Some(r) => serde_json::from_str(&r).map_err(|_| corrupt("raters"))?,
+                    None => Vec::new(),
+                },
+            };
             match out.last_mut() {
                 Some(cell)
                     if cell.key.judge.as_str() == judge && cell.key.rubric.as_str() == rubric =>
@@ -139,6 +166,7 @@ impl Store {
                 _ => {
                     let intervals: Option<String> = r.try_get(3)?;
                     out.push(CellMisses {
+                        calibrator: r.try_get(5)?,
                         key: CellKey {
                             judge: JudgeName::parse(&judge).map_err(|_| corrupt("judge"))?,
                             rubric: RubricName::parse(&rubric).map_err(|_| corrupt("rubric"))?,

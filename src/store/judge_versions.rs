@@ -124,7 +124,7 @@ impl Store {
     ) -> Result<HashMap<ItemId, Anchor>> {
         let cell_id = self.cell_id(key).await?;
         let rows = sqlx::query(
-            "SELECT item_id, judge_score, reference_score, group_name, judge_version FROM anchors
+            "SELECT item_id, judge_score, reference_score, group_name, rater, judge_version FROM anchors
              WHERE cell_id = $1 AND judge_version = $2",
         )
         .bind(&cell_id)

@@ -112,4 +112,67 @@ async fn anchors_off_the_active_intervals_lower_the_coverage(backend: Backend) {
     assert!(first["miss_bound"].as_f64().unwrap() > 0.05, "{first}");
 }
 
-on_both_backends!(anchors_off_the_active_intervals_lower_the_coverage,);
+/// Raters named in the rows are the drift alarm's units across batches; rows naming none count
+/// their batch as one. The rater is stored with the anchor and listed back.
+async fn named_raters_are_the_alarms_units(backend: Backend) {
+    const UNITS: &str = r#"judgecal_drift_units{judge="j1",rubric="coherence"}"#;
+    const FLEET: &str = r#"judgecal_drift_fleet_alarm{judge="j1",rubric="coherence"}"#;
+    const FLEET_BOUND: &str = r#"judgecal_drift_fleet_miss_bound{judge="j1",rubric="coherence"}"#;
+    const BOUND: &str = r#"judgecal_drift_miss_bound{judge="j1",rubric="coherence"}"#;
+    let app = TestApp::new(backend).await;
+    upload_to(&app, "fit", 200, 0.5, 0.8).await;
+    let job = finished(
+        &app,
+        &train(&app, "j1", json!({"method": "quantile_map"})).await,
+    )
+    .await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+    // Two CSV batches by ann, one by bob, one naming nobody: three units.
+    let csv = |batch: usize, rater: &str| {
+        let mut body = String::from("judge,rubric,item_id,judge_score,reference_score,rater\n");
+        for i in 0..10 {
+            let j = 1.0 + (i as f64) * 0.4;
+            body.push_str(&format!(
+                "j1,coherence,r{batch}-{i},{j},{},{rater}\n",
+                0.5 + 0.8 * j
+            ));
+        }
+        body
+    };
+    for (batch, rater) in [(0, "ann"), (1, "ann"), (2, "bob"), (3, "")] {
+        let res = app.csv("/v1/anchors", &csv(batch, rater)).await;
+        assert_eq!(res.status, 200, "{}", res.body);
+        assert_eq!(
+            res.body["cells"][0]["coverage"]["checked"], 10,
+            "{}",
+            res.body
+        );
+    }
+    let text = metrics(&app).await;
+    assert_eq!(metric(&text, UNITS), Some(3.0), "{text}");
+    assert_eq!(metric(&text, FLEET), Some(0.0), "{text}");
+    // The fleet's bound is at δ/(2K) = 0.01/400, above the cell's own (at 0.001).
+    assert!(
+        metric(&text, FLEET_BOUND).unwrap() > metric(&text, BOUND).unwrap(),
+        "{text}"
+    );
+    let listed = app.get("/v1/cells/j1/coherence/anchors?limit=500").await;
+    let raters: Vec<(&str, Option<&str>)> = listed.body["anchors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["item_id"].as_str().unwrap().starts_with("r0-0") || a["item_id"] == "r3-0")
+        .map(|a| (a["item_id"].as_str().unwrap(), a["rater"].as_str()))
+        .collect();
+    assert_eq!(raters, vec![("r0-0", Some("ann")), ("r3-0", None)]);
+    // A bad rater is refused by row and field, and nothing is stored.
+    let bad = "judge,rubric,item_id,judge_score,reference_score,rater\nj1,coherence,z1,2,3,ann\nj1,coherence,z2,2,3,two words\n";
+    let res = app.csv("/v1/anchors", bad).await;
+    assert_eq!(res.status, 422, "{}", res.body);
+    assert!(res.body.to_string().contains("rater"), "{}", res.body);
+}
+
+on_both_backends!(
+    anchors_off_the_active_intervals_lower_the_coverage,
+    named_raters_are_the_alarms_units,
+);

@@ -43,6 +43,16 @@ class AnchorDto(BaseModel):
     """
     The judge version that gave the scores: the platform's own label (model snapshot, a hash of the prompt template, decoding settings). Leave it out for unversioned scores.
     """
+    rater: str | None = Field(
+        None,
+        examples=['labeller-7'],
+        max_length=64,
+        min_length=1,
+        pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
+    )
+    """
+    Optional: who labelled the reference (the labeller or labelling session), named like judges. The drift alarm treats each rater as one independent unit across batches (a rater's anchors may miss together); rows naming none count their upload batch as one.
+    """
     reference_score: float = Field(..., examples=[4.0])
     """
     The trusted score; inside the rubric's scale (1–5 unless set with PUT /v1/rubrics).
@@ -98,6 +108,16 @@ class AnchorRow(BaseModel):
     )
     """
     The judge version that gave the scores: the platform's own label (model snapshot, a hash of the prompt template, decoding settings). Leave it out for unversioned scores.
+    """
+    rater: str | None = Field(
+        None,
+        examples=['labeller-7'],
+        max_length=64,
+        min_length=1,
+        pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
+    )
+    """
+    Optional: who labelled the reference (the labeller or labelling session), named like judges. The drift alarm treats each rater as one independent unit across batches (a rater's anchors may miss together); rows naming none count their upload batch as one.
     """
     reference_score: float | None = Field(None, examples=[4.0])
     """
@@ -1621,7 +1641,7 @@ class Verdict(Enum):
 class AnchorBatchRequest(BaseModel):
     """
     One cell's anchors as JSON. CSV uploads (`text/csv`) carry the columns
-    `judge,rubric,item_id,judge_score,reference_score` (and optionally `group` and
+    `judge,rubric,item_id,judge_score,reference_score` (and optionally `group`, `rater` and
     `judge_version`) instead, for any number of cells.
     """
 

@@ -21,6 +21,8 @@
 //! for the same items (HANNA: the next judge of the list; synthetic: a judge of slope 0.4 and
 //! twice the noise). The delay is the number of streamed anchors until the alarm.
 
+pub mod grid;
+
 use std::sync::atomic::AtomicBool;
 
 use crate::calibrate::rng::Rng;
@@ -31,7 +33,7 @@ use super::synthetic::{JudgeModel, stand_in_reference};
 use super::systems::Record;
 use crate::calibrate::conformal::Intervals;
 use crate::calibrate::cv::Split;
-use crate::calibrate::drift::{BOUND_DELTA, MissAlarm, drift};
+use crate::calibrate::drift::{BOUND_DELTA, CheckedBatch, MissAlarm, drift};
 use crate::calibrate::stats::{mean, quantile, sample_variance, standard_normal};
 use crate::calibrate::{Candidates, Cell, Method, Run};
 
@@ -267,11 +269,16 @@ pub fn run(opts: &Options, progress: &dyn Fn(&str)) -> Result<Vec<Row>, String> 
                 // Before: the method's own interval where it has one, else the band.
                 let own = model.correct(&[stream[0].0])?[0].predictive.is_some();
                 let before = misses(model, (!own).then_some(&intervals), &stream)?;
-                let batches: Vec<Vec<bool>> =
-                    after.chunks(opts.batch).map(<[bool]>::to_vec).collect();
+                let batches: Vec<CheckedBatch> = after
+                    .chunks(opts.batch)
+                    .map(|b| CheckedBatch::unrated(b.to_vec()))
+                    .collect();
                 let now = drift(&batches, bound, DELTA);
                 let then = drift(
-                    &before.iter().map(|&b| vec![b]).collect::<Vec<_>>(),
+                    &before
+                        .iter()
+                        .map(|&b| CheckedBatch::unrated(vec![b]))
+                        .collect::<Vec<_>>(),
                     0.05,
                     DELTA,
                 );
