@@ -24,9 +24,11 @@ fn estimate(value: f64) -> RunEstimate {
 
 #[test]
 fn the_combined_answer_weighs_plain_and_labelled_by_inverse_variance() {
-    // Plain 3.0 with variance 0.04, labelled 3.3 with variance 0.01 on a normal quantile:
-    // weight 0.01/0.05 = 0.2 on the plain one, estimate 0.2·3.0 + 0.8·3.3 = 3.24,
-    // variance 0.04·0.01/0.05 = 0.008, so a 95% half-width of 1.96·√0.008 = 0.1753.
+    // Plain 3.0 with variance 0.04 (0.03 of it the run's sampling over 1,000 items), labelled
+    // 3.3 on 750 of them: at the anchors' noise the labelled variance is 0.03·(1000/750 − 1)
+    // = 0.01, on a normal quantile: weight 0.01/0.05 = 0.2 on the plain one, estimate
+    // 0.2·3.0 + 0.8·3.3 = 3.24, variance 0.04·0.01/0.05 = 0.008, so a 95% half-width of
+    // 1.96·√0.008 = 0.1753. The labels' own variance (here 0.5) does not move the weight.
     let mut p = estimate(3.0);
     p.mean.variance = inference::Variance {
         sampling: 0.03,
@@ -36,13 +38,19 @@ fn the_combined_answer_weighs_plain_and_labelled_by_inverse_variance() {
     let mut l = estimate(3.3);
     l.path = AnswerPath::Labelled;
     l.mean.variance = inference::Variance {
-        sampling: 0.01,
+        sampling: 0.5,
         ..Default::default()
     };
+    (l.mean.n, l.mean.labelled) = (1000, 750);
     l.mean.df = None;
     let w = plain_weight(&l, &p, 0.95);
     assert!((w - 0.2).abs() < 1e-12, "{w}");
     assert_eq!(plain_weight(&p, &p, 0.95), 1.0);
+    // A run of a system the anchors never saw: its labels alone.
+    let mut new = p.clone();
+    new.group.term = crate::calibrate::runlevel::groups::GroupTerm::New;
+    assert_eq!(plain_weight(&l, &new, 0.95), 0.0);
+    l.mean.variance.sampling = 0.01;
     // A t quantile on few labels weighs the labelled answer down: on 4 degrees of
     // freedom its variance counts (2.776445/1.959964)² = 2.006671 times, so the weight
     // is 0.020067/0.060067 = 0.33407.
