@@ -67,14 +67,24 @@ pub fn train_with_groups(
     seed: u64,
     run: &Run,
 ) -> Result<(super::Model, Option<super::runlevel::groups::GroupBias>), String> {
+    train_pooled_with_groups(method, std::slice::from_ref(cell), groups, seed, run)
+}
+
+/// As [`train_with_groups`], with the rubrics `cells` of one judge trained together (a
+/// hierarchical method pools them): the first cell's model, and its groups' bias.
+pub fn train_pooled_with_groups(
+    method: super::Method,
+    cells: &[Cell],
+    groups: &[Option<&str>],
+    seed: u64,
+    run: &Run,
+) -> Result<(super::Model, Option<super::runlevel::groups::GroupBias>), String> {
     let split = Split {
         scheme: cv::Scheme::Folds(5),
         seed,
     };
-    let (mut models, held_out) =
-        method
-            .default_options()
-            .train(std::slice::from_ref(cell), split, run)?;
-    let bias = super::runlevel::groups::GroupBias::of_held_out(&cell.pairs, &held_out[0], groups);
+    let (mut models, held_out) = method.default_options().train(cells, split, run)?;
+    let bias =
+        super::runlevel::groups::GroupBias::of_held_out(&cells[0].pairs, &held_out[0], groups);
     Ok((models.remove(0), bias))
 }

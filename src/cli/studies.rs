@@ -122,9 +122,9 @@ pub struct CoverageArgs {
     /// bayes) and `--reps` replications per cell.
     #[arg(long)]
     pub grid: bool,
-    /// With --grid: only the cells whose label contains this text.
-    #[arg(long)]
-    pub only: Option<String>,
+    /// With --grid: only the cells whose label contains one of these texts (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub only: Vec<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -225,6 +225,10 @@ pub struct RankArgs {
     /// (`reps` replications a world).
     #[arg(long)]
     pub reasking: bool,
+    /// Only the outlying system: a labelled run of a new system 2.5 τ from the anchors'
+    /// systems (or a normal draw) in a ranking, 3/5/10/20 labels (`reps` replications a cell).
+    #[arg(long)]
+    pub outlier: bool,
     /// Also the floor: each run's fewest labels that settle with every other run fully
     /// labelled (knowing the references), summed: what no design of per-run counts beats.
     #[arg(long)]
@@ -251,6 +255,25 @@ pub struct RankArgs {
 pub(super) fn rank(a: RankArgs) -> Result<(), String> {
     use crate::study::rank;
     let started = std::time::Instant::now();
+    if a.outlier {
+        use rank::outlier::{cells, outlier};
+        println!(
+            "| cell | replications | the new run's interval covers | wrong claims | mean width |\n|---|---:|---:|---:|---:|"
+        );
+        for w in cells() {
+            let c = outlier(w, a.reps)?;
+            println!(
+                "| {} | {} | {:.1}% | {:.1}% | {:.3} |",
+                w.label(),
+                c.reps,
+                100.0 * c.rate(c.covered),
+                100.0 * c.rate(c.wrong),
+                c.width / c.reps.max(1) as f64
+            );
+        }
+        eprintln!("{:.0} s", started.elapsed().as_secs_f64());
+        return Ok(());
+    }
     if a.reasking {
         use rank::reasking::{ReWorld, reasking};
         println!(
@@ -378,8 +401,8 @@ pub(super) fn coverage(a: CoverageArgs) -> Result<(), String> {
         };
         let started = std::time::Instant::now();
         let mut cells = crate::study::grid::cells();
-        if let Some(only) = &a.only {
-            cells.retain(|c| c.label().contains(only.as_str()));
+        if !a.only.is_empty() {
+            cells.retain(|c| a.only.iter().any(|o| c.label().contains(o.as_str())));
         }
         let rows = crate::study::grid::run(&cells, method, a.reps, a.threads, &|line| {
             eprintln!("{line}")

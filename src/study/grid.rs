@@ -10,9 +10,11 @@
 //! one. Runs A and B answer the same prompts with independent qualities, so their references
 //! are independent: the runs' own difference is not the population's.
 //!
-//! Cells: the judge's slope (0.1, 0.2, 0.5, 0.8); an integer 1–5 scale; 8 and 20 groups with a
-//! between-group bias sd of 0, 0.1 and 0.3, runs of a known group or of new ones; 3, 5, 10 and
-//! 50 labels on the runs; runs in 2, 5 and 20 clusters that share part of their references.
+//! Cells: the judge's slope (0.1, 0.2, 0.5, 0.8); an integer 1–5 scale; 2, 3 and 4 groups with
+//! a between-group bias sd of 0, 0.1 and 0.5, and 8 and 20 with 0, 0.1 and 0.3, runs of a
+//! known group or of new ones; a weak judge as on real data (slope 0.1, its 3 sibling
+//! rubrics up to 0.2, pooled; 12 systems with bias sd 0.3, runs of 50); 3, 5, 10 and 50
+//! labels on the runs; runs in 2, 5 and 20 clusters that share part of their references.
 
 use crate::calibrate::rng::Rng;
 use crate::calibrate::rng::SliceRandom;
@@ -22,7 +24,7 @@ use super::synthetic::stand_in_reference;
 use crate::calibrate::runlevel::inference::Estimand;
 use crate::calibrate::runlevel::{self, AnswerSettings, Basis, RunItems};
 use crate::calibrate::stats::{mean, standard_normal};
-use crate::calibrate::train::train_with_groups;
+use crate::calibrate::train::train_pooled_with_groups;
 use crate::calibrate::{Cell, Method, Run};
 
 const SCALE: (f64, f64) = (1.0, 5.0);
@@ -54,6 +56,9 @@ pub struct World {
     pub clusters: usize,
     pub anchors: usize,
     pub run: usize,
+    /// Rubrics of the judge trained together (1: the cell alone); the others' slopes step up
+    /// to `slope` + 0.1, each with biases of its own, and the answers are the first's.
+    pub rubrics: usize,
 }
 
 impl World {
@@ -67,6 +72,7 @@ impl World {
         clusters: 0,
         anchors: 500,
         run: 400,
+        rubrics: 1,
     };
 
     pub fn label(&self) -> String {
@@ -92,6 +98,12 @@ impl World {
         if self.clusters > 0 {
             parts.push(format!("{} clusters", self.clusters));
         }
+        if self.rubrics > 1 {
+            parts.push(format!(
+                "{} rubrics pooled, {} anchors and runs of {}",
+                self.rubrics, self.anchors, self.run
+            ));
+        }
         parts.join(", ")
     }
 }
@@ -109,6 +121,20 @@ pub fn cells() -> Vec<World> {
         discrete: true,
         ..World::BASE
     });
+    // Few groups (the conservative rule): τ up to about 10 times a group's standard error
+    // (0.04–0.06 with 125–250 anchors a group).
+    for groups in [2, 3, 4] {
+        for tau in [0.0, 0.1, 0.5] {
+            for runs in [Runs::Known, Runs::New] {
+                out.push(World {
+                    groups,
+                    tau,
+                    runs,
+                    ..World::BASE
+                });
+            }
+        }
+    }
     for groups in [8, 20] {
         for tau in [0.0, 0.1, 0.3] {
             for runs in [Runs::Known, Runs::New] {
@@ -125,6 +151,20 @@ pub fn cells() -> Vec<World> {
         out.push(World {
             labels,
             discrete: true,
+            ..World::BASE
+        });
+    }
+    // A weak judge on real data (issue 38's (8)): slopes 0.1–0.2, 12 systems, 50 items a run,
+    // 4 rubrics pooled.
+    for runs in [Runs::Known, Runs::New] {
+        out.push(World {
+            slope: 0.1,
+            groups: 12,
+            tau: 0.3,
+            runs,
+            anchors: 600,
+            run: 50,
+            rubrics: 4,
             ..World::BASE
         });
     }
@@ -185,7 +225,11 @@ fn quality(rng: &mut Rng, w: &World) -> f64 {
 }
 
 fn judge(rng: &mut Rng, w: &World, q: f64) -> f64 {
-    let j = 3.0 + w.slope * (q - 3.0) + JUDGE_NOISE * standard_normal(rng);
+    judge_at(rng, w, w.slope, q)
+}
+
+fn judge_at(rng: &mut Rng, w: &World, slope: f64, q: f64) -> f64 {
+    let j = 3.0 + slope * (q - 3.0) + JUDGE_NOISE * standard_normal(rng);
     if w.discrete { j.round() } else { j }
 }
 
@@ -218,14 +262,33 @@ fn replicate(w: &World, method: Method, rep: u64) -> Result<Counts, String> {
         ));
         names.push(g.map(|g| format!("g{g}")));
     }
-    let cell = Cell {
+    let mut cells = vec![Cell {
         pairs,
         scale: SCALE,
-    };
+    }];
+    // The judge's other rubrics, pooled with this one: steeper, with biases of their own.
+    for r in 1..w.rubrics {
+        let slope = w.slope + 0.1 * r as f64 / (w.rubrics - 1) as f64;
+        let own: Vec<f64> = (0..w.groups)
+            .map(|_| w.tau * standard_normal(&mut rng))
+            .collect();
+        let pairs = (0..w.anchors)
+            .map(|i| {
+                let q = quality(&mut rng, w);
+                let u = if w.groups > 0 { own[i % w.groups] } else { 0.0 };
+                (judge_at(&mut rng, w, slope, q), reference(w, q, u))
+            })
+            .collect();
+        cells.push(Cell {
+            pairs,
+            scale: SCALE,
+        });
+    }
     let never = std::sync::atomic::AtomicBool::new(false);
     let fit_run = Run::new(&never, &|_| {});
     let group_names: Vec<Option<&str>> = names.iter().map(|g| g.as_deref()).collect();
-    let (model, bias) = train_with_groups(method, &cell, &group_names, rep, &fit_run)?;
+    let (model, bias) = train_pooled_with_groups(method, &cells, &group_names, rep, &fit_run)?;
+    let cell = cells.swap_remove(0);
     // The runs: two systems answering the same prompts.
     let (u_a, u_b, g_a, g_b) = match w.runs {
         Runs::Ungrouped => (0.0, 0.0, None, None),

@@ -67,3 +67,17 @@ impl Bars {
         self.bar.finish_and_clear();
     }
 }
+
+/// Runs `work(thread, threads)` on every core and gathers the results.
+pub(crate) fn parallel<T: Send>(work: impl Fn(usize, usize) -> T + Sync) -> Vec<T> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let work = &work;
+                s.spawn(move || work(t, threads))
+            })
+            .collect();
+        handles.into_iter().filter_map(|h| h.join().ok()).collect()
+    })
+}

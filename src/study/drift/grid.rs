@@ -32,6 +32,7 @@ use crate::calibrate::rng::{Rng, RngExt, SeedableRng};
 use crate::calibrate::stats::{mean, normal_quantile, quantile, sample_variance};
 use crate::calibrate::{Candidates, Cell, Method, Run};
 
+use super::super::parallel;
 use super::super::synthetic::{JudgeModel, stand_in_reference};
 
 /// The false-alarm probability of each cell's alarm.
@@ -311,20 +312,6 @@ fn oracle_threshold(before: f64, after: f64, horizon: usize, runs: usize, rng: &
         })
         .collect();
     quantile(&maxima, 1.0 - DELTA)
-}
-
-/// Runs `work(thread, threads)` on every core and gathers the results.
-fn parallel<T: Send>(work: impl Fn(usize, usize) -> T + Sync) -> Vec<T> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                let work = &work;
-                s.spawn(move || work(t, threads))
-            })
-            .collect();
-        handles.into_iter().filter_map(|h| h.join().ok()).collect()
-    })
 }
 
 /// The false-alarm grid of one world.

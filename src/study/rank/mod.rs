@@ -28,6 +28,7 @@
 
 mod hanna;
 mod labels;
+pub mod outlier;
 pub mod reasking;
 #[cfg(test)]
 mod tests;
