@@ -121,22 +121,12 @@ pub fn cells() -> Vec<World> {
         discrete: true,
         ..World::BASE
     });
-    // Few groups (the conservative rule): τ up to about 10 times a group's standard error
-    // (0.04–0.06 with 125–250 anchors a group).
-    for groups in [2, 3, 4] {
-        for tau in [0.0, 0.1, 0.5] {
-            for runs in [Runs::Known, Runs::New] {
-                out.push(World {
-                    groups,
-                    tau,
-                    runs,
-                    ..World::BASE
-                });
-            }
-        }
-    }
-    for groups in [8, 20] {
-        for tau in [0.0, 0.1, 0.3] {
+    // Few groups (the conservative rule) with τ up to about 10 times a group's standard error
+    // (0.04–0.06 with 125–250 anchors a group); then 8 and 20.
+    let few = [2, 3, 4].map(|g| (g, [0.0, 0.1, 0.5]));
+    let many = [8, 20].map(|g| (g, [0.0, 0.1, 0.3]));
+    for (groups, taus) in few.into_iter().chain(many) {
+        for tau in taus {
             for runs in [Runs::Known, Runs::New] {
                 out.push(World {
                     groups,

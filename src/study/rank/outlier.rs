@@ -16,15 +16,11 @@
 use super::{judge, with_labels};
 use crate::calibrate::rng::{Rng, RngExt, SeedableRng, SliceRandom};
 use crate::calibrate::runlevel::rank::{self, RankSettings};
-use crate::calibrate::runlevel::{AnswerPath, AnswerSettings, Basis};
-use crate::calibrate::stats::{mean, standard_normal};
-use crate::calibrate::train::train_with_groups;
-use crate::calibrate::{Cell, Method, Run};
+use crate::calibrate::runlevel::{AnswerPath, AnswerSettings};
+use crate::calibrate::stats::standard_normal;
 use crate::study::parallel;
-use crate::study::synthetic::stand_in_reference;
 
 const KNOWN: usize = 8;
-const ANCHORS_PER_SYSTEM: usize = 50;
 const RUN: usize = 1000;
 const TAU: f64 = 0.3;
 
@@ -83,51 +79,12 @@ fn replicate(w: OutlierWorld, rep: u64) -> Result<OutlierCounts, String> {
         let sign = if rng.random::<bool>() { 1.0 } else { -1.0 };
         bias[KNOWN] = sign * z * TAU;
     }
-    let item = |rng: &mut Rng, p: f64, k: usize| {
-        let q = p + 0.3 * standard_normal(rng);
-        (
-            3.0 + w.slope * (q - 3.0) + 0.8 * standard_normal(rng),
-            q + bias[k],
-        )
-    };
-    let mut pairs = Vec::new();
-    let mut groups = Vec::new();
-    for k in 0..KNOWN {
-        for p in stand_in_reference(ANCHORS_PER_SYSTEM, (1.0, 5.0), &mut rng) {
-            pairs.push(item(&mut rng, p, k));
-            groups.push(format!("s{k}"));
-        }
-    }
-    let cell = Cell {
-        pairs,
-        scale: (-12.0, 18.0),
-    };
-    let prompts = stand_in_reference(RUN, (1.0, 5.0), &mut rng);
-    let runs: Vec<(String, Vec<f64>, Vec<f64>)> = [0, 1, KNOWN]
-        .into_iter()
-        .map(|k| {
-            let (j, y) = prompts.iter().map(|&p| item(&mut rng, p, k)).unzip();
-            (format!("s{k}"), j, y)
-        })
-        .collect();
-    let truth: Vec<f64> = runs.iter().map(|r| mean(&r.2)).collect();
-    let never = std::sync::atomic::AtomicBool::new(false);
-    let names: Vec<Option<&str>> = groups.iter().map(|g| Some(g.as_str())).collect();
-    let (model, measured) = train_with_groups(
-        Method::Bayes,
-        &cell,
-        &names,
-        rep,
-        &Run::new(&never, &|_| {}),
-    )?;
-    let basis = Basis {
-        model: &model,
-        anchors: &cell,
-        groups: measured.as_ref(),
-    };
+    let drawn =
+        super::reasking::equal_systems(&mut rng, w.slope, &bias, KNOWN, &[0, 1, KNOWN], RUN, rep)?;
+    let (runs, truth, basis) = (&drawn.runs, &drawn.truth, drawn.basis());
     let mut order: Vec<usize> = (0..RUN).collect();
     order.shuffle(&mut rng);
-    let items = with_labels(&runs, &[vec![], vec![], order[..w.labels].to_vec()]);
+    let items = with_labels(runs, &[vec![], vec![], order[..w.labels].to_vec()]);
     let settings = AnswerSettings {
         seed: rep,
         ..AnswerSettings::default()
@@ -141,7 +98,7 @@ fn replicate(w: OutlierWorld, rep: u64) -> Result<OutlierCounts, String> {
     Ok(OutlierCounts {
         reps: 1,
         covered: usize::from(lo <= truth[2] && truth[2] <= hi),
-        wrong: usize::from(judge(&r, &truth).0),
+        wrong: usize::from(judge(&r, truth).0),
         width: hi - lo,
     })
 }

@@ -61,47 +61,9 @@ fn replicate(w: ReWorld, rep: u64) -> Result<(bool, bool, bool), String> {
     let bias: Vec<f64> = (0..SYSTEMS)
         .map(|_| w.tau * standard_normal(&mut rng))
         .collect();
-    let item = |rng: &mut Rng, p: f64, k: usize| {
-        let q = p + 0.3 * standard_normal(rng);
-        (
-            3.0 + w.slope * (q - 3.0) + 0.8 * standard_normal(rng),
-            q + bias[k],
-        )
-    };
-    let mut pairs = Vec::new();
-    let mut groups = Vec::new();
-    for k in 0..SYSTEMS {
-        for p in stand_in_reference(ANCHORS_PER_SYSTEM, (1.0, 5.0), &mut rng) {
-            pairs.push(item(&mut rng, p, k));
-            groups.push(format!("s{k}"));
-        }
-    }
-    let cell = Cell {
-        pairs,
-        scale: (-12.0, 18.0),
-    };
-    let prompts = stand_in_reference(w.run, (1.0, 5.0), &mut rng);
-    let runs: Vec<(String, Vec<f64>, Vec<f64>)> = (0..SYSTEMS)
-        .map(|k| {
-            let (j, y) = prompts.iter().map(|&p| item(&mut rng, p, k)).unzip();
-            (format!("s{k}"), j, y)
-        })
-        .collect();
-    let truth: Vec<f64> = runs.iter().map(|r| mean(&r.2)).collect();
-    let never = std::sync::atomic::AtomicBool::new(false);
-    let names: Vec<Option<&str>> = groups.iter().map(|g| Some(g.as_str())).collect();
-    let (model, groups) = train_with_groups(
-        Method::Bayes,
-        &cell,
-        &names,
-        rep,
-        &Run::new(&never, &|_| {}),
-    )?;
-    let basis = Basis {
-        model: &model,
-        anchors: &cell,
-        groups: groups.as_ref(),
-    };
+    let drawn = equal_systems(&mut rng, w.slope, &bias, SYSTEMS, &[0, 1, 2, 3], w.run, rep)?;
+    let (runs, truth) = (&drawn.runs, &drawn.truth);
+    let basis = drawn.basis();
     let settings = AnswerSettings {
         seed: rep,
         ..AnswerSettings::default()
@@ -128,7 +90,7 @@ fn replicate(w: ReWorld, rep: u64) -> Result<(bool, bool, bool), String> {
     };
     let (mut plain, mut bound, mut stopping, mut stopped) = (false, false, false, false);
     for &labels in &BATCHES {
-        let items = with_labels(&runs, &vec![order[..labels].to_vec(); SYSTEMS]);
+        let items = with_labels(runs, &vec![order[..labels].to_vec(); SYSTEMS]);
         let named: Vec<(String, crate::calibrate::runlevel::RunItems)> = runs
             .iter()
             .map(|r| r.0.clone())
@@ -137,7 +99,7 @@ fn replicate(w: ReWorld, rep: u64) -> Result<(bool, bool, bool), String> {
         let look = |how: RankSettings| -> Result<Ranking, String> {
             Ok(rank::rank(basis, &items, &settings, &how)?)
         };
-        plain |= judge(&look(RankSettings::default())?, &truth).0;
+        plain |= judge(&look(RankSettings::default())?, truth).0;
         let round = session.next_round()?;
         if !session.seen.check(&named).is_empty() {
             return Err("a look dropped a label".into());
@@ -149,7 +111,7 @@ fn replicate(w: ReWorld, rep: u64) -> Result<(bool, bool, bool), String> {
         })?;
         session.seen = session.seen.after(&named);
         session.looks += 1;
-        let wrong = judge(&r, &truth).0;
+        let wrong = judge(&r, truth).0;
         bound |= wrong;
         if !stopped {
             stopping |= wrong;
@@ -157,6 +119,85 @@ fn replicate(w: ReWorld, rep: u64) -> Result<(bool, bool, bool), String> {
         }
     }
     Ok((plain, bound, stopping))
+}
+
+/// A world of equal systems, as the re-asking user's and the outlying system's studies draw
+/// it: the anchors of the first `anchored` systems (50 items each, named), the Bayesian line
+/// trained on them with the systems as groups, and runs of systems `ran` on `run` shared
+/// prompts, with their own mean references.
+pub(super) struct EqualSystems {
+    cell: Cell,
+    model: crate::calibrate::Model,
+    groups: Option<crate::calibrate::runlevel::groups::GroupBias>,
+    pub(super) runs: Vec<(String, Vec<f64>, Vec<f64>)>,
+    pub(super) truth: Vec<f64>,
+}
+
+impl EqualSystems {
+    pub(super) fn basis(&self) -> Basis<'_> {
+        Basis {
+            model: &self.model,
+            anchors: &self.cell,
+            groups: self.groups.as_ref(),
+        }
+    }
+}
+
+/// Draws an [`EqualSystems`] world: system k's output on prompt p has quality
+/// q = p + N(0, 0.3²), the judge j = 3 + `slope`·(q − 3) + N(0, 0.8²), the reference q + `bias`[k].
+pub(super) fn equal_systems(
+    rng: &mut Rng,
+    slope: f64,
+    bias: &[f64],
+    anchored: usize,
+    ran: &[usize],
+    run: usize,
+    rep: u64,
+) -> Result<EqualSystems, String> {
+    let item = |rng: &mut Rng, p: f64, k: usize| {
+        let q = p + 0.3 * standard_normal(rng);
+        (
+            3.0 + slope * (q - 3.0) + 0.8 * standard_normal(rng),
+            q + bias[k],
+        )
+    };
+    let mut pairs = Vec::new();
+    let mut groups = Vec::new();
+    for k in 0..anchored {
+        for p in stand_in_reference(ANCHORS_PER_SYSTEM, (1.0, 5.0), rng) {
+            pairs.push(item(rng, p, k));
+            groups.push(format!("s{k}"));
+        }
+    }
+    let cell = Cell {
+        pairs,
+        scale: (-12.0, 18.0),
+    };
+    let prompts = stand_in_reference(run, (1.0, 5.0), rng);
+    let runs: Vec<(String, Vec<f64>, Vec<f64>)> = ran
+        .iter()
+        .map(|&k| {
+            let (j, y) = prompts.iter().map(|&p| item(rng, p, k)).unzip();
+            (format!("s{k}"), j, y)
+        })
+        .collect();
+    let truth: Vec<f64> = runs.iter().map(|r| mean(&r.2)).collect();
+    let never = std::sync::atomic::AtomicBool::new(false);
+    let names: Vec<Option<&str>> = groups.iter().map(|g| Some(g.as_str())).collect();
+    let (model, groups) = train_with_groups(
+        Method::Bayes,
+        &cell,
+        &names,
+        rep,
+        &Run::new(&never, &|_| {}),
+    )?;
+    Ok(EqualSystems {
+        cell,
+        model,
+        groups,
+        runs,
+        truth,
+    })
 }
 
 /// `reps` replications of `w`, on `threads` threads.
