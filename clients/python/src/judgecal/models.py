@@ -2110,8 +2110,8 @@ class GroupBias(BaseModel):
     """
     rule: str
     """
-    `random_effects` (at least 5 groups) or `conservative` (2 to 4: τ's posterior stays
-    wide, and the answers use all of it).
+    `random_effects` (at least 5 groups) or `conservative` (2 to 4: known groups keep
+    their own means, a new group's bias is Student's t on G − 1 degrees of freedom).
     """
     spread: float
     """
