@@ -173,21 +173,26 @@ impl Service {
         }
         bounds.extend(fresh);
         let delta = self.drift_delta;
-        let drifts: Vec<_> = cells
-            .into_iter()
-            .map(|cell| {
-                let bound = cell
-                    .intervals
-                    .as_ref()
-                    .map_or(nominal, |i| i.miss_bound(BOUND_DELTA));
-                let fleet_bound = bounds.get(&cell.calibrator).copied().unwrap_or(nominal);
-                let watch = Watch {
-                    cell: drift(&cell.batches, bound, delta),
-                    fleet: drift(&cell.batches, fleet_bound, fleet.per_cell()),
-                };
-                (cell.key, watch)
-            })
-            .collect();
+        // Every active version's anchors replayed through two e-processes: CPU work, off the
+        // async runtime.
+        let drifts: Vec<_> = crate::error::blocking("replaying the drift alarms", move || {
+            cells
+                .into_iter()
+                .map(|cell| {
+                    let bound = cell
+                        .intervals
+                        .as_ref()
+                        .map_or(nominal, |i| i.miss_bound(BOUND_DELTA));
+                    let fleet_bound = bounds.get(&cell.calibrator).copied().unwrap_or(nominal);
+                    let watch = Watch {
+                        cell: drift(&cell.batches, bound, delta),
+                        fleet: drift(&cell.batches, fleet_bound, fleet.per_cell()),
+                    };
+                    (cell.key, watch)
+                })
+                .collect()
+        })
+        .await?;
         self.metrics.set_drift(&drifts);
         Ok(())
     }
