@@ -151,6 +151,24 @@ fn share(inside: usize, of: usize) -> Option<f64> {
 }
 
 impl Intervals {
+    /// A conformal version of one bin over the whole scale, with `held_out` held-out anchors
+    /// and no band: what the drift studies bound a miss rate with.
+    pub fn one_bin(held_out: usize) -> Self {
+        Intervals {
+            level: 0.95,
+            source: Source::Conformal,
+            bins: vec![Bin {
+                from: None,
+                to: None,
+                anchors: held_out,
+                band: None,
+                held_out_coverage: None,
+            }],
+            held_out,
+            held_out_coverage: None,
+        }
+    }
+
     /// The intervals of a version whose held-out predictions of `pairs` (judge, reference) are
     /// `held_out` (`None` where an anchor was never held out). `None` when no interval can be
     /// made: a method without its own needs 39 held-out anchors.

@@ -476,21 +476,9 @@ mod tests {
         // of them), watched over 40,000 healthy anchors in batches of 50. Against the nominal 5% the alarm fires
         // for many versions whose calibration draw was unlucky; against the bound at most
         // δ + the bound's own failure rate.
-        use crate::calibrate::conformal::{Bin, Intervals, Source};
+        use crate::calibrate::conformal::Intervals;
         let mut rng = Rng::seed_from_u64(9);
-        let version = Intervals {
-            level: 0.95,
-            source: Source::Conformal,
-            bins: vec![Bin {
-                from: None,
-                to: None,
-                anchors: 120,
-                band: None,
-                held_out_coverage: None,
-            }],
-            held_out: 120,
-            held_out_coverage: None,
-        };
+        let version = Intervals::one_bin(120);
         let bound = version.miss_bound(BOUND_DELTA);
         let (mut nominal, mut bounded) = (0, 0);
         for _ in 0..400 {

@@ -57,6 +57,18 @@ impl Default for JudgeModel {
 }
 
 impl JudgeModel {
+    /// A weaker judge than the default: slope 0.4, noisier (the drift studies' second world).
+    pub fn weak() -> Self {
+        JudgeModel {
+            slope: 0.4,
+            noise_base: 0.6,
+            noise_slope: 0.36,
+            ..JudgeModel::default()
+        }
+    }
+}
+
+impl JudgeModel {
     pub fn check(&self) -> Result<(), String> {
         if !(0.0..=1.0).contains(&self.verbose_prob) {
             return Err("--verbose-prob must lie in [0, 1]".into());

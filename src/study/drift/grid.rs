@@ -171,12 +171,7 @@ pub fn world(opts: &GridOptions, integer: bool) -> Result<World, String> {
     let mut rng = Rng::seed_from_u64(opts.seed ^ u64::from(integer));
     let scale = (1.0, 5.0);
     let judge = JudgeModel::default();
-    let weak = JudgeModel {
-        slope: 0.4,
-        noise_base: 0.6,
-        noise_slope: 0.36,
-        ..judge
-    };
+    let weak = JudgeModel::weak();
     let reference = |t: f64| {
         let y = t.clamp(scale.0, scale.1);
         if integer { y.round() } else { y }
@@ -448,20 +443,7 @@ pub fn delays(opts: &GridOptions, w: &World) -> Vec<Delay> {
 /// with offsets as `w`'s. Two rules: each cell against its bound at `BOUND_DELTA` alerting at
 /// (cells)/δ, as before, and against its bound at δ/(2K) alerting at 2K/δ.
 pub fn fleet(opts: &GridOptions, w: &World, held_out: usize) -> Fleet {
-    use crate::calibrate::conformal::{Bin, Source};
-    let version = Intervals {
-        level: 0.95,
-        source: Source::Conformal,
-        bins: vec![Bin {
-            from: None,
-            to: None,
-            anchors: held_out,
-            band: None,
-            held_out_coverage: None,
-        }],
-        held_out,
-        held_out_coverage: None,
-    };
+    let version = Intervals::one_bin(held_out);
     let k = opts.fleet as f64;
     let rules = [
         (

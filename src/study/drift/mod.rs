@@ -91,12 +91,7 @@ pub struct Row {
 fn synthetic(opts: &Options, integer: bool, k: usize) -> Source {
     let mut rng = Rng::seed_from_u64(opts.seed ^ (k as u64 * 7919 + u64::from(integer)));
     let judge = JudgeModel::default();
-    let weak = JudgeModel {
-        slope: 0.4,
-        noise_base: 0.6,
-        noise_slope: 0.36,
-        ..judge
-    };
+    let weak = JudgeModel::weak();
     let mut ys = stand_in_reference(opts.anchors, (1.0, 5.0), &mut rng);
     // The rater offset a batch shares: 20% of the residual variance of the judge around the
     // reference (about 0.3² for this judge), added to the reference.
