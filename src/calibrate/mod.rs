@@ -24,6 +24,7 @@ pub mod flow;
 pub mod identity;
 pub mod isotonic;
 pub mod method;
+pub mod panel;
 pub mod quality;
 pub mod quantile;
 pub mod report;

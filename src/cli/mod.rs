@@ -1,8 +1,9 @@
 //! The command line: `serve` (the default), `migrate`, `openapi`, `keys create`, and the
 //! studies (`studies`: `experiment`, `evaluate`, `coverage`, `intervals`, `drift`, `systems`,
-//! `rank`), which run off the async runtime.
+//! `rank`, `panel`), which run off the async runtime.
 
 mod drift;
+mod panel;
 mod studies;
 
 use std::path::PathBuf;
@@ -15,6 +16,7 @@ use crate::config::Settings;
 use crate::startup::{Application, shutdown_signal};
 use crate::store::Store;
 use drift::{DriftArgs, drift};
+use panel::{PanelArgs, panel};
 use studies::{
     BridgeArgs, CoverageArgs, EvaluateArgs, ExperimentArgs, GateArgs, IntervalsArgs, RankArgs,
     SystemsArgs, bridge, coverage, evaluate, experiment, gate, intervals, rank, study, systems,
@@ -83,6 +85,9 @@ pub enum Command {
     /// job does), on every anchor and with each group (system) left out in turn: how many
     /// versions miss the gate on the sampler's first round and after its extensions.
     Gate(GateArgs),
+    /// HANNA's judges as one panel: each judge's and the panel's held-out error per rubric,
+    /// `auto`'s nested choice between them, and the judges' weights. Prints Markdown tables.
+    Panel(PanelArgs),
     /// Manage API keys.
     Keys {
         #[command(subcommand)]
@@ -120,6 +125,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Rank(a) => return study(move || rank(a)).await,
         Command::Bridge(a) => return study(move || bridge(a)).await,
         Command::Gate(a) => return study(move || gate(a)).await,
+        Command::Panel(a) => return study(move || panel(a)).await,
         other => other,
     };
     let settings = match Settings::load(&cli.config_dir) {
@@ -145,7 +151,8 @@ pub async fn run(cli: Cli) -> ExitCode {
         | Command::Systems(_)
         | Command::Rank(_)
         | Command::Bridge(_)
-        | Command::Gate(_) => {
+        | Command::Gate(_)
+        | Command::Panel(_) => {
             unreachable!("handled above")
         }
     };

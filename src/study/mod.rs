@@ -14,6 +14,7 @@ pub mod figures;
 pub mod gate;
 pub mod grid;
 pub mod intervals;
+pub mod panel;
 pub mod rank;
 pub mod runlevel;
 pub mod sources;

@@ -127,15 +127,40 @@ impl LogpError for NonFinite {
     }
 }
 
-struct Density<'a>(&'a Model);
+/// A log density NUTS can sample: the linear corrector's model here, a panel's stacking model
+/// in `calibrate::panel`.
+pub trait Target: Sync {
+    /// Unconstrained dimension.
+    fn dim(&self) -> usize;
+    /// Log density at the sampler's coordinates `x`, with its gradient there.
+    fn logp(&self, x: &[f64], grad: &mut [f64]) -> f64;
+    /// Where chains start.
+    fn start(&self) -> Vec<f64>;
+}
 
-impl HasDims for Density<'_> {
+impl Target for Model {
+    fn dim(&self) -> usize {
+        Model::dim(self)
+    }
+
+    fn logp(&self, x: &[f64], grad: &mut [f64]) -> f64 {
+        Model::logp(self, x, grad)
+    }
+
+    fn start(&self) -> Vec<f64> {
+        Model::start(self)
+    }
+}
+
+struct Density<'a, T: Target>(&'a T);
+
+impl<T: Target> HasDims for Density<'_, T> {
     fn dim_sizes(&self) -> HashMap<String, u64> {
         HashMap::from([("unconstrained_parameter".to_owned(), self.0.dim() as u64)])
     }
 }
 
-impl CpuLogpFunc for Density<'_> {
+impl<T: Target> CpuLogpFunc for Density<'_, T> {
     type LogpError = NonFinite;
     type FlowParameters = ();
     type ExpandedVector = Vec<f64>;
@@ -165,8 +190,8 @@ impl CpuLogpFunc for Density<'_> {
 /// One chain's kept draws (sampler coordinates) and its divergences after warm-up.
 type ChainDraws = (Vec<Vec<f64>>, u64);
 
-fn run_chain(
-    model: &Model,
+fn run_chain<T: Target>(
+    model: &T,
     opts: &FitOptions,
     chain: u64,
     progress: &(dyn Fn(u64) + Sync),
@@ -223,6 +248,21 @@ pub fn fit(
         return Err("no anchors to fit".into());
     }
     let model = Model::new(stats.to_vec(), opts.priors);
+    let (chains, divergences) = sample(&model, opts, progress)?;
+    Ok(summarise(&model, &chains, divergences, opts))
+}
+
+/// Per chain, its kept draws in the sampler's coordinates.
+pub type Chains = Vec<Vec<Vec<f64>>>;
+
+/// `opts.chains` chains of NUTS on `model`, each on its own thread: each chain's kept draws
+/// (sampler coordinates) and the divergences after warm-up. `progress` receives the share of
+/// iterations done (0 to 1).
+pub fn sample<T: Target>(
+    model: &T,
+    opts: &FitOptions,
+    progress: &(dyn Fn(f64) + Sync),
+) -> Result<(Chains, u64), String> {
     let total = (opts.warmup + opts.draws) * opts.chains;
     let done = std::sync::atomic::AtomicU64::new(0);
     let report = |_: u64| {
@@ -232,7 +272,7 @@ pub fn fit(
     let results: Vec<Result<ChainDraws, String>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..opts.chains)
             .map(|c| {
-                let (model, report) = (&model, &report);
+                let report = &report;
                 s.spawn(move || run_chain(model, opts, c, report))
             })
             .collect();
@@ -251,7 +291,7 @@ pub fn fit(
         chains.push(draws);
         divergences += div;
     }
-    Ok(summarise(&model, &chains, divergences, opts))
+    Ok((chains, divergences))
 }
 
 /// Rounds a fit that misses its gate (on any rubric: R̂ ≥ 1.01, bulk ESS < 400 or a divergent

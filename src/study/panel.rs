@@ -1,0 +1,337 @@
+//! `judgecal panel --hanna`: HANNA's five judges as one panel, against each judge alone.
+//!
+//! An item is one system's story under one prompt variant; it joins the panel where every
+//! judge scored it on the 1–5 scale (the others are failed parses). The items are dealt into
+//! five folds, the same for every rubric. Each fold is predicted by fits on the other four:
+//! the panel's stacking model (every judge's score, the six rubrics pooled) and each judge's
+//! own pooled linear corrector (the stacking model with one member, which is the linear
+//! corrector's model term for term). `auto`'s choice between them is made on the training
+//! folds alone (an inner five-fold cross-validation of the same candidates, by mean squared
+//! error), so the row `auto` is a nested held-out figure: what a panel's served corrector
+//! would have scored.
+
+use std::collections::BTreeMap;
+
+use crate::calibrate::bayes::FitOptions;
+use crate::calibrate::cv;
+use crate::calibrate::panel::{self, StackOptions, StackPriors, Stats};
+
+use super::systems::read;
+
+/// One item: its rubric's index, every judge's score (in the panel's order) and the reference.
+#[derive(Debug, Clone)]
+struct Item {
+    rubric: usize,
+    scores: Vec<f64>,
+    reference: f64,
+}
+
+/// A held-out prediction: the item's rubric, its corrected score and its reference.
+type Prediction = (usize, f64, f64);
+
+/// The judges, the rubrics, and each rubric's items.
+type Panel = (Vec<String>, Vec<String>, Vec<Vec<Item>>);
+
+/// (rubric, system, story) → per judge its score, and the reference.
+type Joined = BTreeMap<(usize, String, u64), (Vec<Option<f64>>, f64)>;
+
+/// One rubric's held-out errors.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Errors {
+    pub mae: f64,
+    pub mse: f64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PanelTable {
+    pub judges: Vec<String>,
+    pub rubrics: Vec<String>,
+    /// Items per rubric.
+    pub items: Vec<usize>,
+    /// Per rubric: the panel's, each judge's, and `auto`'s held-out errors.
+    pub panel: Vec<Errors>,
+    pub members: Vec<Vec<Errors>>,
+    pub auto: Vec<Errors>,
+    /// Per rubric, per outer fold: what `auto` chose (`panel` or a judge's name).
+    pub chosen: Vec<Vec<String>>,
+    /// Per rubric, per judge: the standardised weight and whether its canary fired, from a fit
+    /// on every item.
+    pub weights: Vec<Vec<(f64, bool)>>,
+}
+
+/// The panel's items of prompt variant `variant`, grouped by rubric.
+fn items(path: &std::path::Path, variant: &str) -> Result<Panel, String> {
+    let records = read(path)?;
+    let mut judges: Vec<String> = records.iter().map(|r| r.judge.clone()).collect();
+    judges.sort();
+    judges.dedup();
+    let mut rubrics: Vec<String> = records.iter().map(|r| r.rubric.clone()).collect();
+    rubrics.sort();
+    rubrics.dedup();
+    let mut joined = Joined::new();
+    for r in records.iter().filter(|r| r.variant == variant) {
+        let rubric = rubrics.iter().position(|x| *x == r.rubric).unwrap_or(0);
+        let judge = judges.iter().position(|x| *x == r.judge).unwrap_or(0);
+        let entry = joined
+            .entry((rubric, r.system.clone(), r.story))
+            .or_insert_with(|| (vec![None; judges.len()], r.human));
+        if (1.0..=5.0).contains(&r.score) {
+            entry.0[judge] = Some(r.score);
+        }
+    }
+    let mut by_rubric: Vec<Vec<Item>> = vec![Vec::new(); rubrics.len()];
+    for ((rubric, _, _), (scores, reference)) in joined {
+        if let Some(scores) = scores.into_iter().collect::<Option<Vec<f64>>>() {
+            by_rubric[rubric].push(Item {
+                rubric,
+                scores,
+                reference,
+            });
+        }
+    }
+    if by_rubric.iter().any(|r| r.len() < 50) {
+        return Err(format!(
+            "variant {variant}: too few items scored by every judge in some rubric"
+        ));
+    }
+    Ok((judges, rubrics, by_rubric))
+}
+
+/// The candidates: the panel (`None`) and each member alone.
+fn candidates(members: usize) -> Vec<Option<usize>> {
+    std::iter::once(None)
+        .chain((0..members).map(Some))
+        .collect()
+}
+
+/// The scores a candidate sees of an item.
+fn seen(item: &Item, candidate: Option<usize>) -> Vec<f64> {
+    match candidate {
+        None => item.scores.clone(),
+        Some(m) => vec![item.scores[m]],
+    }
+}
+
+/// Fits `candidate` on `train` (all rubrics pooled) and predicts `test`: per test item, its
+/// rubric, the corrected score and the reference.
+fn predict(
+    rubrics: usize,
+    members: usize,
+    train: &[&Item],
+    test: &[&Item],
+    candidate: Option<usize>,
+    sampler: &FitOptions,
+) -> Result<Vec<Prediction>, String> {
+    let width = candidate.map_or(members, |_| 1);
+    let stats: Vec<Stats> = (0..rubrics)
+        .map(|r| {
+            let rows: Vec<(Vec<f64>, f64)> = train
+                .iter()
+                .filter(|i| i.rubric == r)
+                .map(|i| (seen(i, candidate), i.reference))
+                .collect();
+            Stats::of(width, rows.iter().map(|(js, y)| (js.as_slice(), *y)))
+        })
+        .collect();
+    let opts = StackOptions {
+        sampler: *sampler,
+        priors: StackPriors::average(width),
+        ..StackOptions::new(width)
+    };
+    let fit = panel::fit(&stats, &opts, &|_| {})?;
+    Ok(test
+        .iter()
+        .map(|i| {
+            let score = fit.rubrics[i.rubric].correct(&seen(i, candidate)).score;
+            (i.rubric, score, i.reference)
+        })
+        .collect())
+}
+
+fn errors(predictions: &[Prediction], rubric: usize) -> Errors {
+    let own: Vec<f64> = predictions
+        .iter()
+        .filter(|p| p.0 == rubric)
+        .map(|p| p.1 - p.2)
+        .collect();
+    let n = own.len().max(1) as f64;
+    Errors {
+        mae: own.iter().map(|e| e.abs()).sum::<f64>() / n,
+        mse: own.iter().map(|e| e * e).sum::<f64>() / n,
+    }
+}
+
+/// `k`-fold predictions of every candidate over `items`.
+fn cross_validated(
+    rubrics: usize,
+    members: usize,
+    items: &[&Item],
+    k: usize,
+    seed: u64,
+    sampler: &FitOptions,
+) -> Result<Vec<Vec<Prediction>>, String> {
+    let fold = cv::folds(items.len(), k, seed);
+    let mut out = vec![Vec::new(); members + 1];
+    for f in 0..k {
+        let train: Vec<&Item> = (0..items.len())
+            .filter(|&i| fold[i] != f)
+            .map(|i| items[i])
+            .collect();
+        let test: Vec<&Item> = (0..items.len())
+            .filter(|&i| fold[i] == f)
+            .map(|i| items[i])
+            .collect();
+        for (c, candidate) in candidates(members).into_iter().enumerate() {
+            out[c].extend(predict(
+                rubrics, members, &train, &test, candidate, sampler,
+            )?);
+        }
+    }
+    Ok(out)
+}
+
+/// The table for HANNA's prompt variant `variant`.
+pub fn hanna(
+    path: &std::path::Path,
+    variant: &str,
+    seed: u64,
+    sampler: &FitOptions,
+    progress: &dyn Fn(&str),
+) -> Result<PanelTable, String> {
+    const FOLDS: usize = 5;
+    let (judges, rubric_names, by_rubric) = items(path, variant)?;
+    let (members, rubrics) = (judges.len(), rubric_names.len());
+    let all: Vec<&Item> = by_rubric.iter().flatten().collect();
+    let fold = cv::folds(all.len(), FOLDS, seed);
+    let mut outer = vec![Vec::new(); members + 1];
+    let mut auto = Vec::new();
+    let mut chosen = vec![Vec::new(); rubrics];
+    for f in 0..FOLDS {
+        progress(&format!("outer fold {}/{FOLDS}", f + 1));
+        let train: Vec<&Item> = (0..all.len())
+            .filter(|&i| fold[i] != f)
+            .map(|i| all[i])
+            .collect();
+        let test: Vec<&Item> = (0..all.len())
+            .filter(|&i| fold[i] == f)
+            .map(|i| all[i])
+            .collect();
+        let inner = cross_validated(
+            rubrics,
+            members,
+            &train,
+            FOLDS,
+            seed + 1 + f as u64,
+            sampler,
+        )?;
+        let mut held = Vec::new();
+        for (c, candidate) in candidates(members).into_iter().enumerate() {
+            held.push(predict(
+                rubrics, members, &train, &test, candidate, sampler,
+            )?);
+            outer[c].extend(held[c].iter().copied());
+        }
+        // Per rubric, `auto` serves the candidate with the lowest inner held-out MSE.
+        for (r, names) in chosen.iter_mut().enumerate() {
+            let best = (0..=members)
+                .min_by(|&a, &b| {
+                    errors(&inner[a], r)
+                        .mse
+                        .total_cmp(&errors(&inner[b], r).mse)
+                })
+                .unwrap_or(0);
+            names.push(if best == 0 {
+                "panel".to_owned()
+            } else {
+                judges[best - 1].clone()
+            });
+            auto.extend(held[best].iter().filter(|p| p.0 == r).copied());
+        }
+    }
+    progress("fit on every item");
+    let stats: Vec<Stats> = by_rubric
+        .iter()
+        .map(|items| {
+            Stats::of(
+                members,
+                items.iter().map(|i| (i.scores.as_slice(), i.reference)),
+            )
+        })
+        .collect();
+    let full = panel::fit(
+        &stats,
+        &StackOptions {
+            sampler: *sampler,
+            ..StackOptions::new(members)
+        },
+        &|_| {},
+    )?;
+    Ok(PanelTable {
+        items: by_rubric.iter().map(Vec::len).collect(),
+        panel: (0..rubrics).map(|r| errors(&outer[0], r)).collect(),
+        members: (0..rubrics)
+            .map(|r| (1..=members).map(|c| errors(&outer[c], r)).collect())
+            .collect(),
+        auto: (0..rubrics).map(|r| errors(&auto, r)).collect(),
+        chosen,
+        weights: full
+            .rubrics
+            .iter()
+            .map(|p| {
+                p.members
+                    .iter()
+                    .map(|m| (m.standardised, m.canary))
+                    .collect()
+            })
+            .collect(),
+        judges,
+        rubrics: rubric_names,
+    })
+}
+
+/// The table as Markdown: per rubric, each judge's held-out MSE and MAE, the panel's, `auto`'s
+/// (nested), the panel's gain over the best judge, and the judges' standardised weights.
+pub fn table(t: &PanelTable) -> String {
+    let mut out = format!(
+        "Held-out MSE (MAE) per rubric, five folds; auto is nested (chosen on the training folds only). Judges: {}.\n\n| rubric | items | {} | panel | auto | panel vs best judge (MSE) | auto chose |\n|---|---:|{}---:|---:|---:|---|\n",
+        t.judges.join(", "),
+        t.judges.join(" | "),
+        "---:|".repeat(t.judges.len()),
+    );
+    for (r, name) in t.rubrics.iter().enumerate() {
+        let cell = |e: &Errors| format!("{:.3} ({:.3})", e.mse, e.mae);
+        let best = t.members[r]
+            .iter()
+            .map(|e| e.mse)
+            .fold(f64::INFINITY, f64::min);
+        out += &format!(
+            "| {name} | {} | {} | {} | {} | {:+.1}% | {} |\n",
+            t.items[r],
+            t.members[r]
+                .iter()
+                .map(cell)
+                .collect::<Vec<_>>()
+                .join(" | "),
+            cell(&t.panel[r]),
+            cell(&t.auto[r]),
+            100.0 * (t.panel[r].mse / best - 1.0),
+            t.chosen[r].join(", "),
+        );
+    }
+    out += &format!(
+        "\nStandardised weights (weight × judge sd / reference sd) from a fit on every item; † the member's canary fired (Pr(weight < 0.1) > 0.5).\n\n| rubric | {} |\n|---|{}\n",
+        t.judges.join(" | "),
+        "---:|".repeat(t.judges.len()),
+    );
+    for (r, name) in t.rubrics.iter().enumerate() {
+        out += &format!(
+            "| {name} | {} |\n",
+            t.weights[r]
+                .iter()
+                .map(|(w, c)| format!("{w:.2}{}", if *c { " †" } else { "" }))
+                .collect::<Vec<_>>()
+                .join(" | ")
+        );
+    }
+    out
+}
