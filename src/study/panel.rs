@@ -54,9 +54,13 @@ pub struct PanelTable {
     pub auto: Vec<Errors>,
     /// Per rubric, per outer fold: what `auto` chose (`panel` or a judge's name).
     pub chosen: Vec<Vec<String>>,
-    /// Per rubric, per judge: the standardised weight and whether its canary fired, from a fit
-    /// on every item.
+    /// Per rubric, per judge: the standardised weight and whether its canary fired, from the
+    /// full panel's fit on every item.
     pub weights: Vec<Vec<(f64, bool)>>,
+    /// Sub-panels fitted on every item (one per set of members present), and the seconds
+    /// they took.
+    pub sub_panels: usize,
+    pub sub_panels_seconds: f64,
 }
 
 /// The panel's items of prompt variant `variant`, grouped by rubric.
@@ -248,7 +252,7 @@ pub fn hanna(
             auto.extend(held[best].iter().filter(|p| p.0 == r).copied());
         }
     }
-    progress("fit on every item");
+    progress("every sub-panel on every item");
     let stats: Vec<Stats> = by_rubric
         .iter()
         .map(|items| {
@@ -258,7 +262,8 @@ pub fn hanna(
             )
         })
         .collect();
-    let full = panel::fit(
+    let started = std::time::Instant::now();
+    let panels = panel::fit_sub_panels(
         &stats,
         &StackOptions {
             sampler: *sampler,
@@ -266,6 +271,8 @@ pub fn hanna(
         },
         &|_| {},
     )?;
+    let sub_panels_seconds = started.elapsed().as_secs_f64();
+    let full = panels.full();
     Ok(PanelTable {
         items: by_rubric.iter().map(Vec::len).collect(),
         panel: (0..rubrics).map(|r| errors(&outer[0], r)).collect(),
@@ -286,6 +293,8 @@ pub fn hanna(
             .collect(),
         judges,
         rubrics: rubric_names,
+        sub_panels: panels.fits.len(),
+        sub_panels_seconds,
     })
 }
 
@@ -319,7 +328,7 @@ pub fn table(t: &PanelTable) -> String {
         );
     }
     out += &format!(
-        "\nStandardised weights (weight × judge sd / reference sd) from a fit on every item; † the member's canary fired (Pr(weight < 0.1) > 0.5).\n\n| rubric | {} |\n|---|{}\n",
+        "\nStandardised weights (weight × judge sd / reference sd) from a fit on every item; † the member's canary fired (Pr(standardised weight < 0.02) > 0.05).\n\n| rubric | {} |\n|---|{}\n",
         t.judges.join(" | "),
         "---:|".repeat(t.judges.len()),
     );
@@ -333,5 +342,11 @@ pub fn table(t: &PanelTable) -> String {
                 .join(" | ")
         );
     }
+    out += &format!(
+        "\n{} sub-panels (one per set of members present) fitted on every item of the {} rubrics in {:.1} s.\n",
+        t.sub_panels,
+        t.rubrics.len(),
+        t.sub_panels_seconds
+    );
     out
 }

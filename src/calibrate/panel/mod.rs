@@ -4,9 +4,9 @@
 //! every member's score, rubrics pooled, fitted by NUTS on the collapsed density. Its posterior
 //! gives, per rubric, the fused corrected score with its credible and predictive intervals, and
 //! per member a weight whose posterior is the member's *canary*: a member whose standardised
-//! weight (its weight × its scores' sd, over the references' sd) is more likely than not below
-//! [`StackOptions::member_floor`] adds nothing the other members do not, and is reported as
-//! such.
+//! weight (its weight × its scores' sd, over the references' sd) may, with probability above
+//! [`StackOptions::member_probability`], lie below [`StackOptions::member_floor`] is not shown
+//! to add anything the other members do not, and is reported as such.
 
 pub mod model;
 
@@ -36,14 +36,15 @@ pub struct StackOptions {
 
 impl StackOptions {
     /// The defaults for `members` members: the linear corrector's sampler settings, the
-    /// panel-average priors, and a canary at a tenth of the references' spread, more likely
-    /// than not.
+    /// panel-average priors, and a canary that fires where the anchors cannot rule out, at
+    /// 95%, that the member's standardised weight is below 0.02 (a fiftieth of the
+    /// references' spread: nothing), as the linear corrector's fires at Pr(β < 0.3) > 0.05.
     pub fn new(members: usize) -> Self {
         Self {
             sampler: FitOptions::default(),
             priors: StackPriors::average(members),
-            member_floor: 0.1,
-            member_probability: 0.5,
+            member_floor: 0.02,
+            member_probability: 0.05,
         }
     }
 }
@@ -275,6 +276,91 @@ fn summarise(
     }
 }
 
+/// A panel's correctors for items that some members did not score: one stacking fit per
+/// non-empty set of members present, each on the same anchors' columns of those members
+/// (every anchor carries every member's score). An item is corrected by the fit of exactly
+/// the members that scored it, so its band is that sub-panel's own: wider where the missing
+/// members carried weight, and calibrated as every fit is, without assuming how a missing
+/// score relates to the others.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubPanels {
+    pub members: usize,
+    /// Indexed by the bit mask of the members present, less one.
+    pub fits: Vec<StackFit>,
+}
+
+/// At most this many members, so that a panel's 2^M − 1 sub-panels stay few (63).
+pub const MAX_MEMBERS: usize = 6;
+
+/// The members of bit mask `mask`, in order.
+pub fn members_of(mask: usize, members: usize) -> Vec<usize> {
+    (0..members).filter(|m| mask & (1 << m) != 0).collect()
+}
+
+/// Fits every sub-panel of the rubrics' statistics (each with every member's score); the
+/// full panel's fit is the last. `progress` receives the share of sub-panels done.
+pub fn fit_sub_panels(
+    stats: &[Stats],
+    opts: &StackOptions,
+    progress: &(dyn Fn(f64) + Sync),
+) -> Result<SubPanels, String> {
+    let members = opts.priors.mean.len().saturating_sub(1);
+    if !(1..=MAX_MEMBERS).contains(&members) {
+        return Err(format!(
+            "a panel has 1 to {MAX_MEMBERS} members, not {members}"
+        ));
+    }
+    let total = (1usize << members) - 1;
+    let mut fits = Vec::with_capacity(total);
+    for mask in 1..=total {
+        let keep = members_of(mask, members);
+        let sub: Vec<Stats> = stats.iter().map(|s| s.select(&keep)).collect();
+        let priors = StackPriors {
+            mean: std::iter::once(0)
+                .chain(keep.iter().map(|m| m + 1))
+                .map(|i| opts.priors.mean[i])
+                .collect(),
+            sd: std::iter::once(0)
+                .chain(keep.iter().map(|m| m + 1))
+                .map(|i| opts.priors.sd[i])
+                .collect(),
+            ..opts.priors.clone()
+        };
+        let sub_opts = StackOptions {
+            sampler: FitOptions {
+                seed: opts.sampler.seed.wrapping_add(mask as u64),
+                ..opts.sampler
+            },
+            priors,
+            ..opts.clone()
+        };
+        fits.push(fit(&sub, &sub_opts, &|_| {})?);
+        progress(mask as f64 / total as f64);
+    }
+    Ok(SubPanels { members, fits })
+}
+
+impl SubPanels {
+    /// The corrected score of an item in rubric `rubric` from the members that scored it
+    /// (`None` where a member did not); `None` where none did.
+    pub fn correct(&self, rubric: usize, scores: &[Option<f64>]) -> Option<Fused> {
+        let mask = scores
+            .iter()
+            .take(self.members)
+            .enumerate()
+            .filter(|(_, s)| s.is_some())
+            .fold(0usize, |m, (i, _)| m | (1 << i));
+        let present: Vec<f64> = scores.iter().flatten().copied().collect();
+        let fit = self.fits.get(mask.checked_sub(1)?)?;
+        Some(fit.rubrics.get(rubric)?.correct(&present))
+    }
+
+    /// The fit of every member.
+    pub fn full(&self) -> &StackFit {
+        &self.fits[self.fits.len() - 1]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -296,6 +382,64 @@ mod tests {
                 (js, q + 0.4 * standard_normal(rng))
             })
             .collect()
+    }
+
+    #[test]
+    fn items_missing_members_are_corrected_by_their_sub_panel_with_wider_bands() {
+        use crate::calibrate::rng::RngExt;
+        let mut rng = Rng::seed_from_u64(12);
+        let rubrics: Vec<Vec<(Vec<f64>, f64)>> = (0..2).map(|_| world(&mut rng, 300)).collect();
+        let stats: Vec<Stats> = rubrics
+            .iter()
+            .map(|r| Stats::of(4, r.iter().map(|(js, y)| (js.as_slice(), *y))))
+            .collect();
+        let opts = StackOptions {
+            sampler: FitOptions {
+                draws: 400,
+                warmup: 300,
+                ..FitOptions::default()
+            },
+            ..StackOptions::new(4)
+        };
+        let panels = fit_sub_panels(&stats, &opts, &|_| {}).unwrap();
+        assert_eq!(panels.fits.len(), 15);
+        for share in [0.1, 0.4] {
+            let (mut inside, mut items) = (0usize, 0usize);
+            let (mut full, mut partial) = (Vec::new(), Vec::new());
+            for r in 0..2 {
+                for (js, y) in world(&mut rng, 3000) {
+                    let scores: Vec<Option<f64>> = js
+                        .iter()
+                        .map(|&j| (!rng.random_bool(share)).then_some(j))
+                        .collect();
+                    let Some(f) = panels.correct(r, &scores) else {
+                        assert!(scores.iter().all(Option::is_none));
+                        continue;
+                    };
+                    items += 1;
+                    inside += usize::from((f.predictive.0..=f.predictive.1).contains(&y));
+                    let width = f.predictive.1 - f.predictive.0;
+                    // The useful members (the noise member's absence costs nothing).
+                    if scores[..3].iter().all(Option::is_some) {
+                        full.push(width);
+                    } else {
+                        partial.push(width);
+                    }
+                }
+            }
+            let rate = inside as f64 / items as f64;
+            assert!((0.94..=0.96).contains(&rate), "{share}: {rate}");
+            let (f, p) = (stats::mean(&full), stats::mean(&partial));
+            eprintln!(
+                "{:.0}% missing: {items} items, coverage {:.1}%, mean width {f:.3} (useful members all present) vs {p:.3}",
+                100.0 * share,
+                100.0 * rate
+            );
+            assert!(
+                p > 1.05 * f,
+                "{share}: widths {f} (all useful) vs {p} (some missing)"
+            );
+        }
     }
 
     #[test]
@@ -330,6 +474,14 @@ mod tests {
                 })
                 .count() as f64
                 / fresh.len() as f64;
+            eprintln!(
+                "rubric {r}: standardised weights {:?}, canaries {:?}, coverage {:.1}%",
+                m.iter()
+                    .map(|w| (w.standardised * 100.0).round() / 100.0)
+                    .collect::<Vec<_>>(),
+                m.iter().map(|w| w.canary).collect::<Vec<_>>(),
+                100.0 * inside
+            );
             assert!((0.93..=0.97).contains(&inside), "rubric {r}: {inside}");
         }
     }

@@ -52,6 +52,21 @@ impl Stats {
         s
     }
 
+    /// The statistics of the sub-panel of `members` (indices into this panel's, in order):
+    /// the rows and columns of the intercept and those members.
+    pub fn select(&self, members: &[usize]) -> Self {
+        let keep: Vec<usize> = std::iter::once(0)
+            .chain(members.iter().map(|m| m + 1))
+            .collect();
+        let k = keep.len();
+        Self {
+            n: self.n,
+            gram: DMatrix::from_fn(k, k, |i, j| self.gram[(keep[i], keep[j])]),
+            xty: DVector::from_fn(k, |i, _| self.xty[keep[i]]),
+            yty: self.yty,
+        }
+    }
+
     /// ‖y − Xθ‖².
     fn sse(&self, theta: &DVector<f64>) -> f64 {
         (self.yty - 2.0 * theta.dot(&self.xty) + theta.dot(&(&self.gram * theta))).max(0.0)
