@@ -172,13 +172,28 @@ pub struct SystemsArgs {
     /// system, with every other (11 fits per judge and rubric).
     #[arg(long)]
     pub new_systems: bool,
+    /// With --pairs: also the five judges as one panel (their stacked score, `judgecal panel`),
+    /// corrected and compared as each judge is.
+    #[arg(long)]
+    pub panel: bool,
 }
 
 pub(super) fn systems(a: SystemsArgs) -> Result<(), String> {
     use crate::study::systems;
     let method = crate::calibrate::Method::parse(&a.method)?;
     if a.pairs {
-        let rows = systems::pairs(&a.data, &a.variant, method, a.seed, a.new_systems)?;
+        let sampler = crate::calibrate::bayes::FitOptions {
+            seed: a.seed,
+            ..Default::default()
+        };
+        let rows = systems::pairs(
+            &a.data,
+            &a.variant,
+            method,
+            a.seed,
+            a.new_systems,
+            a.panel.then_some(&sampler),
+        )?;
         print!("{}", systems::pairs_table(&rows));
         return Ok(());
     }

@@ -16,12 +16,14 @@ use crate::calibrate::bayes::FitOptions;
 use crate::calibrate::cv;
 use crate::calibrate::panel::{self, StackOptions, StackPriors, Stats};
 
-use super::systems::read;
+use super::systems::{Record, read};
 
 /// One item: its rubric's index, every judge's score (in the panel's order) and the reference.
 #[derive(Debug, Clone)]
 struct Item {
     rubric: usize,
+    system: String,
+    story: u64,
     scores: Vec<f64>,
     reference: f64,
 }
@@ -65,7 +67,10 @@ pub struct PanelTable {
 
 /// The panel's items of prompt variant `variant`, grouped by rubric.
 fn items(path: &std::path::Path, variant: &str) -> Result<Panel, String> {
-    let records = read(path)?;
+    joined_items(&read(path)?, variant)
+}
+
+fn joined_items(records: &[Record], variant: &str) -> Result<Panel, String> {
     let mut judges: Vec<String> = records.iter().map(|r| r.judge.clone()).collect();
     judges.sort();
     judges.dedup();
@@ -84,10 +89,12 @@ fn items(path: &std::path::Path, variant: &str) -> Result<Panel, String> {
         }
     }
     let mut by_rubric: Vec<Vec<Item>> = vec![Vec::new(); rubrics.len()];
-    for ((rubric, _, _), (scores, reference)) in joined {
+    for ((rubric, system, story), (scores, reference)) in joined {
         if let Some(scores) = scores.into_iter().collect::<Option<Vec<f64>>>() {
             by_rubric[rubric].push(Item {
                 rubric,
+                system,
+                story,
                 scores,
                 reference,
             });
@@ -99,6 +106,51 @@ fn items(path: &std::path::Path, variant: &str) -> Result<Panel, String> {
         ));
     }
     Ok((judges, rubrics, by_rubric))
+}
+
+/// HANNA's items of prompt variant `variant` as the records of one more judge, `panel`, whose
+/// score is the five judges' stacked score (clipped to 1–5): the anchors' (even prompts) from
+/// five-fold cross-fitting on the anchors, the others' from the fit on every anchor. The
+/// stacking weights are fitted on every system's anchors, also where a study later leaves a
+/// system out of the scalar corrector's anchors.
+pub(super) fn fused_records(
+    records: &[Record],
+    variant: &str,
+    seed: u64,
+    sampler: &FitOptions,
+) -> Result<Vec<Record>, String> {
+    const FOLDS: usize = 5;
+    let (judges, rubric_names, by_rubric) = joined_items(records, variant)?;
+    let (members, rubrics) = (judges.len(), rubric_names.len());
+    let all: Vec<&Item> = by_rubric.iter().flatten().collect();
+    let (anchors, runs): (Vec<&Item>, Vec<&Item>) =
+        all.iter().partition(|i| i.story.is_multiple_of(2));
+    let fold = cv::folds(anchors.len(), FOLDS, seed);
+    let mut out = Vec::with_capacity(all.len());
+    let record = |i: &Item, score: f64| Record {
+        system: i.system.clone(),
+        story: i.story,
+        rubric: rubric_names[i.rubric].clone(),
+        human: i.reference,
+        judge: "panel".to_owned(),
+        variant: variant.to_owned(),
+        score: score.clamp(1.0, 5.0),
+    };
+    for f in 0..FOLDS {
+        let train: Vec<&Item> = (0..anchors.len())
+            .filter(|&i| fold[i] != f)
+            .map(|i| anchors[i])
+            .collect();
+        let test: Vec<&Item> = (0..anchors.len())
+            .filter(|&i| fold[i] == f)
+            .map(|i| anchors[i])
+            .collect();
+        let predicted = predict(rubrics, members, &train, &test, None, sampler)?;
+        out.extend(test.iter().zip(&predicted).map(|(i, p)| record(i, p.1)));
+    }
+    let predicted = predict(rubrics, members, &anchors, &runs, None, sampler)?;
+    out.extend(runs.iter().zip(&predicted).map(|(i, p)| record(i, p.1)));
+    Ok(out)
 }
 
 /// The candidates: the panel (`None`) and each member alone.

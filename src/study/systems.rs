@@ -276,12 +276,19 @@ pub struct Claims {
     /// p < 0.05, and of those, the ones with the wrong sign.
     pub significant: usize,
     pub wrong: usize,
+    /// The intervals' widths, summed.
+    pub width: f64,
 }
 
 impl Claims {
+    fn mean_width(&self) -> f64 {
+        self.width / self.pairs.max(1) as f64
+    }
+
     /// Counts `d` against the human difference `truth`.
     fn count(&mut self, d: &crate::calibrate::runlevel::inference::Difference, truth: f64) {
         self.pairs += 1;
+        self.width += d.interval.1 - d.interval.0;
         self.covered += usize::from(d.interval.0 <= truth && truth <= d.interval.1);
         let significant = d.p_value < 0.05;
         self.significant += usize::from(significant);
@@ -290,6 +297,7 @@ impl Claims {
 
     fn add(&mut self, o: &Claims) {
         self.pairs += o.pairs;
+        self.width += o.width;
         self.covered += o.covered;
         self.significant += o.significant;
         self.wrong += o.wrong;
@@ -313,15 +321,22 @@ pub struct PairRow {
 }
 
 /// Every pair of HANNA's systems compared by every judge (prompt variant `variant`) on every
-/// rubric, with `method` trained as a job trains it (5 folds, then the fit).
+/// rubric, with `method` trained as a job trains it (5 folds, then the fit). With `panel`, the
+/// five judges' stacked score is one more judge (`panel::fused_records`), corrected by `method`
+/// as each judge's score is.
 pub fn pairs(
     path: &std::path::Path,
     variant: &str,
     method: Method,
     seed: u64,
     new_systems: bool,
+    panel: Option<&crate::calibrate::bayes::FitOptions>,
 ) -> Result<Vec<PairRow>, String> {
-    let records = read(path)?;
+    let mut records = read(path)?;
+    if let Some(sampler) = panel {
+        let fused = super::panel::fused_records(&records, variant, seed, sampler)?;
+        records.extend(fused);
+    }
     let never = std::sync::atomic::AtomicBool::new(false);
     let fit_run = Run::new(&never, &|_| {});
     let mut out = Vec::new();
@@ -434,15 +449,16 @@ pub fn pairs(
 /// The pairs as a Markdown table, with the totals.
 pub fn pairs_table(rows: &[PairRow]) -> String {
     let mut out = String::from(
-        "| judge | rubric | pairs | τ | covers before | wrong-sign significant before (of significant) | covers, known systems | wrong-sign (of significant) | covers, one system new | wrong-sign (of significant) |\n|---|---|---:|---:|---:|---|---:|---|---:|---|\n",
+        "| judge | rubric | pairs | τ | covers before | wrong-sign significant before (of significant) | covers, known systems | mean width | wrong-sign (of significant) | covers, one system new | mean width | wrong-sign (of significant) |\n|---|---|---:|---:|---:|---|---:|---:|---|---:|---:|---|\n",
     );
     let pct = |c: &Claims| 100.0 * c.covered as f64 / c.pairs.max(1) as f64;
     let new = |c: &Claims| {
         if c.pairs == 0 {
-            ("".to_owned(), "".to_owned())
+            ("".to_owned(), "".to_owned(), "".to_owned())
         } else {
             (
                 format!("{:.1}%", pct(c)),
+                format!("{:.3}", c.mean_width()),
                 format!("{} ({})", c.wrong, c.significant),
             )
         }
@@ -450,9 +466,9 @@ pub fn pairs_table(rows: &[PairRow]) -> String {
     let (mut before, mut known, mut fresh) =
         (Claims::default(), Claims::default(), Claims::default());
     for r in rows {
-        let (nc, nw) = new(&r.new);
+        let (nc, nwidth, nw) = new(&r.new);
         out.push_str(&format!(
-            "| {} | {} | {} | {:.3} | {:.1}% | {} ({}) | {:.1}% | {} ({}) | {nc} | {nw} |\n",
+            "| {} | {} | {} | {:.3} | {:.1}% | {} ({}) | {:.1}% | {:.3} | {} ({}) | {nc} | {nwidth} | {nw} |\n",
             r.judge,
             r.rubric,
             r.known.pairs,
@@ -461,6 +477,7 @@ pub fn pairs_table(rows: &[PairRow]) -> String {
             r.before.wrong,
             r.before.significant,
             pct(&r.known),
+            r.known.mean_width(),
             r.known.wrong,
             r.known.significant,
         ));
