@@ -455,6 +455,21 @@ fn summarise(model: &Model, chains: &[Vec<Vec<f64>>], divergences: u64, opts: &F
     let hyper: Vec<diagnostics::Convergence> = (0..model.hyperparameters(&chains[0][0]).len())
         .map(|i| diagnostics::convergence(&series(&|_, _, x| model.hyperparameters(x)[i])))
         .collect();
+    let (rubric_diagnostics, diagnostics) = diagnose(&own_conv, &hyper, divergences);
+    Fit {
+        rubrics,
+        rubric_diagnostics,
+        diagnostics,
+    }
+}
+
+/// Per rubric, the worst of its own parameters' and the shared ones' (`hyper`) convergence;
+/// and the whole fit's. Divergences belong to the joint posterior, so every figure carries them.
+pub(crate) fn diagnose(
+    own: &[Vec<diagnostics::Convergence>],
+    hyper: &[diagnostics::Convergence],
+    divergences: u64,
+) -> (Vec<FitDiagnostics>, FitDiagnostics) {
     let worst = |conv: &mut dyn Iterator<Item = &diagnostics::Convergence>| {
         let mut d = FitDiagnostics {
             rhat_max: f64::NEG_INFINITY,
@@ -470,16 +485,11 @@ fn summarise(model: &Model, chains: &[Vec<Vec<f64>>], divergences: u64, opts: &F
         }
         d
     };
-    let rubric_diagnostics = own_conv
+    let rubrics = own
         .iter()
-        .map(|own| worst(&mut own.iter().chain(&hyper)))
+        .map(|o| worst(&mut o.iter().chain(hyper)))
         .collect();
-    let diagnostics = worst(&mut own_conv.iter().flatten().chain(&hyper));
-    Fit {
-        rubrics,
-        rubric_diagnostics,
-        diagnostics,
-    }
+    (rubrics, worst(&mut own.iter().flatten().chain(hyper)))
 }
 
 #[cfg(test)]

@@ -129,7 +129,7 @@ fn normal(x: f64, mean: f64, sd: f64) -> (f64, f64) {
 }
 
 /// log HalfNormal(e^u | scale) + u (the log-Jacobian), and its derivative in u.
-fn half_normal_log(u: f64, scale: f64) -> (f64, f64) {
+pub(crate) fn half_normal_log(u: f64, scale: f64) -> (f64, f64) {
     let x = u.exp();
     let z = x / scale;
     (-0.5 * z * z + u, -z * z + 1.0)
@@ -167,7 +167,7 @@ fn ols(s: &SufficientStats) -> Option<(f64, f64, f64)> {
 }
 
 /// log(1 + e^x), accurate for any x.
-fn ln_softplus(x: f64) -> f64 {
+pub(crate) fn ln_softplus(x: f64) -> f64 {
     if x > 35.0 {
         x.ln()
     } else if x < -35.0 {
@@ -177,7 +177,7 @@ fn ln_softplus(x: f64) -> f64 {
     }
 }
 
-fn sigmoid(x: f64) -> f64 {
+pub(crate) fn sigmoid(x: f64) -> f64 {
     if x >= 0.0 {
         1.0 / (1.0 + (-x).exp())
     } else {

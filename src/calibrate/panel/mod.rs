@@ -249,26 +249,7 @@ fn summarise(
     let hyper: Vec<diagnostics::Convergence> = (0..p)
         .map(|i| diagnostics::convergence(&series(&|_, _, x| model.hyperparameters(x)[i])))
         .collect();
-    let worst = |conv: &mut dyn Iterator<Item = &diagnostics::Convergence>| {
-        let mut d = FitDiagnostics {
-            rhat_max: f64::NEG_INFINITY,
-            ess_bulk_min: f64::INFINITY,
-            ess_tail_min: f64::INFINITY,
-            divergences,
-            extensions: 0,
-        };
-        for c in conv {
-            d.rhat_max = d.rhat_max.max(c.rhat);
-            d.ess_bulk_min = d.ess_bulk_min.min(c.ess_bulk);
-            d.ess_tail_min = d.ess_tail_min.min(c.ess_tail);
-        }
-        d
-    };
-    let rubric_diagnostics = own_conv
-        .iter()
-        .map(|own| worst(&mut own.iter().chain(&hyper)))
-        .collect();
-    let diagnostics = worst(&mut own_conv.iter().flatten().chain(&hyper));
+    let (rubric_diagnostics, diagnostics) = bayes::diagnose(&own_conv, &hyper, divergences);
     StackFit {
         rubrics,
         rubric_diagnostics,

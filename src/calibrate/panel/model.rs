@@ -18,6 +18,7 @@
 use nalgebra::{DMatrix, DVector};
 
 use crate::calibrate::bayes::Target;
+use crate::calibrate::bayes::model::{half_normal_log, ln_softplus, sigmoid};
 
 /// One rubric's anchors as n, XᵀX, Xᵀy and yᵀy for the design X = [1, j_1, …, j_M].
 #[derive(Debug, Clone, PartialEq)]
@@ -107,32 +108,6 @@ pub struct StackDraw {
     pub mean: DVector<f64>,
     pub cov: DMatrix<f64>,
     pub sigma: f64,
-}
-
-/// log(1 + e^x), accurate for any x.
-fn ln_softplus(x: f64) -> f64 {
-    if x > 35.0 {
-        x.ln()
-    } else if x < -35.0 {
-        x
-    } else {
-        x.exp().ln_1p().ln()
-    }
-}
-
-fn sigmoid(x: f64) -> f64 {
-    if x >= 0.0 {
-        1.0 / (1.0 + (-x).exp())
-    } else {
-        let e = x.exp();
-        e / (1.0 + e)
-    }
-}
-
-/// log HalfNormal(e^u | scale) + u (the log-Jacobian), and its derivative in u.
-fn half_normal_log(u: f64, scale: f64) -> (f64, f64) {
-    let z = u.exp() / scale;
-    (-0.5 * z * z + u, -z * z + 1.0)
 }
 
 fn inverse(m: &DMatrix<f64>) -> DMatrix<f64> {
