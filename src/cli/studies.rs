@@ -182,18 +182,22 @@ pub(super) fn systems(a: SystemsArgs) -> Result<(), String> {
     use crate::study::systems;
     let method = crate::calibrate::Method::parse(&a.method)?;
     if a.pairs {
-        let sampler = crate::calibrate::bayes::FitOptions {
-            seed: a.seed,
-            ..Default::default()
+        let rows = if a.panel {
+            let sampler = crate::calibrate::bayes::FitOptions {
+                seed: a.seed,
+                ..Default::default()
+            };
+            crate::study::panel::pairs_with_panel(
+                &a.data,
+                &a.variant,
+                method,
+                a.seed,
+                a.new_systems,
+                &sampler,
+            )?
+        } else {
+            systems::pairs(&a.data, &a.variant, method, a.seed, a.new_systems)?
         };
-        let rows = systems::pairs(
-            &a.data,
-            &a.variant,
-            method,
-            a.seed,
-            a.new_systems,
-            a.panel.then_some(&sampler),
-        )?;
         print!("{}", systems::pairs_table(&rows));
         return Ok(());
     }

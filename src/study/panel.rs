@@ -153,6 +153,22 @@ pub(super) fn fused_records(
     Ok(out)
 }
 
+/// Every pair of HANNA's systems compared by every judge and by the panel of all five
+/// ([`fused_records`]), each corrected by `method` as `systems::pairs` corrects a judge.
+pub fn pairs_with_panel(
+    path: &std::path::Path,
+    variant: &str,
+    method: crate::calibrate::Method,
+    seed: u64,
+    new_systems: bool,
+    sampler: &FitOptions,
+) -> Result<Vec<super::systems::PairRow>, String> {
+    let mut records = read(path)?;
+    let fused = fused_records(&records, variant, seed, sampler)?;
+    records.extend(fused);
+    super::systems::pairs_of(&records, variant, method, seed, new_systems)
+}
+
 /// The candidates: the panel (`None`) and each member alone.
 fn candidates(members: usize) -> Vec<Option<usize>> {
     std::iter::once(None)

@@ -321,27 +321,30 @@ pub struct PairRow {
 }
 
 /// Every pair of HANNA's systems compared by every judge (prompt variant `variant`) on every
-/// rubric, with `method` trained as a job trains it (5 folds, then the fit). With `panel`, the
-/// five judges' stacked score is one more judge (`panel::fused_records`), corrected by `method`
-/// as each judge's score is.
+/// rubric, with `method` trained as a job trains it (5 folds, then the fit).
 pub fn pairs(
     path: &std::path::Path,
     variant: &str,
     method: Method,
     seed: u64,
     new_systems: bool,
-    panel: Option<&crate::calibrate::bayes::FitOptions>,
 ) -> Result<Vec<PairRow>, String> {
-    let mut records = read(path)?;
-    if let Some(sampler) = panel {
-        let fused = super::panel::fused_records(&records, variant, seed, sampler)?;
-        records.extend(fused);
-    }
+    pairs_of(&read(path)?, variant, method, seed, new_systems)
+}
+
+/// [`pairs`] over `records` (HANNA's, and possibly more judges').
+pub(super) fn pairs_of(
+    records: &[Record],
+    variant: &str,
+    method: Method,
+    seed: u64,
+    new_systems: bool,
+) -> Result<Vec<PairRow>, String> {
     let never = std::sync::atomic::AtomicBool::new(false);
     let fit_run = Run::new(&never, &|_| {});
     let mut out = Vec::new();
-    for (judge, rubric) in cells(&records, variant) {
-        let mine = scored(&records, variant, &judge, &rubric);
+    for (judge, rubric) in cells(records, variant) {
+        let mine = scored(records, variant, &judge, &rubric);
         let (anchors, held): (Vec<&Record>, Vec<&Record>) =
             mine.iter().partition(|r| r.story.is_multiple_of(2));
         let cell = Cell {
