@@ -418,3 +418,88 @@ pub fn table(t: &PanelTable) -> String {
     );
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::calibrate::rng::{Rng, SeedableRng};
+    use crate::calibrate::stats::standard_normal;
+    use crate::calibrate::train::train_with_groups;
+    use crate::calibrate::{Cell, Method, Run};
+
+    /// τ̂ of the systems' bias when `scores` (per anchor) are corrected by the Bayesian line
+    /// with each system a group.
+    fn tau(anchors: &[&Item], scores: &[f64]) -> f64 {
+        let cell = Cell {
+            pairs: scores
+                .iter()
+                .zip(anchors)
+                .map(|(&j, i)| (j, i.reference))
+                .collect(),
+            scale: (-10.0, 10.0),
+        };
+        let names: Vec<Option<&str>> = anchors.iter().map(|i| Some(i.system.as_str())).collect();
+        let never = std::sync::atomic::AtomicBool::new(false);
+        let (_, bias) =
+            train_with_groups(Method::Bayes, &cell, &names, 1, &Run::new(&never, &|_| {})).unwrap();
+        bias.unwrap().tau
+    }
+
+    #[test]
+    fn a_member_biased_per_system_leaves_less_of_its_bias_in_the_panel() {
+        // 12 systems; member 0 is precise but adds its system's own bias (sd 0.4), members 1
+        // and 2 are noisier and unbiased. Alone, member 0's corrected scores keep a system
+        // bias of about 0.4 × its slope; the panel leans on the unbiased members for it.
+        let mut rng = Rng::seed_from_u64(21);
+        let bias: Vec<f64> = (0..12).map(|_| 0.4 * standard_normal(&mut rng)).collect();
+        let items: Vec<Item> = (0..1200)
+            .map(|k| {
+                let g = k % 12;
+                let q = 3.0 + standard_normal(&mut rng);
+                Item {
+                    rubric: k % 2,
+                    system: format!("s{g}"),
+                    story: k as u64,
+                    scores: vec![
+                        q + bias[g] + 0.3 * standard_normal(&mut rng),
+                        q + 0.7 * standard_normal(&mut rng),
+                        0.9 * q + 0.7 * standard_normal(&mut rng),
+                    ],
+                    reference: q + 0.3 * standard_normal(&mut rng),
+                }
+            })
+            .collect();
+        let anchors: Vec<&Item> = items.iter().filter(|i| i.rubric == 0).collect();
+        let sampler = FitOptions {
+            draws: 400,
+            warmup: 300,
+            ..FitOptions::default()
+        };
+        // The panel's stacked scores of rubric 0's anchors, cross-fitted in five folds (both
+        // rubrics' anchors train it, as a panel pools its rubrics).
+        let all: Vec<&Item> = items.iter().collect();
+        let fold = cv::folds(all.len(), 5, 3);
+        let mut stacked = vec![f64::NAN; all.len()];
+        for f in 0..5 {
+            let train: Vec<&Item> = (0..all.len())
+                .filter(|&i| fold[i] != f)
+                .map(|i| all[i])
+                .collect();
+            let test: Vec<usize> = (0..all.len()).filter(|&i| fold[i] == f).collect();
+            let test_items: Vec<&Item> = test.iter().map(|&i| all[i]).collect();
+            let p = predict(2, 3, &train, &test_items, None, &sampler).unwrap();
+            for (&i, p) in test.iter().zip(p) {
+                stacked[i] = p.1;
+            }
+        }
+        let panel_scores: Vec<f64> = (0..all.len())
+            .filter(|&i| all[i].rubric == 0)
+            .map(|i| stacked[i])
+            .collect();
+        let member: Vec<f64> = anchors.iter().map(|i| i.scores[0]).collect();
+        let (alone, panel) = (tau(&anchors, &member), tau(&anchors, &panel_scores));
+        eprintln!("τ̂: biased member alone {alone:.3}, panel {panel:.3}");
+        assert!((0.2..=0.6).contains(&alone), "{alone}");
+        assert!(panel < 0.7 * alone, "alone {alone}, panel {panel}");
+    }
+}
