@@ -95,11 +95,19 @@ impl RubricPosterior {
     /// predictive one), which is what makes 100,000 corrections take milliseconds.
     pub fn correct(&self, j: f64) -> Corrected {
         let score = self.alpha_mean + self.beta_mean * j;
-        let var_mean =
-            (self.alpha_var + j * j * self.beta_var + 2.0 * j * self.alpha_beta_cov).max(0.0);
+        let var_mean = self.alpha_var + j * j * self.beta_var + 2.0 * j * self.alpha_beta_cov;
+        Corrected::of(score, var_mean, self.sigma2_mean)
+    }
+}
+
+impl Corrected {
+    /// A posterior mean `score` whose variance is `var_mean`, with E[σ²] = `sigma2` added for
+    /// a new item: the normal 95% intervals of the mean and of a new item's reference.
+    pub fn of(score: f64, var_mean: f64, sigma2: f64) -> Self {
+        let var_mean = var_mean.max(0.0);
         let c = Z95 * var_mean.sqrt();
-        let p = Z95 * (var_mean + self.sigma2_mean).sqrt();
-        Corrected {
+        let p = Z95 * (var_mean + sigma2).sqrt();
+        Self {
             score,
             credible: (score - c, score + c),
             predictive: (score - p, score + p),
@@ -359,7 +367,24 @@ impl Fit {
 
 /// A quantity of one draw: from the rubrics' conditionals, the sampled (α, β) per rubric and
 /// the sampler's coordinates.
-type DrawFn<'a> = dyn Fn(&[model::RubricDraw], &[(f64, f64)], &[f64]) -> f64 + 'a;
+type DrawFn<'a> = dyn Fn(&Vec<model::RubricDraw>, &Vec<(f64, f64)>, &[f64]) -> f64 + 'a;
+
+/// A quantity `f` of every kept draw, per chain: from the draw's rubric conditionals
+/// (`draws`), the coefficients sampled from them (`sampled`) and the sampler's coordinates.
+pub(crate) fn series<D, S>(
+    chains: &[Vec<Vec<f64>>],
+    draws: &[Vec<D>],
+    sampled: &[Vec<S>],
+    f: &dyn Fn(&D, &S, &[f64]) -> f64,
+) -> Vec<Vec<f64>> {
+    (0..chains.len())
+        .map(|c| {
+            (0..chains[c].len())
+                .map(|i| f(&draws[c][i], &sampled[c][i], &chains[c][i]))
+                .collect()
+        })
+        .collect()
+}
 
 fn summarise(model: &Model, chains: &[Vec<Vec<f64>>], divergences: u64, opts: &FitOptions) -> Fit {
     let r = model.rubrics();
@@ -393,15 +418,7 @@ fn summarise(model: &Model, chains: &[Vec<Vec<f64>>], divergences: u64, opts: &F
                 .collect()
         })
         .collect();
-    let series = |f: &DrawFn<'_>| -> Vec<Vec<f64>> {
-        (0..chains.len())
-            .map(|c| {
-                (0..chains[c].len())
-                    .map(|i| f(&draws[c][i], &sampled[c][i], &chains[c][i]))
-                    .collect()
-            })
-            .collect()
-    };
+    let series = |f: &DrawFn<'_>| series(chains, &draws, &sampled, f);
     let mut own_conv = Vec::with_capacity(r);
     let mut rubrics = Vec::with_capacity(r);
     for k in 0..r {

@@ -18,9 +18,6 @@ use crate::calibrate::stats::{self, standard_normal};
 
 pub use model::{StackDraw, StackModel, StackPriors, Stats};
 
-/// z of the central 95% of a normal.
-const Z95: f64 = 1.959_963_984_540_054;
-
 /// The sampler's settings and the members' canary.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StackOptions {
@@ -76,15 +73,9 @@ pub struct StackPosterior {
     pub members: Vec<MemberWeight>,
 }
 
-/// A fused corrected score with its intervals.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Fused {
-    pub score: f64,
-    /// 95% credible interval of the mean reference at these scores.
-    pub credible: (f64, f64),
-    /// 95% predictive interval of a new item's reference.
-    pub predictive: (f64, f64),
-}
+/// A fused corrected score with its intervals: the 95% credible interval of the mean
+/// reference at these scores, and the predictive interval of a new item's reference.
+pub type Fused = bayes::Corrected;
 
 impl StackPosterior {
     /// The corrected score of an item every member scored (`scores` in member order).
@@ -93,15 +84,11 @@ impl StackPosterior {
             self.mean.len(),
             std::iter::once(1.0).chain(scores.iter().copied()),
         );
-        let score = self.mean.dot(&x);
-        let var = x.dot(&(&self.cov * &x)).max(0.0);
-        let c = Z95 * var.sqrt();
-        let p = Z95 * (var + self.sigma2_mean).sqrt();
-        Fused {
-            score,
-            credible: (score - c, score + c),
-            predictive: (score - p, score + p),
-        }
+        Fused::of(
+            self.mean.dot(&x),
+            x.dot(&(&self.cov * &x)),
+            self.sigma2_mean,
+        )
     }
 }
 
@@ -149,7 +136,7 @@ pub fn fit(
 
 /// A quantity of one draw: from the rubrics' conditionals, the sampled coefficients per
 /// rubric and the sampler's coordinates.
-type DrawFn<'a> = dyn Fn(&[StackDraw], &[DVector<f64>], &[f64]) -> f64 + 'a;
+type DrawFn<'a> = dyn Fn(&Vec<StackDraw>, &Vec<DVector<f64>>, &[f64]) -> f64 + 'a;
 
 fn summarise(
     model: &StackModel,
@@ -189,15 +176,7 @@ fn summarise(
                 .collect()
         })
         .collect();
-    let series = |f: &DrawFn<'_>| -> Vec<Vec<f64>> {
-        (0..chains.len())
-            .map(|c| {
-                (0..chains[c].len())
-                    .map(|i| f(&draws[c][i], &sampled[c][i], &chains[c][i]))
-                    .collect()
-            })
-            .collect()
-    };
+    let series = |f: &DrawFn<'_>| bayes::series(chains, &draws, &sampled, f);
     let mut own_conv = Vec::with_capacity(stats.len());
     let mut rubrics = Vec::with_capacity(stats.len());
     for (k, s) in stats.iter().enumerate() {
