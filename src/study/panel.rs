@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use crate::calibrate::bayes::FitOptions;
 use crate::calibrate::cv;
-use crate::calibrate::panel::{self, StackOptions, StackPriors, Stats};
+use crate::calibrate::panel::{self, StackOptions, Stats};
 
 use super::systems::{Record, read};
 
@@ -207,7 +207,6 @@ fn predict(
         .collect();
     let opts = StackOptions {
         sampler: *sampler,
-        priors: StackPriors::average(width),
         ..StackOptions::new(width)
     };
     let fit = panel::fit(&stats, &opts, &|_| {})?;

@@ -275,15 +275,13 @@ pub fn fit_sub_panels(
     for mask in 1..=total {
         let keep = members_of(mask, members);
         let sub: Vec<Stats> = stats.iter().map(|s| s.select(&keep)).collect();
+        // The intercept's and the kept members' coefficients.
+        let columns: Vec<usize> = std::iter::once(0)
+            .chain(keep.iter().map(|m| m + 1))
+            .collect();
         let priors = StackPriors {
-            mean: std::iter::once(0)
-                .chain(keep.iter().map(|m| m + 1))
-                .map(|i| opts.priors.mean[i])
-                .collect(),
-            sd: std::iter::once(0)
-                .chain(keep.iter().map(|m| m + 1))
-                .map(|i| opts.priors.sd[i])
-                .collect(),
+            mean: columns.iter().map(|&i| opts.priors.mean[i]).collect(),
+            sd: columns.iter().map(|&i| opts.priors.sd[i]).collect(),
             ..opts.priors.clone()
         };
         let sub_opts = StackOptions {
@@ -310,7 +308,12 @@ impl SubPanels {
             .enumerate()
             .filter(|(_, s)| s.is_some())
             .fold(0usize, |m, (i, _)| m | (1 << i));
-        let present: Vec<f64> = scores.iter().flatten().copied().collect();
+        let present: Vec<f64> = scores
+            .iter()
+            .take(self.members)
+            .flatten()
+            .copied()
+            .collect();
         let fit = self.fits.get(mask.checked_sub(1)?)?;
         Some(fit.rubrics.get(rubric)?.correct(&present))
     }

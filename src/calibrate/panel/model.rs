@@ -42,7 +42,7 @@ impl Stats {
         let mut x = DVector::zeros(p);
         for (js, y) in rows {
             x[0] = 1.0;
-            for (i, &j) in js.iter().enumerate() {
+            for (i, &j) in js.iter().take(members).enumerate() {
                 x[i + 1] = j;
             }
             s.n += 1.0;
