@@ -18,6 +18,8 @@ use crate::domain::calibration::{CalibratorVersion, JobKind};
 use crate::store::CoverageWindow;
 
 const CELL: &[&str] = &["judge", "rubric"];
+/// A panel member's gauges: the panel (in the `judge` label, as its name serves), the rubric and the member.
+const PANEL_MEMBER: &[&str] = &["judge", "rubric", "member"];
 
 /// The run-level question a request asked: the `kind` label of `judgecal_estimates_total`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +50,9 @@ pub struct Metrics {
     pub beta_mean: GaugeVec,
     pub beta_collapse: GaugeVec,
     pub beta_canary: IntGaugeVec,
+    /// A panel's active version: each member's standardised weight and canary.
+    pub panel_weight: GaugeVec,
+    pub panel_canary: IntGaugeVec,
     pub rhat_max: GaugeVec,
     pub ess_min: GaugeVec,
     pub corrections: IntCounterVec,
@@ -154,6 +159,28 @@ impl Metrics {
             beta_canary: int_gauge(
                 "judgecal_beta_canary",
                 "1 when the collapse probability exceeds its threshold: the judge no longer tracks the reference",
+            ),
+            panel_weight: register(
+                &r,
+                GaugeVec::new(
+                    Opts::new(
+                        "judgecal_panel_member_weight",
+                        "Posterior mean of a panel member's standardised weight (its coefficient times its scores' sd over the references' sd) in the panel's active version",
+                    ),
+                    PANEL_MEMBER,
+                )
+                .expect("valid metric"),
+            ),
+            panel_canary: register(
+                &r,
+                IntGaugeVec::new(
+                    Opts::new(
+                        "judgecal_panel_member_canary",
+                        "1 when a panel member adds nothing the others do not: Pr(standardised weight < 0.02 | anchors) > 0.05 in the panel's active version",
+                    ),
+                    PANEL_MEMBER,
+                )
+                .expect("valid metric"),
             ),
             rhat_max: gauge(
                 "judgecal_calibrator_rhat_max",
@@ -281,6 +308,17 @@ impl Metrics {
                     let _ = g.remove_label_values(&labels);
                 }
                 let _ = self.beta_canary.remove_label_values(&labels);
+            }
+        }
+        if let Some(fusion) = &v.fusion {
+            for (member, w) in fusion.members.iter().zip(&fusion.weights) {
+                let labels = [v.key.judge.as_str(), v.key.rubric.as_str(), member.as_str()];
+                self.panel_weight
+                    .with_label_values(&labels)
+                    .set(w.standardised);
+                self.panel_canary
+                    .with_label_values(&labels)
+                    .set(i64::from(w.canary));
             }
         }
         match v.model.diagnostics() {

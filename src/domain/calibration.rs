@@ -8,6 +8,7 @@ use uuid::Uuid;
 
 use super::{CellKey, JudgeName, JudgeVersion, RubricName};
 use crate::calibrate::conformal::Intervals;
+use crate::calibrate::panel::fusion::Fusion;
 use crate::calibrate::quality::Comparison;
 use crate::calibrate::runlevel::groups::GroupBias;
 use crate::calibrate::select::Decision;
@@ -202,6 +203,8 @@ pub struct NewVersion {
     pub intervals: Option<Intervals>,
     /// How its held-out bias varies between the anchors' groups (2 or more groups).
     pub groups: Option<GroupBias>,
+    /// A panel version's fusion layer: how members' scores become the score `model` corrects.
+    pub fusion: Option<Fusion>,
 }
 
 /// One immutable calibrator version of a cell.
@@ -229,6 +232,8 @@ pub struct CalibratorVersion {
     pub active: bool,
     /// The judge version whose anchors it was fitted on; `None` for unversioned anchors.
     pub judge_version: Option<JudgeVersion>,
+    /// A panel version's fusion layer (`None` for a judge's version).
+    pub fusion: Option<Fusion>,
 }
 
 impl CalibratorVersion {

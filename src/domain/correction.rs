@@ -1,12 +1,18 @@
 //! A correction request, parsed at the edge: the cell, the scores (with item ids when the
 //! caller sent items) and the version to use.
 
+use std::collections::BTreeMap;
+
+use super::panel::{MemberScores, parse_member_scores};
 use super::{CellKey, ItemId, JudgeName, JudgeVersion, Problem, RubricName};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct CorrectionRequest {
     pub key: CellKey,
+    /// A judge's scores (empty for panel items).
     pub scores: Vec<f64>,
+    /// A panel's items: each member's score, by name.
+    pub panel: Option<Vec<MemberScores>>,
     /// One per score, when the caller sent `items`.
     pub ids: Option<Vec<ItemId>>,
     /// A version to use instead of the active one.
@@ -21,6 +27,7 @@ impl CorrectionRequest {
         judge: &str,
         rubric: &str,
         scores: Vec<f64>,
+        panel: Option<Vec<BTreeMap<String, f64>>>,
         ids: Option<Vec<String>>,
         version: Option<i64>,
         judge_version: Option<&str>,
@@ -35,9 +42,10 @@ impl CorrectionRequest {
         } else {
             ("scores", "scores")
         };
-        if scores.is_empty() {
+        if scores.is_empty() && panel.as_ref().is_none_or(Vec::is_empty) {
             problems.push(Problem::at(None, field, "give at least one score"));
         }
+        let panel = panel.map(|items| parse_member_scores(items, "scores", &mut problems));
         if version.is_some_and(|v| v < 1) {
             problems.push(Problem::at(None, "version", "versions count from 1"));
         }
@@ -70,6 +78,7 @@ impl CorrectionRequest {
             (Ok(judge), Ok(rubric), true) => Ok(Self {
                 key: CellKey { judge, rubric },
                 scores,
+                panel,
                 ids,
                 version,
                 judge_version,
@@ -78,9 +87,14 @@ impl CorrectionRequest {
         }
     }
 
+    /// How many items it corrects.
+    pub fn item_count(&self) -> usize {
+        self.panel.as_ref().map_or(self.scores.len(), Vec::len)
+    }
+
     /// The name of the field that holds the scores.
     pub fn field(&self) -> &'static str {
-        if self.ids.is_some() {
+        if self.ids.is_some() || self.panel.is_some() {
             "items"
         } else {
             "scores"

@@ -2,8 +2,9 @@
 //! scores with their ids, reference scores and clusters, the version, the level and the
 //! target half-width. Every problem is named by row and field; nothing partial gets through.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
+use super::panel::{MemberScores, parse_member_scores};
 use super::{CellKey, GroupName, ItemId, JudgeName, JudgeVersion, Problem, RubricName};
 use crate::calibrate::runlevel::inference::Estimand;
 use crate::calibrate::runlevel::rank::{ErrorRate, LabelGoal, MAX_RUNS, RankSettings};
@@ -14,6 +15,8 @@ use crate::calibrate::runlevel::{AnswerSettings, MIN_LABELLED, RunItems};
 pub struct EstimateRequest {
     pub key: CellKey,
     pub run: RunItems,
+    /// A panel's run: each item's members' scores.
+    pub members: Option<Vec<MemberScores>>,
     pub version: Option<i64>,
     /// The judge version that scored the run.
     pub judge_version: Option<JudgeVersion>,
@@ -26,6 +29,8 @@ pub struct CompareRequest {
     pub key: CellKey,
     pub a: RunItems,
     pub b: RunItems,
+    /// A panel's runs: each item's members' scores, of run a and of run b.
+    pub members: [Option<Vec<MemberScores>>; 2],
     pub version: Option<i64>,
     /// The judge versions that scored runs a and b.
     pub judge_versions: [Option<JudgeVersion>; 2],
@@ -76,13 +81,14 @@ impl EstimateRequest {
             ),
             Err(p) => {
                 problems.push(p);
-                RunItems::default()
+                ParsedRun::default()
             }
         };
         match key {
             Some(key) if problems.is_empty() => Ok(Self {
                 key,
-                run,
+                run: run.items,
+                members: run.members,
                 version,
                 judge_version,
                 settings,
@@ -123,7 +129,7 @@ impl CompareRequest {
                 Ok(r) => parse_run(prefix, r, raw.group.as_deref(), &mut names, problems),
                 Err(p) => {
                     problems.push(p);
-                    RunItems::default()
+                    ParsedRun::default()
                 }
             };
         let a = run("a.", a, &mut problems);
@@ -131,8 +137,9 @@ impl CompareRequest {
         match key {
             Some(key) if problems.is_empty() => Ok(Self {
                 key,
-                a,
-                b,
+                a: a.items,
+                b: b.items,
+                members: [a.members, b.members],
                 version,
                 judge_versions,
                 settings,
@@ -152,6 +159,8 @@ pub struct RankRequest {
     pub key: CellKey,
     /// Each run's name and items.
     pub runs: Vec<(String, RunItems)>,
+    /// A panel's runs: each run's items' members' scores.
+    pub members: Vec<Option<Vec<MemberScores>>>,
     /// The judge version that scored each run.
     pub judge_versions: Vec<Option<JudgeVersion>>,
     pub version: Option<i64>,
@@ -202,6 +211,7 @@ impl RankRequest {
         let mut names = ClusterNames::default();
         let mut seen: HashMap<String, usize> = HashMap::new();
         let mut parsed = Vec::with_capacity(runs.len());
+        let mut members = Vec::with_capacity(runs.len());
         let mut judge_versions = Vec::with_capacity(runs.len());
         for (i, (name, raw)) in runs.into_iter().enumerate() {
             let prefix = format!("runs[{i}].");
@@ -229,10 +239,11 @@ impl RankRequest {
                 Ok(r) => parse_run(&prefix, r, group.as_deref(), &mut names, &mut problems),
                 Err(p) => {
                     problems.push(p);
-                    RunItems::default()
+                    ParsedRun::default()
                 }
             };
-            parsed.push((name, run));
+            members.push(run.members);
+            parsed.push((name, run.items));
         }
         let mut rank = RankSettings::default();
         if let Some(e) = &options.error {
@@ -311,6 +322,7 @@ impl RankRequest {
             Some(key) if problems.is_empty() => Ok(Self {
                 key,
                 runs: parsed,
+                members,
                 judge_versions,
                 version,
                 settings,
@@ -325,7 +337,10 @@ impl RankRequest {
 #[derive(Debug, Clone, PartialEq)]
 pub struct RawItem {
     pub id: Option<String>,
-    pub score: f64,
+    /// A judge's score.
+    pub score: Option<f64>,
+    /// A panel's item: each member's score, by name.
+    pub members: Option<BTreeMap<String, f64>>,
     pub reference: Option<f64>,
     pub cluster: Option<String>,
 }
@@ -367,7 +382,7 @@ pub fn parse_run(
     group: Option<&str>,
     clusters: &mut ClusterNames,
     problems: &mut Vec<Problem>,
-) -> RunItems {
+) -> ParsedRun {
     let field = |f: &str| format!("{prefix}{f}");
     let group = group.and_then(|g| {
         GroupName::parse(g)
@@ -375,9 +390,20 @@ pub fn parse_run(
             .map_err(|e| problems.push(Problem::at(None, &field("group"), e)))
             .ok()
     });
-    let mut run = parse_items(prefix, raw, clusters, problems);
+    let (mut run, members) = parse_items(prefix, raw, clusters, problems);
     run.group = group;
-    run
+    ParsedRun {
+        items: run,
+        members,
+    }
+}
+
+/// A run as parsed: its items, and for a panel's run each item's members' scores (the
+/// service fuses them into `items.scores` once it knows the version).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ParsedRun {
+    pub items: RunItems,
+    pub members: Option<Vec<MemberScores>>,
 }
 
 fn parse_items(
@@ -385,7 +411,7 @@ fn parse_items(
     raw: RawRun,
     clusters: &mut ClusterNames,
     problems: &mut Vec<Problem>,
-) -> RunItems {
+) -> (RunItems, Option<Vec<MemberScores>>) {
     let field = |f: &str| format!("{prefix}{f}");
     let items = match raw {
         RawRun::Scores(scores) => {
@@ -405,10 +431,11 @@ fn parse_items(
                     ));
                 }
             }
-            return RunItems::scores(scores);
+            return (RunItems::scores(scores), None);
         }
         RawRun::Items(items) => items,
     };
+    let panel = items.iter().any(|i| i.members.is_some());
     if items.is_empty() {
         problems.push(Problem::at(None, &field("items"), "give at least one item"));
     }
@@ -417,12 +444,32 @@ fn parse_items(
     let with_cluster = items.iter().filter(|i| i.cluster.is_some()).count();
     for (i, item) in items.iter().enumerate() {
         let row = Some(i + 1);
-        if !(item.score.is_finite() && item.score.abs() <= MAX_SCORE) {
-            problems.push(Problem::at(
+        match (item.score, &item.members) {
+            (Some(_), Some(_)) => problems.push(Problem::at(
                 row,
                 &field("score"),
-                "must be a finite number within ±1e9",
-            ));
+                "give `score` or `scores`, not both",
+            )),
+            (Some(s), None) if !panel => {
+                if !(s.is_finite() && s.abs() <= MAX_SCORE) {
+                    problems.push(Problem::at(
+                        row,
+                        &field("score"),
+                        "must be a finite number within ±1e9",
+                    ));
+                }
+            }
+            (None, Some(_)) => {}
+            _ if panel => problems.push(Problem::at(
+                row,
+                &field("scores"),
+                "every item of a panel's run gives `scores`, {member: score}",
+            )),
+            _ => problems.push(Problem::at(
+                row,
+                &field("score"),
+                "missing: a judge's item gives `score`, a panel's `scores`",
+            )),
         }
         if item.reference.is_some_and(|r| !r.is_finite()) {
             problems.push(Problem::at(
@@ -488,8 +535,19 @@ fn parse_items(
             ),
         ));
     }
-    RunItems {
-        scores: items.iter().map(|i| i.score).collect(),
+    // A panel's items are fused by the service; until then their scores are placeholders.
+    let members = panel.then(|| {
+        parse_member_scores(
+            items
+                .iter()
+                .map(|i| i.members.clone().unwrap_or_default())
+                .collect(),
+            &field("scores"),
+            problems,
+        )
+    });
+    let run = RunItems {
+        scores: items.iter().map(|i| i.score.unwrap_or(0.0)).collect(),
         reference: if labelled > 0 {
             items.iter().map(|i| i.reference).collect()
         } else {
@@ -508,7 +566,8 @@ fn parse_items(
                 .collect()
         }),
         group: None,
-    }
+    };
+    (run, members)
 }
 
 /// Checks the cell, the version and the settings.
@@ -572,7 +631,8 @@ mod tests {
     fn item(id: Option<&str>, score: f64, reference: Option<f64>) -> RawItem {
         RawItem {
             id: id.map(str::to_owned),
-            score,
+            score: Some(score),
+            members: None,
             reference,
             cluster: None,
         }
@@ -611,14 +671,16 @@ mod tests {
             Some("BART"),
             &mut names,
             &mut problems,
-        );
+        )
+        .items;
         let b = parse_run(
             "b.",
             RawRun::Items(vec![with("p2")]),
             None,
             &mut names,
             &mut problems,
-        );
+        )
+        .items;
         assert!(problems.is_empty(), "{problems:?}");
         assert_eq!(a.clusters, Some(vec![0, 1, 0]));
         assert_eq!(b.clusters, Some(vec![1]));

@@ -1,6 +1,8 @@
 //! Corrections: what the eval platform calls, one score or 100,000 at a time.
 
 use axum::extract::State;
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -9,6 +11,7 @@ use super::error::{ApiError, ErrorBody};
 use super::extract::{Authorized, CorrectScope, Json, ScoresOrItems};
 use super::schema;
 use crate::calibrate::Corrected;
+use crate::domain::Problem;
 use crate::domain::correction::CorrectionRequest;
 
 /// The body of POST /v1/correct: `scores`, or `items` to get ids back (not both).
@@ -22,7 +25,8 @@ pub struct CorrectRequest {
     /// Raw judge scores.
     #[schema(example = json!([2.5, 3.0]), min_items = 1)]
     scores: Option<Vec<f64>>,
-    /// Raw judge scores with ids echoed back in the results.
+    /// Raw judge scores with ids echoed back in the results; for a panel, each item's
+    /// members' scores (`scores`).
     #[schema(min_items = 1)]
     items: Option<Vec<ItemScore>>,
     /// A version of the cell to use instead of the active one.
@@ -35,6 +39,8 @@ pub struct CorrectRequest {
     judge_version: Option<String>,
 }
 
+/// One item: a judge's `score`, or a panel's `scores` (each member's score by name), and an
+/// optional id echoed back (every item an id, or none).
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ItemScore {
@@ -44,9 +50,68 @@ pub struct ItemScore {
         max_length = 256,
         pattern = "^[^\\u0000-\\u001F\\u007F]+$"
     )]
-    id: String,
+    id: Option<String>,
+    /// A judge's raw score.
     #[schema(example = 2.5)]
-    score: f64,
+    score: Option<f64>,
+    /// A panel item: each member's raw score, by judge name. Members that did not score the
+    /// item are left out; the item is then corrected from the members present.
+    #[schema(example = json!({"gpt-4o-mini": 3.5, "claude-haiku": 4.0}))]
+    scores: Option<BTreeMap<String, f64>>,
+}
+
+/// A judge's items or a panel's, with their ids where every item has one; problems name the
+/// row and field.
+type Items = (
+    Vec<f64>,
+    Option<Vec<BTreeMap<String, f64>>>,
+    Option<Vec<String>>,
+);
+
+fn items_of(items: Vec<ItemScore>) -> Result<Items, Vec<Problem>> {
+    let mut problems = Vec::new();
+    let panel = items.iter().any(|i| i.scores.is_some());
+    let with_id = items.iter().filter(|i| i.id.is_some()).count();
+    let (mut scores, mut members, mut ids) = (Vec::new(), Vec::new(), Vec::new());
+    for (i, item) in items.into_iter().enumerate() {
+        let row = Some(i + 1);
+        match (item.score, item.scores) {
+            (Some(_), Some(_)) => {
+                problems.push(Problem::at(
+                    row,
+                    "score",
+                    "give `score` or `scores`, not both",
+                ));
+            }
+            (Some(s), None) if !panel => scores.push(s),
+            (None, Some(m)) => members.push(m),
+            _ if panel => problems.push(Problem::at(
+                row,
+                "scores",
+                "every item of a panel gives `scores`, {member: score}",
+            )),
+            _ => problems.push(Problem::at(
+                row,
+                "score",
+                "missing: a judge's item gives `score`, a panel's `scores`",
+            )),
+        }
+        match item.id {
+            Some(id) => ids.push(id),
+            None if with_id > 0 => {
+                problems.push(Problem::at(row, "id", "give every item an id or none"))
+            }
+            None => {}
+        }
+    }
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    Ok((
+        scores,
+        panel.then_some(members),
+        (with_id > 0).then_some(ids),
+    ))
 }
 
 /// One corrected score. Which fields appear depends on the version's `method`: every method
@@ -57,8 +122,13 @@ pub struct CorrectedDto {
     /// The item's id, when the request gave `items`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
-    /// The raw judge score.
+    /// The raw judge score; for a panel, the fused score of the members' scores (what the
+    /// version's corrector read, or the sub-panel's score where members were missing).
     pub judge_score: f64,
+    /// A panel item that some of the served members did not score: the members it was
+    /// corrected from (their sub-panel's fit, with its own wider intervals).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub members: Option<Vec<String>>,
     /// bayes: the posterior mean of alpha + beta·judge_score; flow: the mean over the
     /// MC-dropout passes; quantile_map: the reference quantile at the judge score's level;
     /// identity: the judge score.
@@ -82,10 +152,16 @@ pub struct CorrectedDto {
 }
 
 impl CorrectedDto {
-    fn of(id: Option<String>, judge_score: f64, c: &Corrected) -> Self {
+    fn of(
+        id: Option<String>,
+        judge_score: f64,
+        members: Option<Vec<String>>,
+        c: &Corrected,
+    ) -> Self {
         Self {
             id,
             judge_score,
+            members,
             corrected: c.score,
             credible: c.credible.map(|(lo, hi)| [lo, hi]),
             predictive: c.predictive.map(|(lo, hi)| [lo, hi]),
@@ -148,19 +224,22 @@ pub async fn correct(
     span.record("judge", req.judge.as_str());
     span.record("rubric", req.rubric.as_str());
     let refused = |p| ApiError::invalid("the correction request was refused", p);
-    let (scores, ids) = match ScoresOrItems::of(req.scores, req.items, "", "{id, score}")
-        .map_err(|p| refused(vec![p]))?
+    let (scores, panel, ids) = match ScoresOrItems::of(
+        req.scores,
+        req.items,
+        "",
+        "{id?, score} or, for a panel, {id?, scores}",
+    )
+    .map_err(|p| refused(vec![p]))?
     {
-        ScoresOrItems::Scores(scores) => (scores, None),
-        ScoresOrItems::Items(items) => {
-            let (ids, scores) = items.into_iter().map(|i| (i.id, i.score)).unzip();
-            (scores, Some(ids))
-        }
+        ScoresOrItems::Scores(scores) => (scores, None, None),
+        ScoresOrItems::Items(items) => items_of(items).map_err(refused)?,
     };
     let request = CorrectionRequest::parse(
         &req.judge,
         &req.rubric,
         scores,
+        panel,
         ids,
         req.version,
         req.judge_version.as_deref(),
@@ -169,16 +248,23 @@ pub async fn correct(
     let correction = state.service.correct(&request).await?;
     let v = &correction.version.version;
     let mut ids = request.ids.map(Vec::into_iter);
-    let results: Vec<CorrectedDto> = request
-        .scores
+    let members = |i: usize| -> Option<Vec<String>> {
+        let used = correction.members.as_ref()?.get(i)?.as_ref()?;
+        let fusion = v.fusion.as_ref()?;
+        Some(used.iter().map(|&m| fusion.members[m].clone()).collect())
+    };
+    let results: Vec<CorrectedDto> = correction
+        .inputs
         .iter()
         .zip(&correction.results)
-        .map(|(&j, c)| {
+        .enumerate()
+        .map(|(i, (&j, c))| {
             CorrectedDto::of(
                 ids.as_mut()
                     .and_then(Iterator::next)
                     .map(|i| i.as_str().to_owned()),
                 j,
+                members(i),
                 c,
             )
         })

@@ -9,6 +9,7 @@ mod extract;
 mod judge_versions;
 pub mod openapi;
 mod ops;
+mod panels;
 mod rubrics;
 mod runlevel;
 mod schema;
@@ -65,6 +66,8 @@ fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
             judge_versions::settings,
             judge_versions::put_settings
         ))
+        .routes(routes!(panels::create_panel, panels::list_panels))
+        .routes(routes!(panels::get_panel, panels::delete_panel))
         .routes(routes!(correct::correct))
         .routes(routes!(runlevel::estimate::estimate))
         .routes(routes!(runlevel::compare::compare))

@@ -3,8 +3,10 @@
 use std::sync::Arc;
 
 use super::Service;
+use super::panels::fuse_items;
 use super::versions::{Loaded, Mismatch};
 use crate::calibrate::Corrected;
+use crate::calibrate::panel::fusion::FusedScore;
 use crate::domain::Problem;
 use crate::domain::correction::CorrectionRequest;
 use crate::error::{Error, Result};
@@ -13,6 +15,11 @@ use crate::error::{Error, Result};
 pub struct Correction {
     pub version: Arc<Loaded>,
     pub results: Vec<Corrected>,
+    /// The score each result corrected: the judge's, or a panel item's fused score.
+    pub inputs: Vec<f64>,
+    /// A panel's items: `None` where every input member scored the item, else the members
+    /// whose sub-panel corrected it (indices into the version's members).
+    pub members: Option<Vec<Option<Vec<usize>>>>,
     /// Set where the request named a judge version that version was not trained on.
     pub mismatch: Option<Mismatch>,
 }
@@ -23,39 +30,102 @@ const INLINE: usize = 4096;
 
 impl Service {
     /// Corrects judge scores with the cell's active version (or the requested one), clipped
-    /// to the rubric's scale with their intervals.
+    /// to the rubric's scale with their intervals. A panel's items are fused first: items
+    /// every input member scored are corrected by the version's corrector from their fused
+    /// score, the others by the sub-panel of the members present.
     pub async fn correct(&self, request: &CorrectionRequest) -> Result<Correction> {
         let max = self.limits.max_correct_batch;
-        if request.scores.len() > max {
-            return Err(Error::rejected(
-                "the correction request was refused",
-                vec![Problem::at(
-                    None,
-                    request.field(),
-                    format!(
-                        "{} scores; at most {max} per request (limits.max_correct_batch): split the batch",
-                        request.scores.len()
-                    ),
-                )],
-            ));
+        let count = request.item_count();
+        let refused = |problems| Error::rejected("the correction request was refused", problems);
+        if count > max {
+            return Err(refused(vec![Problem::at(
+                None,
+                request.field(),
+                format!(
+                    "{count} scores; at most {max} per request (limits.max_correct_batch): split the batch"
+                ),
+            )]));
         }
         let key = &request.key;
         let served = self
             .served(key, request.version, request.judge_version.as_ref())
             .await?;
         let loaded = served.loaded;
+        let (inputs, panel) = match (&loaded.version.fusion, &request.panel) {
+            (None, None) => (request.scores.clone(), None),
+            (Some(fusion), Some(items)) => {
+                self.check_panel(&key.judge, fusion).await?;
+                let fused = fuse_items(fusion, items, "scores").map_err(refused)?;
+                let inputs = fused
+                    .iter()
+                    .map(|f| match f {
+                        FusedScore::Whole(s) => *s,
+                        FusedScore::Partial { fused, .. } => fused.score,
+                    })
+                    .collect();
+                (inputs, Some(fused))
+            }
+            (Some(fusion), None) => {
+                return Err(refused(vec![Problem::at(
+                    None,
+                    request.field(),
+                    format!(
+                        "{} is a panel: send items whose `scores` give each member's score, e.g. {{\"scores\": {{\"{}\": 3.5}}}}",
+                        key.judge,
+                        fusion.members.first().map_or("", String::as_str)
+                    ),
+                )]));
+            }
+            (None, Some(_)) => {
+                return Err(refused(vec![Problem::at(
+                    None,
+                    "items",
+                    format!(
+                        "{} is a judge, not a panel: its items carry `score`, not `scores`",
+                        key.judge
+                    ),
+                )]));
+            }
+        };
+        // The scores the version's own corrector reads: every judge score, or a panel's
+        // whole items' fused scores.
+        let whole: Vec<f64> = match &panel {
+            None => inputs.clone(),
+            Some(fused) => fused
+                .iter()
+                .filter_map(|f| match f {
+                    FusedScore::Whole(s) => Some(*s),
+                    FusedScore::Partial { .. } => None,
+                })
+                .collect(),
+        };
         let model = &loaded.version.model;
-        let results = if request.scores.len() <= INLINE && !model.heavy(&request.scores) {
-            loaded.version.correct(&request.scores)
+        let corrected = if whole.len() <= INLINE && !model.heavy(&whole) {
+            loaded.version.correct(&whole)
         } else {
             let version = loaded.clone();
-            let scores = request.scores.clone();
-            crate::error::blocking("correcting scores", move || {
-                version.version.correct(&scores)
-            })
-            .await?
+            crate::error::blocking("correcting scores", move || version.version.correct(&whole))
+                .await?
         }
         .map_err(Error::Internal)?;
+        let results: Vec<Corrected> = match &panel {
+            None => corrected,
+            Some(fused) => {
+                let mut whole = corrected.into_iter();
+                fused
+                    .iter()
+                    .map(|f| match f {
+                        FusedScore::Whole(_) => whole.next().unwrap_or_default(),
+                        FusedScore::Partial { fused, .. } => Corrected {
+                            score: fused.score,
+                            credible: Some(fused.credible),
+                            predictive: Some(fused.predictive),
+                            ..Corrected::default()
+                        },
+                    })
+                    .collect()
+            }
+        };
         let scale = self.scale_of(&key.rubric).await?;
         let results: Vec<Corrected> = results
             .into_iter()
@@ -68,11 +138,20 @@ impl Service {
                 results.iter().filter(|c| c.review == Some(true)).count(),
             );
         }
-        self.metrics
-            .count_corrections(key, model.method(), request.scores.len());
+        self.metrics.count_corrections(key, model.method(), count);
         Ok(Correction {
             version: loaded,
             results,
+            inputs,
+            members: panel.map(|fused| {
+                fused
+                    .into_iter()
+                    .map(|f| match f {
+                        FusedScore::Whole(_) => None,
+                        FusedScore::Partial { members, .. } => Some(members),
+                    })
+                    .collect()
+            }),
             mismatch: served.mismatch,
         })
     }

@@ -55,6 +55,9 @@ impl Service {
     /// Queues a checked training request. Without `rubrics`, every cell of the judge with at
     /// least `jobs.min_anchors` anchors is trained.
     pub async fn submit_training(&self, request: TrainingRequest) -> Result<Job> {
+        if let Some(panel) = self.store.panel(&request.judge).await? {
+            return self.submit_panel_training(request, panel).await;
+        }
         let judge = &request.judge;
         let mut problems = Vec::new();
         let min = self.jobs.min_anchors as i64;
@@ -163,6 +166,11 @@ impl Service {
             judge_version: VersionChoice::Exactly(judge_version),
             ..request
         };
+        self.queue(request).await
+    }
+
+    /// Stores a checked, resolved request as a queued job and wakes a worker.
+    pub(super) async fn queue(&self, request: TrainingRequest) -> Result<Job> {
         let id = JobId::new();
         self.store.insert_job(id, &request).await?;
         self.job_queued.notify_one();
@@ -182,6 +190,9 @@ impl Service {
     pub async fn run_training(&self, job: &ClaimedJob, progress: Arc<Progress>) -> Result<Trained> {
         let request = TrainingRequest::from_json(&job.request)
             .map_err(|p| Error::rejected("the stored job's request", p))?;
+        if let Some(panel) = self.store.panel(&request.judge).await? {
+            return self.run_panel_training(request, panel, progress).await;
+        }
         let scales = self.store.rubric_scales().await?;
         let snapshot = self
             .store

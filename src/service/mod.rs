@@ -5,6 +5,7 @@ pub mod bridges;
 mod corrections;
 pub mod coverage;
 mod jobs;
+pub mod panels;
 mod rank_sessions;
 mod runlevel;
 mod training;
@@ -28,7 +29,8 @@ use crate::config::{JobSettings, LimitSettings, Settings};
 use crate::domain::anchors::{self, RawAnchor};
 use crate::domain::training::TrainingRequest;
 use crate::domain::{
-    Anchor, CellKey, CellSummary, JudgeVersion, Problem, Rubric, RubricName, Scale, now_ms,
+    Anchor, CellKey, CellSummary, JudgeName, JudgeVersion, Problem, Rubric, RubricName, Scale,
+    now_ms,
 };
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
@@ -143,6 +145,27 @@ impl Service {
         let scales = self.store.rubric_scales().await?;
         let cells = anchors::validate(rows, &scales, self.limits.max_batch_anchors)
             .map_err(|p| Error::invalid("the anchor batch was refused", p))?;
+        let mut judges: Vec<&JudgeName> = cells.iter().map(|c| &c.key.judge).collect();
+        judges.sort();
+        judges.dedup();
+        for judge in judges {
+            if self.store.panel(judge).await?.is_some() {
+                let row = cells
+                    .iter()
+                    .find(|c| &c.key.judge == judge)
+                    .and_then(|c| c.rows.first().copied());
+                return Err(Error::conflict(
+                    format!("the anchor batch was refused: {judge} is a panel"),
+                    vec![Problem::at(
+                        row,
+                        "judge",
+                        format!(
+                            "{judge} is a panel, which holds no anchors of its own: upload each member's scores under the member's name; training the panel joins them on item_id"
+                        ),
+                    )],
+                ));
+            }
+        }
         let mut outcomes = self.store.ingest(&cells, &scales, replace).await?;
         for o in &outcomes {
             self.metrics.set_cell_anchors(&o.key, o.anchor_count);

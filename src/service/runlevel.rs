@@ -5,12 +5,15 @@
 use std::sync::Arc;
 
 use super::Service;
+use super::panels::fuse_items;
 use super::versions::{Loaded, Mismatch};
+use crate::calibrate::panel::fusion::FusedScore;
 use crate::calibrate::runlevel::rank::{self, RankSettings, Ranking};
 use crate::calibrate::runlevel::{
     self, Anchored, Basis, RunComparison, RunEstimate, RunItems, Source,
 };
 use crate::calibrate::{Cell, MeanUncertainty};
+use crate::domain::panel::MemberScores;
 use crate::domain::runlevel::{CompareRequest, EstimateRequest, RankRequest};
 use crate::domain::{CellKey, JudgeVersion, Problem};
 use crate::error::{Error, Result};
@@ -72,7 +75,11 @@ impl Service {
         let anchors = loaded
             .anchors
             .get_or_try_init(|| async {
-                let mut pairs = self.store.anchors_before(&loaded.version).await?;
+                let mut pairs = match &loaded.version.fusion {
+                    // A panel's corrector was fitted on its members' cross-fitted fused scores.
+                    Some(fusion) => fusion.anchors.clone(),
+                    None => self.store.anchors_before(&loaded.version).await?,
+                };
                 // The store returns them in no set order; resampling wants a fixed one.
                 pairs.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
                 let scale = self.scale_of(&key.rubric).await?;
@@ -104,6 +111,7 @@ impl Service {
                 runs: vec![resolved.loaded.clone(); judge_versions.len()],
                 loaded: resolved.loaded,
                 mismatches: resolved.mismatch.into_iter().collect(),
+                partial_items: 0,
             });
         }
         if version.is_some() {
@@ -124,6 +132,7 @@ impl Service {
             loaded: runs[0].clone(),
             runs,
             mismatches: Vec::new(),
+            partial_items: 0,
         })
     }
 
@@ -200,6 +209,61 @@ impl Service {
         Ok(out)
     }
 
+    /// Fuses a panel's runs: each item's members' scores become the fused score the served
+    /// version corrects (from the members present where one is missing, counted). A judge's
+    /// version refuses panel items, and a panel's version bare scores.
+    async fn fuse_runs(
+        &self,
+        served: &mut Served,
+        runs: Vec<(&str, &mut RunItems, Option<&[MemberScores]>)>,
+    ) -> Result<()> {
+        let fusion = served.loaded.version.fusion.clone();
+        let judge = served.loaded.version.key.judge.clone();
+        if let Some(f) = &fusion {
+            self.check_panel(&judge, f).await?;
+        }
+        let mut problems = Vec::new();
+        for (prefix, run, members) in runs {
+            match (&fusion, members) {
+                (None, None) => {}
+                (Some(f), Some(items)) => {
+                    match fuse_items(f, items, &format!("{prefix}scores")) {
+                        Ok(fused) => {
+                            for (score, f) in run.scores.iter_mut().zip(fused) {
+                                *score = match f {
+                                    FusedScore::Whole(s) => s,
+                                    FusedScore::Partial { fused, .. } => {
+                                        served.partial_items += 1;
+                                        fused.score
+                                    }
+                                };
+                            }
+                        }
+                        Err(p) => problems.extend(p),
+                    }
+                }
+                (Some(f), None) => problems.push(Problem::at(
+                    None,
+                    &format!("{prefix}items"),
+                    format!(
+                        "{judge} is a panel: send items whose `scores` give each member's score ({})",
+                        f.members.join(", ")
+                    ),
+                )),
+                (None, Some(_)) => problems.push(Problem::at(
+                    None,
+                    &format!("{prefix}items"),
+                    format!("{judge} is a judge, not a panel: its items carry `score`"),
+                )),
+            }
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::rejected("the request was refused", problems))
+        }
+    }
+
     /// The de-biased mean of one run.
     pub async fn estimate(&self, request: EstimateRequest) -> Result<(Served, RunEstimate)> {
         self.check_size(&[(request.field(), &request.run)])?;
@@ -211,9 +275,16 @@ impl Service {
                 &["judge_version".to_owned()],
             )
             .await?;
+        let mut served = served;
+        let mut run = request.run;
+        self.fuse_runs(
+            &mut served,
+            vec![("", &mut run, request.members.as_deref())],
+        )
+        .await?;
         let basis = self.basis(served.loaded.clone()).await?;
-        let n = request.run.scores.len();
-        let (run, settings) = (request.run, request.settings);
+        let n = run.scores.len();
+        let settings = request.settings;
         let answer = Self::with_basis(basis, Work::of_scores(n), move |basis| {
             runlevel::estimate(basis, &run, &settings)
         })
@@ -234,8 +305,15 @@ impl Service {
                 &["a.judge_version".to_owned(), "b.judge_version".to_owned()],
             )
             .await?;
-        let n = request.a.scores.len() + request.b.scores.len();
-        let (a, b, settings) = (request.a, request.b, request.settings);
+        let mut served = served;
+        let (mut a, mut b, settings) = (request.a, request.b, request.settings);
+        let [ma, mb] = &request.members;
+        self.fuse_runs(
+            &mut served,
+            vec![("a.", &mut a, ma.as_deref()), ("b.", &mut b, mb.as_deref())],
+        )
+        .await?;
+        let n = a.scores.len() + b.scores.len();
         let (bases, _) = self.bases(&served.runs).await?;
         let answer = if bases.len() == 1 {
             let basis = bases
@@ -293,7 +371,18 @@ impl Service {
                 &fields,
             )
             .await?;
-        let runs: Vec<RunItems> = request.runs.into_iter().map(|r| r.1).collect();
+        let mut served = served;
+        let mut runs: Vec<RunItems> = request.runs.into_iter().map(|r| r.1).collect();
+        let prefixes: Vec<String> = (0..runs.len()).map(|i| format!("runs[{i}].")).collect();
+        self.fuse_runs(
+            &mut served,
+            runs.iter_mut()
+                .zip(&request.members)
+                .zip(&prefixes)
+                .map(|((run, m), p)| (p.as_str(), run, m.as_deref()))
+                .collect(),
+        )
+        .await?;
         let (settings, how) = (request.settings, request.rank);
         let (bases, index) = self.bases(&served.runs).await?;
         // Joint draws for every pair are heavier than one comparison: always off the runtime.
@@ -359,6 +448,8 @@ pub struct Served {
     pub loaded: Arc<Loaded>,
     pub runs: Vec<Arc<Loaded>>,
     pub mismatches: Vec<Mismatch>,
+    /// A panel's items that lacked a member the version reads (fused from those present).
+    pub partial_items: usize,
 }
 
 impl Served {

@@ -10,11 +10,13 @@ use sha2::{Digest, Sha256};
 use crate::calibrate::conformal::Intervals;
 use crate::calibrate::cv;
 use crate::calibrate::error::CalibrateError;
+use crate::calibrate::panel::fusion::{FusionOptions, PanelRows, fit_fusion};
 use crate::calibrate::quality::Comparison;
 use crate::calibrate::runlevel::groups::GroupBias;
 use crate::calibrate::select;
 use crate::calibrate::{Cell, Corrected, Run};
 use crate::domain::calibration::NewVersion;
+use crate::domain::panel::Joined;
 use crate::domain::training::Plan;
 use crate::domain::{Anchor, GroupName, RubricName, Scale};
 
@@ -83,6 +85,7 @@ impl CellData {
             decision: None,
             intervals: None,
             groups: None,
+            fusion: None,
         }
     }
 
@@ -123,6 +126,60 @@ pub fn train(
     plan: &Plan,
     progress: &Progress,
 ) -> Result<Vec<NewVersion>, CalibrateError> {
+    let report = |p: f64| progress.set(p);
+    let detail = |d: String| progress.set_detail(d);
+    let run = Run::new(&progress.cancel, &report).with_detail(&detail);
+    let versions = train_on(cells, plan, &run)?;
+    if progress.cancel.load(Ordering::Relaxed) {
+        return Err(CalibrateError::Cancelled);
+    }
+    progress.set(1.0);
+    Ok(versions)
+}
+
+/// A panel's versions: its fusion layer fitted to the members' joined anchors (`joined`, with
+/// each rubric's scale), then `plan` on the cells of the derived judge, whose score of an
+/// anchor is its cross-fitted fused score.
+pub fn train_panel(
+    joined: &[(Joined, Scale)],
+    members: &[String],
+    plan: &Plan,
+    progress: &Progress,
+) -> Result<Vec<NewVersion>, CalibrateError> {
+    let report = |p: f64| progress.set(p);
+    let detail = |d: String| progress.set_detail(d);
+    let run = Run::new(&progress.cancel, &report).with_detail(&detail);
+    let (seed, auto) = match plan {
+        Plan::Method(job) => (job.split.seed, false),
+        Plan::Auto(options) => (options.split.seed, true),
+    };
+    let rows: Vec<PanelRows> = joined.iter().map(|(j, _)| j.rows.clone()).collect();
+    run.detail(r#"{"step": "fitting the panel's fusion"}"#.to_owned());
+    let opts = FusionOptions::new(members.len(), seed, auto);
+    let fusions = fit_fusion(&rows, members, &opts, &run.part(0.0, 0.4))?;
+    let cells: Vec<CellData> = joined
+        .iter()
+        .zip(&fusions)
+        .map(|((j, scale), f)| CellData {
+            rubric: j.rubric.clone(),
+            scale: *scale,
+            pairs: f.anchors.clone(),
+            groups: j.groups.clone(),
+            digest: digest(&j.anchors),
+        })
+        .collect();
+    let mut versions = train_on(&cells, plan, &run.part(0.4, 1.0))?;
+    if progress.cancel.load(Ordering::Relaxed) {
+        return Err(CalibrateError::Cancelled);
+    }
+    for (v, f) in versions.iter_mut().zip(fusions) {
+        v.fusion = Some(f);
+    }
+    progress.set(1.0);
+    Ok(versions)
+}
+
+fn train_on(cells: &[CellData], plan: &Plan, run: &Run) -> Result<Vec<NewVersion>, CalibrateError> {
     let data: Vec<Cell> = cells
         .iter()
         .map(|c| Cell {
@@ -130,12 +187,9 @@ pub fn train(
             scale: (c.scale.min, c.scale.max),
         })
         .collect();
-    let report = |p: f64| progress.set(p);
-    let detail = |d: String| progress.set_detail(d);
-    let run = Run::new(&progress.cancel, &report).with_detail(&detail);
     let versions = match plan {
         Plan::Method(job) => {
-            let (models, held_out) = job.options.train(&data, job.split, &run)?;
+            let (models, held_out) = job.options.train(&data, job.split, run)?;
             cells
                 .iter()
                 .zip(models)
@@ -156,7 +210,7 @@ pub fn train(
         }
         Plan::Auto(options) => cells
             .iter()
-            .zip(select::auto(&data, options, &run)?)
+            .zip(select::auto(&data, options, run)?)
             .map(|(c, chosen)| {
                 tracing::info!(rubric = %c.rubric, chosen = %chosen.decision.chosen, reason = %chosen.decision.reason, "auto chose");
                 NewVersion {
@@ -169,9 +223,5 @@ pub fn train(
             })
             .collect(),
     };
-    if progress.cancel.load(Ordering::Relaxed) {
-        return Err(CalibrateError::Cancelled);
-    }
-    progress.set(1.0);
     Ok(versions)
 }

@@ -550,6 +550,7 @@ mod tests {
                 created_at_ms: 0,
                 active: true,
                 judge_version: None,
+                fusion: None,
             },
             anchors: tokio::sync::OnceCell::new(),
         })

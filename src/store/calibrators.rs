@@ -25,7 +25,7 @@ fn to_json<T: serde::Serialize>(value: &T) -> Result<String> {
 const VERSION_COLUMNS: &str = "cal.id, c.judge, c.rubric, cal.version, cal.method, cal.job_id, \
      cal.anchor_count, cal.anchor_digest, cal.params, cal.diagnostics, cal.evaluation, \
      cal.decision, cal.intervals, cal.groups, cal.failure, cal.created_at_ms, cal.judge_version, \
-     act.calibrator_id AS active_id";
+     cal.fusion, act.calibrator_id AS active_id";
 
 const VERSION_FROM: &str = "FROM calibrators cal JOIN cells c ON c.id = cal.cell_id \
      LEFT JOIN active_calibrators act ON act.cell_id = cal.cell_id";
@@ -43,6 +43,7 @@ fn version_from_row(row: &AnyRow) -> Result<CalibratorVersion> {
     let intervals: Option<String> = row.try_get("intervals")?;
     let groups: Option<String> = row.try_get("groups")?;
     let judge_version: Option<String> = row.try_get("judge_version")?;
+    let fusion: Option<String> = row.try_get("fusion")?;
     Ok(CalibratorVersion {
         id: CalibratorId::parse(&id).ok_or_else(|| corrupt("id"))?,
         key: CellKey {
@@ -71,6 +72,9 @@ fn version_from_row(row: &AnyRow) -> Result<CalibratorVersion> {
         active: active_id.as_deref() == Some(id.as_str()),
         judge_version: JudgeVersion::from_stored(judge_version.as_deref().unwrap_or(""))
             .map_err(|_| corrupt("judge version"))?,
+        fusion: fusion
+            .map(|f| serde_json::from_str(&f).map_err(|_| corrupt("fusion")))
+            .transpose()?,
     })
 }
 
@@ -182,6 +186,19 @@ impl Store {
         let mut sorted: Vec<&NewVersion> = versions.iter().collect();
         sorted.sort_by(|a, b| a.rubric.cmp(&b.rubric));
         for v in sorted {
+            if v.fusion.is_some() {
+                // A panel's cell holds no anchors: its first version makes it.
+                sqlx::query(
+                    "INSERT INTO cells (id, judge, rubric, anchor_count, updated_at_ms)
+                     VALUES ($1, $2, $3, 0, $4) ON CONFLICT (judge, rubric) DO NOTHING",
+                )
+                .bind(uuid::Uuid::new_v4().to_string())
+                .bind(judge.as_str())
+                .bind(v.rubric.as_str())
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+            }
             // Touching the cell row locks it, so two jobs never take the same number.
             let cell_id: String = sqlx::query(
                 "UPDATE cells SET judge = judge WHERE judge = $1 AND rubric = $2 RETURNING id",
@@ -206,8 +223,9 @@ impl Store {
             sqlx::query(
                 "INSERT INTO calibrators (id, cell_id, version, method, job_id, anchor_count,
                      anchor_digest, params, diagnostics, evaluation, decision, intervals, passed,
-                     failure, created_at_ms, groups, judge_version)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
+                     failure, created_at_ms, groups, judge_version, fusion)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
+                     $18)",
             )
             .bind(&id)
             .bind(&cell_id)
@@ -227,6 +245,7 @@ impl Store {
             .bind(now)
             .bind(v.groups.as_ref().map(to_json).transpose()?)
             .bind(JudgeVersion::stored(judge_version))
+            .bind(v.fusion.as_ref().map(to_json).transpose()?)
             .execute(&mut *tx)
             .await?;
             let active = failure.is_none() || force;
@@ -252,6 +271,7 @@ impl Store {
                 created_at_ms: now,
                 active,
                 judge_version: judge_version.cloned(),
+                fusion: v.fusion.clone(),
             });
         }
         if !force && !stored.is_empty() && stored.iter().all(|v| v.failure.is_some()) {

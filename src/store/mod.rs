@@ -12,6 +12,7 @@ mod coverage;
 mod jobs;
 mod judge_versions;
 mod keys;
+mod panels;
 mod rank_sessions;
 
 pub use anchors::CellIngest;

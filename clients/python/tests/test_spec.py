@@ -46,6 +46,10 @@ CALLS = {
     "open_rank_session": "open_rank_session",
     "rank_session": "rank_session",
     "rank_look": "rank_look",
+    "create_panel": "create_panel",
+    "list_panels": "panels",
+    "get_panel": "panel",
+    "delete_panel": "delete_panel",
 }
 
 

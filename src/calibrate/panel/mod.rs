@@ -8,6 +8,7 @@
 //! [`StackOptions::member_probability`], lie below [`StackOptions::member_floor`] is not shown
 //! to add anything the other members do not, and is reported as such.
 
+pub mod fusion;
 pub mod model;
 
 use nalgebra::{DMatrix, DVector};

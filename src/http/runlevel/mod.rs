@@ -35,7 +35,11 @@ pub struct RunItemDto {
     pub(super) id: Option<String>,
     /// The raw judge score.
     #[schema(example = 3.5)]
-    pub(super) score: f64,
+    pub(super) score: Option<f64>,
+    /// A panel's item instead: each member's raw score, by judge name (members that did not
+    /// score the item left out).
+    #[schema(example = json!({"gpt-4o-mini": 3.5, "claude-haiku": 4.0}))]
+    pub(super) scores: Option<std::collections::BTreeMap<String, f64>>,
     /// The item's reference score, where this item of the run was labelled. The labelled
     /// items must be a uniform random sample of the run, at least 3.
     pub(super) reference: Option<f64>,
@@ -50,6 +54,7 @@ impl From<RunItemDto> for RawItem {
         RawItem {
             id: i.id,
             score: i.score,
+            members: i.scores,
             reference: i.reference,
             cluster: i.cluster,
         }
@@ -87,12 +92,20 @@ impl RunBody {
 }
 
 /// The warnings of runs served by a calibration of another judge version than they named.
+/// Also says how many of a panel's items lacked a served member.
 pub(super) fn mismatch_warnings(served: &crate::service::Served) -> Vec<String> {
-    served
+    let mut out: Vec<String> = served
         .mismatches
         .iter()
         .map(|m| m.warning(served.loaded.version.version))
-        .collect()
+        .collect();
+    if served.partial_items > 0 {
+        out.push(format!(
+            "{} items lacked a member the panel's version reads: their fused score comes from the members present (that sub-panel's fit), which the version's corrector then treats as a whole item's; score every item with every member where you can",
+            served.partial_items
+        ));
+    }
+    out
 }
 
 pub(super) fn group_schema() -> utoipa::openapi::schema::Object {
@@ -109,7 +122,7 @@ pub(super) fn raw_run(
     items: Option<Vec<RunItemDto>>,
     prefix: &str,
 ) -> Result<RawRun, Problem> {
-    let item = "{score, id?, reference?, cluster?}";
+    let item = "{score (a panel: scores), id?, reference?, cluster?}";
     Ok(match ScoresOrItems::of(scores, items, prefix, item)? {
         ScoresOrItems::Scores(scores) => RawRun::Scores(scores),
         ScoresOrItems::Items(items) => RawRun::Items(items.into_iter().map(Into::into).collect()),

@@ -165,6 +165,11 @@ def text(r: httpx.Response) -> str:
     return check(r).text
 
 
+def nothing(r: httpx.Response) -> None:
+    """An answer with no body (204)."""
+    check(r)
+
+
 def seg(name: str) -> str:
     """A path segment: judge, rubric and item names are escaped, never trusted."""
     return quote(str(name), safe="")
@@ -418,6 +423,33 @@ class Endpoints:
         if description is not None:
             body["description"] = description
         return self._send(Request("PUT", f"/v1/rubrics/{seg(rubric)}", model(models.RubricDto), json=body))
+
+    # Panels
+
+    def create_panel(self, name: str, judges: Sequence[str]) -> models.PanelDto:
+        """POST /v1/panels: several judges whose scores of an item are fused into one
+        calibrated score. The panel's name then serves wherever a judge's does: train it with
+        `start_training(name)`, and send items as {"scores": {judge: score, ...}}."""
+        return self._send(
+            Request(
+                "POST",
+                "/v1/panels",
+                model(models.PanelDto),
+                json={"name": name, "judges": list(judges)},
+                idempotent=False,
+            )
+        )
+
+    def panels(self) -> models.PanelsResponse:
+        return self._send(Request("GET", "/v1/panels", model(models.PanelsResponse)))
+
+    def panel(self, name: str) -> models.PanelDto:
+        return self._send(Request("GET", f"/v1/panels/{seg(name)}", model(models.PanelDto)))
+
+    def delete_panel(self, name: str) -> None:
+        """DELETE a panel's definition; its versions stay, serving again only under a panel of
+        the same name and members."""
+        return self._send(Request("DELETE", f"/v1/panels/{seg(name)}", nothing))
 
     # Training and versions
 

@@ -1,0 +1,355 @@
+//! Panels over HTTP, on both backends: defined, trained from their members' anchors joined on
+//! item id, served by `/v1/correct` and `/v1/estimate` with `scores` items (also items some
+//! member did not score), their members' weights and canaries as gauges, and every refusal
+//! naming what to fix.
+
+use axum::body::Body;
+use axum::http::Request;
+use serde_json::{Value, json};
+
+use super::*;
+use crate::common::{Backend, TestApp, assert_error};
+
+/// A seeded stream of standard normals (xorshift and Box–Muller).
+struct Normals(u64);
+
+impl Normals {
+    fn uniform(&mut self) -> f64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        ((self.0 >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    }
+
+    fn next(&mut self) -> f64 {
+        let (u, v) = (self.uniform(), self.uniform());
+        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
+    }
+}
+
+/// An item: the three judges' scores and the reference. The quality has sd 0.6; judge `a` sees
+/// it through noise of sd 0.3, `b` squeezed and offset with noise of sd 0.15 (also 0.3 in
+/// quality units), and `noise` not at all; the reference is the quality plus noise of sd 0.18.
+fn item(rng: &mut Normals) -> ([f64; 3], f64) {
+    let q = 0.6 * rng.next();
+    let js = [
+        3.0 + q + 0.3 * rng.next(),
+        2.0 + 0.5 * q + 0.15 * rng.next(),
+        3.0 + 0.6 * rng.next(),
+    ];
+    (js, (3.0 + q + 0.18 * rng.next()).clamp(1.0, 5.0))
+}
+
+const JUDGES: [&str; 3] = ["a", "b", "noise"];
+
+/// 160 anchor items per rubric, each scored by every judge.
+async fn upload_members(app: &TestApp, rng: &mut Normals) {
+    for rubric in ["r1", "r2"] {
+        let items: Vec<([f64; 3], f64)> = (0..160).map(|_| item(rng)).collect();
+        for (m, judge) in JUDGES.iter().enumerate() {
+            let rows: Vec<Value> = items
+                .iter()
+                .enumerate()
+                .map(|(i, (js, y))| {
+                    json!({"item_id": format!("it-{i}"), "judge_score": js[m], "reference_score": y})
+                })
+                .collect();
+            let res = app
+                .json(
+                    "POST",
+                    "/v1/anchors",
+                    &json!({"judge": judge, "rubric": rubric, "anchors": rows}),
+                )
+                .await;
+            assert_eq!(res.status, 200, "{}", res.body);
+        }
+    }
+}
+
+fn mae(results: &Value, truth: &[f64]) -> f64 {
+    let results = results.as_array().unwrap();
+    assert_eq!(results.len(), truth.len());
+    results
+        .iter()
+        .zip(truth)
+        .map(|(r, y)| (r["corrected"].as_f64().unwrap() - y).abs())
+        .sum::<f64>()
+        / truth.len() as f64
+}
+
+fn width(r: &Value) -> f64 {
+    r["predictive"][1].as_f64().unwrap() - r["predictive"][0].as_f64().unwrap()
+}
+
+async fn a_panel_is_defined_trained_and_serves_its_members_fused(backend: Backend) {
+    let app = TestApp::new(backend).await;
+    let mut rng = Normals(0x9E37_79B9_7F4A_7C15);
+    upload_members(&app, &mut rng).await;
+
+    // Defined once, under a name no judge uses; read back and listed.
+    let define = |name: &str, judges: Value| json!({"name": name, "judges": judges});
+    let res = app
+        .json("POST", "/v1/panels", &define("jury", json!(JUDGES)))
+        .await;
+    assert_eq!(res.status, 201, "{}", res.body);
+    assert_eq!(res.body["judges"], json!(JUDGES));
+    let again = app
+        .json("POST", "/v1/panels", &define("jury", json!(["a", "b"])))
+        .await;
+    assert_error(&again, 409, "conflict");
+    let judged = app
+        .json("POST", "/v1/panels", &define("a", json!(["b", "noise"])))
+        .await;
+    assert_error(&judged, 409, "conflict");
+    for (judges, field) in [
+        (json!(["a"]), "judges"),
+        (json!(["a", "b", "a"]), "judges[2]"),
+    ] {
+        let bad = app
+            .json("POST", "/v1/panels", &define("solo", judges))
+            .await;
+        let details = assert_error(&bad, 422, "invalid_input");
+        assert_eq!(details[0]["field"], field, "{details:?}");
+    }
+    assert_eq!(app.get("/v1/panels/jury").await.body["name"], "jury");
+    assert_eq!(
+        app.get("/v1/panels").await.body["panels"][0]["name"],
+        "jury"
+    );
+    assert_error(&app.get("/v1/panels/nobody").await, 404, "not_found");
+
+    // A panel holds no anchors of its own.
+    let up = app
+        .json(
+            "POST",
+            "/v1/anchors",
+            &json!({"judge": "jury", "rubric": "r1", "anchors": [{"item_id": "x", "judge_score": 3, "reference_score": 3}]}),
+        )
+        .await;
+    let details = assert_error(&up, 409, "conflict");
+    assert_eq!(details[0]["field"], "judge", "{details:?}");
+
+    // Trained with `auto`: the members' anchors join on item id.
+    let job = finished(&app, &train(&app, "jury", json!({"method": "auto"})).await).await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+    let single = finished(&app, &train(&app, "a", json!({"method": "auto"})).await).await;
+    assert_eq!(single["state"], "succeeded", "{single}");
+    for rubric in ["r1", "r2"] {
+        let list = app
+            .get(&format!("/v1/cells/jury/{rubric}/calibrators"))
+            .await;
+        assert_eq!(list.status, 200, "{}", list.body);
+        let v = &list.body["versions"][0];
+        assert_eq!(v["anchor_count"], 160, "{v}");
+        let panel = &v["panel"];
+        assert_eq!(panel["members"], json!(JUDGES), "{v}");
+        // The two informative members together beat either alone on held-out error, so
+        // `auto` serves the whole panel; the noise judge's weight is nothing.
+        assert_eq!(panel["input"], json!(JUDGES), "{panel}");
+        assert_eq!(panel["considered"].as_array().unwrap().len(), 4, "{panel}");
+        let canaries: Vec<&Value> = panel["weights"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| &w["canary"])
+            .collect();
+        assert_eq!(
+            canaries,
+            [&json!(false), &json!(false), &json!(true)],
+            "{panel}"
+        );
+    }
+
+    // Fresh items: the panel's corrected scores are closer to the references than judge a's
+    // alone: the residual variance is 0.18² plus the quality's posterior variance given the
+    // scores, 1/(1/0.36 + 2/0.09) ≈ 0.040 with a and b against 1/(1/0.36 + 1/0.09) ≈ 0.072
+    // with a alone (residual sd 0.27 against 0.32).
+    let fresh: Vec<([f64; 3], f64)> = (0..400).map(|_| item(&mut rng)).collect();
+    let truth: Vec<f64> = fresh.iter().map(|(_, y)| *y).collect();
+    let items: Vec<Value> = fresh
+        .iter()
+        .map(|(js, _)| json!({"scores": {"a": js[0], "b": js[1], "noise": js[2]}}))
+        .collect();
+    let panel = app
+        .json(
+            "POST",
+            "/v1/correct",
+            &json!({"judge": "jury", "rubric": "r1", "items": items}),
+        )
+        .await;
+    assert_eq!(panel.status, 200, "{}", panel.body);
+    let alone = app
+        .json(
+            "POST",
+            "/v1/correct",
+            &json!({"judge": "a", "rubric": "r1", "scores": fresh.iter().map(|(js, _)| js[0]).collect::<Vec<_>>()}),
+        )
+        .await;
+    assert_eq!(alone.status, 200, "{}", alone.body);
+    let (p, s) = (
+        mae(&panel.body["results"], &truth),
+        mae(&alone.body["results"], &truth),
+    );
+    assert!(p < s, "panel MAE {p} vs judge a's {s}");
+
+    // Items without b are corrected from a and noise, with wider bands, and say so.
+    let partial: Vec<Value> = fresh
+        .iter()
+        .map(|(js, _)| json!({"scores": {"a": js[0], "noise": js[2]}}))
+        .collect();
+    let part = app
+        .json(
+            "POST",
+            "/v1/correct",
+            &json!({"judge": "jury", "rubric": "r1", "items": partial}),
+        )
+        .await;
+    assert_eq!(part.status, 200, "{}", part.body);
+    let results = part.body["results"].as_array().unwrap();
+    assert_eq!(results[0]["members"], json!(["a", "noise"]));
+    let mean_width = |rs: &[Value]| rs.iter().map(width).sum::<f64>() / rs.len() as f64;
+    let whole = panel.body["results"].as_array().unwrap();
+    assert!(whole[0].get("members").is_none(), "{}", whole[0]);
+    assert!(
+        mean_width(results) > mean_width(whole),
+        "{} vs {}",
+        mean_width(results),
+        mean_width(whole)
+    );
+
+    // Refusals name the row and field.
+    let stranger = app
+        .json(
+            "POST",
+            "/v1/correct",
+            &json!({"judge": "jury", "rubric": "r1", "items": [{"scores": {"a": 3.0}}, {"scores": {"zed": 3.0}}]}),
+        )
+        .await;
+    let details = assert_error(&stranger, 422, "invalid_input");
+    assert_eq!(
+        (details[0]["row"].clone(), details[0]["field"].clone()),
+        (json!(2), json!("scores.zed")),
+        "{details:?}"
+    );
+    let bare = app
+        .json(
+            "POST",
+            "/v1/correct",
+            &json!({"judge": "jury", "rubric": "r1", "scores": [3.0]}),
+        )
+        .await;
+    assert_error(&bare, 422, "invalid_input");
+    let judge_items = app
+        .json(
+            "POST",
+            "/v1/correct",
+            &json!({"judge": "a", "rubric": "r1", "items": [{"scores": {"a": 3.0}}]}),
+        )
+        .await;
+    assert_error(&judge_items, 422, "invalid_input");
+
+    // A run's de-biased mean from panel items: its interval holds the run's reference mean.
+    let run: Vec<Value> = fresh[..200]
+        .iter()
+        .map(|(js, _)| json!({"scores": {"a": js[0], "b": js[1], "noise": js[2]}}))
+        .collect();
+    let est = app
+        .json(
+            "POST",
+            "/v1/estimate",
+            &json!({"judge": "jury", "rubric": "r1", "items": run}),
+        )
+        .await;
+    assert_eq!(est.status, 200, "{}", est.body);
+    let truth_mean = truth[..200].iter().sum::<f64>() / 200.0;
+    let (lo, hi) = (
+        est.body["interval"][0].as_f64().unwrap(),
+        est.body["interval"][1].as_f64().unwrap(),
+    );
+    assert!(
+        lo <= truth_mean && truth_mean <= hi,
+        "{truth_mean} outside [{lo}, {hi}]"
+    );
+
+    // The members' weights and canaries are gauges.
+    let text = app
+        .send(Request::get("/metrics").body(Body::empty()).unwrap())
+        .await
+        .body;
+    let text = text.as_str().unwrap();
+    assert!(
+        text.contains(r#"judgecal_panel_member_canary{judge="jury",member="noise",rubric="r1"} 1"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"judgecal_panel_member_canary{judge="jury",member="a",rubric="r2"} 0"#),
+        "{text}"
+    );
+
+    // Deleted, it serves no more.
+    let gone = app
+        .send(
+            app.request("DELETE", "/v1/panels/jury")
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(gone.status, 204);
+    let after = app
+        .json(
+            "POST",
+            "/v1/correct",
+            &json!({"judge": "jury", "rubric": "r1", "items": [{"scores": {"a": 3.0}}]}),
+        )
+        .await;
+    assert_error(&after, 404, "not_found");
+}
+
+async fn members_whose_references_disagree_are_refused_naming_the_items(backend: Backend) {
+    let app = TestApp::new(backend).await;
+    for (judge, y) in [("a", 3.0), ("b", 3.5)] {
+        let rows: Vec<Value> = (0..40)
+            .map(|i| {
+                let y = if i == 7 { y } else { 3.0 };
+                json!({"item_id": format!("it-{i}"), "judge_score": 2.0 + (i % 5) as f64 * 0.5, "reference_score": y})
+            })
+            .collect();
+        let res = app
+            .json(
+                "POST",
+                "/v1/anchors",
+                &json!({"judge": judge, "rubric": "r1", "anchors": rows}),
+            )
+            .await;
+        assert_eq!(res.status, 200, "{}", res.body);
+    }
+    let res = app
+        .json(
+            "POST",
+            "/v1/panels",
+            &json!({"name": "pair", "judges": ["a", "b"]}),
+        )
+        .await;
+    assert_eq!(res.status, 201, "{}", res.body);
+    let refused = app
+        .json(
+            "POST",
+            "/v1/judges/pair/calibrations",
+            &json!({"method": "bayes"}),
+        )
+        .await;
+    let details = assert_error(&refused, 409, "conflict");
+    assert_eq!(details.len(), 1, "{details:?}");
+    assert!(
+        details[0]["problem"]
+            .as_str()
+            .unwrap()
+            .contains(r#"item "it-7""#),
+        "{details:?}"
+    );
+}
+
+on_both_backends!(
+    a_panel_is_defined_trained_and_serves_its_members_fused,
+    members_whose_references_disagree_are_refused_naming_the_items,
+);
