@@ -258,7 +258,13 @@ class CorrectedDto(BaseModel):
     """
     judge_score: float
     """
-    The raw judge score.
+    The raw judge score; for a panel, the fused score of the members' scores (what the
+    version's corrector read, or the sub-panel's score where members were missing).
+    """
+    members: list[str] | None = None
+    """
+    A panel item that some of the served members did not score: the members it was
+    corrected from (their sub-panel's fit, with its own wider intervals).
     """
     predictive: list[float] | None = None
     """
@@ -561,17 +567,32 @@ class IsotonicOptions(BaseModel):
 
 
 class ItemScore(BaseModel):
+    """
+    One item: a judge's `score`, or a panel's `scores` (each member's score by name), and an
+    optional id echoed back (every item an id, or none).
+    """
+
     model_config = ConfigDict(
         extra='forbid',
     )
-    id: str = Field(
-        ...,
+    id: str | None = Field(
+        None,
         examples=['story-17'],
         max_length=256,
         min_length=1,
         pattern='^[^\\u0000-\\u001F\\u007F]+$',
     )
-    score: float = Field(..., examples=[2.5])
+    score: float | None = Field(None, examples=[2.5])
+    """
+    A judge's raw score.
+    """
+    scores: dict[str, float] | None = Field(
+        None, examples=[{'claude-haiku': 4.0, 'gpt-4o-mini': 3.5}]
+    )
+    """
+    A panel item: each member's raw score, by judge name. Members that did not score the
+    item are left out; the item is then corrected from the members present.
+    """
 
 
 class JobOptions(BaseModel):
@@ -689,6 +710,30 @@ class LookLabelsBody(BaseModel):
     """
 
 
+class MemberWeightDto(BaseModel):
+    below_floor: float
+    """
+    Pr(standardised weight < 0.02 | anchors).
+    """
+    canary: bool
+    """
+    The member adds nothing the others do not (below_floor > 0.05).
+    """
+    judge: str
+    standardised: float
+    """
+    Its coefficient × its scores' sd ÷ the references' sd (posterior mean): comparable
+    across members.
+    """
+    weight: float
+    """
+    Posterior mean of its coefficient (reference units per judge-score unit) and its 95%
+    credible interval.
+    """
+    weight_hi: float
+    weight_lo: float
+
+
 class Objective(Enum):
     """
     A figure a rule compares; lower is better.
@@ -756,6 +801,72 @@ class OpenSessionBody(BaseModel):
     Answer every look by this calibrator version (default: the cell's active one at each
     look).
     """
+
+
+class PanelDto(BaseModel):
+    created_at: str
+    """
+    RFC 3339.
+    """
+    judges: list[str]
+    name: str
+
+
+class PanelInputDto(BaseModel):
+    judges: list[str]
+    mae: float
+    mse: float
+
+
+class PanelRequest(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    judges: list[str] = Field(
+        ...,
+        examples=[['gpt-4o-mini', 'claude-haiku', 'llama-3-8b']],
+        max_length=6,
+        min_length=2,
+    )
+    """
+    Its members, 2 to 6 judges, in order. Each member's anchors of an item must carry the
+    same reference score.
+    """
+    name: str = Field(
+        ...,
+        examples=['gpt-4o-mini'],
+        max_length=64,
+        min_length=1,
+        pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
+    )
+
+
+class PanelVersionDto(BaseModel):
+    """
+    A panel version's fusion layer in one rubric. `anchor_count` and every held-out figure of
+    the version are the panel's: the items every member scored, the corrector fitted on their
+    cross-fitted fused scores.
+    """
+
+    considered: list[PanelInputDto]
+    """
+    The inputs compared: the full panel and, with `auto`, each member alone; held-out MAE
+    and MSE of their cross-fitted fused scores against the references.
+    """
+    input: list[str]
+    """
+    The members whose fused score the corrector reads: every member, or (`auto`) one
+    member alone, where its fused score had the lowest held-out MAE.
+    """
+    members: list[str]
+    weights: list[MemberWeightDto]
+    """
+    Each member's weight in the full panel's stacking fit.
+    """
+
+
+class PanelsResponse(BaseModel):
+    panels: list[PanelDto]
 
 
 class PlanDto(BaseModel):
@@ -1096,9 +1207,16 @@ class RunItemDto(BaseModel):
     The item's reference score, where this item of the run was labelled. The labelled
     items must be a uniform random sample of the run, at least 3.
     """
-    score: float = Field(..., examples=[3.5])
+    score: float | None = Field(None, examples=[3.5])
     """
     The raw judge score.
+    """
+    scores: dict[str, float] | None = Field(
+        None, examples=[{'claude-haiku': 4.0, 'gpt-4o-mini': 3.5}]
+    )
+    """
+    A panel's item instead: each member's raw score, by judge name (members that did not
+    score the item left out).
     """
 
 
@@ -1846,7 +1964,8 @@ class CorrectItems(BaseModel):
     )
     items: list[ItemScore] = Field(..., min_length=1)
     """
-    Raw judge scores with ids echoed back in the results.
+    Raw judge scores with ids echoed back in the results; for a panel, each item's
+    members' scores (`scores`).
     """
     judge: str = Field(
         ...,
@@ -2643,6 +2762,7 @@ class VersionDto(BaseModel):
     serves requests naming that judge version (the newest passed one does).
     """
     method: str
+    panel: PanelVersionDto | None = None
     passed: bool
     """
     Passed its diagnostics.
