@@ -1,12 +1,20 @@
-//! `judgecal panel`: a panel of judges fused into one calibrated score, on real data.
+//! `judgecal panel`: a panel of judges fused into one calibrated score, on real data
+//! (`--hanna`) or in simulated worlds served as the service serves a panel (`--grid`).
 
 use std::path::PathBuf;
 
 #[derive(Debug, clap::Args)]
 pub struct PanelArgs {
     /// HANNA in long form (../shared/data/hanna/hanna_long.csv): its five judges as one panel.
+    #[arg(long, required_unless_present = "grid")]
+    pub hanna: Option<PathBuf>,
+    /// The simulated worlds instead (correlated members, a noise member, a member biased per
+    /// system, 10% and 40% missing scores): coverage of bands and run-level intervals, τ.
     #[arg(long)]
-    pub hanna: PathBuf,
+    pub grid: bool,
+    /// Replications per world of `--grid`.
+    #[arg(long, default_value_t = 100)]
+    pub reps: usize,
     /// The prompt variant whose scores make the panel.
     #[arg(long, default_value = "1")]
     pub variant: String,
@@ -18,15 +26,23 @@ pub struct PanelArgs {
 }
 
 pub(super) fn panel(a: PanelArgs) -> Result<(), String> {
-    use crate::study::panel;
+    use crate::study::{panel, panel_grid};
+    let started = std::time::Instant::now();
+    let Some(hanna) = a.hanna.filter(|_| !a.grid) else {
+        let rows = panel_grid::grid(a.reps, a.seed, &|s| {
+            eprintln!("{s} ({:.0} s)", started.elapsed().as_secs_f64())
+        })?;
+        print!("{}", panel_grid::grid_table(&rows));
+        eprintln!("{:.0} s", started.elapsed().as_secs_f64());
+        return Ok(());
+    };
     let sampler = crate::calibrate::bayes::FitOptions {
         draws: a.draws.max(10),
         warmup: a.draws.clamp(10, 500),
         seed: a.seed,
         ..Default::default()
     };
-    let started = std::time::Instant::now();
-    let t = panel::hanna(&a.hanna, &a.variant, a.seed, &sampler, &|s| {
+    let t = panel::hanna(&hanna, &a.variant, a.seed, &sampler, &|s| {
         eprintln!("{s} ({:.0} s)", started.elapsed().as_secs_f64())
     })?;
     print!("{}", panel::table(&t));

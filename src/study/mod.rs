@@ -15,6 +15,7 @@ pub mod gate;
 pub mod grid;
 pub mod intervals;
 pub mod panel;
+pub mod panel_grid;
 pub mod rank;
 pub mod runlevel;
 pub mod sources;

@@ -22,7 +22,7 @@ from inspect_ai.model import ModelOutput, ModelUsage, get_model  # noqa: E402
 from inspect_ai.scorer import Score, Target, mean, scorer  # noqa: E402
 from inspect_ai.solver import TaskState, generate  # noqa: E402
 
-from judgecal.inspect import calibrate_log, compare_logs, group_name, records  # noqa: E402
+from judgecal.inspect import calibrate_log, calibrate_panel_log, compare_logs, group_name, records  # noqa: E402
 
 N = 160
 
@@ -60,18 +60,39 @@ def graded():
     return score
 
 
+def second_judge(input, tools, tool_choice, config) -> ModelOutput:
+    text = input[-1].text
+    q = float(re.search(r"QUALITY ([0-9.]+)", text).group(1))
+    wobble = 0.2 * ((zlib.crc32(text.encode()[::-1]) % 5) - 2) / 2
+    return reply(f"SCORE: {min(5.0, max(1.0, round(1.5 + 0.5 * q + wobble, 2)))}")
+
+
+@scorer(metrics=[mean()])
+def graded_again():
+    """A second model-graded scorer: another (mock) judge, squeezed harder, with its own wobble."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        grader = get_model("mockllm/judge2", custom_outputs=second_judge)
+        out = await grader.generate(
+            f"Rate the answer from 1 to 5.\nQUALITY {state.metadata['quality']:.3f}\nANSWER: {state.output.completion}"
+        )
+        return Score(value=float(re.search(r"SCORE: ([0-9.]+)", out.completion).group(1)))
+
+    return score
+
+
 def quality(i: int, shift: float) -> float:
     return round(random.Random(i).uniform(1.5, 4.0) + shift, 3)
 
 
-def task(shift: float) -> Task:
+def task(shift: float, scorers=None) -> Task:
     samples = []
     for i in range(N):
         meta = {"quality": quality(i, shift)}
         if i % 2 == 0:
             meta["reference"] = quality(i, shift)
         samples.append(Sample(input=f"Question {i}", id=f"s{i}", metadata=meta))
-    return Task(dataset=samples, solver=generate(), scorer=graded())
+    return Task(dataset=samples, solver=generate(), scorer=scorers or graded())
 
 
 @pytest.fixture(scope="module")
@@ -112,3 +133,28 @@ def test_the_de_biased_mean_covers_and_the_compare_finds_the_difference(logs, cl
     c = compare_logs(client, logs["model-a"], logs["model-b"], judge="mock", rubric="quality")
     assert c.paired and c.pairs == N
     assert c.interval[0] < -0.5 < c.interval[1] and c.p_value < 0.05, c
+
+
+def test_two_scorers_of_one_log_as_a_panel(tmp_path, client):
+    [log] = inspect_eval(
+        task(0.0, [graded(), graded_again()]),
+        model=get_model("mockllm/model-a", custom_outputs=answer),
+        log_dir=str(tmp_path),
+        display="none",
+    )
+    assert log.status == "success", log.error
+    result = calibrate_panel_log(
+        client,
+        log.location,
+        panel="mockjury",
+        judges={"graded": "mock-one", "graded_again": "mock-two"},
+        rubric="quality",
+        train="bayes",
+    )
+    assert result.anchors_uploaded == N // 2
+    truth = sum(quality(i, 0.0) for i in range(1, N, 2)) / (N // 2)
+    lo, hi = result.estimate.interval
+    assert lo < truth < hi, (lo, hi, truth)
+    fusion = client.versions("mockjury", "quality").versions[0].panel
+    assert fusion.members == ["mock-one", "mock-two"]
+    assert not any(w.canary for w in fusion.weights)

@@ -13,6 +13,9 @@ de-biased mean beside inspect's own metrics, and a paired compare of two logs of
     result = calibrate_log(jc, "logs/run-a.eval", judge="gpt-4o-mini", rubric="helpfulness")
     print(result.estimate.estimate, result.estimate.interval)
     print(compare_logs(jc, "logs/run-a.eval", "logs/run-b.eval", judge="gpt-4o-mini", rubric="helpfulness").interval)
+
+Several model-graded scorers of one log serve as a panel (`calibrate_panel_log`): each scorer's
+scores are stored under its own judge name, and the panel fuses them per sample.
 """
 
 from __future__ import annotations
@@ -176,6 +179,58 @@ def calibrate_log(
         judge, rubric, run, group=group_name(log.eval.model), level=level, judge_version=version
     )
     return Calibrated(len(anchors), estimate, _inspect_metrics(log, name))
+
+
+def calibrate_panel_log(
+    client: "Client",
+    log: Any,
+    *,
+    panel: str,
+    judges: Mapping[str, str],
+    rubric: str,
+    reference_key: str = "reference",
+    references: Mapping[str, float] | None = None,
+    train: str | None = None,
+    level: float | None = None,
+) -> Calibrated:
+    """Several model-graded scorers of one log as a panel: `judges` maps each scorer's name to
+    the judge name it is stored under. Each scorer's labelled samples are uploaded as that
+    judge's anchors (item ids `<group>:<sample id>`, as `calibrate_log` does), the panel is
+    defined where it is not yet (`panel`, its members in `judges`' order), trained with
+    `train` (None: use the version it serves), and the unlabelled samples are estimated as
+    panel items, each with every scorer's score it has."""
+    log = _log(log)
+    members = list(judges.values())
+    per_scorer = {
+        name: records(
+            log, judge=judge, rubric=rubric, scorer=name, reference_key=reference_key, references=references
+        )
+        for name, judge in judges.items()
+    }
+    uploaded = 0
+    for recs in per_scorer.values():
+        anchors = [dict(r.anchor(), item_id=f"{r.group}:{r.item_id}") for r in recs if r.reference is not None]
+        if anchors:
+            client.upload_anchors(recs[0].judge, rubric, anchors)
+            uploaded = max(uploaded, len(anchors))
+    existing = {p.name: p.judges for p in client.panels().panels}
+    if panel not in existing:
+        client.create_panel(panel, members)
+    elif list(existing[panel]) != members:
+        raise ValueError(f"panel {panel!r} has members {existing[panel]}, not {members}")
+    run_scores: dict[str, dict[str, float]] = {}
+    for name, judge in judges.items():
+        for r in per_scorer[name]:
+            if r.reference is None:
+                run_scores.setdefault(r.item_id, {})[judge] = r.judge_score
+    if not run_scores:
+        raise ValueError("every sample has a reference: there is no run left to estimate")
+    if train:
+        client.train(panel, train, rubrics=[rubric], progress=False)
+    run = [{"id": item, "scores": scores} for item, scores in sorted(run_scores.items())]
+    estimate = client.estimate(panel, rubric, run, group=group_name(log.eval.model), level=level)
+    first = next(iter(judges))
+    return Calibrated(uploaded, estimate, _inspect_metrics(log, first))
 
 
 def compare_logs(
