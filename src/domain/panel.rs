@@ -193,6 +193,82 @@ pub fn join(
     }
 }
 
+/// A "which judges" question, parsed at the edge.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanRequest {
+    pub panel: JudgeName,
+    pub rubric: RubricName,
+    pub run_size: usize,
+    pub half_width: f64,
+    pub level: f64,
+    /// Cost per item of the members named; the others cost 1.
+    pub costs: Vec<(JudgeName, f64)>,
+    pub label_cost: f64,
+}
+
+impl PlanRequest {
+    #[allow(clippy::too_many_arguments)]
+    pub fn parse(
+        panel: &str,
+        rubric: &str,
+        run_size: i64,
+        half_width: f64,
+        level: Option<f64>,
+        costs: std::collections::BTreeMap<String, f64>,
+        label_cost: f64,
+    ) -> Result<Self, Vec<Problem>> {
+        let mut problems = Vec::new();
+        let panel = JudgeName::parse(panel)
+            .map_err(|e| problems.push(Problem::at(None, "name", e)))
+            .ok();
+        let rubric = RubricName::parse(rubric)
+            .map_err(|e| problems.push(Problem::at(None, "rubric", e)))
+            .ok();
+        if !(1..=100_000_000).contains(&run_size) {
+            problems.push(Problem::at(None, "run_size", "1 to 100,000,000 items"));
+        }
+        if !(half_width.is_finite() && half_width > 0.0) {
+            problems.push(Problem::at(
+                None,
+                "target_half_width",
+                "must be a positive number",
+            ));
+        }
+        let level = level.unwrap_or(0.95);
+        if !(0.5..=0.999).contains(&level) {
+            problems.push(Problem::at(None, "level", "must lie in [0.5, 0.999]"));
+        }
+        if !(label_cost.is_finite() && label_cost >= 0.0) {
+            problems.push(Problem::at(None, "label_cost", "must be a number ≥ 0"));
+        }
+        let costs = costs
+            .into_iter()
+            .filter_map(|(name, cost)| {
+                let field = format!("costs.{name}");
+                if !(cost.is_finite() && cost >= 0.0) {
+                    problems.push(Problem::at(None, &field, "must be a number ≥ 0"));
+                }
+                JudgeName::parse(&name)
+                    .map_err(|e| problems.push(Problem::at(None, &field, e)))
+                    .ok()
+                    .map(|j| (j, cost))
+            })
+            .collect();
+        match (panel, rubric) {
+            (Some(panel), Some(rubric)) if problems.is_empty() => Ok(Self {
+                panel,
+                rubric,
+                run_size: run_size as usize,
+                half_width,
+                level,
+                costs,
+                label_cost,
+            }),
+            _ => Err(problems),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -68,6 +68,7 @@ fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         ))
         .routes(routes!(panels::create_panel, panels::list_panels))
         .routes(routes!(panels::get_panel, panels::delete_panel))
+        .routes(routes!(panels::plan))
         .routes(routes!(correct::correct))
         .routes(routes!(runlevel::estimate::estimate))
         .routes(routes!(runlevel::compare::compare))

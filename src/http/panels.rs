@@ -9,8 +9,9 @@ use utoipa::ToSchema;
 use super::error::{ApiError, ErrorBody};
 use super::extract::{AnyKey, Authorized, Json, Path, TrainScope};
 use super::{AppState, rfc3339, schema};
+use crate::calibrate::panel::plan::SubPanelPlan;
 use crate::domain::JudgeName;
-use crate::domain::panel::{NewPanel, Panel};
+use crate::domain::panel::{NewPanel, Panel, PlanRequest};
 
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -138,4 +139,129 @@ pub async fn delete_panel(
 ) -> Result<StatusCode, ApiError> {
     state.service.delete_panel(&name_of(&name)?).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PanelPlanRequest {
+    #[schema(schema_with = schema::rubric_name)]
+    rubric: String,
+    /// Items in the run to be scored.
+    #[schema(example = 2000, minimum = 1, maximum = 100_000_000)]
+    run_size: i64,
+    /// The half-width the run's interval must reach, in reference units.
+    #[schema(example = 0.05, exclusive_minimum = 0.0)]
+    target_half_width: f64,
+    /// Of the interval; 0.95 unless given.
+    #[schema(example = 0.95, minimum = 0.5, maximum = 0.999)]
+    level: Option<f64>,
+    /// Each member's cost per item scored (any unit); members left out cost 1.
+    #[serde(default)]
+    #[schema(example = json!({"gpt-4o-mini": 0.2, "claude-haiku": 0.3, "llama-3-8b": 0.05}))]
+    costs: std::collections::BTreeMap<String, f64>,
+    /// The cost of one human label, in the same unit.
+    #[schema(example = 20.0, minimum = 0.0)]
+    label_cost: f64,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SubPanelPlanDto {
+    pub judges: Vec<String>,
+    /// The sum of its members' costs per item.
+    pub cost_per_item: f64,
+    /// The sd of a reference about this sub-panel's fused score (its posterior E[σ²], rooted).
+    pub residual_sd: f64,
+    /// Labels a run of `run_size` items needs to reach the target on the labelled path.
+    pub labels: usize,
+    /// Judge calls for the run plus those labels.
+    pub total_cost: f64,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct PanelPlanDto {
+    pub panel: String,
+    pub rubric: String,
+    /// The panel's version the plan is read from (the active one).
+    pub version: i64,
+    /// How many independent judges the members are worth: 1ᵀR⁻¹1 for R the correlation of
+    /// their errors (the number of members where the errors are independent, 1 where they
+    /// are one judge's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effective_judges: Option<f64>,
+    /// Every sub-panel, the full panel last.
+    pub sub_panels: Vec<SubPanelPlanDto>,
+    /// The sub-panel with the lowest total cost.
+    pub cheapest: SubPanelPlanDto,
+    /// The single judge that needs the fewest labels.
+    pub best_single: SubPanelPlanDto,
+    /// Labels the best single judge needs, less the cheapest sub-panel's: what the panel is
+    /// worth in human labels for this run.
+    pub labels_saved: i64,
+}
+
+/// Which judges to call.
+///
+/// For a run of `run_size` items whose mean must be known to ±`target_half_width`, every
+/// sub-panel of the panel's active version in `rubric`: the human labels it needs on the
+/// labelled path (a random sample of the run labelled; `L = ⌈1 / (h²/(z²σ²) + 1/n)⌉`, σ² the
+/// residual variance of a reference about the sub-panel's fused score), and its cost (judge
+/// calls plus labels); the cheapest sub-panel, and the labels it saves against the best
+/// single judge.
+#[utoipa::path(
+    post, path = "/v1/panels/{name}/plan", tag = "panels",
+    params(("name" = String, Path)),
+    request_body = PanelPlanRequest,
+    responses(
+        (status = 200, body = PanelPlanDto),
+        (status = 404, description = "No such panel, or no trained version in the rubric", body = ErrorBody),
+        (status = 409, description = "The panel's members changed since its version was trained", body = ErrorBody),
+        (status = 422, description = "Bad rubric, size, width, level or cost, or a cost for a judge that is not a member", body = ErrorBody),
+    ),
+    security(("api_key" = []))
+)]
+pub async fn plan(
+    State(state): State<AppState>,
+    _auth: Authorized<AnyKey>,
+    Path(name): Path<String>,
+    Json(body): Json<PanelPlanRequest>,
+) -> Result<axum::Json<PanelPlanDto>, ApiError> {
+    let request = PlanRequest::parse(
+        &name,
+        &body.rubric,
+        body.run_size,
+        body.target_half_width,
+        body.level,
+        body.costs,
+        body.label_cost,
+    )
+    .map_err(|p| ApiError::invalid("the plan request was refused", p))?;
+    let (loaded, plan) = state.service.plan_panel(&request).await?;
+    let v = &loaded.version;
+    let members = v
+        .fusion
+        .as_ref()
+        .map(|f| f.members.clone())
+        .unwrap_or_default();
+    let dto = |s: &SubPanelPlan| SubPanelPlanDto {
+        judges: s.members.iter().map(|&m| members[m].clone()).collect(),
+        cost_per_item: s.cost_per_item,
+        residual_sd: s.residual_sd,
+        labels: s.labels,
+        total_cost: s.total_cost,
+    };
+    let pick = |i: Option<usize>| {
+        i.and_then(|i| plan.sub_panels.get(i))
+            .map(dto)
+            .ok_or_else(|| ApiError::from(crate::error::Error::Internal("an empty plan".into())))
+    };
+    Ok(axum::Json(PanelPlanDto {
+        panel: v.key.judge.to_string(),
+        rubric: v.key.rubric.to_string(),
+        version: v.version,
+        effective_judges: plan.effective_judges,
+        sub_panels: plan.sub_panels.iter().map(dto).collect(),
+        cheapest: pick(plan.cheapest)?,
+        best_single: pick(plan.best_single)?,
+        labels_saved: plan.labels_saved.unwrap_or(0),
+    }))
 }

@@ -6,11 +6,13 @@ use std::sync::Arc;
 use super::Service;
 use super::jobs::Trained;
 use super::training::{self, Progress};
+use super::versions::Loaded;
 use crate::calibrate::panel::fusion::{FusedScore, Fusion};
+use crate::calibrate::panel::plan::{PanelPlan, PlanAsk};
 use crate::domain::calibration::Job;
-use crate::domain::panel::{self, Joined, MemberScores, NewPanel, Panel};
+use crate::domain::panel::{self, Joined, MemberScores, NewPanel, Panel, PlanRequest};
 use crate::domain::training::{TrainingRequest, VersionChoice};
-use crate::domain::{JudgeName, Problem, RubricName, Scale};
+use crate::domain::{CellKey, JudgeName, Problem, RubricName, Scale};
 use crate::error::{Error, Result};
 
 fn no_panel(name: &JudgeName) -> Error {
@@ -228,6 +230,52 @@ impl Service {
             ));
         }
         Ok(())
+    }
+}
+
+impl Service {
+    /// Which judges to call: the plan of the panel's active version in the rubric, with the
+    /// version (costs of members not named are 1; a name that is not a member is refused).
+    pub async fn plan_panel(&self, request: &PlanRequest) -> Result<(Arc<Loaded>, PanelPlan)> {
+        let panel = self.panel(&request.panel).await?;
+        let key = CellKey {
+            judge: panel.name.clone(),
+            rubric: request.rubric.clone(),
+        };
+        let loaded = self.served(&key, None, None).await?.loaded;
+        let Some(fusion) = &loaded.version.fusion else {
+            return Err(Error::Internal(format!(
+                "{key} serves a version with no fusion layer"
+            )));
+        };
+        self.check_panel(&panel.name, fusion).await?;
+        let mut costs = vec![1.0; fusion.members.len()];
+        let mut problems = Vec::new();
+        for (name, cost) in &request.costs {
+            match fusion.members.iter().position(|m| m == name.as_str()) {
+                Some(k) => costs[k] = *cost,
+                None => problems.push(Problem::at(
+                    None,
+                    &format!("costs.{name}"),
+                    format!(
+                        "{name} is not a member of panel {}; its members: {}",
+                        panel.name,
+                        fusion.members.join(", ")
+                    ),
+                )),
+            }
+        }
+        if !problems.is_empty() {
+            return Err(Error::rejected("the plan request was refused", problems));
+        }
+        let plan = fusion.plan(&PlanAsk {
+            run_size: request.run_size,
+            half_width: request.half_width,
+            level: request.level,
+            costs,
+            label_cost: request.label_cost,
+        });
+        Ok((loaded.clone(), plan))
     }
 }
 

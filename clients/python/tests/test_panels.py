@@ -62,6 +62,8 @@ def test_a_panel_through_the_client(server):
         assert width(no_b) > 1.1 * width(no_noise)
         run = jc.estimate("jury", "coherence", [{"scores": s} for s, _ in fresh])
         assert run.interval[0] < run.estimate < run.interval[1]
+        plan = jc.plan_panel("jury", "coherence", 1000, 0.03, label_cost=50, costs={"noise": 1})
+        assert plan.cheapest.judges == ["a", "b"] and plan.labels_saved > 0
         jc.delete_panel("jury")
         with pytest.raises(NotFound):
             jc.panel("jury")

@@ -50,6 +50,7 @@ CALLS = {
     "list_panels": "panels",
     "get_panel": "panel",
     "delete_panel": "delete_panel",
+    "plan": "plan_panel",
 }
 
 

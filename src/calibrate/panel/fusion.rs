@@ -138,6 +138,10 @@ pub struct Fusion {
     /// The anchors as the corrector saw them: (cross-fitted fused score, reference), in
     /// item order.
     pub anchors: Vec<(f64, f64)>,
+    /// The correlation of the members' errors (each member's own fit's residuals on the
+    /// anchors), row-major M × M: how much of what one member gets wrong another repeats.
+    #[serde(default)]
+    pub error_corr: Vec<f64>,
 }
 
 /// How one item's scores were fused.
@@ -329,9 +333,21 @@ pub fn fit_fusion(
                     canary: w.canary,
                 })
                 .collect();
+            let residuals: Vec<Vec<f64>> = (0..m)
+                .map(|k| {
+                    let single = &panels.fits[(1usize << k) - 1].rubrics[r];
+                    c.iter()
+                        .map(|(js, y)| y - single.mean[0] - single.mean[1] * js[k])
+                        .collect()
+                })
+                .collect();
+            let error_corr = (0..m * m)
+                .map(|i| crate::calibrate::quality::pearson(&residuals[i / m], &residuals[i % m]))
+                .collect();
             Fusion {
                 members: members.to_vec(),
                 input: inputs[chosen].clone(),
+                error_corr,
                 sub_panels,
                 weights,
                 considered,
@@ -417,6 +433,19 @@ mod tests {
             let width = |c: &Fused| c.predictive.1 - c.predictive.0;
             assert!(width(&fused) > 1.1 * width(&full), "{fused:?} vs {full:?}");
             assert!(f.fuse(&[None, None, None]).is_err());
+            // Which judges to call: the noise judge only adds cost, so with labels dear the
+            // cheapest sub-panel is the two useful members, and it needs fewer labels than
+            // either alone.
+            let plan = f.plan(&super::super::plan::PlanAsk {
+                run_size: 1000,
+                half_width: 0.05,
+                level: 0.95,
+                costs: vec![1.0, 1.0, 1.0],
+                label_cost: 50.0,
+            });
+            let cheapest = &plan.sub_panels[plan.cheapest.unwrap()];
+            assert_eq!(cheapest.members, vec![0, 1], "{plan:?}");
+            assert!(plan.labels_saved.unwrap() > 0, "{plan:?}");
         }
     }
 }

@@ -10,6 +10,7 @@
 
 pub mod fusion;
 pub mod model;
+pub mod plan;
 
 use nalgebra::{DMatrix, DVector};
 

@@ -298,6 +298,36 @@ async fn a_panel_is_defined_trained_and_serves_its_members_fused(backend: Backen
         "{text}"
     );
 
+    // Which judges to call: the noise judge only adds cost, so with labels dear the cheapest
+    // sub-panel is a and b, which needs fewer labels than a or b alone.
+    let ask = |costs: Value| {
+        json!({"rubric": "r1", "run_size": 1000, "target_half_width": 0.03,
+               "costs": costs, "label_cost": 50})
+    };
+    let plan = app
+        .json("POST", "/v1/panels/jury/plan", &ask(json!({"noise": 1})))
+        .await;
+    assert_eq!(plan.status, 200, "{}", plan.body);
+    assert_eq!(plan.body["sub_panels"].as_array().unwrap().len(), 7);
+    assert_eq!(
+        plan.body["cheapest"]["judges"],
+        json!(["a", "b"]),
+        "{}",
+        plan.body
+    );
+    assert!(
+        plan.body["labels_saved"].as_i64().unwrap() > 0,
+        "{}",
+        plan.body
+    );
+    let effective = plan.body["effective_judges"].as_f64().unwrap();
+    assert!((1.0..=3.0).contains(&effective), "{}", plan.body);
+    let stranger = app
+        .json("POST", "/v1/panels/jury/plan", &ask(json!({"zed": 1})))
+        .await;
+    let details = assert_error(&stranger, 422, "invalid_input");
+    assert_eq!(details[0]["field"], "costs.zed", "{details:?}");
+
     // Deleted, it serves no more.
     let gone = app
         .send(

@@ -446,6 +446,32 @@ class Endpoints:
     def panel(self, name: str) -> models.PanelDto:
         return self._send(Request("GET", f"/v1/panels/{seg(name)}", model(models.PanelDto)))
 
+    def plan_panel(
+        self,
+        name: str,
+        rubric: str,
+        run_size: int,
+        target_half_width: float,
+        *,
+        label_cost: float,
+        costs: Mapping[str, float] | None = None,
+        level: float | None = None,
+    ) -> models.PanelPlanDto:
+        """POST /v1/panels/{name}/plan: which judges to call. Every sub-panel's labels and cost
+        for a run of `run_size` items to reach ±`target_half_width`, the cheapest, and the
+        labels it saves against the best single judge (`costs` per member per item; others 1)."""
+        body = with_options(
+            {
+                "rubric": rubric,
+                "run_size": run_size,
+                "target_half_width": target_half_width,
+                "label_cost": label_cost,
+            },
+            costs=dict(costs) if costs is not None else None,
+            level=level,
+        )
+        return self._send(Request("POST", f"/v1/panels/{seg(name)}/plan", model(models.PanelPlanDto), json=body))
+
     def delete_panel(self, name: str) -> None:
         """DELETE a panel's definition; its versions stay, serving again only under a panel of
         the same name and members."""

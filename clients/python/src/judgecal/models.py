@@ -818,6 +818,41 @@ class PanelInputDto(BaseModel):
     mse: float
 
 
+class PanelPlanRequest(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    costs: dict[str, float] | None = Field(
+        None, examples=[{'claude-haiku': 0.3, 'gpt-4o-mini': 0.2, 'llama-3-8b': 0.05}]
+    )
+    """
+    Each member's cost per item scored (any unit); members left out cost 1.
+    """
+    label_cost: float = Field(..., examples=[20.0], ge=0.0)
+    """
+    The cost of one human label, in the same unit.
+    """
+    level: float | None = Field(None, examples=[0.95], ge=0.5, le=0.999)
+    """
+    Of the interval; 0.95 unless given.
+    """
+    rubric: str = Field(
+        ...,
+        examples=['coherence'],
+        max_length=64,
+        min_length=1,
+        pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
+    )
+    run_size: int = Field(..., examples=[2000], ge=1, le=100000000)
+    """
+    Items in the run to be scored.
+    """
+    target_half_width: float = Field(..., examples=[0.05], gt=0.0)
+    """
+    The half-width the run's interval must reach, in reference units.
+    """
+
+
 class PanelRequest(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
@@ -1305,6 +1340,26 @@ class Schedule(Enum):
 
 class Status(BaseModel):
     status: str = Field(..., examples=['ok'])
+
+
+class SubPanelPlanDto(BaseModel):
+    cost_per_item: float
+    """
+    The sum of its members' costs per item.
+    """
+    judges: list[str]
+    labels: int = Field(..., ge=0)
+    """
+    Labels a run of `run_size` items needs to reach the target on the labelled path.
+    """
+    residual_sd: float
+    """
+    The sd of a reference about this sub-panel's fused score (its posterior E[σ²], rooted).
+    """
+    total_cost: float
+    """
+    Judge calls for the run plus those labels.
+    """
 
 
 class SupportDto(BaseModel):
@@ -2358,6 +2413,38 @@ class LabelPlanDto(BaseModel):
     """
     The labels one count for every run would take to reach the same targets (`null` where
     no count does).
+    """
+
+
+class PanelPlanDto(BaseModel):
+    best_single: SubPanelPlanDto
+    """
+    The single judge that needs the fewest labels.
+    """
+    cheapest: SubPanelPlanDto
+    """
+    The sub-panel with the lowest total cost.
+    """
+    effective_judges: float | None = None
+    """
+    How many independent judges the members are worth: 1ᵀR⁻¹1 for R the correlation of
+    their errors (the number of members where the errors are independent, 1 where they
+    are one judge's).
+    """
+    labels_saved: int
+    """
+    Labels the best single judge needs, less the cheapest sub-panel's: what the panel is
+    worth in human labels for this run.
+    """
+    panel: str
+    rubric: str
+    sub_panels: list[SubPanelPlanDto]
+    """
+    Every sub-panel, the full panel last.
+    """
+    version: int
+    """
+    The panel's version the plan is read from (the active one).
     """
 
 
