@@ -12,6 +12,13 @@ pub struct PanelArgs {
     /// system, 10% and 40% missing scores): coverage of bands and run-level intervals, τ.
     #[arg(long)]
     pub grid: bool,
+    /// With `--hanna`: check the "which judges" answer against brute force over every
+    /// sub-panel (a run of 2,000 items to ±0.05, a ChatGPT call costing 1).
+    #[arg(long)]
+    pub plan: bool,
+    /// The cost of one human label in `--plan`, in ChatGPT calls.
+    #[arg(long, default_value_t = 20.0)]
+    pub label_cost: f64,
     /// Replications per world of `--grid`.
     #[arg(long, default_value_t = 100)]
     pub reps: usize,
@@ -36,6 +43,20 @@ pub(super) fn panel(a: PanelArgs) -> Result<(), String> {
         eprintln!("{:.0} s", started.elapsed().as_secs_f64());
         return Ok(());
     };
+    if a.plan {
+        let rows = crate::study::panel_plan::hanna_plan(
+            &hanna,
+            &a.variant,
+            a.seed,
+            2000,
+            0.05,
+            a.label_cost,
+            &|s| eprintln!("{s} ({:.0} s)", started.elapsed().as_secs_f64()),
+        )?;
+        print!("{}", crate::study::panel_plan::plan_table(&rows));
+        eprintln!("{:.0} s", started.elapsed().as_secs_f64());
+        return Ok(());
+    }
     let sampler = crate::calibrate::bayes::FitOptions {
         draws: a.draws.max(10),
         warmup: a.draws.clamp(10, 500),

@@ -16,6 +16,7 @@ pub mod grid;
 pub mod intervals;
 pub mod panel;
 pub mod panel_grid;
+pub mod panel_plan;
 pub mod rank;
 pub mod runlevel;
 pub mod sources;

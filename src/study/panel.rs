@@ -20,19 +20,19 @@ use super::systems::{Record, read};
 
 /// One item: its rubric's index, every judge's score (in the panel's order) and the reference.
 #[derive(Debug, Clone)]
-struct Item {
-    rubric: usize,
+pub(super) struct Item {
+    pub(super) rubric: usize,
     system: String,
     story: u64,
-    scores: Vec<f64>,
-    reference: f64,
+    pub(super) scores: Vec<f64>,
+    pub(super) reference: f64,
 }
 
 /// A held-out prediction: the item's rubric, its corrected score and its reference.
 type Prediction = (usize, f64, f64);
 
 /// The judges, the rubrics, and each rubric's items.
-type Panel = (Vec<String>, Vec<String>, Vec<Vec<Item>>);
+pub(super) type Panel = (Vec<String>, Vec<String>, Vec<Vec<Item>>);
 
 /// (rubric, system, story) → per judge its score, and the reference.
 type Joined = BTreeMap<(usize, String, u64), (Vec<Option<f64>>, f64)>;
@@ -66,7 +66,7 @@ pub struct PanelTable {
 }
 
 /// The panel's items of prompt variant `variant`, grouped by rubric.
-fn items(path: &std::path::Path, variant: &str) -> Result<Panel, String> {
+pub(super) fn items(path: &std::path::Path, variant: &str) -> Result<Panel, String> {
     joined_items(&read(path)?, variant)
 }
 
