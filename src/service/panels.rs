@@ -87,6 +87,24 @@ impl Service {
         })
     }
 
+    /// The snapshot a panel job fits, refused (`refusal`) where a requested rubric lacks a
+    /// member's anchors or too few items join.
+    async fn trainable(
+        &self,
+        panel: &Panel,
+        request: &TrainingRequest,
+        refusal: &str,
+    ) -> Result<Vec<Joined>> {
+        let rubrics = request.rubrics.as_deref();
+        let joined = self.panel_snapshot(panel, rubrics).await?;
+        let problems = self.panel_problems(panel, &joined, rubrics);
+        if problems.is_empty() {
+            Ok(joined)
+        } else {
+            Err(Error::rejected(refusal, problems))
+        }
+    }
+
     /// Rubrics of the snapshot with too few joined anchors, and requested rubrics it lacks.
     fn panel_problems(
         &self,
@@ -157,15 +175,8 @@ impl Service {
             ));
         }
         let joined = self
-            .panel_snapshot(&panel, request.rubrics.as_deref())
+            .trainable(&panel, &request, "the training request was refused")
             .await?;
-        let problems = self.panel_problems(&panel, &joined, request.rubrics.as_deref());
-        if !problems.is_empty() {
-            return Err(Error::rejected(
-                "the training request was refused",
-                problems,
-            ));
-        }
         let request = TrainingRequest {
             rubrics: Some(joined.into_iter().map(|j| j.rubric).collect()),
             judge_version: VersionChoice::Exactly(None),
@@ -183,15 +194,12 @@ impl Service {
         progress: Arc<Progress>,
     ) -> Result<Trained> {
         let joined = self
-            .panel_snapshot(&panel, request.rubrics.as_deref())
-            .await?;
-        let problems = self.panel_problems(&panel, &joined, request.rubrics.as_deref());
-        if !problems.is_empty() {
-            return Err(Error::rejected(
+            .trainable(
+                &panel,
+                &request,
                 "the anchors changed since the job was queued",
-                problems,
-            ));
-        }
+            )
+            .await?;
         let scales = self.store.rubric_scales().await?;
         let joined: Vec<(Joined, Scale)> = joined
             .into_iter()

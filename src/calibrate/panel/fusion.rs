@@ -16,8 +16,8 @@ use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Fused, MAX_MEMBERS, StackOptions, StackPosterior, StackPriors, Stats, fit, fit_sub_panels,
-    members_of,
+    Fused, MAX_MEMBERS, MemberWeight, StackOptions, StackPosterior, StackPriors, Stats, fit,
+    fit_sub_panels, members_of,
 };
 use crate::calibrate::bayes::FitOptions;
 use crate::calibrate::corrector::{Run, folds};
@@ -97,22 +97,6 @@ impl SubPanel {
     }
 }
 
-/// One member's weight in the full panel's fit of one rubric.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Weight {
-    /// Posterior mean of its coefficient (reference units per judge-score unit) and its 95%
-    /// credible interval.
-    pub weight: f64,
-    pub weight_lo: f64,
-    pub weight_hi: f64,
-    /// Its coefficient × its scores' sd over the references' sd (posterior mean).
-    pub standardised: f64,
-    /// Pr(standardised weight < the floor | anchors).
-    pub below_floor: f64,
-    /// The member adds nothing the others do not: Pr(standardised weight < 0.02) > 0.05.
-    pub canary: bool,
-}
-
 /// An input's held-out figures: its cross-fitted fused scores against the references.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InputFigures {
@@ -132,7 +116,7 @@ pub struct Fusion {
     /// Every non-empty set of members' fit, indexed by the bit mask of its members less one.
     pub sub_panels: Vec<SubPanel>,
     /// Each member's weight in the full panel's fit.
-    pub weights: Vec<Weight>,
+    pub weights: Vec<MemberWeight>,
     /// The inputs compared (the full panel, and with `auto` each member alone).
     pub considered: Vec<InputFigures>,
     /// The anchors as the corrector saw them: (cross-fitted fused score, reference), in
@@ -321,18 +305,7 @@ pub fn fit_fusion(
             let sub_panels = (1..(1usize << m))
                 .map(|mask| SubPanel::of(members_of(mask, m), &panels.fits[mask - 1].rubrics[r]))
                 .collect();
-            let weights = panels.full().rubrics[r]
-                .members
-                .iter()
-                .map(|w| Weight {
-                    weight: w.weight,
-                    weight_lo: w.weight_lo,
-                    weight_hi: w.weight_hi,
-                    standardised: w.standardised,
-                    below_floor: w.below_floor,
-                    canary: w.canary,
-                })
-                .collect();
+            let weights = panels.full().rubrics[r].members.clone();
             let residuals: Vec<Vec<f64>> = (0..m)
                 .map(|k| {
                     let single = &panels.fits[(1usize << k) - 1].rubrics[r];

@@ -49,7 +49,7 @@ impl StackOptions {
 }
 
 /// One member's weight in one rubric.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct MemberWeight {
     /// Posterior mean of its coefficient, in reference units per judge-score unit.
     pub weight: f64,
