@@ -56,7 +56,7 @@ pub struct ItemScore {
     score: Option<f64>,
     /// A panel item: each member's raw score, by judge name. Members that did not score the
     /// item are left out; the item is then corrected from the members present.
-    #[schema(example = json!({"gpt-4o-mini": 3.5, "claude-haiku": 4.0}))]
+    #[schema(schema_with = schema::member_scores)]
     scores: Option<BTreeMap<String, f64>>,
 }
 

@@ -48,13 +48,10 @@ pub struct PanelsResponse {
     pub panels: Vec<PanelDto>,
 }
 
+/// The panel a path names: a name no judge could have names no panel (404).
 fn name_of(raw: &str) -> Result<JudgeName, ApiError> {
-    JudgeName::parse(raw).map_err(|e| {
-        ApiError::invalid(
-            "the panel name was refused",
-            vec![crate::domain::Problem::at(None, "name", e)],
-        )
-    })
+    JudgeName::parse(raw)
+        .map_err(|_| ApiError::not_found(format!("no panel {raw:?}; see GET /v1/panels")))
 }
 
 /// Define a panel.
@@ -107,7 +104,6 @@ pub async fn list_panels(
     responses(
         (status = 200, body = PanelDto),
         (status = 404, description = "No such panel", body = ErrorBody),
-        (status = 422, description = "Bad name", body = ErrorBody),
     ),
     security(("api_key" = []))
 )]
@@ -128,7 +124,6 @@ pub async fn get_panel(
     responses(
         (status = 204, description = "Deleted"),
         (status = 404, description = "No such panel", body = ErrorBody),
-        (status = 422, description = "Bad name", body = ErrorBody),
     ),
     security(("api_key" = ["train"]))
 )]
@@ -225,8 +220,9 @@ pub async fn plan(
     Path(name): Path<String>,
     Json(body): Json<PanelPlanRequest>,
 ) -> Result<axum::Json<PanelPlanDto>, ApiError> {
+    let name = name_of(&name)?;
     let request = PlanRequest::parse(
-        &name,
+        name.as_str(),
         &body.rubric,
         body.run_size,
         body.target_half_width,

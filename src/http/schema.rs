@@ -79,3 +79,24 @@ pub fn name_json() -> Value {
         "type": "string", "minLength": 1, "maxLength": NAME_MAX_LEN, "pattern": name_pattern(),
     })
 }
+
+/// A panel item's scores: each member's score (a number within ±1e9) by judge name, at least
+/// one member and at most a panel's six.
+pub fn member_scores() -> Object {
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Object, Type::Null]))
+        .property_names(Some(name("gpt-4o-mini")))
+        .additional_properties(Some(
+            ObjectBuilder::new()
+                .schema_type(Type::Number)
+                .minimum(Some(-crate::domain::runlevel::MAX_SCORE))
+                .maximum(Some(crate::domain::runlevel::MAX_SCORE)),
+        ))
+        .min_properties(Some(1))
+        .max_properties(Some(crate::calibrate::panel::MAX_MEMBERS))
+        .examples([json!({"gpt-4o-mini": 3.5, "claude-haiku": 4.0})])
+        .description(Some(
+            "A panel's item: each member's raw score by judge name (members that did not score the item left out); instead of `score`.",
+        ))
+        .build()
+}

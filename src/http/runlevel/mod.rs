@@ -38,7 +38,7 @@ pub struct RunItemDto {
     pub(super) score: Option<f64>,
     /// A panel's item instead: each member's raw score, by judge name (members that did not
     /// score the item left out).
-    #[schema(example = json!({"gpt-4o-mini": 3.5, "claude-haiku": 4.0}))]
+    #[schema(schema_with = schema::member_scores)]
     pub(super) scores: Option<std::collections::BTreeMap<String, f64>>,
     /// The item's reference score, where this item of the run was labelled. The labelled
     /// items must be a uniform random sample of the run, at least 3.

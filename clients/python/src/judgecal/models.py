@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel
+from pydantic import BaseModel, ConfigDict, Field, RootModel, constr
 
 
 class AnchorDto(BaseModel):
@@ -566,6 +566,10 @@ class IsotonicOptions(BaseModel):
     )
 
 
+class Scores(RootModel[float]):
+    root: float = Field(..., ge=-1000000000.0, le=1000000000.0)
+
+
 class ItemScore(BaseModel):
     """
     One item: a judge's `score`, or a panel's `scores` (each member's score by name), and an
@@ -586,12 +590,15 @@ class ItemScore(BaseModel):
     """
     A judge's raw score.
     """
-    scores: dict[str, float] | None = Field(
-        None, examples=[{'claude-haiku': 4.0, 'gpt-4o-mini': 3.5}]
-    )
+    scores: (
+        dict[
+            constr(pattern=r'^[A-Za-z0-9][A-Za-z0-9._:-]*$', min_length=1, max_length=64),
+            Scores,
+        ]
+        | None
+    ) = Field(None, examples=[{'claude-haiku': 4.0, 'gpt-4o-mini': 3.5}], max_length=6, min_length=1)
     """
-    A panel item: each member's raw score, by judge name. Members that did not score the
-    item are left out; the item is then corrected from the members present.
+    A panel's item: each member's raw score by judge name (members that did not score the item left out); instead of `score`.
     """
 
 
@@ -1246,12 +1253,15 @@ class RunItemDto(BaseModel):
     """
     The raw judge score.
     """
-    scores: dict[str, float] | None = Field(
-        None, examples=[{'claude-haiku': 4.0, 'gpt-4o-mini': 3.5}]
-    )
+    scores: (
+        dict[
+            constr(pattern=r'^[A-Za-z0-9][A-Za-z0-9._:-]*$', min_length=1, max_length=64),
+            Scores,
+        ]
+        | None
+    ) = Field(None, examples=[{'claude-haiku': 4.0, 'gpt-4o-mini': 3.5}], max_length=6, min_length=1)
     """
-    A panel's item instead: each member's raw score, by judge name (members that did not
-    score the item left out).
+    A panel's item: each member's raw score by judge name (members that did not score the item left out); instead of `score`.
     """
 
 
