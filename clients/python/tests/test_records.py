@@ -60,3 +60,22 @@ def test_generic_records_from_jsonl_and_csv_agree_and_bad_rows_are_named(tmp_pat
     bad.write_text("item_id,judge_score\nx,nan\n")
     with pytest.raises(ValueError, match="line 2: judge_score must be finite"):
         records.read(bad, judge="j", rubric="r")
+
+
+def test_two_metrics_of_one_lm_eval_log_make_a_panels_anchors_and_items(tmp_path):
+    path = tmp_path / "samples.jsonl"
+    path.write_text(
+        "\n".join(
+            json.dumps({"doc_id": i, "judge_a": 3 + i % 2, "judge_b": 2.5 + i % 3}) for i in range(6)
+        )
+    )
+    anchors, run = records.lm_eval_panel(
+        path,
+        metrics={"judge_a": "a", "judge_b": "b"},
+        rubric="r",
+        references={"0": 3.5, "1": 4.0},
+        group="model-x",
+    )
+    assert [a["item_id"] for a in anchors["a"]] == ["0", "1"] == [a["item_id"] for a in anchors["b"]]
+    assert anchors["b"][1]["judge_score"] == 3.5 and anchors["a"][1]["reference_score"] == 4.0
+    assert run[0] == {"id": "2", "scores": {"a": 3.0, "b": 4.5}} and len(run) == 4

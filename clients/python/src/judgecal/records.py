@@ -139,6 +139,32 @@ def lm_eval_samples(
             yield Record(item, judge, rubric, _number(sample[metric], metric, i + 1), ref, group, judge_version)
 
 
+def lm_eval_panel(
+    path: str | Path,
+    *,
+    metrics: Mapping[str, str],
+    rubric: str,
+    references: Mapping[str, float] | None = None,
+    group: str | None = None,
+) -> tuple[dict[str, list[dict[str, Any]]], list[dict[str, Any]]]:
+    """Several model-graded metrics of one lm-evaluation-harness `--log_samples` file as a
+    panel: `metrics` maps each metric to the judge name it is stored under. Returns each
+    judge's anchors (the samples with a reference in `references`, by doc id) for
+    `POST /v1/anchors`, and the run's panel items (the samples without one) as
+    `{"id": doc_id, "scores": {judge: score, ...}}` for the panel's `/v1/estimate`."""
+    anchors: dict[str, list[dict[str, Any]]] = {}
+    scores: dict[str, dict[str, float]] = {}
+    for metric, judge in metrics.items():
+        anchors[judge] = []
+        for r in lm_eval_samples(path, metric=metric, judge=judge, rubric=rubric, references=references, group=group):
+            if r.reference is not None:
+                anchors[judge].append(r.anchor())
+            else:
+                scores.setdefault(r.item_id, {})[judge] = r.judge_score
+    run = [{"id": item, "scores": s} for item, s in scores.items()]
+    return anchors, run
+
+
 def read_references(path: str | Path, id_column: str = "item_id", column: str = "reference") -> dict[str, float]:
     """Human scores keyed by item id, from a CSV."""
     with Path(path).open(newline="") as f:
