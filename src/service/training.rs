@@ -126,15 +126,7 @@ pub fn train(
     plan: &Plan,
     progress: &Progress,
 ) -> Result<Vec<NewVersion>, CalibrateError> {
-    let report = |p: f64| progress.set(p);
-    let detail = |d: String| progress.set_detail(d);
-    let run = Run::new(&progress.cancel, &report).with_detail(&detail);
-    let versions = train_on(cells, plan, &run)?;
-    if progress.cancel.load(Ordering::Relaxed) {
-        return Err(CalibrateError::Cancelled);
-    }
-    progress.set(1.0);
-    Ok(versions)
+    with_run(progress, |run| train_on(cells, plan, run))
 }
 
 /// A panel's versions: its fusion layer fitted to the members' joined anchors (`joined`, with
@@ -146,37 +138,48 @@ pub fn train_panel(
     plan: &Plan,
     progress: &Progress,
 ) -> Result<Vec<NewVersion>, CalibrateError> {
+    with_run(progress, |run| {
+        let (seed, auto) = match plan {
+            Plan::Method(job) => (job.split.seed, false),
+            Plan::Auto(options) => (options.split.seed, true),
+        };
+        let rows: Vec<PanelRows> = joined.iter().map(|(j, _)| j.rows.clone()).collect();
+        run.detail(r#"{"step": "fitting the panel's fusion"}"#.to_owned());
+        let opts = FusionOptions::new(members.len(), seed, auto);
+        let fusions = fit_fusion(&rows, members, &opts, &run.part(0.0, 0.4))?;
+        let cells: Vec<CellData> = joined
+            .iter()
+            .zip(&fusions)
+            .map(|((j, scale), f)| CellData {
+                rubric: j.rubric.clone(),
+                scale: *scale,
+                pairs: f.anchors.clone(),
+                groups: j.groups.clone(),
+                digest: digest(&j.anchors),
+            })
+            .collect();
+        let mut versions = train_on(&cells, plan, &run.part(0.4, 1.0))?;
+        for (v, f) in versions.iter_mut().zip(fusions) {
+            v.fusion = Some(f);
+        }
+        Ok(versions)
+    })
+}
+
+/// Runs `work` with a `Run` that reports to `progress` and stops when it is cancelled.
+fn with_run<T>(
+    progress: &Progress,
+    work: impl FnOnce(&Run) -> Result<T, CalibrateError>,
+) -> Result<T, CalibrateError> {
     let report = |p: f64| progress.set(p);
     let detail = |d: String| progress.set_detail(d);
     let run = Run::new(&progress.cancel, &report).with_detail(&detail);
-    let (seed, auto) = match plan {
-        Plan::Method(job) => (job.split.seed, false),
-        Plan::Auto(options) => (options.split.seed, true),
-    };
-    let rows: Vec<PanelRows> = joined.iter().map(|(j, _)| j.rows.clone()).collect();
-    run.detail(r#"{"step": "fitting the panel's fusion"}"#.to_owned());
-    let opts = FusionOptions::new(members.len(), seed, auto);
-    let fusions = fit_fusion(&rows, members, &opts, &run.part(0.0, 0.4))?;
-    let cells: Vec<CellData> = joined
-        .iter()
-        .zip(&fusions)
-        .map(|((j, scale), f)| CellData {
-            rubric: j.rubric.clone(),
-            scale: *scale,
-            pairs: f.anchors.clone(),
-            groups: j.groups.clone(),
-            digest: digest(&j.anchors),
-        })
-        .collect();
-    let mut versions = train_on(&cells, plan, &run.part(0.4, 1.0))?;
+    let out = work(&run)?;
     if progress.cancel.load(Ordering::Relaxed) {
         return Err(CalibrateError::Cancelled);
     }
-    for (v, f) in versions.iter_mut().zip(fusions) {
-        v.fusion = Some(f);
-    }
     progress.set(1.0);
-    Ok(versions)
+    Ok(out)
 }
 
 fn train_on(cells: &[CellData], plan: &Plan, run: &Run) -> Result<Vec<NewVersion>, CalibrateError> {
