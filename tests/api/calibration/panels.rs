@@ -283,6 +283,50 @@ async fn a_panel_is_defined_trained_and_serves_its_members_fused(backend: Backen
         "{truth_mean} outside [{lo}, {hi}]"
     );
 
+    // A compare pairs panel items by id: a run against itself differs by exactly 0; a ranking
+    // puts the run every member scored a point higher first.
+    let with_ids = |shift: f64| -> Vec<Value> {
+        fresh[..200]
+            .iter()
+            .enumerate()
+            .map(|(i, (js, _))| {
+                json!({"id": format!("f{i}"), "scores": {"a": js[0] + shift, "b": js[1] + shift, "noise": js[2] + shift}})
+            })
+            .collect()
+    };
+    let same = app
+        .json(
+            "POST",
+            "/v1/compare",
+            &json!({"judge": "jury", "rubric": "r1", "a": {"items": with_ids(0.0)}, "b": {"items": with_ids(0.0)}}),
+        )
+        .await;
+    assert_eq!(same.status, 200, "{}", same.body);
+    assert_eq!(
+        (same.body["paired"].clone(), same.body["pairs"].clone()),
+        (json!(true), json!(200))
+    );
+    assert!(
+        same.body["difference"].as_f64().unwrap().abs() < 1e-9,
+        "{}",
+        same.body
+    );
+    let ranked = app
+        .json(
+            "POST",
+            "/v1/rank",
+            &json!({"judge": "jury", "rubric": "r1", "runs": [
+                {"name": "low", "items": with_ids(0.0)}, {"name": "high", "items": with_ids(1.0)}]}),
+        )
+        .await;
+    assert_eq!(ranked.status, 200, "{}", ranked.body);
+    assert_eq!(
+        ranked.body["order"],
+        json!(["high", "low"]),
+        "{}",
+        ranked.body
+    );
+
     // The members' weights and canaries are gauges.
     let text = app
         .send(Request::get("/metrics").body(Body::empty()).unwrap())
