@@ -253,8 +253,8 @@ pub async fn correct(
         let fusion = v.fusion.as_ref()?;
         Some(used.iter().map(|&m| fusion.members[m].clone()).collect())
     };
-    let results: Vec<CorrectedDto> = correction
-        .inputs
+    let inputs = correction.inputs.as_deref().unwrap_or(&request.scores);
+    let results: Vec<CorrectedDto> = inputs
         .iter()
         .zip(&correction.results)
         .enumerate()

@@ -15,8 +15,9 @@ use crate::error::{Error, Result};
 pub struct Correction {
     pub version: Arc<Loaded>,
     pub results: Vec<Corrected>,
-    /// The score each result corrected: the judge's, or a panel item's fused score.
-    pub inputs: Vec<f64>,
+    /// A panel's items: the score each result corrected, its fused score (`None` for a
+    /// judge's scores, which are the request's own).
+    pub inputs: Option<Vec<f64>>,
     /// A panel's items: `None` where every input member scored the item, else the members
     /// whose sub-panel corrected it (indices into the version's members).
     pub members: Option<Vec<Option<Vec<usize>>>>,
@@ -52,7 +53,7 @@ impl Service {
             .await?;
         let loaded = served.loaded;
         let (inputs, panel) = match (&loaded.version.fusion, &request.panel) {
-            (None, None) => (request.scores.clone(), None),
+            (None, None) => (None, None),
             (Some(fusion), Some(items)) => {
                 self.check_panel(&key.judge, fusion).await?;
                 let fused = fuse_items(fusion, items, "scores").map_err(refused)?;
@@ -63,7 +64,7 @@ impl Service {
                         FusedScore::Partial { fused, .. } => fused.score,
                     })
                     .collect();
-                (inputs, Some(fused))
+                (Some(inputs), Some(fused))
             }
             (Some(fusion), None) => {
                 return Err(refused(vec![Problem::at(
@@ -89,21 +90,22 @@ impl Service {
         };
         // The scores the version's own corrector reads: every judge score, or a panel's
         // whole items' fused scores.
-        let whole: Vec<f64> = match &panel {
-            None => inputs.clone(),
-            Some(fused) => fused
+        let panel_whole: Option<Vec<f64>> = panel.as_ref().map(|fused| {
+            fused
                 .iter()
                 .filter_map(|f| match f {
                     FusedScore::Whole(s) => Some(*s),
                     FusedScore::Partial { .. } => None,
                 })
-                .collect(),
-        };
+                .collect()
+        });
+        let whole: &[f64] = panel_whole.as_deref().unwrap_or(&request.scores);
         let model = &loaded.version.model;
-        let corrected = if whole.len() <= INLINE && !model.heavy(&whole) {
-            loaded.version.correct(&whole)
+        let corrected = if whole.len() <= INLINE && !model.heavy(whole) {
+            loaded.version.correct(whole)
         } else {
             let version = loaded.clone();
+            let whole = whole.to_vec();
             crate::error::blocking("correcting scores", move || version.version.correct(&whole))
                 .await?
         }
