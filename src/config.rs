@@ -71,6 +71,12 @@ pub struct CalibratorSettings {
     pub refresh_millis: u64,
     /// The drift alarm's chance of ever firing on a healthy cell, per activation.
     pub drift_delta: f64,
+    /// A declared bound on how alike one unit's anchors are in missing (their intra-unit
+    /// correlation, 0 to 1): where set, the drift alarm bets with at most this correlation,
+    /// so a large batch counts as its anchors from its first upload. Unset (the default): it
+    /// is estimated from the units seen.
+    #[serde(default)]
+    pub drift_max_rho: Option<f64>,
     /// The fleet the fleet-wide drift alert is sized for: at most this many cells watched at
     /// once (K). Each cell's fleet e-process tests against its bound at
     /// `fleet_delta`/(2K) and alerts at 2K/`fleet_delta`.
@@ -188,6 +194,14 @@ impl Settings {
                 return fail(key, format!("must lie in (0, 1); got {delta}"));
             }
         }
+        if let Some(rho) = self.calibrators.drift_max_rho
+            && !(0.0..1.0).contains(&rho)
+        {
+            return fail(
+                "calibrators.drift_max_rho",
+                format!("must lie in [0, 1); got {rho}"),
+            );
+        }
         if self.jobs.min_anchors < 2 {
             return fail(
                 "jobs.min_anchors",
@@ -259,6 +273,16 @@ mod tests {
                 .to_string()
                 .contains("limits.max_batch_anchors")
         );
+        s.limits.max_batch_anchors = 10;
+        s.calibrators.drift_max_rho = Some(1.5);
+        assert!(
+            s.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("calibrators.drift_max_rho")
+        );
+        s.calibrators.drift_max_rho = Some(0.0);
+        s.validate().unwrap();
     }
 
     #[test]

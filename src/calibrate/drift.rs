@@ -26,6 +26,20 @@
 //! almost as one anchor. The lag keeps a change from discounting its own evidence: the first
 //! units after a jump would otherwise look like an outlying rater.
 //!
+//! **A unit that has not missed.** Whatever the spread of units' miss rates, a unit whose
+//! anchors have not missed yet is expected to miss at most at a: its chance given no misses,
+//! E[p(1 − p)ⁿ]/E[(1 − p)ⁿ], is at most E[p] because p and (1 − p)ⁿ move in opposite
+//! directions. The beta-binomial's chance for such a unit, a·κ/(κ + n), is below a, and where
+//! raters' rates are skewed (most seldom miss, a few often: integer references) the units that
+//! do miss are then under-predicted; so no anchor's chance under the null is bet below a.
+//!
+//! **A declared design effect.** Where an operator knows that a unit's anchors are no more
+//! alike than an intra-unit correlation ρ_max (`calibrators.drift_max_rho`: 0 where every
+//! anchor of a batch comes from a different labeller), the ρ bet with is at most ρ_max, and a
+//! large batch counts as its anchors from its first upload, instead of after enough units have
+//! shown that batches are independent. The declaration is an assumption the alarm cannot check:
+//! rater units declared independent raise false alarms (see docs/operations.md).
+//!
 //! **The bet.** The wealth is a mixture of [`MEMORIES`] test martingales, each the likelihood
 //! ratio of the same beta-binomial at a higher miss rate p̂ against the one at a. Each p̂ is
 //! the recent miss share with its own memory (an exponentially weighted count, half-lives of
@@ -128,12 +142,22 @@ impl Spread {
     }
 }
 
+/// A unit's chance of missing next at rate `rate`, intra-unit correlation `rho`, given its
+/// `m` misses in `n` anchors: the beta-binomial's, never below `rate` (see "A unit that has
+/// not missed" above).
+fn chance(rate: f64, rho: f64, m: f64, n: f64) -> f64 {
+    let kappa = (1.0 - rho) / rho;
+    ((rate * kappa + m) / (kappa + n)).max(rate)
+}
+
 /// A test martingale of "anchors miss at most at rate `alpha`", anchors independent across
 /// units.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MissAlarm {
     alpha: f64,
     delta: f64,
+    /// The declared bound on the intra-unit correlation, if any.
+    max_rho: Option<f64>,
     bets: Vec<Bet>,
     /// Per unit: anchors and misses so far.
     units: HashMap<UnitId, (f64, f64)>,
@@ -161,6 +185,7 @@ impl MissAlarm {
         Self {
             alpha,
             delta,
+            max_rho: None,
             bets: MEMORIES
                 .iter()
                 .map(|h| Bet {
@@ -182,17 +207,23 @@ impl MissAlarm {
         }
     }
 
+    /// The same alarm, its units' intra-unit correlation declared to be at most `max_rho`
+    /// (`None`: estimated only).
+    pub fn bounded(mut self, max_rho: Option<f64>) -> Self {
+        self.max_rho = max_rho;
+        self
+    }
+
     /// One anchor of unit `unit`: whether it fell outside the interval. Returns whether the
     /// alarm is raised (it stays raised).
     pub fn observe(&mut self, unit: UnitId, miss: bool) -> bool {
         let a = self.alpha;
-        let rho = self.spread.rho().max(1e-9);
-        let kappa = (1.0 - rho) / rho;
+        let rho = self.rho().max(1e-9);
         let (n, m) = self.units.get(&unit).copied().unwrap_or((0.0, 0.0));
         let x = f64::from(u8::from(miss));
-        let null = (a * kappa + m) / (kappa + n);
+        let null = chance(a, rho, m, n);
         for bet in &mut self.bets {
-            let alt = (bet.rate(a) * kappa + m) / (kappa + n);
+            let alt = chance(bet.rate(a), rho, m, n);
             bet.log_wealth += if miss {
                 (alt / null).ln()
             } else {
@@ -270,7 +301,8 @@ impl MissAlarm {
 
     /// The intra-unit correlation of misses the next anchor would be bet with.
     pub fn rho(&self) -> f64 {
-        self.spread.rho()
+        let estimated = self.spread.rho();
+        self.max_rho.map_or(estimated, |r| estimated.min(r))
     }
 }
 
@@ -318,9 +350,10 @@ pub struct Watch {
 }
 
 /// Replays `batches` in order through a fresh alarm against the miss rate `miss_bound`: each
-/// named rater is one unit across batches, each batch's anchors naming none another.
-pub fn drift(batches: &[CheckedBatch], miss_bound: f64, delta: f64) -> Drift {
-    let mut alarm = MissAlarm::new(miss_bound, delta);
+/// named rater is one unit across batches, each batch's anchors naming none another; `max_rho`
+/// the declared bound on their intra-unit correlation, if any.
+pub fn drift(batches: &[CheckedBatch], miss_bound: f64, delta: f64, max_rho: Option<f64>) -> Drift {
+    let mut alarm = MissAlarm::new(miss_bound, delta).bounded(max_rho);
     let mut raters: HashMap<&str, UnitId> = HashMap::new();
     for batch in batches {
         let mut own: Option<UnitId> = None;
@@ -444,7 +477,7 @@ mod tests {
         let (mut per_batch, mut per_anchor) = (0, 0);
         for _ in 0..500 {
             let batches = batched(&mut rng);
-            per_batch += usize::from(drift(&batches, 0.05, 0.01).alarm);
+            per_batch += usize::from(drift(&batches, 0.05, 0.01, None).alarm);
             let anchors: Vec<bool> = batches.iter().flat_map(|b| b.misses.clone()).collect();
             per_anchor += usize::from(first_alarm(&anchors).is_some());
         }
@@ -464,7 +497,7 @@ mod tests {
             batches.extend((0..40).map(|_| {
                 CheckedBatch::unrated((0..50).map(|_| rng.random::<f64>() < 0.25).collect())
             }));
-            caught += usize::from(drift(&batches, 0.05, 0.01).alarm);
+            caught += usize::from(drift(&batches, 0.05, 0.01, None).alarm);
         }
         assert!(caught >= 95, "{caught} of 100 shifted runs alarmed");
     }
@@ -490,8 +523,8 @@ mod tests {
                     CheckedBatch::unrated((0..50).map(|_| rng.random::<f64>() < miss).collect())
                 })
                 .collect();
-            nominal += usize::from(drift(&batches, 0.05, 0.01).alarm);
-            bounded += usize::from(drift(&batches, bound, 0.01).alarm);
+            nominal += usize::from(drift(&batches, 0.05, 0.01, None).alarm);
+            bounded += usize::from(drift(&batches, bound, 0.01, None).alarm);
         }
         eprintln!(
             "calibration draw: bound {bound:.3}; alarms in {nominal} of 400 healthy versions against 5%, {bounded} against the bound"
@@ -535,6 +568,19 @@ mod tests {
             second * third
         );
         assert_eq!(alarm.units(), 2);
+    }
+
+    #[test]
+    fn a_unit_that_has_not_missed_is_never_bet_below_the_rate() {
+        // The beta-binomial's chance for 50 anchors without a miss at ρ = 0.1 is
+        // 0.05·9/(9 + 50) ≈ 0.0076; the bet's is the rate itself.
+        assert_eq!(chance(0.05, 0.1, 0.0, 50.0), 0.05);
+        // A unit that has missed: the beta-binomial's, (0.05·9 + 5)/(9 + 10).
+        assert!((chance(0.05, 0.1, 5.0, 10.0) - 5.45 / 19.0).abs() < 1e-12);
+        // A declared bound caps the correlation bet with, not the estimate's floor.
+        let alarm = MissAlarm::new(0.05, 0.01).bounded(Some(0.0));
+        assert_eq!(alarm.rho(), 0.0);
+        assert_eq!(MissAlarm::new(0.05, 0.01).rho(), RHO_MARGIN * PRIOR_RHO);
     }
 
     #[test]

@@ -51,6 +51,10 @@ pub struct DriftArgs {
     pub grid_fleet: usize,
     #[arg(long, default_value_t = 1000)]
     pub grid_fleets: usize,
+    /// Grid: every alarm bets with the intra-unit correlation declared at most this
+    /// (`calibrators.drift_max_rho`; default: estimated from the units seen).
+    #[arg(long)]
+    pub grid_max_rho: Option<f64>,
     /// Grid: skip the false-alarm cells (delays and fleet only).
     #[arg(long)]
     pub grid_no_alarms: bool,
@@ -109,6 +113,7 @@ fn grid(a: DriftArgs, candidates: crate::calibrate::Candidates) -> Result<(), St
         fleet: a.grid_fleet,
         fleets: a.grid_fleets,
         fleet_horizon: 5000,
+        max_rho: a.grid_max_rho,
         seed: a.seed,
     };
     let started = std::time::Instant::now();

@@ -172,7 +172,7 @@ impl Service {
             cache.retain(|id, _| cells.iter().any(|c| &c.calibrator == id));
         }
         bounds.extend(fresh);
-        let delta = self.drift_delta;
+        let (delta, max_rho) = (self.drift_delta, self.drift_max_rho);
         // Every active version's anchors replayed through two e-processes: CPU work, off the
         // async runtime.
         let drifts: Vec<_> = crate::error::blocking("replaying the drift alarms", move || {
@@ -185,8 +185,8 @@ impl Service {
                         .map_or(nominal, |i| i.miss_bound(BOUND_DELTA));
                     let fleet_bound = bounds.get(&cell.calibrator).copied().unwrap_or(nominal);
                     let watch = Watch {
-                        cell: drift(&cell.batches, bound, delta),
-                        fleet: drift(&cell.batches, fleet_bound, fleet.per_cell()),
+                        cell: drift(&cell.batches, bound, delta, max_rho),
+                        fleet: drift(&cell.batches, fleet_bound, fleet.per_cell(), max_rho),
                     };
                     (cell.key, watch)
                 })
@@ -209,17 +209,17 @@ mod tests {
         let batch = |n: usize, miss: bool| CheckedBatch::unrated(vec![miss; n]);
         let mut batches = vec![batch(50, false); 6];
         batches.extend(vec![batch(20, true); 8]);
-        let raised = drift(&batches, 0.05, 0.01);
+        let raised = drift(&batches, 0.05, 0.01, None);
         assert!(raised.alarm && raised.e_value >= 100.0, "{raised:?}");
         assert_eq!(raised.units, 14);
         batches.extend(vec![batch(50, false); 40]);
-        let later = drift(&batches, 0.05, 0.01);
+        let later = drift(&batches, 0.05, 0.01, None);
         assert!(later.alarm && later.e_value < raised.e_value, "{later:?}");
         assert_eq!(later.anchors, 2460);
-        let healthy = drift(&[batch(1000, false)], 0.05, 0.01);
+        let healthy = drift(&[batch(1000, false)], 0.05, 0.01, None);
         assert!(!healthy.alarm && healthy.e_value <= 1.0, "{healthy:?}");
         // The same misses against a higher bound grow the wealth less.
-        let bounded = drift(&batches[..14], 0.12, 0.01);
+        let bounded = drift(&batches[..14], 0.12, 0.01, None);
         assert!(bounded.e_value < raised.e_value, "{bounded:?}");
     }
 
@@ -238,6 +238,7 @@ mod tests {
             ],
             0.05,
             0.01,
+            None,
         );
         assert_eq!((d.anchors, d.units), (25, 2));
         // A rater who misses in every batch is one harsh rater: the alarm learns her rate
@@ -249,7 +250,10 @@ mod tests {
                 raters: vec![Some(format!("r{k}")); 10],
             })
             .collect();
-        let (one, many) = (drift(&one, 0.05, 0.01), drift(&many, 0.05, 0.01));
+        let (one, many) = (
+            drift(&one, 0.05, 0.01, None),
+            drift(&many, 0.05, 0.01, None),
+        );
         assert!(one.peak < many.peak, "{one:?} {many:?}");
     }
 }

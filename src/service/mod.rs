@@ -81,6 +81,8 @@ pub struct Service {
     jobs_counted: Mutex<jobs::JobWatermark>,
     /// The drift alarm's false-alarm probability (`calibrators.drift_delta`).
     drift_delta: f64,
+    /// The declared bound on anchors' intra-unit correlation (`calibrators.drift_max_rho`).
+    drift_max_rho: Option<f64>,
     /// The fleet alert's size and rate (`calibrators.fleet_cells`, `fleet_delta`).
     fleet: coverage::FleetAlert,
     /// Each version's miss bound at the fleet alert's level, by calibrator id (a bound at a
@@ -103,6 +105,7 @@ impl Service {
             stop: watch::channel(false).0,
             jobs_counted: Mutex::new(jobs::JobWatermark::default()),
             drift_delta: settings.calibrators.drift_delta,
+            drift_max_rho: settings.calibrators.drift_max_rho,
             fleet: coverage::FleetAlert {
                 cells: settings.calibrators.fleet_cells,
                 delta: settings.calibrators.fleet_delta,

@@ -268,7 +268,7 @@ pub fn run(opts: &Options, progress: &dyn Fn(&str)) -> Result<Vec<Row>, String> 
                     .chunks(opts.batch)
                     .map(|b| CheckedBatch::unrated(b.to_vec()))
                     .collect();
-                let now = drift(&batches, bound, DELTA);
+                let now = drift(&batches, bound, DELTA, None);
                 let then = drift(
                     &before
                         .iter()
@@ -276,6 +276,7 @@ pub fn run(opts: &Options, progress: &dyn Fn(&str)) -> Result<Vec<Row>, String> 
                         .collect::<Vec<_>>(),
                     0.05,
                     DELTA,
+                    None,
                 );
                 let row = match rows
                     .iter_mut()

@@ -172,7 +172,39 @@ async fn named_raters_are_the_alarms_units(backend: Backend) {
     assert!(res.body.to_string().contains("rater"), "{}", res.body);
 }
 
+/// `calibrators.drift_max_rho` declares how alike one batch's anchors are: declared
+/// independent (0), one large shifted batch counts as its anchors and raises the alarm, where
+/// the default (estimated from the units seen, none yet) counts it for far less.
+async fn a_declared_design_effect_counts_a_large_batch_in_full(backend: Backend) {
+    const EVALUE: &str = r#"judgecal_drift_evalue{judge="j1",rubric="coherence"}"#;
+    const ALARM: &str = r#"judgecal_drift_alarm{judge="j1",rubric="coherence"}"#;
+    let mut seen = Vec::new();
+    for declared in [None, Some(0.0)] {
+        let app = TestApp::with(backend, |s| s.calibrators.drift_max_rho = declared).await;
+        upload_to(&app, "fit", 200, 0.5, 0.8).await;
+        let job = finished(
+            &app,
+            &train(&app, "j1", json!({"method": "quantile_map"})).await,
+        )
+        .await;
+        assert_eq!(job["state"], "succeeded", "{job}");
+        // One batch of 400 whose references sit 0.25 above the line the version learned.
+        let shifted = upload_to(&app, "shifted", 400, 0.75, 0.8).await;
+        let share = shifted["coverage"]["share"].as_f64().unwrap();
+        assert!(share < 0.9, "{shifted}");
+        let text = metrics(&app).await;
+        seen.push((
+            metric(&text, EVALUE).unwrap(),
+            metric(&text, ALARM).unwrap(),
+        ));
+    }
+    let ((estimated, _), (declared, alarm)) = (seen[0], seen[1]);
+    assert_eq!(alarm, 1.0, "{seen:?}");
+    assert!(declared > 100.0 * estimated.max(1.0), "{seen:?}");
+}
+
 on_both_backends!(
     anchors_off_the_active_intervals_lower_the_coverage,
     named_raters_are_the_alarms_units,
+    a_declared_design_effect_counts_a_large_batch_in_full,
 );
