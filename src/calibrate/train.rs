@@ -79,6 +79,40 @@ pub fn train_pooled_with_groups(
     seed: u64,
     run: &Run,
 ) -> Result<(super::Model, Option<super::runlevel::groups::GroupBias>), String> {
+    let (model, bias, _) = train_cells(method, cells, groups, seed, run)?;
+    Ok((model, bias))
+}
+
+/// A version as a study needs it: its model, how its bias varies between groups, and its
+/// predictive intervals.
+pub type Served = (
+    super::Model,
+    Option<super::runlevel::groups::GroupBias>,
+    Option<super::conformal::Intervals>,
+);
+
+/// As [`train_with_groups`], with the version's predictive intervals as a training job makes
+/// them from the held-out predictions (`None` where none can be made): what a study of the
+/// bands the service serves needs.
+pub fn train_served(
+    method: super::Method,
+    cell: &Cell,
+    groups: &[Option<&str>],
+    seed: u64,
+    run: &Run,
+) -> Result<Served, String> {
+    train_cells(method, std::slice::from_ref(cell), groups, seed, run)
+}
+
+/// The first cell's model, groups' bias and intervals, the cells trained together with
+/// 5-fold held-out predictions.
+fn train_cells(
+    method: super::Method,
+    cells: &[Cell],
+    groups: &[Option<&str>],
+    seed: u64,
+    run: &Run,
+) -> Result<Served, String> {
     let split = Split {
         scheme: cv::Scheme::Folds(5),
         seed,
@@ -86,5 +120,6 @@ pub fn train_pooled_with_groups(
     let (mut models, held_out) = method.default_options().train(cells, split, run)?;
     let bias =
         super::runlevel::groups::GroupBias::of_held_out(&cells[0].pairs, &held_out[0], groups);
-    Ok((models.remove(0), bias))
+    let intervals = super::conformal::Intervals::of(&cells[0].pairs, &held_out[0], seed);
+    Ok((models.remove(0), bias, intervals))
 }

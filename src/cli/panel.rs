@@ -9,7 +9,9 @@ pub struct PanelArgs {
     #[arg(long, required_unless_present = "grid")]
     pub hanna: Option<PathBuf>,
     /// The simulated worlds instead (correlated members, a noise member, a member biased per
-    /// system, 10% and 40% missing scores): coverage of bands and run-level intervals, τ.
+    /// system, 10% and 40% missing scores; systems that differ, and with them weak members, a
+    /// skewed integer scale, few anchors, two known systems): coverage of bands and run-level
+    /// intervals, τ.
     #[arg(long)]
     pub grid: bool,
     /// With `--hanna`: check the "which judges" answer against brute force over every
@@ -19,6 +21,9 @@ pub struct PanelArgs {
     /// The cost of one human label in `--plan`, in ChatGPT calls.
     #[arg(long, default_value_t = 20.0)]
     pub label_cost: f64,
+    /// With `--grid`: only these worlds (comma-separated names, e.g. "systems,two groups").
+    #[arg(long, value_delimiter = ',')]
+    pub worlds: Vec<String>,
     /// Replications per world of `--grid`.
     #[arg(long, default_value_t = 100)]
     pub reps: usize,
@@ -36,7 +41,7 @@ pub(super) fn panel(a: PanelArgs) -> Result<(), String> {
     use crate::study::{panel, panel_grid};
     let started = std::time::Instant::now();
     let Some(hanna) = a.hanna.filter(|_| !a.grid) else {
-        let rows = panel_grid::grid(a.reps, a.seed, &|s| {
+        let rows = panel_grid::grid(a.reps, a.seed, &a.worlds, &|s| {
             eprintln!("{s} ({:.0} s)", started.elapsed().as_secs_f64())
         })?;
         print!("{}", panel_grid::grid_table(&rows));

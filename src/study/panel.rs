@@ -110,19 +110,24 @@ fn joined_items(records: &[Record], variant: &str) -> Result<Panel, String> {
 
 /// HANNA's items of prompt variant `variant` as the records of one more judge, `panel`, whose
 /// score is the five judges' stacked score (clipped to 1–5): the anchors' (even prompts) from
-/// five-fold cross-fitting on the anchors, the others' from the fit on every anchor. The
-/// stacking weights are fitted on every system's anchors, also where a study later leaves a
-/// system out of the scalar corrector's anchors.
+/// five-fold cross-fitting on the anchors, the others' (odd prompts) from the fit on every
+/// anchor. With `left_out`, that system's items are no anchors (its even prompts are dropped):
+/// the stacking a new system's study needs.
 pub(super) fn fused_records(
     records: &[Record],
     variant: &str,
     seed: u64,
     sampler: &FitOptions,
+    left_out: Option<&str>,
 ) -> Result<Vec<Record>, String> {
     const FOLDS: usize = 5;
     let (judges, rubric_names, by_rubric) = joined_items(records, variant)?;
     let (members, rubrics) = (judges.len(), rubric_names.len());
-    let all: Vec<&Item> = by_rubric.iter().flatten().collect();
+    let all: Vec<&Item> = by_rubric
+        .iter()
+        .flatten()
+        .filter(|i| !i.story.is_multiple_of(2) || left_out != Some(i.system.as_str()))
+        .collect();
     let (anchors, runs): (Vec<&Item>, Vec<&Item>) =
         all.iter().partition(|i| i.story.is_multiple_of(2));
     let fold = cv::folds(anchors.len(), FOLDS, seed);
@@ -164,9 +169,24 @@ pub fn pairs_with_panel(
     sampler: &FitOptions,
 ) -> Result<Vec<super::systems::PairRow>, String> {
     let mut records = read(path)?;
-    let fused = fused_records(&records, variant, seed, sampler)?;
+    let fused = fused_records(&records, variant, seed, sampler, None)?;
+    // A new system's study refits the stacking without that system's anchors too.
+    let mut refits = std::collections::HashMap::new();
+    if new_systems {
+        let mut systems: Vec<String> = records
+            .iter()
+            .filter(|r| r.variant == variant)
+            .map(|r| r.system.clone())
+            .collect();
+        systems.sort_unstable();
+        systems.dedup();
+        for system in systems {
+            let refit = fused_records(&records, variant, seed, sampler, Some(&system))?;
+            refits.insert(system, refit);
+        }
+    }
     records.extend(fused);
-    super::systems::pairs_of(&records, variant, method, seed, new_systems)
+    super::systems::pairs_of(&records, variant, method, seed, new_systems, &refits)
 }
 
 /// The candidates: the panel (`None`) and each member alone.

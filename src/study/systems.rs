@@ -329,16 +329,27 @@ pub fn pairs(
     seed: u64,
     new_systems: bool,
 ) -> Result<Vec<PairRow>, String> {
-    pairs_of(&read(path)?, variant, method, seed, new_systems)
+    pairs_of(
+        &read(path)?,
+        variant,
+        method,
+        seed,
+        new_systems,
+        &Default::default(),
+    )
 }
 
-/// [`pairs`] over `records` (HANNA's, and possibly more judges').
+/// [`pairs`] over `records` (HANNA's, and possibly more judges'). Where a new system is left
+/// out of the anchors, a judge whose scores depend on the anchors (a panel's stacked score) is
+/// read from `refits[system]`, its scores refitted without that system's anchors, where that
+/// holds the judge's records.
 pub(super) fn pairs_of(
     records: &[Record],
     variant: &str,
     method: Method,
     seed: u64,
     new_systems: bool,
+    refits: &std::collections::HashMap<String, Vec<Record>>,
 ) -> Result<Vec<PairRow>, String> {
     let never = std::sync::atomic::AtomicBool::new(false);
     let fit_run = Run::new(&never, &|_| {});
@@ -356,12 +367,13 @@ pub(super) fn pairs_of(
         let mut systems: Vec<&str> = held.iter().map(|r| r.system.as_str()).collect();
         systems.sort_unstable();
         systems.dedup();
-        let run_of = |system: &str| -> std::collections::BTreeMap<u64, (f64, f64)> {
-            held.iter()
-                .filter(|r| r.system == system)
-                .map(|r| (r.story, (r.score, r.human)))
-                .collect()
-        };
+        let run_of =
+            |held: &[&Record], system: &str| -> std::collections::BTreeMap<u64, (f64, f64)> {
+                held.iter()
+                    .filter(|r| r.system == system)
+                    .map(|r| (r.story, (r.score, r.human)))
+                    .collect()
+            };
         let mut row = PairRow {
             judge: judge.clone(),
             rubric: rubric.clone(),
@@ -375,8 +387,8 @@ pub(super) fn pairs_of(
             ..AnswerSettings::default()
         };
         // Two systems' stories of the odd prompts, paired by prompt, with the human difference.
-        let paired = |a: &str, b: &str| {
-            let (ra, rb) = (run_of(a), run_of(b));
+        let paired = |held: &[&Record], a: &str, b: &str| {
+            let (ra, rb) = (run_of(held, a), run_of(held, b));
             let shared: Vec<u64> = ra.keys().filter(|s| rb.contains_key(s)).copied().collect();
             let items = |r: &std::collections::BTreeMap<u64, (f64, f64)>, g: &str| RunItems {
                 scores: shared.iter().map(|s| r[s].0).collect(),
@@ -394,7 +406,7 @@ pub(super) fn pairs_of(
         };
         for (k, a) in systems.iter().enumerate() {
             for b in &systems[k + 1..] {
-                let (n, ia, ib, truth) = paired(a, b);
+                let (n, ia, ib, truth) = paired(&held, a, b);
                 if n < 10 {
                     continue;
                 }
@@ -419,6 +431,15 @@ pub(super) fn pairs_of(
         if new_systems {
             // Each system in turn left out of the anchors, and compared with every other.
             for left_out in &systems {
+                // The judge's scores as refitted without the system, where they were.
+                let refit = refits
+                    .get(*left_out)
+                    .map(|rs| scored(rs, variant, &judge, &rubric))
+                    .filter(|rs| !rs.is_empty());
+                let (anchors, held): (Vec<&Record>, Vec<&Record>) = match refit {
+                    Some(rs) => rs.into_iter().partition(|r| r.story.is_multiple_of(2)),
+                    None => (anchors.clone(), held.clone()),
+                };
                 let kept: Vec<&&Record> =
                     anchors.iter().filter(|r| r.system != *left_out).collect();
                 let without = Cell {
@@ -434,7 +455,7 @@ pub(super) fn pairs_of(
                     groups: bias.as_ref(),
                 };
                 for other in systems.iter().filter(|s| *s != left_out) {
-                    let (n, ia, ib, truth) = paired(left_out, other);
+                    let (n, ia, ib, truth) = paired(&held, left_out, other);
                     if n >= 10 {
                         row.new.count(
                             &runlevel::compare(basis, &ia, &ib, &settings)?.difference,
