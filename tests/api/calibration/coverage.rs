@@ -22,12 +22,7 @@ async fn anchors_off_the_active_intervals_lower_the_coverage(backend: Backend) {
     // No version yet: nothing to check against.
     let first = upload_to(&app, "fit", 200, 0.5, 0.8).await;
     assert!(first.get("coverage").is_none(), "{first}");
-    let job = finished(
-        &app,
-        &train(&app, "j1", json!({"method": "bayes", "options": quick()})).await,
-    )
-    .await;
-    assert_eq!(job["state"], "succeeded", "{job}");
+    trained(&app, "j1", json!({"method": "bayes", "options": quick()})).await;
 
     // The same relation: the noise (uniform ±0.5) lies inside the ±1.96·0.29 interval.
     let same = upload_to(&app, "same", 100, 0.5, 0.8).await;
@@ -74,12 +69,7 @@ async fn anchors_off_the_active_intervals_lower_the_coverage(backend: Backend) {
 
     // A method without a noise model is checked against its held-out conformal band; a new
     // version starts a new window and resets the drift alarm.
-    let job = finished(
-        &app,
-        &train(&app, "j1", json!({"method": "quantile_map"})).await,
-    )
-    .await;
-    assert_eq!(job["state"], "succeeded", "{job}");
+    trained(&app, "j1", json!({"method": "quantile_map"})).await;
     let later = upload_to(&app, "later", 100, 0.5, 0.8).await;
     let c = &later["coverage"];
     assert_eq!(
@@ -121,12 +111,7 @@ async fn named_raters_are_the_alarms_units(backend: Backend) {
     const BOUND: &str = r#"judgecal_drift_miss_bound{judge="j1",rubric="coherence"}"#;
     let app = TestApp::new(backend).await;
     upload_to(&app, "fit", 200, 0.5, 0.8).await;
-    let job = finished(
-        &app,
-        &train(&app, "j1", json!({"method": "quantile_map"})).await,
-    )
-    .await;
-    assert_eq!(job["state"], "succeeded", "{job}");
+    trained(&app, "j1", json!({"method": "quantile_map"})).await;
     // Two CSV batches by ann, one by bob, one naming nobody: three units.
     let csv = |batch: usize, rater: &str| {
         let mut body = String::from("judge,rubric,item_id,judge_score,reference_score,rater\n");
@@ -182,12 +167,7 @@ async fn a_declared_design_effect_counts_a_large_batch_in_full(backend: Backend)
     for declared in [None, Some(0.0)] {
         let app = TestApp::with(backend, |s| s.calibrators.drift_max_rho = declared).await;
         upload_to(&app, "fit", 200, 0.5, 0.8).await;
-        let job = finished(
-            &app,
-            &train(&app, "j1", json!({"method": "quantile_map"})).await,
-        )
-        .await;
-        assert_eq!(job["state"], "succeeded", "{job}");
+        trained(&app, "j1", json!({"method": "quantile_map"})).await;
         // One batch of 400 whose references sit 0.25 above the line the version learned.
         let shifted = upload_to(&app, "shifted", 400, 0.75, 0.8).await;
         let share = shifted["coverage"]["share"].as_f64().unwrap();

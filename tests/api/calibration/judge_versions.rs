@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::{anchors, correct, finished, metric, metrics, train};
+use super::{anchors, correct, metric, metrics, trained};
 use crate::common::{Backend, TestApp, assert_error};
 
 /// `anchors(n, a, b)` of `version`; `shift` is added to every judge score and `references`
@@ -31,19 +31,12 @@ async fn upload(app: &TestApp, version: &str, rows: Vec<Value>) -> crate::common
     .await
 }
 
-async fn trained(app: &TestApp, body: Value) -> Value {
-    let id = train(app, "j", body).await;
-    let job = finished(app, &id).await;
-    assert_eq!(job["state"], "succeeded", "{job}");
-    job
-}
-
 async fn a_judge_change_end_to_end(backend: Backend) {
     let app = TestApp::new(backend).await;
     let res = upload(&app, "v1", rows(200, 0.0, true)).await;
     assert_eq!(res.status, 200, "{}", res.body);
     assert_eq!(res.body["cells"][0]["judge_version"], "v1");
-    trained(&app, json!({"method": "isotonic"})).await;
+    trained(&app, "j", json!({"method": "isotonic"})).await;
     let versions = app.get("/v1/cells/j/r/calibrators").await;
     assert_eq!(
         versions.body["versions"][0]["judge_version"], "v1",
@@ -161,7 +154,7 @@ async fn a_judge_change_end_to_end(backend: Backend) {
     );
 
     // The refit fits the newest version by default, and each version is served by its own.
-    trained(&app, json!({"method": "isotonic"})).await;
+    trained(&app, "j", json!({"method": "isotonic"})).await;
     let versions = app.get("/v1/cells/j/r/calibrators").await;
     assert_eq!(
         versions.body["versions"][0]["judge_version"], "v2",
@@ -308,7 +301,7 @@ async fn unversioned_requests_are_served_as_before(backend: Backend) {
         .await;
     assert_eq!(res.status, 200, "{}", res.body);
     assert!(res.body["cells"][0].get("judge_version").is_none());
-    trained(&app, json!({"method": "isotonic"})).await;
+    trained(&app, "j", json!({"method": "isotonic"})).await;
     let res = correct(&app, json!({"judge": "j", "rubric": "r", "scores": [3.0]})).await;
     assert_eq!(res.status, 200, "{}", res.body);
     assert!(res.body.get("warnings").is_none() && res.body.get("judge_version").is_none());
@@ -332,7 +325,12 @@ async fn rescored_items_train_what_new_labels_would(backend: Backend) {
     let app = TestApp::new(backend).await;
     assert_eq!(upload(&app, "v1", rows(150, 0.0, true)).await.status, 200);
     assert_eq!(upload(&app, "v2", rows(150, 0.6, false)).await.status, 200);
-    trained(&app, json!({"method": "isotonic", "judge_version": "v2"})).await;
+    trained(
+        &app,
+        "j",
+        json!({"method": "isotonic", "judge_version": "v2"}),
+    )
+    .await;
     let labelled = app
         .json(
             "POST",
@@ -341,8 +339,7 @@ async fn rescored_items_train_what_new_labels_would(backend: Backend) {
         )
         .await;
     assert_eq!(labelled.status, 200, "{}", labelled.body);
-    let id = train(&app, "fresh", json!({"method": "isotonic"})).await;
-    assert_eq!(finished(&app, &id).await["state"], "succeeded");
+    trained(&app, "fresh", json!({"method": "isotonic"})).await;
     let rescored = app.get("/v1/cells/j/r/calibrators").await.body["versions"][0].clone();
     let fresh = app.get("/v1/cells/fresh/r/calibrators").await.body["versions"][0].clone();
     assert_eq!(rescored["judge_version"], "v2");

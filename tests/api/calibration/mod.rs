@@ -98,6 +98,13 @@ pub(super) async fn finished(app: &TestApp, id: &str) -> Value {
     }
 }
 
+/// Trains `judge` with `body` and waits for the job, which must succeed.
+pub(super) async fn trained(app: &TestApp, judge: &str, body: Value) -> Value {
+    let job = finished(app, &train(app, judge, body).await).await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+    job
+}
+
 pub(super) async fn correct(app: &TestApp, body: Value) -> crate::common::Response {
     app.json("POST", "/v1/correct", &body).await
 }
