@@ -79,7 +79,8 @@ pub fn train_pooled_with_groups(
     seed: u64,
     run: &Run,
 ) -> Result<(super::Model, Option<super::runlevel::groups::GroupBias>), String> {
-    let (model, bias, _) = train_cells(method, cells, groups, seed, run)?;
+    let (model, held_out) = train_first(method, cells, seed, run)?;
+    let bias = super::runlevel::groups::GroupBias::of_held_out(&cells[0].pairs, &held_out, groups);
     Ok((model, bias))
 }
 
@@ -101,25 +102,24 @@ pub fn train_served(
     seed: u64,
     run: &Run,
 ) -> Result<Served, String> {
-    train_cells(method, std::slice::from_ref(cell), groups, seed, run)
+    let (model, held_out) = train_first(method, std::slice::from_ref(cell), seed, run)?;
+    let bias = super::runlevel::groups::GroupBias::of_held_out(&cell.pairs, &held_out, groups);
+    let intervals = super::conformal::Intervals::of(&cell.pairs, &held_out, seed);
+    Ok((model, bias, intervals))
 }
 
-/// The first cell's model, groups' bias and intervals, the cells trained together with
-/// 5-fold held-out predictions.
-fn train_cells(
+/// The cells trained together with 5-fold held-out predictions: the first cell's model and
+/// its held-out predictions.
+fn train_first(
     method: super::Method,
     cells: &[Cell],
-    groups: &[Option<&str>],
     seed: u64,
     run: &Run,
-) -> Result<Served, String> {
+) -> Result<(super::Model, Vec<Option<super::corrector::Corrected>>), String> {
     let split = Split {
         scheme: cv::Scheme::Folds(5),
         seed,
     };
-    let (mut models, held_out) = method.default_options().train(cells, split, run)?;
-    let bias =
-        super::runlevel::groups::GroupBias::of_held_out(&cells[0].pairs, &held_out[0], groups);
-    let intervals = super::conformal::Intervals::of(&cells[0].pairs, &held_out[0], seed);
-    Ok((models.remove(0), bias, intervals))
+    let (mut models, mut held_out) = method.default_options().train(cells, split, run)?;
+    Ok((models.remove(0), held_out.swap_remove(0)))
 }
