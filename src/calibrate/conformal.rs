@@ -31,6 +31,7 @@ use serde::{Deserialize, Serialize};
 
 use super::corrector::Corrected;
 use super::cv;
+use super::drift::UnitSpread;
 
 /// The intervals' nominal coverage.
 pub const LEVEL: f64 = 0.95;
@@ -94,6 +95,11 @@ pub struct Intervals {
     pub held_out: usize,
     /// Share of them inside their interval.
     pub held_out_coverage: Option<f64>,
+    /// The training anchors' misses against these bands, summed per unit (rater, or upload):
+    /// where the drift alarm's estimate of the intra-unit correlation starts. `None` for
+    /// versions trained before units were kept, and where the anchors' units are not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub units: Option<UnitSpread>,
 }
 
 /// The 1-based ranks of the 2.5% and 97.5% split-conformal order statistics of `n` residuals;
@@ -166,6 +172,7 @@ impl Intervals {
             }],
             held_out,
             held_out_coverage: None,
+            units: None,
         }
     }
 
@@ -259,7 +266,34 @@ impl Intervals {
                 .as_ref()
                 .and_then(|inside| share(inside.iter().filter(|&&x| x).count(), inside.len())),
             bins,
+            units: None,
         })
+    }
+
+    /// The same intervals, with the misses of the anchors `pairs` (held-out predictions
+    /// `held_out`) against their bands counted per unit, `units[i]` naming anchor i's (`None`
+    /// where it is not known; such anchors are left out).
+    pub fn with_units<K: Eq + std::hash::Hash>(
+        mut self,
+        pairs: &[(f64, f64)],
+        held_out: &[Option<Corrected>],
+        units: &[Option<K>],
+    ) -> Self {
+        let mut per: std::collections::HashMap<&K, (f64, f64)> = Default::default();
+        for ((&(j, y), c), unit) in pairs.iter().zip(held_out).zip(units) {
+            let (Some(mut c), Some(unit)) = (*c, unit.as_ref()) else {
+                continue;
+            };
+            self.apply(&[j], std::slice::from_mut(&mut c));
+            if let Some((lo, hi)) = c.predictive {
+                let counts = per.entry(unit).or_default();
+                counts.0 += 1.0;
+                counts.1 += f64::from(u8::from(!(lo..=hi).contains(&y)));
+            }
+        }
+        let spread = UnitSpread::of(per.into_values());
+        self.units = (spread.units >= 2.0).then_some(spread);
+        self
     }
 
     /// A bound on the share of new anchors the bands miss that holds, given the anchors the
@@ -482,6 +516,7 @@ mod tests {
             }],
             held_out: 200,
             held_out_coverage: Some(0.9),
+            units: None,
         };
         let mut c = [Corrected {
             predictive: Some((1.0, 2.0)),
@@ -517,6 +552,7 @@ mod tests {
                 .collect(),
             held_out: 600,
             held_out_coverage: None,
+            units: None,
         };
         let bound = version.miss_bound(0.1);
         let mut rng = Rng::seed_from_u64(5);

@@ -26,6 +26,15 @@
 //! almost as one anchor. The lag keeps a change from discounting its own evidence: the first
 //! units after a jump would otherwise look like an outlying rater.
 //!
+//! **The training anchors' units.** A version's training anchors came in units too (their
+//! raters, or the uploads that stored them), and each was checked against the version's bands
+//! when it was trained ([`UnitSpread`], kept with the version's intervals). Under the null,
+//! new anchors are exchangeable with them, so their units' misses are earlier units like any
+//! other: the estimate starts from them, and a cell whose anchors came in many independent
+//! batches bets on a new batch's anchors nearly one by one from its first upload, instead of
+//! after [`LAG`] anchors and several batches. A version trained on one upload (or on anchors
+//! stored before units were kept) starts from the prior, as before.
+//!
 //! **A unit that has not missed.** Whatever the spread of units' miss rates, a unit whose
 //! anchors have not missed yet is expected to miss at most at a: its chance given no misses,
 //! E[p(1 − p)ⁿ]/E[(1 − p)ⁿ], is at most E[p] because p and (1 − p)ⁿ move in opposite
@@ -51,6 +60,8 @@
 //! reaches 1/δ is at most δ, however long the cell is watched.
 
 use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
 
 /// The chance that a version's miss rate exceeds the bound the alarm tests against, over the
 /// draw of its training anchors. A cell's alarm is false with probability at most
@@ -99,17 +110,40 @@ impl Bet {
     }
 }
 
-/// The running sums behind ρ's estimate: over units, Σn, Σm, Σm²/n and Σn².
-#[derive(Debug, Clone, Default, PartialEq)]
-struct Spread {
-    units: f64,
-    anchors: f64,
-    misses: f64,
-    squares: f64,
-    sizes: f64,
+/// The running sums behind ρ's estimate: over units, their count, Σn, Σm, Σm²/n and Σn².
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UnitSpread {
+    pub units: f64,
+    pub anchors: f64,
+    pub misses: f64,
+    pub squares: f64,
+    pub sizes: f64,
 }
 
-impl Spread {
+impl UnitSpread {
+    /// The sums over units of `(anchors, misses)` each.
+    pub fn of(units: impl IntoIterator<Item = (f64, f64)>) -> Self {
+        let mut out = Self::default();
+        for (n, m) in units {
+            if n > 0.0 {
+                out.units += 1.0;
+                out.add(n, m, 1.0);
+            }
+        }
+        out
+    }
+
+    /// The units of both.
+    fn joined(&self, other: &Self) -> Self {
+        Self {
+            units: self.units + other.units,
+            anchors: self.anchors + other.anchors,
+            misses: self.misses + other.misses,
+            squares: self.squares + other.squares,
+            sizes: self.sizes + other.sizes,
+        }
+    }
+
     fn add(&mut self, n: f64, m: f64, sign: f64) {
         self.anchors += sign * n;
         self.misses += sign * m;
@@ -133,7 +167,7 @@ impl Spread {
     /// The intra-unit correlation the next anchor is bet with: the estimate, shrunk towards
     /// the prior and widened by [`RHO_MARGIN`] (a rater's miss rate is skewed: a few raters
     /// miss far more often than a beta with the same spread allows).
-    fn rho(&self) -> f64 {
+    pub fn rho(&self) -> f64 {
         let shrunk = match self.estimate() {
             Some(r) => (self.units * r + PRIOR_UNITS * PRIOR_RHO) / (self.units + PRIOR_UNITS),
             None => PRIOR_RHO,
@@ -164,7 +198,10 @@ pub struct MissAlarm {
     /// The last [`LAG`] anchors, and per unit its anchors and misses before them.
     recent: std::collections::VecDeque<(UnitId, bool)>,
     lagged: HashMap<UnitId, (f64, f64)>,
-    spread: Spread,
+    /// The units older than the lag.
+    spread: UnitSpread,
+    /// The training anchors' units.
+    history: UnitSpread,
     /// log of the mixture's wealth (kept in logs: it can grow past f64 on a broken cell).
     log_wealth: f64,
     /// The largest log wealth so far.
@@ -198,7 +235,8 @@ impl MissAlarm {
             units: HashMap::new(),
             recent: std::collections::VecDeque::new(),
             lagged: HashMap::new(),
-            spread: Spread::default(),
+            spread: UnitSpread::default(),
+            history: UnitSpread::default(),
             log_wealth: 0.0,
             log_peak: 0.0,
             next_batch: UnitId::MAX,
@@ -211,6 +249,12 @@ impl MissAlarm {
     /// (`None`: estimated only).
     pub fn bounded(mut self, max_rho: Option<f64>) -> Self {
         self.max_rho = max_rho;
+        self
+    }
+
+    /// The same alarm, its estimate of ρ starting from the training anchors' units.
+    pub fn with_history(mut self, history: Option<&UnitSpread>) -> Self {
+        self.history = history.cloned().unwrap_or_default();
         self
     }
 
@@ -301,7 +345,7 @@ impl MissAlarm {
 
     /// The intra-unit correlation of misses the next anchor would be bet with.
     pub fn rho(&self) -> f64 {
-        let estimated = self.spread.rho();
+        let estimated = self.spread.joined(&self.history).rho();
         self.max_rho.map_or(estimated, |r| estimated.min(r))
     }
 }
@@ -349,11 +393,25 @@ pub struct Watch {
     pub fleet: Drift,
 }
 
+/// How a cell's alarm bets beyond its bound: the declared bound on the intra-unit correlation
+/// (`calibrators.drift_max_rho`), and the version's training anchors' units.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Dependence<'a> {
+    pub max_rho: Option<f64>,
+    pub history: Option<&'a UnitSpread>,
+}
+
 /// Replays `batches` in order through a fresh alarm against the miss rate `miss_bound`: each
-/// named rater is one unit across batches, each batch's anchors naming none another; `max_rho`
-/// the declared bound on their intra-unit correlation, if any.
-pub fn drift(batches: &[CheckedBatch], miss_bound: f64, delta: f64, max_rho: Option<f64>) -> Drift {
-    let mut alarm = MissAlarm::new(miss_bound, delta).bounded(max_rho);
+/// named rater is one unit across batches, each batch's anchors naming none another.
+pub fn drift(
+    batches: &[CheckedBatch],
+    miss_bound: f64,
+    delta: f64,
+    dependence: Dependence<'_>,
+) -> Drift {
+    let mut alarm = MissAlarm::new(miss_bound, delta)
+        .bounded(dependence.max_rho)
+        .with_history(dependence.history);
     let mut raters: HashMap<&str, UnitId> = HashMap::new();
     for batch in batches {
         let mut own: Option<UnitId> = None;
@@ -477,7 +535,7 @@ mod tests {
         let (mut per_batch, mut per_anchor) = (0, 0);
         for _ in 0..500 {
             let batches = batched(&mut rng);
-            per_batch += usize::from(drift(&batches, 0.05, 0.01, None).alarm);
+            per_batch += usize::from(drift(&batches, 0.05, 0.01, Dependence::default()).alarm);
             let anchors: Vec<bool> = batches.iter().flat_map(|b| b.misses.clone()).collect();
             per_anchor += usize::from(first_alarm(&anchors).is_some());
         }
@@ -497,7 +555,7 @@ mod tests {
             batches.extend((0..40).map(|_| {
                 CheckedBatch::unrated((0..50).map(|_| rng.random::<f64>() < 0.25).collect())
             }));
-            caught += usize::from(drift(&batches, 0.05, 0.01, None).alarm);
+            caught += usize::from(drift(&batches, 0.05, 0.01, Dependence::default()).alarm);
         }
         assert!(caught >= 95, "{caught} of 100 shifted runs alarmed");
     }
@@ -523,8 +581,8 @@ mod tests {
                     CheckedBatch::unrated((0..50).map(|_| rng.random::<f64>() < miss).collect())
                 })
                 .collect();
-            nominal += usize::from(drift(&batches, 0.05, 0.01, None).alarm);
-            bounded += usize::from(drift(&batches, bound, 0.01, None).alarm);
+            nominal += usize::from(drift(&batches, 0.05, 0.01, Dependence::default()).alarm);
+            bounded += usize::from(drift(&batches, bound, 0.01, Dependence::default()).alarm);
         }
         eprintln!(
             "calibration draw: bound {bound:.3}; alarms in {nominal} of 400 healthy versions against 5%, {bounded} against the bound"
@@ -606,6 +664,58 @@ mod tests {
             }
         }
         assert!(alarm.rho() < 0.005, "{}", alarm.rho());
+    }
+
+    #[test]
+    fn the_training_anchors_units_start_the_estimate() {
+        // Four training units of 100 anchors that each missed 5 times: no spread between
+        // units, so the estimate is 0, shrunk towards the prior with the weight of 5 units
+        // against 4, and widened.
+        let history = UnitSpread::of([(100.0, 5.0); 4]);
+        let alarm = MissAlarm::new(0.05, 0.01).with_history(Some(&history));
+        let expected = RHO_MARGIN * PRIOR_UNITS * PRIOR_RHO / (4.0 + PRIOR_UNITS);
+        assert!((alarm.rho() - expected).abs() < 1e-12, "{}", alarm.rho());
+        // They are the version's, not the watch's: no unit or anchor of the e-value.
+        assert_eq!((alarm.units(), alarm.seen), (0, 0));
+        // Units that missed at their own rates (all 10 misses in one): the estimate is near 1.
+        let clustered = UnitSpread::of([(10.0, 10.0), (10.0, 0.0), (10.0, 0.0), (10.0, 0.0)]);
+        let alarm = MissAlarm::new(0.05, 0.01).with_history(Some(&clustered));
+        assert!(alarm.rho() > RHO_MARGIN * PRIOR_RHO, "{}", alarm.rho());
+        // A shifted batch of 500 (30% missing) after 1,000 healthy anchors in batches of
+        // 100, against a bound of 7.3%: starting from twelve independent training units of
+        // 100, the alarm fires inside the first shifted batch in most watches (64 of 100 when
+        // this was written); from the prior, in none: one unit of 500 carries too little.
+        let mut rng = Rng::seed_from_u64(14);
+        let mut inside = [0usize; 2];
+        for _ in 0..100 {
+            let training: Vec<(f64, f64)> = (0..12)
+                .map(|_| {
+                    (
+                        100.0,
+                        (0..100).filter(|_| rng.random::<f64>() < 0.05).count() as f64,
+                    )
+                })
+                .collect();
+            let history = UnitSpread::of(training);
+            let healthy: Vec<Vec<bool>> = (0..10)
+                .map(|_| (0..100).map(|_| rng.random::<f64>() < 0.05).collect())
+                .collect();
+            let shifted: Vec<bool> = (0..500).map(|_| rng.random::<f64>() < 0.3).collect();
+            for (k, history) in [None, Some(&history)].into_iter().enumerate() {
+                let mut alarm = MissAlarm::new(0.073, 0.01).with_history(history);
+                for batch in &healthy {
+                    alarm.observe_batch(batch);
+                }
+                alarm.observe_batch(&shifted);
+                inside[k] += usize::from(alarm.alarmed_at.is_some_and(|t| t > 1000));
+            }
+        }
+        eprintln!(
+            "fired inside the shifted batch: from the prior {}, from the training units {}",
+            inside[0], inside[1]
+        );
+        assert!(inside[1] >= 50, "{inside:?}");
+        assert!(inside[0] <= 5, "{inside:?}");
     }
 
     #[test]

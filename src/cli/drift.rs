@@ -58,6 +58,11 @@ pub struct DriftArgs {
     /// Grid: skip the false-alarm cells (delays and fleet only).
     #[arg(long)]
     pub grid_no_alarms: bool,
+    /// Grid: each alarm's estimate of the intra-unit correlation starts from the watch's own
+    /// units only, not also from its version's training anchors' units (as the service did
+    /// before it kept them).
+    #[arg(long)]
+    pub grid_no_history: bool,
 }
 
 pub(super) fn drift(a: DriftArgs) -> Result<(), String> {
@@ -114,6 +119,7 @@ fn grid(a: DriftArgs, candidates: crate::calibrate::Candidates) -> Result<(), St
         fleets: a.grid_fleets,
         fleet_horizon: 5000,
         max_rho: a.grid_max_rho,
+        history: !a.grid_no_history,
         seed: a.seed,
     };
     let started = std::time::Instant::now();

@@ -19,7 +19,7 @@
 use super::Service;
 use super::versions::Loaded;
 use crate::calibrate::conformal::Intervals;
-use crate::calibrate::drift::{BOUND_DELTA, CheckedBatch, Watch, drift};
+use crate::calibrate::drift::{BOUND_DELTA, CheckedBatch, Dependence, Watch, drift};
 use crate::domain::Anchor;
 use crate::error::{Error, Result};
 use crate::store::{BatchCoverage, CellIngest};
@@ -184,9 +184,13 @@ impl Service {
                         .as_ref()
                         .map_or(nominal, |i| i.miss_bound(BOUND_DELTA));
                     let fleet_bound = bounds.get(&cell.calibrator).copied().unwrap_or(nominal);
+                    let dependence = Dependence {
+                        max_rho,
+                        history: cell.intervals.as_ref().and_then(|i| i.units.as_ref()),
+                    };
                     let watch = Watch {
-                        cell: drift(&cell.batches, bound, delta, max_rho),
-                        fleet: drift(&cell.batches, fleet_bound, fleet.per_cell(), max_rho),
+                        cell: drift(&cell.batches, bound, delta, dependence),
+                        fleet: drift(&cell.batches, fleet_bound, fleet.per_cell(), dependence),
                     };
                     (cell.key, watch)
                 })
@@ -209,17 +213,17 @@ mod tests {
         let batch = |n: usize, miss: bool| CheckedBatch::unrated(vec![miss; n]);
         let mut batches = vec![batch(50, false); 6];
         batches.extend(vec![batch(20, true); 8]);
-        let raised = drift(&batches, 0.05, 0.01, None);
+        let raised = drift(&batches, 0.05, 0.01, Dependence::default());
         assert!(raised.alarm && raised.e_value >= 100.0, "{raised:?}");
         assert_eq!(raised.units, 14);
         batches.extend(vec![batch(50, false); 40]);
-        let later = drift(&batches, 0.05, 0.01, None);
+        let later = drift(&batches, 0.05, 0.01, Dependence::default());
         assert!(later.alarm && later.e_value < raised.e_value, "{later:?}");
         assert_eq!(later.anchors, 2460);
-        let healthy = drift(&[batch(1000, false)], 0.05, 0.01, None);
+        let healthy = drift(&[batch(1000, false)], 0.05, 0.01, Dependence::default());
         assert!(!healthy.alarm && healthy.e_value <= 1.0, "{healthy:?}");
         // The same misses against a higher bound grow the wealth less.
-        let bounded = drift(&batches[..14], 0.12, 0.01, None);
+        let bounded = drift(&batches[..14], 0.12, 0.01, Dependence::default());
         assert!(bounded.e_value < raised.e_value, "{bounded:?}");
     }
 
@@ -238,7 +242,7 @@ mod tests {
             ],
             0.05,
             0.01,
-            None,
+            Dependence::default(),
         );
         assert_eq!((d.anchors, d.units), (25, 2));
         // A rater who misses in every batch is one harsh rater: the alarm learns her rate
@@ -251,8 +255,8 @@ mod tests {
             })
             .collect();
         let (one, many) = (
-            drift(&one, 0.05, 0.01, None),
-            drift(&many, 0.05, 0.01, None),
+            drift(&one, 0.05, 0.01, Dependence::default()),
+            drift(&many, 0.05, 0.01, Dependence::default()),
         );
         assert!(one.peak < many.peak, "{one:?} {many:?}");
     }

@@ -58,6 +58,9 @@ pub struct CellData {
     pub pairs: Vec<(f64, f64)>,
     /// Each anchor's group, in the same order.
     pub groups: Vec<Option<GroupName>>,
+    /// Each anchor's unit of independence (its rater, or its upload), in the same order; empty
+    /// where not known (a panel's derived cells).
+    pub units: Vec<Option<String>>,
     pub digest: String,
 }
 
@@ -71,6 +74,7 @@ impl CellData {
                 .map(|a| (a.judge_score, a.reference_score))
                 .collect(),
             groups: anchors.iter().map(|a| a.group.clone()).collect(),
+            units: anchors.iter().map(Anchor::unit).collect(),
             digest: digest(anchors),
         }
     }
@@ -87,6 +91,13 @@ impl CellData {
             groups: None,
             fusion: None,
         }
+    }
+
+    /// The intervals of a version with held-out predictions `held_out`, its anchors' misses
+    /// counted per unit for the drift alarm.
+    fn intervals(&self, held_out: &[Option<Corrected>], seed: u64) -> Option<Intervals> {
+        Intervals::of(&self.pairs, held_out, seed)
+            .map(|i| i.with_units(&self.pairs, held_out, &self.units))
     }
 
     /// How the bias of a version with held-out predictions `held_out` varies between this
@@ -155,6 +166,7 @@ pub fn train_panel(
                 scale: *scale,
                 pairs: f.anchors.clone(),
                 groups: j.groups.clone(),
+                units: Vec::new(),
                 digest: digest(&j.anchors),
             })
             .collect();
@@ -205,7 +217,7 @@ fn train_on(cells: &[CellData], plan: &Plan, run: &Run) -> Result<Vec<NewVersion
                         c.scale.min,
                         c.scale.max,
                     ),
-                    intervals: Intervals::of(&c.pairs, held, job.split.seed),
+                    intervals: c.intervals(held, job.split.seed),
                     groups: c.group_bias(held),
                     ..c.version(model)
                 })
@@ -218,7 +230,7 @@ fn train_on(cells: &[CellData], plan: &Plan, run: &Run) -> Result<Vec<NewVersion
                 tracing::info!(rubric = %c.rubric, chosen = %chosen.decision.chosen, reason = %chosen.decision.reason, "auto chose");
                 NewVersion {
                     evaluation: chosen.evaluation,
-                    intervals: Intervals::of(&c.pairs, &chosen.held_out, options.split.seed),
+                    intervals: c.intervals(&chosen.held_out, options.split.seed),
                     groups: c.group_bias(&chosen.held_out),
                     decision: Some(chosen.decision),
                     ..c.version(chosen.model)

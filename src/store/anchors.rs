@@ -477,7 +477,7 @@ impl Store {
         let cell_id = self.cell_id(key).await?;
         let (item, version) = after.unwrap_or(("", ""));
         let rows = sqlx::query(
-            "SELECT item_id, judge_score, reference_score, group_name, rater, judge_version
+            "SELECT item_id, judge_score, reference_score, group_name, rater, judge_version, updated_at_ms
              FROM anchors WHERE cell_id = $1 AND (item_id > $2 OR (item_id = $3 AND judge_version > $4))
                  AND ($5 = '' OR judge_version = $6)
              ORDER BY item_id, judge_version LIMIT $7",
@@ -563,6 +563,7 @@ pub(super) fn anchor_of_named(r: &AnyRow) -> Result<Anchor> {
         rater: rater_of(r.try_get("rater")?)?,
         judge_version: JudgeVersion::from_stored(&r.try_get::<String, _>("judge_version")?)
             .map_err(|_| bad_row("judge version"))?,
+        stored_at_ms: Some(r.try_get("updated_at_ms")?),
     })
 }
 

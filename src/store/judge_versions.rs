@@ -124,8 +124,8 @@ impl Store {
     ) -> Result<HashMap<ItemId, Anchor>> {
         let cell_id = self.cell_id(key).await?;
         let rows = sqlx::query(
-            "SELECT item_id, judge_score, reference_score, group_name, rater, judge_version FROM anchors
-             WHERE cell_id = $1 AND judge_version = $2",
+            "SELECT item_id, judge_score, reference_score, group_name, rater, judge_version, updated_at_ms
+             FROM anchors WHERE cell_id = $1 AND judge_version = $2",
         )
         .bind(&cell_id)
         .bind(JudgeVersion::stored(version))

@@ -429,6 +429,25 @@ pub struct IntervalsDto {
     /// alarm tests against (the nominal 0.05 for `method`).
     pub miss_bound: f64,
     pub bins: Vec<IntervalBinDto>,
+    /// The units (raters, or uploads naming none) this version's training anchors came in,
+    /// checked against these intervals: where the drift alarm's estimate of how alike one
+    /// unit's misses are starts. Absent for versions trained before units were kept, and where
+    /// the anchors came in fewer than two units.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub training_units: Option<TrainingUnitsDto>,
+}
+
+/// The training anchors' units, as the drift alarm starts from them.
+#[derive(Serialize, ToSchema)]
+pub struct TrainingUnitsDto {
+    pub units: usize,
+    pub anchors: usize,
+    /// Training anchors outside their interval.
+    pub misses: usize,
+    /// The intra-unit correlation of misses the alarm starts betting with (estimated from
+    /// these units, shrunk towards 0.05 and widened by 1.25; a declared
+    /// `calibrators.drift_max_rho` caps it).
+    pub rho: f64,
 }
 
 impl From<Intervals> for IntervalsDto {
@@ -455,6 +474,12 @@ impl From<Intervals> for IntervalsDto {
                     held_out_coverage: b.held_out_coverage,
                 })
                 .collect(),
+            training_units: i.units.map(|u| TrainingUnitsDto {
+                units: u.units.round() as usize,
+                anchors: u.anchors.round() as usize,
+                misses: u.misses.round() as usize,
+                rho: u.rho(),
+            }),
         }
     }
 }

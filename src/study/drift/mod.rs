@@ -33,7 +33,7 @@ use super::synthetic::{JudgeModel, stand_in_reference};
 use super::systems::Record;
 use crate::calibrate::conformal::Intervals;
 use crate::calibrate::cv::Split;
-use crate::calibrate::drift::{BOUND_DELTA, CheckedBatch, MissAlarm, drift};
+use crate::calibrate::drift::{BOUND_DELTA, CheckedBatch, Dependence, MissAlarm, drift};
 use crate::calibrate::stats::{mean, quantile, sample_variance, standard_normal};
 use crate::calibrate::{Candidates, Cell, Method, Run};
 
@@ -259,6 +259,11 @@ pub fn run(opts: &Options, progress: &dyn Fn(&str)) -> Result<Vec<Row>, String> 
                 else {
                     continue;
                 };
+                // The training half came in batches as the stream does.
+                let units: Vec<Option<usize>> = (0..cells[0].pairs.len())
+                    .map(|i| Some(i / opts.batch.max(1)))
+                    .collect();
+                let intervals = intervals.with_units(&cells[0].pairs, &held_out[0], &units);
                 let bound = intervals.miss_bound(BOUND_DELTA);
                 let after = misses(model, Some(&intervals), &stream)?;
                 // Before: the method's own interval where it has one, else the band.
@@ -268,7 +273,11 @@ pub fn run(opts: &Options, progress: &dyn Fn(&str)) -> Result<Vec<Row>, String> 
                     .chunks(opts.batch)
                     .map(|b| CheckedBatch::unrated(b.to_vec()))
                     .collect();
-                let now = drift(&batches, bound, DELTA, None);
+                let history = Dependence {
+                    max_rho: None,
+                    history: intervals.units.as_ref(),
+                };
+                let now = drift(&batches, bound, DELTA, history);
                 let then = drift(
                     &before
                         .iter()
@@ -276,7 +285,7 @@ pub fn run(opts: &Options, progress: &dyn Fn(&str)) -> Result<Vec<Row>, String> 
                         .collect::<Vec<_>>(),
                     0.05,
                     DELTA,
-                    None,
+                    Dependence::default(),
                 );
                 let row = match rows
                     .iter_mut()

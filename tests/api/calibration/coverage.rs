@@ -183,8 +183,53 @@ async fn a_declared_design_effect_counts_a_large_batch_in_full(backend: Backend)
     assert!(declared > 100.0 * estimated.max(1.0), "{seen:?}");
 }
 
+/// A version keeps the units its training anchors came in (here uploads naming no rater), and
+/// the drift alarm's estimate of how alike a unit's misses are starts from them: trained on
+/// eight uploads of 50, one shifted batch of 400 counts for far more than after a version
+/// trained on the same anchors in one upload, where one unit shows nothing and the alarm
+/// starts from its prior.
+async fn the_training_anchors_units_start_the_alarms_estimate(backend: Backend) {
+    const EVALUE: &str = r#"judgecal_drift_evalue{judge="j1",rubric="coherence"}"#;
+    let mut seen = Vec::new();
+    for uploads in [1usize, 8] {
+        let app = TestApp::new(backend).await;
+        // The same 400 anchors, in one upload or eight.
+        for chunk in anchors(400, 0.5, 0.8).chunks(400 / uploads) {
+            let body = json!({"judge": "j1", "rubric": "coherence", "anchors": chunk});
+            let res = app.json("POST", "/v1/anchors", &body).await;
+            assert_eq!(res.status, 200, "{}", res.body);
+            // Each upload's anchors share its time in the store: keep the uploads apart.
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        trained(&app, "j1", json!({"method": "quantile_map"})).await;
+        let list = app.get("/v1/cells/j1/coherence/calibrators").await;
+        let units = list.body["versions"][0]["intervals"]["training_units"].clone();
+        let shifted = upload_to(&app, "shifted", 400, 0.9, 0.8).await;
+        assert!(
+            shifted["coverage"]["share"].as_f64().unwrap() < 0.8,
+            "{shifted}"
+        );
+        seen.push((units, metric(&metrics(&app).await, EVALUE).unwrap()));
+    }
+    eprintln!("one upload, then eight: {seen:?}");
+    let ((one, alone), (eight, started)) = (&seen[0], &seen[1]);
+    assert!(one.is_null(), "{one}");
+    assert_eq!(
+        (eight["units"].as_u64(), eight["anchors"].as_u64()),
+        (Some(8), Some(400)),
+        "{eight}"
+    );
+    // Eight units whose misses do not cluster: below the prior's 0.05 widened by 1.25.
+    assert!(eight["rho"].as_f64().unwrap() < 0.05, "{eight}");
+    // One shifted batch raises the alarm (1/δ = 100) only where the estimate starts from the
+    // training units (e-values 227 and 4.6 when this was written).
+    assert!(*started >= 100.0 && *alone < 100.0, "{seen:?}");
+    assert!(*started > 10.0 * alone.max(1.0), "{seen:?}");
+}
+
 on_both_backends!(
     anchors_off_the_active_intervals_lower_the_coverage,
     named_raters_are_the_alarms_units,
     a_declared_design_effect_counts_a_large_batch_in_full,
+    the_training_anchors_units_start_the_alarms_estimate,
 );
