@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 
 use super::corrector::Corrected;
 use super::cv;
-use super::drift::UnitSpread;
+use super::units::UnitSpread;
 
 /// The intervals' nominal coverage.
 pub const LEVEL: f64 = 0.95;

@@ -33,6 +33,7 @@ pub mod runlevel;
 pub mod select;
 pub mod stats;
 pub mod train;
+pub mod units;
 
 pub use corrector::{Cell, CellModel, Corrected, Corrector, MeanUncertainty, Run};
 // The registry: every calibration method, once. A line names the method (its variant and its

@@ -22,6 +22,7 @@
 //! twice the noise). The delay is the number of streamed anchors until the alarm.
 
 pub mod grid;
+pub mod scenario;
 
 use std::sync::atomic::AtomicBool;
 
