@@ -113,7 +113,7 @@ impl Uploaded {
             group,
             rater,
             judge_version: judge_version.cloned(),
-            stored_at_ms: None,
+            reference_at_ms: None,
         })
     }
 }

@@ -303,16 +303,17 @@ pub struct Anchor {
     pub rater: Option<RaterName>,
     /// The judge version that gave `judge_score`; `None` for an unversioned anchor.
     pub judge_version: Option<JudgeVersion>,
-    /// When the upload that last stored it ran (the store's time, shared by every anchor one
-    /// upload stores): the unit of independence of an anchor that names no rater. `None`
-    /// for an anchor not read from the store.
-    pub stored_at_ms: Option<i64>,
+    /// When the upload that set its reference ran (the store's time, shared by the anchors one
+    /// upload labels; an item another judge version re-scores keeps its reference's): the
+    /// unit of independence of an anchor that names no rater. `None` for an anchor not read
+    /// from the store.
+    pub reference_at_ms: Option<i64>,
 }
 
 impl Anchor {
     /// Its unit of independence, as the drift alarm counts units: its rater, else its upload.
     pub fn unit(&self) -> Option<String> {
-        match (&self.rater, self.stored_at_ms) {
+        match (&self.rater, self.reference_at_ms) {
             (Some(r), _) => Some(format!("rater {}", r.as_str())),
             (None, Some(ms)) => Some(format!("upload {ms}")),
             (None, None) => None,

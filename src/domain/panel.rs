@@ -281,7 +281,7 @@ mod tests {
             group: None,
             rater: None,
             judge_version: None,
-            stored_at_ms: None,
+            reference_at_ms: None,
         }
     }
 

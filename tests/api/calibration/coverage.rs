@@ -210,6 +210,22 @@ async fn the_training_anchors_units_start_the_alarms_estimate(backend: Backend) 
             "{shifted}"
         );
         seen.push((units, metric(&metrics(&app).await, EVALUE).unwrap()));
+        if uploads == 8 {
+            // A new judge version re-scores every item in one upload, its references the
+            // stored ones: its anchors' units are still the eight uploads that labelled them.
+            let rescored: Vec<Value> = anchors(400, 0.5, 0.8)
+                .into_iter()
+                .map(|r| json!({"item_id": r["item_id"], "judge_score": r["judge_score"]}))
+                .collect();
+            let body = json!({"judge": "j1", "rubric": "coherence", "judge_version": "v2", "anchors": rescored});
+            let res = app.json("POST", "/v1/anchors", &body).await;
+            assert_eq!(res.status, 200, "{}", res.body);
+            trained(&app, "j1", json!({"method": "quantile_map"})).await;
+            let list = app.get("/v1/cells/j1/coherence/calibrators").await;
+            let v = &list.body["versions"][0];
+            assert_eq!(v["judge_version"], "v2", "{v}");
+            assert_eq!(v["intervals"]["training_units"]["units"], 8, "{v}");
+        }
     }
     eprintln!("one upload, then eight: {seen:?}");
     let ((one, alone), (eight, started)) = (&seen[0], &seen[1]);

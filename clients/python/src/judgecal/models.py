@@ -528,34 +528,6 @@ class IntervalBinDto(BaseModel):
     to: float | None = None
 
 
-class IntervalsDto(BaseModel):
-    """
-    A version's 95% predictive intervals and how often they covered anchors it did not see.
-    """
-
-    bins: list[IntervalBinDto]
-    held_out: int = Field(..., ge=0)
-    """
-    Held-out anchors the coverage was measured on (conformal: each checked against bands
-    made without its fifth of them).
-    """
-    held_out_coverage: float | None = None
-    level: float
-    miss_bound: float
-    """
-    A bound on the share of new anchors the intervals miss, which holds given this
-    version's training anchors except for one version in 1,000: the miss rate the drift
-    alarm tests against (the nominal 0.05 for `method`).
-    """
-    source: str
-    """
-    `conformal` (the corrected score plus the band of held-out residuals of the judge
-    score's bin), `scaled` (the Bayesian posterior predictive, its half-width scaled by the
-    band of the bin's held-out residuals in units of it) or `method` (the posterior
-    predictive as is: versions trained before bands were conformalised).
-    """
-
-
 class IsotonicOptions(BaseModel):
     """
     Isotonic regression has nothing to set.
@@ -1766,6 +1738,25 @@ class AutoMethod(Enum):
     auto = 'auto'
 
 
+class TrainingUnitsDto(BaseModel):
+    """
+    The training anchors' units, as the drift alarm starts from them.
+    """
+
+    anchors: int = Field(..., ge=0)
+    misses: int = Field(..., ge=0)
+    """
+    Training anchors outside their interval.
+    """
+    rho: float
+    """
+    The intra-unit correlation of misses the alarm starts betting with (estimated from
+    these units, shrunk towards 0.05 and widened by 1.25; a declared
+    `calibrators.drift_max_rho` caps it).
+    """
+    units: int = Field(..., ge=0)
+
+
 class TransportDto(BaseModel):
     """
     The corrector's bias on this run, from its labelled items.
@@ -2326,6 +2317,35 @@ class IngestResponse(BaseModel):
     """
     Anchors already stored with the same scores (a retried upload is safe).
     """
+
+
+class IntervalsDto(BaseModel):
+    """
+    A version's 95% predictive intervals and how often they covered anchors it did not see.
+    """
+
+    bins: list[IntervalBinDto]
+    held_out: int = Field(..., ge=0)
+    """
+    Held-out anchors the coverage was measured on (conformal: each checked against bands
+    made without its fifth of them).
+    """
+    held_out_coverage: float | None = None
+    level: float
+    miss_bound: float
+    """
+    A bound on the share of new anchors the intervals miss, which holds given this
+    version's training anchors except for one version in 1,000: the miss rate the drift
+    alarm tests against (the nominal 0.05 for `method`).
+    """
+    source: str
+    """
+    `conformal` (the corrected score plus the band of held-out residuals of the judge
+    score's bin), `scaled` (the Bayesian posterior predictive, its half-width scaled by the
+    band of the bin's held-out residuals in units of it) or `method` (the posterior
+    predictive as is: versions trained before bands were conformalised).
+    """
+    training_units: TrainingUnitsDto | None = None
 
 
 class JobDto(BaseModel):
