@@ -34,7 +34,9 @@ use super::synthetic::{JudgeModel, stand_in_reference};
 use super::systems::Record;
 use crate::calibrate::conformal::Intervals;
 use crate::calibrate::cv::Split;
-use crate::calibrate::drift::{BOUND_DELTA, CheckedBatch, Dependence, MissAlarm, drift};
+use crate::calibrate::drift::{
+    BOUND_DELTA, CheckedBatch, Dependence, MissAlarm, UnitSpread, drift,
+};
 use crate::calibrate::stats::{mean, quantile, sample_variance, standard_normal};
 use crate::calibrate::{Candidates, Cell, Method, Run};
 
@@ -201,9 +203,10 @@ fn misses(
         .collect()
 }
 
-/// The anchor at which an alarm against `bound` first fires, streaming `misses` in batches.
-fn delay(misses: &[bool], batch: usize, bound: f64) -> Option<u64> {
-    let mut alarm = MissAlarm::new(bound, DELTA);
+/// The anchor at which an alarm against `bound` first fires, streaming `misses` in batches,
+/// its estimate of ρ starting from the version's training units `history`.
+fn delay(misses: &[bool], batch: usize, bound: f64, history: Option<&UnitSpread>) -> Option<u64> {
+    let mut alarm = MissAlarm::new(bound, DELTA).with_history(history);
     for b in misses.chunks(batch) {
         if alarm.observe_batch(b) {
             break;
@@ -327,11 +330,13 @@ pub fn run(opts: &Options, progress: &dyn Fn(&str)) -> Result<Vec<Row>, String> 
                         &misses(model, Some(&intervals), &shifted)?,
                         opts.batch,
                         bound,
+                        intervals.units.as_ref(),
                     ));
                     row.switch.push(delay(
                         &misses(model, Some(&intervals), &switched)?,
                         opts.batch,
                         bound,
+                        intervals.units.as_ref(),
                     ));
                 }
             }
