@@ -69,6 +69,7 @@ pub struct Metrics {
     pub drift_alarm: IntGaugeVec,
     pub drift_anchors: IntGaugeVec,
     pub drift_units: IntGaugeVec,
+    pub drift_rho: GaugeVec,
     pub drift_fleet_evalue_peak: GaugeVec,
     pub drift_fleet_miss_bound: GaugeVec,
     pub drift_fleet_alarm: IntGaugeVec,
@@ -256,6 +257,10 @@ impl Metrics {
                 "judgecal_drift_units",
                 "Independent units behind judgecal_drift_evalue: the raters named, plus one per upload batch naming none",
             ),
+            drift_rho: gauge(
+                "judgecal_drift_rho",
+                "How alike one unit's misses are taken to be (the intra-unit correlation the drift alarm bets its next anchor with, from the version's training units and the units checked since): a batch of n anchors naming no rater counts for about n/(1 + (n - 1)*rho) anchors",
+            ),
             drift_fleet_evalue_peak: gauge(
                 "judgecal_drift_fleet_evalue_peak",
                 "The largest e-value of the fleet's drift e-process since the activation: the same bet against judgecal_drift_fleet_miss_bound; judgecal_drift_fleet_alarm fires at 2*calibrators.fleet_cells/calibrators.fleet_delta",
@@ -376,6 +381,7 @@ impl Metrics {
             let _ = self.drift_alarm.remove_label_values(&labels);
             let _ = self.drift_anchors.remove_label_values(&labels);
             let _ = self.drift_units.remove_label_values(&labels);
+            let _ = self.drift_rho.remove_label_values(&labels);
             let _ = self.drift_fleet_evalue_peak.remove_label_values(&labels);
             let _ = self.drift_fleet_miss_bound.remove_label_values(&labels);
             let _ = self.drift_fleet_alarm.remove_label_values(&labels);
@@ -386,6 +392,7 @@ impl Metrics {
             self.drift_units
                 .with_label_values(&labels)
                 .set(d.units as i64);
+            self.drift_rho.with_label_values(&labels).set(d.rho);
             self.drift_fleet_evalue_peak
                 .with_label_values(&labels)
                 .set(f.peak);

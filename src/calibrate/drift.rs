@@ -308,6 +308,8 @@ pub struct Drift {
     pub peak: f64,
     /// Whether it has reached 1/δ since the activation (it stays raised until the next).
     pub alarm: bool,
+    /// The intra-unit correlation of misses the next anchor would be bet with.
+    pub rho: f64,
 }
 
 /// A cell's two e-processes over the same checks: its own alarm, and the fleet's (tested
@@ -358,6 +360,7 @@ pub fn drift(
         e_value: alarm.e_value(),
         peak: alarm.peak(),
         alarm: alarm.alarmed_at.is_some(),
+        rho: alarm.rho(),
     }
 }
 

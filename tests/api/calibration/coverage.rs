@@ -190,6 +190,7 @@ async fn a_declared_design_effect_counts_a_large_batch_in_full(backend: Backend)
 /// starts from its prior.
 async fn the_training_anchors_units_start_the_alarms_estimate(backend: Backend) {
     const EVALUE: &str = r#"judgecal_drift_evalue{judge="j1",rubric="coherence"}"#;
+    const RHO: &str = r#"judgecal_drift_rho{judge="j1",rubric="coherence"}"#;
     let mut seen = Vec::new();
     for uploads in [1usize, 8] {
         let app = TestApp::new(backend).await;
@@ -209,7 +210,16 @@ async fn the_training_anchors_units_start_the_alarms_estimate(backend: Backend) 
             shifted["coverage"]["share"].as_f64().unwrap() < 0.8,
             "{shifted}"
         );
-        seen.push((units, metric(&metrics(&app).await, EVALUE).unwrap()));
+        let text = metrics(&app).await;
+        // The 400 checked anchors are too recent to count in the estimate yet (it reads
+        // anchors older than the last 500): the gauge shows where it started, the training
+        // units' ρ, or the prior's 0.05 widened by 1.25.
+        let started_at = units["rho"].as_f64().unwrap_or(0.05 * 1.25);
+        assert!(
+            (metric(&text, RHO).unwrap() - started_at).abs() < 1e-9,
+            "{text}"
+        );
+        seen.push((units, metric(&text, EVALUE).unwrap()));
         if uploads == 8 {
             // A new judge version re-scores every item in one upload, its references the
             // stored ones: its anchors' units are still the eight uploads that labelled them.
