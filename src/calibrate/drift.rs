@@ -123,10 +123,8 @@ pub struct MissAlarm {
     /// The last [`LAG`] anchors, and per unit its anchors and misses before them.
     recent: std::collections::VecDeque<(UnitId, bool)>,
     lagged: HashMap<UnitId, (f64, f64)>,
-    /// The units older than the lag.
+    /// The units older than the lag, and the version's training units.
     spread: UnitSpread,
-    /// The training anchors' units.
-    history: UnitSpread,
     /// log of the mixture's wealth (kept in logs: it can grow past f64 on a broken cell).
     log_wealth: f64,
     /// The largest log wealth so far.
@@ -161,7 +159,6 @@ impl MissAlarm {
             recent: std::collections::VecDeque::new(),
             lagged: HashMap::new(),
             spread: UnitSpread::default(),
-            history: UnitSpread::default(),
             log_wealth: 0.0,
             log_peak: 0.0,
             next_batch: UnitId::MAX,
@@ -178,8 +175,10 @@ impl MissAlarm {
     }
 
     /// The same alarm, its estimate of ρ starting from the training anchors' units.
+    /// (Called before any anchor: the training units are summed with the watched ones, whose
+    /// ids are the alarm's own.)
     pub fn with_history(mut self, history: Option<&UnitSpread>) -> Self {
-        self.history = history.cloned().unwrap_or_default();
+        self.spread = history.cloned().unwrap_or_default();
         self
     }
 
@@ -270,7 +269,7 @@ impl MissAlarm {
 
     /// The intra-unit correlation of misses the next anchor would be bet with.
     pub fn rho(&self) -> f64 {
-        let estimated = self.spread.joined(&self.history).rho();
+        let estimated = self.spread.rho();
         self.max_rho.map_or(estimated, |r| estimated.min(r))
     }
 }

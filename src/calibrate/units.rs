@@ -37,17 +37,6 @@ impl UnitSpread {
         out
     }
 
-    /// The units of both.
-    pub(super) fn joined(&self, other: &Self) -> Self {
-        Self {
-            units: self.units + other.units,
-            anchors: self.anchors + other.anchors,
-            misses: self.misses + other.misses,
-            squares: self.squares + other.squares,
-            sizes: self.sizes + other.sizes,
-        }
-    }
-
     pub(super) fn add(&mut self, n: f64, m: f64, sign: f64) {
         self.anchors += sign * n;
         self.misses += sign * m;

@@ -305,8 +305,8 @@ pub struct Anchor {
     pub judge_version: Option<JudgeVersion>,
     /// When the upload that set its reference ran (the store's time, shared by the anchors one
     /// upload labels; an item another judge version re-scores keeps its reference's): the
-    /// unit of independence of an anchor that names no rater. `None` for an anchor not read
-    /// from the store.
+    /// unit of independence of an anchor that names no rater. Read only for a training
+    /// snapshot (`Store::judge_anchors`); `None` elsewhere.
     pub reference_at_ms: Option<i64>,
 }
 

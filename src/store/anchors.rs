@@ -478,7 +478,7 @@ impl Store {
         let (item, version) = after.unwrap_or(("", ""));
         let rows = sqlx::query(
             "SELECT a.item_id, a.judge_score, a.reference_score, a.group_name, a.rater, a.judge_version,
-                 (SELECT MIN(b.updated_at_ms) FROM anchors b WHERE b.cell_id = a.cell_id AND b.item_id = a.item_id) AS reference_at_ms
+                 CAST(NULL AS BIGINT) AS reference_at_ms
              FROM anchors a WHERE a.cell_id = $1 AND (a.item_id > $2 OR (a.item_id = $3 AND a.judge_version > $4))
                  AND ($5 = '' OR a.judge_version = $6)
              ORDER BY a.item_id, a.judge_version LIMIT $7",
@@ -564,7 +564,7 @@ pub(super) fn anchor_of_named(r: &AnyRow) -> Result<Anchor> {
         rater: rater_of(r.try_get("rater")?)?,
         judge_version: JudgeVersion::from_stored(&r.try_get::<String, _>("judge_version")?)
             .map_err(|_| bad_row("judge version"))?,
-        reference_at_ms: Some(r.try_get("reference_at_ms")?),
+        reference_at_ms: r.try_get("reference_at_ms")?,
     })
 }
 

@@ -125,7 +125,7 @@ impl Store {
         let cell_id = self.cell_id(key).await?;
         let rows = sqlx::query(
             "SELECT a.item_id, a.judge_score, a.reference_score, a.group_name, a.rater, a.judge_version,
-                 (SELECT MIN(b.updated_at_ms) FROM anchors b WHERE b.cell_id = a.cell_id AND b.item_id = a.item_id) AS reference_at_ms
+                 CAST(NULL AS BIGINT) AS reference_at_ms
              FROM anchors a WHERE a.cell_id = $1 AND a.judge_version = $2",
         )
         .bind(&cell_id)
