@@ -1,6 +1,8 @@
 //! Ingest speed: one upload of 100,000 anchors, through the router (JSON parse, validation,
-//! one transaction), on Postgres and on the embedded SQLite. Prints figures; never fails on
-//! speed.
+//! one transaction), on Postgres and on the embedded SQLite; and a labelling team's batch of
+//! 100 into a watched cell (one with an active version, so each upload is checked against its
+//! bands and the drift alarm replayed) while many other cells are watched too. Prints
+//! figures; never fails on speed.
 //!
 //!     cargo bench --bench ingest
 //!
@@ -19,6 +21,11 @@ use tower::ServiceExt;
 
 const N: usize = 100_000;
 const RUNS: usize = 3;
+
+/// Watched cells, the batches of 100 each has had checked, and the uploads timed.
+const WATCHED: usize = 30;
+const CHECKED: usize = 20;
+const TIMED: usize = 20;
 
 fn body(judge: &str) -> String {
     let anchors: Vec<_> = (0..N)
@@ -80,13 +87,104 @@ async fn bench(label: &str, url: &str) {
     );
 }
 
+/// One request through the router: its status, body and time.
+async fn send(
+    app: &Application,
+    method: &str,
+    path: &str,
+    body: serde_json::Value,
+) -> (u16, serde_json::Value, f64) {
+    let req = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("content-type", "application/json")
+        .body(if body.is_null() {
+            Body::empty()
+        } else {
+            Body::from(body.to_string())
+        })
+        .unwrap();
+    let started = Instant::now();
+    let res = app.router().oneshot(req).await.unwrap();
+    let status = res.status().as_u16();
+    let bytes = axum::body::to_bytes(res.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    let took = started.elapsed().as_secs_f64();
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or_default(),
+        took,
+    )
+}
+
+/// `n` anchors of `cell`'s judge, item ids from `first`, references 0.3 + 0.9·j + noise.
+fn batch(cell: usize, first: usize, n: usize) -> serde_json::Value {
+    let anchors: Vec<_> = (first..first + n)
+        .map(|i| {
+            let j = 1.0 + (i * 7919 % 400) as f64 / 100.0;
+            let noise = (i * 104_729 % 1000) as f64 / 1000.0 - 0.5;
+            json!({"item_id": format!("item-{i:06}"), "judge_score": j,
+                   "reference_score": (0.3 + 0.9 * j + noise).clamp(1.0, 5.0)})
+        })
+        .collect();
+    json!({"judge": format!("watched-{cell}"), "rubric": "coherence", "anchors": anchors})
+}
+
+async fn watched(label: &str, url: &str) {
+    let mut settings = Settings::defaults_with_database(url);
+    settings.server.bind = "127.0.0.1:0".into();
+    settings.auth.disabled = true;
+    let app = Application::build(settings).await.expect("app");
+    for cell in 0..WATCHED {
+        let (status, _, _) = send(&app, "POST", "/v1/anchors", batch(cell, 0, 400)).await;
+        assert_eq!(status, 200);
+        let path = format!("/v1/judges/watched-{cell}/calibrations");
+        let (status, job, _) = send(&app, "POST", &path, json!({"method": "quantile_map"})).await;
+        assert_eq!(status, 202, "{job}");
+        let id = job["id"].as_str().unwrap().to_owned();
+        loop {
+            let (_, job, _) = send(&app, "GET", &format!("/v1/jobs/{id}"), json!(null)).await;
+            match job["state"].as_str() {
+                Some("succeeded") => break,
+                Some("failed" | "cancelled") => panic!("{job}"),
+                _ => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
+            }
+        }
+        for b in 0..CHECKED {
+            let body = batch(cell, 400 + 100 * b, 100);
+            let (status, _, _) = send(&app, "POST", "/v1/anchors", body).await;
+            assert_eq!(status, 200);
+        }
+    }
+    let mut times = Vec::new();
+    for t in 0..TIMED {
+        let body = batch(0, 400 + 100 * (CHECKED + t), 100);
+        let (status, res, took) = send(&app, "POST", "/v1/anchors", body).await;
+        assert_eq!(status, 200);
+        assert!(res["cells"][0]["coverage"].is_object(), "{res}");
+        times.push(took);
+    }
+    times.sort_by(f64::total_cmp);
+    println!(
+        "ingest {label:8} a batch of 100 into a watched cell, {WATCHED} cells watched with {CHECKED} checked batches each: \
+         median {:.1} ms, best {:.1} ms, worst {:.1} ms over {TIMED} uploads",
+        1e3 * times[TIMED / 2],
+        1e3 * times[0],
+        1e3 * times[TIMED - 1]
+    );
+}
+
 #[tokio::main]
 async fn main() {
-    bench("postgres", &postgres_url().await).await;
+    let watched_only = std::env::args().any(|a| a == "--watched");
     let dir = tempfile::tempdir().unwrap();
-    bench(
-        "sqlite",
-        &format!("sqlite://{}/bench.db", dir.path().display()),
-    )
-    .await;
+    let sqlite = format!("sqlite://{}/bench.db", dir.path().display());
+    if !watched_only {
+        bench("postgres", &postgres_url().await).await;
+        bench("sqlite", &sqlite).await;
+    }
+    watched("postgres", &postgres_url().await).await;
+    let sqlite = format!("sqlite://{}/watched.db", dir.path().display());
+    watched("sqlite", &sqlite).await;
 }

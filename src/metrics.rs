@@ -39,6 +39,15 @@ impl RunQuestion {
     }
 }
 
+/// Which cells a refresh of per-cell gauges covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Every cell: cells left out lose their gauges.
+    All,
+    /// The cells given: the others keep theirs.
+    These,
+}
+
 #[derive(Clone)]
 pub struct Metrics {
     registry: Registry,
@@ -343,12 +352,16 @@ impl Metrics {
     }
 
     /// The coverage of every cell with checks against its active version; cells without
-    /// (a new version, or none) lose theirs.
-    pub fn set_coverage(&self, windows: &[CoverageWindow]) {
+    /// (a new version, or none) lose theirs. With `Scope::These`, `windows` are some cells'
+    /// (those an upload touched) and the others keep theirs.
+    pub fn set_coverage(&self, windows: &[CoverageWindow], scope: Scope) {
         let Ok(mut cells) = self.coverage_cells.lock() else {
             return;
         };
-        let now: HashSet<CellKey> = windows.iter().map(|w| w.key.clone()).collect();
+        let mut now: HashSet<CellKey> = windows.iter().map(|w| w.key.clone()).collect();
+        if scope == Scope::These {
+            now.extend(cells.iter().cloned());
+        }
         for gone in cells.difference(&now) {
             let labels = [gone.judge.as_str(), gone.rubric.as_str()];
             let _ = self.anchor_coverage.remove_label_values(&labels);
@@ -367,12 +380,15 @@ impl Metrics {
     }
 
     /// The drift alarm of every cell with checks since its version's activation; cells without
-    /// lose theirs.
-    pub fn set_drift(&self, drifts: &[(CellKey, Watch)]) {
+    /// lose theirs. With `Scope::These`, `drifts` are some cells' and the others keep theirs.
+    pub fn set_drift(&self, drifts: &[(CellKey, Watch)], scope: Scope) {
         let Ok(mut cells) = self.drift_cells.lock() else {
             return;
         };
-        let now: HashSet<CellKey> = drifts.iter().map(|(k, _)| k.clone()).collect();
+        let mut now: HashSet<CellKey> = drifts.iter().map(|(k, _)| k.clone()).collect();
+        if scope == Scope::These {
+            now.extend(cells.iter().cloned());
+        }
         for gone in cells.difference(&now) {
             let labels = [gone.judge.as_str(), gone.rubric.as_str()];
             let _ = self.drift_evalue.remove_label_values(&labels);

@@ -20,8 +20,9 @@ use super::Service;
 use super::versions::Loaded;
 use crate::calibrate::conformal::Intervals;
 use crate::calibrate::drift::{BOUND_DELTA, CheckedBatch, Dependence, Watch, drift};
-use crate::domain::Anchor;
+use crate::domain::{Anchor, CellKey};
 use crate::error::{Error, Result};
+use crate::metrics::Scope;
 use crate::store::{BatchCoverage, CellIngest};
 
 /// `judgecal_anchor_coverage` covers the newest checks of a cell's active version, whole
@@ -42,6 +43,14 @@ impl FleetAlert {
     pub fn per_cell(&self) -> f64 {
         self.delta / (2.0 * self.cells as f64)
     }
+}
+
+/// A version's bounds on its miss rate: at `drift::BOUND_DELTA` (its own alarm's) and at the
+/// fleet alert's level per cell.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Bounds {
+    pub cell: f64,
+    pub fleet: f64,
 }
 
 /// Whether each of `anchors` missed `loaded`'s 95% predictive interval, with its rater, for
@@ -72,7 +81,7 @@ impl Service {
     /// result and updates the gauges. The anchors are stored already: a failure here is
     /// logged, never returned.
     pub(super) async fn check_coverage(&self, outcomes: &mut [CellIngest]) {
-        let mut touched = false;
+        let mut touched = Vec::new();
         for outcome in outcomes.iter_mut() {
             if outcome.stored.is_empty() {
                 continue;
@@ -95,7 +104,7 @@ impl Service {
             match self.check_batch(loaded, outcome.stored.clone()).await {
                 Ok(Some(c)) => {
                     outcome.coverage = Some(c);
-                    touched = true;
+                    touched.push(outcome.key.clone());
                 }
                 Ok(None) => {}
                 Err(e) => tracing::warn!(
@@ -104,8 +113,12 @@ impl Service {
                 ),
             }
         }
-        if touched && let Err(e) = self.refresh_coverage().await {
-            tracing::warn!(error = ?e, "anchor coverage gauges not refreshed");
+        // Only the cells this upload touched: the others' gauges have not moved, and the
+        // refresh timer keeps every cell's (an upload's cost does not grow with the fleet).
+        for key in &touched {
+            if let Err(e) = self.refresh_coverage_of(Some(key)).await {
+                tracing::warn!(cell = %key, error = ?e, "anchor coverage gauges not refreshed");
+            }
         }
     }
 
@@ -136,40 +149,52 @@ impl Service {
     }
 
     /// Sets `judgecal_anchor_coverage` and the drift alarm's gauges from the store for every
-    /// cell, so each replica reports the same: after an upload here and on the refresh timer.
+    /// cell, so each replica reports the same: at start and on the refresh timer.
     pub async fn refresh_coverage(&self) -> Result<()> {
-        let windows = self.store.coverage(COVERAGE_WINDOW).await?;
-        self.metrics.set_coverage(&windows);
-        let cells = self.store.misses_since_activation().await?;
+        self.refresh_coverage_of(None).await
+    }
+
+    /// The same for every cell, or `only` one (after an upload to it).
+    async fn refresh_coverage_of(&self, only: Option<&CellKey>) -> Result<()> {
+        let scope = if only.is_some() {
+            Scope::These
+        } else {
+            Scope::All
+        };
+        let windows = self.store.coverage(COVERAGE_WINDOW, only).await?;
+        self.metrics.set_coverage(&windows, scope);
+        let cells = self.store.misses_since_activation(only).await?;
         let fleet = self.fleet;
-        // Bounds at the fleet's level take many draws: once per version and process.
-        let known = self
-            .fleet_bounds
-            .lock()
-            .map(|b| b.clone())
-            .unwrap_or_default();
+        // A version's two bounds take many draws: once per version and process.
+        let known = self.bounds.lock().map(|b| b.clone()).unwrap_or_default();
         let needed: Vec<(String, Option<Intervals>)> = cells
             .iter()
             .filter(|c| !known.contains_key(&c.calibrator))
             .map(|c| (c.calibrator.clone(), c.intervals.clone()))
             .collect();
         let nominal = 1.0 - crate::calibrate::conformal::LEVEL;
-        let fresh: Vec<(String, f64)> =
+        let fresh: Vec<(String, Bounds)> =
             crate::error::blocking("bounding the versions' miss rates", move || {
                 needed
                     .into_iter()
                     .map(|(id, i)| {
-                        let bound = i.map_or(nominal, |i| i.miss_bound(fleet.per_cell()));
-                        (id, bound)
+                        let bound = |delta| i.as_ref().map_or(nominal, |i| i.miss_bound(delta));
+                        let bounds = Bounds {
+                            cell: bound(BOUND_DELTA),
+                            fleet: bound(fleet.per_cell()),
+                        };
+                        (id, bounds)
                     })
                     .collect()
             })
             .await?;
         let mut bounds = known;
-        if let Ok(mut cache) = self.fleet_bounds.lock() {
+        if let Ok(mut cache) = self.bounds.lock() {
             cache.extend(fresh.iter().cloned());
-            // Versions no longer active leave the cache.
-            cache.retain(|id, _| cells.iter().any(|c| &c.calibrator == id));
+            // Versions no longer active leave the cache (after a refresh of every cell).
+            if only.is_none() {
+                cache.retain(|id, _| cells.iter().any(|c| &c.calibrator == id));
+            }
         }
         bounds.extend(fresh);
         let (delta, max_rho) = (self.drift_delta, self.drift_max_rho);
@@ -179,11 +204,13 @@ impl Service {
             cells
                 .into_iter()
                 .map(|cell| {
-                    let bound = cell
-                        .intervals
-                        .as_ref()
-                        .map_or(nominal, |i| i.miss_bound(BOUND_DELTA));
-                    let fleet_bound = bounds.get(&cell.calibrator).copied().unwrap_or(nominal);
+                    let Bounds {
+                        cell: bound,
+                        fleet: fleet_bound,
+                    } = bounds.get(&cell.calibrator).copied().unwrap_or(Bounds {
+                        cell: nominal,
+                        fleet: nominal,
+                    });
                     let dependence = Dependence {
                         max_rho,
                         history: cell.intervals.as_ref().and_then(|i| i.units.as_ref()),
@@ -197,7 +224,7 @@ impl Service {
                 .collect()
         })
         .await?;
-        self.metrics.set_drift(&drifts);
+        self.metrics.set_drift(&drifts, scope);
         Ok(())
     }
 }

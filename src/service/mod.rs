@@ -85,9 +85,9 @@ pub struct Service {
     drift_max_rho: Option<f64>,
     /// The fleet alert's size and rate (`calibrators.fleet_cells`, `fleet_delta`).
     fleet: coverage::FleetAlert,
-    /// Each version's miss bound at the fleet alert's level, by calibrator id (a bound at a
-    /// small level takes many draws: computed once per version and process).
-    fleet_bounds: Mutex<std::collections::HashMap<String, f64>>,
+    /// Each version's miss bounds, its alarm's and at the fleet alert's level, by calibrator
+    /// id (a bound at a small level takes many draws: computed once per version and process).
+    bounds: Mutex<std::collections::HashMap<String, coverage::Bounds>>,
 }
 
 impl Service {
@@ -110,7 +110,7 @@ impl Service {
                 cells: settings.calibrators.fleet_cells,
                 delta: settings.calibrators.fleet_delta,
             },
-            fleet_bounds: Mutex::default(),
+            bounds: Mutex::default(),
         })
     }
 

@@ -83,24 +83,42 @@ impl Store {
         Ok(())
     }
 
-    /// Per cell, the newest checks against its active version, whole batches, until at least
-    /// `window` anchors are counted. Cells whose active version has no checks are left out.
-    pub async fn coverage(&self, window: i64) -> Result<Vec<CoverageWindow>> {
+    /// Per cell (or `only` that one), the newest checks against its active version, whole
+    /// batches, until at least `window` anchors are counted. Cells whose active version has no
+    /// checks are left out.
+    pub async fn coverage(
+        &self,
+        window: i64,
+        only: Option<&CellKey>,
+    ) -> Result<Vec<CoverageWindow>> {
         // Every check counts at least one anchor, so the newest `window` checks of a version
         // always fill its window: older rows are never read, however long a version serves.
-        let rows = sqlx::query(
-            "SELECT judge, rubric, checked, inside FROM (
-                 SELECT c.judge, c.rubric, cov.checked, cov.inside, cov.created_at_ms, cov.id,
-                        ROW_NUMBER() OVER (PARTITION BY cov.calibrator_id
-                                           ORDER BY cov.created_at_ms DESC, cov.id) AS n
-                 FROM anchor_coverage cov
-                 JOIN active_calibrators act ON act.calibrator_id = cov.calibrator_id
-                 JOIN cells c ON c.id = act.cell_id
-             ) recent
-             WHERE n <= $1
-             ORDER BY judge, rubric, created_at_ms DESC, id",
-        )
-        .bind(window)
+        macro_rules! recent {
+            ($filter:literal) => {
+                concat!(
+                    "SELECT judge, rubric, checked, inside FROM (
+                         SELECT c.judge, c.rubric, cov.checked, cov.inside, cov.created_at_ms,
+                                cov.id,
+                                ROW_NUMBER() OVER (PARTITION BY cov.calibrator_id
+                                                   ORDER BY cov.created_at_ms DESC, cov.id) AS n
+                         FROM anchor_coverage cov
+                         JOIN active_calibrators act ON act.calibrator_id = cov.calibrator_id
+                         JOIN cells c ON c.id = act.cell_id",
+                    $filter,
+                    "
+                     ) recent
+                     WHERE n <= $1
+                     ORDER BY judge, rubric, created_at_ms DESC, id"
+                )
+            };
+        }
+        let rows = match only {
+            None => sqlx::query(recent!("")).bind(window),
+            Some(key) => sqlx::query(recent!(" WHERE c.judge = $2 AND c.rubric = $3"))
+                .bind(window)
+                .bind(key.judge.as_str())
+                .bind(key.rubric.as_str()),
+        }
         .fetch_all(&self.pool)
         .await?;
         let mut out: Vec<CoverageWindow> = Vec::new();
@@ -128,20 +146,31 @@ impl Store {
         Ok(out)
     }
 
-    /// Per cell, every batch checked against its active version since the version was last
-    /// activated, in arrival order (by time, then id), each as whether its anchors missed the
-    /// interval and who labelled it, with the version's intervals. What the drift e-process
-    /// replays; checks recorded before misses were kept are left out.
-    pub async fn misses_since_activation(&self) -> Result<Vec<CellMisses>> {
-        let rows = sqlx::query(
-            "SELECT c.judge, c.rubric, cov.misses, cal.intervals, cov.raters, cal.id
-             FROM anchor_coverage cov
-             JOIN active_calibrators act ON act.calibrator_id = cov.calibrator_id
-             JOIN calibrators cal ON cal.id = act.calibrator_id
-             JOIN cells c ON c.id = act.cell_id
-             WHERE cov.created_at_ms >= act.activated_at_ms AND cov.misses IS NOT NULL
-             ORDER BY c.judge, c.rubric, cov.created_at_ms, cov.id",
-        )
+    /// Per cell (or `only` that one), every batch checked against its active version since the
+    /// version was last activated, in arrival order (by time, then id), each as whether its
+    /// anchors missed the interval and who labelled it, with the version's intervals. What the
+    /// drift e-process replays; checks recorded before misses were kept are left out.
+    pub async fn misses_since_activation(&self, only: Option<&CellKey>) -> Result<Vec<CellMisses>> {
+        macro_rules! since {
+            ($filter:literal) => {
+                concat!(
+                    "SELECT c.judge, c.rubric, cov.misses, cal.intervals, cov.raters, cal.id
+                     FROM anchor_coverage cov
+                     JOIN active_calibrators act ON act.calibrator_id = cov.calibrator_id
+                     JOIN calibrators cal ON cal.id = act.calibrator_id
+                     JOIN cells c ON c.id = act.cell_id
+                     WHERE cov.created_at_ms >= act.activated_at_ms AND cov.misses IS NOT NULL",
+                    $filter,
+                    " ORDER BY c.judge, c.rubric, cov.created_at_ms, cov.id"
+                )
+            };
+        }
+        let rows = match only {
+            None => sqlx::query(since!("")),
+            Some(key) => sqlx::query(since!(" AND c.judge = $1 AND c.rubric = $2"))
+                .bind(key.judge.as_str())
+                .bind(key.rubric.as_str()),
+        }
         .fetch_all(&self.pool)
         .await?;
         let mut out: Vec<CellMisses> = Vec::new();

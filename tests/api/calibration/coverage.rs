@@ -253,9 +253,74 @@ async fn the_training_anchors_units_start_the_alarms_estimate(backend: Backend) 
     assert!(*started > 10.0 * alone.max(1.0), "{seen:?}");
 }
 
+/// An upload refreshes the gauges of the cells it reached, and leaves every other cell's as
+/// they were (the refresh timer recomputes them all): the upload's cost does not grow with the
+/// number of watched cells, and no cell's gauges vanish because another was uploaded to.
+async fn an_upload_refreshes_its_own_cells_gauges_and_keeps_the_others(backend: Backend) {
+    let gauge =
+        |name: &str, judge: &str| format!(r#"{name}{{judge="{judge}",rubric="coherence"}}"#);
+    let app = TestApp::new(backend).await;
+    for judge in ["j1", "j2"] {
+        upload_as(&app, judge, "coherence", "fit-", 200, 0.5, 0.8).await;
+        trained(&app, judge, json!({"method": "quantile_map"})).await;
+    }
+    // j2: a healthy batch, then j1: a batch 1.2 points off the line it learned.
+    let healthy = upload_as(&app, "j2", "coherence", "same-", 100, 0.5, 0.8).await;
+    let off = upload_as(&app, "j1", "coherence", "off-", 100, 1.7, 0.8).await;
+    let text = metrics(&app).await;
+    let read = |name: &str, judge: &str| metric(&text, &gauge(name, judge));
+    assert_eq!(
+        read("judgecal_anchor_coverage", "j2"),
+        healthy["coverage"]["share"].as_f64(),
+        "{text}"
+    );
+    assert_eq!(
+        read("judgecal_anchor_coverage", "j1"),
+        off["coverage"]["share"].as_f64(),
+        "{text}"
+    );
+    assert!(
+        read("judgecal_anchor_coverage", "j1").unwrap() < 0.5,
+        "{text}"
+    );
+    for judge in ["j1", "j2"] {
+        for name in [
+            "judgecal_drift_evalue",
+            "judgecal_drift_miss_bound",
+            "judgecal_drift_fleet_miss_bound",
+        ] {
+            assert!(read(name, judge).is_some(), "{name} of {judge}: {text}");
+        }
+        assert_eq!(read("judgecal_drift_anchors", judge), Some(100.0), "{text}");
+    }
+    // The bounds are each version's own, computed once and reused: equal cells, equal bounds.
+    assert_eq!(
+        read("judgecal_drift_miss_bound", "j1"),
+        read("judgecal_drift_miss_bound", "j2")
+    );
+    assert!(
+        read("judgecal_drift_fleet_miss_bound", "j1").unwrap()
+            > read("judgecal_drift_miss_bound", "j1").unwrap(),
+        "{text}"
+    );
+    // A full refresh (the timer's) reads the same from the store.
+    app.service.refresh_coverage().await.unwrap();
+    let again = metrics(&app).await;
+    for judge in ["j1", "j2"] {
+        for name in ["judgecal_anchor_coverage", "judgecal_drift_evalue"] {
+            assert_eq!(
+                metric(&again, &gauge(name, judge)),
+                read(name, judge),
+                "{name} of {judge}"
+            );
+        }
+    }
+}
+
 on_both_backends!(
     anchors_off_the_active_intervals_lower_the_coverage,
     named_raters_are_the_alarms_units,
     a_declared_design_effect_counts_a_large_batch_in_full,
     the_training_anchors_units_start_the_alarms_estimate,
+    an_upload_refreshes_its_own_cells_gauges_and_keeps_the_others,
 );
