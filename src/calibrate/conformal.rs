@@ -26,6 +26,18 @@
 //! coverage, which a posterior predictive alone does not have on skewed or discrete references.
 //! The band's held-out coverage is measured by cross-fitting: the held-out anchors are dealt
 //! into five groups, and each group is checked against the bands made from the other four.
+//!
+//! **Ties at the band's edges.** On a discrete scale many residuals tie (a quantile map onto
+//! integer references corrects to integers), and a band whose edge is a tied value covers more
+//! than its ranks say: its miss rate is only bounded above by the split-conformal law. The
+//! drift alarm wants the law itself, so each held-out anchor also draws a tie-break u, uniform
+//! and independent of everything else, and the band's edges are kept as (residual, u) pairs
+//! ([`Bin::ties`]): a new anchor with its own u ([`tie_break`]) misses where its (residual, u)
+//! falls outside them in lexicographic order ([`Intervals::misses`]). The randomised rank of a
+//! residual is then exactly uniform, so the alarm's miss rate given the held-out anchors is
+//! the Beta law [`Intervals::miss_bound`] bounds, tied scale or not, and a shift that moves
+//! residuals across a tied edge raises it as on a continuous scale. The served interval is
+//! unchanged (ties inside it are inside).
 
 use serde::{Deserialize, Serialize};
 
@@ -71,6 +83,11 @@ pub struct Bin {
     /// Share of the bin's held-out anchors inside their interval (`None` where it could not be
     /// measured).
     pub held_out_coverage: Option<f64>,
+    /// The tie-breaks u of the held-out anchors at the band's lower and upper edges: the
+    /// edges are (band.0, ties.0) and (band.1, ties.1) in (residual, u) order. `None` for
+    /// versions trained before ties were broken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ties: Option<(f64, f64)>,
 }
 
 /// Whether judge score `j` lies in [`from`, `to`) (open where `None`).
@@ -117,6 +134,36 @@ pub fn band(mut residuals: Vec<f64>) -> Option<(f64, f64)> {
     let (lo, hi) = ranks(residuals.len())?;
     residuals.sort_by(f64::total_cmp);
     Some((residuals[lo - 1], residuals[hi - 1]))
+}
+
+/// The band of `residuals` (each with its tie-break u) in (residual, u) order, and the
+/// tie-breaks at its edges: the same band as [`band`]'s.
+fn band_with_ties(mut residuals: Vec<(f64, f64)>) -> Option<((f64, f64), (f64, f64))> {
+    let (lo, hi) = ranks(residuals.len())?;
+    residuals.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    let (l, h) = (residuals[lo - 1], residuals[hi - 1]);
+    Some(((l.0, h.0), (l.1, h.1)))
+}
+
+/// The held-out anchors' tie-breaks, in their order: uniform draws from `seed`.
+fn held_out_ties(n: usize, seed: u64) -> Vec<f64> {
+    use crate::calibrate::rng::{Rng, RngExt, SeedableRng};
+    let mut rng = Rng::seed_from_u64(seed ^ 0x71E5_B4EA);
+    (0..n).map(|_| rng.random::<f64>()).collect()
+}
+
+/// A new anchor's tie-break: uniform on [0, 1), from its item id and the version it is
+/// checked against (a hash, so every replica draws the same, and independent of its scores).
+pub fn tie_break(item: &str, version: &str) -> f64 {
+    // FNV-1a over both, then splitmix64's finaliser.
+    let mut h: u64 = 0xCBF2_9CE4_8422_2325;
+    for b in item.bytes().chain([0xFF]).chain(version.bytes()) {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01B3);
+    }
+    h = (h ^ (h >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    h = (h ^ (h >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    h ^= h >> 31;
+    (h >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// The half-width a scaled band is measured in: that of the method's own interval.
@@ -169,6 +216,7 @@ impl Intervals {
                 anchors: held_out,
                 band: None,
                 held_out_coverage: None,
+                ties: None,
             }],
             held_out,
             held_out_coverage: None,
@@ -232,16 +280,24 @@ impl Intervals {
                     })
                     .collect()
             });
+        let ties = held_out_ties(held.len(), seed);
         let bins: Vec<Bin> = edges
             .iter()
             .enumerate()
             .map(|(b, &(from, to))| {
                 let members: Vec<usize> = (0..held.len()).filter(|&i| bins_of[i] == b).collect();
+                let edges = band_with_ties(
+                    members
+                        .iter()
+                        .map(|&i| (residual(&held[i]), ties[i]))
+                        .collect(),
+                );
                 Bin {
                     from,
                     to,
                     anchors: members.len(),
-                    band: band(residuals_where(&|_| true, b)),
+                    band: edges.map(|e| e.0),
+                    ties: edges.map(|e| e.1),
                     held_out_coverage: inside.as_ref().and_then(|inside| {
                         share(
                             members.iter().filter(|&&i| inside[i]).count(),
@@ -272,28 +328,57 @@ impl Intervals {
 
     /// The same intervals, with the misses of the anchors `pairs` (held-out predictions
     /// `held_out`) against their bands counted per unit, `units[i]` naming anchor i's (`None`
-    /// where it is not known; such anchors are left out).
+    /// where it is not known; such anchors are left out). `seed` is the one the intervals were
+    /// made with: each held-out anchor's miss is the alarm's, its tie broken by its own u.
     pub fn with_units<K: Eq + std::hash::Hash>(
         mut self,
         pairs: &[(f64, f64)],
         held_out: &[Option<Corrected>],
         units: &[Option<K>],
+        seed: u64,
     ) -> Self {
+        let ties = held_out_ties(held_out.iter().flatten().count(), seed);
         let mut per: std::collections::HashMap<&K, (f64, f64)> = Default::default();
-        for ((&(j, y), c), unit) in pairs.iter().zip(held_out).zip(units) {
-            let (Some(mut c), Some(unit)) = (*c, unit.as_ref()) else {
+        let held = pairs
+            .iter()
+            .zip(held_out)
+            .zip(units)
+            .filter_map(|((p, c), unit)| c.as_ref().map(|c| (p, c, unit)));
+        for ((&(j, y), c, unit), &u) in held.zip(&ties) {
+            let (Some(unit), Some(missed)) = (unit.as_ref(), self.misses(j, y, c, u)) else {
                 continue;
             };
-            self.apply(&[j], std::slice::from_mut(&mut c));
-            if let Some((lo, hi)) = c.predictive {
-                let counts = per.entry(unit).or_default();
-                counts.0 += 1.0;
-                counts.1 += f64::from(u8::from(!(lo..=hi).contains(&y)));
-            }
+            let counts = per.entry(unit).or_default();
+            counts.0 += 1.0;
+            counts.1 += f64::from(u8::from(missed));
         }
         let spread = UnitSpread::of(per.into_values());
         self.units = (spread.units >= 2.0).then_some(spread);
         self
+    }
+
+    /// Whether an anchor (judge score `j`, reference `y`, `raw` the corrector's output for
+    /// `j` before these intervals) misses the band, its tie at an edge broken by `u` (uniform
+    /// on [0, 1), independent of the anchor: [`tie_break`]): the drift alarm's miss. Versions
+    /// without tie-breaks, or serving the method's own interval, miss where the served
+    /// interval does. `None` where there is no interval.
+    pub fn misses(&self, j: f64, y: f64, raw: &Corrected, u: f64) -> Option<bool> {
+        let bin = self.bins.iter().find(|b| b.holds(j));
+        if let (Source::Conformal | Source::Scaled, Some(bin)) = (self.source, bin)
+            && let (Some((lo, hi)), Some((tie_lo, tie_hi))) = (bin.band, bin.ties)
+        {
+            let scale = match self.source {
+                Source::Scaled => scale_of(raw)?,
+                _ => 1.0,
+            };
+            let r = (y - raw.score) / scale;
+            let below = r < lo || (r == lo && u < tie_lo);
+            let above = r > hi || (r == hi && u > tie_hi);
+            return Some(below || above);
+        }
+        let mut served = *raw;
+        self.apply(&[j], std::slice::from_mut(&mut served));
+        served.predictive.map(|(lo, hi)| !(lo..=hi).contains(&y))
     }
 
     /// A bound on the share of new anchors the bands miss that holds, given the anchors the
@@ -513,6 +598,7 @@ mod tests {
                 anchors: 200,
                 band: None,
                 held_out_coverage: Some(0.9),
+                ties: None,
             }],
             held_out: 200,
             held_out_coverage: Some(0.9),
@@ -548,6 +634,7 @@ mod tests {
                     anchors: 120,
                     band: None,
                     held_out_coverage: None,
+                    ties: None,
                 })
                 .collect(),
             held_out: 600,
@@ -588,5 +675,89 @@ mod tests {
             small > large && large > 0.05 && large < 0.07,
             "{small} {large}"
         );
+    }
+
+    #[test]
+    fn on_a_tied_scale_the_alarms_miss_rate_follows_the_conformal_law() {
+        // Residuals on five integer levels (1% at ±2): 240 held-out anchors put the band's
+        // edges (ranks 6 and 235) on the tied levels ±1, so the served band misses only the
+        // 2% at ±2. With ties broken, a version's miss rate is Beta(12, 229) given its
+        // held-out anchors (mean 12/241 = 0.0498), and its bound at δ = 0.1 is exceeded by
+        // about 10% of versions (binomial sd 0.7%).
+        let levels = [
+            (-2.0, 0.01),
+            (-1.0, 0.2),
+            (0.0, 0.58),
+            (1.0, 0.2),
+            (2.0, 0.01),
+        ];
+        let mut rng = Rng::seed_from_u64(21);
+        let draw = |rng: &mut Rng| {
+            let mut u: f64 = rng.random();
+            for &(y, p) in &levels {
+                if u < p {
+                    return y;
+                }
+                u -= p;
+            }
+            2.0
+        };
+        let (versions, n) = (2000, 240);
+        let (mut randomised, mut served, mut over) = (0.0, 0.0, 0);
+        let mut bound = None;
+        for v in 0..versions {
+            let pairs: Vec<(f64, f64)> = (0..n).map(|_| (0.0, draw(&mut rng))).collect();
+            let held: Vec<Option<Corrected>> = vec![Some(Corrected::score(0.0)); n];
+            let iv = Intervals::of(&pairs, &held, v).unwrap();
+            let bound = *bound.get_or_insert_with(|| iv.miss_bound(0.1));
+            // The exact miss rate: each level's share times its chance of missing over u,
+            // read through `misses` at u just below and above the edges' tie-breaks.
+            let (_, (tie_lo, tie_hi)) = (iv.bins[0].band.unwrap(), iv.bins[0].ties.unwrap());
+            let raw = Corrected::score(0.0);
+            let mut miss = 0.0;
+            for &(y, p) in &levels {
+                let chance = match (iv.misses(0.0, y, &raw, 0.0), iv.misses(0.0, y, &raw, 1.0)) {
+                    (Some(true), Some(true)) => 1.0,
+                    (Some(false), Some(false)) => 0.0,
+                    // Missing below the lower edge's tie-break, or above the upper's.
+                    (Some(true), Some(false)) => tie_lo,
+                    (Some(false), Some(true)) => 1.0 - tie_hi,
+                    other => panic!("{other:?}"),
+                };
+                miss += p * chance;
+                let mut c = [raw];
+                iv.apply(&[0.0], &mut c);
+                let (lo, hi) = c[0].predictive.unwrap();
+                served += p * f64::from(u8::from(!(lo..=hi).contains(&y))) / versions as f64;
+            }
+            randomised += miss / versions as f64;
+            over += usize::from(miss > bound);
+        }
+        let share = over as f64 / versions as f64;
+        eprintln!(
+            "miss rate: {randomised:.4} with ties broken, {served:.4} served; bound {bound:?} \
+             exceeded by {share:.4}"
+        );
+        assert!((randomised - 12.0 / 241.0).abs() < 0.002, "{randomised}");
+        assert!(served < 0.03, "{served}");
+        assert!((0.08..=0.12).contains(&share), "{share}");
+    }
+
+    #[test]
+    fn tie_breaks_are_uniform_and_the_same_on_every_call() {
+        let us: Vec<f64> = (0..20_000)
+            .map(|i| tie_break(&format!("item-{i}"), "v1"))
+            .collect();
+        assert!(us.iter().all(|u| (0.0..1.0).contains(u)));
+        // Deciles of 2,000 each (sd about 42).
+        for d in 0..10 {
+            let count = us
+                .iter()
+                .filter(|&&u| (u * 10.0).floor() as usize == d)
+                .count();
+            assert!((1850..=2150).contains(&count), "decile {d}: {count}");
+        }
+        assert_eq!(tie_break("item-1", "v1"), us[1]);
+        assert_ne!(tie_break("item-1", "v2"), us[1]);
     }
 }

@@ -18,7 +18,7 @@
 
 use super::Service;
 use super::versions::Loaded;
-use crate::calibrate::conformal::Intervals;
+use crate::calibrate::conformal::{Intervals, tie_break};
 use crate::calibrate::drift::{BOUND_DELTA, CheckedBatch, Dependence, Watch, drift};
 use crate::domain::{Anchor, CellKey};
 use crate::error::{Error, Result};
@@ -53,27 +53,39 @@ pub(super) struct Bounds {
     pub fleet: f64,
 }
 
-/// Whether each of `anchors` missed `loaded`'s 95% predictive interval, with its rater, for
-/// those it has one for (a version with no interval checks none).
-fn misses(loaded: &Loaded, anchors: &[Anchor]) -> Result<CheckedBatch> {
+/// Whether each of `anchors` missed `loaded`'s 95% predictive interval as the drift alarm
+/// counts (a tie at a band's edge broken by the anchor's own draw, `conformal::tie_break`),
+/// with its rater, for those it has one for; and how many fell inside the interval served.
+fn misses(loaded: &Loaded, anchors: &[Anchor]) -> Result<(CheckedBatch, i64)> {
+    let version = &loaded.version;
+    let Some(intervals) = &version.intervals else {
+        return Ok((CheckedBatch::default(), 0));
+    };
     let scores: Vec<f64> = anchors.iter().map(|a| a.judge_score).collect();
-    let corrected = loaded
-        .version
+    let raw = version
+        .model
         .correct(&scores)
         .map_err(|e| Error::Internal(format!("correcting the batch's judge scores: {e}")))?;
-    let (misses, raters) = anchors
-        .iter()
-        .zip(corrected)
-        .filter_map(|(a, c)| {
-            c.predictive.map(|(lo, hi)| {
-                (
-                    !(lo..=hi).contains(&a.reference_score),
-                    a.rater.as_ref().map(|r| r.as_str().to_owned()),
-                )
-            })
-        })
-        .unzip();
-    Ok(CheckedBatch { misses, raters })
+    let salt = version.id.to_string();
+    let (mut batch, mut inside) = (CheckedBatch::default(), 0);
+    for (a, c) in anchors.iter().zip(&raw) {
+        let (j, y) = (a.judge_score, a.reference_score);
+        let Some(missed) = intervals.misses(j, y, c, tie_break(a.item_id.as_str(), &salt)) else {
+            continue;
+        };
+        let mut served = *c;
+        intervals.apply(&[j], std::slice::from_mut(&mut served));
+        inside += i64::from(
+            served
+                .predictive
+                .is_some_and(|(lo, hi)| (lo..=hi).contains(&y)),
+        );
+        batch.misses.push(missed);
+        batch
+            .raters
+            .push(a.rater.as_ref().map(|r| r.as_str().to_owned()));
+    }
+    Ok((batch, inside))
 }
 
 impl Service {
@@ -133,18 +145,18 @@ impl Service {
         // A flow's corrections off its table run libtorch: off the async runtime.
         let version = loaded.version.version;
         let id = loaded.version.id;
-        let batch = crate::error::blocking("checking a batch's coverage", move || {
+        let (batch, inside) = crate::error::blocking("checking a batch's coverage", move || {
             misses(&loaded, &anchors)
         })
         .await??;
         if batch.misses.is_empty() {
             return Ok(None);
         }
-        self.store.record_coverage(id, &batch).await?;
+        self.store.record_coverage(id, &batch, inside).await?;
         Ok(Some(BatchCoverage {
             version,
             checked: batch.misses.len() as i64,
-            inside: batch.misses.iter().filter(|&&m| !m).count() as i64,
+            inside,
         }))
     }
 

@@ -97,7 +97,7 @@ impl CellData {
     /// counted per unit for the drift alarm.
     fn intervals(&self, held_out: &[Option<Corrected>], seed: u64) -> Option<Intervals> {
         Intervals::of(&self.pairs, held_out, seed)
-            .map(|i| i.with_units(&self.pairs, held_out, &self.units))
+            .map(|i| i.with_units(&self.pairs, held_out, &self.units, seed))
     }
 
     /// How the bias of a version with held-out predictions `held_out` varies between this

@@ -45,14 +45,16 @@ pub struct CellMisses {
 
 impl Store {
     /// Records one batch's check: `batch.misses[i]` is whether its i-th checked anchor fell
-    /// outside the interval, `batch.raters[i]` (where any is named) who labelled it.
+    /// outside the interval as the drift alarm counts (ties at the band's edges broken),
+    /// `batch.raters[i]` (where any is named) who labelled it, and `inside` how many fell
+    /// inside the interval served.
     pub async fn record_coverage(
         &self,
         calibrator: CalibratorId,
         batch: &CheckedBatch,
+        inside: i64,
     ) -> Result<()> {
         let checked = batch.misses.len() as i64;
-        let inside = batch.misses.iter().filter(|&&m| !m).count() as i64;
         let misses: String = batch
             .misses
             .iter()

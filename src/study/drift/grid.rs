@@ -160,14 +160,16 @@ fn version_misses(
     model: &crate::calibrate::Model,
     intervals: &Intervals,
     pairs: &[(f64, f64)],
+    rng: &mut Rng,
 ) -> Result<f64, String> {
     let js: Vec<f64> = pairs.iter().map(|p| p.0).collect();
-    let mut corrected = model.correct(&js)?;
-    intervals.apply(&js, &mut corrected);
+    let corrected = model.correct(&js)?;
     let mut missed = 0usize;
-    for (c, &(_, y)) in corrected.iter().zip(pairs) {
-        let (lo, hi) = c.predictive.ok_or("a version without an interval")?;
-        missed += usize::from(!(lo..=hi).contains(&y));
+    for (c, &(j, y)) in corrected.iter().zip(pairs) {
+        let miss = intervals
+            .misses(j, y, c, rng.random())
+            .ok_or("a version without an interval")?;
+        missed += usize::from(miss);
     }
     Ok(missed as f64 / pairs.len().max(1) as f64)
 }
@@ -212,7 +214,7 @@ pub fn world(opts: &GridOptions, integer: bool) -> Result<World, String> {
         .ok_or("the version has no conformal band")?;
     let fresh = items(100_000, &mut rng);
     let healthy: Vec<(f64, f64)> = fresh.iter().map(|&(t, j, _)| (j, reference(t))).collect();
-    let free = version_misses(model, &intervals, &healthy)?;
+    let free = version_misses(model, &intervals, &healthy, &mut rng)?;
     let js: Vec<f64> = healthy.iter().map(|p| p.0).collect();
     let residuals: Vec<f64> = model
         .correct(&js)?
@@ -228,19 +230,19 @@ pub fn world(opts: &GridOptions, integer: bool) -> Result<World, String> {
                 .iter()
                 .map(|&(t, j, _)| (j, reference(t + o)))
                 .collect();
-            version_misses(model, &intervals, &pairs)
+            version_misses(model, &intervals, &pairs, &mut rng)
         })
         .collect::<Result<Vec<f64>, String>>()?;
     let sd = sample_variance(&healthy.iter().map(|p| p.1).collect::<Vec<_>>()).sqrt();
     let mut changes = Vec::new();
     for (name, shift) in [("shift +0.5 sd", 0.5), ("shift +1.0 sd", 1.0)] {
         let pairs: Vec<(f64, f64)> = healthy.iter().map(|&(j, y)| (j + shift * sd, y)).collect();
-        changes.push((name, version_misses(model, &intervals, &pairs)?));
+        changes.push((name, version_misses(model, &intervals, &pairs, &mut rng)?));
     }
     let switched: Vec<(f64, f64)> = fresh.iter().map(|&(t, _, w)| (w, reference(t))).collect();
     changes.push((
         "judge switch",
-        version_misses(model, &intervals, &switched)?,
+        version_misses(model, &intervals, &switched, &mut rng)?,
     ));
     Ok(World {
         reference: if integer { "integer" } else { "quarter points" },

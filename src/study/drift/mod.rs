@@ -203,6 +203,27 @@ fn misses(
         .collect()
 }
 
+/// Whether each of `stream` (judge, reference) missed the version's band as the drift alarm
+/// counts: ties at the band's edges broken by a uniform draw from `rng`.
+fn alarm_misses(
+    model: &crate::calibrate::Model,
+    intervals: &Intervals,
+    stream: &[(f64, f64)],
+    rng: &mut Rng,
+) -> Result<Vec<bool>, String> {
+    let js: Vec<f64> = stream.iter().map(|p| p.0).collect();
+    model
+        .correct(&js)?
+        .iter()
+        .zip(stream)
+        .map(|(c, &(j, y))| {
+            intervals
+                .misses(j, y, c, rng.random())
+                .ok_or_else(|| "a version without an interval".to_owned())
+        })
+        .collect()
+}
+
 /// The anchor at which an alarm against `bound` first fires, streaming `misses` in batches,
 /// its estimate of ρ starting from the version's training units `history`.
 fn delay(misses: &[bool], batch: usize, bound: f64, history: Option<&UnitSpread>) -> Option<u64> {
@@ -267,9 +288,10 @@ pub fn run(opts: &Options, progress: &dyn Fn(&str)) -> Result<Vec<Row>, String> 
                 let units: Vec<Option<usize>> = (0..cells[0].pairs.len())
                     .map(|i| Some(i / opts.batch.max(1)))
                     .collect();
-                let intervals = intervals.with_units(&cells[0].pairs, &held_out[0], &units);
+                let intervals =
+                    intervals.with_units(&cells[0].pairs, &held_out[0], &units, opts.seed);
                 let bound = intervals.miss_bound(BOUND_DELTA);
-                let after = misses(model, Some(&intervals), &stream)?;
+                let after = alarm_misses(model, &intervals, &stream, &mut rng)?;
                 // Before: the method's own interval where it has one, else the band.
                 let own = model.correct(&[stream[0].0])?[0].predictive.is_some();
                 let before = misses(model, (!own).then_some(&intervals), &stream)?;
@@ -327,13 +349,13 @@ pub fn run(opts: &Options, progress: &dyn Fn(&str)) -> Result<Vec<Row>, String> 
                         .map(|&i| (source.other[idx[i]], source.pairs[idx[i]].1))
                         .collect();
                     row.shift.push(delay(
-                        &misses(model, Some(&intervals), &shifted)?,
+                        &alarm_misses(model, &intervals, &shifted, &mut rng)?,
                         opts.batch,
                         bound,
                         intervals.units.as_ref(),
                     ));
                     row.switch.push(delay(
-                        &misses(model, Some(&intervals), &switched)?,
+                        &alarm_misses(model, &intervals, &switched, &mut rng)?,
                         opts.batch,
                         bound,
                         intervals.units.as_ref(),

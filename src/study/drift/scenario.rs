@@ -5,7 +5,7 @@
 use crate::calibrate::conformal::Intervals;
 use crate::calibrate::cv::Split;
 use crate::calibrate::drift::{BOUND_DELTA, MissAlarm};
-use crate::calibrate::rng::{Rng, SeedableRng};
+use crate::calibrate::rng::{Rng, RngExt, SeedableRng};
 use crate::calibrate::{Candidates, Cell, Method, Run};
 
 use super::super::synthetic::{JudgeModel, stand_in_reference};
@@ -50,7 +50,7 @@ pub fn scenario(
             let units: Vec<Option<usize>> = (0..1000).map(|i| Some(i / 100)).collect();
             let intervals = Intervals::of(&cells[0].pairs, &held_out[0], seed)
                 .ok_or("the version has no conformal band")?
-                .with_units(&cells[0].pairs, &held_out[0], &units);
+                .with_units(&cells[0].pairs, &held_out[0], &units, seed);
             let mut alarm = MissAlarm::new(intervals.miss_bound(BOUND_DELTA), DELTA)
                 .with_history(intervals.units.as_ref());
             let mut seen = 0i64;
@@ -58,13 +58,14 @@ pub fn scenario(
                 let shift = if b < 10 { 0.0 } else { 0.8 };
                 let batch = pairs(100, shift, &mut rng);
                 let js: Vec<f64> = batch.iter().map(|p| p.0).collect();
-                let mut corrected = models[0].correct(&js)?;
-                intervals.apply(&js, &mut corrected);
+                let corrected = models[0].correct(&js)?;
                 let unit = alarm.batch_unit();
-                for (c, &(_, y)) in corrected.iter().zip(&batch) {
-                    let (lo, hi) = c.predictive.ok_or("a version without an interval")?;
+                for (c, &(j, y)) in corrected.iter().zip(&batch) {
+                    let missed = intervals
+                        .misses(j, y, c, rng.random())
+                        .ok_or("a version without an interval")?;
                     seen += 1;
-                    if alarm.observe(unit, !(lo..=hi).contains(&y)) {
+                    if alarm.observe(unit, missed) {
                         return Ok(Some(seen - 1000));
                     }
                 }
@@ -80,8 +81,9 @@ mod tests {
 
     #[test]
     fn the_reviews_shift_is_caught_within_600_anchors() {
-        // 40 watches: no alarm before the shift, and nearly all within 600 anchors of it (39
-        // of 40 when this was written, median 226; 35 before the version's training units
+        // 40 watches: no alarm before the shift, and every one within 600 anchors of it
+        // (median 170 and at most 373 when this was written; 39 of 40, median 226, before
+        // ties at the band's edges were broken; 35 before the version's training units
         // started the estimate of ρ, 33 before no unit was bet below the rate, none before
         // anchors' own evidence counted). Declaring batches independent (drift_max_rho)
         // makes them faster still; see the grid's test above.
@@ -95,9 +97,6 @@ mod tests {
             .iter()
             .filter(|d| d.is_some_and(|d| d <= 600))
             .count();
-        assert!(
-            within >= 38,
-            "{within} of 40 within 600 anchors: {delays:?}"
-        );
+        assert_eq!(within, 40, "{within} of 40 within 600 anchors: {delays:?}");
     }
 }

@@ -317,10 +317,65 @@ async fn an_upload_refreshes_its_own_cells_gauges_and_keeps_the_others(backend: 
     }
 }
 
+/// `n` anchors of an integer rubric: references round(0.4 + 0.8·j + noise) on 1–5, noise a
+/// fixed pattern uniform on ±1; the judge reports j + `lenient`.
+fn integer_anchors(prefix: &str, n: usize, lenient: f64) -> Vec<Value> {
+    (0..n)
+        .map(|i| {
+            let j = 1.0 + 4.0 * ((i * 7919) % n) as f64 / n as f64;
+            let noise = 2.0 * (((i * 104_729) % 1000) as f64 / 1000.0 - 0.5);
+            let y = (0.4 + 0.8 * j + noise).round().clamp(1.0, 5.0);
+            json!({"item_id": format!("{prefix}-{i:05}"), "judge_score": j + lenient, "reference_score": y})
+        })
+        .collect()
+}
+
+/// On an integer rubric a quantile map corrects to integers, residuals tie, and the served
+/// band's edges sit on tied levels: it misses far fewer anchors than its ranks say. The drift
+/// alarm breaks those ties (each anchor's own draw), so its misses follow the conformal law
+/// and a judge that turned lenient is caught although the served band still covers nearly
+/// every anchor: fewer of them miss it than the bound the alarm tests against.
+async fn ties_broken_let_the_alarm_see_a_shift_on_an_integer_rubric(backend: Backend) {
+    const ALARM: &str = r#"judgecal_drift_alarm{judge="j1",rubric="coherence"}"#;
+    const EVALUE: &str = r#"judgecal_drift_evalue{judge="j1",rubric="coherence"}"#;
+    const BOUND: &str = r#"judgecal_drift_miss_bound{judge="j1",rubric="coherence"}"#;
+    // Every anchor its own unit (declared): the test is of the misses, not of ρ.
+    let app = TestApp::with(backend, |s| s.calibrators.drift_max_rho = Some(0.0)).await;
+    let app = &app;
+    let upload = |rows: Vec<Value>| {
+        let body = json!({"judge": "j1", "rubric": "coherence", "anchors": rows});
+        async move {
+            let res = app.json("POST", "/v1/anchors", &body).await;
+            assert_eq!(res.status, 200, "{}", res.body);
+            res.body["cells"][0]["coverage"].clone()
+        }
+    };
+    upload(integer_anchors("fit", 600, 0.0)).await;
+    trained(app, "j1", json!({"method": "quantile_map"})).await;
+    // Healthy: new items of the same law.
+    let healthy = upload(integer_anchors("same", 400, 0.0)).await;
+    let text = metrics(app).await;
+    assert_eq!(metric(&text, ALARM), Some(0.0), "{healthy}");
+    // The judge now scores 0.8 higher: references sit lower than the corrections. Fewer
+    // than the bound miss the served band (4.4% against 8.1% when this was written); with
+    // ties broken, enough miss to raise the alarm (e-values 10^5 to 10^9).
+    let lenient = upload(integer_anchors("lenient", 2000, 0.8)).await;
+    let text = metrics(app).await;
+    let bound = metric(&text, BOUND).unwrap();
+    let served_misses = 1.0 - lenient["share"].as_f64().unwrap();
+    eprintln!(
+        "healthy {healthy}; lenient {lenient}; bound {bound}; e-value {:?}",
+        metric(&text, EVALUE)
+    );
+    assert!(served_misses < bound, "{served_misses} against {bound}");
+    assert_eq!(metric(&text, ALARM), Some(1.0), "{text}");
+}
+
 on_both_backends!(
     anchors_off_the_active_intervals_lower_the_coverage,
     named_raters_are_the_alarms_units,
     a_declared_design_effect_counts_a_large_batch_in_full,
     the_training_anchors_units_start_the_alarms_estimate,
     an_upload_refreshes_its_own_cells_gauges_and_keeps_the_others,
+    ties_broken_let_the_alarm_see_a_shift_on_an_integer_rubric,
 );
