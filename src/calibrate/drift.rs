@@ -1,7 +1,10 @@
 //! A drift alarm with a stated guarantee, fast when a cell breaks and honest when anchors are
 //! not independent.
 //!
-//! Each new anchor either falls outside the version's 95% interval (a miss, 1) or not (0).
+//! Each new anchor either falls outside the version's 95% interval (a miss, 1) or not (0),
+//! a tie at the band's edge broken by the anchor's own uniform draw
+//! ([`crate::calibrate::conformal::Intervals::misses`]), so that misses follow the conformal
+//! law on tied scales too.
 //! While the cell is healthy (new anchors exchangeable with those the version was trained on),
 //! anchors miss at most at the version's rate a: the bound on its miss rate that holds given
 //! its training anchors ([`crate::calibrate::conformal::Intervals::miss_bound`], failing for
