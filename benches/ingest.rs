@@ -166,6 +166,20 @@ async fn watched(label: &str, url: &str) {
         times.push(took);
     }
     times.sort_by(f64::total_cmp);
+    // The refresh timer's work (every calibrators.refresh_millis): every watched cell's
+    // gauges from the store, each cell's alarms replayed from its activation.
+    let mut refreshes = Vec::new();
+    for _ in 0..5 {
+        let started = Instant::now();
+        app.service().refresh_coverage().await.expect("refresh");
+        refreshes.push(started.elapsed().as_secs_f64());
+    }
+    refreshes.sort_by(f64::total_cmp);
+    println!(
+        "ingest {label:8} the refresh timer's replay of {WATCHED} watched cells ({} checked anchors): median {:.1} ms",
+        WATCHED * CHECKED * 100 + TIMED * 100,
+        1e3 * refreshes[2]
+    );
     println!(
         "ingest {label:8} a batch of 100 into a watched cell, {WATCHED} cells watched with {CHECKED} checked batches each: \
          median {:.1} ms, best {:.1} ms, worst {:.1} ms over {TIMED} uploads",
