@@ -53,6 +53,14 @@ pub(super) struct Bounds {
     pub fleet: f64,
 }
 
+/// A version's drift alarms as last replayed by this process, and what they replayed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Replayed {
+    pub activated_at_ms: i64,
+    pub batches: i64,
+    pub watch: Watch,
+}
+
 /// Whether each of `anchors` missed `loaded`'s 95% predictive interval as the drift alarm
 /// counts (a tie at a band's edge broken by the anchor's own draw, `conformal::tie_break`),
 /// with its rater, for those it has one for; and how many fell inside the interval served.
@@ -161,7 +169,8 @@ impl Service {
     }
 
     /// Sets `judgecal_anchor_coverage` and the drift alarm's gauges from the store for every
-    /// cell, so each replica reports the same: at start and on the refresh timer.
+    /// cell, so each replica reports the same: at start and on the refresh timer. (A cell whose
+    /// checks are as this process last replayed them keeps that replay.)
     pub async fn refresh_coverage(&self) -> Result<()> {
         self.refresh_coverage_of(None).await
     }
@@ -175,7 +184,33 @@ impl Service {
         };
         let windows = self.store.coverage(COVERAGE_WINDOW, only).await?;
         self.metrics.set_coverage(&windows, scope);
-        let cells = self.store.misses_since_activation(only).await?;
+        // The cells to replay. A refresh of every cell keeps the replay of each version whose
+        // checks this process has replayed before and that has none since (checks are only
+        // added): the timer's cost follows the cells that moved, not every anchor watched.
+        let mut kept: Vec<(CellKey, Watch)> = Vec::new();
+        let mut active: Option<Vec<String>> = None;
+        let cells = match only {
+            Some(_) => self.store.misses_since_activation(only).await?,
+            None => {
+                let replayed = self.replays.lock().map(|r| r.clone()).unwrap_or_default();
+                let counts = self.store.check_counts().await?;
+                let mut cells = Vec::new();
+                for count in &counts {
+                    match replayed.get(&count.calibrator) {
+                        Some(r)
+                            if r.activated_at_ms == count.activated_at_ms
+                                && r.batches == count.batches =>
+                        {
+                            kept.push((count.key.clone(), r.watch));
+                        }
+                        _ => cells
+                            .extend(self.store.misses_since_activation(Some(&count.key)).await?),
+                    }
+                }
+                active = Some(counts.into_iter().map(|c| c.calibrator).collect());
+                cells
+            }
+        };
         let fleet = self.fleet;
         // A version's two bounds take many draws: once per version and process.
         let known = self.bounds.lock().map(|b| b.clone()).unwrap_or_default();
@@ -204,8 +239,8 @@ impl Service {
         if let Ok(mut cache) = self.bounds.lock() {
             cache.extend(fresh.iter().cloned());
             // Versions no longer active leave the cache (after a refresh of every cell).
-            if only.is_none() {
-                cache.retain(|id, _| cells.iter().any(|c| &c.calibrator == id));
+            if let Some(active) = &active {
+                cache.retain(|id, _| active.contains(id));
             }
         }
         bounds.extend(fresh);
@@ -231,12 +266,26 @@ impl Service {
                         cell: drift(&cell.batches, bound, delta, dependence),
                         fleet: drift(&cell.batches, fleet_bound, fleet.per_cell(), dependence),
                     };
-                    (cell.key, watch)
+                    let replayed = Replayed {
+                        activated_at_ms: cell.activated_at_ms,
+                        batches: cell.batches.len() as i64,
+                        watch,
+                    };
+                    (cell.key, cell.calibrator, replayed)
                 })
                 .collect()
         })
         .await?;
-        self.metrics.set_drift(&drifts, scope);
+        if let Ok(mut cache) = self.replays.lock() {
+            for (_, calibrator, replayed) in &drifts {
+                cache.insert(calibrator.clone(), *replayed);
+            }
+            if let Some(active) = &active {
+                cache.retain(|id, _| active.contains(id));
+            }
+        }
+        kept.extend(drifts.into_iter().map(|(key, _, r)| (key, r.watch)));
+        self.metrics.set_drift(&kept, scope);
         Ok(())
     }
 }

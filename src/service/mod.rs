@@ -88,6 +88,8 @@ pub struct Service {
     /// Each version's miss bounds, its alarm's and at the fleet alert's level, by calibrator
     /// id (a bound at a small level takes many draws: computed once per version and process).
     bounds: Mutex<std::collections::HashMap<String, coverage::Bounds>>,
+    /// Each active version's drift alarms as last replayed, by calibrator id.
+    replays: Mutex<std::collections::HashMap<String, coverage::Replayed>>,
 }
 
 impl Service {
@@ -111,6 +113,7 @@ impl Service {
                 delta: settings.calibrators.fleet_delta,
             },
             bounds: Mutex::default(),
+            replays: Mutex::default(),
         })
     }
 

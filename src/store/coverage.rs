@@ -32,12 +32,23 @@ pub struct CoverageWindow {
     pub inside: i64,
 }
 
+/// How many batches one cell's active version has had checked since its activation: a
+/// replay of the same count is the same replay (checks are only ever added).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckCount {
+    pub key: CellKey,
+    pub calibrator: String,
+    pub activated_at_ms: i64,
+    pub batches: i64,
+}
+
 /// One cell's checks since its active version's activation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CellMisses {
     pub key: CellKey,
     /// The active version, and its intervals, which the anchors were checked against.
     pub calibrator: String,
+    pub activated_at_ms: i64,
     pub intervals: Option<Intervals>,
     /// Per batch, in arrival order: whether each anchor missed the interval, and its rater.
     pub batches: Vec<CheckedBatch>,
@@ -148,6 +159,38 @@ impl Store {
         Ok(out)
     }
 
+    /// Per cell with checks since its active version's activation, how many batches (those
+    /// `misses_since_activation` replays).
+    pub async fn check_counts(&self) -> Result<Vec<CheckCount>> {
+        let rows = sqlx::query(
+            "SELECT c.judge, c.rubric, cal.id, act.activated_at_ms, COUNT(*)
+             FROM anchor_coverage cov
+             JOIN active_calibrators act ON act.calibrator_id = cov.calibrator_id
+             JOIN calibrators cal ON cal.id = act.calibrator_id
+             JOIN cells c ON c.id = act.cell_id
+             WHERE cov.created_at_ms >= act.activated_at_ms AND cov.misses IS NOT NULL
+             GROUP BY c.judge, c.rubric, cal.id, act.activated_at_ms
+             ORDER BY c.judge, c.rubric",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                let judge: String = r.try_get(0)?;
+                let rubric: String = r.try_get(1)?;
+                Ok(CheckCount {
+                    key: CellKey {
+                        judge: JudgeName::parse(&judge).map_err(|_| corrupt("judge"))?,
+                        rubric: RubricName::parse(&rubric).map_err(|_| corrupt("rubric"))?,
+                    },
+                    calibrator: r.try_get(2)?,
+                    activated_at_ms: r.try_get(3)?,
+                    batches: r.try_get(4)?,
+                })
+            })
+            .collect()
+    }
+
     /// Per cell (or `only` that one), every batch checked against its active version since the
     /// version was last activated, in arrival order (by time, then id), each as whether its
     /// anchors missed the interval and who labelled it, with the version's intervals. What the
@@ -156,7 +199,8 @@ impl Store {
         macro_rules! since {
             ($filter:literal) => {
                 concat!(
-                    "SELECT c.judge, c.rubric, cov.misses, cal.intervals, cov.raters, cal.id
+                    "SELECT c.judge, c.rubric, cov.misses, cal.intervals, cov.raters, cal.id,
+                            act.activated_at_ms
                      FROM anchor_coverage cov
                      JOIN active_calibrators act ON act.calibrator_id = cov.calibrator_id
                      JOIN calibrators cal ON cal.id = act.calibrator_id
@@ -198,6 +242,7 @@ impl Store {
                     let intervals: Option<String> = r.try_get(3)?;
                     out.push(CellMisses {
                         calibrator: r.try_get(5)?,
+                        activated_at_ms: r.try_get(6)?,
                         key: CellKey {
                             judge: JudgeName::parse(&judge).map_err(|_| corrupt("judge"))?,
                             rubric: RubricName::parse(&rubric).map_err(|_| corrupt("rubric"))?,

@@ -371,6 +371,38 @@ async fn ties_broken_let_the_alarm_see_a_shift_on_an_integer_rubric(backend: Bac
     assert_eq!(metric(&text, ALARM), Some(1.0), "{text}");
 }
 
+/// A replica's refresh timer replays only the cells whose checks changed since it last
+/// replayed them: a batch checked by another replica is in this one's gauges after its next
+/// refresh, and a refresh with nothing new keeps them as they were.
+async fn a_replicas_refresh_replays_the_cells_another_checked(backend: Backend) {
+    const EVALUE: &str = r#"judgecal_drift_evalue{judge="j1",rubric="coherence"}"#;
+    const ANCHORS: &str = r#"judgecal_drift_anchors{judge="j1",rubric="coherence"}"#;
+    let first = TestApp::new(backend).await;
+    upload_to(&first, "fit", 200, 0.5, 0.8).await;
+    trained(&first, "j1", json!({"method": "quantile_map"})).await;
+    upload_to(&first, "same", 100, 0.5, 0.8).await;
+    // A second process on the same database: its start replays what the store holds.
+    let second = TestApp::on(first.settings.clone(), None).await;
+    let text = metrics(&second).await;
+    assert_eq!(metric(&text, ANCHORS), Some(100.0), "{text}");
+    // The first process checks a shifted batch; the second has not refreshed yet.
+    upload_to(&first, "off", 100, 1.7, 0.8).await;
+    let ahead = metrics(&first).await;
+    assert_eq!(metric(&ahead, ANCHORS), Some(200.0));
+    assert_eq!(metric(&metrics(&second).await, ANCHORS), Some(100.0));
+    // Its refresh finds the version's checks changed and replays them: the same figures.
+    second.service.refresh_coverage().await.unwrap();
+    let text = metrics(&second).await;
+    assert_eq!(metric(&text, ANCHORS), Some(200.0), "{text}");
+    assert_eq!(metric(&text, EVALUE), metric(&ahead, EVALUE));
+    // Nothing new: the same again.
+    second.service.refresh_coverage().await.unwrap();
+    assert_eq!(
+        metric(&metrics(&second).await, EVALUE),
+        metric(&ahead, EVALUE)
+    );
+}
+
 on_both_backends!(
     anchors_off_the_active_intervals_lower_the_coverage,
     named_raters_are_the_alarms_units,
@@ -378,4 +410,5 @@ on_both_backends!(
     the_training_anchors_units_start_the_alarms_estimate,
     an_upload_refreshes_its_own_cells_gauges_and_keeps_the_others,
     ties_broken_let_the_alarm_see_a_shift_on_an_integer_rubric,
+    a_replicas_refresh_replays_the_cells_another_checked,
 );
