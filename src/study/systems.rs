@@ -268,7 +268,7 @@ pub(super) fn read(path: &std::path::Path) -> Result<Vec<Record>, String> {
 }
 
 /// How one way of comparing fared over a cell's pairs of systems.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Claims {
     pub pairs: usize,
     /// Intervals covering the human difference.
@@ -278,6 +278,9 @@ pub struct Claims {
     pub wrong: usize,
     /// The intervals' widths, summed.
     pub width: f64,
+    /// Per interval, the factor its two arms (estimate to each end) must be stretched by to
+    /// hold the human difference (≤ 1 where it does).
+    pub stretch: Vec<f64>,
 }
 
 impl Claims {
@@ -285,11 +288,27 @@ impl Claims {
         self.width / self.pairs.max(1) as f64
     }
 
+    /// The mean width these intervals would have had, each stretched about its estimate by one
+    /// common factor, to cover `level` of the differences (at least ⌈level·pairs⌉ of them): a
+    /// way of comparing two judges' widths at the same coverage. `None` without pairs, or
+    /// where no finite factor reaches it.
+    pub fn width_at(&self, level: f64) -> Option<f64> {
+        let mut k = self.stretch.clone();
+        if k.is_empty() {
+            return None;
+        }
+        k.sort_by(f64::total_cmp);
+        let need = ((level * k.len() as f64).ceil() as usize).clamp(1, k.len());
+        let factor = k[need - 1];
+        factor.is_finite().then(|| factor * self.mean_width())
+    }
+
     /// Counts `d` against the human difference `truth`.
     fn count(&mut self, d: &crate::calibrate::runlevel::inference::Difference, truth: f64) {
         self.pairs += 1;
         self.width += d.interval.1 - d.interval.0;
         self.covered += usize::from(d.interval.0 <= truth && truth <= d.interval.1);
+        self.stretch.push(stretch(d.estimate, d.interval, truth));
         let significant = d.p_value < 0.05;
         self.significant += usize::from(significant);
         self.wrong += usize::from(significant && d.estimate * truth < 0.0);
@@ -301,6 +320,24 @@ impl Claims {
         self.covered += o.covered;
         self.significant += o.significant;
         self.wrong += o.wrong;
+        self.stretch.extend_from_slice(&o.stretch);
+    }
+}
+
+/// The factor by which the arm of `interval` on `truth`'s side of `estimate` must grow to
+/// reach it: 0 at the estimate, 1 at the interval's end, infinite for an arm of no length.
+fn stretch(estimate: f64, interval: (f64, f64), truth: f64) -> f64 {
+    let (gap, arm) = if truth < estimate {
+        (estimate - truth, estimate - interval.0)
+    } else {
+        (truth - estimate, interval.1 - estimate)
+    };
+    if gap <= 0.0 {
+        0.0
+    } else if arm > 0.0 {
+        gap / arm
+    } else {
+        f64::INFINITY
     }
 }
 
@@ -473,16 +510,21 @@ pub(super) fn pairs_of(
 /// The pairs as a Markdown table, with the totals.
 pub fn pairs_table(rows: &[PairRow]) -> String {
     let mut out = String::from(
-        "| judge | rubric | pairs | τ | covers before | wrong-sign significant before (of significant) | covers, known systems | mean width | wrong-sign (of significant) | covers, one system new | mean width | wrong-sign (of significant) |\n|---|---|---:|---:|---:|---|---:|---:|---|---:|---:|---|\n",
+        "| judge | rubric | pairs | τ | covers before | wrong-sign significant before (of significant) | covers, known systems | mean width | width at 90% / 95% | wrong-sign (of significant) | covers, one system new | mean width | width at 90% / 95% | wrong-sign (of significant) |\n|---|---|---:|---:|---:|---|---:|---:|---:|---|---:|---:|---:|---|\n",
     );
     let pct = |c: &Claims| 100.0 * c.covered as f64 / c.pairs.max(1) as f64;
+    let at95 = |c: &Claims| match (c.width_at(0.9), c.width_at(0.95)) {
+        (Some(a), Some(b)) => format!("{a:.3} / {b:.3}"),
+        _ => "".to_owned(),
+    };
     let new = |c: &Claims| {
         if c.pairs == 0 {
-            ("".to_owned(), "".to_owned(), "".to_owned())
+            ("".to_owned(), "".to_owned(), "".to_owned(), "".to_owned())
         } else {
             (
                 format!("{:.1}%", pct(c)),
                 format!("{:.3}", c.mean_width()),
+                at95(c),
                 format!("{} ({})", c.wrong, c.significant),
             )
         }
@@ -490,9 +532,9 @@ pub fn pairs_table(rows: &[PairRow]) -> String {
     let (mut before, mut known, mut fresh) =
         (Claims::default(), Claims::default(), Claims::default());
     for r in rows {
-        let (nc, nwidth, nw) = new(&r.new);
+        let (nc, nwidth, n95, nw) = new(&r.new);
         out.push_str(&format!(
-            "| {} | {} | {} | {:.3} | {:.1}% | {} ({}) | {:.1}% | {:.3} | {} ({}) | {nc} | {nwidth} | {nw} |\n",
+            "| {} | {} | {} | {:.3} | {:.1}% | {} ({}) | {:.1}% | {:.3} | {} | {} ({}) | {nc} | {nwidth} | {n95} | {nw} |\n",
             r.judge,
             r.rubric,
             r.known.pairs,
@@ -502,6 +544,7 @@ pub fn pairs_table(rows: &[PairRow]) -> String {
             r.before.significant,
             pct(&r.known),
             r.known.mean_width(),
+            at95(&r.known),
             r.known.wrong,
             r.known.significant,
         ));
@@ -540,5 +583,37 @@ mod tests {
     #[test]
     fn spearman_ties_share_their_mean_rank() {
         assert!((spearman(&[1.0, 2.0, 2.0, 4.0], &[10.0, 20.0, 20.0, 30.0]) - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn widths_compare_at_the_coverage_asked() {
+        // Twenty intervals of width 2 about 0 (one of them lopsided), the truths at 0.1, 0.2,
+        // …, 2.0 of their arm: the k-th smallest factor is k/10.
+        let mut c = Claims::default();
+        for k in 1..=20 {
+            let mut d = crate::calibrate::runlevel::inference::Difference::new(
+                0.0,
+                Default::default(),
+                None,
+                0.95,
+                false,
+            );
+            d.interval = if k == 20 { (-1.5, 0.5) } else { (-1.0, 1.0) };
+            let truth = if k == 20 {
+                1.0
+            } else {
+                k as f64 / 10.0 * if k % 2 == 0 { 1.0 } else { -1.0 }
+            };
+            c.count(&d, truth);
+        }
+        assert_eq!(c.covered, 10);
+        // 95% of 20 is the 19th factor, 1.9; 50% the 10th, 1.0 (those intervals as they are).
+        assert!((c.width_at(0.95).unwrap() - 3.8).abs() < 1e-12);
+        assert!((c.width_at(0.5).unwrap() - 2.0).abs() < 1e-12);
+        // The lopsided one (its upper arm 0.5, its truth 1.0) needs 2: every interval covers.
+        assert!((c.width_at(1.0).unwrap() - 4.0).abs() < 1e-12);
+        assert_eq!(Claims::default().width_at(0.95), None);
+        // An arm of no length cannot be stretched to a truth beyond it.
+        assert_eq!(stretch(0.0, (0.0, 1.0), -0.1), f64::INFINITY);
     }
 }
