@@ -220,6 +220,46 @@ pub fn cholesky(m: &[f64], n: usize) -> Option<Vec<f64>> {
 
 /// The quantile of Student's t with `df` degrees of freedom at `p` (> 0.5): closed forms for 1
 /// and 2, Newton's method on the exact CDF for 3 and 4, otherwise the Cornish–Fisher expansion
+/// P(X ≤ `x`) for X ~ χ² on `dof` degrees of freedom, in closed form: a Poisson sum for even
+/// `dof`, the normal's CDF and a finite series for odd.
+pub fn chi_square_cdf(x: f64, dof: usize) -> f64 {
+    if x <= 0.0 {
+        return 0.0;
+    }
+    if dof.is_multiple_of(2) {
+        let (mut term, mut sum) = (1.0, 1.0);
+        for i in 1..dof / 2 {
+            term *= x / 2.0 / i as f64;
+            sum += term;
+        }
+        (1.0 - (-x / 2.0).exp() * sum).clamp(0.0, 1.0)
+    } else {
+        let r = x.sqrt();
+        let density = (-x / 2.0).exp() / (2.0 * std::f64::consts::PI).sqrt();
+        let (mut term, mut sum) = (r, 0.0);
+        for i in 1..=dof / 2 {
+            sum += term;
+            term *= x / (2 * i + 1) as f64;
+        }
+        (2.0 * normal_cdf(r) - 1.0 - 2.0 * density * sum).clamp(0.0, 1.0)
+    }
+}
+
+/// The quantile of χ² on `dof` degrees of freedom at `p`, by bisection on [`chi_square_cdf`].
+pub fn chi_square_quantile(p: f64, dof: usize) -> f64 {
+    let dof = dof.max(1);
+    let (mut lo, mut hi) = (0.0, dof as f64 + 20.0 * (dof as f64).sqrt() + 50.0);
+    for _ in 0..100 {
+        let mid = 0.5 * (lo + hi);
+        if chi_square_cdf(mid, dof) < p {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
+}
+
 /// to the fourth order (within 0.001 at df = 5, and closer as df grows), the normal quantile
 /// past 1e6.
 pub fn t_quantile(p: f64, df: f64) -> f64 {

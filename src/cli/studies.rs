@@ -125,6 +125,10 @@ pub struct CoverageArgs {
     /// With --grid: only the cells whose label contains one of these texts (comma-separated).
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
+    /// A new system's run alone: the served group term beside a rule calibrated per answer
+    /// (not served), over the between-system spread, `--reps` replications per cell.
+    #[arg(long)]
+    pub new_group: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -413,6 +417,16 @@ pub(super) fn intervals(a: IntervalsArgs) -> Result<(), String> {
 
 pub(super) fn coverage(a: CoverageArgs) -> Result<(), String> {
     use crate::study::runlevel::{self, Options};
+    if a.new_group {
+        let started = std::time::Instant::now();
+        print!("{}", crate::study::new_group::table(a.reps, a.seed));
+        eprintln!(
+            "{} replications per cell in {:.0} s",
+            a.reps,
+            started.elapsed().as_secs_f64()
+        );
+        return Ok(());
+    }
     if a.grid {
         let method = match a.methods.first() {
             Some(m) => crate::calibrate::Method::parse(m)?,

@@ -14,6 +14,7 @@ pub mod figures;
 pub mod gate;
 pub mod grid;
 pub mod intervals;
+pub mod new_group;
 pub mod panel;
 pub mod panel_grid;
 pub mod panel_plan;

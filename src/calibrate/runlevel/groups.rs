@@ -34,7 +34,9 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::calibrate::stats::{mean, normal_cdf, sample_variance, standard_normal};
+use crate::calibrate::stats::{
+    chi_square_quantile, mean, normal_cdf, sample_variance, standard_normal,
+};
 
 /// Below this many groups, τ² is not estimated (see the module's rules).
 pub const MIN_GROUPS: usize = 5;
@@ -544,28 +546,6 @@ fn side(group: Option<&GroupResidual>, t2: f64, pooled: bool) -> (f64, f64, f64)
             (1.0 - shrink, shrink * g.mean_residual, shrink * s2)
         }
         None => (1.0, 0.0, t2),
-    }
-}
-
-/// The quantile of χ² on `dof` degrees of freedom at `p`: closed forms for 1 and 2, bisection
-/// on the closed-form CDF for 3 (the conservative rule needs no more: it serves 2–4 groups).
-fn chi_square_quantile(p: f64, dof: usize) -> f64 {
-    match dof {
-        0 | 1 => crate::calibrate::stats::normal_quantile(0.5 + p / 2.0).powi(2),
-        2 => -2.0 * (1.0 - p).ln(),
-        _ => {
-            let cdf = |x: f64| {
-                2.0 * normal_cdf(x.sqrt())
-                    - 1.0
-                    - (2.0 * x / std::f64::consts::PI).sqrt() * (-x / 2.0).exp()
-            };
-            let (mut lo, mut hi) = (0.0, 100.0);
-            for _ in 0..100 {
-                let mid = 0.5 * (lo + hi);
-                if cdf(mid) < p { lo = mid } else { hi = mid }
-            }
-            0.5 * (lo + hi)
-        }
     }
 }
 

@@ -26,6 +26,7 @@ mod anchored;
 mod chain;
 pub mod groups;
 pub mod inference;
+pub mod new_group;
 pub mod rank;
 pub mod resample;
 pub mod source;
