@@ -28,6 +28,8 @@
 use crate::calibrate::bayes::FitOptions;
 use crate::calibrate::panel::fusion::{FusedScore, Fusion, FusionOptions, PanelRows, fit_fusion};
 use crate::calibrate::rng::{Rng, RngExt, SeedableRng};
+use crate::calibrate::runlevel::groups::MIN_GROUPS;
+use crate::calibrate::runlevel::new_group::Rules;
 use crate::calibrate::runlevel::{self, AnswerSettings, Basis, RunItems};
 use crate::calibrate::stats::{mean, standard_normal};
 use crate::calibrate::train::{train_served, train_with_groups};
@@ -223,6 +225,10 @@ pub struct GridRow {
     pub tau_member: Vec<f64>,
     pub width_panel: Vec<f64>,
     pub width_member: Vec<f64>,
+    /// The new run under the calibrated rule of `runlevel::new_group` (measured, not served;
+    /// 5 systems or more).
+    pub new_rule: (usize, usize),
+    pub width_rule: Vec<f64>,
 }
 
 /// The member whose own fit (on every anchor) has the lowest mean squared error.
@@ -243,7 +249,7 @@ fn best_member(fusion: &Fusion, rows: &PanelRows) -> usize {
 }
 
 /// One replication of `world`, added to `row`.
-fn replicate(world: World, seed: u64, row: &mut GridRow) -> Result<(), String> {
+fn replicate(world: World, seed: u64, row: &mut GridRow, rules: &mut Rules) -> Result<(), String> {
     let mut rng = Rng::seed_from_u64(seed);
     let draw = Draw::new(world, &mut rng);
     let names: Vec<String> = ["m1", "m2", "m3"].map(String::from).to_vec();
@@ -368,6 +374,17 @@ fn replicate(world: World, seed: u64, row: &mut GridRow) -> Result<(), String> {
     row.new.1 += 1;
     row.new.0 += usize::from(e.mean.interval.0 <= truth_new && truth_new <= e.mean.interval.1);
     row.width_panel.push(e.mean.interval.1 - e.mean.interval.0);
+    if let Some(b) = bias.as_ref().filter(|b| b.groups.len() >= MIN_GROUPS) {
+        // The same answer with the served group term swapped for the calibrated rule.
+        let extra = e.mean.variance.sampling + e.mean.variance.corrector;
+        let g = b.groups.len();
+        let rule = rules.get(g, b.mean_square_error, extra, 0.95);
+        let h = rule.half_width(g, b.mean_square_error, extra, b.spread);
+        let centre = e.mean.estimate - b.shift(None).shift() + b.mean;
+        row.new_rule.1 += 1;
+        row.new_rule.0 += usize::from((truth_new - centre).abs() <= h);
+        row.width_rule.push(2.0 * h);
+    }
     let m = runlevel::estimate(member_basis, &member_new, &settings)?;
     row.width_member.push(m.mean.interval.1 - m.mean.interval.0);
     let other = (known + 1 + rng.random_range(0..known_systems - 1)) % known_systems;
@@ -407,8 +424,9 @@ pub fn grid(
                 .map(|t| {
                     scope.spawn(move || {
                         let mut row = GridRow::default();
+                        let mut rules = Rules::default();
                         for k in (t..reps).step_by(2) {
-                            replicate(world, seed.wrapping_add(k as u64), &mut row)?;
+                            replicate(world, seed.wrapping_add(k as u64), &mut row, &mut rules)?;
                         }
                         Ok(row)
                     })
@@ -434,6 +452,7 @@ pub fn grid(
                 (&mut row.known, h.known),
                 (&mut row.new, h.new),
                 (&mut row.compare, h.compare),
+                (&mut row.new_rule, h.new_rule),
             ] {
                 to.0 += from.0;
                 to.1 += from.1;
@@ -442,6 +461,7 @@ pub fn grid(
             row.tau_member.extend(h.tau_member);
             row.width_panel.extend(h.width_panel);
             row.width_member.extend(h.width_member);
+            row.width_rule.extend(h.width_rule);
         }
         progress(&format!("{}: {} replications", row.world, row.reps));
         rows.push(row);
@@ -452,11 +472,16 @@ pub fn grid(
 pub fn grid_table(rows: &[GridRow]) -> String {
     let pct = |(k, n): (usize, usize)| 100.0 * k as f64 / n.max(1) as f64;
     let mut out = String::from(
-        "| world | reps | bands | known run | new run | compare (known) | τ panel | τ best member | new-run width panel / member |\n|---|---|---|---|---|---|---|---|---|\n",
+        "| world | reps | bands | known run | new run | compare (known) | τ panel | τ best member | new-run width panel / member | new run, calibrated rule (not served): covers / width |\n|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for r in rows {
+        let rule = if r.new_rule.1 == 0 {
+            "".to_owned()
+        } else {
+            format!("{:.1}% / {:.3}", pct(r.new_rule), mean(&r.width_rule))
+        };
         out.push_str(&format!(
-            "| {} | {} | {:.1}% | {:.1}% | {:.1}% | {:.1}% | {:.3} | {:.3} | {:.3} / {:.3} |\n",
+            "| {} | {} | {:.1}% | {:.1}% | {:.1}% | {:.1}% | {:.3} | {:.3} | {:.3} / {:.3} | {rule} |\n",
             r.world,
             r.reps,
             pct(r.band),
@@ -485,15 +510,17 @@ mod tests {
         // integer references its edges fall between levels and it errs wide: 97.3% over 200
         // replications), and every run-level answer was made.
         for world in [World::Integer, World::FewAnchors] {
-            let mut row = GridRow::default();
+            let (mut row, mut rules) = (GridRow::default(), Rules::default());
             for k in 0..20 {
-                replicate(world, 100 + k, &mut row).expect("a replication runs");
+                replicate(world, 100 + k, &mut row, &mut rules).expect("a replication runs");
             }
             let share = row.band.0 as f64 / row.band.1 as f64;
             eprintln!("{}: bands cover {share:.3} of {}", world.name(), row.band.1);
             assert_eq!(row.band.1, 20 * FRESH);
             assert!((0.93..=0.985).contains(&share), "{}: {share}", world.name());
             assert_eq!((row.new.1, row.known.1, row.compare.1), (20, 20, 20));
+            // 8 known systems: the calibrated rule answers every new run too.
+            assert_eq!(row.new_rule.1, 20);
         }
     }
 }
