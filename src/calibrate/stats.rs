@@ -248,10 +248,16 @@ pub fn chi_square_cdf(x: f64, dof: usize) -> f64 {
 /// The quantile of χ² on `dof` degrees of freedom at `p`, by bisection on [`chi_square_cdf`].
 pub fn chi_square_quantile(p: f64, dof: usize) -> f64 {
     let dof = dof.max(1);
-    let (mut lo, mut hi) = (0.0, dof as f64 + 20.0 * (dof as f64).sqrt() + 50.0);
-    for _ in 0..100 {
+    let hi = dof as f64 + 20.0 * (dof as f64).sqrt() + 50.0;
+    bisect(0.0, hi, 100, |x| chi_square_cdf(x, dof) < p)
+}
+
+/// The point where `below` turns false between `lo` and `hi`, by `iterations` halvings
+/// (`below` true left of it, false right of it): the midpoint of the last bracket.
+pub fn bisect(mut lo: f64, mut hi: f64, iterations: usize, below: impl Fn(f64) -> bool) -> f64 {
+    for _ in 0..iterations {
         let mid = 0.5 * (lo + hi);
-        if chi_square_cdf(mid, dof) < p {
+        if below(mid) {
             lo = mid;
         } else {
             hi = mid;
@@ -311,19 +317,11 @@ pub fn two_sided_p(z: f64, df: Option<f64>) -> f64 {
         Some(_) if !z.is_finite() => 0.0,
         Some(df) => {
             // t_quantile(p) grows with p: find the p whose quantile is z.
-            let (mut lo, mut hi) = (0.5, 1.0 - 1e-15);
+            let hi = 1.0 - 1e-15;
             if t_quantile(hi, df) < z {
                 return 2.0 * (1.0 - hi);
             }
-            for _ in 0..80 {
-                let mid = 0.5 * (lo + hi);
-                if t_quantile(mid, df) < z {
-                    lo = mid;
-                } else {
-                    hi = mid;
-                }
-            }
-            2.0 * (1.0 - 0.5 * (lo + hi))
+            2.0 * (1.0 - bisect(0.5, hi, 80, |p| t_quantile(p, df) < z))
         }
     }
 }

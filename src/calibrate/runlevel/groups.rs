@@ -35,7 +35,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::calibrate::stats::{
-    chi_square_quantile, mean, normal_cdf, sample_variance, standard_normal,
+    bisect, chi_square_quantile, mean, normal_cdf, sample_variance, standard_normal,
 };
 
 /// Below this many groups, τ² is not estimated (see the module's rules).
@@ -199,22 +199,14 @@ impl BiasShift {
 
     /// The `p`-quantile of this mixture plus an independent N(0, `extra`), by bisection.
     pub fn quantile(&self, p: f64, extra: f64) -> f64 {
-        let (mut lo, mut hi) = self.components.iter().fold(
+        let (lo, hi) = self.components.iter().fold(
             (f64::INFINITY, f64::NEG_INFINITY),
             |(lo, hi), &(_, m, v)| {
                 let r = 9.0 * (v + extra).sqrt() + 1e-12;
                 (lo.min(m - r), hi.max(m + r))
             },
         );
-        for _ in 0..80 {
-            let mid = 0.5 * (lo + hi);
-            if self.cdf(mid, extra) < p {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
-        }
-        0.5 * (lo + hi)
+        bisect(lo, hi, 80, |x| self.cdf(x, extra) < p)
     }
 }
 
@@ -239,16 +231,7 @@ fn paule_mandel(b: &[f64], s2: &[f64]) -> f64 {
     while q(hi) > 0.0 {
         hi *= 2.0;
     }
-    let mut lo = 0.0;
-    for _ in 0..100 {
-        let mid = 0.5 * (lo + hi);
-        if q(mid) > 0.0 {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    0.5 * (lo + hi)
+    bisect(0.0, hi, 100, |t2| q(t2) > 0.0)
 }
 
 /// τ's grid and posterior weights, and the per-τ quantities every term needs.
