@@ -194,7 +194,7 @@ impl Service {
             None => {
                 let replayed = self.replays.lock().map(|r| r.clone()).unwrap_or_default();
                 let counts = self.store.check_counts().await?;
-                let mut cells = Vec::new();
+                let mut moved = Vec::new();
                 for count in &counts {
                     match replayed.get(&count.calibrator) {
                         Some(r)
@@ -203,10 +203,20 @@ impl Service {
                         {
                             kept.push((count.key.clone(), r.watch));
                         }
-                        _ => cells
-                            .extend(self.store.misses_since_activation(Some(&count.key)).await?),
+                        _ => moved.push(&count.key),
                     }
                 }
+                // Every cell moved (the first refresh, or a busy fleet): one query for all,
+                // not one per cell.
+                let cells = if kept.is_empty() {
+                    self.store.misses_since_activation(None).await?
+                } else {
+                    let mut cells = Vec::new();
+                    for key in moved {
+                        cells.extend(self.store.misses_since_activation(Some(key)).await?);
+                    }
+                    cells
+                };
                 active = Some(counts.into_iter().map(|c| c.calibrator).collect());
                 cells
             }
