@@ -2,8 +2,12 @@
 //!
 //! A training job predicts every anchor from a fit that did not see it (the one
 //! cross-validation routine). Those held-out residuals (reference − corrected) make the
-//! interval: the corrected score plus their 2.5% and 97.5% order statistics at ranks
-//! ⌊(n + 1)·0.025⌋ and ⌈(n + 1)·0.975⌉, with the finite-sample rank correction. Residuals on
+//! interval: the corrected score plus their order statistics at ranks lo and hi = lo + k, where
+//! k = n + 1 − m gaps of the n + 1 a new residual may fall in are inside, m = ⌊(n + 1)·0.05⌋
+//! the most it may miss, split ⌈m/2⌉ below and ⌊m/2⌋ above ([`ranks`]). A new exchangeable
+//! residual is inside with probability k/(n + 1) ≥ 95%, the fewest misses whole ranks allow.
+//! (Versions trained before 2026-11-28 kept each tail to ⌊(n + 1)·0.025⌋ gaps on its own,
+//! which rounds twice: 104/108 = 96.3% inside at n = 107, where one split gives 103/108.) Residuals on
 //! the anchors a version was fitted on would not do: a flexible fit follows its anchors, so
 //! its in-sample band is narrow and new anchors fall outside it far more often than 5%.
 //!
@@ -88,6 +92,11 @@ pub struct Bin {
     /// versions trained before ties were broken.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ties: Option<(f64, f64)>,
+    /// The ranks of the band's edges among the bin's held-out residuals ([`ranks`]). `None`
+    /// for versions trained before the ranks were kept, whose bands are at
+    /// [`ranks_before_split`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ranks: Option<(usize, usize)>,
 }
 
 /// Whether judge score `j` lies in [`from`, `to`) (open where `None`).
@@ -119,17 +128,31 @@ pub struct Intervals {
     pub units: Option<UnitSpread>,
 }
 
-/// The 1-based ranks of the 2.5% and 97.5% split-conformal order statistics of `n` residuals;
-/// `None` with fewer than 39, where they do not exist.
+/// The 1-based ranks (lo, hi) of a 95% split-conformal band's edges among `n` residuals: of
+/// the n + 1 gaps a new residual falls in with equal chance, the band misses m = ⌊(n + 1)·0.05⌋,
+/// ⌈m/2⌉ below and ⌊m/2⌋ above, so it covers exactly (hi − lo)/(n + 1) = 1 − m/(n + 1) ≥ 95% on
+/// a continuous scale. `None` with fewer than 39 residuals, where a band would be the whole
+/// line on one side.
 pub(crate) fn ranks(n: usize) -> Option<(usize, usize)> {
+    // 1 − 0.95 is a hair above 0.05 in binary, so a product that should be whole is not
+    // floored below it; the guard keeps it so should that ever change.
+    let misses = ((n + 1) as f64 * (1.0 - LEVEL) + 1e-9).floor() as usize;
+    let lo = misses.div_ceil(2);
+    let hi = n + 1 - (misses - lo);
+    (lo >= 1 && hi <= n).then_some((lo, hi))
+}
+
+/// The ranks of versions trained before [`ranks`] split the misses once: each tail kept to
+/// ⌊(n + 1)·0.025⌋ gaps, 2.5% and 97.5% order statistics. Their miss law is read with these.
+fn ranks_before_split(n: usize) -> Option<(usize, usize)> {
     let tail = (1.0 - LEVEL) / 2.0;
     let lo = ((n + 1) as f64 * tail).floor() as usize;
     let hi = ((n + 1) as f64 * (1.0 - tail)).ceil() as usize;
     (lo >= 1 && hi <= n).then_some((lo, hi))
 }
 
-/// The 2.5% and 97.5% split-conformal order statistics of `residuals`; `None` with fewer than
-/// 39, where those ranks do not exist.
+/// The split-conformal band of `residuals` at [`ranks`]; `None` with fewer than 39, where
+/// those ranks do not exist.
 pub fn band(mut residuals: Vec<f64>) -> Option<(f64, f64)> {
     let (lo, hi) = ranks(residuals.len())?;
     residuals.sort_by(f64::total_cmp);
@@ -217,6 +240,7 @@ impl Intervals {
                 band: None,
                 held_out_coverage: None,
                 ties: None,
+                ranks: ranks(held_out),
             }],
             held_out,
             held_out_coverage: None,
@@ -298,6 +322,7 @@ impl Intervals {
                     anchors: members.len(),
                     band: edges.map(|e| e.0),
                     ties: edges.map(|e| e.1),
+                    ranks: ranks(members.len()),
                     held_out_coverage: inside.as_ref().and_then(|inside| {
                         share(
                             members.iter().filter(|&&i| inside[i]).count(),
@@ -407,7 +432,7 @@ impl Intervals {
             .bins
             .iter()
             .filter_map(|b| {
-                let (lo, hi) = ranks(b.anchors)?;
+                let (lo, hi) = b.ranks.or_else(|| ranks_before_split(b.anchors))?;
                 let k = (hi - lo) as f64;
                 let law = Beta::new(b.anchors as f64 + 1.0 - k, k).ok()?;
                 Some((b.anchors as f64 / total as f64, law))
@@ -460,6 +485,86 @@ mod tests {
         assert_eq!(band((0..39).map(f64::from).collect()), Some((0.0, 38.0)));
         // n = 199: ranks 5 and 195.
         assert_eq!(band((0..199).map(f64::from).collect()), Some((4.0, 194.0)));
+    }
+
+    #[test]
+    fn the_ranks_miss_the_most_whole_gaps_that_keep_95_percent() {
+        for n in 39..3000 {
+            let (lo, hi) = ranks(n).unwrap();
+            let gaps = (n + 1) as f64;
+            let inside = (hi - lo) as f64 / gaps;
+            // At least 95%, and one gap fewer would not be.
+            assert!(inside >= 0.95 - 1e-12, "n = {n}: {inside}");
+            assert!(
+                (hi - lo - 1) as f64 / gaps < 0.95,
+                "n = {n}: one fewer still holds"
+            );
+            // The misses split evenly, the odd one below.
+            let (below, above) = (lo, n + 1 - hi);
+            assert!(
+                below == above || below == above + 1,
+                "n = {n}: {below} / {above}"
+            );
+            // Never more inside than the two tails rounded apart.
+            let (l, h) = ranks_before_split(n).unwrap();
+            assert!(hi - lo <= h - l, "n = {n}");
+        }
+        // n = 107, about a bin of the panel grid: 103 of 108 gaps, where the tails rounded
+        // apart held 104.
+        assert_eq!(ranks(107), Some((3, 106)));
+        assert_eq!(ranks_before_split(107), Some((2, 106)));
+    }
+
+    #[test]
+    fn a_band_of_107_residuals_covers_a_new_one_103_times_in_108() {
+        // The exact rate is 103/108 = 0.9537 on a continuous scale (the tails rounded apart
+        // held 104/108 = 0.9630); 40,000 draws give it to a binomial sd of 0.0011.
+        let mut rng = Rng::seed_from_u64(17);
+        let draws = 40_000;
+        let inside = (0..draws)
+            .filter(|_| {
+                let residuals: Vec<f64> = (0..107).map(|_| standard_normal(&mut rng)).collect();
+                let (lo, hi) = band(residuals).unwrap();
+                (lo..=hi).contains(&standard_normal(&mut rng))
+            })
+            .count();
+        let rate = inside as f64 / f64::from(draws);
+        eprintln!("a band of 107 residuals covered {rate:.4} of new ones");
+        assert!((rate - 103.0 / 108.0).abs() < 0.0035, "{rate}");
+    }
+
+    #[test]
+    fn versions_trained_before_the_split_keep_their_miss_law() {
+        // The same bin of 107 anchors: a version that kept its ranks reads the miss law
+        // Beta(5, 103) (mean 5/108, sd 0.020), one trained before reads Beta(4, 104) (mean
+        // 4/108, sd 0.018); their 90% points are about 1.3 sd above the means, 7.2% and 6.0%.
+        let bin = |ranks| Bin {
+            from: None,
+            to: None,
+            anchors: 107,
+            band: Some((-1.0, 1.0)),
+            held_out_coverage: None,
+            ties: None,
+            ranks,
+        };
+        let version = |ranks| Intervals {
+            level: LEVEL,
+            source: Source::Conformal,
+            bins: vec![bin(ranks)],
+            held_out: 107,
+            held_out_coverage: None,
+            units: None,
+        };
+        let now = version(ranks(107)).miss_bound(0.1);
+        let before = version(None).miss_bound(0.1);
+        eprintln!("bound at δ = 0.1: {now:.4} with kept ranks, {before:.4} before");
+        assert!((0.067..0.078).contains(&now), "{now}");
+        assert!((0.055..0.066).contains(&before), "{before}");
+        // Stored versions without the field read back as trained before.
+        let json = serde_json::to_value(bin(None)).unwrap();
+        assert!(json.get("ranks").is_none());
+        let back: Bin = serde_json::from_value(json).unwrap();
+        assert_eq!(back.ranks, None);
     }
 
     #[test]
@@ -599,6 +704,7 @@ mod tests {
                 band: None,
                 held_out_coverage: Some(0.9),
                 ties: None,
+                ranks: None,
             }],
             held_out: 200,
             held_out_coverage: Some(0.9),
@@ -635,6 +741,7 @@ mod tests {
                     band: None,
                     held_out_coverage: None,
                     ties: None,
+                    ranks: None,
                 })
                 .collect(),
             held_out: 600,

@@ -506,9 +506,10 @@ mod tests {
         // Where a panel could break: integer references mostly 4 and 5 with integer member
         // scores, and 10 anchors per system. 20 replications each of 200 fresh items (one
         // band per replication, so the rate varies by replication: about 0.3 points over 20):
-        // the band a version serves covers at least 93% of them, and at most 98.5% (on
-        // integer references its edges fall between levels and it errs wide: 97.3% over 200
-        // replications), and every run-level answer was made.
+        // the band a version serves covers at least 93% of them, and at most 98% (on integer
+        // references its edges fall between levels and it errs wide: 96.5% over 200
+        // replications, 97.1% over these 20; 97.3% and at most 98.5% asked before the band's
+        // misses were split once), and every run-level answer was made.
         for world in [World::Integer, World::FewAnchors] {
             let (mut row, mut rules) = (GridRow::default(), Rules::default());
             for k in 0..20 {
@@ -517,7 +518,7 @@ mod tests {
             let share = row.band.0 as f64 / row.band.1 as f64;
             eprintln!("{}: bands cover {share:.3} of {}", world.name(), row.band.1);
             assert_eq!(row.band.1, 20 * FRESH);
-            assert!((0.93..=0.985).contains(&share), "{}: {share}", world.name());
+            assert!((0.93..=0.98).contains(&share), "{}: {share}", world.name());
             assert_eq!((row.new.1, row.known.1, row.compare.1), (20, 20, 20));
             // 8 known systems: the calibrated rule answers every new run too.
             assert_eq!(row.new_rule.1, 20);

@@ -107,10 +107,11 @@ mod tests {
 
     #[test]
     fn held_out_intervals_cover_new_anchors_at_their_rate() {
-        // 40 fits on 400 anchors each (5-fold residuals), each checked on 250 new anchors: a
-        // true 95% rate gives a pooled share within ±1.3 points of it with 99% probability
-        // (10,000 checks); the rank correction errs on the high side, so the band is
-        // [0.935, 0.975].
+        // 40 fits on 400 anchors each (5-fold residuals, four bins of 100), each checked on
+        // 250 new anchors: a bin's band leaves out 5 of 101 gaps, 95.0% inside, and a true
+        // 95% rate gives a pooled share within ±1.3 points of it with 99% probability (10,000
+        // checks). The CV construction may err a little either way: [0.937, 0.965]. (Before
+        // the misses were split once, 4 of 101 gaps: 96.7% measured, [0.935, 0.975] asked.)
         let mut rng = Rng::seed_from_u64(21);
         let never = AtomicBool::new(false);
         let run = Run::new(&never, &|_| {});
@@ -141,6 +142,6 @@ mod tests {
         eprintln!(
             "isotonic 95% predictive interval: {inside} of {checked} new anchors inside ({share:.4})"
         );
-        assert!((0.935..=0.975).contains(&share), "{share}");
+        assert!((0.937..=0.965).contains(&share), "{share}");
     }
 }
