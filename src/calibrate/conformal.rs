@@ -6,10 +6,11 @@
 //! k = n + 1 − m gaps of the n + 1 a new residual may fall in are inside, m = ⌊(n + 1)·0.05⌋
 //! the most it may miss, split ⌈m/2⌉ below and ⌊m/2⌋ above ([`ranks`]). A new exchangeable
 //! residual is inside with probability k/(n + 1) ≥ 95%, the fewest misses whole ranks allow.
-//! (Versions trained before 2026-11-28 kept each tail to ⌊(n + 1)·0.025⌋ gaps on its own,
-//! which rounds twice: 104/108 = 96.3% inside at n = 107, where one split gives 103/108.) Residuals on
-//! the anchors a version was fitted on would not do: a flexible fit follows its anchors, so
-//! its in-sample band is narrow and new anchors fall outside it far more often than 5%.
+//! (Versions trained before the split, 2026-11-27, kept each tail to ⌊(n + 1)·0.025⌋ gaps
+//! on its own, which rounds twice: 104/108 = 96.3% inside at n = 107, where one split gives
+//! 103/108.) Residuals on the anchors a version was fitted on would not do: a flexible fit
+//! follows its anchors, so its in-sample band is narrow and new anchors fall outside it far
+//! more often than 5%.
 //!
 //! What this guarantees, precisely: the band is cut from K-fold held-out residuals and placed
 //! around the refit on all anchors (the "CV" construction). Split conformal, whose band comes
