@@ -18,9 +18,10 @@ pub const RATER_COLUMN: &str = "rater";
 /// The optional column naming the judge version that gave each score.
 pub const JUDGE_VERSION_COLUMN: &str = "judge_version";
 
-/// The columns a CSV upload must have (in any order; extra columns are ignored, but for
-/// [`GROUP_COLUMN`], [`RATER_COLUMN`] and [`JUDGE_VERSION_COLUMN`]). A `reference_score` may be left empty on a
-/// row whose item the cell already holds a reference for (a re-scored item).
+/// The columns a CSV upload must have (in any order; besides them only [`OPTIONAL_COLUMNS`],
+/// and any other column is refused by name, so that a misspelt one is never dropped
+/// silently). A `reference_score` may be left empty on a row whose item the cell already
+/// holds a reference for (a re-scored item).
 pub const CSV_COLUMNS: [&str; 5] = [
     "judge",
     "rubric",
@@ -28,6 +29,44 @@ pub const CSV_COLUMNS: [&str; 5] = [
     "judge_score",
     "reference_score",
 ];
+
+/// The optional columns of a CSV upload, and optional fields of a JSON anchor row.
+pub const OPTIONAL_COLUMNS: [&str; 3] = [GROUP_COLUMN, RATER_COLUMN, JUDGE_VERSION_COLUMN];
+
+/// The fields a JSON anchor row may have.
+const ROW_FIELDS: [&str; 6] = [
+    "item_id",
+    "judge_score",
+    "reference_score",
+    GROUP_COLUMN,
+    RATER_COLUMN,
+    JUDGE_VERSION_COLUMN,
+];
+
+/// The fields of the JSON envelope.
+const ENVELOPE_FIELDS: [&str; 4] = ["judge", "rubric", JUDGE_VERSION_COLUMN, "anchors"];
+
+/// A problem per field of `object` that is not one of `known`.
+fn unknown_fields<'a>(
+    row: Option<usize>,
+    object: &'a serde_json::Map<String, Value>,
+    known: &'a [&str],
+    what: &'a str,
+) -> impl Iterator<Item = Problem> + 'a {
+    object
+        .keys()
+        .filter(|k| !known.contains(&k.as_str()))
+        .map(move |k| {
+            Problem::at(
+                row,
+                k,
+                format!(
+                    "is not a field of {what} (its fields: {})",
+                    known.join(", ")
+                ),
+            )
+        })
+}
 
 /// A field as it arrived, before validation.
 #[derive(Debug, Clone, PartialEq)]
@@ -76,6 +115,9 @@ pub struct RawAnchor {
     pub rater: RawField,
     /// Optional: `Missing` (or JSON null) is an unversioned score.
     pub judge_version: RawField,
+    /// Problems found while reading the row (a field the row may not have), reported with
+    /// the rest of the batch's.
+    pub problems: Vec<Problem>,
 }
 
 /// One validated row of an upload. `reference_score` is `None` on a re-scored item whose
@@ -140,7 +182,8 @@ pub fn rows_from_json(body: &Value) -> Result<Vec<RawAnchor>, Vec<Problem>> {
         )]);
     };
     // The envelope's judge and rubric apply to every row: check them once, without a row.
-    let mut problems = Vec::new();
+    let mut problems: Vec<Problem> =
+        unknown_fields(None, obj, &ENVELOPE_FIELDS, "the anchor batch").collect();
     let judge = text_field(None, "judge", &RawField::from_json(obj.get("judge")))
         .and_then(|s| {
             JudgeName::parse(&s)
@@ -194,7 +237,18 @@ pub fn rows_from_json(body: &Value) -> Result<Vec<RawAnchor>, Vec<Problem>> {
                 Value::Object(o) => RawField::from_json(o.get(name)),
                 _ => RawField::Missing,
             };
+            let problems = match item {
+                Value::Object(o) => {
+                    unknown_fields(Some(i + 1), o, &ROW_FIELDS, "an anchor row").collect()
+                }
+                _ => vec![Problem::at(
+                    Some(i + 1),
+                    "anchors",
+                    "must be an object with item_id, judge_score and reference_score",
+                )],
+            };
             RawAnchor {
+                problems,
                 row: i + 1,
                 judge: judge.clone(),
                 rubric: rubric.clone(),
@@ -254,6 +308,19 @@ pub fn rows_from_csv(body: &[u8]) -> Result<Vec<RawAnchor>, Vec<Problem>> {
             )),
         }
     }
+    for column in header.iter() {
+        if !CSV_COLUMNS.contains(&column) && !OPTIONAL_COLUMNS.contains(&column) {
+            problems.push(Problem::at(
+                None,
+                column,
+                format!(
+                    "is not a column of an anchor upload (its columns: {}, and optionally {})",
+                    CSV_COLUMNS.join(","),
+                    OPTIONAL_COLUMNS.join(",")
+                ),
+            ));
+        }
+    }
     if !problems.is_empty() {
         return Err(problems);
     }
@@ -276,6 +343,7 @@ pub fn rows_from_csv(body: &[u8]) -> Result<Vec<RawAnchor>, Vec<Problem>> {
         };
         let field = |name: &str| RawField::from_csv(record.get(index[name]));
         rows.push(RawAnchor {
+            problems: Vec::new(),
             row,
             judge: field("judge"),
             rubric: field("rubric"),
@@ -379,8 +447,9 @@ pub fn validate(
     // row of another version takes it, and a different one is refused.
     let mut references: HashMap<(CellKey, ItemId), (f64, usize)> = HashMap::new();
 
-    for raw in rows {
+    for mut raw in rows {
         let row = raw.row;
+        problems.append(&mut raw.problems);
         let judge = text_field(Some(row), "judge", &raw.judge)
             .and_then(|s| JudgeName::parse(&s).map_err(|e| Problem::at(Some(row), "judge", e)));
         let rubric = text_field(Some(row), "rubric", &raw.rubric)

@@ -6,7 +6,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::{CellKey, JudgeName, JudgeVersion, RubricName};
+use super::{CellKey, JudgeName, JudgeVersion, Problem, RubricName};
 use crate::calibrate::conformal::Intervals;
 use crate::calibrate::panel::fusion::Fusion;
 use crate::calibrate::quality::Comparison;
@@ -190,6 +190,51 @@ pub struct Job {
     pub versions: Vec<VersionRef>,
 }
 
+/// The range of judge scores a version was trained on, and where a new score lies against
+/// it: inside, just outside (the corrector extrapolates or holds its end value: flagged), or
+/// far outside (more than the range's width beyond it: a score on another scale, or a typo,
+/// refused wherever scores are corrected).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct JudgeRange {
+    pub min: f64,
+    pub max: f64,
+}
+
+/// Where a judge score lies against a version's [`JudgeRange`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    Inside,
+    Outside,
+    Far,
+}
+
+impl JudgeRange {
+    /// The range of `scores`; `None` for none.
+    pub fn of(scores: impl IntoIterator<Item = f64>) -> Option<Self> {
+        scores.into_iter().fold(None, |r, j| {
+            Some(match r {
+                None => Self { min: j, max: j },
+                Some(Self { min, max }) => Self {
+                    min: min.min(j),
+                    max: max.max(j),
+                },
+            })
+        })
+    }
+
+    /// A range whose width is 0 (every anchor at one judge score) calls nothing far.
+    pub fn place(&self, j: f64) -> Placement {
+        let width = self.max - self.min;
+        if (self.min..=self.max).contains(&j) {
+            Placement::Inside
+        } else if width > 0.0 && (j < self.min - width || j > self.max + width) {
+            Placement::Far
+        } else {
+            Placement::Outside
+        }
+    }
+}
+
 /// A fitted version about to be stored.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewVersion {
@@ -205,6 +250,8 @@ pub struct NewVersion {
     pub groups: Option<GroupBias>,
     /// A panel version's fusion layer: how members' scores become the score `model` corrects.
     pub fusion: Option<Fusion>,
+    /// The judge scores of its anchors (a panel's: its fused scores).
+    pub judge_range: Option<JudgeRange>,
 }
 
 /// One immutable calibrator version of a cell.
@@ -234,6 +281,9 @@ pub struct CalibratorVersion {
     pub judge_version: Option<JudgeVersion>,
     /// A panel version's fusion layer (`None` for a judge's version).
     pub fusion: Option<Fusion>,
+    /// The judge scores it was trained on; `None` where its cell had no anchors of its judge
+    /// version when the range was first recorded (migration 13).
+    pub judge_range: Option<JudgeRange>,
 }
 
 impl CalibratorVersion {
@@ -243,6 +293,44 @@ impl CalibratorVersion {
 
     pub fn passed(&self) -> bool {
         self.failure.is_none()
+    }
+
+    /// A problem per score of `scores` far outside the judge scores the version was trained
+    /// on ([`JudgeRange::place`]), named by row and `field`: a score on another scale, or a
+    /// typo, that no corrector can read.
+    pub fn far_scores(&self, scores: &[f64], field: &str) -> Vec<Problem> {
+        let Some(range) = self.judge_range else {
+            return Vec::new();
+        };
+        scores
+            .iter()
+            .enumerate()
+            .filter(|(_, j)| range.place(**j) == Placement::Far)
+            .map(|(i, j)| {
+                Problem::at(
+                    Some(i + 1),
+                    field,
+                    format!(
+                        "{j} lies far outside the judge scores version {} of {} was trained on, [{}, {}]: \
+                         is it on another scale? A judge that changed its scale is a new judge_version",
+                        self.version, self.key, range.min, range.max
+                    ),
+                )
+            })
+            .collect()
+    }
+
+    /// The rows of `scores` (0-based) outside the judge scores the version was trained on.
+    pub fn outside_scores(&self, scores: &[f64]) -> Vec<usize> {
+        let Some(range) = self.judge_range else {
+            return Vec::new();
+        };
+        scores
+            .iter()
+            .enumerate()
+            .filter(|(_, j)| range.place(**j) != Placement::Inside)
+            .map(|(i, _)| i)
+            .collect()
     }
 
     /// Corrected scores of `scores`, each with the version's predictive interval.
@@ -258,6 +346,24 @@ impl CalibratorVersion {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Inside is inclusive; "far" starts one width beyond either end; a range of one point
+    /// calls nothing far.
+    #[test]
+    fn judge_scores_are_placed_against_the_trained_range() {
+        let r = JudgeRange::of([2.0, 1.0, 5.0, 3.0]).unwrap();
+        assert_eq!((r.min, r.max), (1.0, 5.0));
+        assert_eq!(r.place(1.0), Placement::Inside);
+        assert_eq!(r.place(5.0), Placement::Inside);
+        assert_eq!(r.place(5.5), Placement::Outside);
+        assert_eq!(r.place(9.0), Placement::Outside);
+        assert_eq!(r.place(9.01), Placement::Far);
+        assert_eq!(r.place(-3.01), Placement::Far);
+        assert_eq!(r.place(99.0), Placement::Far);
+        let point = JudgeRange::of([3.0]).unwrap();
+        assert_eq!(point.place(99.0), Placement::Outside);
+        assert!(JudgeRange::of([]).is_none());
+    }
 
     #[test]
     fn job_kinds_parse_by_name() {

@@ -89,6 +89,7 @@ fn rater_schema() -> utoipa::openapi::schema::Object {
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
 pub struct UploadParams {
     /// Overwrite anchors stored with different scores instead of answering 409.
     #[serde(default)]
@@ -241,6 +242,7 @@ pub async fn list_cells(
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
 pub struct PageParams {
     /// Anchors per page: 1 to limits.max_page_size (1000 unless configured; default 100).
     #[param(minimum = 1, maximum = 1000)]
@@ -313,9 +315,10 @@ pub struct DeleteResponse {
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
 pub struct DeleteParams {
-    /// Remove only this judge version's score of the item (default: the item's rows of every
-    /// judge version, its reference with them).
+    /// The judge version whose row of the item to remove; left out, the unversioned row. Rows
+    /// of other judge versions are never touched: each keeps its score and reference.
     #[param(schema_with = schema::judge_version)]
     judge_version: Option<String>,
 }
@@ -335,8 +338,8 @@ pub(super) fn required_version(raw: &str, field: &str) -> Result<JudgeVersion, A
     })
 }
 
-/// Remove an anchor item (to fix a label, delete it and upload it again, or upload with
-/// `replace=true`): its rows of every judge version, or of `judge_version` only.
+/// Remove an anchor item's row (to fix a label, delete it and upload it again, or upload with
+/// `replace=true`): the unversioned row, or the row of `judge_version`; no other row.
 #[utoipa::path(
     delete, path = "/v1/cells/{judge}/{rubric}/anchors/{item_id}", tag = "anchors",
     params(("judge" = String, Path), ("rubric" = String, Path), ("item_id" = String, Path), DeleteParams),

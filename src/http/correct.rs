@@ -12,6 +12,7 @@ use super::extract::{Authorized, CorrectScope, Json, ScoresOrItems};
 use super::schema;
 use crate::calibrate::Corrected;
 use crate::domain::Problem;
+use crate::domain::calibration::CalibratorVersion;
 use crate::domain::correction::CorrectionRequest;
 
 /// The body of POST /v1/correct: `scores`, or `items` to get ids back (not both).
@@ -33,8 +34,9 @@ pub struct CorrectRequest {
     #[schema(minimum = 1)]
     version: Option<i64>,
     /// The judge version that gave the scores (model snapshot, prompt hash, decoding: the
-    /// platform's label). Served by the newest passed calibration trained on it; where there is
-    /// none, by the active one with a warning (or 409 where the judge refuses mismatches).
+    /// platform's label). Served by the newest passed calibration trained on it (left out: on
+    /// the unversioned anchors), the active one where it is one; where there is none, by the
+    /// active one with a warning (or 409 where the judge refuses mismatches).
     #[schema(schema_with = schema::judge_version)]
     judge_version: Option<String>,
 }
@@ -149,6 +151,11 @@ pub struct CorrectedDto {
     /// flow: sigma is above the cell's review threshold; route the item to a person.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub review: Option<bool>,
+    /// True where the score lies outside the judge scores the version was trained on (but
+    /// within one range width of them; farther is refused): the correction extrapolates
+    /// (bayes) or holds the end value, and its interval was not measured there.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub outside_anchors: bool,
 }
 
 impl CorrectedDto {
@@ -157,6 +164,7 @@ impl CorrectedDto {
         judge_score: f64,
         members: Option<Vec<String>>,
         c: &Corrected,
+        outside_anchors: bool,
     ) -> Self {
         Self {
             id,
@@ -167,6 +175,7 @@ impl CorrectedDto {
             predictive: c.predictive.map(|(lo, hi)| [lo, hi]),
             sigma: c.sigma,
             review: c.review,
+            outside_anchors,
         }
     }
 }
@@ -191,11 +200,22 @@ pub struct CorrectResponse {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub judge_version: Option<String>,
     /// What a reader of these numbers must know (a judge version the calibration was not
-    /// trained on); absent when there is nothing to say.
+    /// trained on, scores outside the judge scores it was trained on); absent when there is
+    /// nothing to say.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
     /// One per input score, in order.
     pub results: Vec<CorrectedDto>,
+}
+
+/// The warning for `outside` scores outside the judge scores version `v` was trained on.
+fn outside_warning(v: &CalibratorVersion, outside: usize) -> Option<String> {
+    let range = v.judge_range.filter(|_| outside > 0)?;
+    Some(format!(
+        "{outside} scores lie outside the judge scores version {} was trained on, [{}, {}] (flagged \
+         `outside_anchors`): their corrections extrapolate or hold the end value; upload anchors covering them",
+        v.version, range.min, range.max
+    ))
 }
 
 /// Correct raw judge scores.
@@ -211,7 +231,7 @@ pub struct CorrectResponse {
         (status = 200, body = CorrectResponse),
         (status = 404, description = "No active calibrator (the message says how to train one), or no such version", body = ErrorBody),
         (status = 409, description = "The judge_version has no calibration and the judge refuses mismatched versions", body = ErrorBody),
-        (status = 422, description = "Bad judge, rubric, score or id; or too many scores", body = ErrorBody),
+        (status = 422, description = "Bad judge, rubric, score or id; a score far outside (more than the range's width beyond) the judge scores the version was trained on; or too many scores", body = ErrorBody),
     ),
     security(("api_key" = ["correct"]))
 )]
@@ -266,6 +286,7 @@ pub async fn correct(
                 j,
                 members(i),
                 c,
+                correction.outside.binary_search(&i).is_ok(),
             )
         })
         .collect();
@@ -290,6 +311,7 @@ pub async fn correct(
             .mismatch
             .iter()
             .map(|m| m.warning(v.version))
+            .chain(outside_warning(v, correction.outside.len()))
             .collect(),
         results,
     }))

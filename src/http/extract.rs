@@ -4,7 +4,7 @@
 use std::marker::PhantomData;
 
 use axum::body::Bytes;
-use axum::extract::rejection::{BytesRejection, JsonRejection, PathRejection, QueryRejection};
+use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
 use axum::http::request::Parts;
@@ -17,28 +17,96 @@ use crate::auth::Scope;
 use crate::domain::anchors::{self, RawAnchor};
 use crate::domain::{CellKey, JudgeName, Problem, RubricName};
 
-/// `axum::Json`, with rejections in the service's error shape.
+/// `axum::Json`, with rejections in the service's error shape: a body that is JSON but not
+/// of the request's shape (a wrong type, a missing or unknown field) is a 422 whose `details`
+/// name the field by its path, and the row where the field sits in an array.
 pub struct Json<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        match axum::Json::<T>::from_request(req, state).await {
-            Ok(axum::Json(v)) => Ok(Json(v)),
-            Err(rejection) => Err(json_rejection(rejection)),
+        if !json_content_type(req.headers()) {
+            return Err(ApiError::from_status(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "send the body as JSON with `Content-Type: application/json`",
+            ));
         }
+        let body = Bytes::from_request(req, state)
+            .await
+            .map_err(bytes_rejection)?;
+        parse_json(&body).map(Json)
     }
 }
 
-fn json_rejection(r: JsonRejection) -> ApiError {
-    let message = match &r {
-        JsonRejection::MissingJsonContentType(_) => {
-            "send the body as JSON with `Content-Type: application/json`".to_owned()
-        }
-        _ => r.body_text(),
+fn json_content_type(headers: &HeaderMap) -> bool {
+    let kind = content_type(headers).to_ascii_lowercase();
+    kind == "application/json" || (kind.starts_with("application/") && kind.ends_with("+json"))
+}
+
+/// Reads a JSON body of type `T`: malformed JSON is a 400, JSON of the wrong shape a 422
+/// naming the field (see [`problem_at`]).
+pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    let malformed = |e: serde_json::Error| {
+        ApiError::from_status(
+            StatusCode::BAD_REQUEST,
+            format!("the body is not valid JSON: {e}"),
+        )
     };
-    ApiError::from_status(r.status(), message)
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        match inner.classify() {
+            serde_json::error::Category::Data => ApiError::invalid(
+                "the request body was refused",
+                vec![problem_at(&path, &inner.to_string())],
+            ),
+            _ => malformed(inner),
+        }
+    })?;
+    de.end().map_err(malformed)?;
+    Ok(value)
+}
+
+/// The problem of a body whose value at `path` (serde's `a.items[2].score`) failed with
+/// `message`: the row is the last array index there (1-based), the field the path without
+/// its indices, extended by the field a "missing field" or "unknown field" message names.
+fn problem_at(path: &str, message: &str) -> Problem {
+    let mut row = None;
+    let mut parts: Vec<String> = Vec::new();
+    for segment in path.split('.').filter(|s| !s.is_empty()) {
+        let name = segment.split('[').next().unwrap_or("");
+        if !name.is_empty() {
+            parts.push(name.to_owned());
+        }
+        for index in segment.split('[').skip(1) {
+            row = index
+                .trim_end_matches(']')
+                .parse::<usize>()
+                .ok()
+                .map(|i| i + 1);
+        }
+    }
+    let named = ["missing field `", "unknown field `"]
+        .iter()
+        .find_map(|p| message.strip_prefix(p))
+        .and_then(|rest| rest.split('`').next());
+    if let Some(field) = named
+        && parts.last().map(String::as_str) != Some(field)
+    {
+        parts.push(field.to_owned());
+    }
+    // serde_json ends its messages with the position; the field and row say it better.
+    let problem = message
+        .rsplit_once(" at line ")
+        .map_or(message, |(text, _)| text);
+    let field = if parts.is_empty() {
+        "body".to_owned()
+    } else {
+        parts.join(".")
+    };
+    Problem::at(row, &field, problem)
 }
 
 fn bytes_rejection(r: BytesRejection) -> ApiError {
@@ -86,9 +154,15 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
             .await
             .map(|q| Query(q.0))
             .map_err(|r: QueryRejection| {
+                let text = r.body_text();
+                let field = ["unknown field `", "missing field `"]
+                    .iter()
+                    .find_map(|p| text.split_once(p))
+                    .and_then(|(_, rest)| rest.split('`').next())
+                    .unwrap_or("query");
                 ApiError::invalid(
                     "the query string was refused",
-                    vec![Problem::at(None, "query", r.body_text())],
+                    vec![Problem::at(None, field, text.clone())],
                 )
             })
     }

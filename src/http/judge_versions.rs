@@ -72,6 +72,7 @@ pub async fn list(
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
 pub struct RescoreParams {
     /// The new judge version.
     #[param(
@@ -158,6 +159,7 @@ pub async fn rescore(
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
 pub struct BridgeParams {
     /// The old judge version (default: the anchors uploaded without a version). Its
     /// calibration is applied to both versions' scores.

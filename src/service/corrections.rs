@@ -23,6 +23,9 @@ pub struct Correction {
     pub members: Option<Vec<Option<Vec<usize>>>>,
     /// Set where the request named a judge version that version was not trained on.
     pub mismatch: Option<Mismatch>,
+    /// The items (0-based) whose score the version's corrector read lies outside the judge
+    /// scores it was trained on (its correction extrapolates, or holds the end value).
+    pub outside: Vec<usize>,
 }
 
 /// Batches up to this size are corrected on the request's own thread when they need only
@@ -100,6 +103,15 @@ impl Service {
                 .collect()
         });
         let whole: &[f64] = panel_whole.as_deref().unwrap_or(&request.scores);
+        // Judge scores: checked by item. A panel's fused scores: refused items would be named
+        // by their rank among the whole items, so only flagged.
+        if panel.is_none() {
+            let far = loaded.version.far_scores(whole, request.field());
+            if !far.is_empty() {
+                return Err(refused(far));
+            }
+        }
+        let outside_whole = loaded.version.outside_scores(whole);
         let model = &loaded.version.model;
         let corrected = if whole.len() <= INLINE && !model.heavy(whole) {
             loaded.version.correct(whole)
@@ -140,6 +152,19 @@ impl Service {
                 results.iter().filter(|c| c.review == Some(true)).count(),
             );
         }
+        let outside = match &panel {
+            None => outside_whole,
+            // Back from the whole items' ranks to the items'.
+            Some(fused) => fused
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| matches!(f, FusedScore::Whole(_)))
+                .map(|(i, _)| i)
+                .enumerate()
+                .filter(|(rank, _)| outside_whole.binary_search(rank).is_ok())
+                .map(|(_, i)| i)
+                .collect(),
+        };
         self.metrics.count_corrections(key, model.method(), count);
         Ok(Correction {
             version: loaded,
@@ -155,6 +180,7 @@ impl Service {
                     .collect()
             }),
             mismatch: served.mismatch,
+            outside,
         })
     }
 }

@@ -209,10 +209,12 @@ impl Service {
         Ok(out)
     }
 
-    /// Fuses a panel's runs: each item's members' scores become the fused score the served
-    /// version corrects (from the members present where one is missing, counted). A judge's
-    /// version refuses panel items, and a panel's version bare scores.
-    async fn fuse_runs(
+    /// Readies the runs for their versions: a panel's items' members' scores become the fused
+    /// score the served version corrects (from the members present where one is missing,
+    /// counted); a judge's version refuses panel items, and a panel's version bare scores;
+    /// a score far outside the judge scores its run's version was trained on is refused,
+    /// every one named (`runs[i]` is `served.runs[i]`'s run).
+    async fn prepare_runs(
         &self,
         served: &mut Served,
         runs: Vec<(&str, &mut RunItems, Option<&[MemberScores]>)>,
@@ -223,7 +225,13 @@ impl Service {
             self.check_panel(&judge, f).await?;
         }
         let mut problems = Vec::new();
-        for (prefix, run, members) in runs {
+        for (i, (prefix, run, members)) in runs.into_iter().enumerate() {
+            let field = if run.ids.is_some() || members.is_some() {
+                "items"
+            } else {
+                "scores"
+            };
+            let before = problems.len();
             match (&fusion, members) {
                 (None, None) => {}
                 (Some(f), Some(items)) => {
@@ -256,6 +264,13 @@ impl Service {
                     format!("{judge} is a judge, not a panel: its items carry `score`"),
                 )),
             }
+            if let (Some(version), true) = (served.runs.get(i), problems.len() == before) {
+                problems.extend(
+                    version
+                        .version
+                        .far_scores(&run.scores, &format!("{prefix}{field}")),
+                );
+            }
         }
         if problems.is_empty() {
             Ok(())
@@ -277,7 +292,7 @@ impl Service {
             .await?;
         let mut served = served;
         let mut run = request.run;
-        self.fuse_runs(
+        self.prepare_runs(
             &mut served,
             vec![("", &mut run, request.members.as_deref())],
         )
@@ -291,7 +306,8 @@ impl Service {
         .await?;
         self.metrics
             .count_estimate(&request.key, RunQuestion::Estimate);
-        Ok((served, answer))
+        let scale = self.scale_of(&request.key.rubric).await?;
+        Ok((served, answer.within((scale.min, scale.max))))
     }
 
     /// The difference of two runs' de-biased means.
@@ -308,7 +324,7 @@ impl Service {
         let mut served = served;
         let (mut a, mut b, settings) = (request.a, request.b, request.settings);
         let [ma, mb] = &request.members;
-        self.fuse_runs(
+        self.prepare_runs(
             &mut served,
             vec![("a.", &mut a, ma.as_deref()), ("b.", &mut b, mb.as_deref())],
         )
@@ -348,7 +364,8 @@ impl Service {
         };
         self.metrics
             .count_estimate(&request.key, RunQuestion::Compare);
-        Ok((served, answer))
+        let scale = self.scale_of(&request.key.rubric).await?;
+        Ok((served, answer.within((scale.min, scale.max))))
     }
 
     /// K runs ranked, with their pairs' simultaneous intervals and, when asked, a label plan.
@@ -374,7 +391,7 @@ impl Service {
         let mut served = served;
         let mut runs: Vec<RunItems> = request.runs.into_iter().map(|r| r.1).collect();
         let prefixes: Vec<String> = (0..runs.len()).map(|i| format!("runs[{i}].")).collect();
-        self.fuse_runs(
+        self.prepare_runs(
             &mut served,
             runs.iter_mut()
                 .zip(&request.members)
@@ -420,7 +437,8 @@ impl Service {
             .await??
         };
         self.metrics.count_estimate(&request.key, RunQuestion::Rank);
-        Ok((served, answer))
+        let scale = self.scale_of(&request.key.rubric).await?;
+        Ok((served, answer.within((scale.min, scale.max))))
     }
 }
 

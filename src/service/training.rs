@@ -15,7 +15,7 @@ use crate::calibrate::quality::Comparison;
 use crate::calibrate::runlevel::groups::GroupBias;
 use crate::calibrate::select;
 use crate::calibrate::{Cell, Corrected, Run};
-use crate::domain::calibration::NewVersion;
+use crate::domain::calibration::{JudgeRange, NewVersion};
 use crate::domain::panel::Joined;
 use crate::domain::training::Plan;
 use crate::domain::{Anchor, GroupName, RubricName, Scale};
@@ -90,6 +90,7 @@ impl CellData {
             intervals: None,
             groups: None,
             fusion: None,
+            judge_range: JudgeRange::of(self.pairs.iter().map(|p| p.0)),
         }
     }
 

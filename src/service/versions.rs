@@ -18,6 +18,9 @@ pub struct Loaded {
     pub anchors: tokio::sync::OnceCell<Arc<crate::calibrate::Cell>>,
 }
 
+/// The calibration each (cell, judge version) is served by; `None`: the unversioned anchors.
+type ByJudgeVersion = HashMap<(CellKey, Option<JudgeVersion>), Arc<Loaded>>;
+
 /// The versions this process serves: each cell's active one, and versions asked for by
 /// number (immutable, so never stale).
 ///
@@ -29,34 +32,51 @@ pub struct Loaded {
 pub struct Cache {
     active: RwLock<HashMap<CellKey, (Seen, Arc<Loaded>)>>,
     pinned: RwLock<HashMap<(CellKey, i64), Arc<Loaded>>>,
-    /// The newest passed version trained on each named judge version of a cell: what serves a
-    /// request naming that judge version (replaced at each refresh).
-    by_judge_version: RwLock<HashMap<(CellKey, JudgeVersion), Arc<Loaded>>>,
+    /// The newest passed version trained on each judge version of a cell (`None`: on the
+    /// unversioned anchors): what serves a request naming that judge version, or none
+    /// (replaced at each refresh).
+    by_judge_version: RwLock<ByJudgeVersion>,
     /// Each judge's `on_version_mismatch` setting (replaced at each refresh).
     mismatch: RwLock<HashMap<JudgeName, OnMismatch>>,
     reads: AtomicU64,
 }
 
-/// A request named `requested`, and the calibration that serves it was trained on `served`.
+/// A request named `requested` (or no judge version), and the calibration that serves it was
+/// trained on `served`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mismatch {
     pub key: CellKey,
-    pub requested: JudgeVersion,
+    pub requested: Option<JudgeVersion>,
     pub served: Option<JudgeVersion>,
+    /// The version trained on `requested`, where there is one (the request pinned another).
+    pub own: Option<i64>,
 }
 
 impl Mismatch {
     /// What the answer's `warnings` say.
     pub fn warning(&self, version: i64) -> String {
-        format!(
-            "judge_version {:?} has no calibration of its own: these scores were corrected by version {version}, \
-             trained on judge_version {}. If the judge changed, re-score the cell's anchor items under the new \
-             version (GET /v1/cells/{}/{}/rescore?judge_version=...) and read the bridge before trusting this correction",
-            self.requested.as_str(),
-            JudgeVersion::describe(self.served.as_ref()),
-            self.key.judge,
-            self.key.rubric
-        )
+        let served = JudgeVersion::describe(self.served.as_ref());
+        let (judge, rubric) = (&self.key.judge, &self.key.rubric);
+        match (&self.requested, self.own) {
+            (requested, Some(own)) => format!(
+                "version {version} was pinned, trained on judge_version {served}; judge_version {} has a calibration \
+                 of its own (version {own}): leave `version` out to be corrected by it",
+                JudgeVersion::describe(requested.as_ref())
+            ),
+            (None, None) => format!(
+                "the request names no judge_version and cell {} has no calibration trained on unversioned anchors: \
+                 these scores were corrected by version {version}, trained on judge_version {served}. Name the \
+                 judge_version that scored them (`judge_version`), or train on unversioned anchors",
+                self.key
+            ),
+            (Some(requested), None) => format!(
+                "judge_version {:?} has no calibration of its own: these scores were corrected by version {version}, \
+                 trained on judge_version {served}. If the judge changed, re-score the cell's anchor items under the new \
+                 version (GET /v1/cells/{judge}/{rubric}/rescore?judge_version=...) and read the bridge before trusting \
+                 this correction",
+                requested.as_str(),
+            ),
+        }
     }
 }
 
@@ -233,7 +253,7 @@ impl Service {
         if let Ok(mut m) = self.calibrators.mismatch.write() {
             *m = settings;
         }
-        let held: HashMap<(CellKey, JudgeVersion), Arc<Loaded>> = self
+        let held: ByJudgeVersion = self
             .calibrators
             .by_judge_version
             .read()
@@ -241,9 +261,11 @@ impl Service {
             .unwrap_or_default();
         let mut fresh = HashMap::new();
         for (key, judge_version, id) in self.store.judge_version_calibrators().await? {
+            let active = self.calibrators.active(&key).filter(|a| a.version.id == id);
             let slot = (key, judge_version);
-            let loaded = match held.get(&slot) {
-                Some(l) if l.version.id == id => l.clone(),
+            let loaded = match (held.get(&slot), active) {
+                (Some(l), _) if l.version.id == id => l.clone(),
+                (_, Some(active)) => active,
                 _ => match self.store.calibrator(id).await? {
                     Some(v) => Self::load(v).await?,
                     None => continue,
@@ -257,41 +279,34 @@ impl Service {
         Ok(())
     }
 
-    /// The version that corrects a request naming `judge_version` (and perhaps a `version`):
-    /// the pinned version, else the active one where it was trained on that judge version,
-    /// else the newest passed version trained on it, else the active one with a mismatch
-    /// (counted; a 409 where the judge's setting says refuse). From memory, but for the first
-    /// request of a cell this process has not loaded.
+    /// The version that corrects a request naming `judge_version` (`None`: the unversioned
+    /// anchors) and perhaps a `version`: the pinned version, else the active one where it was
+    /// trained on that judge version, else the newest passed version trained on it, else the
+    /// active one with a mismatch (counted; a 409 where the judge's setting says refuse). A
+    /// versioned training therefore never changes what requests naming no version get, unless
+    /// the cell has no unversioned calibration (and then the answer says so). From memory, but
+    /// for the first request of a cell this process has not loaded.
     pub(super) async fn served(
         &self,
         key: &CellKey,
         version: Option<i64>,
         judge_version: Option<&JudgeVersion>,
     ) -> Result<Resolved> {
-        let Some(wanted) = judge_version else {
-            return Ok(Resolved {
-                loaded: self.corrector(key, version).await?,
-                mismatch: None,
-            });
-        };
-        let own = || {
-            self.calibrators
-                .by_judge_version
-                .read()
-                .ok()
-                .and_then(|m| m.get(&(key.clone(), wanted.clone())).cloned())
-        };
-        let loaded = match (version, own()) {
-            (None, Some(own)) => {
-                let active = self.calibrators.active(key);
-                match active {
-                    Some(a) if a.version.judge_version.as_ref() == Some(wanted) => a,
-                    _ => own,
-                }
-            }
+        let wanted = judge_version;
+        let own = self
+            .calibrators
+            .by_judge_version
+            .read()
+            .ok()
+            .and_then(|m| m.get(&(key.clone(), wanted.cloned())).cloned());
+        let loaded = match (version, &own) {
+            (None, Some(own)) => match self.calibrators.active(key) {
+                Some(a) if a.version.judge_version.as_ref() == wanted => a,
+                _ => own.clone(),
+            },
             _ => self.corrector(key, version).await?,
         };
-        if loaded.version.judge_version.as_ref() == Some(wanted) {
+        if loaded.version.judge_version.as_ref() == wanted {
             return Ok(Resolved {
                 loaded,
                 mismatch: None,
@@ -299,28 +314,32 @@ impl Service {
         }
         let mismatch = Mismatch {
             key: key.clone(),
-            requested: wanted.clone(),
+            requested: wanted.cloned(),
             served: loaded.version.judge_version.clone(),
+            own: own.map(|o| o.version.version),
         };
-        self.metrics.count_version_mismatch(key);
-        if self.on_mismatch(&key.judge) == OnMismatch::Refuse {
-            return Err(Error::conflict(
-                format!(
-                    "judge_version {:?} has no calibration in cell {key}: the served version {} was trained on judge_version {}, \
-                     and judge {} refuses mismatched versions (on_version_mismatch: refuse). Re-score the anchor items under \
-                     {:?} (GET /v1/cells/{}/{}/rescore?judge_version=...), then train on them \
-                     (POST /v1/judges/{}/calibrations with \"judge_version\")",
-                    wanted.as_str(),
-                    loaded.version.version,
-                    JudgeVersion::describe(mismatch.served.as_ref()),
-                    key.judge,
-                    wanted.as_str(),
-                    key.judge,
-                    key.rubric,
-                    key.judge
-                ),
-                vec![],
-            ));
+        // A pinned version of another judge version, where the named one has its own, is the
+        // caller's choice: said, not counted or refused.
+        if mismatch.own.is_none() {
+            self.metrics.count_version_mismatch(key);
+            if self.on_mismatch(&key.judge) == OnMismatch::Refuse {
+                return Err(Error::conflict(
+                    format!(
+                        "judge_version {} has no calibration in cell {key}: the served version {} was trained on judge_version {}, \
+                         and judge {} refuses mismatched versions (on_version_mismatch: refuse). Re-score the anchor items under \
+                         it (GET /v1/cells/{}/{}/rescore?judge_version=...), then train on them \
+                         (POST /v1/judges/{}/calibrations with \"judge_version\")",
+                        JudgeVersion::describe(wanted),
+                        loaded.version.version,
+                        JudgeVersion::describe(mismatch.served.as_ref()),
+                        key.judge,
+                        key.judge,
+                        key.rubric,
+                        key.judge
+                    ),
+                    vec![],
+                ));
+            }
         }
         Ok(Resolved {
             loaded,
@@ -342,13 +361,13 @@ impl Service {
             None => Ok(served.loaded),
             Some(m) => Err(Error::conflict(
                 format!(
-                    "{field}: judge_version {:?} has no calibration in cell {key} (the served version {} was trained on {}); \
-                     runs of different judge versions are each corrected by their own version's calibration: train one on {:?} \
-                     (POST /v1/judges/{}/calibrations with \"judge_version\")",
-                    m.requested.as_str(),
+                    "{field}: judge_version {} has no calibration in cell {key} (the served version {} was trained on {}); \
+                     runs of different judge versions are each corrected by their own version's calibration: train one on {} \
+                     (POST /v1/judges/{}/calibrations, with \"judge_version\" where it has one)",
+                    JudgeVersion::describe(m.requested.as_ref()),
                     served.loaded.version.version,
                     JudgeVersion::describe(m.served.as_ref()),
-                    m.requested.as_str(),
+                    JudgeVersion::describe(m.requested.as_ref()),
                     key.judge
                 ),
                 vec![],
@@ -356,13 +375,14 @@ impl Service {
         }
     }
 
-    /// Serves a version this process just stored for requests naming its judge version, where
-    /// it passed and is newer than the one held.
+    /// Serves a version this process just stored for requests naming its judge version (or
+    /// none, for a version of the unversioned anchors), where it passed and is newer than the
+    /// one held.
     pub(super) async fn serve_judge_version(&self, v: &CalibratorVersion) -> Result<()> {
-        let (Some(judge_version), true) = (&v.judge_version, v.passed()) else {
+        if !v.passed() {
             return Ok(());
-        };
-        let slot = (v.key.clone(), judge_version.clone());
+        }
+        let slot = (v.key.clone(), v.judge_version.clone());
         let held = self
             .calibrators
             .by_judge_version
@@ -551,6 +571,7 @@ mod tests {
                 active: true,
                 judge_version: None,
                 fusion: None,
+                judge_range: None,
             },
             anchors: tokio::sync::OnceCell::new(),
         })

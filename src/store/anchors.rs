@@ -501,8 +501,9 @@ impl Store {
         Ok((anchors, more))
     }
 
-    /// Removes an anchor item: its row of `version` when one is named, otherwise its rows of
-    /// every judge version (the item and its reference). Returns the cell's new anchor count.
+    /// Removes an anchor item's row of judge version `version` (`None`: its unversioned row)
+    /// and no other: rows of other versions keep their scores and references. Returns the
+    /// cell's new anchor count.
     pub async fn delete_anchor(
         &self,
         key: &CellKey,
@@ -521,12 +522,10 @@ impl Store {
         .ok_or_else(|| Error::NotFound(format!("cell {key} does not exist")))?
         .try_get(0)?;
         let deleted = sqlx::query(
-            "DELETE FROM anchors WHERE cell_id = $1 AND item_id = $2
-                 AND ($3 = 0 OR judge_version = $4)",
+            "DELETE FROM anchors WHERE cell_id = $1 AND item_id = $2 AND judge_version = $3",
         )
         .bind(&cell_id)
         .bind(item_id)
-        .bind(i64::from(version.is_some()))
         .bind(JudgeVersion::stored(version))
         .execute(&mut *tx)
         .await?
@@ -535,7 +534,11 @@ impl Store {
             tx.rollback().await?;
             return Err(Error::NotFound(match version {
                 Some(v) => format!("cell {key} has no anchor {item_id:?} of judge_version {v:?}"),
-                None => format!("cell {key} has no anchor {item_id:?}"),
+                None => format!(
+                    "cell {key} has no unversioned anchor {item_id:?}; name its judge_version to delete a versioned row \
+                     (GET /v1/cells/{}/{}/judge-versions lists them)",
+                    key.judge, key.rubric
+                ),
             }));
         }
         let count: i64 = sqlx::query(

@@ -8,7 +8,7 @@ use sqlx::{AnyPool, Row};
 use super::Store;
 use crate::calibrate::{Method, Model};
 use crate::domain::calibration::{
-    CalibratorId, CalibratorVersion, JobId, NewVersion, OnMismatch, VersionRef,
+    CalibratorId, CalibratorVersion, JobId, JudgeRange, NewVersion, OnMismatch, VersionRef,
 };
 use crate::domain::{Anchor, CellKey, JudgeName, JudgeVersion, RubricName, now_ms};
 use crate::error::{Error, Result};
@@ -25,7 +25,7 @@ fn to_json<T: serde::Serialize>(value: &T) -> Result<String> {
 const VERSION_COLUMNS: &str = "cal.id, c.judge, c.rubric, cal.version, cal.method, cal.job_id, \
      cal.anchor_count, cal.anchor_digest, cal.params, cal.diagnostics, cal.evaluation, \
      cal.decision, cal.intervals, cal.groups, cal.failure, cal.created_at_ms, cal.judge_version, \
-     cal.fusion, act.calibrator_id AS active_id";
+     cal.fusion, cal.judge_min, cal.judge_max, act.calibrator_id AS active_id";
 
 const VERSION_FROM: &str = "FROM calibrators cal JOIN cells c ON c.id = cal.cell_id \
      LEFT JOIN active_calibrators act ON act.cell_id = cal.cell_id";
@@ -44,7 +44,15 @@ fn version_from_row(row: &AnyRow) -> Result<CalibratorVersion> {
     let groups: Option<String> = row.try_get("groups")?;
     let judge_version: Option<String> = row.try_get("judge_version")?;
     let fusion: Option<String> = row.try_get("fusion")?;
+    let judge_range = match (
+        row.try_get::<Option<f64>, _>("judge_min")?,
+        row.try_get::<Option<f64>, _>("judge_max")?,
+    ) {
+        (Some(min), Some(max)) => Some(JudgeRange { min, max }),
+        _ => None,
+    };
     Ok(CalibratorVersion {
+        judge_range,
         id: CalibratorId::parse(&id).ok_or_else(|| corrupt("id"))?,
         key: CellKey {
             judge: JudgeName::parse(&row.try_get::<String, _>("judge")?)
@@ -224,9 +232,9 @@ impl Store {
             sqlx::query(
                 "INSERT INTO calibrators (id, cell_id, version, method, job_id, anchor_count,
                      anchor_digest, params, diagnostics, evaluation, decision, intervals, passed,
-                     failure, created_at_ms, groups, judge_version, fusion)
+                     failure, created_at_ms, groups, judge_version, fusion, judge_min, judge_max)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
-                     $18)",
+                     $18, $19, $20)",
             )
             .bind(&id)
             .bind(&cell_id)
@@ -247,6 +255,8 @@ impl Store {
             .bind(v.groups.as_ref().map(to_json).transpose()?)
             .bind(JudgeVersion::stored(judge_version))
             .bind(v.fusion.as_ref().map(to_json).transpose()?)
+            .bind(v.judge_range.map(|r| r.min))
+            .bind(v.judge_range.map(|r| r.max))
             .execute(&mut *tx)
             .await?;
             let active = failure.is_none() || force;
@@ -273,6 +283,7 @@ impl Store {
                 active,
                 judge_version: judge_version.cloned(),
                 fusion: v.fusion.clone(),
+                judge_range: v.judge_range,
             });
         }
         if !force && !stored.is_empty() && stored.iter().all(|v| v.failure.is_some()) {
@@ -356,17 +367,19 @@ impl Store {
             .collect()
     }
 
-    /// The newest passed version of each (cell, named judge version): what serves requests
-    /// naming that judge version when the active version was trained on another.
+    /// The newest passed version of each (cell, judge version), the unversioned anchors'
+    /// (`None`) included: what serves requests naming that judge version (or none) when the
+    /// active version was trained on another.
     pub async fn judge_version_calibrators(
         &self,
-    ) -> Result<Vec<(CellKey, JudgeVersion, CalibratorId)>> {
+    ) -> Result<Vec<(CellKey, Option<JudgeVersion>, CalibratorId)>> {
         let rows = sqlx::query(
-            "SELECT c.judge, c.rubric, cal.judge_version, cal.id
+            "SELECT c.judge, c.rubric, COALESCE(cal.judge_version, ''), cal.id
              FROM calibrators cal JOIN cells c ON c.id = cal.cell_id
-             WHERE cal.failure IS NULL AND cal.judge_version IS NOT NULL AND cal.judge_version <> ''
+             WHERE cal.failure IS NULL
                  AND cal.version = (SELECT MAX(o.version) FROM calibrators o
-                     WHERE o.cell_id = cal.cell_id AND o.judge_version = cal.judge_version
+                     WHERE o.cell_id = cal.cell_id
+                         AND COALESCE(o.judge_version, '') = COALESCE(cal.judge_version, '')
                          AND o.failure IS NULL)",
         )
         .fetch_all(&self.pool)
@@ -375,7 +388,7 @@ impl Store {
             .map(|r| {
                 Ok((
                     cell_key(r)?,
-                    JudgeVersion::parse(&r.try_get::<String, _>(2)?)
+                    JudgeVersion::from_stored(&r.try_get::<String, _>(2)?)
                         .map_err(|_| corrupt("judge version"))?,
                     CalibratorId::parse(&r.try_get::<String, _>(3)?)
                         .ok_or_else(|| corrupt("id"))?,

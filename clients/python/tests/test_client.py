@@ -114,6 +114,15 @@ def test_a_bad_batch_is_refused_whole_with_row_and_field(trained, client):
     assert client.cells().cells == before  # nothing stored
 
 
+def test_a_nan_is_refused_before_sending_naming_its_index(trained, client):
+    with pytest.raises(InvalidInput) as e:
+        client.correct("j1", "coherence", [3.0, float("nan"), 2.0, float("inf")])
+    err = e.value
+    assert err.code == "invalid_input" and err.status is None
+    assert [(p.row, p.field) for p in err.details] == [(2, "scores"), (4, "scores")], err.details
+    assert "row 2, scores" in str(err)
+
+
 def test_conflict_not_found_and_unauthorized(trained, client, server):
     changed = anchors(1, 1)
     changed[0]["reference_score"] += 0.5

@@ -293,6 +293,40 @@ pub struct RunComparison {
     pub estimand: Estimand,
 }
 
+/// `x` held inside [lo, hi].
+fn hold((lo, hi): (f64, f64), x: f64) -> f64 {
+    x.max(lo).min(hi)
+}
+
+/// An interval held inside [lo, hi]: the quantity it is about lives there, so this never
+/// costs coverage.
+fn hold_interval(bounds: (f64, f64), (a, b): (f64, f64)) -> (f64, f64) {
+    (hold(bounds, a), hold(bounds, b))
+}
+
+impl RunEstimate {
+    /// The answer held inside the rubric's `scale`, where the reference mean lives: a
+    /// corrector that extrapolates, or an interval wider than the room left, never reports a
+    /// mean the scale cannot hold.
+    pub fn within(mut self, scale: (f64, f64)) -> Self {
+        self.mean.estimate = hold(scale, self.mean.estimate);
+        self.mean.interval = hold_interval(scale, self.mean.interval);
+        self
+    }
+}
+
+impl RunComparison {
+    /// Both runs' answers held inside `scale`, and the difference inside ± its width.
+    pub fn within(mut self, scale: (f64, f64)) -> Self {
+        let width = scale.1 - scale.0;
+        self.a = self.a.within(scale);
+        self.b = self.b.within(scale);
+        self.difference.estimate = hold((-width, width), self.difference.estimate);
+        self.difference.interval = hold_interval((-width, width), self.difference.interval);
+        self
+    }
+}
+
 /// The de-biased mean of `run`, corrected by one cell's version (`basis`).
 pub fn estimate(basis: Basis, run: &RunItems, settings: &AnswerSettings) -> Result<RunEstimate> {
     Anchored::new(basis)?.estimate(run, settings)

@@ -163,6 +163,7 @@ pub async fn versions(
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
 pub struct ReportParams {
     /// A version to draw instead of the active one.
     version: Option<i64>,
@@ -195,6 +196,7 @@ pub async fn report(
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
 pub struct ActivateParams {
     /// Activate even a version that failed its diagnostics.
     #[serde(default)]

@@ -76,10 +76,11 @@ async fn a_flow_version_corrects_with_sigma_and_review(backend: Backend) {
         Some(50.0)
     );
 
-    // 30 is far off the anchors (and off the table): evaluated directly, with a large σ.
+    // 8.5 is off the anchors (and off the table), though within one range width of them (30
+    // would be refused): evaluated directly, with a large σ, and flagged.
     let res = correct(
         &app,
-        json!({"judge": "j1", "rubric": "coherence", "scores": [2.0, 4.0, 30.0]}),
+        json!({"judge": "j1", "rubric": "coherence", "scores": [2.0, 4.0, 8.5]}),
     )
     .await;
     assert_eq!(res.status, 200, "{}", res.body);
@@ -99,6 +100,7 @@ async fn a_flow_version_corrects_with_sigma_and_review(backend: Backend) {
     let sigma = |i: usize| r[i]["sigma"].as_f64().unwrap();
     assert!(sigma(2) > sigma(0) && sigma(2) > sigma(1), "{r:?}");
     assert_eq!(r[2]["review"], true, "{r:?}");
+    assert_eq!(r[2]["outside_anchors"], true, "{r:?}");
     assert!(res.body["review_count"].as_u64().unwrap() >= 1);
     let text = metrics(&app).await;
     assert_eq!(
@@ -117,7 +119,7 @@ async fn a_flow_version_corrects_with_sigma_and_review(backend: Backend) {
     let other = TestApp::on(settings, dir).await;
     let again = correct(
         &other,
-        json!({"judge": "j1", "rubric": "coherence", "scores": [2.0, 4.0, 30.0]}),
+        json!({"judge": "j1", "rubric": "coherence", "scores": [2.0, 4.0, 8.5]}),
     )
     .await;
     assert_eq!(again.body["results"], res.body["results"]);
@@ -460,7 +462,8 @@ async fn a_widened_scale_clips_the_next_correction(backend: Backend) {
     )
     .await;
     assert_eq!(job["state"], "succeeded", "{job}");
-    let body = json!({"judge": "j1", "rubric": "pct", "scores": [150.0]});
+    // 120 lies outside the anchors' judge scores (10–69) but within one width of them.
+    let body = json!({"judge": "j1", "rubric": "pct", "scores": [120.0]});
     let corrected = |res: &crate::common::Response| res.body["results"][0]["corrected"].clone();
     let res = correct(&app, body.clone()).await;
     assert_eq!(res.status, 200, "{}", res.body);
@@ -472,8 +475,8 @@ async fn a_widened_scale_clips_the_next_correction(backend: Backend) {
     // The identity version serves the raw score; its band (the anchors' residuals, all 2)
     // now fits inside the scale too.
     let res = correct(&app, body).await;
-    assert_eq!(corrected(&res), json!(150.0), "{}", res.body);
-    assert_eq!(res.body["results"][0]["predictive"], json!([152.0, 152.0]));
+    assert_eq!(corrected(&res), json!(120.0), "{}", res.body);
+    assert_eq!(res.body["results"][0]["predictive"], json!([122.0, 122.0]));
 }
 
 on_both_backends!(

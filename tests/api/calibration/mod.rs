@@ -6,6 +6,7 @@ mod estimates;
 mod jobs;
 mod judge_versions;
 mod methods;
+mod new_user;
 mod panels;
 mod rank;
 mod training;

@@ -5,6 +5,7 @@ retries, and turning answers into models or exceptions. Each endpoint is written
 from __future__ import annotations
 
 import email.utils
+import math
 import os
 import random
 import time
@@ -15,7 +16,14 @@ from urllib.parse import quote
 import httpx
 
 from . import models
-from .errors import APIConnectionError, APITimeoutError, JudgecalError, from_response
+from .errors import (
+    APIConnectionError,
+    APITimeoutError,
+    InvalidInput,
+    JudgecalError,
+    Problem,
+    from_response,
+)
 
 T = TypeVar("T")
 
@@ -80,6 +88,13 @@ class Request(Generic[T]):
     idempotent: bool = True
 
     def build(self, http: httpx.Client | httpx.AsyncClient) -> httpx.Request:
+        problems = non_finite(self.json)
+        if problems:
+            raise InvalidInput(
+                message="the request was not sent: JSON has no NaN or infinity",
+                code="invalid_input",
+                details=problems,
+            )
         return http.build_request(
             self.method,
             self.path,
@@ -88,6 +103,24 @@ class Request(Generic[T]):
             params={k: v for k, v in self.params.items() if v is not None},
             headers=dict(self.headers),
         )
+
+
+def non_finite(value: Any, path: str = "", row: int | None = None) -> list[Problem]:
+    """A `Problem` per NaN or infinity in a JSON body, named as the service names fields:
+    `row` the 1-based index in the innermost list, `field` the path without indices."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return [Problem(row=row, field=path or "body", problem=f"must be a finite number, got {value}")]
+    if isinstance(value, Mapping):
+        out: list[Problem] = []
+        for k, v in value.items():
+            out += non_finite(v, f"{path}.{k}" if path else str(k), row)
+        return out
+    if isinstance(value, (list, tuple)):
+        out = []
+        for i, v in enumerate(value):
+            out += non_finite(v, path, i + 1)
+        return out
+    return []
 
 
 def wait_before(attempt: int, response: httpx.Response | None, backoff: float) -> float:
@@ -309,7 +342,8 @@ class Endpoints:
     def delete_anchor(
         self, judge: str, rubric: str, item_id: str, *, judge_version: str | None = None
     ) -> models.DeleteResponse:
-        """DELETE an anchor item: its rows of every judge version, or of `judge_version`."""
+        """DELETE an anchor item's row of `judge_version` (None: its unversioned row); no other
+        row is touched."""
         return self._send(
             Request(
                 "DELETE",

@@ -61,7 +61,8 @@ class Client:
         `next_cursor` fetches the next."""
         ...
     def delete_anchor(self, judge: str, rubric: str, item_id: str, *, judge_version: str | None=None) -> models.DeleteResponse:
-        """DELETE an anchor item: its rows of every judge version, or of `judge_version`."""
+        """DELETE an anchor item's row of `judge_version` (None: its unversioned row); no other
+        row is touched."""
         ...
     def judge_versions(self, judge: str, rubric: str) -> models.JudgeVersionsResponse:
         """GET the judge versions a cell's anchors carry, with the calibration of each."""
@@ -198,7 +199,8 @@ class AsyncClient:
         `next_cursor` fetches the next."""
         ...
     async def delete_anchor(self, judge: str, rubric: str, item_id: str, *, judge_version: str | None=None) -> models.DeleteResponse:
-        """DELETE an anchor item: its rows of every judge version, or of `judge_version`."""
+        """DELETE an anchor item's row of `judge_version` (None: its unversioned row); no other
+        row is touched."""
         ...
     async def judge_versions(self, judge: str, rubric: str) -> models.JudgeVersionsResponse:
         """GET the judge versions a cell's anchors carry, with the calibration of each."""

@@ -266,6 +266,12 @@ class CorrectedDto(BaseModel):
     A panel item that some of the served members did not score: the members it was
     corrected from (their sub-panel's fit, with its own wider intervals).
     """
+    outside_anchors: bool | None = None
+    """
+    True where the score lies outside the judge scores the version was trained on (but
+    within one range width of them; farther is refused): the correction extrapolates
+    (bayes) or holds the end value, and its interval was not measured there.
+    """
     predictive: list[float] | None = None
     """
     95% interval for a new item's reference score. bayes: the posterior predictive (adds
@@ -455,7 +461,7 @@ class GroupShift(BaseModel):
     items: int = Field(..., ge=0)
     moved: bool | None = None
     """
-    Whether its interval (Bonferroni-adjusted over the tested groups) lies wholly outside
+    Whether its interval (Bonferroni-adjusted over the mean and the tested parts) lies wholly outside
     ±tolerance; `None` for a group with too few items to test.
     """
     shift: BridgeShift
@@ -2092,7 +2098,8 @@ class CorrectResponse(BaseModel):
     warnings: list[str] | None = None
     """
     What a reader of these numbers must know (a judge version the calibration was not
-    trained on); absent when there is nothing to say.
+    trained on, scores outside the judge scores it was trained on); absent when there is
+    nothing to say.
     """
 
 

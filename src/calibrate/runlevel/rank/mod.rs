@@ -292,6 +292,23 @@ pub struct Ranking {
 }
 
 impl Ranking {
+    /// Every run's answer held inside `scale` (`RunEstimate::within`), and every pair's
+    /// difference inside ± its width.
+    pub fn within(mut self, scale: (f64, f64)) -> Self {
+        let width = scale.1 - scale.0;
+        for run in &mut self.runs {
+            run.estimate = run.estimate.clone().within(scale);
+        }
+        for pair in &mut self.pairs {
+            pair.difference = pair.difference.clamp(-width, width);
+            pair.interval = (
+                pair.interval.0.clamp(-width, width),
+                pair.interval.1.clamp(-width, width),
+            );
+        }
+        self
+    }
+
     /// Run indices by estimate, highest first.
     pub fn order(&self) -> Vec<usize> {
         let mut order: Vec<usize> = (0..self.runs.len()).collect();
