@@ -12,6 +12,7 @@ use prometheus::{
 };
 
 use crate::calibrate::Method;
+use crate::calibrate::bridge::Finding;
 use crate::calibrate::drift::Watch;
 use crate::domain::CellKey;
 use crate::domain::calibration::{CalibratorVersion, JobKind};
@@ -134,7 +135,7 @@ impl Metrics {
             ),
             judge_changed: int_gauge(
                 "judgecal_judge_changed",
-                "1 when the cell's latest silent-change check found the corrected mean moved beyond the tolerance under the same judge version label",
+                "The cell's latest silent-change check under the same judge version label: 1 the corrected mean moved beyond the tolerance (refit), 2 undecided with its shift beyond the tolerance (re-score more items), 0 otherwise",
             ),
             http_requests: counter(
                 "judgecal_http_requests_total",
@@ -458,11 +459,11 @@ impl Metrics {
             .inc();
     }
 
-    /// The outcome of a cell's latest silent-change check.
-    pub fn set_judge_changed(&self, key: &CellKey, changed: bool) {
+    /// The finding of a cell's latest silent-change check.
+    pub fn set_judge_changed(&self, key: &CellKey, finding: Finding) {
         self.judge_changed
             .with_label_values(&[key.judge.as_str(), key.rubric.as_str()])
-            .set(i64::from(changed));
+            .set(finding.gauge());
     }
 
     /// A run-level answer of `kind`.

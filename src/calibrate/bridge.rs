@@ -9,11 +9,13 @@
 //! mean is 0 when nothing changed.
 //!
 //! `carry_over` is a claim of equivalence, tested as one (two one-sided tests): the 90%
-//! interval of the mean of d lies inside ±tolerance, and so does each band's of the score
-//! (below; an intersection-union test, which needs no adjustment), so a shift at the tolerance,
-//! of the mean or of one band, is called `carry_over` at most 5% of the time. `refit` is the mirror claim: the interval lies wholly
-//! outside ±tolerance (at most 5% when the shift is within it), or one part of the scale's or
-//! one group's does, at a Bonferroni-adjusted level over the parts tested. The parts: three
+//! interval of the mean of d lies inside ±tolerance, and so does each band's of the score and,
+//! where the items name their systems, each system's (below; an intersection-union test, which
+//! needs no adjustment), so a shift at the tolerance,
+//! of the mean or of one band, is called `carry_over` at most 5% of the time. `refit` is the mirror claim: the mean's or one part's
+//! interval lies wholly outside ±tolerance, α split between the mean's test (α/2) and the
+//! parts' Bonferroni family (α/(2·parts) each), so that it is claimed at most 5% of the time
+//! when nothing moved beyond the tolerance. The parts: three
 //! bands of the score (a change at one end of the scale, or of slope, moves the runs that
 //! score there though the mean hardly moves), thirds of the items by the rank of each item's
 //! mean of its two scores (not of the old score alone, which repeat noise would bias: items picked for a
@@ -25,7 +27,7 @@
 
 use serde::Serialize;
 
-use super::quality::pearson;
+use super::quality::{level_spacing, pearson};
 use super::stats::{average_ranks, least_squares, mean, sample_variance, t_quantile};
 use crate::domain::GroupName;
 
@@ -64,6 +66,13 @@ impl Verdict {
     }
 }
 
+/// What a `refit` bridge advises: the re-scores are anchors of the new version.
+const REFIT_ADVICE: &str = "train on the re-scored anchors";
+/// What a `refit` check advises: a check stores nothing.
+const CHECK_REFIT_ADVICE: &str = "the judge changed behind its label: upload these re-scores as anchors under a new \
+     judge_version (POST /v1/anchors with \"judge_version\", no reference_score), then train on them; a check \
+     stores nothing";
+
 /// A mean shift with its interval.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, utoipa::ToSchema)]
 #[schema(as = BridgeShift)]
@@ -97,7 +106,7 @@ pub struct GroupShift {
     pub group: String,
     pub items: usize,
     pub shift: Shift,
-    /// Whether its interval (Bonferroni-adjusted over the tested groups) lies wholly outside
+    /// Whether its interval (Bonferroni-adjusted over the mean and the tested parts) lies wholly outside
     /// ±tolerance; `None` for a group with too few items to test.
     pub moved: Option<bool>,
 }
@@ -122,6 +131,54 @@ pub struct Bridge {
     pub reason: String,
 }
 
+/// What a silent-change check found, as `judgecal_judge_changed` reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finding {
+    /// `carry_over`, or undecided with the corrected mean's shift inside the tolerance: 0.
+    Unchanged,
+    /// `refit`: 1.
+    Changed,
+    /// Undecided with the corrected mean's shift beyond the tolerance (a likely change that
+    /// needs more re-scored items to show): 2.
+    Undecided,
+}
+
+impl Finding {
+    pub fn gauge(self) -> i64 {
+        match self {
+            Finding::Unchanged => 0,
+            Finding::Changed => 1,
+            Finding::Undecided => 2,
+        }
+    }
+
+    /// The finding a gauge value (as stored) reads as; an unknown value as unchanged.
+    pub fn of_gauge(v: i64) -> Self {
+        match v {
+            1 => Finding::Changed,
+            2 => Finding::Undecided,
+            _ => Finding::Unchanged,
+        }
+    }
+}
+
+impl Bridge {
+    /// What the bridge says of a silent change.
+    pub fn finding(&self) -> Finding {
+        match (self.verdict, self.corrected) {
+            (Verdict::Refit, _) => Finding::Changed,
+            (Verdict::MoreItems, Some(c)) if c.mean.abs() > self.tolerance => Finding::Undecided,
+            _ => Finding::Unchanged,
+        }
+    }
+
+    /// The same answer worded for a silent-change check, which stores nothing.
+    pub fn for_check(mut self) -> Self {
+        self.reason = self.reason.replace(REFIT_ADVICE, CHECK_REFIT_ADVICE);
+        self
+    }
+}
+
 /// One shared item: its old and new raw scores, both corrected by the old calibration, and
 /// its group.
 #[derive(Debug, Clone, PartialEq)]
@@ -133,10 +190,22 @@ pub struct Pair {
     pub group: Option<GroupName>,
 }
 
-fn shift(d: &[f64], alpha: f64) -> Shift {
+/// The variance of d, floored at its value with two more items one corrected level `h` either
+/// side of the mean, (Σ(d − d̄)² + 2h²)/(n + 1), as Agresti and Coull add pseudo-counts and the
+/// labelled path floors S²: identical or tied re-scores then give a narrow interval, never one
+/// of width 0 that a handful of items would turn into a verdict, and a change to a few items
+/// of a deterministic judge (a rare, skewed d) is not read as no spread.
+fn floored_variance(d: &[f64], h: f64) -> f64 {
+    let n = d.len() as f64;
+    let m = mean(d);
+    let squares: f64 = d.iter().map(|x| (x - m) * (x - m)).sum();
+    sample_variance(d).max((squares + 2.0 * h * h) / (n + 1.0))
+}
+
+fn shift(d: &[f64], alpha: f64, h: f64) -> Shift {
     let n = d.len();
     let m = mean(d);
-    let se = (sample_variance(d) / n as f64).sqrt();
+    let se = (floored_variance(d, h) / n as f64).sqrt();
     let t = t_quantile(1.0 - alpha, (n as f64 - 1.0).max(1.0));
     Shift {
         mean: m,
@@ -205,10 +274,21 @@ pub fn bridge(pairs: &[Pair], tolerance: f64) -> Bridge {
         .iter()
         .map(|p| p.new_corrected - p.old_corrected)
         .collect();
-    let corrected = shift(&d, ALPHA);
+    // The corrected scores' level spacing (the tolerance where every item corrects to one
+    // value): the floor's step.
+    let h = Some(level_spacing(
+        &pairs
+            .iter()
+            .flat_map(|p| [p.old_corrected, p.new_corrected])
+            .collect::<Vec<_>>(),
+    ))
+    .filter(|h| *h > 0.0)
+    .unwrap_or(tolerance);
+    let corrected = shift(&d, ALPHA, h);
 
-    // The parts: score bands and groups, each tested at α / (parts tested), so that the
-    // family of one-sided claims "this part moved" errs at most α when none did.
+    // The parts: score bands and groups, each tested at α / (2·parts tested), the mean's
+    // refit test taking the other half of α, so that the family of one-sided claims "the mean
+    // or this part moved" errs at most α when none did.
     // Thirds by rank of the level (ties in item order), so that a coarse scale with many ties
     // still gives three bands of n/3.
     let level: Vec<f64> = pairs.iter().map(|p| (p.old + p.new) / 2.0).collect();
@@ -255,7 +335,7 @@ pub fn bridge(pairs: &[Pair], tolerance: f64) -> Bridge {
             .into_iter()
             .map(|(name, v)| {
                 let testable = v.len() >= MIN_GROUP_ITEMS;
-                let s = shift(&v, ALPHA / tested.max(1) as f64);
+                let s = shift(&v, ALPHA / (2 * tested.max(1)) as f64, h);
                 GroupShift {
                     group: name,
                     items: v.len(),
@@ -270,10 +350,10 @@ pub fn bridge(pairs: &[Pair], tolerance: f64) -> Bridge {
     let band_spread: Vec<(f64, f64, bool)> = band_parts
         .iter()
         .map(|(_, v)| {
-            let s = shift(v, ALPHA);
+            let s = shift(v, ALPHA, h);
             (
                 s.mean,
-                sample_variance(v).sqrt(),
+                floored_variance(v, h).sqrt(),
                 s.lo > -tolerance && s.hi < tolerance,
             )
         })
@@ -281,6 +361,22 @@ pub fn bridge(pairs: &[Pair], tolerance: f64) -> Bridge {
     let bands_equivalent = band_parts.len() == 3
         && band_parts.iter().all(|(_, v)| v.len() >= MIN_GROUP_ITEMS)
         && band_spread.iter().all(|b| b.2);
+    // And every system's, where the items name them: a change confined to one system moves
+    // that system's runs though the mean hardly moves. Systems with too few items to test
+    // are not claimed: `carry_over` then waits for more of their items.
+    let groups_spread: Vec<(f64, f64, bool)> = group_parts
+        .iter()
+        .map(|(_, v)| {
+            let s = shift(v, ALPHA, h);
+            (
+                s.mean,
+                floored_variance(v, h).sqrt(),
+                v.len() >= MIN_GROUP_ITEMS && s.lo > -tolerance && s.hi < tolerance,
+            )
+        })
+        .collect();
+    let groups_equivalent = groups_spread.iter().all(|g| g.2);
+    let systems = group_parts.len().max(1);
     let bands = shifts(band_parts);
     let groups = shifts(group_parts);
     let moved_groups: Vec<String> = bands
@@ -296,7 +392,11 @@ pub fn bridge(pairs: &[Pair], tolerance: f64) -> Bridge {
         .collect();
 
     let inside = corrected.lo > -tolerance && corrected.hi < tolerance;
-    let outside = corrected.lo > tolerance || corrected.hi < -tolerance;
+    // `refit` claims the mean or one part moved: α is split, half to the mean's test and half
+    // to the parts' Bonferroni family (α / (2·parts) each), so that the claim errs at most α
+    // where nothing moved beyond the tolerance (the mean alone at α where no part is tested).
+    let family = shift(&d, if tested > 0 { ALPHA / 2.0 } else { ALPHA }, h);
+    let outside = family.lo > tolerance || family.hi < -tolerance;
     let interval = format!(
         "the corrected mean moved {:+.4} (90% interval {:+.4} to {:+.4}) on {n} shared items",
         corrected.mean, corrected.lo, corrected.hi
@@ -305,31 +405,35 @@ pub fn bridge(pairs: &[Pair], tolerance: f64) -> Bridge {
         (
             Verdict::Refit,
             None,
-            format!("{interval}, wholly outside ±{tolerance}: train on the re-scored anchors"),
+            format!("{interval}, wholly outside ±{tolerance}: {REFIT_ADVICE}"),
         )
     } else if !moved_groups.is_empty() {
         (
             Verdict::Refit,
             None,
             format!(
-                "{interval}, but {} moved beyond ±{tolerance}: train on the re-scored anchors",
+                "{interval}, but {} moved beyond ±{tolerance}: {REFIT_ADVICE}",
                 moved_groups.join(" and ")
             ),
         )
-    } else if inside && bands_equivalent {
+    } else if inside && bands_equivalent && groups_equivalent {
         (
             Verdict::CarryOver,
             None,
             format!(
-                "{interval}, inside ±{tolerance}, and so is each band of the score: the old calibration still serves"
+                "{interval}, inside ±{tolerance}, and so is each band of the score{}: the old calibration still serves",
+                if grouped { " and each system's" } else { "" }
             ),
         )
     } else {
-        let sd = sample_variance(&d).sqrt();
+        let sd = floored_variance(&d, h).sqrt();
         // Each band holds a third of the items: it needs its own count three times over.
         let for_bands = band_spread
             .iter()
             .map(|&(m, sd, _)| items_to_decide(m, sd, tolerance).map(|k| 3 * k))
+            .chain(groups_spread.iter().map(|&(m, sd, _)| {
+                items_to_decide(m, sd, tolerance).map(|k| systems * k.max(MIN_GROUP_ITEMS))
+            }))
             .try_fold(3 * MIN_GROUP_ITEMS, |most, k| k.map(|k| most.max(k)));
         let more = items_to_decide(corrected.mean, sd, tolerance)
             .zip(if inside { for_bands } else { Some(0) })
@@ -340,7 +444,10 @@ pub fn bridge(pairs: &[Pair], tolerance: f64) -> Bridge {
             format!(
                 "{interval}, {}: {}",
                 if inside {
-                    format!("inside ±{tolerance}, but not yet shown for each band of the score")
+                    format!(
+                        "inside ±{tolerance}, but not yet shown for each band of the score{}",
+                        if grouped { " and each system" } else { "" }
+                    )
                 } else {
                     format!("which straddles ±{tolerance}")
                 },
@@ -367,7 +474,7 @@ pub fn bridge(pairs: &[Pair], tolerance: f64) -> Bridge {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::calibrate::rng::{Rng, SeedableRng};
+    use crate::calibrate::rng::{Rng, RngExt, SeedableRng};
     use crate::calibrate::stats::standard_normal;
 
     /// Items scored twice, each scoring with its own repeat noise (new − old has sd `noise`).
@@ -407,7 +514,12 @@ mod tests {
             .collect();
         let b = bridge(&exact, 0.1);
         let c = b.corrected.unwrap();
-        assert!((c.mean - 0.4).abs() < 1e-12 && c.se < 1e-12);
+        // No spread: the floor's, two more items one corrected level either side, se =
+        // √(2h²/(n + 1)/n). The two sides' grids interleave in gaps of 0.02 and 0.04 judge
+        // points (0.06 beyond their overlap): the median gap is 0.04, h = 0.8 · 0.04.
+        assert!((c.mean - 0.4).abs() < 1e-12, "{c:?}");
+        let floor = (2.0 * 0.032f64.powi(2) / 61.0 / 60.0).sqrt();
+        assert!((c.se - floor).abs() < 1e-12, "{c:?}");
         let raw = b.raw.unwrap();
         assert!((raw.mean - 0.5).abs() < 1e-12);
         assert!((raw.slope.unwrap() - 1.0).abs() < 1e-12);
@@ -455,6 +567,10 @@ mod tests {
         eprintln!(
             "carry_over at the tolerance {carried:.4}, refit with no change {refit:.4}, carry_over with no change {healthy:.4}"
         );
+        // At the tolerance, moved up: refit is claimed at most 5% (mean and bands, one family).
+        let refit_at = share(Verdict::Refit, 300, 0.125, &mut rng);
+        eprintln!("refit at the tolerance {refit_at:.4}");
+        assert!(refit_at <= 0.05, "{refit_at}");
         // 5% + 3 binomial sd at 2,000 (the four tests together are conservative).
         assert!(carried <= 0.065, "{carried}");
         assert!(refit <= 0.01, "{refit}");
@@ -506,6 +622,107 @@ mod tests {
             vec![30, 30, 30]
         );
         assert_eq!(b.verdict, Verdict::CarryOver, "{}", b.reason);
+    }
+
+    /// A deterministic judge on a 1–5 integer scale whose re-score moves a share `p` of the
+    /// items one level up (none past 5), corrected by 0.8·j: identical re-scores give a
+    /// floored, never zero-width, interval, which covers the true shift of the corrected
+    /// mean, and `carry_over` is no likelier than promised where the shift is at the
+    /// tolerance, for 20, 60 and 200 items.
+    #[test]
+    fn floored_intervals_cover_on_tied_scores() {
+        let mut rng = Rng::seed_from_u64(54);
+        let reps = 2000;
+        let tolerance = 0.1;
+        let levels = [1.0, 2.0, 3.0, 4.0, 4.0, 5.0];
+        let draw = |n: usize, p: f64, rng: &mut Rng| -> Vec<Pair> {
+            (0..n)
+                .map(|_| {
+                    let old: f64 = levels[rng.random_range(0..levels.len())];
+                    let new = if rng.random::<f64>() < p {
+                        (old + 1.0).min(5.0)
+                    } else {
+                        old
+                    };
+                    Pair {
+                        old,
+                        new,
+                        old_corrected: 0.8 * old,
+                        new_corrected: 0.8 * new,
+                        group: None,
+                    }
+                })
+                .collect()
+        };
+        // The items not at 5 move; the true shift is 0.8 · p · 5/6.
+        let truth = |p: f64| 0.8 * p * 5.0 / 6.0;
+        let identical = bridge(&draw(60, 0.0, &mut rng), tolerance);
+        let c = identical.corrected.unwrap();
+        assert!(
+            (c.se - (2.0 * 0.64 / 61.0 / 60.0f64).sqrt()).abs() < 1e-12,
+            "{c:?}"
+        );
+        for n in [20, 60, 200] {
+            for p in [0.0, 0.02, 0.05, 0.15] {
+                let covered = (0..reps)
+                    .filter(|_| {
+                        let c = bridge(&draw(n, p, &mut rng), tolerance).corrected.unwrap();
+                        c.lo <= truth(p) && truth(p) <= c.hi
+                    })
+                    .count() as f64
+                    / reps as f64;
+                eprintln!("n = {n}, p = {p}: the 90% interval covers {covered:.3}");
+                assert!(covered >= 0.88, "n = {n}, p = {p}: {covered}");
+            }
+            // At the tolerance: 0.8 · p · 5/6 = 0.1.
+            let carried = (0..reps)
+                .filter(|_| {
+                    bridge(&draw(n, 0.15, &mut rng), tolerance).verdict == Verdict::CarryOver
+                })
+                .count() as f64
+                / reps as f64;
+            eprintln!("n = {n}: carry_over at the tolerance {carried:.4}");
+            assert!(carried <= 0.05, "n = {n}: {carried}");
+        }
+    }
+
+    /// The gauge's three states: a refit is a change; an undecided bridge whose shift lies
+    /// beyond the tolerance is undecided, not unchanged; one inside it is unchanged.
+    #[test]
+    fn a_check_finds_one_of_three_states() {
+        let spread = |centre: f64| -> Vec<Pair> {
+            (0..12)
+                .map(|i| {
+                    let old = 1.0 + 0.3 * i as f64;
+                    let d = centre + if i % 2 == 0 { 0.3 } else { -0.3 };
+                    Pair {
+                        old,
+                        new: old + d,
+                        old_corrected: old,
+                        new_corrected: old + d,
+                        group: None,
+                    }
+                })
+                .collect()
+        };
+        let beyond = bridge(&spread(0.15), 0.1);
+        assert_eq!(beyond.verdict, Verdict::MoreItems, "{}", beyond.reason);
+        assert_eq!(beyond.finding(), Finding::Undecided);
+        let inside = bridge(&spread(0.05), 0.1);
+        assert_eq!(inside.verdict, Verdict::MoreItems, "{}", inside.reason);
+        assert_eq!(inside.finding(), Finding::Unchanged);
+        let moved = bridge(&spread(1.0), 0.1);
+        assert_eq!(moved.finding(), Finding::Changed);
+        assert!(
+            moved
+                .clone()
+                .for_check()
+                .reason
+                .contains("new judge_version")
+        );
+        for f in [Finding::Unchanged, Finding::Changed, Finding::Undecided] {
+            assert_eq!(Finding::of_gauge(f.gauge()), f);
+        }
     }
 
     #[test]

@@ -8,7 +8,7 @@ use super::Service;
 use super::versions::Loaded;
 use crate::calibrate::bridge::{self, Bridge, Pair, TOLERANCE_SHARE, Verdict};
 use crate::domain::calibration::CalibratorVersion;
-use crate::domain::{CellKey, ItemId, JudgeVersion, Problem, Scale};
+use crate::domain::{CellKey, GroupName, ItemId, JudgeVersion, Problem, Scale};
 use crate::error::{Error, Result};
 use crate::store::{SharedItem, VersionAnchors};
 
@@ -58,6 +58,46 @@ fn refused(problems: Vec<Problem>) -> Error {
     Error::rejected("the request was refused", problems)
 }
 
+/// At most `limit` of `items`, spread over their groups: each group's items in a fixed
+/// pseudo-random order (a hash of the item id, so the list is the same on every call and an
+/// item stays in it until re-scored), the groups taken in turn, ungrouped items as one group.
+/// A bridge on the first items of the list then sees every system, not the first ids' one.
+fn spread_sample(items: Vec<(ItemId, Option<GroupName>)>, limit: usize) -> Vec<ItemId> {
+    let mut groups: std::collections::BTreeMap<Option<GroupName>, Vec<ItemId>> =
+        std::collections::BTreeMap::new();
+    for (item, group) in items {
+        groups.entry(group).or_default().push(item);
+    }
+    let mut queues: Vec<std::vec::IntoIter<ItemId>> = groups
+        .into_values()
+        .map(|mut g| {
+            g.sort_by_key(|i| (fnv1a(i.as_str()), i.clone()));
+            g.into_iter()
+        })
+        .collect();
+    let mut out = Vec::with_capacity(limit);
+    while out.len() < limit {
+        let before = out.len();
+        for q in &mut queues {
+            if out.len() == limit {
+                break;
+            }
+            out.extend(q.next());
+        }
+        if out.len() == before {
+            break;
+        }
+    }
+    out
+}
+
+/// FNV-1a, 64 bits: a hash that stays the same across Rust releases (the list's order).
+fn fnv1a(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
 /// The tolerance asked for, or the default for the scale.
 fn tolerance(asked: Option<f64>, scale: Scale) -> Result<f64> {
     match asked {
@@ -92,6 +132,40 @@ impl Service {
                 anchors: a,
             })
             .collect())
+    }
+
+    /// 404 naming the judge versions the cell's anchors carry, unless `field`'s
+    /// `judge_version` is one of them (a misspelt label, or a `#` left unencoded in a URL,
+    /// would otherwise read as a version with no scores yet).
+    async fn known_version(
+        &self,
+        key: &CellKey,
+        judge_version: Option<&JudgeVersion>,
+        field: &str,
+    ) -> Result<()> {
+        let versions = self.judge_versions(key).await?;
+        if versions
+            .iter()
+            .any(|v| v.anchors.judge_version.as_ref() == judge_version)
+        {
+            return Ok(());
+        }
+        let known: Vec<String> = versions
+            .iter()
+            .map(|v| {
+                format!(
+                    "{} ({} anchors)",
+                    JudgeVersion::describe(v.anchors.judge_version.as_ref()),
+                    v.anchors.anchor_count
+                )
+            })
+            .collect();
+        Err(Error::NotFound(format!(
+            "{field}: cell {key} has no anchors of judge_version {}; its judge versions are {} \
+             (encode a `#` in a label as %23 in a URL)",
+            JudgeVersion::describe(judge_version),
+            known.join(", ")
+        )))
     }
 
     /// The calibration trained on `judge_version`: the active version where it was, else the
@@ -180,6 +254,8 @@ impl Service {
                 vec![],
             ));
         }
+        self.known_version(key, from, "from").await?;
+        self.known_version(key, to, "to").await?;
         let scale = self.scale_of(&key.rubric).await?;
         let tolerance = tolerance(asked, scale)?;
         let calibration = self.calibration_of(key, from, "from").await?;
@@ -215,7 +291,9 @@ impl Service {
             None => self.corrector(key, None).await?,
         };
         let from_version = from.version.judge_version.clone();
-        let (items, total) = self.store.items_to_rescore(key, to, limit).await?;
+        let missing = self.store.items_to_rescore(key, to).await?;
+        let total = i64::try_from(missing.len()).unwrap_or(i64::MAX);
+        let items = spread_sample(missing, limit);
         let shared = self
             .store
             .shared_items(key, from_version.as_ref(), Some(to))
@@ -289,6 +367,8 @@ impl Service {
                 "give at least one re-scored item",
             )]));
         }
+        self.known_version(key, judge_version, "judge_version")
+            .await?;
         let stored = self.store.version_scores(key, judge_version).await?;
         let mut problems = Vec::new();
         let mut seen = std::collections::HashSet::new();
@@ -340,28 +420,88 @@ impl Service {
             from: judge_version.cloned(),
             to: judge_version.cloned(),
             calibration: calibration.version.clone(),
-            bridge: bridge::bridge(&pairs, tolerance),
+            bridge: bridge::bridge(&pairs, tolerance).for_check(),
         };
-        let changed = answer.bridge.verdict == Verdict::Refit;
+        let finding = answer.bridge.finding();
         let scores: Vec<(&str, f64)> = items
             .iter()
             .map(|i| (i.item_id.as_str(), i.judge_score))
             .collect();
         let id = self
             .store
-            .record_check(key, judge_version, &scores, &answer.bridge, changed)
+            .record_check(key, judge_version, &scores, &answer.bridge, finding)
             .await?;
-        self.metrics.set_judge_changed(key, changed);
-        tracing::info!(cell = %key, changed, verdict = answer.bridge.verdict.as_str(), "silent-change check");
+        self.metrics.set_judge_changed(key, finding);
+        tracing::info!(cell = %key, finding = finding.gauge(), verdict = answer.bridge.verdict.as_str(), "silent-change check");
         Ok(Check { id, answer })
     }
 
     /// Sets `judgecal_judge_changed` from each cell's latest check, so every replica reports
     /// the same (on the refresh timer).
     pub async fn refresh_checks(&self) -> Result<()> {
-        for (key, changed) in self.store.latest_checks().await? {
-            self.metrics.set_judge_changed(&key, changed);
+        for (key, finding) in self.store.latest_checks().await? {
+            self.metrics.set_judge_changed(&key, finding);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(i: usize, group: Option<&str>) -> (ItemId, Option<GroupName>) {
+        (
+            ItemId::parse(&format!("item-{i:04}")).unwrap(),
+            group.map(|g| GroupName::parse(g).unwrap()),
+        )
+    }
+
+    /// 36 items of a cell whose ids run system by system: the list takes every system in
+    /// turn, the same list on every call, and the ungrouped items as one more group.
+    #[test]
+    fn the_rescore_list_spreads_over_systems_and_is_stable() {
+        let mut items: Vec<_> = (0..300)
+            .map(|i| item(i, Some(["a", "b", "c"][i / 100])))
+            .collect();
+        items.extend((300..310).map(|i| item(i, None)));
+        let list = spread_sample(items.clone(), 36);
+        assert_eq!(list.len(), 36);
+        let group_of = |id: &ItemId| items.iter().find(|(i, _)| i == id).unwrap().1.clone();
+        let mut counts = std::collections::HashMap::new();
+        for id in &list {
+            *counts.entry(group_of(id)).or_insert(0) += 1;
+        }
+        assert_eq!(counts.len(), 4, "{counts:?}");
+        assert!(counts.values().all(|&n| n == 9), "{counts:?}");
+        // Not the first ids of each system: a hash order.
+        assert!(
+            list.iter()
+                .any(|i| i.as_str() > "item-0050" && i.as_str() < "item-0100")
+        );
+        let mut reversed = items.clone();
+        reversed.reverse();
+        assert_eq!(spread_sample(reversed, 36), list);
+        // Re-scoring a listed item drops it; the other systems' items stay as they were.
+        let first = list.iter().find(|i| group_of(i).is_some()).unwrap().clone();
+        let rest: Vec<_> = items.iter().filter(|(i, _)| *i != first).cloned().collect();
+        let again = spread_sample(rest, 35);
+        assert!(!again.contains(&first));
+        let of = |l: &[ItemId], g: &str| -> Vec<ItemId> {
+            l.iter()
+                .filter(|i| group_of(i).as_ref().map(GroupName::as_str) == Some(g))
+                .cloned()
+                .collect()
+        };
+        let moved = group_of(&first).unwrap();
+        // The others keep their order (one may give the dropped item's place to its next).
+        for g in ["a", "b", "c"].into_iter().filter(|g| *g != moved.as_str()) {
+            let (now, before) = (of(&again, g), of(&list, g));
+            assert!(
+                now.starts_with(&before) || before.starts_with(&now),
+                "{g}: {now:?} {before:?}"
+            );
+        }
+        assert!(spread_sample(Vec::new(), 5).is_empty());
     }
 }

@@ -5,7 +5,7 @@ use sqlx::Row;
 use uuid::Uuid;
 
 use super::Store;
-use crate::calibrate::bridge::Bridge;
+use crate::calibrate::bridge::{Bridge, Finding};
 use crate::domain::{CellKey, JudgeName, JudgeVersion, RubricName, now_ms};
 use crate::error::{Error, Result};
 
@@ -17,7 +17,7 @@ impl Store {
         judge_version: Option<&JudgeVersion>,
         scores: &[(&str, f64)],
         bridge: &Bridge,
-        changed: bool,
+        finding: Finding,
     ) -> Result<Uuid> {
         let cell_id = self.cell_id(key).await?;
         let id = Uuid::new_v4();
@@ -33,15 +33,15 @@ impl Store {
         .bind(JudgeVersion::stored(judge_version))
         .bind(encode(serde_json::to_string(scores))?)
         .bind(encode(serde_json::to_string(bridge))?)
-        .bind(i64::from(changed))
+        .bind(finding.gauge())
         .bind(now_ms())
         .execute(&self.pool)
         .await?;
         Ok(id)
     }
 
-    /// Each cell's latest check: whether it found the judge changed.
-    pub async fn latest_checks(&self) -> Result<Vec<(CellKey, bool)>> {
+    /// Each cell's latest check: what it found (the `changed` column holds the gauge's value).
+    pub async fn latest_checks(&self) -> Result<Vec<(CellKey, Finding)>> {
         let rows = sqlx::query(
             "SELECT c.judge, c.rubric, k.changed FROM judge_checks k JOIN cells c ON c.id = k.cell_id
              WHERE k.created_at_ms = (SELECT MAX(o.created_at_ms) FROM judge_checks o
@@ -59,7 +59,7 @@ impl Store {
                         rubric: RubricName::parse(&r.try_get::<String, _>(1)?)
                             .map_err(|_| corrupt())?,
                     },
-                    r.try_get::<i64, _>(2)? == 1,
+                    Finding::of_gauge(r.try_get::<i64, _>(2)?),
                 ))
             })
             .collect()

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use sqlx::{AssertSqlSafe, Row};
+use sqlx::Row;
 
 use super::Store;
 use super::anchors::{anchor_of_named, bad_row, group_of};
@@ -82,38 +82,31 @@ impl Store {
     }
 
     /// The items of a cell that hold a reference but no score of `version` (what to re-score),
-    /// in item order, at most `limit`; and how many there are in all.
+    /// in item order, each with its group (the first its rows name).
     pub async fn items_to_rescore(
         &self,
         key: &CellKey,
         version: &JudgeVersion,
-        limit: usize,
-    ) -> Result<(Vec<ItemId>, i64)> {
+    ) -> Result<Vec<(ItemId, Option<GroupName>)>> {
         let cell_id = self.cell_id(key).await?;
-        let missing = "FROM anchors a WHERE a.cell_id = $1 AND NOT EXISTS (
+        let rows = sqlx::query(
+            "SELECT a.item_id, MIN(a.group_name) FROM anchors a WHERE a.cell_id = $1 AND NOT EXISTS (
                  SELECT 1 FROM anchors b WHERE b.cell_id = a.cell_id AND b.item_id = a.item_id
-                     AND b.judge_version = $2)";
-        let total: i64 = sqlx::query(AssertSqlSafe(format!(
-            "SELECT COUNT(DISTINCT a.item_id) {missing}"
-        )))
+                     AND b.judge_version = $2)
+             GROUP BY a.item_id ORDER BY a.item_id",
+        )
         .bind(&cell_id)
         .bind(version.as_str())
-        .fetch_one(&self.pool)
-        .await?
-        .try_get(0)?;
-        let rows = sqlx::query(AssertSqlSafe(format!(
-            "SELECT DISTINCT a.item_id {missing} ORDER BY a.item_id LIMIT $3"
-        )))
-        .bind(&cell_id)
-        .bind(version.as_str())
-        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
         .fetch_all(&self.pool)
         .await?;
-        let items = rows
-            .iter()
-            .map(|r| ItemId::parse(&r.try_get::<String, _>(0)?).map_err(|_| bad_row("item id")))
-            .collect::<Result<_>>()?;
-        Ok((items, total))
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    ItemId::parse(&r.try_get::<String, _>(0)?).map_err(|_| bad_row("item id"))?,
+                    group_of(r.try_get(1)?)?,
+                ))
+            })
+            .collect()
     }
 
     /// A cell's anchors of one judge version, by item.

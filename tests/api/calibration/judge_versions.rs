@@ -137,9 +137,16 @@ async fn a_judge_change_end_to_end(backend: Backend) {
     assert!((bridge.body["raw"]["mean"].as_f64().unwrap() - 0.6).abs() < 1e-9);
     assert!((bridge.body["raw"]["rank_correlation"].as_f64().unwrap() - 1.0).abs() < 1e-9);
     assert!((bridge.body["tolerance"].as_f64().unwrap() - 0.1).abs() < 1e-12);
-    assert_eq!(
-        app.get("/v1/cells/j/r/bridge?from=v1&to=v9").await.body["verdict"],
-        "more_items"
+    // A version the cell's anchors do not carry (a typo, or a `#` cut off a URL) is a 404
+    // naming those that exist, not a bridge of no items.
+    let unknown = app.get("/v1/cells/j/r/bridge?from=v1&to=v9").await;
+    let _ = assert_error(&unknown, 404, "not_found");
+    let message = unknown.body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("\"v9\"")
+            && message.contains("\"v1\" (200 anchors)")
+            && message.contains("\"v2\""),
+        "{message}"
     );
     let versions = app.get("/v1/cells/j/r/judge-versions").await;
     assert_eq!(
@@ -348,8 +355,160 @@ async fn rescored_items_train_what_new_labels_would(backend: Backend) {
     assert_eq!(rescored["evaluation"], fresh["evaluation"]);
 }
 
+/// A versioned training does not take over untagged traffic: requests naming no judge version
+/// keep the calibration of the unversioned anchors, a compare of an untagged run against a
+/// versioned one corrects each by its own, a pinned version says which calibration the named
+/// judge version has, and a cell with only versioned calibrations says so to untagged requests.
+async fn a_versioned_training_leaves_untagged_requests_alone(backend: Backend) {
+    let app = TestApp::new(backend).await;
+    let res = app
+        .json(
+            "POST",
+            "/v1/anchors",
+            &json!({"judge": "j", "rubric": "r", "anchors": rows(200, 0.0, true)}),
+        )
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    trained(&app, "j", json!({"method": "isotonic"})).await;
+    let untagged = |j: f64| correct(&app, json!({"judge": "j", "rubric": "r", "scores": [j]}));
+    let before = untagged(2.0).await;
+    assert_eq!(before.body["version"], 1, "{}", before.body);
+    // The judge changes: re-scores shifted by +0.6 under v2, trained (the newest version).
+    assert_eq!(upload(&app, "v2", rows(200, 0.6, false)).await.status, 200);
+    trained(&app, "j", json!({"method": "isotonic"})).await;
+    let versions = app.get("/v1/cells/j/r/calibrators").await;
+    assert_eq!(versions.body["versions"][0]["judge_version"], "v2");
+    assert_eq!(
+        versions.body["versions"][0]["active"], true,
+        "{}",
+        versions.body
+    );
+    let after = untagged(2.0).await;
+    assert_eq!(after.status, 200, "{}", after.body);
+    assert_eq!(after.body["version"], 1, "{}", after.body);
+    assert_eq!(
+        after.body["results"][0]["corrected"], before.body["results"][0]["corrected"],
+        "{}",
+        after.body
+    );
+    assert!(after.body.get("warnings").is_none(), "{}", after.body);
+    // Pinning the old version for v2's scores says v2 has its own (version 2), not that it has
+    // none.
+    let pinned = correct(
+        &app,
+        json!({"judge": "j", "rubric": "r", "scores": [3.0], "judge_version": "v2", "version": 1}),
+    )
+    .await;
+    assert_eq!(pinned.body["version"], 1, "{}", pinned.body);
+    let warning = pinned.body["warnings"][0].as_str().unwrap();
+    assert!(
+        warning.contains("version 2") && !warning.contains("no calibration of its own"),
+        "{warning}"
+    );
+    // The same items, old scores untagged and new scores under v2: no difference.
+    let scores = |shift: f64| {
+        (0..60)
+            .map(|i| 1.5 + (i % 30) as f64 / 10.0 + shift)
+            .collect::<Vec<_>>()
+    };
+    let res = app
+        .json(
+            "POST",
+            "/v1/compare",
+            &json!({"judge": "j", "rubric": "r", "a": {"scores": scores(0.0)},
+                    "b": {"scores": scores(0.6), "judge_version": "v2"}}),
+        )
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert_eq!(
+        (
+            res.body["a"]["calibrator"].as_i64(),
+            res.body["b"]["calibrator"].as_i64()
+        ),
+        (Some(1), Some(2))
+    );
+    let (lo, hi) = (
+        res.body["interval"][0].as_f64().unwrap(),
+        res.body["interval"][1].as_f64().unwrap(),
+    );
+    assert!(lo < 0.0 && 0.0 < hi, "{}", res.body);
+    // Only versioned calibrations: an untagged request is served by the active one and told.
+    assert_eq!(
+        app.json(
+            "POST",
+            "/v1/anchors",
+            &json!({"judge": "k", "rubric": "r", "judge_version": "v1", "anchors": rows(100, 0.0, true)}),
+        )
+        .await
+        .status,
+        200
+    );
+    trained(&app, "k", json!({"method": "isotonic"})).await;
+    let res = correct(&app, json!({"judge": "k", "rubric": "r", "scores": [3.0]})).await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let warning = res.body["warnings"][0].as_str().unwrap();
+    assert!(
+        warning.contains("names no judge_version") && warning.contains("\"v1\""),
+        "{warning}"
+    );
+}
+
+/// A delete touches the row it names and no other: without `judge_version` the unversioned
+/// row, and a re-scored row of another version keeps its score and its reference.
+async fn a_delete_touches_only_the_row_it_names(backend: Backend) {
+    let app = TestApp::new(backend).await;
+    let res = app
+        .json(
+            "POST",
+            "/v1/anchors",
+            &json!({"judge": "j", "rubric": "r", "anchors": rows(10, 0.0, true)}),
+        )
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert_eq!(upload(&app, "v2", rows(10, 0.6, false)).await.status, 200);
+    assert_eq!(app.cell_count("j", "r").await, Some(20));
+    let original = &rows(10, 0.0, true)[3];
+    let id = original["item_id"].as_str().unwrap().to_owned();
+    let delete = |query: &str| {
+        app.send(
+            app.request("DELETE", &format!("/v1/cells/j/r/anchors/{id}{query}"))
+                .body(axum::body::Body::empty())
+                .unwrap(),
+        )
+    };
+    let res = delete("").await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert_eq!(res.body["anchor_count"], 19);
+    let kept = app
+        .get("/v1/cells/j/r/anchors?judge_version=v2&limit=100")
+        .await;
+    let row = kept.body["anchors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["item_id"] == id.as_str())
+        .cloned()
+        .unwrap_or_else(|| panic!("v2's row of {id} is gone: {}", kept.body));
+    assert_eq!(row["reference_score"], original["reference_score"]);
+    assert_eq!(row["judge_score"], rows(10, 0.6, false)[3]["judge_score"]);
+    let again = delete("").await;
+    let _ = assert_error(&again, 404, "not_found");
+    assert!(
+        again.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("judge_version"),
+        "{}",
+        again.body
+    );
+    let res = delete("?judge_version=v2").await;
+    assert_eq!(res.body["anchor_count"], 18, "{}", res.body);
+}
+
 on_both_backends!(
     a_judge_change_end_to_end,
+    a_delete_touches_only_the_row_it_names,
+    a_versioned_training_leaves_untagged_requests_alone,
     unversioned_requests_are_served_as_before,
     rescored_items_train_what_new_labels_would,
 );
