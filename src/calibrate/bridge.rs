@@ -215,6 +215,22 @@ fn shift(d: &[f64], alpha: f64, h: f64) -> Shift {
     }
 }
 
+/// Each part's mean shift, its (floored) spread, and whether it has the items to be tested and
+/// its (1 − 2α) interval lies inside ±`tolerance`.
+fn equivalence(parts: &[(String, Vec<f64>)], tolerance: f64, h: f64) -> Vec<(f64, f64, bool)> {
+    parts
+        .iter()
+        .map(|(_, v)| {
+            let s = shift(v, ALPHA, h);
+            (
+                s.mean,
+                floored_variance(v, h).sqrt(),
+                v.len() >= MIN_GROUP_ITEMS && s.lo > -tolerance && s.hi < tolerance,
+            )
+        })
+        .collect()
+}
+
 /// Items needed for a (1 − 2α) interval of a mean `m` with spread `sd` to clear ±`tolerance`;
 /// `None` where `m` sits on the boundary.
 pub fn items_to_decide(m: f64, sd: f64, tolerance: f64) -> Option<usize> {
@@ -346,35 +362,13 @@ pub fn bridge(pairs: &[Pair], tolerance: f64) -> Bridge {
             .collect()
     };
     // carry_over claims every band is within the tolerance: an intersection-union test, each
-    // band's two one-sided tests at α (no adjustment needed), beside the mean's own.
-    let band_spread: Vec<(f64, f64, bool)> = band_parts
-        .iter()
-        .map(|(_, v)| {
-            let s = shift(v, ALPHA, h);
-            (
-                s.mean,
-                floored_variance(v, h).sqrt(),
-                s.lo > -tolerance && s.hi < tolerance,
-            )
-        })
-        .collect();
-    let bands_equivalent = band_parts.len() == 3
-        && band_parts.iter().all(|(_, v)| v.len() >= MIN_GROUP_ITEMS)
-        && band_spread.iter().all(|b| b.2);
-    // And every system's, where the items name them: a change confined to one system moves
-    // that system's runs though the mean hardly moves. Systems with too few items to test
-    // are not claimed: `carry_over` then waits for more of their items.
-    let groups_spread: Vec<(f64, f64, bool)> = group_parts
-        .iter()
-        .map(|(_, v)| {
-            let s = shift(v, ALPHA, h);
-            (
-                s.mean,
-                floored_variance(v, h).sqrt(),
-                v.len() >= MIN_GROUP_ITEMS && s.lo > -tolerance && s.hi < tolerance,
-            )
-        })
-        .collect();
+    // band's two one-sided tests at α (no adjustment needed), beside the mean's own. And every
+    // system's, where the items name them: a change confined to one system moves that
+    // system's runs though the mean hardly moves. A part with too few items to test is not
+    // claimed: `carry_over` then waits for more of its items.
+    let band_spread = equivalence(&band_parts, tolerance, h);
+    let groups_spread = equivalence(&group_parts, tolerance, h);
+    let bands_equivalent = band_parts.len() == 3 && band_spread.iter().all(|b| b.2);
     let groups_equivalent = groups_spread.iter().all(|g| g.2);
     let systems = group_parts.len().max(1);
     let bands = shifts(band_parts);

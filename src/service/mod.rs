@@ -172,6 +172,26 @@ impl Service {
                 ));
             }
         }
+        // A judge score far outside the range its judge version's calibration was trained on
+        // is on another scale, or a typo: refused by row, as /v1/correct refuses it.
+        let mut far = Vec::new();
+        for c in &cells {
+            if let Some(own) = self.own_calibration(&c.key, c.judge_version.as_ref()) {
+                let scores: Vec<f64> = c.anchors.iter().map(|a| a.judge_score).collect();
+                far.extend(
+                    own.version
+                        .far_scores(&scores, "judge_score")
+                        .into_iter()
+                        .map(|p| Problem {
+                            row: p.row.and_then(|r| c.rows.get(r - 1).copied()),
+                            ..p
+                        }),
+                );
+            }
+        }
+        if !far.is_empty() {
+            return Err(Error::invalid("the anchor batch was refused", far));
+        }
         let mut outcomes = self.store.ingest(&cells, &scales, replace).await?;
         for o in &outcomes {
             self.metrics.set_cell_anchors(&o.key, o.anchor_count);

@@ -293,12 +293,7 @@ impl Service {
         judge_version: Option<&JudgeVersion>,
     ) -> Result<Resolved> {
         let wanted = judge_version;
-        let own = self
-            .calibrators
-            .by_judge_version
-            .read()
-            .ok()
-            .and_then(|m| m.get(&(key.clone(), wanted.cloned())).cloned());
+        let own = self.own_calibration(key, wanted);
         let loaded = match (version, &own) {
             (None, Some(own)) => match self.calibrators.active(key) {
                 Some(a) if a.version.judge_version.as_ref() == wanted => a,
@@ -345,6 +340,20 @@ impl Service {
             loaded,
             mismatch: Some(mismatch),
         })
+    }
+
+    /// The calibration trained on `judge_version` (`None`: the unversioned anchors) that
+    /// serves it, where this process holds one; from memory.
+    pub(super) fn own_calibration(
+        &self,
+        key: &CellKey,
+        judge_version: Option<&JudgeVersion>,
+    ) -> Option<Arc<Loaded>> {
+        self.calibrators
+            .by_judge_version
+            .read()
+            .ok()
+            .and_then(|m| m.get(&(key.clone(), judge_version.cloned())).cloned())
     }
 
     /// The version that corrects a run naming `judge_version` in a question across judge

@@ -405,11 +405,21 @@ impl Store {
             });
         }
         if !missing.is_empty() {
+            // Every problem of the batch in one answer: the conflicts too.
             tx.rollback().await?;
-            return Err(Error::rejected(
-                "re-scored rows need a reference the cell holds; nothing was stored",
-                missing,
-            ));
+            let n = conflicts.len();
+            let mut problems = missing;
+            problems.extend(conflicts);
+            let what = if n == 0 {
+                "re-scored rows need a reference the cell holds; nothing was stored".to_owned()
+            } else {
+                format!(
+                    "re-scored rows need a reference the cell holds, and {n} row{} already stored with \
+                     different scores (listed too; ?replace=true overwrites them); nothing was stored",
+                    if n == 1 { " is" } else { "s are" }
+                )
+            };
+            return Err(Error::rejected(&what, problems));
         }
         if !conflicts.is_empty() {
             tx.rollback().await?;

@@ -39,6 +39,24 @@ async fn scores_off_the_trained_range_are_refused_or_flagged(backend: Backend) {
         "{}",
         res.body
     );
+    // An anchor upload into the cell: the same judge scores are refused by row, nothing
+    // stored; a new judge version (no calibration yet) may bring its own scale.
+    let rows = json!([
+        {"item_id": "new-1", "judge_score": 3.0, "reference_score": 3.0},
+        {"item_id": "new-2", "judge_score": 99.0, "reference_score": 3.0},
+    ]);
+    let up = |version: Option<&str>| json!({"judge": "j", "rubric": "r", "judge_version": version, "anchors": rows.clone()});
+    let res = app.json("POST", "/v1/anchors", &up(None)).await;
+    let details = assert_error(&res, 422, "invalid_input");
+    assert_eq!(
+        (details[0]["row"].as_u64(), details[0]["field"].as_str()),
+        (Some(2), Some("judge_score")),
+        "{}",
+        res.body
+    );
+    assert_eq!(app.cell_count("j", "r").await, Some(150));
+    let res = app.json("POST", "/v1/anchors", &up(Some("v2"))).await;
+    assert_eq!(res.status, 200, "{}", res.body);
     let items = json!([{"id": "a", "score": 3.0}, {"id": "b", "score": 99.0}]);
     let res = correct(&app, json!({"judge": "j", "rubric": "r", "items": items})).await;
     let details = assert_error(&res, 422, "invalid_input");
@@ -139,11 +157,17 @@ async fn scores_off_the_trained_range_are_refused_or_flagged(backend: Backend) {
 /// problem of a batch in one answer, and nothing is stored.
 async fn bodies_that_fail_to_parse_name_the_field(backend: Backend) {
     let app = TestApp::new(backend).await;
-    let refused = |res: &crate::common::Response| -> Vec<(Option<u64>, String)> {
-        assert_error(res, 422, "invalid_input")
+    // The (row, field) of every problem of a 422.
+    let refused = |res: &crate::common::Response, expected: &[(Option<u64>, &str)]| {
+        let found: Vec<(Option<u64>, String)> = assert_error(res, 422, "invalid_input")
             .iter()
             .map(|d| (d["row"].as_u64(), d["field"].as_str().unwrap().to_owned()))
-            .collect()
+            .collect();
+        let expected: Vec<(Option<u64>, String)> = expected
+            .iter()
+            .map(|(r, f)| (*r, (*f).to_owned()))
+            .collect();
+        assert_eq!(found, expected, "{}", res.body);
     };
     let rows = json!([
         {"item_id": "a", "judge_score": 3.0, "reference_score": 3.5, "judge_verison": "v9"},
@@ -157,15 +181,13 @@ async fn bodies_that_fail_to_parse_name_the_field(backend: Backend) {
             &json!({"judge": "j", "rubric": "r", "anchors": rows}),
         )
         .await;
-    assert_eq!(
-        refused(&res),
-        vec![
-            (Some(1), "judge_verison".to_owned()),
-            (Some(2), "reference_score".to_owned()),
-            (Some(3), "lenght".to_owned())
+    refused(
+        &res,
+        &[
+            (Some(1), "judge_verison"),
+            (Some(2), "reference_score"),
+            (Some(3), "lenght"),
         ],
-        "{}",
-        res.body
     );
     let res = app
         .json(
@@ -175,24 +197,14 @@ async fn bodies_that_fail_to_parse_name_the_field(backend: Backend) {
                 {"item_id": "a", "judge_score": 3.0, "reference_score": 3.5}]}),
         )
         .await;
-    assert_eq!(
-        refused(&res),
-        vec![(None, "judge_verison".to_owned())],
-        "{}",
-        res.body
-    );
+    refused(&res, &[(None, "judge_verison")]);
     let res = app
         .csv(
             "/v1/anchors",
             "judge,rubric,item_id,judge_score,reference_score,judge_verison\nj,r,a,3,3.5,v9\n",
         )
         .await;
-    assert_eq!(
-        refused(&res),
-        vec![(None, "judge_verison".to_owned())],
-        "{}",
-        res.body
-    );
+    refused(&res, &[(None, "judge_verison")]);
     assert_eq!(app.cell_count("j", "r").await, None);
 
     let res = correct(
@@ -200,50 +212,49 @@ async fn bodies_that_fail_to_parse_name_the_field(backend: Backend) {
         json!({"judge": "j", "rubric": "r", "scores": [1.0, "x"]}),
     )
     .await;
-    assert_eq!(
-        refused(&res),
-        vec![(Some(2), "scores".to_owned())],
-        "{}",
-        res.body
-    );
+    refused(&res, &[(Some(2), "scores")]);
     let res = correct(&app, json!({"judge": "j", "scores": [1.0]})).await;
-    assert_eq!(
-        refused(&res),
-        vec![(None, "rubric".to_owned())],
-        "{}",
-        res.body
-    );
+    refused(&res, &[(None, "rubric")]);
     let res = correct(
         &app,
         json!({"judge": "j", "rubric": "r", "scores": [1.0], "judge_verison": "v2"}),
     )
     .await;
-    assert_eq!(
-        refused(&res),
-        vec![(None, "judge_verison".to_owned())],
-        "{}",
-        res.body
-    );
+    refused(&res, &[(None, "judge_verison")]);
     let res = correct(
         &app,
         json!({"judge": "j", "rubric": "r", "items": [{"score": 1.0}, {"score": 2.0, "scroe": 1}]}),
     )
     .await;
-    assert_eq!(
-        refused(&res),
-        vec![(Some(2), "items.scroe".to_owned())],
-        "{}",
-        res.body
-    );
+    refused(&res, &[(Some(2), "items.scroe")]);
     let res = app
         .json("POST", "/v1/compare", &json!({"judge": "j", "rubric": "r", "a": {"scores": [1.0]}, "b": {"scores": [1.0, null]}}))
         .await;
-    assert_eq!(
-        refused(&res),
-        vec![(Some(2), "b.scores".to_owned())],
-        "{}",
-        res.body
-    );
+    refused(&res, &[(Some(2), "b.scores")]);
+    // A batch with a changed reference and a re-score of an item with none: both problems
+    // in one answer, nothing stored.
+    let one = json!([{"item_id": "a", "judge_score": 3.0, "reference_score": 3.5}]);
+    let res = app
+        .json(
+            "POST",
+            "/v1/anchors",
+            &json!({"judge": "k", "rubric": "r", "anchors": one}),
+        )
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let both = json!([
+        {"item_id": "a", "judge_score": 3.0, "reference_score": 4.5},
+        {"item_id": "never-labelled", "judge_score": 2.0},
+    ]);
+    let res = app
+        .json(
+            "POST",
+            "/v1/anchors",
+            &json!({"judge": "k", "rubric": "r", "anchors": both}),
+        )
+        .await;
+    refused(&res, &[(Some(2), "reference_score"), (Some(1), "item_id")]);
+    assert_eq!(app.cell_count("k", "r").await, Some(1));
     // A misspelt query parameter is refused by name, not read as left out.
     let res = app
         .send(
@@ -252,12 +263,7 @@ async fn bodies_that_fail_to_parse_name_the_field(backend: Backend) {
                 .unwrap(),
         )
         .await;
-    assert_eq!(
-        refused(&res),
-        vec![(None, "judge_verison".to_owned())],
-        "{}",
-        res.body
-    );
+    refused(&res, &[(None, "judge_verison")]);
     // Malformed JSON stays a 400.
     let res = app
         .send(
