@@ -112,6 +112,7 @@ impl Service {
                 loaded: resolved.loaded,
                 mismatches: resolved.mismatch.into_iter().collect(),
                 partial_items: 0,
+                new_groups: Vec::new(),
             });
         }
         if version.is_some() {
@@ -133,6 +134,7 @@ impl Service {
             runs,
             mismatches: Vec::new(),
             partial_items: 0,
+            new_groups: Vec::new(),
         })
     }
 
@@ -263,6 +265,17 @@ impl Service {
                     &format!("{prefix}items"),
                     format!("{judge} is a judge, not a panel: its items carry `score`"),
                 )),
+            }
+            // A group the version's anchors do not name is answered as a new system: a typo
+            // would silently widen the interval and change the shift, so it is said.
+            if let (Some(group), Some(bias)) = (
+                run.group.as_deref(),
+                served.runs.get(i).and_then(|v| v.version.groups.as_ref()),
+            ) && !bias.knows(group)
+            {
+                served
+                    .new_groups
+                    .push((prefix.trim_end_matches('.').to_owned(), group.to_owned()));
             }
             if let (Some(version), true) = (served.runs.get(i), problems.len() == before) {
                 problems.extend(
@@ -468,6 +481,9 @@ pub struct Served {
     pub mismatches: Vec<Mismatch>,
     /// A panel's items that lacked a member the version reads (fused from those present).
     pub partial_items: usize,
+    /// Runs that name a group their version's anchors do not (answered as a new system): the
+    /// run's field prefix (`a`, `runs[2]`, empty for one run) and the group.
+    pub new_groups: Vec<(String, String)>,
 }
 
 impl Served {

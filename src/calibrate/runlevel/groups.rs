@@ -386,6 +386,11 @@ impl GroupBias {
         self.groups.iter().enumerate().find(|(_, x)| x.group == g)
     }
 
+    /// Whether the anchors name `group` (a run of any other is answered as a new system).
+    pub fn knows(&self, group: &str) -> bool {
+        self.find(Some(group)).is_some()
+    }
+
     /// The bias of a run of `group` (a new one where `None` or unknown).
     pub fn shift(&self, group: Option<&str>) -> BiasShift {
         self.contrast_of(group, None, false)

@@ -99,6 +99,22 @@ pub(super) fn mismatch_warnings(served: &crate::service::Served) -> Vec<String> 
         .iter()
         .map(|m| m.warning(served.loaded.version.version))
         .collect();
+    for (run, group) in &served.new_groups {
+        let known: Vec<&str> = served
+            .loaded
+            .version
+            .groups
+            .as_ref()
+            .map(|b| b.groups.iter().map(|g| g.group.as_str()).take(8).collect())
+            .unwrap_or_default();
+        out.push(format!(
+            "{}group {group:?} is not among the systems the version's anchors name ({}{}): it was answered as a new \
+             system, its bias a draw from the between-system spread; check the spelling, or upload anchors of it",
+            if run.is_empty() { String::new() } else { format!("{run}: ") },
+            known.join(", "),
+            if known.len() == 8 { ", …" } else { "" }
+        ));
+    }
     if served.partial_items > 0 {
         out.push(format!(
             "{} items lacked a member the panel's version reads: their fused score comes from the members present (that sub-panel's fit), which the version's corrector then treats as a whole item's; score every item with every member where you can",

@@ -431,6 +431,20 @@ async fn groups_are_stored_measured_and_used_by_run_level_answers(backend: Backe
         (json!("known"), json!("new"))
     );
     assert_eq!(none["group"]["term"], "new", "{none}");
+    // A group the anchors do not name (a new system, or a typo) is said; a known one, or
+    // none named, is not.
+    let said = |b: &Value| {
+        b["warnings"].as_array().is_some_and(|w| {
+            w.iter()
+                .any(|w| w.as_str().unwrap().contains("is not among the systems"))
+        })
+    };
+    assert!(said(&new), "{new}");
+    assert!(
+        new["warnings"][0].as_str().unwrap().contains("\"sys-new\""),
+        "{new}"
+    );
+    assert!(!said(&high) && !said(&none), "{high} {none}");
     // A known group's own bias moves its estimate; a new one's is a wider draw.
     assert!(
         f(&high["estimate"]) > f(&low["estimate"]) + 0.4,
