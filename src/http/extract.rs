@@ -88,11 +88,7 @@ fn problem_at(path: &str, message: &str) -> Problem {
                 .map(|i| i + 1);
         }
     }
-    let named = ["missing field `", "unknown field `"]
-        .iter()
-        .find_map(|p| message.strip_prefix(p))
-        .and_then(|rest| rest.split('`').next());
-    if let Some(field) = named
+    if let Some(field) = named_field(message)
         && parts.last().map(String::as_str) != Some(field)
     {
         parts.push(field.to_owned());
@@ -107,6 +103,14 @@ fn problem_at(path: &str, message: &str) -> Problem {
         parts.join(".")
     };
     Problem::at(row, &field, problem)
+}
+
+/// The field serde's "missing field `x`" or "unknown field `x`" names, wherever in the message.
+fn named_field(message: &str) -> Option<&str> {
+    ["missing field `", "unknown field `"]
+        .iter()
+        .find_map(|p| message.split_once(p))
+        .and_then(|(_, rest)| rest.split('`').next())
 }
 
 fn bytes_rejection(r: BytesRejection) -> ApiError {
@@ -155,11 +159,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
             .map(|q| Query(q.0))
             .map_err(|r: QueryRejection| {
                 let text = r.body_text();
-                let field = ["unknown field `", "missing field `"]
-                    .iter()
-                    .find_map(|p| text.split_once(p))
-                    .and_then(|(_, rest)| rest.split('`').next())
-                    .unwrap_or("query");
+                let field = named_field(&text).unwrap_or("query");
                 ApiError::invalid(
                     "the query string was refused",
                     vec![Problem::at(None, field, text.clone())],

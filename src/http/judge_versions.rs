@@ -93,8 +93,9 @@ pub struct RescoreParams {
 
 #[derive(Serialize, ToSchema)]
 pub struct RescoreResponse {
-    /// Items the cell holds a reference for that `judge_version` has not scored, in item order
-    /// (at most `limit`). Upload the new version's scores of them with `reference_score` left
+    /// Items the cell holds a reference for that `judge_version` has not scored (at most
+    /// `limit`), spread over the cell's systems: each system's in a fixed pseudo-random order,
+    /// the systems in turn, so the first items of the list cover every system. Upload the new version's scores of them with `reference_score` left
     /// out: each becomes an anchor of the new version with the stored reference.
     pub items: Vec<String>,
     /// How many such items there are in all.

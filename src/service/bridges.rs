@@ -134,38 +134,45 @@ impl Service {
             .collect())
     }
 
-    /// 404 naming the judge versions the cell's anchors carry, unless `field`'s
-    /// `judge_version` is one of them (a misspelt label, or a `#` left unencoded in a URL,
-    /// would otherwise read as a version with no scores yet).
-    async fn known_version(
+    /// 404 naming the judge versions the cell's anchors carry, unless each `(version, field)`
+    /// is one of them (a misspelt label, or a `#` left unencoded in a URL, would otherwise
+    /// read as a version with no scores yet). One store read.
+    async fn known_versions(
         &self,
         key: &CellKey,
-        judge_version: Option<&JudgeVersion>,
-        field: &str,
+        asked: &[(Option<&JudgeVersion>, &str)],
     ) -> Result<()> {
-        let versions = self.judge_versions(key).await?;
-        if versions
-            .iter()
-            .any(|v| v.anchors.judge_version.as_ref() == judge_version)
-        {
+        let versions = self
+            .store
+            .judge_versions(&key.judge, Some(&key.rubric))
+            .await?;
+        let Some(&(missing, field)) = asked.iter().find(|(asked, _)| {
+            !versions
+                .iter()
+                .any(|(_, v)| v.judge_version.as_ref() == *asked)
+        }) else {
             return Ok(());
-        }
+        };
         let known: Vec<String> = versions
             .iter()
-            .map(|v| {
+            .map(|(_, v)| {
                 format!(
                     "{} ({} anchors)",
-                    JudgeVersion::describe(v.anchors.judge_version.as_ref()),
-                    v.anchors.anchor_count
+                    JudgeVersion::describe(v.judge_version.as_ref()),
+                    v.anchor_count
                 )
             })
             .collect();
-        Err(Error::NotFound(format!(
-            "{field}: cell {key} has no anchors of judge_version {}; its judge versions are {} \
-             (encode a `#` in a label as %23 in a URL)",
-            JudgeVersion::describe(judge_version),
-            known.join(", ")
-        )))
+        Err(Error::NotFound(if known.is_empty() {
+            format!("cell {key} has no anchors")
+        } else {
+            format!(
+                "{field}: cell {key} has no anchors of judge_version {}; its judge versions are {} \
+                 (encode a `#` in a label as %23 in a URL)",
+                JudgeVersion::describe(missing),
+                known.join(", ")
+            )
+        }))
     }
 
     /// The calibration trained on `judge_version`: the active version where it was, else the
@@ -254,8 +261,8 @@ impl Service {
                 vec![],
             ));
         }
-        self.known_version(key, from, "from").await?;
-        self.known_version(key, to, "to").await?;
+        self.known_versions(key, &[(from, "from"), (to, "to")])
+            .await?;
         let scale = self.scale_of(&key.rubric).await?;
         let tolerance = tolerance(asked, scale)?;
         let calibration = self.calibration_of(key, from, "from").await?;
@@ -367,7 +374,7 @@ impl Service {
                 "give at least one re-scored item",
             )]));
         }
-        self.known_version(key, judge_version, "judge_version")
+        self.known_versions(key, &[(judge_version, "judge_version")])
             .await?;
         let stored = self.store.version_scores(key, judge_version).await?;
         let mut problems = Vec::new();

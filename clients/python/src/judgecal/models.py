@@ -1100,8 +1100,9 @@ class RescoreResponse(BaseModel):
     """
     items: list[str]
     """
-    Items the cell holds a reference for that `judge_version` has not scored, in item order
-    (at most `limit`). Upload the new version's scores of them with `reference_score` left
+    Items the cell holds a reference for that `judge_version` has not scored (at most
+    `limit`), spread over the cell's systems: each system's in a fixed pseudo-random order,
+    the systems in turn, so the first items of the list cover every system. Upload the new version's scores of them with `reference_score` left
     out: each becomes an anchor of the new version with the stored reference.
     """
     remaining: int
