@@ -10,7 +10,7 @@ use super::versions::{Loaded, Mismatch};
 use crate::calibrate::panel::fusion::FusedScore;
 use crate::calibrate::runlevel::rank::{self, RankSettings, Ranking};
 use crate::calibrate::runlevel::{
-    self, Anchored, Basis, RunComparison, RunEstimate, RunItems, Source,
+    self, Anchored, Basis, RunComparison, RunEstimate, RunItems, SharedResidual, Source,
 };
 use crate::calibrate::{Cell, MeanUncertainty};
 use crate::domain::panel::MemberScores;
@@ -361,15 +361,10 @@ impl Service {
             crate::error::blocking("comparing runs of two judge versions", move || {
                 let sources = anchored_sources(&bases)?;
                 let residuals = residuals(&shared, &sources[0], &sources[1])?;
-                let rho = runlevel::shared_correlation(
-                    &residuals,
-                    bases[0].1.pairs.len(),
-                    bases[1].1.pairs.len(),
-                );
                 runlevel::compare_correlated(
                     (&sources[0], &a),
                     (&sources[1], &b),
-                    (rho, residuals.len()),
+                    &residuals,
                     &settings,
                 )
             })
@@ -429,15 +424,25 @@ impl Service {
             let shared = self.shared_items_between(&request.key, &bases).await?;
             crate::error::blocking("ranking runs of several judge versions", move || {
                 let sources = anchored_sources(&bases)?;
-                // One correlation for every pair of versions: the least of theirs.
+                // One correlation for every pair of runs of different versions: the least of
+                // theirs, each at the two runs' own scores.
                 let mut rho = f64::INFINITY;
                 for ((x, y), items) in &shared {
                     let residuals = residuals(items, &sources[*x], &sources[*y])?;
-                    rho = rho.min(runlevel::shared_correlation_for_draws(
-                        &residuals,
-                        bases[*x].1.pairs.len(),
-                        bases[*y].1.pairs.len(),
-                    ));
+                    let of = |v: usize| {
+                        index
+                            .iter()
+                            .zip(&runs)
+                            .filter(move |(i, _)| **i == v)
+                            .filter_map(|(_, run)| sources[v].leverage(run))
+                            .collect::<Vec<_>>()
+                    };
+                    for la in of(*x) {
+                        for lb in of(*y) {
+                            rho = rho
+                                .min(runlevel::shared_correlation_for_draws(&residuals, &la, &lb));
+                        }
+                    }
                 }
                 let how = RankSettings {
                     shared: if rho.is_finite() { rho } else { 0.0 },
@@ -461,14 +466,17 @@ fn residuals(
     items: &[SharedItem],
     a: &Anchored,
     b: &Anchored,
-) -> crate::calibrate::error::Result<Vec<(f64, f64)>> {
+) -> crate::calibrate::error::Result<Vec<SharedResidual>> {
     let from: Vec<f64> = items.iter().map(|i| i.from_score).collect();
     let to: Vec<f64> = items.iter().map(|i| i.to_score).collect();
     let (fa, fb) = (a.corrected(&from)?, b.corrected(&to)?);
     Ok(items
         .iter()
         .zip(fa.iter().zip(&fb))
-        .map(|(i, (a, b))| (i.reference_score - a, i.reference_score - b))
+        .map(|(i, (a, b))| SharedResidual {
+            scores: (i.from_score, i.to_score),
+            residuals: (i.reference_score - a, i.reference_score - b),
+        })
         .collect())
 }
 

@@ -4,6 +4,7 @@
 
 use super::groups::{BiasShift, GroupBias, GroupTerm};
 use super::inference::{self, Difference, Estimand, MeanEstimate};
+use super::leverage::Leverage;
 use super::resample;
 use super::source::Source;
 use super::{
@@ -599,6 +600,30 @@ impl Source for Anchored<'_> {
 
     fn groups(&self) -> Option<&GroupBias> {
         self.basis.groups
+    }
+
+    fn leverage(&self, run: &RunItems) -> Option<Leverage> {
+        // As `plain`: with a group term, the run's error is relative to the anchors'.
+        let relative = self.group_shift(run.group.as_deref()).term != GroupTerm::Unmeasured;
+        let anchors: Vec<(f64, f64)> = self
+            .basis
+            .anchors
+            .pairs
+            .iter()
+            .zip(&self.residuals)
+            .map(|(p, r)| (p.0, *r))
+            .collect();
+        Some(match self.basis.model.mean_uncertainty() {
+            MeanUncertainty::Line(_) => Leverage::line(&anchors, &run.scores, relative),
+            MeanUncertainty::Offset => Leverage::flat(&anchors, relative),
+            MeanUncertainty::Omitted(_) => Leverage::flat(&[], relative),
+            MeanUncertainty::Resample => {
+                let bins = self
+                    .bins
+                    .get_or_init(|| resample::Bins::of_anchors(&self.judge_scores, HISTOGRAM_BINS));
+                Leverage::local(bins, &anchors, &run.scores, relative)
+            }
+        })
     }
 
     fn compare(

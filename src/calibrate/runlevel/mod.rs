@@ -26,6 +26,7 @@ mod anchored;
 mod chain;
 pub mod groups;
 pub mod inference;
+pub mod leverage;
 pub mod new_group;
 pub mod rank;
 pub mod resample;
@@ -33,6 +34,7 @@ pub mod source;
 pub mod warnings;
 
 pub use anchored::Anchored;
+pub use leverage::{Leverage, SharedResidual};
 pub use source::Source;
 
 use super::error::{CalibrateError, Result};
@@ -363,15 +365,18 @@ pub fn compare_sources(
 
 /// The difference of runs of two sources whose correctors rest on the same anchor items (two
 /// judge versions of one cell, each calibrated on its own scores of items with one reference
-/// each): as `compare_sources`, with the correctors' errors correlated `rho` (see
-/// [`shared_correlation`]), which the difference's corrector variance takes off:
-/// v_a + v_b − 2ρ√(v_a·v_b), a variance estimated from the `shared` items (its degrees of
-/// freedom, shared − 1, join the difference's by Welch–Satterthwaite). Where either run took
+/// each): as `compare_sources`, with the correctors' errors correlated through the `shared`
+/// items, which the difference's corrector variance takes off: v_a + v_b − 2ρ√(v_a·v_b), a
+/// variance estimated from the shared items (its degrees of freedom, shared − 1, join the
+/// difference's by Welch–Satterthwaite). ρ weighs each shared item's residuals by each run's
+/// own leverage of it ([`Leverage::correlation`]): a slope-fitting corrector's errors at runs
+/// from opposite ends of the scale are not those at the anchors' centre. Where either run took
 /// the labelled path (no corrector term), nothing changes.
 ///
 /// Where both sources measure groups, the two versions' group means b̂_g are means of their
 /// residuals on the same items: their sampling errors are correlated as the residuals are,
-/// Cov = ρ·s_g^a·s_g^b, and the group term takes off 2·Σ_g w_g^a·w_g^b·ρ·s_g^a·s_g^b, with
+/// Cov = ρ·s_g^a·s_g^b (ρ as [`shared_correlation`]), and the group term takes off
+/// 2·Σ_g w_g^a·w_g^b·ρ·s_g^a·s_g^b, with
 /// w_g each run's weight on b̂_g ([`GroupBias::weights`]); the interval is the quantiles of the
 /// two shifts' mixture ([`groups::BiasShift::less`]) plus the difference's own normal error,
 /// as within one version. The systems' own biases u_g enter
@@ -380,14 +385,24 @@ pub fn compare_sources(
 pub fn compare_correlated(
     (sa, a): (&dyn Source, &RunItems),
     (sb, b): (&dyn Source, &RunItems),
-    (rho, shared): (f64, usize),
+    shared: &[SharedResidual],
     settings: &AnswerSettings,
 ) -> Result<RunComparison> {
     let mut c = compare_sources((sa, a), (sb, b), settings)?;
     let (va, vb) = (c.a.mean.variance, c.b.mean.variance);
-    if rho == 0.0 || shared < 3 || source::same(sa, sb) || c.path != AnswerPath::Plain {
+    let (Some(la), Some(lb)) = (sa.leverage(a), sb.leverage(b)) else {
+        return Ok(c);
+    };
+    if shared.len() < 3 || source::same(sa, sb) || c.path != AnswerPath::Plain {
         return Ok(c);
     }
+    let residuals: Vec<(f64, f64)> = shared.iter().map(|s| s.residuals).collect();
+    let rho = Leverage::correlation(shared, &la, &lb);
+    let rho_groups = shared_correlation(&residuals, la.anchors(), lb.anchors());
+    if rho == 0.0 && rho_groups == 0.0 {
+        return Ok(c);
+    }
+    let shared = shared.len();
     let mut variance = va.plus(vb);
     variance.corrector =
         (va.corrector + vb.corrector - 2.0 * rho * (va.corrector * vb.corrector).sqrt()).max(0.0);
@@ -403,7 +418,7 @@ pub fn compare_correlated(
         // As one source's compare: the difference's own normal error plus the two group
         // shifts' mixture, here over both versions' posteriors, less their covariance.
         let (ka, kb) = (a.group.as_deref(), b.group.as_deref());
-        let covariance = rho * shared_group_covariance((ga, ka), (gb, kb));
+        let covariance = rho_groups * shared_group_covariance((ga, ka), (gb, kb));
         let shift = ga.shift(ka).less(&gb.shift(kb), covariance);
         let base = c.difference.estimate - shift.shift();
         variance.group = 0.0;
@@ -435,36 +450,48 @@ fn shared_group_covariance(
         .sum()
 }
 
-/// The correlation of two correctors' errors from the anchor items they share: the
-/// correlation of their residuals (reference − corrected) on the shared items, times
-/// n_shared / √(n_a·n_b) (each corrector's error is, to first order, the mean of its anchors'
-/// residuals; exactly so for an offset). 0 with fewer than 3 shared items.
-pub fn shared_correlation(residuals: &[(f64, f64)], n_a: usize, n_b: usize) -> f64 {
-    if residuals.len() < 3 || n_a == 0 || n_b == 0 {
+/// The correlation of two correctors' residuals (reference − corrected) on the shared items;
+/// 0 with fewer than 3 or where it is undefined.
+fn residual_correlation(residuals: &[(f64, f64)]) -> f64 {
+    if residuals.len() < 3 {
         return 0.0;
     }
     let (ra, rb): (Vec<f64>, Vec<f64>) = residuals.iter().copied().unzip();
     let rho = crate::calibrate::quality::pearson(&ra, &rb);
-    if !rho.is_finite() {
-        return 0.0;
-    }
-    (rho * residuals.len() as f64 / ((n_a * n_b) as f64).sqrt()).clamp(-1.0, 1.0)
+    if rho.is_finite() { rho } else { 0.0 }
 }
 
-/// The correlation a ranking draws different judge versions' corrector errors with
-/// (`RankSettings::shared`): as [`shared_correlation`], from the residuals' correlation's lower
-/// 95% bound (Fisher's z), never below 0. Its draws carry no degrees of freedom of their own,
-/// so an estimate from few shared items is taken at its low end: the family then errs wide.
-pub fn shared_correlation_for_draws(residuals: &[(f64, f64)], n_a: usize, n_b: usize) -> f64 {
-    let n = residuals.len();
-    let point = shared_correlation(residuals, n_a, n_b);
-    if n < 4 || point <= 0.0 {
+/// The correlation of two correctors' errors in the level of their anchors (an offset's, or
+/// their group means'), from the anchor items they share: the correlation of their residuals
+/// on the shared items, times n_shared / √(n_a·n_b) (each such error is the mean of its
+/// anchors' residuals). 0 with fewer than 3 shared items.
+pub fn shared_correlation(residuals: &[(f64, f64)], n_a: usize, n_b: usize) -> f64 {
+    if n_a == 0 || n_b == 0 {
         return 0.0;
     }
-    let scale = n as f64 / ((n_a * n_b) as f64).sqrt();
-    let r = (point / scale).clamp(-0.999_999, 0.999_999);
+    let scale = residuals.len() as f64 / ((n_a * n_b) as f64).sqrt();
+    (residual_correlation(residuals) * scale).clamp(-1.0, 1.0)
+}
+
+/// The correlation a ranking draws two runs' corrector errors with, where the runs are of
+/// different judge versions whose anchors share `shared` items: [`Leverage::correlation`] at
+/// the two runs' scores, shrunk as the residuals' correlation is to its lower 95% bound
+/// (Fisher's z), never below 0 (`RankSettings::shared`). Its draws carry no degrees of freedom
+/// of their own, so an estimate from few shared items is taken at its low end: the family
+/// then errs wide.
+pub fn shared_correlation_for_draws(shared: &[SharedResidual], a: &Leverage, b: &Leverage) -> f64 {
+    let n = shared.len();
+    let residuals: Vec<(f64, f64)> = shared.iter().map(|s| s.residuals).collect();
+    let (r, point) = (
+        residual_correlation(&residuals),
+        Leverage::correlation(shared, a, b),
+    );
+    if n < 4 || r <= 0.0 || point <= 0.0 {
+        return 0.0;
+    }
+    let r = r.min(0.999_999);
     let z = r.atanh() - crate::calibrate::stats::normal_quantile(0.95) / (n as f64 - 3.0).sqrt();
-    (z.tanh() * scale).clamp(0.0, 1.0)
+    (point * (z.tanh() / r).max(0.0)).clamp(0.0, 1.0)
 }
 
 /// Two runs' answers whose errors are independent (of two sources, or of one with no shared

@@ -41,12 +41,17 @@ impl Bins {
         Bins { groups }
     }
 
+    /// The group a score falls in (scores outside the anchors' range: the end groups).
+    pub fn index(&self, x: f64) -> usize {
+        let g = self.groups.partition_point(|&(upper, _)| upper < x);
+        g.min(self.groups.len() - 1)
+    }
+
     /// `run`'s histogram on the groups: (group's score, the run's share in it).
     pub fn histogram(&self, run: &[f64]) -> Vec<(f64, f64)> {
         let mut counts = vec![0usize; self.groups.len()];
         for &x in run {
-            let g = self.groups.partition_point(|&(upper, _)| upper < x);
-            counts[g.min(self.groups.len() - 1)] += 1;
+            counts[self.index(x)] += 1;
         }
         self.groups
             .iter()

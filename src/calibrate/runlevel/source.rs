@@ -41,6 +41,12 @@ pub trait Source {
         rng: &mut Rng,
     ) -> Result<()>;
 
+    /// Each anchor's weight in this source's corrector error of `run`'s plain answer (see
+    /// `leverage`); `None` where its answers carry no error from anchors.
+    fn leverage(&self, _run: &RunItems) -> Option<super::leverage::Leverage> {
+        None
+    }
+
     /// Its measure of the groups' bias, where it has one (the group terms of its answers).
     fn groups(&self) -> Option<&super::groups::GroupBias> {
         None
@@ -70,7 +76,8 @@ mod tests {
     use super::super::inference::{self, Difference};
     use super::super::rank::{ErrorRate, RankSettings, rank_sources};
     use super::super::{
-        Anchored, AnswerPath, Basis, GroupAnswer, Support, Term, compare_sources, independent,
+        Anchored, AnswerPath, Basis, GroupAnswer, SharedResidual, Support, Term, compare_sources,
+        independent,
     };
     use super::*;
     use crate::calibrate::identity::IdentityModel;
@@ -357,13 +364,18 @@ mod tests {
     fn family_covers(
         sources: &[&dyn Source],
         runs: [(RunItems, f64); 3],
-        residuals: &[(f64, f64)],
-        w: World,
+        shared: &[SharedResidual],
         settings: &AnswerSettings,
         how: &RankSettings,
     ) -> bool {
+        // The third run is the other version's: its pairs with the first two.
+        let leverage = |k: usize| sources[k].leverage(&runs[k].0).unwrap();
+        let other = leverage(2);
+        let rho = (0..2)
+            .map(|k| super::super::shared_correlation_for_draws(shared, &leverage(k), &other))
+            .fold(f64::INFINITY, f64::min);
         let how = RankSettings {
-            shared: super::super::shared_correlation_for_draws(residuals, w.anchors, w.anchors),
+            shared: rho,
             ..*how
         };
         let (runs, truth): (Vec<RunItems>, Vec<f64>) = runs.into_iter().unzip();
@@ -372,6 +384,18 @@ mod tests {
             let d = truth[p.a] - truth[p.b];
             p.interval.0 <= d && d <= p.interval.1
         })
+    }
+
+    /// Two identity versions' anchors of the same items, (judge, reference) each: their scores
+    /// and residuals (reference − judge).
+    fn shared_residuals(a: &[(f64, f64)], b: &[(f64, f64)]) -> Vec<SharedResidual> {
+        a.iter()
+            .zip(b)
+            .map(|(&(ja, y), &(jb, _))| SharedResidual {
+                scores: (ja, jb),
+                residuals: (y - ja, y - jb),
+            })
+            .collect()
     }
 
     /// How often `compare_correlated`'s 95% interval covers when the two sources are two judge
@@ -419,16 +443,9 @@ mod tests {
             let mut run = |bias: f64| drawn_run(w, bias, &mut rng);
             let ((a, ta), (a2, t2), (b, tb)) = (run(0.4), run(0.4), run(-0.3));
             // The residuals of the two identity versions on the shared items.
-            let residuals: Vec<(f64, f64)> = ca
-                .pairs
-                .iter()
-                .zip(&cb.pairs)
-                .map(|(&(ja, y), &(jb, _))| (y - ja, y - jb))
-                .collect();
-            let rho = super::super::shared_correlation(&residuals, w.anchors, w.anchors);
-            let c =
-                super::super::compare_correlated((&sa, &a), (&sb, &b), (rho, w.anchors), &settings)
-                    .unwrap();
+            let residuals = shared_residuals(&ca.pairs, &cb.pairs);
+            let c = super::super::compare_correlated((&sa, &a), (&sb, &b), &residuals, &settings)
+                .unwrap();
             let (lo, hi) = c.difference.interval;
             covered += usize::from(lo <= ta - tb && ta - tb <= hi);
             // The ranking draws the two versions' corrector errors correlated as much (on every
@@ -438,9 +455,7 @@ mod tests {
             }
             let sources: [&dyn Source; 3] = [&sa, &sa, &sb];
             let runs = [(a, ta), (a2, t2), (b, tb)];
-            ranked += usize::from(family_covers(
-                &sources, runs, &residuals, w, &settings, &how,
-            ));
+            ranked += usize::from(family_covers(&sources, runs, &residuals, &settings, &how));
         }
         (
             covered as f64 / reps as f64,
@@ -529,15 +544,9 @@ mod tests {
                 .difference
                 .interval;
             within += usize::from(lo <= ta - t1 && ta - t1 <= hi);
-            let shared: Vec<(f64, f64)> = pa
-                .iter()
-                .zip(&pb)
-                .map(|(&(ja, y), &(jb, _))| (y - ja, y - jb))
-                .collect();
-            let rho = super::super::shared_correlation(&shared, w.anchors, w.anchors);
+            let shared = shared_residuals(&pa, &pb);
             let c =
-                super::super::compare_correlated((&sa, &a), (&sb, &b), (rho, w.anchors), &settings)
-                    .unwrap();
+                super::super::compare_correlated((&sa, &a), (&sb, &b), &shared, &settings).unwrap();
             let (lo, hi) = c.difference.interval;
             covered += usize::from(lo <= ta - tb && ta - tb <= hi);
             if rep % 2 == 1 {
@@ -545,7 +554,7 @@ mod tests {
             }
             let sources: [&dyn Source; 3] = [&sa, &sa, &sb];
             let runs = [(a, ta), (a2, t2), (b, tb)];
-            ranked += usize::from(family_covers(&sources, runs, &shared, w, &settings, &how));
+            ranked += usize::from(family_covers(&sources, runs, &shared, &settings, &how));
         }
         (
             covered as f64 / reps as f64,
