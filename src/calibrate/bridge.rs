@@ -25,7 +25,7 @@
 //! calibration's own uncertainty is left out: the same `f` is applied to both sides, so it
 //! moves both alike to first order.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::quality::{level_spacing, pearson};
 use super::stats::{average_ranks, least_squares, mean, sample_variance, t_quantile};
@@ -45,7 +45,7 @@ pub const MIN_ITEMS: usize = 10;
 pub const PLANNING_CORRELATION: f64 = 0.9;
 
 /// What a bridge decides.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// The corrected mean moved by less than the tolerance: the old calibration still serves.
@@ -74,7 +74,7 @@ const CHECK_REFIT_ADVICE: &str = "the judge changed behind its label: upload the
      stores nothing";
 
 /// A mean shift with its interval.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[schema(as = BridgeShift)]
 pub struct Shift {
     pub mean: f64,
@@ -85,7 +85,7 @@ pub struct Shift {
 }
 
 /// How the raw scores moved.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RawShift {
     /// Mean of new − old.
     pub mean: f64,
@@ -99,7 +99,7 @@ pub struct RawShift {
 }
 
 /// One part's corrected shift: a group's, or a band's of the score.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct GroupShift {
     /// The group, or the band (`low`, `middle`, `high`: thirds of the items by the rank of
     /// their mean of their two raw scores).
@@ -111,8 +111,8 @@ pub struct GroupShift {
     pub moved: Option<bool>,
 }
 
-/// A bridge's answer.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+/// A bridge's answer (a check stores it, and reads it back).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Bridge {
     pub items: usize,
     pub tolerance: f64,

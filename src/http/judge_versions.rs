@@ -328,6 +328,47 @@ pub async fn check(
     }))
 }
 
+/// A silent-change check, read back by its id: as it was answered.
+#[utoipa::path(
+    get, path = "/v1/cells/{judge}/{rubric}/checks/{id}", tag = "judge versions", operation_id = "get_check",
+    params(("judge" = String, Path), ("rubric" = String, Path), ("id" = String, Path, description = "The check's id, from its answer")),
+    responses(
+        (status = 200, body = CheckResponse),
+        (status = 404, description = "The cell holds no such check", body = ErrorBody),
+        (status = 422, description = "Bad judge, rubric or id", body = ErrorBody),
+    ),
+    security(("api_key" = []))
+)]
+pub async fn get_check(
+    State(state): State<AppState>,
+    _auth: Authorized<AnyKey>,
+    Path((judge, rubric, id)): Path<(String, String, String)>,
+) -> Result<axum::Json<CheckResponse>, ApiError> {
+    let key = cell_key(&judge, &rubric)?;
+    let id = uuid::Uuid::parse_str(&id).map_err(|_| {
+        ApiError::invalid(
+            "the URL names no check",
+            vec![Problem::at(
+                None,
+                "id",
+                format!("{id:?} is not a check id (a UUID)"),
+            )],
+        )
+    })?;
+    let check = state.service.stored_check(&key, id).await?;
+    let version = version_text(check.judge_version.as_ref());
+    Ok(axum::Json(CheckResponse {
+        id: check.id.to_string(),
+        changed: check.bridge.verdict == crate::calibrate::bridge::Verdict::Refit,
+        bridge: BridgeResponse {
+            from: version.clone(),
+            to: version,
+            calibrator: check.calibrator,
+            bridge: check.bridge,
+        },
+    }))
+}
+
 #[derive(Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct JudgeSettings {

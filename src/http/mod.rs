@@ -62,6 +62,7 @@ fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(judge_versions::rescore))
         .routes(routes!(judge_versions::bridge))
         .routes(routes!(judge_versions::check))
+        .routes(routes!(judge_versions::get_check))
         .routes(routes!(
             judge_versions::settings,
             judge_versions::put_settings

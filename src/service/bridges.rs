@@ -10,7 +10,7 @@ use crate::calibrate::bridge::{self, Bridge, Pair, TOLERANCE_SHARE, Verdict};
 use crate::domain::calibration::CalibratorVersion;
 use crate::domain::{CellKey, GroupName, ItemId, JudgeVersion, Problem, Scale};
 use crate::error::{Error, Result};
-use crate::store::{SharedItem, VersionAnchors};
+use crate::store::{SharedItem, StoredCheck, VersionAnchors};
 
 /// One judge version of a cell: its anchors and the calibration trained on it, if any.
 pub struct JudgeVersionSummary {
@@ -436,11 +436,27 @@ impl Service {
             .collect();
         let id = self
             .store
-            .record_check(key, judge_version, &scores, &answer.bridge, finding)
+            .record_check(
+                key,
+                judge_version,
+                &scores,
+                (&answer.bridge, answer.calibration.version),
+                finding,
+            )
             .await?;
         self.metrics.set_judge_changed(key, finding);
         tracing::info!(cell = %key, finding = finding.gauge(), verdict = answer.bridge.verdict.as_str(), "silent-change check");
         Ok(Check { id, answer })
+    }
+
+    /// A cell's check by its id, as it was answered; 404 where the cell holds none.
+    pub async fn stored_check(&self, key: &CellKey, id: uuid::Uuid) -> Result<StoredCheck> {
+        self.store.check(key, id).await?.ok_or_else(|| {
+            Error::NotFound(format!(
+                "cell {key} has no check {id}; a check's id is in the answer to POST /v1/cells/{}/{}/checks",
+                key.judge, key.rubric
+            ))
+        })
     }
 
     /// Sets `judgecal_judge_changed` from each cell's latest check, so every replica reports

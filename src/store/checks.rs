@@ -9,14 +9,25 @@ use crate::calibrate::bridge::{Bridge, Finding};
 use crate::domain::{CellKey, JudgeName, JudgeVersion, RubricName, now_ms};
 use crate::error::{Error, Result};
 
+/// A check as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredCheck {
+    pub id: Uuid,
+    pub judge_version: Option<JudgeVersion>,
+    pub bridge: Bridge,
+    /// The calibration version the bridge applied.
+    pub calibrator: i64,
+    pub created_at_ms: i64,
+}
+
 impl Store {
-    /// Stores a check; returns its id.
+    /// Stores a check, with the calibration version it applied; returns its id.
     pub async fn record_check(
         &self,
         key: &CellKey,
         judge_version: Option<&JudgeVersion>,
         scores: &[(&str, f64)],
-        bridge: &Bridge,
+        (bridge, calibrator): (&Bridge, i64),
         finding: Finding,
     ) -> Result<Uuid> {
         let cell_id = self.cell_id(key).await?;
@@ -25,8 +36,9 @@ impl Store {
             v.map_err(|e| Error::Internal(format!("cannot encode a check: {e}")))
         };
         sqlx::query(
-            "INSERT INTO judge_checks (id, cell_id, judge_version, scores, result, changed, created_at_ms)
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            "INSERT INTO judge_checks (id, cell_id, judge_version, scores, result, changed, created_at_ms,
+                 calibrator_version)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
         )
         .bind(id.to_string())
         .bind(&cell_id)
@@ -35,9 +47,39 @@ impl Store {
         .bind(encode(serde_json::to_string(bridge))?)
         .bind(finding.gauge())
         .bind(now_ms())
+        .bind(calibrator)
         .execute(&self.pool)
         .await?;
         Ok(id)
+    }
+
+    /// A cell's check by its id: its judge version, the bridge it answered and the
+    /// calibration version that bridge applied; `None` where the cell holds no such check.
+    pub async fn check(&self, key: &CellKey, id: Uuid) -> Result<Option<StoredCheck>> {
+        let row = sqlx::query(
+            "SELECT k.judge_version, k.result, k.calibrator_version, k.created_at_ms
+             FROM judge_checks k JOIN cells c ON c.id = k.cell_id
+             WHERE c.judge = $1 AND c.rubric = $2 AND k.id = $3",
+        )
+        .bind(key.judge.as_str())
+        .bind(key.rubric.as_str())
+        .bind(id.to_string())
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let corrupt =
+            |what: &str| Error::Internal(format!("a stored check has an unreadable {what}"));
+        Ok(Some(StoredCheck {
+            id,
+            judge_version: JudgeVersion::from_stored(&row.try_get::<String, _>(0)?)
+                .map_err(|_| corrupt("judge version"))?,
+            bridge: serde_json::from_str(&row.try_get::<String, _>(1)?)
+                .map_err(|_| corrupt("result"))?,
+            calibrator: row.try_get::<Option<i64>, _>(2)?.unwrap_or(0),
+            created_at_ms: row.try_get(3)?,
+        }))
     }
 
     /// Each cell's latest check: what it found (the `changed` column holds the gauge's value).

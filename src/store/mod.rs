@@ -16,6 +16,7 @@ mod panels;
 mod rank_sessions;
 
 pub use anchors::CellIngest;
+pub use checks::StoredCheck;
 pub use coverage::{BatchCoverage, CellMisses, CoverageWindow};
 pub use jobs::{ClaimedJob, FinishedJob, Lease};
 pub use judge_versions::{SharedItem, VersionAnchors};

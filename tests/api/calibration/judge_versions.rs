@@ -273,6 +273,28 @@ async fn a_judge_change_end_to_end(backend: Backend) {
         )
         .await;
     assert_eq!(check.body["changed"], true, "{}", check.body);
+    // Read back by its id, as it was answered; another cell's or no check is a 404.
+    let id = check.body["id"].as_str().unwrap();
+    let read = app.get(&format!("/v1/cells/j/r/checks/{id}")).await;
+    assert_eq!(read.status, 200, "{}", read.body);
+    assert_eq!(read.body, check.body);
+    assert_error(
+        &app.get(&format!("/v1/cells/j/other/checks/{id}")).await,
+        404,
+        "not_found",
+    );
+    assert_error(
+        &app.get("/v1/cells/j/r/checks/00000000-0000-4000-8000-000000000000")
+            .await,
+        404,
+        "not_found",
+    );
+    let details = assert_error(
+        &app.get("/v1/cells/j/r/checks/nope").await,
+        422,
+        "invalid_input",
+    );
+    assert_eq!(details[0]["field"], "id", "{details:?}");
     assert_eq!(
         metric(
             &metrics(&app).await,
