@@ -45,7 +45,14 @@ pub enum Mark {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Kind {
     Points(Mark),
-    Line { dashed: bool },
+    Line {
+        dashed: bool,
+    },
+    /// A filled region: its points trace the outline (an upper edge, then the lower edge
+    /// back).
+    Area,
+    /// Vertical error bars: each pair of points is one bar's two ends.
+    Bars,
 }
 
 /// One named series of a panel.
@@ -75,6 +82,16 @@ impl Series {
             points,
         }
     }
+
+    /// The region between `lower` and `upper`, each (x, y) in x order.
+    pub fn band(name: &str, colour: RGBColor, upper: &[(f64, f64)], lower: &[(f64, f64)]) -> Self {
+        Self {
+            name: name.to_owned(),
+            colour,
+            kind: Kind::Area,
+            points: upper.iter().chain(lower.iter().rev()).copied().collect(),
+        }
+    }
 }
 
 /// One chart: axes, labels and its series, the first listed drawn first.
@@ -86,6 +103,8 @@ pub struct Panel {
     pub x: (f64, f64),
     pub y: (f64, f64),
     pub series: Vec<Series>,
+    /// Names for the integer ticks 0, 1, … of the x axis (categories); none: numbers.
+    pub x_names: Vec<String>,
 }
 
 impl Panel {
@@ -113,6 +132,7 @@ impl Panel {
             x: span(|p| p.0),
             y: span(|p| p.1),
             series,
+            x_names: Vec::new(),
         }
     }
 }
@@ -128,58 +148,111 @@ pub struct Figure {
 type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
 
 fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, p: &Panel) -> DrawResult<DB> {
-    let mut chart = ChartBuilder::on(area)
+    // The legend goes in a strip under the chart, never over the data.
+    let named: Vec<&Series> = p.series.iter().filter(|s| !s.name.is_empty()).collect();
+    let (plot, strip) = if named.is_empty() {
+        (area.clone(), None)
+    } else {
+        let height = area.dim_in_pixel().1 as i32;
+        let (plot, strip) = area.split_vertically(height - LEGEND_HEIGHT);
+        (plot, Some(strip))
+    };
+    let mut chart = ChartBuilder::on(&plot)
         .caption(&p.title, ("sans-serif", 16))
         .margin(8)
         .x_label_area_size(36)
         .y_label_area_size(48)
         .build_cartesian_2d(p.x.0..p.x.1, p.y.0..p.y.1)?;
-    chart
-        .configure_mesh()
-        .x_desc(&p.x_label)
+    let names = |x: &f64| {
+        let k = x.round();
+        if (x - k).abs() < 1e-6 && k >= 0.0 {
+            p.x_names.get(k as usize).cloned().unwrap_or_default()
+        } else {
+            String::new()
+        }
+    };
+    let mut mesh = chart.configure_mesh();
+    mesh.x_desc(&p.x_label)
         .y_desc(&p.y_label)
         .label_style(("sans-serif", 12))
-        .light_line_style(WHITE.mix(0.0))
-        .draw()?;
+        .light_line_style(WHITE.mix(0.0));
+    if !p.x_names.is_empty() {
+        mesh.x_labels(p.x_names.len() + 2).x_label_formatter(&names);
+    }
+    mesh.draw()?;
     let inside = |&(x, y): &(f64, f64)| {
         x.is_finite() && y.is_finite() && x >= p.x.0 && x <= p.x.1 && y >= p.y.0 && y <= p.y.1
     };
+    let clamp = |(x, y): (f64, f64)| (x.clamp(p.x.0, p.x.1), y.clamp(p.y.0, p.y.1));
     for s in &p.series {
         let colour = s.colour;
         let pts: Vec<(f64, f64)> = s.points.iter().copied().filter(inside).collect();
-        let legend = match &s.kind {
-            Kind::Points(Mark::Dot) => chart.draw_series(
-                pts.iter()
-                    .map(|&c| Circle::new(c, 2, colour.mix(0.6).filled())),
-            )?,
-            Kind::Points(Mark::Cross) => chart.draw_series(
-                pts.iter()
-                    .map(|&c| Cross::new(c, 2, colour.mix(0.7).stroke_width(1))),
-            )?,
+        match &s.kind {
+            Kind::Points(Mark::Dot) => {
+                chart.draw_series(
+                    pts.iter()
+                        .map(|&c| Circle::new(c, 2, colour.mix(0.5).filled())),
+                )?;
+            }
+            Kind::Points(Mark::Cross) => {
+                chart.draw_series(
+                    pts.iter()
+                        .map(|&c| Cross::new(c, 2, colour.mix(0.6).stroke_width(1))),
+                )?;
+            }
             Kind::Line { dashed: false } => {
-                chart.draw_series(LineSeries::new(pts, colour.stroke_width(2)))?
+                chart.draw_series(LineSeries::new(pts, colour.stroke_width(2)))?;
             }
             Kind::Line { dashed: true } => {
-                chart.draw_series(DashedLineSeries::new(pts, 6, 4, colour.stroke_width(2)))?
+                chart.draw_series(DashedLineSeries::new(pts, 6, 4, colour.stroke_width(2)))?;
             }
-        };
-        if !s.name.is_empty() {
-            legend.label(&s.name).legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 16, y)], colour.stroke_width(3))
-            });
+            Kind::Area => {
+                let outline: Vec<(f64, f64)> = s
+                    .points
+                    .iter()
+                    .filter(|(x, y)| x.is_finite() && y.is_finite())
+                    .map(|&c| clamp(c))
+                    .collect();
+                chart.draw_series(std::iter::once(Polygon::new(
+                    outline,
+                    colour.mix(0.18).filled(),
+                )))?;
+            }
+            Kind::Bars => {
+                chart.draw_series(s.points.chunks_exact(2).map(|ends| {
+                    PathElement::new(vec![clamp(ends[0]), clamp(ends[1])], colour.stroke_width(2))
+                }))?;
+            }
         }
     }
-    if p.series.iter().any(|s| !s.name.is_empty()) {
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.3))
-            .label_font(("sans-serif", 12))
-            .position(SeriesLabelPosition::UpperLeft)
-            .draw()?;
+    if let Some(strip) = strip {
+        let mut x = 56;
+        for s in named {
+            let (colour, y) = (s.colour, LEGEND_HEIGHT / 2);
+            match s.kind {
+                Kind::Points(_) => strip.draw(&Circle::new((x + 8, y), 3, colour.filled()))?,
+                Kind::Area => strip.draw(&Rectangle::new(
+                    [(x, y - 5), (x + 16, y + 5)],
+                    colour.mix(0.3).filled(),
+                ))?,
+                _ => strip.draw(&PathElement::new(
+                    vec![(x, y), (x + 16, y)],
+                    colour.stroke_width(3),
+                ))?,
+            }
+            strip.draw(&Text::new(
+                s.name.clone(),
+                (x + 22, y - 7),
+                ("sans-serif", 12).into_font(),
+            ))?;
+            x += 34 + 7 * s.name.chars().count() as i32;
+        }
     }
     Ok(())
 }
+
+/// The height of a panel's legend strip, in pixels.
+const LEGEND_HEIGHT: i32 = 22;
 
 fn draw_figure<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, f: &Figure) -> DrawResult<DB> {
     root.fill(&WHITE)?;
@@ -222,54 +295,169 @@ pub fn write(f: &Figure, stem: &Path) -> Result<(), String> {
     draw_figure(root, f).map_err(|e| format!("writing {}: {e}", png_path.display()))
 }
 
-/// The report of one cell's version: corrected against reference on its anchors, and the
-/// residuals against the judge score. `pairs` are (judge, reference); `corrected` the
-/// version's scores for them.
-pub fn cell_report(
-    title: &str,
-    scale: (f64, f64),
-    pairs: &[(f64, f64)],
-    corrected: &[f64],
-) -> Figure {
-    let (lo, hi) = scale;
-    let raw: Vec<(f64, f64)> = pairs.iter().map(|&(j, y)| (y, j)).collect();
-    let cal: Vec<(f64, f64)> = pairs
+/// A point of a fitted curve: the input, its corrected score, and the 95% predictive band.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CurvePoint {
+    pub x: f64,
+    pub score: f64,
+    pub band: Option<(f64, f64)>,
+}
+
+/// What the picture of one cell's version shows.
+pub struct CellPicture<'a> {
+    pub title: String,
+    /// The rubric's scale.
+    pub scale: (f64, f64),
+    /// What the version corrects: `judge score`, or a panel's `fused score`.
+    pub input: &'a str,
+    /// The anchors as the version saw them: (input, reference), and its corrected score of
+    /// each.
+    pub pairs: &'a [(f64, f64)],
+    pub corrected: &'a [f64],
+    /// The fitted curve over the anchors' range.
+    pub curve: &'a [CurvePoint],
+    /// Each group's held-out mean residual (reference − corrected) and its standard error.
+    pub groups: &'a [(String, f64, f64)],
+}
+
+/// `values` spread for display where they pile up: on a scale with few distinct levels (at
+/// most a third as many as values), each moves by up to 0.3 of the smallest gap between
+/// levels, by a hash of its position, so the same data draws the same picture.
+pub fn jitter(values: &[f64]) -> Vec<f64> {
+    let mut levels: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    levels.sort_by(f64::total_cmp);
+    levels.dedup();
+    if levels.len() < 2 || 3 * levels.len() > values.len() {
+        return values.to_vec();
+    }
+    let gap = levels
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .fold(f64::INFINITY, f64::min);
+    values
         .iter()
-        .zip(corrected)
-        .map(|(&(_, y), &c)| (y, c))
-        .collect();
-    let resid: Vec<(f64, f64)> = pairs
+        .enumerate()
+        .map(|(i, v)| {
+            // SplitMix64 of the position: a uniform in [0, 1).
+            let mut z = (i as u64).wrapping_add(0x9E37_79B9_7F4A_7C15);
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            let u = ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64;
+            v + (u - 0.5) * 0.6 * gap
+        })
+        .collect()
+}
+
+/// The report of one cell's version: the anchors (jittered where they pile up) with the
+/// fitted curve and its predictive band; the residuals against the input; and, where the
+/// anchors name groups, each group's held-out bias with its 95% interval.
+pub fn cell_report(c: &CellPicture) -> Figure {
+    let (lo, hi) = c.scale;
+    let xs = jitter(&c.pairs.iter().map(|p| p.0).collect::<Vec<_>>());
+    let ys = jitter(&c.pairs.iter().map(|p| p.1).collect::<Vec<_>>());
+    let anchors: Vec<(f64, f64)> = xs.iter().copied().zip(ys.iter().copied()).collect();
+    let fitted: Vec<(f64, f64)> = c.curve.iter().map(|p| (p.x, p.score)).collect();
+    let edges: Vec<((f64, f64), (f64, f64))> = c
+        .curve
         .iter()
-        .zip(corrected)
-        .map(|(&(j, y), &c)| (j, c - y))
+        .filter_map(|p| p.band.map(|(l, h)| ((p.x, h), (p.x, l))))
         .collect();
-    let raw_resid: Vec<(f64, f64)> = pairs.iter().map(|&(j, y)| (j, j - y)).collect();
+    let upper: Vec<(f64, f64)> = edges.iter().map(|e| e.0).collect();
+    let lower: Vec<(f64, f64)> = edges.iter().map(|e| e.1).collect();
+    let (x_lo, x_hi) = c
+        .pairs
+        .iter()
+        .map(|p| p.0)
+        .fold((lo, hi), |(a, b), x| (a.min(x), b.max(x)));
+    let mut series = Vec::new();
+    if !upper.is_empty() {
+        series.push(Series::band(
+            "95% predictive band",
+            colour::BAYES,
+            &upper,
+            &lower,
+        ));
+    }
+    series.extend([
+        Series::points("anchors", colour::RAW, Mark::Dot, anchors),
+        Series::line("fitted", colour::BAYES, false, fitted),
+        Series::line(
+            "no correction",
+            colour::REFERENCE,
+            true,
+            vec![(x_lo, x_lo), (x_hi, x_hi)],
+        ),
+    ]);
     let mut left = Panel::fitted(
-        "Corrected against reference",
+        &format!("Reference against {}", c.input),
+        c.input,
         "reference score",
-        "score",
-        vec![
-            Series::points("raw judge", colour::RAW, Mark::Cross, raw),
-            Series::points("corrected", colour::BAYES, Mark::Dot, cal),
-            Series::line("y = x", colour::REFERENCE, true, vec![(lo, lo), (hi, hi)]),
-        ],
+        series,
     );
-    left.x = (lo - 0.2, hi + 0.2);
-    let (j_lo, j_hi) = (left.y.0.min(lo), left.y.1.max(hi));
+    left.y = (lo - 0.2, hi + 0.2);
+    let resid: Vec<(f64, f64)> = xs
+        .iter()
+        .zip(c.pairs.iter().zip(c.corrected))
+        .map(|(&x, (&(_, y), &k))| (x, k - y))
+        .collect();
+    let raw_resid: Vec<(f64, f64)> = xs
+        .iter()
+        .zip(c.pairs)
+        .map(|(&x, &(j, y))| (x, j - y))
+        .collect();
     let right = Panel::fitted(
         "Residuals (score − reference)",
-        "judge score",
+        c.input,
         "residual",
         vec![
-            Series::points("raw judge", colour::RAW, Mark::Cross, raw_resid),
+            Series::points("uncorrected", colour::RAW, Mark::Cross, raw_resid),
             Series::points("corrected", colour::BAYES, Mark::Dot, resid),
-            Series::line("", colour::REFERENCE, true, vec![(j_lo, 0.0), (j_hi, 0.0)]),
+            Series::line("", colour::REFERENCE, true, vec![(x_lo, 0.0), (x_hi, 0.0)]),
         ],
     );
+    let mut panels = vec![left, right];
+    if !c.groups.is_empty() {
+        let g = c.groups.len() as f64;
+        let means: Vec<(f64, f64)> = c
+            .groups
+            .iter()
+            .enumerate()
+            .map(|(k, (_, m, _))| (k as f64, *m))
+            .collect();
+        let bars: Vec<(f64, f64)> = c
+            .groups
+            .iter()
+            .enumerate()
+            .flat_map(|(k, (_, m, se))| [(k as f64, m - 1.96 * se), (k as f64, m + 1.96 * se)])
+            .collect();
+        let mut bias = Panel::fitted(
+            "Held-out bias by group",
+            "group",
+            "reference − corrected",
+            vec![
+                Series {
+                    name: "95% interval".into(),
+                    colour: colour::BAYES,
+                    kind: Kind::Bars,
+                    points: bars,
+                },
+                Series::points("mean residual", colour::BAYES, Mark::Dot, means),
+                Series::line(
+                    "",
+                    colour::REFERENCE,
+                    true,
+                    vec![(-0.5, 0.0), (g - 0.5, 0.0)],
+                ),
+            ],
+        );
+        bias.x = (-0.5, g - 0.5);
+        bias.x_names = c.groups.iter().map(|(n, _, _)| n.clone()).collect();
+        panels.push(bias);
+    }
     Figure {
-        title: title.to_owned(),
-        columns: 2,
-        panels: vec![left, right],
+        title: c.title.clone(),
+        columns: panels.len(),
+        panels,
     }
 }
 
@@ -304,12 +492,87 @@ mod tests {
         for text in ["A test figure", "left", "right", "dots", "a line"] {
             assert!(s.contains(text), "{text} missing");
         }
-        // Two dots, as circles.
-        assert_eq!(s.matches("<circle").count(), 2);
+        // Two dots, as circles, and the legend's marker for them.
+        assert_eq!(s.matches("<circle").count(), 3);
         let dir = tempfile::tempdir().unwrap();
         write(&f, &dir.path().join("fig")).unwrap();
         let png = std::fs::read(dir.path().join("fig.png")).unwrap();
         assert_eq!(&png[1..4], b"PNG");
         assert!(dir.path().join("fig.svg").exists());
+    }
+
+    /// A cell on an integer scale: 300 anchors at 5 judge levels, a fitted line and band, two
+    /// groups.
+    #[test]
+    fn a_cell_report_jitters_piled_anchors_and_keeps_its_legend_off_the_data() {
+        let pairs: Vec<(f64, f64)> = (0..300)
+            .map(|i| (1.0 + (i % 5) as f64, 1.0 + ((i * 7) % 5) as f64))
+            .collect();
+        let corrected: Vec<f64> = pairs.iter().map(|p| 0.5 + 0.8 * p.0).collect();
+        let curve: Vec<CurvePoint> = (0..=40)
+            .map(|k| {
+                let x = 1.0 + k as f64 / 10.0;
+                CurvePoint {
+                    x,
+                    score: 0.5 + 0.8 * x,
+                    band: Some((x - 1.0, x + 1.0)),
+                }
+            })
+            .collect();
+        let groups = [
+            ("sys-a".to_owned(), 0.1, 0.05),
+            ("sys-b".to_owned(), -0.2, 0.05),
+        ];
+        let f = cell_report(&CellPicture {
+            title: "j/r: version 1 (bayes), 300 anchors".into(),
+            scale: (1.0, 5.0),
+            input: "judge score",
+            pairs: &pairs,
+            corrected: &corrected,
+            curve: &curve,
+            groups: &groups,
+        });
+        assert_eq!(f.panels.len(), 3);
+        let s = svg(&f).unwrap();
+        for text in [
+            "fitted",
+            "95% predictive band",
+            "sys-a",
+            "sys-b",
+            "Held-out bias by group",
+        ] {
+            assert!(s.contains(text), "{text} missing");
+        }
+        // The anchors spread around their 5 levels, not in 5 columns.
+        let xs: std::collections::BTreeSet<i64> = f.panels[0].series[1]
+            .points
+            .iter()
+            .map(|p| (p.0 * 1000.0) as i64)
+            .collect();
+        assert!(xs.len() > 100, "{} distinct", xs.len());
+        assert!(
+            f.panels[0].series[1]
+                .points
+                .iter()
+                .all(|p| (p.0 - p.0.round()).abs() <= 0.3)
+        );
+        // Every legend entry sits in the strip under its chart: below the x axis' labels.
+        let (_, height) = size(&f);
+        let legend_y = |name: &str| -> i32 {
+            let at = s.find(&format!(">{name}<")).unwrap();
+            let tag = &s[s[..at].rfind("<text").unwrap()..at];
+            let y = tag.split(" y=\"").nth(1).unwrap();
+            y[..y.find('"').unwrap()].parse::<f64>().unwrap() as i32
+        };
+        for name in ["anchors", "fitted", "mean residual"] {
+            assert!(
+                legend_y(name) > height as i32 - LEGEND_HEIGHT - 8,
+                "{name} at {}",
+                legend_y(name)
+            );
+        }
+        // Piled-up values only: a continuous scale is drawn as it is.
+        let smooth: Vec<f64> = (0..300).map(|i| i as f64 / 7.0).collect();
+        assert_eq!(jitter(&smooth), smooth);
     }
 }

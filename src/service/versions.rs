@@ -148,19 +148,6 @@ impl Cache {
     }
 }
 
-impl Loaded {
-    /// The corrected score of `j`; `None` where it would take more than a look-up (a flow
-    /// score off its table: the report skips those rather than run libtorch on a request
-    /// thread).
-    pub fn score(&self, j: f64) -> Option<f64> {
-        let model = &self.version.model;
-        if model.heavy(&[j]) {
-            return None;
-        }
-        model.correct(&[j]).ok().map(|c| c[0].score)
-    }
-}
-
 pub(super) fn train_hint(judge: &JudgeName) -> String {
     format!(
         "train one with POST /v1/judges/{judge}/calibrations {{\"method\": \"bayes\"}} (a key with the train scope)"
@@ -507,49 +494,95 @@ impl Service {
         Ok(scale)
     }
 
-    /// An SVG report of the cell's active version (or `version`): corrected against reference
-    /// on the cell's anchors, and the residuals against the judge score.
+    /// An SVG report of the cell's active version (or `version`): its anchors with the fitted
+    /// curve and predictive band, the residuals against the judge score, and each group's
+    /// held-out bias. A panel's anchors are its fused ones (each item's cross-fitted fused
+    /// score and reference), which its members' cells do not hold.
     pub async fn report_svg(&self, key: &CellKey, version: Option<i64>) -> Result<String> {
         let loaded = self.corrector(key, version).await?;
         let v = &loaded.version;
-        let anchors = self
-            .store
-            .judge_anchors(
-                &key.judge,
-                Some(std::slice::from_ref(&key.rubric)),
-                v.judge_version.as_ref(),
-            )
-            .await?
-            .into_iter()
-            .flat_map(|(_, a)| a)
-            .collect::<Vec<_>>();
+        let (pairs, input): (Vec<(f64, f64)>, &str) = match &v.fusion {
+            Some(fusion) => (fusion.anchors.clone(), "fused score"),
+            None => (
+                self.store
+                    .judge_anchors(
+                        &key.judge,
+                        Some(std::slice::from_ref(&key.rubric)),
+                        v.judge_version.as_ref(),
+                    )
+                    .await?
+                    .into_iter()
+                    .flat_map(|(_, a)| a)
+                    .map(|a| (a.judge_score, a.reference_score))
+                    .collect(),
+                "judge score",
+            ),
+        };
         let scale = self.scale_of(&key.rubric).await?;
-        let (pairs, corrected): (Vec<(f64, f64)>, Vec<f64>) = anchors
+        let (lo, hi) = pairs
             .iter()
-            .filter_map(|a| {
-                loaded
-                    .score(a.judge_score)
-                    .map(|c| ((a.judge_score, a.reference_score), c))
+            .map(|p| p.0)
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
+                (a.min(x), b.max(x))
+            });
+        const CURVE: usize = 80;
+        let grid: Vec<f64> = if lo < hi {
+            (0..=CURVE)
+                .map(|k| lo + (hi - lo) * k as f64 / CURVE as f64)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let inputs: Vec<f64> = pairs
+            .iter()
+            .map(|p| p.0)
+            .chain(grid.iter().copied())
+            .collect();
+        let version = loaded.clone();
+        let scores = crate::error::blocking("drawing the report", move || {
+            version.version.correct(&inputs)
+        })
+        .await?
+        .map_err(Error::Internal)?;
+        let (corrected, curve) = scores.split_at(pairs.len());
+        let corrected: Vec<f64> = corrected.iter().map(|c| c.score).collect();
+        let curve: Vec<crate::plots::CurvePoint> = grid
+            .iter()
+            .zip(curve)
+            .map(|(&x, c)| crate::plots::CurvePoint {
+                x,
+                score: c.score,
+                band: c.predictive,
             })
-            .unzip();
+            .collect();
+        let groups: Vec<(String, f64, f64)> = v
+            .groups
+            .iter()
+            .flat_map(|g| &g.groups)
+            .map(|g| (g.group.clone(), g.mean_residual, g.standard_error))
+            .collect();
         let held_out = v.evaluation.map_or(String::new(), |e| {
             format!(
                 "; held-out MAE {:.3} (raw {:.3})",
                 e.calibrated.mae, e.raw.mae
             )
         });
+        let panel = if v.fusion.is_some() { "panel " } else { "" };
         let title = format!(
-            "{key}: version {} ({}), {} anchors{held_out}",
+            "{panel}{key}: version {} ({}), {} anchors{held_out}",
             v.version,
             v.method(),
             pairs.len()
         );
-        crate::plots::svg(&crate::plots::cell_report(
-            &title,
-            (scale.min, scale.max),
-            &pairs,
-            &corrected,
-        ))
+        crate::plots::svg(&crate::plots::cell_report(&crate::plots::CellPicture {
+            title,
+            scale: (scale.min, scale.max),
+            input,
+            pairs: &pairs,
+            corrected: &corrected,
+            curve: &curve,
+            groups: &groups,
+        }))
         .map_err(Error::Internal)
     }
 }

@@ -309,8 +309,11 @@ async fn auto_picks_the_held_out_winner_and_never_loses_to_the_raw_judge(backend
         "{}",
         &svg[..400.min(svg.len())]
     );
-    // 300 corrected points and 300 raw crosses per panel.
+    // The anchors, and their corrected residuals, as dots; the fitted curve and its band.
     assert!(svg.matches("<circle").count() >= 600);
+    for text in ["fitted", "95% predictive band", "no correction"] {
+        assert!(svg.contains(text), "{text} missing");
+    }
     assert_error(
         &app.get("/v1/cells/j1/nothing/report.svg").await,
         404,
