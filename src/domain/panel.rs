@@ -115,13 +115,17 @@ pub struct Joined {
     pub groups: Vec<Option<GroupName>>,
     /// The members' anchors of those items, member after member: the snapshot's identity.
     pub anchors: Vec<Anchor>,
+    /// Each member's anchors in the rubric before the join (in member order): how much the
+    /// join kept of each.
+    pub member_anchors: Vec<usize>,
 }
 
 /// Joins the members' anchors (`members[m]`: member m's anchors per rubric, each in item
 /// order) on item id, per rubric every member holds. The references of an item must agree
-/// across members; every item where they do not is named.
+/// across members; every item where they do not is named, with the members as `names` gives
+/// them (judge and judge version).
 pub fn join(
-    names: &[JudgeName],
+    names: &[String],
     members: &[Vec<(RubricName, Vec<Anchor>)>],
 ) -> Result<Vec<Joined>, Vec<Problem>> {
     let Some((first, others)) = members.split_first() else {
@@ -146,6 +150,9 @@ pub fn join(
             rows: Vec::new(),
             groups: Vec::new(),
             anchors: Vec::new(),
+            member_anchors: std::iter::once(anchors.len())
+                .chain(cells.iter().map(HashMap::len))
+                .collect(),
         };
         let mut held: Vec<Vec<&Anchor>> = Vec::new();
         for a in anchors {
@@ -162,7 +169,7 @@ pub fn join(
                         None,
                         "anchors",
                         format!(
-                            "rubric {rubric}, item {:?}: reference {} from judge {}'s anchors, {} from judge {}'s; correct one and retrain",
+                            "rubric {rubric}, item {:?}: reference {} from member {}'s anchors, {} from member {}'s; correct one and retrain",
                             a.item_id.as_str(),
                             a.reference_score,
                             names[0],
@@ -287,10 +294,7 @@ mod tests {
 
     #[test]
     fn members_join_on_the_items_they_all_hold_and_disagreeing_references_are_named() {
-        let names = [
-            JudgeName::parse("a").unwrap(),
-            JudgeName::parse("b").unwrap(),
-        ];
+        let names = ["a".to_owned(), "b (judge version v2)".to_owned()];
         let (r1, r2) = (
             RubricName::parse("r1").unwrap(),
             RubricName::parse("r2").unwrap(),
@@ -310,10 +314,15 @@ mod tests {
         assert_eq!(joined.len(), 1, "only r1 is held by both");
         assert_eq!(joined[0].rows, vec![(vec![2.0, 5.0], 4.0)]);
         assert_eq!(joined[0].anchors.len(), 2);
+        assert_eq!(joined[0].member_anchors, [2, 2]);
         let clash = vec![(r1, vec![anchor("x", 2.0, 3.5), anchor("y", 5.0, 4.0)])];
         let problems = join(&names, &[a, clash]).unwrap_err();
         assert_eq!(problems.len(), 1);
         assert!(problems[0].problem.contains("item \"x\""), "{problems:?}");
+        assert!(
+            problems[0].problem.contains("b (judge version v2)"),
+            "{problems:?}"
+        );
     }
 
     #[test]

@@ -566,6 +566,7 @@ fn parse_items(
                 .collect()
         }),
         group: None,
+        extra_noise: 0.0,
     };
     (run, members)
 }

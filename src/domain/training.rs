@@ -112,6 +112,10 @@ pub struct TrainingRequest {
     pub rubrics: Option<Vec<RubricName>>,
     /// Whose anchors to fit: one judge version's only, never several together.
     pub judge_version: VersionChoice,
+    /// A panel's: the judge version of each member whose anchors it fits (`None`: the
+    /// member's unversioned anchors). Named by the request or resolved when the job is queued;
+    /// empty for a judge.
+    pub member_versions: Vec<(JudgeName, Option<JudgeVersion>)>,
     pub plan: Plan,
 }
 
@@ -316,6 +320,7 @@ impl TrainingRequest {
                 judge,
                 rubrics,
                 judge_version,
+                member_versions: Vec::new(),
                 plan,
             }),
             _ => Err(problems),
@@ -390,6 +395,14 @@ impl TrainingRequest {
         {
             map.insert("judge_version".into(), serde_json::json!(v));
         }
+        if let (false, Some(map)) = (self.member_versions.is_empty(), json.as_object_mut()) {
+            let members: Map<String, Value> = self
+                .member_versions
+                .iter()
+                .map(|(j, v)| (j.to_string(), serde_json::json!(v)))
+                .collect();
+            map.insert("member_versions".into(), Value::Object(members));
+        }
         json
     }
 
@@ -412,13 +425,48 @@ impl TrainingRequest {
                 .cloned()
                 .unwrap_or_else(|| Value::Object(Map::new())),
         )
-        .map(|r| match judge_version {
-            Some(Value::Null) => Self {
-                judge_version: VersionChoice::Exactly(None),
+        .and_then(|r| {
+            let members = stored
+                .get("member_versions")
+                .and_then(|m| serde_json::from_value(m.clone()).ok())
+                .unwrap_or_default();
+            Ok(Self {
+                member_versions: parse_member_versions(members)?,
+                judge_version: match judge_version {
+                    Some(Value::Null) => VersionChoice::Exactly(None),
+                    _ => r.judge_version,
+                },
                 ..r
-            },
-            _ => r,
+            })
         })
+    }
+}
+
+/// A panel training's `member_versions` (`{member: judge version or null}`), checked: names
+/// and versions valid, each problem at `member_versions.{member}`. Whether each is a member
+/// is the service's to check.
+pub fn parse_member_versions(
+    raw: std::collections::BTreeMap<String, Option<String>>,
+) -> Result<Vec<(JudgeName, Option<JudgeVersion>)>, Vec<Problem>> {
+    let mut problems = Vec::new();
+    let mut out = Vec::with_capacity(raw.len());
+    for (name, version) in raw {
+        let field = format!("member_versions.{name}");
+        let judge =
+            JudgeName::parse(&name).map_err(|e| problems.push(Problem::at(None, &field, e)));
+        let version = version
+            .as_deref()
+            .map(JudgeVersion::parse)
+            .transpose()
+            .map_err(|e| problems.push(Problem::at(None, &field, e)));
+        if let (Ok(j), Ok(v)) = (judge, version) {
+            out.push((j, v));
+        }
+    }
+    if problems.is_empty() {
+        Ok(out)
+    } else {
+        Err(problems)
     }
 }
 
@@ -485,11 +533,27 @@ mod tests {
             judge_version: VersionChoice::Exactly(None),
             ..named.clone()
         };
-        for r in [named, unversioned] {
+        let raw = [("a", Some("v2")), ("b", None)]
+            .map(|(j, v)| (j.to_owned(), v.map(str::to_owned)))
+            .into();
+        let panel = TrainingRequest {
+            member_versions: parse_member_versions(raw).unwrap(),
+            ..unversioned.clone()
+        };
+        assert_eq!(
+            panel.member_versions[1],
+            (JudgeName::parse("b").unwrap(), None)
+        );
+        for r in [named, unversioned, panel] {
             assert_eq!(TrainingRequest::from_json(&r.to_json()).unwrap(), r);
         }
         let bad = TrainingRequest::parse("j1", "isotonic", None, Some(""), json!({})).unwrap_err();
         assert_eq!(bad[0].field, "judge_version");
+        let raw = [("a", Some(""))]
+            .map(|(j, v)| (j.to_owned(), v.map(str::to_owned)))
+            .into();
+        let bad = parse_member_versions(raw).unwrap_err();
+        assert_eq!(bad[0].field, "member_versions.a");
     }
 
     #[test]

@@ -6,7 +6,7 @@ use super::Service;
 use super::panels::fuse_items;
 use super::versions::{Loaded, Mismatch};
 use crate::calibrate::Corrected;
-use crate::calibrate::panel::fusion::FusedScore;
+use crate::calibrate::panel::fusion::{FusedScore, floored};
 use crate::domain::Problem;
 use crate::domain::correction::CorrectionRequest;
 use crate::error::{Error, Result};
@@ -112,28 +112,42 @@ impl Service {
             }
         }
         let outside_whole = loaded.version.outside_scores(whole);
+        // A panel's partial items' corrected scores, also corrected as whole items' fused
+        // scores: the band a complete item gets there is the floor of theirs.
+        let partial: Vec<f64> = panel
+            .iter()
+            .flatten()
+            .filter_map(|f| match f {
+                FusedScore::Whole(_) => None,
+                FusedScore::Partial { fused, .. } => Some(fused.score),
+            })
+            .collect();
+        let read: Vec<f64> = whole.iter().chain(&partial).copied().collect();
         let model = &loaded.version.model;
-        let corrected = if whole.len() <= INLINE && !model.heavy(whole) {
-            loaded.version.correct(whole)
+        let corrected = if read.len() <= INLINE && !model.heavy(&read) {
+            loaded.version.correct(&read)
         } else {
             let version = loaded.clone();
-            let whole = whole.to_vec();
-            crate::error::blocking("correcting scores", move || version.version.correct(&whole))
+            crate::error::blocking("correcting scores", move || version.version.correct(&read))
                 .await?
         }
         .map_err(Error::Internal)?;
         let results: Vec<Corrected> = match &panel {
             None => corrected,
             Some(fused) => {
-                let mut whole = corrected.into_iter();
+                let (whole, floors) = corrected.split_at(whole.len());
+                let (mut whole, mut floors) = (whole.iter(), floors.iter());
                 fused
                     .iter()
                     .map(|f| match f {
-                        FusedScore::Whole(_) => whole.next().unwrap_or_default(),
+                        FusedScore::Whole(_) => whole.next().cloned().unwrap_or_default(),
                         FusedScore::Partial { fused, .. } => Corrected {
                             score: fused.score,
                             credible: Some(fused.credible),
-                            predictive: Some(fused.predictive),
+                            predictive: Some(floored(
+                                fused.predictive,
+                                floors.next().and_then(|c| c.predictive),
+                            )),
                             ..Corrected::default()
                         },
                     })

@@ -12,7 +12,7 @@ use crate::calibrate::panel::plan::{PanelPlan, PlanAsk};
 use crate::domain::calibration::Job;
 use crate::domain::panel::{self, Joined, MemberScores, NewPanel, Panel, PlanRequest};
 use crate::domain::training::{TrainingRequest, VersionChoice};
-use crate::domain::{CellKey, JudgeName, Problem, RubricName, Scale};
+use crate::domain::{CellKey, JudgeName, JudgeVersion, Problem, RubricName, Scale};
 use crate::error::{Error, Result};
 
 fn no_panel(name: &JudgeName) -> Error {
@@ -42,40 +42,132 @@ impl Service {
         }
     }
 
-    /// The members' anchors joined on item id, per rubric every member holds: each member's
-    /// newest judge version (the one whose first anchor arrived last).
+    /// The judge version of each member's anchors a panel training fits, in member order:
+    /// the one `named` gives (422 at `member_versions.{member}` for a non-member or a version
+    /// the member has no anchors of), else the one the member's requests naming no version
+    /// are served by: its unversioned anchors where it has any, else its only judge version,
+    /// else the one its active calibrations were trained on (409 naming the member and its
+    /// versions where they differ, or where the member has no anchors).
+    async fn member_versions(
+        &self,
+        panel: &Panel,
+        named: &[(JudgeName, Option<JudgeVersion>)],
+    ) -> Result<Vec<(JudgeName, Option<JudgeVersion>)>> {
+        let mut problems = Vec::new();
+        for (judge, _) in named {
+            if !panel.judges.contains(judge) {
+                problems.push(Problem::at(
+                    None,
+                    &format!("member_versions.{judge}"),
+                    format!(
+                        "{judge} is not a member of panel {}; its members: {}",
+                        panel.name,
+                        names(&panel.judges)
+                    ),
+                ));
+            }
+        }
+        let mut out = Vec::with_capacity(panel.judges.len());
+        for judge in &panel.judges {
+            let mut held: Vec<Option<JudgeVersion>> = Vec::new();
+            for (_, v) in self.store.judge_versions(judge, None).await? {
+                if !held.contains(&v.judge_version) {
+                    held.push(v.judge_version);
+                }
+            }
+            let listed = || {
+                held.iter()
+                    .map(|v| JudgeVersion::describe(v.as_ref()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            if let Some((_, v)) = named.iter().find(|(j, _)| j == judge) {
+                if !held.contains(v) {
+                    problems.push(Problem::at(
+                        None,
+                        &format!("member_versions.{judge}"),
+                        format!(
+                            "member {judge} has no anchors of judge version {}; it has: {}",
+                            JudgeVersion::describe(v.as_ref()),
+                            if held.is_empty() {
+                                "none".to_owned()
+                            } else {
+                                listed()
+                            }
+                        ),
+                    ));
+                }
+                out.push((judge.clone(), v.clone()));
+                continue;
+            }
+            let chosen = match held.as_slice() {
+                [] => Err(format!(
+                    "panel {}'s member {judge} has no anchors: upload its scores of the anchor items (POST /v1/anchors with judge {judge})",
+                    panel.name
+                )),
+                [only] => Ok(only.clone()),
+                _ if held.contains(&None) => Ok(None),
+                _ => self.actively_served(judge).await?.ok_or_else(|| {
+                    format!(
+                        "panel {}'s member {judge} has anchors of several judge versions ({}) and none serves its untagged requests alone: \
+                         name the one to fit in member_versions.{judge}",
+                        panel.name,
+                        listed()
+                    )
+                }),
+            };
+            match chosen {
+                Ok(v) => out.push((judge.clone(), v)),
+                Err(e) => return Err(Error::conflict(e, vec![])),
+            }
+        }
+        if problems.is_empty() {
+            Ok(out)
+        } else {
+            Err(Error::rejected(
+                "the training request was refused",
+                problems,
+            ))
+        }
+    }
+
+    /// The judge version every active calibration of `judge` was trained on, where they
+    /// agree.
+    async fn actively_served(&self, judge: &JudgeName) -> Result<Option<Option<JudgeVersion>>> {
+        let mut seen: Option<Option<JudgeVersion>> = None;
+        for (key, _) in self.store.active_calibrators().await? {
+            if &key.judge != judge {
+                continue;
+            }
+            let Ok(served) = self.served(&key, None, None).await else {
+                continue;
+            };
+            let v = served.loaded.version.judge_version.clone();
+            match &seen {
+                Some(s) if *s != v => return Ok(None),
+                _ => seen = Some(v),
+            }
+        }
+        Ok(seen)
+    }
+
+    /// The members' anchors (each of its judge version in `versions`) joined on item id, per
+    /// rubric every member holds.
     async fn panel_snapshot(
         &self,
         panel: &Panel,
+        versions: &[(JudgeName, Option<JudgeVersion>)],
         rubrics: Option<&[RubricName]>,
     ) -> Result<Vec<Joined>> {
-        let mut members = Vec::with_capacity(panel.judges.len());
-        for judge in &panel.judges {
-            let versions = self.store.judge_versions(judge, None).await?;
-            let Some(newest) = versions
-                .iter()
-                .max_by(|a, b| {
-                    a.1.first_at_ms
-                        .cmp(&b.1.first_at_ms)
-                        .then(a.1.judge_version.cmp(&b.1.judge_version))
-                })
-                .map(|(_, v)| v.judge_version.clone())
-            else {
-                return Err(Error::conflict(
-                    format!(
-                        "panel {}'s member {judge} has no anchors: upload its scores of the anchor items (POST /v1/anchors with judge {judge})",
-                        panel.name
-                    ),
-                    vec![],
-                ));
-            };
+        let mut members = Vec::with_capacity(versions.len());
+        for (judge, version) in versions {
             members.push(
                 self.store
-                    .judge_anchors(judge, rubrics, newest.as_ref())
+                    .judge_anchors(judge, rubrics, version.as_ref())
                     .await?,
             );
         }
-        panel::join(&panel.judges, &members).map_err(|problems| {
+        panel::join(&member_labels(versions), &members).map_err(|problems| {
             Error::conflict(
                 format!(
                     "panel {}'s members give different reference scores for {} items; every member's anchor of an item must carry the same reference",
@@ -96,8 +188,9 @@ impl Service {
         refusal: &str,
     ) -> Result<Vec<Joined>> {
         let rubrics = request.rubrics.as_deref();
-        let joined = self.panel_snapshot(panel, rubrics).await?;
-        let problems = self.panel_problems(panel, &joined, rubrics);
+        let versions = &request.member_versions;
+        let joined = self.panel_snapshot(panel, versions, rubrics).await?;
+        let problems = self.panel_problems(panel, versions, &joined, rubrics);
         if problems.is_empty() {
             Ok(joined)
         } else {
@@ -109,9 +202,11 @@ impl Service {
     fn panel_problems(
         &self,
         panel: &Panel,
+        versions: &[(JudgeName, Option<JudgeVersion>)],
         joined: &[Joined],
         wanted: Option<&[RubricName]>,
     ) -> Vec<Problem> {
+        let labels = member_labels(versions);
         let min = self.jobs.min_anchors;
         let mut problems = Vec::new();
         for (i, r) in wanted.into_iter().flatten().enumerate() {
@@ -120,8 +215,9 @@ impl Service {
                     None,
                     &format!("rubrics[{i}]"),
                     format!(
-                        "not every member of panel {} has anchors for rubric {r}",
-                        panel.name
+                        "not every member of panel {} has anchors for rubric {r} (its members, with the judge versions fitted: {})",
+                        panel.name,
+                        labels.join(", ")
                     ),
                 ));
             }
@@ -132,10 +228,16 @@ impl Service {
                     None,
                     "rubrics",
                     format!(
-                        "panel {}/{} has {} items that every member scored; training needs at least {min} (jobs.min_anchors)",
+                        "panel {}/{} has {} items that every member scored; training needs at least {min} (jobs.min_anchors). Each member's anchors in it: {}",
                         panel.name,
                         j.rubric,
-                        j.rows.len()
+                        j.rows.len(),
+                        labels
+                            .iter()
+                            .zip(&j.member_anchors)
+                            .map(|(l, n)| format!("{l}: {n}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ),
                 ));
             }
@@ -147,7 +249,7 @@ impl Service {
                 format!(
                     "no rubric has anchors from every member of panel {} ({})",
                     panel.name,
-                    names(&panel.judges)
+                    labels.join(", ")
                 ),
             ));
         }
@@ -168,12 +270,18 @@ impl Service {
                     None,
                     "judge_version",
                     format!(
-                        "{} is a panel: it trains on each member's newest judge version; leave judge_version out",
+                        "{} is a panel: name each member's judge version in member_versions (by default, the one its untagged requests are served by)",
                         panel.name
                     ),
                 )],
             ));
         }
+        let request = TrainingRequest {
+            member_versions: self
+                .member_versions(&panel, &request.member_versions)
+                .await?,
+            ..request
+        };
         let joined = self
             .trainable(&panel, &request, "the training request was refused")
             .await?;
@@ -209,9 +317,14 @@ impl Service {
             })
             .collect();
         let members: Vec<String> = panel.judges.iter().map(|j| j.to_string()).collect();
+        let versions: Vec<Option<String>> = request
+            .member_versions
+            .iter()
+            .map(|(_, v)| v.as_ref().map(|v| v.as_str().to_owned()))
+            .collect();
         let force = request.force();
         let versions = crate::error::blocking("the training thread", move || {
-            training::train_panel(&joined, &members, &request.plan, &progress)
+            training::train_panel(&joined, &members, &versions, &request.plan, &progress)
         })
         .await?
         .map_err(|e| Error::Internal(e.to_string()))?;
@@ -285,6 +398,17 @@ impl Service {
         });
         Ok((loaded.clone(), plan))
     }
+}
+
+/// Each member as errors name it: `judge` for its unversioned anchors, `judge@version`.
+fn member_labels(versions: &[(JudgeName, Option<JudgeVersion>)]) -> Vec<String> {
+    versions
+        .iter()
+        .map(|(j, v)| match v {
+            None => format!("{j} (unversioned)"),
+            Some(v) => format!("{j} (judge version {})", v.as_str()),
+        })
+        .collect()
 }
 
 fn names(judges: &[JudgeName]) -> String {

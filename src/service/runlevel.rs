@@ -239,11 +239,12 @@ impl Service {
                 (Some(f), Some(items)) => {
                     match fuse_items(f, items, &format!("{prefix}scores")) {
                         Ok(fused) => {
-                            for (score, f) in run.scores.iter_mut().zip(fused) {
-                                *score = match f {
+                            for (score, item) in run.scores.iter_mut().zip(fused) {
+                                *score = match item {
                                     FusedScore::Whole(s) => s,
-                                    FusedScore::Partial { fused, .. } => {
+                                    FusedScore::Partial { fused, members } => {
                                         served.partial_items += 1;
+                                        run.extra_noise += f.extra_noise(&members);
                                         fused.score
                                     }
                                 };

@@ -143,10 +143,12 @@ pub fn train(
 
 /// A panel's versions: its fusion layer fitted to the members' joined anchors (`joined`, with
 /// each rubric's scale), then `plan` on the cells of the derived judge, whose score of an
-/// anchor is its cross-fitted fused score.
+/// anchor is its cross-fitted fused score. Each version records the members' judge versions
+/// (`versions`) and how many anchors of each the join kept.
 pub fn train_panel(
     joined: &[(Joined, Scale)],
     members: &[String],
+    versions: &[Option<String>],
     plan: &Plan,
     progress: &Progress,
 ) -> Result<Vec<NewVersion>, CalibrateError> {
@@ -156,7 +158,19 @@ pub fn train_panel(
             Plan::Auto(options) => (options.split.seed, true),
         };
         let rows: Vec<PanelRows> = joined.iter().map(|(j, _)| j.rows.clone()).collect();
-        run.detail(r#"{"step": "fitting the panel's fusion"}"#.to_owned());
+        // The join's size per rubric, beside each member's anchors before it.
+        let join: serde_json::Map<String, serde_json::Value> = joined
+            .iter()
+            .map(|(j, _)| {
+                let size =
+                    serde_json::json!({"items": j.rows.len(), "member_anchors": j.member_anchors});
+                (j.rubric.to_string(), size)
+            })
+            .collect();
+        let join = serde_json::Value::Object(join);
+        run.detail(
+            serde_json::json!({"step": "fitting the panel's fusion", "joined": join}).to_string(),
+        );
         let opts = FusionOptions::new(members.len(), seed, auto);
         let fusions = fit_fusion(&rows, members, &opts, &run.part(0.0, 0.4))?;
         let cells: Vec<CellData> = joined
@@ -171,11 +185,15 @@ pub fn train_panel(
                 digest: digest(&j.anchors),
             })
             .collect();
-        let mut versions = train_on(&cells, plan, &run.part(0.4, 1.0))?;
-        for (v, f) in versions.iter_mut().zip(fusions) {
+        let mut trained = train_on(&cells, plan, &run.part(0.4, 1.0))?;
+        for ((v, mut f), (j, _)) in trained.iter_mut().zip(fusions).zip(joined) {
+            f.member_versions = versions.to_vec();
+            f.member_anchors = j.member_anchors.clone();
             v.fusion = Some(f);
         }
-        Ok(versions)
+        // What the finished job shows: the join it fitted.
+        run.detail(serde_json::json!({"joined": join}).to_string());
+        Ok(trained)
     })
 }
 

@@ -334,6 +334,7 @@ fn replicate(w: &World, method: Method, rep: u64) -> Result<Counts, String> {
         clusters: (w.clusters > 0).then(|| cluster_of.clone()),
         ids: Some(ids.clone()),
         group: group.map(str::to_owned),
+        extra_noise: 0.0,
     };
     let (a, b) = (items(&j_a, &y_a, g_a), items(&j_b, &y_b, g_b));
     let settings = AnswerSettings {

@@ -41,6 +41,7 @@ CALLS = {
     "rescore": "rescore",
     "bridge": "bridge",
     "check": "check",
+    "get_check": "get_check",
     "judge_settings": "judge_settings",
     "put_judge_settings": "set_judge_settings",
     "open_rank_session": "open_rank_session",

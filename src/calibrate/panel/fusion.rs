@@ -126,6 +126,14 @@ pub struct Fusion {
     /// anchors), row-major M × M: how much of what one member gets wrong another repeats.
     #[serde(default)]
     pub error_corr: Vec<f64>,
+    /// Each member's judge version whose anchors were fitted (`None`: its unversioned
+    /// anchors), in member order; empty in versions trained before panels recorded them.
+    #[serde(default)]
+    pub member_versions: Vec<Option<String>>,
+    /// Each member's anchors in the rubric before the join, in member order: what the join
+    /// kept of each (`anchors.len()` items).
+    #[serde(default)]
+    pub member_anchors: Vec<usize>,
 }
 
 /// How one item's scores were fused.
@@ -145,6 +153,16 @@ impl Fusion {
     /// The sub-panel of `members`.
     pub fn sub_panel(&self, members: &[usize]) -> Option<&SubPanel> {
         self.sub_panels.get(mask_of(members).checked_sub(1)?)
+    }
+
+    /// How much more a reference strays from an item's fused score when only `members`
+    /// scored it than when the whole input did: the sub-panel's residual variance less the
+    /// input's (0 where it is not larger). Run-level answers add it to a partial item's noise.
+    pub fn extra_noise(&self, members: &[usize]) -> f64 {
+        match (self.sub_panel(members), self.sub_panel(&self.input)) {
+            (Some(part), Some(whole)) => (part.sigma2 - whole.sigma2).max(0.0),
+            _ => 0.0,
+        }
     }
 
     /// Fuses an item's scores (in member order, `None` where a member did not score it).
@@ -170,6 +188,22 @@ impl Fusion {
             fused: sub.correct(&values(&present)),
             members: present,
         })
+    }
+}
+
+/// A missing-member item's band, never narrower than `whole`: the band the version's
+/// corrector gives a complete item whose fused score is the partial item's corrected score.
+/// The sub-panel's own band assumes its Gaussian residuals; the version's band (conformal,
+/// or a method's own) holds on the anchors whatever their shape, and an item that lost a
+/// member knows less, not more. Widened about its own centre; `whole` absent, unchanged.
+pub fn floored(band: (f64, f64), whole: Option<(f64, f64)>) -> (f64, f64) {
+    let (lo, hi) = band;
+    match whole {
+        Some((a, b)) if b - a > hi - lo => {
+            let (centre, half) = ((lo + hi) / 2.0, (b - a) / 2.0);
+            (centre - half, centre + half)
+        }
+        _ => band,
     }
 }
 
@@ -329,6 +363,8 @@ pub fn fit_fusion(
                     .zip(c)
                     .map(|(&s, (_, y))| (s, *y))
                     .collect(),
+                member_versions: Vec::new(),
+                member_anchors: Vec::new(),
             }
         })
         .collect();
@@ -343,6 +379,14 @@ mod tests {
     use super::*;
     use crate::calibrate::rng::{Rng, SeedableRng};
     use crate::calibrate::stats::standard_normal;
+
+    #[test]
+    fn a_missing_member_band_is_floored_at_the_complete_items_about_its_centre() {
+        assert_eq!(floored((2.0, 3.0), Some((1.0, 4.0))), (1.0, 4.0));
+        assert_eq!(floored((2.5, 3.5), Some((0.0, 2.0))), (2.0, 4.0));
+        assert_eq!(floored((1.0, 4.0), Some((2.0, 3.0))), (1.0, 4.0));
+        assert_eq!(floored((2.0, 3.0), None), (2.0, 3.0));
+    }
 
     /// Two informative members (one of them squeezed and offset) and one pure noise; the
     /// reference is a known linear function of the quality.

@@ -262,7 +262,8 @@ impl<'a> Anchored<'a> {
             t.variance,
             run.clusters.as_deref(),
             settings.level,
-        )?;
+        )?
+        .with_extra_sampling(run.extra_sampling(), settings.level);
         let shift = if grouped {
             -t.bias
         } else {
@@ -377,7 +378,9 @@ impl<'a> Anchored<'a> {
             let shift = basis.groups.map_or(BiasShift::none(), |g| {
                 g.contrast(a.group.as_deref(), b.group.as_deref())
             });
-            let debiased = Difference::new(d.estimate - t.bias, d.variance, d.df, level, d.paired);
+            let mut variance = d.variance;
+            variance.sampling += a.extra_sampling() + b.extra_sampling();
+            let debiased = Difference::new(d.estimate - t.bias, variance, d.df, level, d.paired);
             let difference = debiased.with_group(&shift, level);
             let advice = settings.target.map(|target| {
                 inference::plan(difference.variance, anchored.residuals.len(), target, level)

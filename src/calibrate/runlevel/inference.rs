@@ -161,6 +161,17 @@ pub fn plain(
 }
 
 impl MeanEstimate {
+    /// This plain estimate with `extra` more sampling variance (items noisier than the
+    /// anchors), its interval widened to match.
+    pub fn with_extra_sampling(mut self, extra: f64, level: f64) -> Self {
+        if extra > 0.0 {
+            self.variance.sampling += extra;
+            let half = normal_quantile(0.5 + level / 2.0) * self.variance.total().sqrt();
+            self.interval = (self.estimate - half, self.estimate + half);
+        }
+        self
+    }
+
     /// This plain estimate with a group's bias term applied: the estimate moves by the term's
     /// mean, and the interval is the quantiles of the term's mixture plus the estimate's own
     /// normal error.
@@ -531,6 +542,22 @@ mod tests {
 
     use super::*;
     use crate::calibrate::stats::standard_normal;
+
+    #[test]
+    fn a_runs_extra_noise_adds_its_share_to_the_sampling_variance() {
+        let e = plain(&[1.0, 2.0, 3.0, 4.0], 0.5, 0.01, None, 0.95).unwrap();
+        // Four items, two of them 0.16 noisier: 0.32 / 16 more sampling variance.
+        let run = super::super::RunItems {
+            extra_noise: 0.32,
+            ..super::super::RunItems::scores(vec![1.0, 2.0, 3.0, 4.0])
+        };
+        assert!((run.extra_sampling() - 0.02).abs() < 1e-12);
+        let w = e.with_extra_sampling(run.extra_sampling(), 0.95);
+        assert!((w.variance.sampling - e.variance.sampling - 0.02).abs() < 1e-12);
+        let half = normal_quantile(0.975) * w.variance.total().sqrt();
+        assert!((w.interval.1 - w.estimate - half).abs() < 1e-12);
+        assert_eq!(e.with_extra_sampling(0.0, 0.95), e);
+    }
 
     #[test]
     fn t_quantiles_match_tables() {

@@ -54,6 +54,9 @@ pub struct RunItems {
     pub ids: Option<Vec<String>>,
     /// The system whose outputs the run holds, when given.
     pub group: Option<String>,
+    /// The sum over the items of their residual variance beyond a whole item's: a panel's
+    /// items that lacked a member, corrected from the sub-panel present (0: none).
+    pub extra_noise: f64,
 }
 
 impl RunItems {
@@ -62,6 +65,12 @@ impl RunItems {
             scores,
             ..Self::default()
         }
+    }
+
+    /// What the items' extra noise adds to the sampling variance of the run's mean.
+    pub fn extra_sampling(&self) -> f64 {
+        let n = self.scores.len().max(1) as f64;
+        self.extra_noise.max(0.0) / (n * n)
     }
 
     /// Each item's reference, `None` where it has none (also where no item has one).

@@ -6,13 +6,13 @@ use serde_json::{Value, json};
 use utoipa::openapi::{RefOr, Schema};
 use utoipa::{PartialSchema, ToSchema};
 
+use super::panel_dto::PanelVersionDto;
 use crate::calibrate::Method;
 use crate::calibrate::bayes::RubricPosterior;
 use crate::calibrate::conformal::{Intervals, Source};
 use crate::calibrate::cv::Scheme;
 use crate::calibrate::drift::BOUND_DELTA;
 use crate::calibrate::flow::{FlowSummary, Schedule};
-use crate::calibrate::panel::fusion::Fusion;
 use crate::calibrate::quality::{Comparison, Figures};
 use crate::calibrate::select::Decision;
 use crate::domain::calibration::{CalibratorVersion, Job};
@@ -54,6 +54,11 @@ fn request_schema() -> Value {
     judge_version["description"] = json!(
         "Fit this judge version's anchors only (default: the judge's newest version with anchors, the one whose first anchor arrived last). Anchors of different judge versions are never fitted together."
     );
+    let member_versions = json!({
+        "type": ["object", "null"],
+        "description": "A panel's: the judge version of a member's anchors to fit, by member (null: its anchors uploaded without a version). A member not named fits the anchors its unversioned requests are served by: its unversioned anchors where it has any, else its only judge version, else the one its active calibrations were trained on. The job's request shows every member's, resolved.",
+        "additionalProperties": crate::http::schema::judge_version(),
+    });
     // Each alternative, its method and its options are titled (`BayesTraining`,
     // `BayesMethod`, `BayesTrainingOptions`) so that generated clients name them.
     let alternative = |method: &str, description: String, mut options: Value| {
@@ -77,6 +82,7 @@ fn request_schema() -> Value {
                 "method": {"type": "string", "enum": [method], "title": format!("{title}Method")},
                 "rubrics": rubrics,
                 "judge_version": judge_version,
+                "member_versions": member_versions,
                 "options": options,
             },
         })
@@ -144,8 +150,9 @@ pub struct JobDto {
     pub state: String,
     /// 0 to 1.
     pub progress: f64,
-    /// What the running job last reported: for a flow, `{"epoch", "loss"}`; for auto,
-    /// `{"step"}`.
+    /// What the job last reported: for a flow, `{"epoch", "loss"}`; for auto, `{"step"}`; a
+    /// panel's, `{"joined": {rubric: {"items", "member_anchors"}}}` (the items every member
+    /// scored, and each member's anchors before the join) once done.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Object)]
     pub detail: Option<serde_json::Value>,
@@ -581,79 +588,6 @@ pub struct VersionDto {
     /// A panel's version: how its members' scores are fused, and what each member is worth.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub panel: Option<PanelVersionDto>,
-}
-
-/// A panel version's fusion layer in one rubric. `anchor_count` and every held-out figure of
-/// the version are the panel's: the items every member scored, the corrector fitted on their
-/// cross-fitted fused scores.
-#[derive(Serialize, ToSchema)]
-pub struct PanelVersionDto {
-    pub members: Vec<String>,
-    /// The members whose fused score the corrector reads: every member, or (`auto`) one
-    /// member alone, where its fused score had the lowest held-out MAE.
-    pub input: Vec<String>,
-    /// Each member's weight in the full panel's stacking fit.
-    pub weights: Vec<MemberWeightDto>,
-    /// The inputs compared: the full panel and, with `auto`, each member alone; held-out MAE
-    /// and MSE of their cross-fitted fused scores against the references.
-    pub considered: Vec<PanelInputDto>,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct MemberWeightDto {
-    pub judge: String,
-    /// Posterior mean of its coefficient (reference units per judge-score unit) and its 95%
-    /// credible interval.
-    pub weight: f64,
-    pub weight_lo: f64,
-    pub weight_hi: f64,
-    /// Its coefficient × its scores' sd ÷ the references' sd (posterior mean): comparable
-    /// across members.
-    pub standardised: f64,
-    /// Pr(standardised weight < 0.02 | anchors).
-    pub below_floor: f64,
-    /// The member adds nothing the others do not (below_floor > 0.05).
-    pub canary: bool,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct PanelInputDto {
-    pub judges: Vec<String>,
-    pub mae: f64,
-    pub mse: f64,
-}
-
-impl From<Fusion> for PanelVersionDto {
-    fn from(f: Fusion) -> Self {
-        let names = |ms: &[usize]| ms.iter().map(|&m| f.members[m].clone()).collect();
-        Self {
-            input: names(&f.input),
-            weights: f
-                .members
-                .iter()
-                .zip(&f.weights)
-                .map(|(judge, w)| MemberWeightDto {
-                    judge: judge.clone(),
-                    weight: w.weight,
-                    weight_lo: w.weight_lo,
-                    weight_hi: w.weight_hi,
-                    standardised: w.standardised,
-                    below_floor: w.below_floor,
-                    canary: w.canary,
-                })
-                .collect(),
-            considered: f
-                .considered
-                .iter()
-                .map(|c| PanelInputDto {
-                    judges: names(&c.members),
-                    mae: c.mae,
-                    mse: c.mse,
-                })
-                .collect(),
-            members: f.members,
-        }
-    }
 }
 
 impl From<CalibratorVersion> for VersionDto {

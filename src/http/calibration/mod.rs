@@ -7,6 +7,7 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 mod dto;
+mod panel_dto;
 
 pub use dto::*;
 
@@ -15,7 +16,7 @@ use super::error::{ApiError, ErrorBody};
 use super::extract::{AnyKey, Authorized, Json, Path, Query, TrainScope, cell_key};
 use crate::domain::Problem;
 use crate::domain::calibration::JobId;
-use crate::domain::training::TrainingRequest;
+use crate::domain::training::{self, TrainingRequest};
 
 /// The body of a training request, as it arrives; its schema is [`TrainingRequestDoc`].
 #[derive(Deserialize)]
@@ -24,6 +25,7 @@ pub struct TrainingBody {
     method: String,
     rubrics: Option<Vec<String>>,
     judge_version: Option<String>,
+    member_versions: Option<std::collections::BTreeMap<String, Option<String>>>,
     #[serde(default = "empty_object")]
     options: serde_json::Value,
 }
@@ -47,8 +49,8 @@ fn empty_object() -> serde_json::Value {
         (status = 202, description = "Queued", body = JobDto),
         (status = 400, description = "Body is not valid JSON, or has unknown fields", body = ErrorBody),
         (status = 404, description = "The judge has no anchors", body = ErrorBody),
-        (status = 409, description = "A panel whose member has no anchors, or whose members give an item different reference scores (each such item named)", body = ErrorBody),
-        (status = 422, description = "Bad method, rubric or option", body = ErrorBody),
+        (status = 409, description = "A panel whose member has no anchors (of the judge version named or served), or whose members give an item different reference scores (each such item named)", body = ErrorBody),
+        (status = 422, description = "Bad method, rubric, option or member version (each named, a panel's by member and judge version)", body = ErrorBody),
     ),
     security(("api_key" = ["train"]))
 )]
@@ -65,7 +67,18 @@ pub async fn train(
         body.rubrics.as_deref(),
         body.judge_version.as_deref(),
         body.options,
-    )
+    );
+    let members = body
+        .member_versions
+        .map(training::parse_member_versions)
+        .transpose();
+    let request = match (request, members) {
+        (Ok(r), Ok(m)) => Ok(TrainingRequest {
+            member_versions: m.unwrap_or_default(),
+            ..r
+        }),
+        (r, m) => Err([r.err(), m.err()].into_iter().flatten().flatten().collect()),
+    }
     .map_err(|p| ApiError::invalid("the training request was refused", p))?;
     let job = state.service.submit_training(request).await?;
     let location = format!("/v1/jobs/{}", job.id);
@@ -169,10 +182,13 @@ pub struct ReportParams {
     version: Option<i64>,
 }
 
-/// A picture of the cell's active calibrator (or `version`), for a person: corrected against
-/// reference scores on the cell's anchors (the raw judge in grey), and the residuals against
-/// the judge score. The anchors are the ones the version was fitted on, so the picture is
-/// in-sample; the title gives the held-out MAE beside the raw judge's.
+/// A picture of the cell's active calibrator (or `version`), for a person: the anchors'
+/// reference against judge scores (jittered where they pile up on a discrete scale) with the
+/// fitted curve and its 95% predictive band; the residuals against the judge score, raw and
+/// corrected; and, where the anchors name groups, each group's held-out bias with its 95%
+/// interval. A panel's picture uses its fused anchors. The anchors are the ones the version
+/// was fitted on, so the picture is in-sample; the title gives the held-out MAE beside the
+/// raw judge's.
 #[utoipa::path(
     get, path = "/v1/cells/{judge}/{rubric}/report.svg", tag = "calibration",
     params(("judge" = String, Path), ("rubric" = String, Path), ReportParams),

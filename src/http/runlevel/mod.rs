@@ -117,7 +117,7 @@ pub(super) fn mismatch_warnings(served: &crate::service::Served) -> Vec<String> 
     }
     if served.partial_items > 0 {
         out.push(format!(
-            "{} items lacked a member the panel's version reads: their fused score comes from the members present (that sub-panel's fit), which the version's corrector then treats as a whole item's; score every item with every member where you can",
+            "{} items lacked a member the panel's version reads: each is fused from the members present (that sub-panel's fit) and carries that sub-panel's larger residual variance. This assumes the scores are missing at random: a member's absence says nothing about what it would have scored (a judge that fails on hard items breaks it, and the interval does not know). Score every item with every member where you can",
             served.partial_items
         ));
     }

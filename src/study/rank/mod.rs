@@ -308,6 +308,7 @@ pub fn with_labels(
                 clusters: None,
                 ids: Some(ids.clone()),
                 group: Some(name.clone()),
+                extra_noise: 0.0,
             }
         })
         .collect()

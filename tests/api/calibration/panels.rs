@@ -160,6 +160,29 @@ async fn a_panel_is_defined_trained_and_serves_its_members_fused(backend: Backen
         );
     }
 
+    // The panel's picture is drawn from its fused anchors (its members' cells hold them, the
+    // panel's none): 160 of them, with the fitted curve and its band.
+    let report = app.get("/v1/cells/jury/r1/report.svg").await;
+    assert_eq!(report.status, 200);
+    let svg = report.body.as_str().unwrap();
+    for text in [
+        "panel jury/r1: version 1",
+        "160 anchors",
+        "fused score",
+        "fitted",
+        "95% predictive band",
+    ] {
+        assert!(
+            svg.contains(text),
+            "{text} missing: {}",
+            &svg[..600.min(svg.len())]
+        );
+    }
+    assert!(
+        svg.matches("<circle").count() >= 320,
+        "anchors and residuals drawn"
+    );
+
     // Fresh items: the panel's corrected scores are closer to the references than judge a's
     // alone: the residual variance is 0.18² plus the quality's posterior variance given the
     // scores, 1/(1/0.36 + 2/0.09) ≈ 0.040 with a and b against 1/(1/0.36 + 1/0.09) ≈ 0.072
@@ -224,6 +247,33 @@ async fn a_panel_is_defined_trained_and_serves_its_members_fused(backend: Backen
         let results = part.body["results"].as_array().unwrap();
         assert_eq!(results[0]["members"], present);
         widths.push(results.iter().map(width).sum::<f64>() / results.len() as f64);
+        // Never narrower than a complete item's band at the same fused score (the floor);
+        // without the floor, items missing the noise judge got 2.34 against 2.91.
+        let complete = panel.body["results"].as_array().unwrap();
+        // Bands clipped at the scale's ends are not comparable by width.
+        let inside = |r: &&Value| {
+            let (lo, hi) = (
+                r["predictive"][0].as_f64().unwrap(),
+                r["predictive"][1].as_f64().unwrap(),
+            );
+            lo > 1.0 && hi < 5.0
+        };
+        let complete: Vec<&Value> = complete.iter().filter(inside).collect();
+        for r in results.iter().filter(inside) {
+            let s = r["judge_score"].as_f64().unwrap();
+            let nearest = complete
+                .iter()
+                .copied()
+                .min_by(|x, y| {
+                    let d = |v: &Value| (v["judge_score"].as_f64().unwrap() - s).abs();
+                    d(x).total_cmp(&d(y))
+                })
+                .unwrap();
+            assert!(
+                width(r) >= width(nearest) - 0.02,
+                "without {judge}: {r} narrower than {nearest}"
+            );
+        }
     }
     assert!(widths[0] > 1.1 * widths[1], "{widths:?}");
     let whole = panel.body["results"].as_array().unwrap();
@@ -282,6 +332,26 @@ async fn a_panel_is_defined_trained_and_serves_its_members_fused(backend: Backen
         lo <= truth_mean && truth_mean <= hi,
         "{truth_mean} outside [{lo}, {hi}]"
     );
+    // The same items without judge b: each carries its sub-panel's larger residual variance
+    // (it was fed to the corrector as a whole item's, with a whole item's noise), so the
+    // interval is wider, and it says what it assumes of the missing scores.
+    let partial = app
+        .json(
+            "POST",
+            "/v1/estimate",
+            &json!({"judge": "jury", "rubric": "r1", "items": without("b")[..200].to_vec()}),
+        )
+        .await;
+    assert_eq!(partial.status, 200, "{}", partial.body);
+    let span = |v: &Value| v["interval"][1].as_f64().unwrap() - v["interval"][0].as_f64().unwrap();
+    assert!(
+        span(&partial.body) > 1.05 * span(&est.body),
+        "{} vs {}",
+        partial.body,
+        est.body
+    );
+    let warned = partial.body["warnings"].to_string();
+    assert!(warned.contains("missing at random"), "{warned}");
 
     // A compare pairs panel items by id: a run against itself differs by exactly 0; a ranking
     // puts the run every member scored a point higher first.
@@ -435,7 +505,108 @@ async fn members_whose_references_disagree_are_refused_naming_the_items(backend:
     );
 }
 
+/// A member's partial re-score under a new judge version leaves the panel on the anchors its
+/// members are served with (the unversioned ones); the request may name a member's version,
+/// and every refusal names the member and version.
+async fn a_panel_fits_the_judge_versions_its_members_are_served_by(backend: Backend) {
+    let app = TestApp::new(backend).await;
+    let mut rng = Normals(0x2545_F491_4F6C_DD1D);
+    let items: Vec<([f64; 3], f64)> = (0..60).map(|_| item(&mut rng)).collect();
+    let rows = |m: usize, n: usize| -> Vec<Value> {
+        items[..n]
+            .iter()
+            .enumerate()
+            .map(|(i, (js, y))| json!({"item_id": format!("it-{i}"), "judge_score": js[m], "reference_score": y}))
+            .collect()
+    };
+    for (judge, version, m, n) in [
+        ("a", None, 0, 60),
+        ("b", None, 1, 60),
+        ("b", Some("v2"), 1, 2),
+    ] {
+        let res = app
+            .json(
+                "POST",
+                "/v1/anchors",
+                &json!({"judge": judge, "rubric": "r1", "judge_version": version, "anchors": rows(m, n)}),
+            )
+            .await;
+        assert_eq!(res.status, 200, "{}", res.body);
+    }
+    let res = app
+        .json(
+            "POST",
+            "/v1/panels",
+            &json!({"name": "duo", "judges": ["a", "b"]}),
+        )
+        .await;
+    assert_eq!(res.status, 201, "{}", res.body);
+
+    // By default each member's unversioned anchors, as its untagged requests are served: the
+    // join keeps all 60 items (b's newest version, 2 re-scored items, would keep 2).
+    let job = finished(
+        &app,
+        &train(&app, "duo", json!({"method": "bayes", "options": quick()})).await,
+    )
+    .await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+    assert_eq!(
+        job["request"]["member_versions"],
+        json!({"a": null, "b": null}),
+        "{job}"
+    );
+    assert_eq!(
+        job["detail"]["joined"]["r1"],
+        json!({"items": 60, "member_anchors": [60, 60]}),
+        "{job}"
+    );
+    let v = &app.get("/v1/cells/duo/r1/calibrators").await.body["versions"][0];
+    assert_eq!(v["anchor_count"], 60, "{v}");
+    assert_eq!(v["panel"]["member_versions"], json!([null, null]), "{v}");
+    assert_eq!(v["panel"]["member_anchors"], json!([60, 60]), "{v}");
+
+    // Named per member: b's v2 joins 2 items, too few, and the refusal says whose anchors.
+    let refuse = |body: Value| {
+        let app = &app;
+        async move { app.json("POST", "/v1/judges/duo/calibrations", &body).await }
+    };
+    let few = refuse(json!({"method": "bayes", "member_versions": {"b": "v2"}})).await;
+    let details = assert_error(&few, 422, "invalid_input");
+    let text = details[0]["problem"].as_str().unwrap();
+    assert!(
+        text.contains("has 2 items")
+            && text.contains("a (unversioned): 60, b (judge version v2): 2"),
+        "{details:?}"
+    );
+    for (body, field, says) in [
+        (
+            json!({"method": "bayes", "member_versions": {"zed": null}}),
+            "member_versions.zed",
+            "its members: a, b",
+        ),
+        (
+            json!({"method": "bayes", "member_versions": {"b": "v9"}}),
+            "member_versions.b",
+            r#"it has: (none), "v2""#,
+        ),
+        (
+            json!({"method": "bayes", "judge_version": "v2"}),
+            "judge_version",
+            "member_versions",
+        ),
+    ] {
+        let res = refuse(body).await;
+        let details = assert_error(&res, 422, "invalid_input");
+        assert_eq!(details[0]["field"], field, "{details:?}");
+        assert!(
+            details[0]["problem"].as_str().unwrap().contains(says),
+            "{details:?}"
+        );
+    }
+}
+
 on_both_backends!(
     a_panel_is_defined_trained_and_serves_its_members_fused,
+    a_panel_fits_the_judge_versions_its_members_are_served_by,
     members_whose_references_disagree_are_refused_naming_the_items,
 );

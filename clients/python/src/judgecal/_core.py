@@ -431,6 +431,16 @@ class Endpoints:
             )
         )
 
+    def get_check(self, judge: str, rubric: str, check_id: str) -> models.CheckResponse:
+        """GET a silent-change check by its id, as it was answered."""
+        return self._send(
+            Request(
+                "GET",
+                f"/v1/cells/{seg(judge)}/{seg(rubric)}/checks/{seg(check_id)}",
+                model(models.CheckResponse),
+            )
+        )
+
     def judge_settings(self, judge: str) -> models.JudgeSettings:
         return self._send(Request("GET", f"/v1/judges/{seg(judge)}/settings", model(models.JudgeSettings)))
 
@@ -521,9 +531,12 @@ class Endpoints:
         options: Mapping[str, Any] | None = None,
         rubrics: Sequence[str] | None = None,
         judge_version: str | None = None,
+        member_versions: Mapping[str, str | None] | None = None,
     ) -> models.JobDto:
         """POST /v1/judges/{judge}/calibrations: starts a job (202) and returns it; `train`
-        waits for it. `judge_version` fits that version's anchors (default: the newest)."""
+        waits for it. `judge_version` fits that version's anchors (default: the newest). A
+        panel's `member_versions` names the judge version of a member's anchors to fit (None:
+        its unversioned ones; default: the one its untagged requests are served by)."""
         body: dict[str, Any] = {"method": method}
         if options is not None:
             body["options"] = dict(options)
@@ -531,6 +544,8 @@ class Endpoints:
             body["rubrics"] = list(rubrics)
         if judge_version is not None:
             body["judge_version"] = judge_version
+        if member_versions is not None:
+            body["member_versions"] = dict(member_versions)
         return self._send(
             Request(
                 "POST",

@@ -89,6 +89,7 @@ class Client(Endpoints):
         options: Mapping[str, Any] | None = None,
         rubrics: Sequence[str] | None = None,
         judge_version: str | None = None,
+        member_versions: Mapping[str, str | None] | None = None,
         progress: bool | Progress = True,
         poll: float = 0.5,
         timeout: float | None = None,
@@ -99,7 +100,12 @@ class Client(Endpoints):
         each poll's job."""
         show = _bar() if progress is True else (progress or None)
         job = self.start_training(
-            judge, method, options=options, rubrics=rubrics, judge_version=judge_version
+            judge,
+            method,
+            options=options,
+            rubrics=rubrics,
+            judge_version=judge_version,
+            member_versions=member_versions,
         )
         started = time.monotonic()
         while True:
@@ -167,6 +173,7 @@ class AsyncClient(Endpoints):
         options: Mapping[str, Any] | None = None,
         rubrics: Sequence[str] | None = None,
         judge_version: str | None = None,
+        member_versions: Mapping[str, str | None] | None = None,
         progress: bool | Progress = False,
         poll: float = 0.5,
         timeout: float | None = None,
@@ -174,7 +181,12 @@ class AsyncClient(Endpoints):
         """As `Client.train`, without blocking the event loop."""
         show = _bar() if progress is True else (progress or None)
         job = await self.start_training(
-            judge, method, options=options, rubrics=rubrics, judge_version=judge_version
+            judge,
+            method,
+            options=options,
+            rubrics=rubrics,
+            judge_version=judge_version,
+            member_versions=member_versions,
         )
         started = time.monotonic()
         while True:

@@ -861,6 +861,10 @@ class PanelRequest(BaseModel):
     )
 
 
+class MemberAnchor(RootModel[int]):
+    root: int = Field(..., ge=0)
+
+
 class PanelVersionDto(BaseModel):
     """
     A panel version's fusion layer in one rubric. `anchor_count` and every held-out figure of
@@ -877,6 +881,16 @@ class PanelVersionDto(BaseModel):
     """
     The members whose fused score the corrector reads: every member, or (`auto`) one
     member alone, where its fused score had the lowest held-out MAE.
+    """
+    member_anchors: list[MemberAnchor] | None = None
+    """
+    Each member's anchors in the rubric before the join, in member order; the join kept
+    `anchor_count` items.
+    """
+    member_versions: list[str | None] | None = None
+    """
+    The judge version of each member's anchors fitted, in member order (null: its
+    unversioned anchors); absent for versions trained before panels recorded them.
     """
     members: list[str]
     weights: list[MemberWeightDto]
@@ -1431,6 +1445,10 @@ class IdentityTraining(BaseModel):
     """
     Fit this judge version's anchors only (default: the judge's newest version with anchors, the one whose first anchor arrived last). Anchors of different judge versions are never fitted together.
     """
+    member_versions: dict[str, Any] | None = None
+    """
+    A panel's: the judge version of a member's anchors to fit, by member (null: its anchors uploaded without a version). A member not named fits the anchors its unversioned requests are served by: its unversioned anchors where it has any, else its only judge version, else the one its active calibrations were trained on. The job's request shows every member's, resolved.
+    """
     method: IdentityMethod = Field(..., title='IdentityMethod')
     options: IdentityTrainingOptions | None = Field(
         None, title='IdentityTrainingOptions'
@@ -1485,6 +1503,10 @@ class QuantileMapTraining(BaseModel):
     )
     """
     Fit this judge version's anchors only (default: the judge's newest version with anchors, the one whose first anchor arrived last). Anchors of different judge versions are never fitted together.
+    """
+    member_versions: dict[str, Any] | None = None
+    """
+    A panel's: the judge version of a member's anchors to fit, by member (null: its anchors uploaded without a version). A member not named fits the anchors its unversioned requests are served by: its unversioned anchors where it has any, else its only judge version, else the one its active calibrations were trained on. The job's request shows every member's, resolved.
     """
     method: QuantileMapMethod = Field(..., title='QuantileMapMethod')
     options: QuantileMapTrainingOptions | None = Field(
@@ -1565,6 +1587,10 @@ class BayesTraining(BaseModel):
     )
     """
     Fit this judge version's anchors only (default: the judge's newest version with anchors, the one whose first anchor arrived last). Anchors of different judge versions are never fitted together.
+    """
+    member_versions: dict[str, Any] | None = None
+    """
+    A panel's: the judge version of a member's anchors to fit, by member (null: its anchors uploaded without a version). A member not named fits the anchors its unversioned requests are served by: its unversioned anchors where it has any, else its only judge version, else the one its active calibrations were trained on. The job's request shows every member's, resolved.
     """
     method: BayesMethod = Field(..., title='BayesMethod')
     options: BayesTrainingOptions | None = Field(None, title='BayesTrainingOptions')
@@ -1678,6 +1704,10 @@ class FlowTraining(BaseModel):
     """
     Fit this judge version's anchors only (default: the judge's newest version with anchors, the one whose first anchor arrived last). Anchors of different judge versions are never fitted together.
     """
+    member_versions: dict[str, Any] | None = None
+    """
+    A panel's: the judge version of a member's anchors to fit, by member (null: its anchors uploaded without a version). A member not named fits the anchors its unversioned requests are served by: its unversioned anchors where it has any, else its only judge version, else the one its active calibrations were trained on. The job's request shows every member's, resolved.
+    """
     method: FlowMethod = Field(..., title='FlowMethod')
     options: FlowTrainingOptions | None = Field(None, title='FlowTrainingOptions')
     rubrics: list[Rubric] | None = Field(None, min_length=1)
@@ -1730,6 +1760,10 @@ class IsotonicTraining(BaseModel):
     )
     """
     Fit this judge version's anchors only (default: the judge's newest version with anchors, the one whose first anchor arrived last). Anchors of different judge versions are never fitted together.
+    """
+    member_versions: dict[str, Any] | None = None
+    """
+    A panel's: the judge version of a member's anchors to fit, by member (null: its anchors uploaded without a version). A member not named fits the anchors its unversioned requests are served by: its unversioned anchors where it has any, else its only judge version, else the one its active calibrations were trained on. The job's request shows every member's, resolved.
     """
     method: IsotonicMethod = Field(..., title='IsotonicMethod')
     options: IsotonicTrainingOptions | None = Field(
@@ -1932,7 +1966,7 @@ class BayesOptions(BaseModel):
 
 class Bridge(BaseModel):
     """
-    A bridge's answer.
+    A bridge's answer (a check stores it, and reads it back).
     """
 
     bands: list[GroupShift]
@@ -2364,8 +2398,9 @@ class JobDto(BaseModel):
     created_at: str
     detail: dict[str, Any] | None = None
     """
-    What the running job last reported: for a flow, `{"epoch", "loss"}`; for auto,
-    `{"step"}`.
+    What the job last reported: for a flow, `{"epoch", "loss"}`; for auto, `{"step"}`; a
+    panel's, `{"joined": {rubric: {"items", "member_anchors"}}}` (the items every member
+    scored, and each member's anchors before the join) once done.
     """
     error: str | None = None
     """
@@ -2662,6 +2697,10 @@ class AutoTraining(BaseModel):
     )
     """
     Fit this judge version's anchors only (default: the judge's newest version with anchors, the one whose first anchor arrived last). Anchors of different judge versions are never fitted together.
+    """
+    member_versions: dict[str, Any] | None = None
+    """
+    A panel's: the judge version of a member's anchors to fit, by member (null: its anchors uploaded without a version). A member not named fits the anchors its unversioned requests are served by: its unversioned anchors where it has any, else its only judge version, else the one its active calibrations were trained on. The job's request shows every member's, resolved.
     """
     method: AutoMethod = Field(..., title='AutoMethod')
     options: AutoTrainingOptions | None = Field(None, title='AutoTrainingOptions')
