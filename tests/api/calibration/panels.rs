@@ -66,6 +66,18 @@ async fn upload_members(app: &TestApp, rng: &mut Normals) {
     }
 }
 
+/// Defines a panel, which must be accepted.
+async fn defined(app: &TestApp, name: &str, judges: Value) {
+    let res = app
+        .json(
+            "POST",
+            "/v1/panels",
+            &json!({"name": name, "judges": judges}),
+        )
+        .await;
+    assert_eq!(res.status, 201, "{}", res.body);
+}
+
 fn mae(results: &Value, truth: &[f64]) -> f64 {
     let results = results.as_array().unwrap();
     assert_eq!(results.len(), truth.len());
@@ -479,14 +491,7 @@ async fn members_whose_references_disagree_are_refused_naming_the_items(backend:
             .await;
         assert_eq!(res.status, 200, "{}", res.body);
     }
-    let res = app
-        .json(
-            "POST",
-            "/v1/panels",
-            &json!({"name": "pair", "judges": ["a", "b"]}),
-        )
-        .await;
-    assert_eq!(res.status, 201, "{}", res.body);
+    defined(&app, "pair", json!(["a", "b"])).await;
     let refused = app
         .json(
             "POST",
@@ -533,14 +538,7 @@ async fn a_panel_fits_the_judge_versions_its_members_are_served_by(backend: Back
             .await;
         assert_eq!(res.status, 200, "{}", res.body);
     }
-    let res = app
-        .json(
-            "POST",
-            "/v1/panels",
-            &json!({"name": "duo", "judges": ["a", "b"]}),
-        )
-        .await;
-    assert_eq!(res.status, 201, "{}", res.body);
+    defined(&app, "duo", json!(["a", "b"])).await;
 
     // By default each member's unversioned anchors, as its untagged requests are served: the
     // join keeps all 60 items (b's newest version, 2 re-scored items, would keep 2).
