@@ -559,7 +559,11 @@ mod tests {
         // Every legend entry sits in the strip under its chart: below the x axis' labels.
         let (_, height) = size(&f);
         let legend_y = |name: &str| -> i32 {
-            let at = s.find(&format!(">{name}<")).unwrap();
+            // The SVG writer puts a text's content on its own line.
+            let at = s
+                .find(&format!(">\n{name}\n<"))
+                .or_else(|| s.find(&format!(">{name}<")))
+                .unwrap();
             let tag = &s[s[..at].rfind("<text").unwrap()..at];
             let y = tag.split(" y=\"").nth(1).unwrap();
             y[..y.find('"').unwrap()].parse::<f64>().unwrap() as i32
