@@ -6,7 +6,7 @@ use super::Service;
 use super::panels::fuse_items;
 use super::versions::{Loaded, Mismatch};
 use crate::calibrate::Corrected;
-use crate::calibrate::panel::fusion::{FusedScore, floored};
+use crate::calibrate::panel::fusion::FusedScore;
 use crate::domain::Problem;
 use crate::domain::correction::CorrectionRequest;
 use crate::error::{Error, Result};
@@ -135,6 +135,10 @@ impl Service {
         let results: Vec<Corrected> = match &panel {
             None => corrected,
             Some(fused) => {
+                let floor = |band, whole| match &loaded.version.fusion {
+                    Some(f) => f.floored(band, whole),
+                    None => band,
+                };
                 let (whole, floors) = corrected.split_at(whole.len());
                 let (mut whole, mut floors) = (whole.iter(), floors.iter());
                 fused
@@ -144,7 +148,7 @@ impl Service {
                         FusedScore::Partial { fused, .. } => Corrected {
                             score: fused.score,
                             credible: Some(fused.credible),
-                            predictive: Some(floored(
+                            predictive: Some(floor(
                                 fused.predictive,
                                 floors.next().and_then(|c| c.predictive),
                             )),

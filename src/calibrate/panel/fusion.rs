@@ -191,19 +191,36 @@ impl Fusion {
     }
 }
 
-/// A missing-member item's band, never narrower than `whole`: the band the version's
-/// corrector gives a complete item whose fused score is the partial item's corrected score.
-/// The sub-panel's own band assumes its Gaussian residuals; the version's band (conformal,
-/// or a method's own) holds on the anchors whatever their shape, and an item that lost a
-/// member knows less, not more. Widened about its own centre; `whole` absent, unchanged.
-pub fn floored(band: (f64, f64), whole: Option<(f64, f64)>) -> (f64, f64) {
+/// A missing-member item's band, widened as the version widens a complete item's, and never
+/// narrower than `whole`: the band the version's corrector gives a complete item whose fused
+/// score is the partial item's corrected score. The sub-panel's band is Gaussian and in
+/// sample; the version's (conformal, or the method's own) holds on held-out anchors and is
+/// wider by a factor `whole`'s width over the full panel's in-sample band (`full_sigma2`, its
+/// residual variance) shows. The sub-panel's half-width is stretched by that factor (at least
+/// 1), so an item missing an informative member stays wider than one missing a useless one;
+/// and at least `whole`'s, since an item that lost a member knows less, not more. Widened
+/// about its own centre; `whole` absent, unchanged.
+pub fn floored(band: (f64, f64), whole: Option<(f64, f64)>, full_sigma2: f64) -> (f64, f64) {
     let (lo, hi) = band;
-    match whole {
-        Some((a, b)) if b - a > hi - lo => {
-            let (centre, half) = ((lo + hi) / 2.0, (b - a) / 2.0);
-            (centre - half, centre + half)
-        }
-        _ => band,
+    let Some((a, b)) = whole else {
+        return band;
+    };
+    let full = 1.959_963_984_540_054 * full_sigma2.max(0.0).sqrt();
+    let stretch = if full > 0.0 {
+        ((b - a) / 2.0 / full).max(1.0)
+    } else {
+        1.0
+    };
+    let half = ((hi - lo) / 2.0 * stretch).max((b - a) / 2.0);
+    let centre = (lo + hi) / 2.0;
+    (centre - half, centre + half)
+}
+
+impl Fusion {
+    /// [`floored`] with this fusion's full input's residual variance.
+    pub fn floored(&self, band: (f64, f64), whole: Option<(f64, f64)>) -> (f64, f64) {
+        let full = self.sub_panel(&self.input).map_or(0.0, |s| s.sigma2);
+        floored(band, whole, full)
     }
 }
 
@@ -381,11 +398,25 @@ mod tests {
     use crate::calibrate::stats::standard_normal;
 
     #[test]
-    fn a_missing_member_band_is_floored_at_the_complete_items_about_its_centre() {
-        assert_eq!(floored((2.0, 3.0), Some((1.0, 4.0))), (1.0, 4.0));
-        assert_eq!(floored((2.5, 3.5), Some((0.0, 2.0))), (2.0, 4.0));
-        assert_eq!(floored((1.0, 4.0), Some((2.0, 3.0))), (1.0, 4.0));
-        assert_eq!(floored((2.0, 3.0), None), (2.0, 3.0));
+    fn a_missing_member_band_is_stretched_as_the_versions_and_floored_at_a_complete_items() {
+        // A full panel's in-sample band of half-width 1.96·0.5 = 0.98; the version serves a
+        // complete item 1.96 either side (twice as wide): a sub-panel's band of half-width 1.2
+        // becomes 2.4, one of 0.5 the complete item's 1.96, about their own centres (to the
+        // third decimal: z is 1.95996).
+        let whole = Some((1.04, 4.96));
+        let s = floored((1.8, 4.2), whole, 0.25);
+        assert!(
+            (s.0 - 0.6).abs() < 1e-3 && (s.1 - 5.4).abs() < 1e-3,
+            "{s:?}"
+        );
+        let s = floored((2.5, 3.5), whole, 0.25);
+        assert!(
+            (s.0 - 1.04).abs() < 1e-9 && (s.1 - 4.96).abs() < 1e-9,
+            "{s:?}"
+        );
+        // A version no wider than the panel's in-sample band stretches nothing.
+        assert_eq!(floored((1.0, 4.0), Some((2.0, 3.0)), 0.25), (1.0, 4.0));
+        assert_eq!(floored((2.0, 3.0), None, 0.25), (2.0, 3.0));
     }
 
     /// Two informative members (one of them squeezed and offset) and one pure noise; the
