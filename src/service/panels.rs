@@ -139,10 +139,12 @@ impl Service {
             if &key.judge != judge {
                 continue;
             }
-            let Ok(served) = self.served(&key, None, None).await else {
+            // The active version itself: `served` would count a version mismatch for a
+            // request nobody made.
+            let Ok(active) = self.corrector(&key, None).await else {
                 continue;
             };
-            let v = served.loaded.version.judge_version.clone();
+            let v = active.version.judge_version.clone();
             match &seen {
                 Some(s) if *s != v => return Ok(None),
                 _ => seen = Some(v),

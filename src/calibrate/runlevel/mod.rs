@@ -399,12 +399,12 @@ pub fn compare_correlated(
 ) -> Result<RunComparison> {
     let mut c = compare_sources((sa, a), (sb, b), settings)?;
     let (va, vb) = (c.a.mean.variance, c.b.mean.variance);
-    let (Some(la), Some(lb)) = (sa.leverage(a), sb.leverage(b)) else {
-        return Ok(c);
-    };
     if shared.len() < 3 || source::same(sa, sb) || c.path != AnswerPath::Plain {
         return Ok(c);
     }
+    let (Some(la), Some(lb)) = (sa.leverage(a), sb.leverage(b)) else {
+        return Ok(c);
+    };
     let residuals: Vec<(f64, f64)> = shared.iter().map(|s| s.residuals).collect();
     let rho = Leverage::correlation(shared, &la, &lb);
     let rho_groups = shared_correlation(&residuals, la.anchors(), lb.anchors());
