@@ -1,10 +1,13 @@
-//! Panels: a five-judge panel on six rubrics × 1,000 items (embedded SQLite).
+//! Panels: a five-, a nine- and a twelve-judge panel on six rubrics × 1,000 items (embedded
+//! SQLite).
 //!
 //! 1. Training with `auto`, `POST /v1/judges/{panel}/calibrations` to `succeeded`: the members'
-//!    anchors joined, the fusion's cross-fits (the panel and each member alone, 5 folds), every
-//!    sub-panel (31), then `auto` on the fused scores.
+//!    anchors joined, the fusion's cross-fits (the panel and each member alone, 5 folds), the
+//!    sub-panels fitted by NUTS (all 31 of five members; of nine or twelve, each member alone
+//!    and the full panel), then `auto` on the fused scores.
 //! 2. `/v1/correct` of 10,000 panel items in one request, every member's score given, and the
-//!    same with a fifth of the items missing a member.
+//!    same with a fifth of the items missing a member (with nine or twelve, the sub-panels they
+//!    need computed from the statistics on first use).
 //!
 //!     cargo bench --bench panel
 
@@ -14,7 +17,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-const MEMBERS: [&str; 5] = ["m1", "m2", "m3", "m4", "m5"];
 const RUBRICS: [&str; 6] = ["r1", "r2", "r3", "r4", "r5", "r6"];
 const ITEMS: usize = 1000;
 const BATCH: usize = 10_000;
@@ -40,6 +42,13 @@ fn reference(i: usize, r: usize) -> f64 {
 }
 
 fn main() {
+    for members in [5, 9, 12] {
+        bench(members);
+    }
+}
+
+fn bench(count: usize) {
+    let members: Vec<String> = (1..=count).map(|m| format!("m{m}")).collect();
     let dir = tempfile::tempdir().unwrap();
     let (_, router) = common::start_server_with(dir.path(), Vec::new());
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -48,7 +57,7 @@ fn main() {
         .build()
         .unwrap();
     let seconds = rt.block_on(async {
-        for (m, judge) in MEMBERS.iter().enumerate() {
+        for (m, judge) in members.iter().enumerate() {
             for (r, rubric) in RUBRICS.iter().enumerate() {
                 let anchors: Vec<Value> = (0..ITEMS)
                     .map(|i| json!({"item_id": format!("i{i}"), "judge_score": score(i, m, r), "reference_score": reference(i, r)}))
@@ -59,7 +68,7 @@ fn main() {
             }
         }
         let res = common::call(&router, "POST", "/v1/panels",
-            json!({"name": "jury", "judges": MEMBERS}).to_string()).await;
+            json!({"name": "jury", "judges": members}).to_string()).await;
         assert_eq!(res["name"], "jury", "{res}");
         let started = Instant::now();
         let job = common::call(&router, "POST", "/v1/judges/jury/calibrations",
@@ -76,16 +85,18 @@ fn main() {
         started.elapsed().as_secs_f64()
     });
     println!(
-        "1. panel of 5 judges, 6 rubrics x {ITEMS} items, auto, POST to succeeded: {seconds:.1} s (issue: <= 60 s)"
+        "1. panel of {count} judges, 6 rubrics x {ITEMS} items, auto, POST to succeeded: {seconds:.1} s (issue: <= 60 s)"
     );
     for missing in [0usize, 5] {
         let items: Vec<Value> = (0..BATCH)
             .map(|i| {
-                let scores: serde_json::Map<String, Value> = MEMBERS
+                let scores: serde_json::Map<String, Value> = members
                     .iter()
                     .enumerate()
-                    .filter(|(m, _)| !(missing > 0 && i % missing == 0 && *m == i % 5))
-                    .map(|(m, j)| ((*j).to_owned(), json!(score(ITEMS + i, m, 0))))
+                    .filter(|(m, _)| {
+                        !(missing > 0 && i % missing == 0 && *m == (i / missing) % count)
+                    })
+                    .map(|(m, j)| (j.clone(), json!(score(ITEMS + i, m, 0))))
                     .collect();
                 json!({"scores": scores})
             })
@@ -96,7 +107,7 @@ fn main() {
         });
         common::report(
             &format!(
-                "2. correct {BATCH} panel items in one request, {} (in-process; issue: <= 50 ms)",
+                "2. correct {BATCH} items of a {count}-judge panel in one request, {} (in-process; issue: <= 50 ms)",
                 if missing > 0 {
                     "a fifth missing a member"
                 } else {

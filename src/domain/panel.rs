@@ -30,12 +30,17 @@ pub fn parse_member_scores(
             }
             item.into_iter()
                 .filter_map(|(name, score)| {
-                    let at = format!("{field}.{name}");
+                    // The field's name is built only for a problem: a batch has 100,000s.
+                    let at = || format!("{field}.{name}");
                     if !(score.is_finite() && score.abs() <= 1e9) {
-                        problems.push(Problem::at(row, &at, "must be a finite number within ±1e9"));
+                        problems.push(Problem::at(
+                            row,
+                            &at(),
+                            "must be a finite number within ±1e9",
+                        ));
                     }
                     JudgeName::parse(&name)
-                        .map_err(|e| problems.push(Problem::at(row, &at, e)))
+                        .map_err(|e| problems.push(Problem::at(row, &at(), e)))
                         .ok()
                         .map(|j| (j, score))
                 })
@@ -72,7 +77,7 @@ impl NewPanel {
                 None,
                 "judges",
                 format!(
-                    "a panel has 2 to {MAX_MEMBERS} judges (its sub-panels for items a judge did not score number 2^judges − 1); got {}",
+                    "a panel has 2 to {MAX_MEMBERS} judges; got {}",
                     judges.len()
                 ),
             ));

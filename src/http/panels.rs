@@ -19,9 +19,9 @@ pub struct PanelRequest {
     /// The panel's name: a judge name no judge's anchors use.
     #[schema(schema_with = schema::judge_name)]
     name: String,
-    /// Its members, 2 to 6 judges, in order. Each member's anchors of an item must carry the
+    /// Its members, 2 to 12 judges, in order. Each member's anchors of an item must carry the
     /// same reference score.
-    #[schema(example = json!(["gpt-4o-mini", "claude-haiku", "llama-3-8b"]), min_items = 2, max_items = 6)]
+    #[schema(example = json!(["gpt-4o-mini", "claude-haiku", "llama-3-8b"]), min_items = 2, max_items = 12)]
     judges: Vec<String>,
 }
 
@@ -66,7 +66,7 @@ fn name_of(raw: &str) -> Result<JudgeName, ApiError> {
     responses(
         (status = 201, body = PanelDto),
         (status = 409, description = "The name is a panel already or a judge with anchors, or a member is a panel", body = ErrorBody),
-        (status = 422, description = "Bad name, or not 2 to 6 distinct judges", body = ErrorBody),
+        (status = 422, description = "Bad name, or not 2 to 12 distinct judges", body = ErrorBody),
     ),
     security(("api_key" = ["train"]))
 )]
@@ -183,7 +183,9 @@ pub struct PanelPlanDto {
     /// are one judge's).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub effective_judges: Option<f64>,
-    /// Every sub-panel, the full panel last.
+    /// Every sub-panel, the full panel last. A panel of more than six members lists each
+    /// member alone, the cheapest sub-panel of each size and the full panel: all 2^M − 1 are
+    /// weighed, the thousands are not listed.
     pub sub_panels: Vec<SubPanelPlanDto>,
     /// The sub-panel with the lowest total cost.
     pub cheapest: SubPanelPlanDto,

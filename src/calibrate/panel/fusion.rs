@@ -12,12 +12,16 @@
 //! members present (every sub-panel is fitted on the same anchors), with that fit's own
 //! posterior intervals: wider where the missing members carried weight.
 
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::Mutex;
+
 use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Fused, MAX_MEMBERS, MemberWeight, StackOptions, StackPosterior, StackPriors, Stats, fit,
-    fit_sub_panels, members_of,
+    FITTED_MEMBERS, Fused, MAX_MEMBERS, MemberWeight, StackFit, StackOptions, StackPosterior,
+    StackPriors, Stats, fit, fit_sub_panels, members_of,
 };
 use crate::calibrate::bayes::FitOptions;
 use crate::calibrate::corrector::{Run, folds};
@@ -70,11 +74,20 @@ pub struct SubPanel {
 
 impl SubPanel {
     fn of(members: Vec<usize>, p: &StackPosterior) -> Self {
+        Self::from_parts(members, &p.mean, &p.cov, p.sigma2_mean)
+    }
+
+    fn from_parts(
+        members: Vec<usize>,
+        mean: &DVector<f64>,
+        cov: &DMatrix<f64>,
+        sigma2: f64,
+    ) -> Self {
         Self {
             members,
-            mean: p.mean.iter().copied().collect(),
-            cov: p.cov.transpose().iter().copied().collect(),
-            sigma2: p.sigma2_mean,
+            mean: mean.iter().copied().collect(),
+            cov: cov.transpose().iter().copied().collect(),
+            sigma2,
         }
     }
 
@@ -98,6 +111,74 @@ impl SubPanel {
 }
 
 /// An input's held-out figures: its cross-fitted fused scores against the references.
+/// One rubric's anchor statistics (n, XᵀX row-major, Xᵀy, yᵀy for X = [1, every member's
+/// score]) and the stacking's coefficient priors: what a sub-panel that was not fitted by NUTS
+/// is computed from ([`Stats::conjugate`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PanelStats {
+    pub n: f64,
+    pub gram: Vec<f64>,
+    pub xty: Vec<f64>,
+    pub yty: f64,
+    pub prior_mean: Vec<f64>,
+    pub prior_sd: Vec<f64>,
+}
+
+impl PanelStats {
+    fn of(s: &Stats, priors: &StackPriors) -> Self {
+        Self {
+            n: s.n,
+            gram: s.gram.transpose().iter().copied().collect(),
+            xty: s.xty.iter().copied().collect(),
+            yty: s.yty,
+            prior_mean: priors.mean.clone(),
+            prior_sd: priors.sd.clone(),
+        }
+    }
+
+    /// Sub-panel `members`' conjugate fit; `None` where the statistics do not hold them.
+    fn sub_panel(&self, members: &[usize]) -> Option<SubPanel> {
+        let p = self.xty.len();
+        if self.gram.len() != p * p || members.iter().any(|&m| m + 1 >= p) {
+            return None;
+        }
+        let stats = Stats {
+            n: self.n,
+            gram: DMatrix::from_row_slice(p, p, &self.gram),
+            xty: DVector::from_column_slice(&self.xty),
+            yty: self.yty,
+        }
+        .select(members);
+        let columns: Vec<usize> = std::iter::once(0)
+            .chain(members.iter().map(|m| m + 1))
+            .collect();
+        let pick = |v: &[f64]| -> Option<Vec<f64>> {
+            columns.iter().map(|&i| v.get(i).copied()).collect()
+        };
+        let (mean, cov, sigma2) =
+            stats.conjugate(&pick(&self.prior_mean)?, &pick(&self.prior_sd)?)?;
+        Some(SubPanel::from_parts(members.to_vec(), &mean, &cov, sigma2))
+    }
+}
+
+/// Sub-panels computed from a version's statistics, kept by bit mask for the life of the
+/// loaded version (a batch of items missing members asks for the same few again and again).
+/// Not stored, never compared.
+#[derive(Debug, Default)]
+pub struct SubPanelCache(Mutex<HashMap<usize, SubPanel>>);
+
+impl Clone for SubPanelCache {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+impl PartialEq for SubPanelCache {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InputFigures {
     pub members: Vec<usize>,
@@ -134,6 +215,12 @@ pub struct Fusion {
     /// kept of each (`anchors.len()` items).
     #[serde(default)]
     pub member_anchors: Vec<usize>,
+    /// The rubric's anchor statistics, from which a panel of more than [`FITTED_MEMBERS`]
+    /// members computes the sub-panels it did not fit (`None` in versions trained before).
+    #[serde(default)]
+    pub stats: Option<PanelStats>,
+    #[serde(skip)]
+    pub cache: SubPanelCache,
 }
 
 /// How one item's scores were fused.
@@ -151,8 +238,35 @@ fn mask_of(members: &[usize]) -> usize {
 
 impl Fusion {
     /// The sub-panel of `members`.
-    pub fn sub_panel(&self, members: &[usize]) -> Option<&SubPanel> {
-        self.sub_panels.get(mask_of(members).checked_sub(1)?)
+    pub fn sub_panel(&self, members: &[usize]) -> Option<Cow<'_, SubPanel>> {
+        self.sub_panel_kept(members, true)
+    }
+
+    /// As [`Fusion::sub_panel`], without keeping a computed one (a plan weighs thousands once).
+    pub fn fresh_sub_panel(&self, members: &[usize]) -> Option<Cow<'_, SubPanel>> {
+        self.sub_panel_kept(members, false)
+    }
+
+    fn sub_panel_kept(&self, members: &[usize], keep: bool) -> Option<Cow<'_, SubPanel>> {
+        let mask = mask_of(members);
+        if self.sub_panels.len() + 1 == 1 << self.members.len() {
+            return self.sub_panels.get(mask.checked_sub(1)?).map(Cow::Borrowed);
+        }
+        if let Some(fitted) = self.sub_panels.iter().find(|s| s.members == members) {
+            return Some(Cow::Borrowed(fitted));
+        }
+        if members.is_empty() || members.iter().any(|&m| m >= self.members.len()) {
+            return None;
+        }
+        let lock = || self.cache.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(sub) = lock().get(&mask).cloned() {
+            return Some(Cow::Owned(sub));
+        }
+        let sub = self.stats.as_ref()?.sub_panel(members)?;
+        if keep {
+            lock().insert(mask, sub.clone());
+        }
+        Some(Cow::Owned(sub))
     }
 
     /// How much more a reference strays from an item's fused score when only `members`
@@ -246,6 +360,40 @@ fn options_for(opts: &StackOptions, members: &[usize], seed: u64) -> StackOption
 /// Fits a panel's fusion layer to its rubrics' anchors (`cells[r]`, each row every member's
 /// score and the reference): the cross-fitted fused scores of each input considered, the input
 /// served per rubric, and every sub-panel on all anchors. `members` are the judges' names.
+/// The sub-panels fitted by NUTS, each with its members: every one where the panel has at most
+/// [`FITTED_MEMBERS`] members (in bit-mask order, the full panel last); above that each member
+/// alone and the full panel (last), the others computed from the statistics when an item asks
+/// for them (2¹² − 1 NUTS fits would take hours).
+fn fitted_sub_panels(
+    stats: &[Stats],
+    opts: &StackOptions,
+    progress: &(dyn Fn(f64) + Sync),
+) -> Result<Vec<(Vec<usize>, StackFit)>, String> {
+    let m = opts.priors.mean.len().saturating_sub(1);
+    if m <= FITTED_MEMBERS {
+        let panels = fit_sub_panels(stats, opts, progress)?;
+        return Ok(panels
+            .fits
+            .into_iter()
+            .enumerate()
+            .map(|(i, f)| (members_of(i + 1, m), f))
+            .collect());
+    }
+    let sets: Vec<Vec<usize>> = (0..m)
+        .map(|k| vec![k])
+        .chain(std::iter::once((0..m).collect()))
+        .collect();
+    let mut out = Vec::with_capacity(sets.len());
+    for (i, set) in sets.into_iter().enumerate() {
+        let sub: Vec<Stats> = stats.iter().map(|s| s.select(&set)).collect();
+        let seed = opts.sampler.seed.wrapping_add(mask_of(&set) as u64);
+        let f = fit(&sub, &options_for(opts, &set, seed), &|_| {})?;
+        out.push((set, f));
+        progress((i + 1) as f64 / (m + 1) as f64);
+    }
+    Ok(out)
+}
+
 pub fn fit_fusion(
     cells: &[PanelRows],
     members: &[String],
@@ -326,7 +474,18 @@ pub fn fit_fusion(
         .map(|c| Stats::of(m, c.iter().map(|(js, y)| (js.as_slice(), *y))))
         .collect();
     let sub_run = run.part(0.5, 1.0);
-    let panels = fit_sub_panels(&stats, &opts.stack, &|s| sub_run.report(s))?;
+    let fitted = fitted_sub_panels(&stats, &opts.stack, &|s| sub_run.report(s))?;
+    let fitted_of = |members: &[usize]| {
+        fitted
+            .iter()
+            .find(|(set, _)| set.as_slice() == members)
+            .map(|(_, f)| f)
+            .ok_or_else(|| format!("sub-panel {members:?} was not fitted"))
+    };
+    let full = fitted_of(&(0..m).collect::<Vec<_>>())?;
+    let singles = (0..m)
+        .map(|k| fitted_of(&[k]))
+        .collect::<Result<Vec<_>, _>>()?;
     if run.cancelled() {
         return Err("cancelled".into());
     }
@@ -353,13 +512,14 @@ pub fn fit_fusion(
             let chosen = (0..inputs.len())
                 .min_by(|&a, &b| considered[a].mae.total_cmp(&considered[b].mae))
                 .unwrap_or(0);
-            let sub_panels = (1..(1usize << m))
-                .map(|mask| SubPanel::of(members_of(mask, m), &panels.fits[mask - 1].rubrics[r]))
+            let sub_panels = fitted
+                .iter()
+                .map(|(set, f)| SubPanel::of(set.clone(), &f.rubrics[r]))
                 .collect();
-            let weights = panels.full().rubrics[r].members.clone();
+            let weights = full.rubrics[r].members.clone();
             let residuals: Vec<Vec<f64>> = (0..m)
                 .map(|k| {
-                    let single = &panels.fits[(1usize << k) - 1].rubrics[r];
+                    let single = &singles[k].rubrics[r];
                     c.iter()
                         .map(|(js, y)| y - single.mean[0] - single.mean[1] * js[k])
                         .collect()
@@ -382,6 +542,8 @@ pub fn fit_fusion(
                     .collect(),
                 member_versions: Vec::new(),
                 member_anchors: Vec::new(),
+                stats: Some(PanelStats::of(&stats[r], &opts.stack.priors)),
+                cache: SubPanelCache::default(),
             }
         })
         .collect();
@@ -433,6 +595,121 @@ mod tests {
                 (js, 3.0 + q + 0.3 * standard_normal(rng))
             })
             .collect()
+    }
+
+    /// Twelve members seeing a quality through noise of sd 0.6 to 1.7; the reference is the
+    /// quality plus noise of sd 0.3.
+    fn twelve(rng: &mut Rng, n: usize) -> PanelRows {
+        (0..n)
+            .map(|_| {
+                let q = standard_normal(rng);
+                let js = (0..12)
+                    .map(|k| 3.0 + q + (0.6 + 0.1 * k as f64) * standard_normal(rng))
+                    .collect();
+                (js, 3.0 + q + 0.3 * standard_normal(rng))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_twelve_member_panel_serves_any_missing_members_from_its_statistics_with_bands_that_cover()
+    {
+        use crate::calibrate::rng::RngExt;
+        let mut rng = Rng::seed_from_u64(12);
+        let cells: Vec<PanelRows> = (0..2).map(|_| twelve(&mut rng, 300)).collect();
+        let names: Vec<String> = (0..12).map(|k| format!("m{k}")).collect();
+        let mut opts = FusionOptions::new(12, 3, false);
+        opts.stack.sampler.warmup = 300;
+        opts.stack.sampler.draws = 400;
+        let cancel = AtomicBool::new(false);
+        let fusions = fit_fusion(&cells, &names, &opts, &Run::new(&cancel, &|_| {})).unwrap();
+        for (r, f) in fusions.iter().enumerate() {
+            // NUTS fitted each member alone and the full panel; nothing else is stored.
+            assert_eq!(f.sub_panels.len(), 13, "rubric {r}");
+            assert!(f.stats.is_some());
+            // Fresh items with a quarter of the scores missing at random: each is served by the
+            // sub-panel of the members present, computed on demand, and its 95% band covers.
+            let (mut inside, mut items, mut masks) = (0usize, 0usize, Vec::new());
+            let (mut whole_width, mut part_width) = (Vec::new(), Vec::new());
+            for (js, y) in twelve(&mut rng, 2000) {
+                let scores: Vec<Option<f64>> = js
+                    .iter()
+                    .map(|&j| (!rng.random_bool(0.25)).then_some(j))
+                    .collect();
+                let fused = match f.fuse(&scores) {
+                    Ok(FusedScore::Partial { members, fused }) => {
+                        masks.push(mask_of(&members));
+                        part_width.push(fused.predictive.1 - fused.predictive.0);
+                        fused
+                    }
+                    Ok(FusedScore::Whole(_)) => {
+                        let fused = f.sub_panel(&f.input).unwrap().correct(&js);
+                        whole_width.push(fused.predictive.1 - fused.predictive.0);
+                        fused
+                    }
+                    Err(e) => {
+                        assert!(scores.iter().all(Option::is_none), "{e}");
+                        continue;
+                    }
+                };
+                items += 1;
+                inside += usize::from((fused.predictive.0..=fused.predictive.1).contains(&y));
+            }
+            masks.sort_unstable();
+            masks.dedup();
+            let rate = inside as f64 / items as f64;
+            eprintln!(
+                "rubric {r}: {items} items, {} distinct sub-panels, coverage {:.1}%, mean widths {:.3} whole vs {:.3} partial",
+                masks.len(),
+                100.0 * rate,
+                crate::calibrate::stats::mean(&whole_width),
+                crate::calibrate::stats::mean(&part_width)
+            );
+            assert!(masks.len() > 500, "{}", masks.len());
+            assert!((0.935..=0.965).contains(&rate), "rubric {r}: {rate}");
+            // A computed sub-panel of every member is the NUTS fit's within its error.
+            let closed = f
+                .stats
+                .as_ref()
+                .unwrap()
+                .sub_panel(&(0..12).collect::<Vec<_>>())
+                .unwrap();
+            let nuts = f.sub_panel(&f.input).unwrap();
+            assert!(
+                (closed.sigma2 - nuts.sigma2).abs() < 0.1 * nuts.sigma2,
+                "{closed:?} vs {nuts:?}"
+            );
+            let probe = vec![3.5; 12];
+            assert!((closed.score(&probe) - nuts.score(&probe)).abs() < 0.05);
+            // The plan weighs all 4,095 sub-panels and lists a member alone, the cheapest of
+            // each size and the full panel; its cheapest is the brute force's.
+            let ask = super::super::plan::PlanAsk {
+                run_size: 1000,
+                half_width: 0.05,
+                level: 0.95,
+                costs: vec![1.0; 12],
+                label_cost: 20.0,
+            };
+            let plan = f.plan(&ask);
+            assert!(plan.sub_panels.len() <= 24, "{}", plan.sub_panels.len());
+            let best = (1..(1usize << 12))
+                .map(|mask| {
+                    let sub = f.fresh_sub_panel(&members_of(mask, 12)).unwrap();
+                    let z = crate::calibrate::stats::normal_quantile(0.975);
+                    let labels = super::super::plan::labels_needed(sub.sigma2, 1000, 0.05, z);
+                    (
+                        sub.members.len() as f64 * 1000.0 + 20.0 * labels as f64,
+                        mask,
+                    )
+                })
+                .min_by(|a, b| a.0.total_cmp(&b.0))
+                .unwrap();
+            let cheapest = &plan.sub_panels[plan.cheapest.unwrap()];
+            assert!(
+                (cheapest.total_cost - best.0).abs() < 1e-9,
+                "{cheapest:?} vs {best:?}"
+            );
+        }
     }
 
     #[test]

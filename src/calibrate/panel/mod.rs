@@ -251,8 +251,13 @@ pub struct SubPanels {
     pub fits: Vec<StackFit>,
 }
 
-/// At most this many members, so that a panel's 2^M − 1 sub-panels stay few (63).
-pub const MAX_MEMBERS: usize = 6;
+/// At most this many members in a panel.
+pub const MAX_MEMBERS: usize = 12;
+
+/// Up to this many members every sub-panel (2^M − 1, at most 63) is fitted by NUTS with the
+/// rubrics pooled; a larger panel fits the full panel and each member alone so, and computes any
+/// other sub-panel an item needs from its rubric's statistics (`Stats::conjugate`).
+pub const FITTED_MEMBERS: usize = 6;
 
 /// The members of bit mask `mask`, in order.
 pub fn members_of(mask: usize, members: usize) -> Vec<usize> {
@@ -267,9 +272,9 @@ pub fn fit_sub_panels(
     progress: &(dyn Fn(f64) + Sync),
 ) -> Result<SubPanels, String> {
     let members = opts.priors.mean.len().saturating_sub(1);
-    if !(1..=MAX_MEMBERS).contains(&members) {
+    if !(1..=FITTED_MEMBERS).contains(&members) {
         return Err(format!(
-            "a panel has 1 to {MAX_MEMBERS} members, not {members}"
+            "every sub-panel is fitted for 1 to {FITTED_MEMBERS} members, not {members}"
         ));
     }
     let total = (1usize << members) - 1;

@@ -68,6 +68,54 @@ impl Stats {
         }
     }
 
+    /// The closed-form posterior of this rubric's coefficients alone (no pooling across
+    /// rubrics): θ ~ Normal(`prior_mean`, diag(`prior_sd`²)) a priori and, given σ², the
+    /// conjugate normal posterior; σ² at its fixed point (‖y − Xθ̂‖² + 1) / (n − h + 1), h the
+    /// coefficients' effective number (the trace of the hat matrix, below P where the prior
+    /// binds) and the 1s one pseudo-observation of unit variance (the stacking's σ ~
+    /// HalfNormal(1) has mean square 1), so that a few anchors give a finite σ². Returns the
+    /// posterior mean and covariance and σ²; `None` where the posterior precision is singular.
+    pub fn conjugate(
+        &self,
+        prior_mean: &[f64],
+        prior_sd: &[f64],
+    ) -> Option<(DVector<f64>, DMatrix<f64>, f64)> {
+        let p = self.xty.len();
+        if prior_mean.len() != p
+            || prior_sd.len() != p
+            || prior_sd.iter().any(|s| s.is_nan() || *s <= 0.0)
+        {
+            return None;
+        }
+        let m = DVector::from_column_slice(prior_mean);
+        let precision = DVector::from_iterator(p, prior_sd.iter().map(|s| 1.0 / (s * s)));
+        let n = self.n.max(0.0);
+        let spread = if n >= 2.0 {
+            self.yty / n - (self.xty[0] / n).powi(2)
+        } else {
+            1.0
+        };
+        let posterior = |s2: f64| {
+            let a = &self.gram / s2 + DMatrix::from_diagonal(&precision);
+            let cov = a.cholesky()?.inverse();
+            let mean = &cov * (&self.xty / s2 + precision.component_mul(&m));
+            Some((mean, cov))
+        };
+        let mut s2 = spread.max(1e-6);
+        for _ in 0..100 {
+            let (mean, cov) = posterior(s2)?;
+            let hat = (&self.gram * &cov).trace() / s2;
+            let next = ((self.sse(&mean) + 1.0) / ((n - hat).max(0.0) + 1.0)).max(1e-12);
+            let done = (next - s2).abs() <= 1e-10 * s2;
+            s2 = next;
+            if done {
+                break;
+            }
+        }
+        let (mean, cov) = posterior(s2)?;
+        Some((mean, cov, s2))
+    }
+
     /// ‖y − Xθ‖².
     fn sse(&self, theta: &DVector<f64>) -> f64 {
         (self.yty - 2.0 * theta.dot(&self.xty) + theta.dot(&(&self.gram * theta))).max(0.0)
@@ -375,6 +423,47 @@ mod tests {
 
     fn stats_of(members: usize, rows: &[(Vec<f64>, f64)]) -> Stats {
         Stats::of(members, rows.iter().map(|(js, y)| (js.as_slice(), *y)))
+    }
+
+    #[test]
+    fn its_conjugate_posterior_is_least_squares_under_a_flat_prior_and_shrinks_with_few_anchors() {
+        let mut rng = Rng::seed_from_u64(8);
+        let weights = [0.5, 0.3, -0.2];
+        let data = rows(&mut rng, 400, &weights, 0.4);
+        let s = stats_of(3, &data);
+        let (mean, cov, s2) = s.conjugate(&[0.0; 4], &[1e6; 4]).unwrap();
+        // Least squares from the rows themselves (SVD of the design, not the Gram).
+        let x = DMatrix::from_fn(
+            data.len(),
+            4,
+            |i, k| if k == 0 { 1.0 } else { data[i].0[k - 1] },
+        );
+        let y = DVector::from_iterator(data.len(), data.iter().map(|(_, y)| *y));
+        let ols = x.clone().svd(true, true).solve(&y, 1e-12).unwrap();
+        assert!((&mean - &ols).amax() < 1e-6, "{mean} vs {ols}");
+        // σ² is the residual variance on n − P + 1 degrees of freedom plus the pseudo-row, and
+        // the covariance σ²(XᵀX)⁻¹.
+        let sse = (&y - &x * &ols).norm_squared();
+        let expected = (sse + 1.0) / (400.0 - 4.0 + 1.0);
+        assert!(
+            (s2 - expected).abs() < 1e-9 * expected,
+            "{s2} vs {expected}"
+        );
+        let ols_cov = (x.transpose() * &x).try_inverse().unwrap() * s2;
+        assert!((&cov - &ols_cov).amax() < 1e-9, "{cov} vs {ols_cov}");
+        assert!((s2.sqrt() - 0.4).abs() < 0.05, "σ {}", s2.sqrt());
+        // Three anchors and thirteen coefficients: the prior holds the weights near its mean,
+        // σ² stays finite, and the posterior sd of a weight is below the prior's.
+        let few = rows(&mut rng, 3, &[0.1; 12], 0.4);
+        let s = stats_of(12, &few);
+        let prior = StackPriors::average(12);
+        let (mean, cov, s2) = s.conjugate(&prior.mean, &prior.sd).unwrap();
+        assert!(s2.is_finite() && s2 > 0.0, "{s2}");
+        for i in 1..13 {
+            assert!((mean[i] - prior.mean[i]).abs() < 1.0, "{mean}");
+            assert!(cov[(i, i)].sqrt() < prior.sd[i], "{cov}");
+        }
+        assert!(s.conjugate(&prior.mean[..3], &prior.sd[..3]).is_none());
     }
 
     #[test]

@@ -18,7 +18,8 @@
 
 use nalgebra::DMatrix;
 
-use super::fusion::Fusion;
+use super::FITTED_MEMBERS;
+use super::fusion::{Fusion, SubPanel};
 use crate::calibrate::stats::normal_quantile;
 
 /// What a plan is asked.
@@ -56,7 +57,9 @@ pub struct PanelPlan {
     /// panel's members are worth (M where their errors are independent, 1 where they are one
     /// judge's); `None` where the version did not record R.
     pub effective_judges: Option<f64>,
-    /// Every sub-panel, in bit-mask order (the full panel last).
+    /// Every sub-panel, in bit-mask order (the full panel last). A panel of more than
+    /// [`FITTED_MEMBERS`] members lists each member alone, the cheapest sub-panel of every
+    /// size and the full panel (its 2^M − 1 are all weighed, but thousands are not listed).
     pub sub_panels: Vec<SubPanelPlan>,
     /// The sub-panel with the lowest total cost.
     pub cheapest: Option<usize>,
@@ -93,22 +96,38 @@ impl Fusion {
     /// The plan for `ask` (its `costs` in member order).
     pub fn plan(&self, ask: &PlanAsk) -> PanelPlan {
         let z = normal_quantile(1.0 - (1.0 - ask.level) / 2.0);
-        let sub_panels: Vec<SubPanelPlan> = self
-            .sub_panels
-            .iter()
-            .map(|sub| {
-                let cost_per_item: f64 = sub.members.iter().map(|&k| ask.costs[k]).sum();
-                let labels = labels_needed(sub.sigma2, ask.run_size, ask.half_width, z);
-                SubPanelPlan {
-                    members: sub.members.clone(),
-                    cost_per_item,
-                    residual_sd: sub.sigma2.max(0.0).sqrt(),
-                    labels,
-                    total_cost: ask.run_size as f64 * cost_per_item
-                        + labels as f64 * ask.label_cost,
-                }
-            })
+        let weigh = |sub: &SubPanel| {
+            let cost_per_item: f64 = sub.members.iter().map(|&k| ask.costs[k]).sum();
+            let labels = labels_needed(sub.sigma2, ask.run_size, ask.half_width, z);
+            SubPanelPlan {
+                members: sub.members.clone(),
+                cost_per_item,
+                residual_sd: sub.sigma2.max(0.0).sqrt(),
+                labels,
+                total_cost: ask.run_size as f64 * cost_per_item + labels as f64 * ask.label_cost,
+            }
+        };
+        let m = self.members.len();
+        let all: Vec<SubPanelPlan> = (1..(1usize << m))
+            .filter_map(|mask| self.fresh_sub_panel(&super::members_of(mask, m)))
+            .map(|sub| weigh(&sub))
             .collect();
+        let sub_panels = if m <= FITTED_MEMBERS {
+            all
+        } else {
+            let cheapest_of = |size: usize| {
+                all.iter()
+                    .filter(|s| s.members.len() == size)
+                    .min_by(|a, b| a.total_cost.total_cmp(&b.total_cost))
+                    .map(|s| s.members.clone())
+            };
+            let listed: Vec<Vec<usize>> = (1..=m).filter_map(cheapest_of).collect();
+            all.into_iter()
+                .filter(|s| {
+                    s.members.len() == 1 || s.members.len() == m || listed.contains(&s.members)
+                })
+                .collect()
+        };
         let cheapest = (0..sub_panels.len()).min_by(|&a, &b| {
             sub_panels[a]
                 .total_cost

@@ -603,7 +603,130 @@ async fn a_panel_fits_the_judge_versions_its_members_are_served_by(backend: Back
     }
 }
 
+/// Twelve judges seeing a quality of sd 0.6 through noise of sd 0.3 to 0.85; the reference is
+/// the quality plus noise of sd 0.2.
+fn twelve(rng: &mut Normals) -> (Vec<f64>, f64) {
+    let q = 0.6 * rng.next();
+    let js = (0..12)
+        .map(|k| 3.0 + q + (0.3 + 0.05 * k as f64) * rng.next())
+        .collect();
+    (js, 3.0 + q + 0.2 * rng.next())
+}
+
+async fn a_twelve_member_panel_is_trained_and_serves_items_missing_any_members(backend: Backend) {
+    let app = TestApp::new(backend).await;
+    let mut rng = Normals(0x1234_5678_9abc);
+    let judges: Vec<String> = (0..12).map(|k| format!("m{k}")).collect();
+    let items: Vec<(Vec<f64>, f64)> = (0..150).map(|_| twelve(&mut rng)).collect();
+    for (k, judge) in judges.iter().enumerate() {
+        let rows: Vec<Value> = items
+            .iter()
+            .enumerate()
+            .map(|(i, (js, y))| json!({"item_id": format!("it-{i}"), "judge_score": js[k], "reference_score": y}))
+            .collect();
+        let res = app
+            .json(
+                "POST",
+                "/v1/anchors",
+                &json!({"judge": judge, "rubric": "r1", "anchors": rows}),
+            )
+            .await;
+        assert_eq!(res.status, 200, "{}", res.body);
+    }
+    let mut thirteen = judges.clone();
+    thirteen.push("m12".into());
+    let refused = app
+        .json(
+            "POST",
+            "/v1/panels",
+            &json!({"name": "big", "judges": thirteen}),
+        )
+        .await;
+    let details = assert_error(&refused, 422, "invalid_input");
+    assert!(
+        details[0]["problem"].as_str().unwrap().contains("2 to 12"),
+        "{details:?}"
+    );
+    defined(&app, "jury", json!(judges)).await;
+    let job = finished(
+        &app,
+        &train(&app, "jury", json!({"method": "bayes", "options": quick()})).await,
+    )
+    .await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+
+    // Fresh items, each member's score missing with probability 1/4: every item is served by
+    // the members present, its band at least a complete item's at the same score, and the
+    // bands cover about 95%.
+    let fresh: Vec<(Vec<f64>, f64)> = (0..400).map(|_| twelve(&mut rng)).collect();
+    let mut partial = 0;
+    let scores: Vec<Value> = fresh
+        .iter()
+        .map(|(js, _)| {
+            let kept: serde_json::Map<String, Value> = judges
+                .iter()
+                .zip(js)
+                .filter(|_| rng.uniform() > 0.25)
+                .map(|(j, s)| (j.clone(), json!(s)))
+                .collect();
+            partial += usize::from(kept.len() < 12);
+            json!({"scores": kept})
+        })
+        .filter(|v| !v["scores"].as_object().unwrap().is_empty())
+        .collect();
+    let res = app
+        .json(
+            "POST",
+            "/v1/correct",
+            &json!({"judge": "jury", "rubric": "r1", "items": scores}),
+        )
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let results = res.body["results"].as_array().unwrap();
+    assert_eq!(results.len(), scores.len());
+    let mut inside = 0;
+    for (r, (sent, (_, y))) in results.iter().zip(scores.iter().zip(&fresh)) {
+        let present = sent["scores"].as_object().unwrap().len();
+        if present < 12 {
+            assert_eq!(r["members"].as_array().map(Vec::len), Some(present), "{r}");
+        }
+        let (lo, hi) = (
+            r["predictive"][0].as_f64().unwrap(),
+            r["predictive"][1].as_f64().unwrap(),
+        );
+        inside += usize::from((lo..=hi).contains(y));
+    }
+    assert!(partial > 350, "{partial}");
+    let rate = inside as f64 / results.len() as f64;
+    eprintln!(
+        "12 members: {} fresh items, {partial} missing some member, {:.1}% covered",
+        results.len(),
+        100.0 * rate
+    );
+    assert!((0.9..=0.99).contains(&rate), "{rate}");
+
+    // The plan weighs every sub-panel and lists each member alone, the cheapest of each size
+    // and the full panel.
+    let plan = app
+        .json(
+            "POST",
+            "/v1/panels/jury/plan",
+            &json!({"rubric": "r1", "run_size": 1000, "target_half_width": 0.03, "label_cost": 20}),
+        )
+        .await;
+    assert_eq!(plan.status, 200, "{}", plan.body);
+    let listed = plan.body["sub_panels"].as_array().unwrap();
+    assert!((13..=24).contains(&listed.len()), "{}", plan.body);
+    let cheapest = plan.body["cheapest"]["total_cost"].as_f64().unwrap();
+    assert!(
+        listed
+            .iter()
+            .all(|s| s["total_cost"].as_f64().unwrap() >= cheapest - 1e-9)
+    );
+}
+
 on_both_backends!(
+    a_twelve_member_panel_is_trained_and_serves_items_missing_any_members,
     a_panel_is_defined_trained_and_serves_its_members_fused,
     a_panel_fits_the_judge_versions_its_members_are_served_by,
     members_whose_references_disagree_are_refused_naming_the_items,

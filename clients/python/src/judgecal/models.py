@@ -574,7 +574,7 @@ class ItemScore(BaseModel):
             Scores,
         ]
         | None
-    ) = Field(None, examples=[{'claude-haiku': 4.0, 'gpt-4o-mini': 3.5}], max_length=6, min_length=1)
+    ) = Field(None, examples=[{'claude-haiku': 4.0, 'gpt-4o-mini': 3.5}], max_length=12, min_length=1)
     """
     A panel's item: each member's raw score by judge name (members that did not score the item left out); instead of `score`.
     """
@@ -845,11 +845,11 @@ class PanelRequest(BaseModel):
     judges: list[str] = Field(
         ...,
         examples=[['gpt-4o-mini', 'claude-haiku', 'llama-3-8b']],
-        max_length=6,
+        max_length=12,
         min_length=2,
     )
     """
-    Its members, 2 to 6 judges, in order. Each member's anchors of an item must carry the
+    Its members, 2 to 12 judges, in order. Each member's anchors of an item must carry the
     same reference score.
     """
     name: str = Field(
@@ -1252,7 +1252,7 @@ class RunItemDto(BaseModel):
             Scores,
         ]
         | None
-    ) = Field(None, examples=[{'claude-haiku': 4.0, 'gpt-4o-mini': 3.5}], max_length=6, min_length=1)
+    ) = Field(None, examples=[{'claude-haiku': 4.0, 'gpt-4o-mini': 3.5}], max_length=12, min_length=1)
     """
     A panel's item: each member's raw score by judge name (members that did not score the item left out); instead of `score`.
     """
@@ -2513,7 +2513,9 @@ class PanelPlanDto(BaseModel):
     rubric: str
     sub_panels: list[SubPanelPlanDto]
     """
-    Every sub-panel, the full panel last.
+    Every sub-panel, the full panel last. A panel of more than six members lists each
+    member alone, the cheapest sub-panel of each size and the full panel: all 2^M − 1 are
+    weighed, the thousands are not listed.
     """
     version: int
     """
