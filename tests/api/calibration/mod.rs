@@ -10,6 +10,7 @@ mod new_user;
 mod panels;
 mod rank;
 mod training;
+mod walkthroughs;
 
 use std::time::{Duration, Instant};
 
