@@ -66,7 +66,7 @@ pub struct NewPanel {
 }
 
 impl NewPanel {
-    /// Checks the name and the members: 2 to 6 distinct judges, none the panel itself.
+    /// Checks the name and the members: 2 to 12 distinct judges, none the panel itself.
     pub fn parse(name: &str, judges: &[String]) -> Result<Self, Vec<Problem>> {
         let mut problems = Vec::new();
         let name = JudgeName::parse(name)

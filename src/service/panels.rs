@@ -303,6 +303,13 @@ impl Service {
         panel: Panel,
         progress: Arc<Progress>,
     ) -> Result<Trained> {
+        // A stored job's request holds the members' versions as an object, read back in the
+        // names' order; the fusion's columns are the panel's order, so put them back in it
+        // (resolving any member the request lacks as at queueing).
+        let mut request = request;
+        request.member_versions = self
+            .member_versions(&panel, &request.member_versions)
+            .await?;
         let joined = self
             .trainable(
                 &panel,
