@@ -245,7 +245,9 @@ impl Service {
                                     FusedScore::Partial { fused, members } => {
                                         served.partial_items += 1;
                                         run.extra_noise += f.extra_noise(&members);
-                                        fused.score
+                                        // The sub-panel's own system bias, where the
+                                        // version's group term was learnt on the input's.
+                                        fused.score + f.group_shift(&members, run.group.as_deref())
                                     }
                                 };
                             }

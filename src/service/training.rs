@@ -189,6 +189,12 @@ pub fn train_panel(
         for ((v, mut f), (j, _)) in trained.iter_mut().zip(fusions).zip(joined) {
             f.member_versions = versions.to_vec();
             f.member_anchors = j.member_anchors.clone();
+            let groups: Vec<Option<&str>> = j
+                .groups
+                .iter()
+                .map(|g| g.as_ref().map(|g| g.as_str()))
+                .collect();
+            f.set_group_means(&j.rows, &groups);
             v.fusion = Some(f);
         }
         // What the finished job shows: the join it fitted.

@@ -219,6 +219,11 @@ pub struct Fusion {
     /// members computes the sub-panels it did not fit (`None` in versions trained before).
     #[serde(default)]
     pub stats: Option<PanelStats>,
+    /// Per system (group) the anchors name: its anchors' count and mean design row [1, each
+    /// member's score], from which a partial item's system shift is computed
+    /// ([`Fusion::group_shift`]; empty in versions trained before).
+    #[serde(default)]
+    pub group_means: std::collections::BTreeMap<String, (usize, Vec<f64>)>,
     #[serde(skip)]
     pub cache: SubPanelCache,
 }
@@ -267,6 +272,53 @@ impl Fusion {
             lock().insert(mask, sub.clone());
         }
         Some(Cow::Owned(sub))
+    }
+
+    /// Records each system's anchors' mean design row (`rows` and `groups` in the same order,
+    /// as the fusion was fitted on).
+    pub fn set_group_means(&mut self, rows: &PanelRows, groups: &[Option<&str>]) {
+        let p = self.members.len() + 1;
+        let mut sums: std::collections::BTreeMap<String, (usize, Vec<f64>)> = Default::default();
+        for ((js, _), g) in rows.iter().zip(groups) {
+            let Some(g) = g else { continue };
+            let entry = sums
+                .entry((*g).to_owned())
+                .or_insert_with(|| (0, vec![0.0; p]));
+            entry.0 += 1;
+            entry.1[0] += 1.0;
+            for (acc, j) in entry.1[1..].iter_mut().zip(js) {
+                *acc += j;
+            }
+        }
+        for (n, sum) in sums.values_mut() {
+            sum.iter_mut().for_each(|v| *v /= *n as f64);
+        }
+        self.group_means = sums;
+    }
+
+    /// What a partial item of system `group` needs added to its sub-panel's fused score so
+    /// that the corrector's group term, learnt on the input's fused scores, applies to it:
+    /// over the system's anchors, the input's mean fused score less the sub-panel's (a member
+    /// that over-rates the system lifts the first and not the second). 0 for a whole item, a
+    /// system the anchors do not name, or a version without the means.
+    pub fn group_shift(&self, members: &[usize], group: Option<&str>) -> f64 {
+        let Some((_, x)) = group.and_then(|g| self.group_means.get(g)) else {
+            return 0.0;
+        };
+        let fused = |sub: &SubPanel| {
+            let picked: Vec<f64> = sub
+                .members
+                .iter()
+                .filter_map(|&m| x.get(m + 1).copied())
+                .collect();
+            sub.score(&picked)
+        };
+        match (self.sub_panel(members), self.sub_panel(&self.input)) {
+            (Some(part), Some(whole)) if members != self.input.as_slice() => {
+                fused(&whole) - fused(&part)
+            }
+            _ => 0.0,
+        }
     }
 
     /// How much more a reference strays from an item's fused score when only `members`
@@ -543,6 +595,7 @@ pub fn fit_fusion(
                 member_versions: Vec::new(),
                 member_anchors: Vec::new(),
                 stats: Some(PanelStats::of(&stats[r], &opts.stack.priors)),
+                group_means: Default::default(),
                 cache: SubPanelCache::default(),
             }
         })
@@ -710,6 +763,70 @@ mod tests {
                 "{cheapest:?} vs {best:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_partial_items_system_shift_restores_the_bias_its_missing_member_carried() {
+        // Member 0 over-rates each of four systems by its own amount (−0.6 to +0.6); members
+        // 1 and 2 are unbiased. An item missing member 0 is fused without that bias, so the
+        // mean residual of its system, which the corrector's group term learns on whole items,
+        // differs unless the system shift is added.
+        let bias = [-0.6, -0.2, 0.2, 0.6];
+        let mut rng = Rng::seed_from_u64(21);
+        let mut item = |g: usize| {
+            let q = standard_normal(&mut rng);
+            let js = vec![
+                3.0 + q + bias[g] + 0.3 * standard_normal(&mut rng),
+                3.0 + q + 0.6 * standard_normal(&mut rng),
+                3.0 + 0.8 * q + 0.6 * standard_normal(&mut rng),
+            ];
+            (js, 3.0 + q + 0.3 * standard_normal(&mut rng))
+        };
+        let (mut rows, mut groups) = (PanelRows::new(), Vec::new());
+        for g in 0..4 {
+            for _ in 0..150 {
+                rows.push(item(g));
+                groups.push(format!("s{g}"));
+            }
+        }
+        let names: Vec<String> = ["biased", "b", "c"].map(String::from).to_vec();
+        let mut opts = FusionOptions::new(3, 5, false);
+        opts.stack.sampler.warmup = 300;
+        opts.stack.sampler.draws = 400;
+        let cancel = AtomicBool::new(false);
+        let cells = vec![rows.clone()];
+        let mut f = fit_fusion(&cells, &names, &opts, &Run::new(&cancel, &|_| {}))
+            .unwrap()
+            .remove(0);
+        let named: Vec<Option<&str>> = groups.iter().map(|g| Some(g.as_str())).collect();
+        f.set_group_means(&rows, &named);
+        let whole = f.sub_panel(&[0, 1, 2]).unwrap().into_owned();
+        let part = f.sub_panel(&[1, 2]).unwrap().into_owned();
+        let mut spread = 0.0f64;
+        for g in 0..4 {
+            let name = format!("s{g}");
+            let fresh: Vec<(Vec<f64>, f64)> = (0..4000).map(|_| item(g)).collect();
+            let residual = |score: &dyn Fn(&[f64]) -> f64| {
+                fresh.iter().map(|(js, y)| y - score(js)).sum::<f64>() / fresh.len() as f64
+            };
+            let of_whole = residual(&|js| whole.score(js));
+            let shift = f.group_shift(&[1, 2], Some(&name));
+            let unshifted = residual(&|js| part.score(&js[1..]));
+            let shifted = residual(&|js| part.score(&js[1..]) + shift);
+            eprintln!(
+                "system {g}: mean residual {of_whole:+.3} whole, {unshifted:+.3} partial, {shifted:+.3} partial with the shift {shift:+.3}"
+            );
+            assert!(
+                (shifted - of_whole).abs() < 0.04,
+                "{g}: {shifted} vs {of_whole}"
+            );
+            spread = spread.max((unshifted - of_whole).abs());
+        }
+        // Without the shift the partial items' residuals are off by a fair part of the bias.
+        assert!(spread > 0.1, "{spread}");
+        assert_eq!(f.group_shift(&[0, 1, 2], Some("s0")), 0.0);
+        assert_eq!(f.group_shift(&[1, 2], Some("unknown")), 0.0);
+        assert_eq!(f.group_shift(&[1, 2], None), 0.0);
     }
 
     #[test]
