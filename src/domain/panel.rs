@@ -331,7 +331,7 @@ mod tests {
     }
 
     #[test]
-    fn a_panel_names_two_to_six_distinct_judges_other_than_itself() {
+    fn a_panel_names_two_to_twelve_distinct_judges_other_than_itself() {
         let names = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
         let ok = NewPanel::parse("jury", &names(&["a", "b", "c"])).unwrap();
         assert_eq!(ok.judges.len(), 3);
@@ -343,12 +343,10 @@ mod tests {
             fields(NewPanel::parse("jury", &names(&["a", "a", "jury", "b c"]))),
             ["judges[1]", "judges[2]", "judges[3]"]
         );
-        assert_eq!(
-            fields(NewPanel::parse(
-                "",
-                &names(&["a", "b", "c", "d", "e", "f", "g"])
-            )),
-            ["name", "judges"]
-        );
+        let twelve: Vec<String> = (0..12).map(|k| format!("m{k}")).collect();
+        assert_eq!(NewPanel::parse("jury", &twelve).unwrap().judges.len(), 12);
+        let mut thirteen = twelve.clone();
+        thirteen.push("m12".into());
+        assert_eq!(fields(NewPanel::parse("", &thirteen)), ["name", "judges"]);
     }
 }
