@@ -101,6 +101,37 @@ pub(super) async fn finished(app: &TestApp, id: &str) -> Value {
 }
 
 /// Trains `judge` with `body` and waits for the job, which must succeed.
+/// Posts an anchor batch (a `/v1/anchors` JSON body), which must be stored whole.
+pub(super) async fn stored(app: &TestApp, body: Value) -> Value {
+    let res = app.json("POST", "/v1/anchors", &body).await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    res.body
+}
+
+/// The mean absolute error of `/v1/correct`'s `results` against the references `truth`.
+pub(super) fn mae(results: &Value, truth: &[f64]) -> f64 {
+    let results = results.as_array().unwrap();
+    assert_eq!(results.len(), truth.len());
+    results
+        .iter()
+        .zip(truth)
+        .map(|(r, y)| (r["corrected"].as_f64().unwrap() - y).abs())
+        .sum::<f64>()
+        / truth.len() as f64
+}
+
+/// Defines a panel, which must be accepted.
+pub(super) async fn defined(app: &TestApp, name: &str, judges: Value) {
+    let res = app
+        .json(
+            "POST",
+            "/v1/panels",
+            &json!({"name": name, "judges": judges}),
+        )
+        .await;
+    assert_eq!(res.status, 201, "{}", res.body);
+}
+
 pub(super) async fn trained(app: &TestApp, judge: &str, body: Value) -> Value {
     let job = finished(app, &train(app, judge, body).await).await;
     assert_eq!(job["state"], "succeeded", "{job}");

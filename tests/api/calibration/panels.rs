@@ -54,39 +54,13 @@ async fn upload_members(app: &TestApp, rng: &mut Normals) {
                     json!({"item_id": format!("it-{i}"), "judge_score": js[m], "reference_score": y})
                 })
                 .collect();
-            let res = app
-                .json(
-                    "POST",
-                    "/v1/anchors",
-                    &json!({"judge": judge, "rubric": rubric, "anchors": rows}),
-                )
-                .await;
-            assert_eq!(res.status, 200, "{}", res.body);
+            stored(
+                app,
+                json!({"judge": judge, "rubric": rubric, "anchors": rows}),
+            )
+            .await;
         }
     }
-}
-
-/// Defines a panel, which must be accepted.
-async fn defined(app: &TestApp, name: &str, judges: Value) {
-    let res = app
-        .json(
-            "POST",
-            "/v1/panels",
-            &json!({"name": name, "judges": judges}),
-        )
-        .await;
-    assert_eq!(res.status, 201, "{}", res.body);
-}
-
-fn mae(results: &Value, truth: &[f64]) -> f64 {
-    let results = results.as_array().unwrap();
-    assert_eq!(results.len(), truth.len());
-    results
-        .iter()
-        .zip(truth)
-        .map(|(r, y)| (r["corrected"].as_f64().unwrap() - y).abs())
-        .sum::<f64>()
-        / truth.len() as f64
 }
 
 fn width(r: &Value) -> f64 {
@@ -527,14 +501,11 @@ async fn members_whose_references_disagree_are_refused_naming_the_items(backend:
                 json!({"item_id": format!("it-{i}"), "judge_score": 2.0 + (i % 5) as f64 * 0.5, "reference_score": y})
             })
             .collect();
-        let res = app
-            .json(
-                "POST",
-                "/v1/anchors",
-                &json!({"judge": judge, "rubric": "r1", "anchors": rows}),
-            )
-            .await;
-        assert_eq!(res.status, 200, "{}", res.body);
+        stored(
+            &app,
+            json!({"judge": judge, "rubric": "r1", "anchors": rows}),
+        )
+        .await;
     }
     defined(&app, "pair", json!(["a", "b"])).await;
     let refused = app
@@ -574,14 +545,7 @@ async fn a_panel_fits_the_judge_versions_its_members_are_served_by(backend: Back
         ("b", None, 1, 60),
         ("b", Some("v2"), 1, 2),
     ] {
-        let res = app
-            .json(
-                "POST",
-                "/v1/anchors",
-                &json!({"judge": judge, "rubric": "r1", "judge_version": version, "anchors": rows(m, n)}),
-            )
-            .await;
-        assert_eq!(res.status, 200, "{}", res.body);
+        stored(&app, json!({"judge": judge, "rubric": "r1", "judge_version": version, "anchors": rows(m, n)})).await;
     }
     defined(&app, "duo", json!(["a", "b"])).await;
 
@@ -669,14 +633,11 @@ async fn a_twelve_member_panel_is_trained_and_serves_items_missing_any_members(b
             .enumerate()
             .map(|(i, (js, y))| json!({"item_id": format!("it-{i}"), "judge_score": js[k], "reference_score": y}))
             .collect();
-        let res = app
-            .json(
-                "POST",
-                "/v1/anchors",
-                &json!({"judge": judge, "rubric": "r1", "anchors": rows}),
-            )
-            .await;
-        assert_eq!(res.status, 200, "{}", res.body);
+        stored(
+            &app,
+            json!({"judge": judge, "rubric": "r1", "anchors": rows}),
+        )
+        .await;
     }
     let mut thirteen = judges.clone();
     thirteen.push("m12".into());
@@ -831,14 +792,11 @@ async fn a_run_missing_the_member_biased_per_system_keeps_its_systems_shift(back
                        "reference_score": y, "group": format!("s{g}")})
             })
             .collect();
-        let res = app
-            .json(
-                "POST",
-                "/v1/anchors",
-                &json!({"judge": judge, "rubric": "r1", "anchors": rows}),
-            )
-            .await;
-        assert_eq!(res.status, 200, "{}", res.body);
+        stored(
+            &app,
+            json!({"judge": judge, "rubric": "r1", "anchors": rows}),
+        )
+        .await;
     }
     defined(&app, "jury", json!(members)).await;
     let job = finished(

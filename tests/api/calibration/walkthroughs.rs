@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::trained;
+use super::{defined, mae, stored, trained};
 use crate::common::{Backend, TestApp};
 
 /// One story of the slice: each judge's score by judge, its human mean and its system.
@@ -34,16 +34,6 @@ fn stories(rubric: &str) -> BTreeMap<String, Story> {
         story.system = f[5].to_owned();
     }
     out
-}
-
-fn mae(results: &Value, truth: &[f64]) -> f64 {
-    let results = results.as_array().unwrap();
-    results
-        .iter()
-        .zip(truth)
-        .map(|(r, y)| (r["corrected"].as_f64().unwrap() - y).abs())
-        .sum::<f64>()
-        / truth.len() as f64
 }
 
 fn mean(xs: &[f64]) -> f64 {
@@ -75,14 +65,7 @@ async fn the_judge_change_walk_through_on_hanna(backend: Backend) {
                    "reference_score": s.human, "group": s.system})
         })
         .collect();
-    let res = app
-        .json(
-            "POST",
-            "/v1/anchors",
-            &json!({"judge": "story-judge", "rubric": "coherence", "judge_version": OLD, "anchors": rows}),
-        )
-        .await;
-    assert_eq!(res.status, 200, "{}", res.body);
+    stored(&app, json!({"judge": "story-judge", "rubric": "coherence", "judge_version": OLD, "anchors": rows})).await;
     trained(&app, "story-judge", json!({"method": "isotonic"})).await;
     let versions = app.get("/v1/cells/story-judge/coherence/calibrators").await;
     assert_eq!(versions.body["versions"][0]["judge_version"], OLD);
@@ -166,14 +149,7 @@ async fn the_judge_change_walk_through_on_hanna(backend: Backend) {
             .iter()
             .map(|id| json!({"item_id": id, "judge_score": chatgpt(id)}))
             .collect();
-        let res = app
-            .json(
-                "POST",
-                "/v1/anchors",
-                &json!({"judge": "story-judge", "rubric": "coherence", "judge_version": NEW, "anchors": rows}),
-            )
-            .await;
-        assert_eq!(res.status, 200, "{}", res.body);
+        stored(&app, json!({"judge": "story-judge", "rubric": "coherence", "judge_version": NEW, "anchors": rows})).await;
         let b = app
             .get(&format!(
                 "/v1/cells/story-judge/coherence/bridge?from={OLD}&to={NEW}"
@@ -310,14 +286,11 @@ async fn the_panel_walk_through_on_hanna(backend: Backend) {
                        "reference_score": s.human, "group": s.system})
             })
             .collect();
-        let res = app
-            .json(
-                "POST",
-                "/v1/anchors",
-                &json!({"judge": judge, "rubric": "coherence", "anchors": rows}),
-            )
-            .await;
-        assert_eq!(res.status, 200, "{}", res.body);
+        stored(
+            &app,
+            json!({"judge": judge, "rubric": "coherence", "anchors": rows}),
+        )
+        .await;
         trained(&app, judge, json!({"method": "bayes"})).await;
     }
     eprintln!(
@@ -327,14 +300,7 @@ async fn the_panel_walk_through_on_hanna(backend: Backend) {
     );
 
     // 2. The panel, then its training.
-    let res = app
-        .json(
-            "POST",
-            "/v1/panels",
-            &json!({"name": "jury", "judges": JUDGES}),
-        )
-        .await;
-    assert_eq!(res.status, 201, "{}", res.body);
+    defined(&app, "jury", json!(JUDGES)).await;
     let job = trained(&app, "jury", json!({"method": "bayes"})).await;
     assert_eq!(
         job["detail"]["joined"]["coherence"]["items"].as_u64(),
