@@ -539,12 +539,12 @@ fn corrector_errors(
                 plain.iter().map(|&i| runs[i].scores.as_slice()).collect();
             scores.push(&anchored.judge_scores);
             let (_, resampled) = anchored.resampled(&scores, settings)?;
-            // One refit per draw, centred on the refits' mean, at the bootstrap's scale.
-            let refits = &resampled.means;
+            // One refit per draw, centred on the refits' mean, each run's spread its
+            // estimate's (`Resampled::draws`).
+            let refits = &resampled.draws();
             let centre: Vec<f64> = (0..scores.len())
                 .map(|h| mean(&refits.iter().map(|m| m[h]).collect::<Vec<_>>()))
                 .collect();
-            let scale = resampled.bootstrap_scale.sqrt();
             let at_anchors = plain.len();
             for d in 0..draws {
                 let m = &refits[rng.random_range(0..refits.len())];
@@ -554,7 +554,7 @@ fn corrector_errors(
                     0.0
                 };
                 for (h, &i) in plain.iter().enumerate() {
-                    errors[d * k + i] += scale * (m[h] - centre[h] - base);
+                    errors[d * k + i] += m[h] - centre[h] - base;
                 }
             }
         }

@@ -437,9 +437,10 @@ mod tests {
     /// versions sharing 40 or all 200 anchor items (2,000 replications with `bayes`, 600
     /// isotonic; the ranking on every fourth): the compare's 95% interval covers 93–97%
     /// (94.7–95.9% `bayes`, 93.7–95.3% isotonic), and the ranking's family 93–98.5% with
-    /// `bayes` (max-t errs wide). With isotonic versions the family covers 85–89% whether the
-    /// runs are of two versions or of one (a defect of the resampled term of a difference
-    /// within one isotonic fit, whose compares cover 87.5–90% here too; not of the versions'
+    /// `bayes` (max-t errs wide). With isotonic versions the family covers 89–93% whether the
+    /// runs are of two versions or of one (85–89% before its draws took each run's spread from
+    /// the half-samples; what is left is the isotonic fit's bias at the ends of the scale, and
+    /// a compare within one isotonic fit covers 87.5–90% here too; not the versions'
     /// correlation), so there it must cover as often as within one version, less 1.5 points.
     /// The correlation taken at the anchors' centre covered 83.5% (`bayes`, 200 shared).
     #[test]

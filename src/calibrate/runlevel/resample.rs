@@ -94,6 +94,37 @@ impl Resampled {
             self.bootstrap_scale * variance_of(weights, &self.means)
         }
     }
+
+    /// The refits a ranking draws its corrector errors from: the bootstrap refits' means,
+    /// each run's spread about their centre set to the half-samples' (where there are
+    /// half-samples; else at the bootstrap's scale). So each run's error is as wide as its
+    /// estimate's (whose level variance is the half-samples'), and the runs' errors are
+    /// correlated as the bootstrap's are (how much of a difference cancels). At the
+    /// bootstrap's own scale, isotonic runs at opposite ends of the scale were ranked with
+    /// families covering 85–89%; the bootstrap's spread of a level errs narrow for isotonic.
+    pub fn draws(&self) -> Vec<Vec<f64>> {
+        let k = self.means.first().map_or(0, Vec::len);
+        let column = |m: &[Vec<f64>], h: usize| m.iter().map(|r| r[h]).collect::<Vec<_>>();
+        let centre: Vec<f64> = (0..k).map(|h| mean(&column(&self.means, h))).collect();
+        let factor: Vec<f64> = (0..k)
+            .map(|h| {
+                let boot = sample_variance(&column(&self.means, h));
+                if self.half_means.len() >= 2 && boot > 0.0 {
+                    (sample_variance(&column(&self.half_means, h)) / boot).sqrt()
+                } else {
+                    self.bootstrap_scale.sqrt()
+                }
+            })
+            .collect();
+        self.means
+            .iter()
+            .map(|m| {
+                (0..k)
+                    .map(|h| centre[h] + factor[h] * (m[h] - centre[h]))
+                    .collect()
+            })
+            .collect()
+    }
 }
 
 /// A refit draws at most this many anchors (a half-sample at most half as many): past it, the
