@@ -484,10 +484,12 @@ pub fn shared_correlation(residuals: &[(f64, f64)], n_a: usize, n_b: usize) -> f
 
 /// The correlation a ranking draws two runs' corrector errors with, where the runs are of
 /// different judge versions whose anchors share `shared` items: [`Leverage::correlation`] at
-/// the two runs' scores, shrunk as the residuals' correlation is to its lower 95% bound
-/// (Fisher's z), never below 0 (`RankSettings::shared`). Its draws carry no degrees of freedom
-/// of their own, so an estimate from few shared items is taken at its low end: the family
-/// then errs wide.
+/// the two runs' scores, scaled as the residuals' correlation is to the end of its 95% bound
+/// (Fisher's z) that widens a difference: its lower end where the errors move together (less
+/// cancels), its upper end where the two runs sit at opposite ends of the versions' lines and
+/// the errors move apart (more adds; `RankSettings::shared` < 0). Its draws carry no degrees
+/// of freedom of their own, so an estimate from few shared items is taken at that end: the
+/// family then errs wide. 0 where the residuals show no shared error.
 pub fn shared_correlation_for_draws(shared: &[SharedResidual], a: &Leverage, b: &Leverage) -> f64 {
     let n = shared.len();
     let residuals: Vec<(f64, f64)> = shared.iter().map(|s| s.residuals).collect();
@@ -495,12 +497,17 @@ pub fn shared_correlation_for_draws(shared: &[SharedResidual], a: &Leverage, b: 
         residual_correlation(&residuals),
         Leverage::correlation(shared, a, b),
     );
-    if n < 4 || r <= 0.0 || point <= 0.0 {
+    if n < 4 || r <= 0.0 || point == 0.0 || !point.is_finite() {
         return 0.0;
     }
     let r = r.min(0.999_999);
-    let z = r.atanh() - crate::calibrate::stats::normal_quantile(0.95) / (n as f64 - 3.0).sqrt();
-    (point * (z.tanh() / r).max(0.0)).clamp(0.0, 1.0)
+    let half = crate::calibrate::stats::normal_quantile(0.95) / (n as f64 - 3.0).sqrt();
+    let end = if point > 0.0 {
+        r.atanh() - half
+    } else {
+        r.atanh() + half
+    };
+    (point * (end.tanh() / r).max(0.0)).clamp(-1.0, 1.0)
 }
 
 /// Two runs' answers whose errors are independent (of two sources, or of one with no shared

@@ -83,22 +83,26 @@ pub(super) fn joint_plain_errors(
         }
     }
     let sources = by_source(sources);
-    let rho = shared.clamp(0.0, 1.0);
-    if sources.len() < 2 || rho == 0.0 {
+    // Errors moving apart (ρ < 0) are drawn for two sources, the second taking the shared
+    // stream with its sign turned; with more, no one stream can make every pair move apart,
+    // and they are drawn independent.
+    let rho = shared.clamp(-1.0, 1.0);
+    if sources.len() < 2 || rho == 0.0 || (rho < 0.0 && sources.len() > 2) {
         for (source, columns) in sources {
             source.add_shared_errors(runs, &columns, settings, &mut errors, rng)?;
         }
         return Ok(errors);
     }
     let common_seed = settings.seed ^ 0xC0DE;
-    for (source, columns) in sources {
+    for (s, (source, columns)) in sources.into_iter().enumerate() {
         let mut common = vec![0.0; draws * k];
         let mut own = vec![0.0; draws * k];
         let mut stream = Rng::seed_from_u64(common_seed);
         source.add_shared_errors(runs, &columns, settings, &mut common, &mut stream)?;
         source.add_shared_errors(runs, &columns, settings, &mut own, rng)?;
+        let sign = if rho < 0.0 && s == 1 { -1.0 } else { 1.0 };
         for ((e, c), o) in errors.iter_mut().zip(&common).zip(&own) {
-            *e += rho.sqrt() * c + (1.0 - rho).sqrt() * o;
+            *e += sign * rho.abs().sqrt() * c + (1.0 - rho.abs()).sqrt() * o;
         }
     }
     Ok(errors)

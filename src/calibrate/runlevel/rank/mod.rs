@@ -159,8 +159,9 @@ pub struct RankSettings {
     pub labels: Option<LabelGoal>,
     /// How correlated different sources' corrector errors are (sources calibrated on the same
     /// anchor items: two judge versions of a cell; see `runlevel::shared_correlation`): each
-    /// source's draws are √ρ of a stream all sources share and √(1 − ρ) of their own. 0 (the
-    /// default): independent.
+    /// source's draws are √|ρ| of a stream all sources share and √(1 − |ρ|) of their own, the
+    /// second of two sources with the stream's sign turned where ρ < 0 (errors that move
+    /// apart; with more sources a negative ρ is drawn as 0). 0 (the default): independent.
     pub shared: f64,
 }
 
