@@ -8,6 +8,7 @@
 //! 2. `/v1/correct` of 10,000 panel items in one request, every member's score given, and the
 //!    same with a fifth of the items missing a member (with nine or twelve, the sub-panels they
 //!    need computed from the statistics on first use).
+//! 3. `POST /v1/panels/{name}/plan`: every sub-panel weighed (4,095 of twelve judges).
 //!
 //!     cargo bench --bench panel
 
@@ -117,4 +118,20 @@ fn bench(count: usize) {
             &times,
         );
     }
+    let body = json!({"rubric": "r1", "run_size": 2000, "target_half_width": 0.05,
+                      "label_cost": 20})
+    .to_string();
+    let times = common::time_requests(&router, "/v1/panels/jury/plan", &body, 11, |bytes| {
+        assert!(
+            bytes.starts_with(b"{\"") && !bytes.starts_with(b"{\"error"),
+            "a plan"
+        );
+    });
+    common::report(
+        &format!(
+            "3. plan of a {count}-judge panel ({} sub-panels weighed, in-process)",
+            (1usize << count) - 1
+        ),
+        &times,
+    );
 }

@@ -398,13 +398,20 @@ impl Service {
         if !problems.is_empty() {
             return Err(Error::rejected("the plan request was refused", problems));
         }
-        let plan = fusion.plan(&PlanAsk {
+        let ask = PlanAsk {
             run_size: request.run_size,
             half_width: request.half_width,
             level: request.level,
             costs,
             label_cost: request.label_cost,
-        });
+        };
+        // A panel of twelve weighs 4,095 sub-panels, each a small solve: off the runtime.
+        let version = loaded.clone();
+        let plan = crate::error::blocking("planning a panel", move || {
+            version.version.fusion.as_ref().map(|f| f.plan(&ask))
+        })
+        .await?
+        .ok_or_else(|| Error::Internal(format!("{key} serves a version with no fusion layer")))?;
         Ok((loaded.clone(), plan))
     }
 }
