@@ -5,6 +5,7 @@ pub mod anchors;
 pub mod bounds;
 pub mod calibration;
 pub mod correction;
+pub mod ingest;
 pub mod panel;
 pub mod rank_session;
 pub mod runlevel;

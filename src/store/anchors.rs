@@ -8,24 +8,16 @@ use uuid::Uuid;
 
 use super::{Store, placeholder_list, placeholder_rows};
 use crate::domain::anchors::CellBatch;
+use crate::domain::ingest::{CellPlan, Refusals, StoredRow, plan_cell};
 use crate::domain::{
-    Anchor, CellKey, CellSummary, GroupName, ItemId, JudgeName, JudgeVersion, Problem, RaterName,
-    Rubric, RubricName, Scale, now_ms,
+    Anchor, CellKey, CellSummary, ItemId, JudgeName, JudgeVersion, RaterName, Rubric, RubricName,
+    Scale, now_ms,
 };
 use crate::error::{Error, Result};
 
 /// Rows per multi-row statement: 8 columns x 1,000 rows stays far below both backends'
 /// bind-parameter limits (65,535 on Postgres, 32,766 on SQLite).
 const CHUNK: usize = 1000;
-
-/// A stored row of one of a batch's items, in the batch's judge version.
-struct StoredRow {
-    judge_score: f64,
-    reference_score: f64,
-    group: Option<GroupName>,
-    rater: Option<RaterName>,
-    created_at_ms: i64,
-}
 
 /// What one cell (one judge version of it) of an upload did.
 #[derive(Debug, Clone, PartialEq)]
@@ -178,8 +170,7 @@ impl Store {
             }
         }
 
-        let mut conflicts = Vec::new();
-        let mut missing = Vec::new();
+        let mut refusals = Refusals::default();
         let mut outcomes = Vec::with_capacity(cells.len());
         for cell in cells {
             let row = sqlx::query(
@@ -197,12 +188,9 @@ impl Store {
             let cell_id: String = row.try_get(0)?;
             let stored_count: i64 = row.try_get(1)?;
 
-            let version = JudgeVersion::stored(cell.judge_version.as_ref());
-            // The batch's items as stored: each item's reference, group and rater (one for all
-            // its versions), and this version's row of it. A new (empty) cell needs no look-up.
-            type Item = (f64, Option<GroupName>, Option<RaterName>);
-            let mut items: HashMap<String, Item> = HashMap::new();
-            let mut own: HashMap<String, StoredRow> = HashMap::new();
+            // The rows the cell holds for the batch's items, of every version (a new, empty
+            // cell needs no look-up), then the plan, decided without the database.
+            let mut stored = Vec::new();
             if stored_count > 0 {
                 for chunk in cell.anchors.chunks(CHUNK) {
                     let sql = format!(
@@ -216,225 +204,110 @@ impl Store {
                         q = q.bind(a.item_id.as_str());
                     }
                     for r in q.fetch_all(&mut *tx).await? {
-                        let row_version: String = r.try_get(0)?;
-                        let item: String = r.try_get(1)?;
-                        let stored = StoredRow {
+                        stored.push(StoredRow {
+                            judge_version: r.try_get(0)?,
+                            item_id: r.try_get(1)?,
                             judge_score: r.try_get(2)?,
                             reference_score: r.try_get(3)?,
                             group: group_of(r.try_get(4)?)?,
-                            rater: rater_of(r.try_get(6)?)?,
                             created_at_ms: r.try_get(5)?,
-                        };
-                        items.insert(
-                            item.clone(),
-                            (
-                                stored.reference_score,
-                                stored.group.clone(),
-                                stored.rater.clone(),
-                            ),
-                        );
-                        if row_version == version {
-                            own.insert(item, stored);
-                        }
+                            rater: rater_of(r.try_get(6)?)?,
+                        });
                     }
                 }
             }
-
-            let mut fresh: Vec<Anchor> = Vec::new();
-            let mut changed: Vec<(Anchor, i64)> = Vec::new();
-            let mut references: Vec<&Anchor> = Vec::new();
-            let mut unchanged = 0;
-            for (uploaded, &batch_row) in cell.anchors.iter().zip(&cell.rows) {
-                let item = uploaded.item_id.as_str();
-                let stored_item = items
-                    .get(item)
-                    .map(|(y, g, r)| (*y, g.as_ref(), r.as_ref()));
-                let Some(anchor) = uploaded.anchor(cell.judge_version.as_ref(), stored_item) else {
-                    missing.push(Problem::at(
-                        Some(batch_row),
-                        "reference_score",
-                        format!(
-                            "is missing, and cell {} holds no reference for item {item:?} under any judge version: \
-                             give its reference_score",
-                            cell.key
-                        ),
-                    ));
-                    continue;
-                };
-                let group = anchor.group.as_ref().map(|g| g.as_str());
-                match own.get(item) {
-                    Some(s)
-                        if s.judge_score == anchor.judge_score
-                            && s.reference_score == anchor.reference_score
-                            && s.group.as_ref().map(|g| g.as_str()) == group
-                            && s.rater == anchor.rater =>
-                    {
-                        unchanged += 1;
-                    }
-                    Some(s) => {
-                        if !replace {
-                            conflicts.push(Problem::at(
-                                Some(batch_row),
-                                "item_id",
-                                format!(
-                                    "{item:?} is stored for {} (judge_version {}) with judge_score {}, reference_score {}, group {} and rater {}; \
-                                     this batch has {}, {}, {} and {}",
-                                    cell.key,
-                                    JudgeVersion::describe(cell.judge_version.as_ref()),
-                                    s.judge_score,
-                                    s.reference_score,
-                                    s.group.as_ref().map_or("(none)", |g| g.as_str()),
-                                    s.rater.as_ref().map_or("(none)", |r| r.as_str()),
-                                    anchor.judge_score,
-                                    anchor.reference_score,
-                                    group.unwrap_or("(none)"),
-                                    anchor.rater.as_ref().map_or("(none)", |r| r.as_str())
-                                ),
-                            ));
-                        }
-                        changed.push((anchor, s.created_at_ms));
-                    }
-                    None => {
-                        if let Some((y, _, _)) = stored_item
-                            && y != anchor.reference_score
-                        {
-                            if !replace {
-                                conflicts.push(Problem::at(
-                                    Some(batch_row),
-                                    "reference_score",
-                                    format!(
-                                        "{} differs from the reference {y} cell {} holds for item {item:?} (an item has one \
-                                         reference whichever judge version scored it); leave reference_score empty to use \
-                                         the stored one, or send ?replace=true to change it for every version",
-                                        anchor.reference_score, cell.key
-                                    ),
-                                ));
-                            }
-                            changed.push((anchor, now));
-                            continue;
-                        }
-                        fresh.push(anchor);
-                    }
-                }
-            }
-            if !conflicts.is_empty() || !missing.is_empty() {
+            let plan = plan_cell(cell, &stored, replace, now, &mut refusals);
+            if !refusals.is_empty() {
                 continue;
             }
-            // A changed reference changes it for every version of the item.
-            for (anchor, _) in &changed {
-                if items
-                    .get(anchor.item_id.as_str())
-                    .is_some_and(|(y, _, _)| *y != anchor.reference_score)
-                {
-                    references.push(anchor);
-                }
-            }
-            for a in references {
-                sqlx::query(
-                    "UPDATE anchors SET reference_score = $1, updated_at_ms = $2
-                     WHERE cell_id = $3 AND item_id = $4",
-                )
-                .bind(a.reference_score)
-                .bind(now)
-                .bind(&cell_id)
-                .bind(a.item_id.as_str())
-                .execute(&mut *tx)
-                .await?;
-            }
-
-            for chunk in changed.chunks(CHUNK) {
-                let sql = format!(
-                    "DELETE FROM anchors WHERE cell_id = $1 AND judge_version = $2 AND item_id IN ({})",
-                    placeholder_list(chunk.len(), 3)
-                );
-                let mut q = sqlx::query(AssertSqlSafe(sql)).bind(&cell_id).bind(version);
-                for (a, _) in chunk {
-                    q = q.bind(a.item_id.as_str());
-                }
-                q.execute(&mut *tx).await?;
-            }
-            let to_insert: Vec<(&Anchor, i64)> = fresh
-                .iter()
-                .map(|a| (a, now))
-                .chain(changed.iter().map(|(a, created)| (a, *created)))
-                .collect();
-            for chunk in to_insert.chunks(CHUNK) {
-                let sql = format!(
-                    "INSERT INTO anchors (cell_id, judge_version, item_id, judge_score, reference_score,
-                         updated_at_ms, group_name, created_at_ms, rater) VALUES {}",
-                    placeholder_rows(chunk.len(), 9, 1)
-                );
-                let mut q = sqlx::query(AssertSqlSafe(sql));
-                for (a, created) in chunk {
-                    q = q
-                        .bind(&cell_id)
-                        .bind(version)
-                        .bind(a.item_id.as_str())
-                        .bind(a.judge_score)
-                        .bind(a.reference_score)
-                        .bind(now)
-                        .bind(a.group.as_ref().map(|g| g.as_str().to_owned()))
-                        .bind(*created)
-                        .bind(a.rater.as_ref().map(|r| r.as_str().to_owned()));
-                }
-                q.execute(&mut *tx).await?;
-            }
-
-            let touched = !to_insert.is_empty();
-            let anchor_count: i64 = sqlx::query(
-                "UPDATE cells SET anchor_count = (SELECT COUNT(*) FROM anchors WHERE cell_id = $1),
-                     updated_at_ms = CASE WHEN $2 = 1 THEN $3 ELSE updated_at_ms END
-                 WHERE id = $4 RETURNING anchor_count",
-            )
-            .bind(&cell_id)
-            .bind(i64::from(touched))
-            .bind(now)
-            .bind(&cell_id)
-            .fetch_one(&mut *tx)
-            .await?
-            .try_get(0)?;
-            outcomes.push(CellIngest {
-                key: cell.key.clone(),
-                judge_version: cell.judge_version.clone(),
-                inserted: fresh.len(),
-                unchanged,
-                replaced: changed.len(),
-                anchor_count,
-                stored: to_insert.into_iter().map(|(a, _)| a.clone()).collect(),
-                coverage: None,
-            });
+            outcomes.push(Self::write_plan(&mut tx, cell, &cell_id, &plan, now).await?);
         }
-        if !missing.is_empty() {
-            // Every problem of the batch in one answer: the conflicts too.
+        if let Some(refused) = refusals.into_error() {
             tx.rollback().await?;
-            let n = conflicts.len();
-            let mut problems = missing;
-            problems.extend(conflicts);
-            let what = if n == 0 {
-                "re-scored rows need a reference the cell holds; nothing was stored".to_owned()
-            } else {
-                format!(
-                    "re-scored rows need a reference the cell holds, and {n} row{} already stored with \
-                     different scores (listed too; ?replace=true overwrites them); nothing was stored",
-                    if n == 1 { " is" } else { "s are" }
-                )
-            };
-            return Err(Error::rejected(&what, problems));
-        }
-        if !conflicts.is_empty() {
-            tx.rollback().await?;
-            let n = conflicts.len();
-            return Err(Error::conflict(
-                format!(
-                    "{n} anchor{} already stored with different scores; nothing was stored. \
-                     Send the batch with ?replace=true to overwrite them",
-                    if n == 1 { " is" } else { "s are" }
-                ),
-                conflicts,
-            ));
+            return Err(refused);
         }
         tx.commit().await?;
         Ok(outcomes)
+    }
+
+    /// Writes one cell's plan inside the upload's transaction and counts the cell again.
+    async fn write_plan(
+        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+        cell: &CellBatch,
+        cell_id: &str,
+        plan: &CellPlan,
+        now: i64,
+    ) -> Result<CellIngest> {
+        let version = JudgeVersion::stored(cell.judge_version.as_ref());
+        for (item, y) in &plan.new_references {
+            sqlx::query(
+                "UPDATE anchors SET reference_score = $1, updated_at_ms = $2
+                 WHERE cell_id = $3 AND item_id = $4",
+            )
+            .bind(*y)
+            .bind(now)
+            .bind(cell_id)
+            .bind(item.as_str())
+            .execute(&mut **tx)
+            .await?;
+        }
+        for chunk in plan.replaced.chunks(CHUNK) {
+            let sql = format!(
+                "DELETE FROM anchors WHERE cell_id = $1 AND judge_version = $2 AND item_id IN ({})",
+                placeholder_list(chunk.len(), 3)
+            );
+            let mut q = sqlx::query(AssertSqlSafe(sql)).bind(cell_id).bind(version);
+            for (a, _) in chunk {
+                q = q.bind(a.item_id.as_str());
+            }
+            q.execute(&mut **tx).await?;
+        }
+        let inserts = plan.inserts(now);
+        for chunk in inserts.chunks(CHUNK) {
+            let sql = format!(
+                "INSERT INTO anchors (cell_id, judge_version, item_id, judge_score, reference_score,
+                     updated_at_ms, group_name, created_at_ms, rater) VALUES {}",
+                placeholder_rows(chunk.len(), 9, 1)
+            );
+            let mut q = sqlx::query(AssertSqlSafe(sql));
+            for (a, created) in chunk {
+                q = q
+                    .bind(cell_id)
+                    .bind(version)
+                    .bind(a.item_id.as_str())
+                    .bind(a.judge_score)
+                    .bind(a.reference_score)
+                    .bind(now)
+                    .bind(a.group.as_ref().map(|g| g.as_str().to_owned()))
+                    .bind(*created)
+                    .bind(a.rater.as_ref().map(|r| r.as_str().to_owned()));
+            }
+            q.execute(&mut **tx).await?;
+        }
+
+        let touched = !inserts.is_empty();
+        let anchor_count: i64 = sqlx::query(
+            "UPDATE cells SET anchor_count = (SELECT COUNT(*) FROM anchors WHERE cell_id = $1),
+                 updated_at_ms = CASE WHEN $2 = 1 THEN $3 ELSE updated_at_ms END
+             WHERE id = $4 RETURNING anchor_count",
+        )
+        .bind(cell_id)
+        .bind(i64::from(touched))
+        .bind(now)
+        .bind(cell_id)
+        .fetch_one(&mut **tx)
+        .await?
+        .try_get(0)?;
+        Ok(CellIngest {
+            key: cell.key.clone(),
+            judge_version: cell.judge_version.clone(),
+            inserted: plan.fresh.len(),
+            unchanged: plan.unchanged,
+            replaced: plan.replaced.len(),
+            anchor_count,
+            stored: inserts.into_iter().map(|(a, _)| a.clone()).collect(),
+            coverage: None,
+        })
     }
 
     pub async fn cells(&self) -> Result<Vec<CellSummary>> {

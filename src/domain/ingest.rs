@@ -1,0 +1,349 @@
+//! What an upload does to the anchors a cell holds, decided before anything is written: each
+//! row is new, unchanged, a replacement, or a conflict (or needs a reference the cell does not
+//! hold). A pure function of the stored rows of the batch's items and the batch; the store
+//! only reads those rows and writes the plan (`Store::ingest`).
+
+use std::collections::HashMap;
+
+use super::anchors::CellBatch;
+use super::{Anchor, GroupName, ItemId, JudgeVersion, Problem, RaterName};
+use crate::error::Error;
+
+/// A stored row of one of a batch's items, in any judge version of the cell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredRow {
+    pub item_id: String,
+    /// The version as stored: `""` for an unversioned score.
+    pub judge_version: String,
+    pub judge_score: f64,
+    pub reference_score: f64,
+    pub group: Option<GroupName>,
+    pub rater: Option<RaterName>,
+    pub created_at_ms: i64,
+}
+
+/// What one cell's batch writes: rows to insert (each with the creation time it keeps), rows
+/// of the batch's version to delete first (replaced), and references that change for every
+/// version of their item.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CellPlan {
+    pub fresh: Vec<Anchor>,
+    /// Replacements, each with its stored row's creation time (a changed reference of an item
+    /// new to this version starts now).
+    pub replaced: Vec<(Anchor, i64)>,
+    pub unchanged: usize,
+    /// Items whose one reference changes, for every version that scored them.
+    pub new_references: Vec<(ItemId, f64)>,
+}
+
+impl CellPlan {
+    /// The rows to insert, each with the creation time it keeps.
+    pub fn inserts(&self, now: i64) -> Vec<(&Anchor, i64)> {
+        self.fresh
+            .iter()
+            .map(|a| (a, now))
+            .chain(self.replaced.iter().map(|(a, created)| (a, *created)))
+            .collect()
+    }
+}
+
+/// The problems that refuse a batch whole: rows with no reference anywhere, and rows stored
+/// with other scores (when the batch does not replace).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Refusals {
+    pub missing: Vec<Problem>,
+    pub conflicts: Vec<Problem>,
+}
+
+impl Refusals {
+    pub fn is_empty(&self) -> bool {
+        self.missing.is_empty() && self.conflicts.is_empty()
+    }
+
+    /// The batch's one answer, every problem in it; `None` when there is none.
+    pub fn into_error(self) -> Option<Error> {
+        let n = self.conflicts.len();
+        if !self.missing.is_empty() {
+            let mut problems = self.missing;
+            problems.extend(self.conflicts);
+            let what = if n == 0 {
+                "re-scored rows need a reference the cell holds; nothing was stored".to_owned()
+            } else {
+                format!(
+                    "re-scored rows need a reference the cell holds, and {n} row{} already stored with \
+                     different scores (listed too; ?replace=true overwrites them); nothing was stored",
+                    if n == 1 { " is" } else { "s are" }
+                )
+            };
+            return Some(Error::rejected(&what, problems));
+        }
+        (n > 0).then(|| {
+            Error::conflict(
+                format!(
+                    "{n} anchor{} already stored with different scores; nothing was stored. \
+                     Send the batch with ?replace=true to overwrite them",
+                    if n == 1 { " is" } else { "s are" }
+                ),
+                self.conflicts,
+            )
+        })
+    }
+}
+
+fn shown<T: std::fmt::Display>(name: Option<&T>) -> String {
+    name.map_or_else(|| "(none)".to_owned(), ToString::to_string)
+}
+
+/// Decides one cell's batch against the rows the cell holds for the batch's items (of every
+/// judge version). Problems go to `refusals`; the plan is only to be written when, after every
+/// cell, `refusals` is empty.
+pub fn plan_cell(
+    cell: &CellBatch,
+    stored: &[StoredRow],
+    replace: bool,
+    now: i64,
+    refusals: &mut Refusals,
+) -> CellPlan {
+    let version = JudgeVersion::stored(cell.judge_version.as_ref());
+    // Each item's reference, group and rater (one for all its versions), and this version's
+    // row of it.
+    let mut items: HashMap<&str, &StoredRow> = HashMap::with_capacity(stored.len());
+    let mut own: HashMap<&str, &StoredRow> = HashMap::new();
+    for row in stored {
+        items.insert(&row.item_id, row);
+        if row.judge_version == version {
+            own.insert(&row.item_id, row);
+        }
+    }
+
+    let mut plan = CellPlan::default();
+    for (uploaded, &batch_row) in cell.anchors.iter().zip(&cell.rows) {
+        let item = uploaded.item_id.as_str();
+        let held = items.get(item);
+        let stored_item = held.map(|s| (s.reference_score, s.group.as_ref(), s.rater.as_ref()));
+        let Some(anchor) = uploaded.anchor(cell.judge_version.as_ref(), stored_item) else {
+            refusals.missing.push(Problem::at(
+                Some(batch_row),
+                "reference_score",
+                format!(
+                    "is missing, and cell {} holds no reference for item {item:?} under any judge version: \
+                     give its reference_score",
+                    cell.key
+                ),
+            ));
+            continue;
+        };
+        let reference_changes = held.is_some_and(|s| s.reference_score != anchor.reference_score);
+        match own.get(item) {
+            Some(s)
+                if s.judge_score == anchor.judge_score
+                    && s.reference_score == anchor.reference_score
+                    && s.group == anchor.group
+                    && s.rater == anchor.rater =>
+            {
+                plan.unchanged += 1;
+            }
+            Some(s) => {
+                if !replace {
+                    refusals.conflicts.push(Problem::at(
+                        Some(batch_row),
+                        "item_id",
+                        format!(
+                            "{item:?} is stored for {} (judge_version {}) with judge_score {}, reference_score {}, group {} and rater {}; \
+                             this batch has {}, {}, {} and {}",
+                            cell.key,
+                            JudgeVersion::describe(cell.judge_version.as_ref()),
+                            s.judge_score,
+                            s.reference_score,
+                            shown(s.group.as_ref()),
+                            shown(s.rater.as_ref()),
+                            anchor.judge_score,
+                            anchor.reference_score,
+                            shown(anchor.group.as_ref()),
+                            shown(anchor.rater.as_ref()),
+                        ),
+                    ));
+                }
+                if reference_changes {
+                    plan.new_references
+                        .push((anchor.item_id.clone(), anchor.reference_score));
+                }
+                plan.replaced.push((anchor, s.created_at_ms));
+            }
+            None if reference_changes => {
+                let y = held.map_or(f64::NAN, |s| s.reference_score);
+                if !replace {
+                    refusals.conflicts.push(Problem::at(
+                        Some(batch_row),
+                        "reference_score",
+                        format!(
+                            "{} differs from the reference {y} cell {} holds for item {item:?} (an item has one \
+                             reference whichever judge version scored it); leave reference_score empty to use \
+                             the stored one, or send ?replace=true to change it for every version",
+                            anchor.reference_score, cell.key
+                        ),
+                    ));
+                }
+                plan.new_references
+                    .push((anchor.item_id.clone(), anchor.reference_score));
+                plan.replaced.push((anchor, now));
+            }
+            None => plan.fresh.push(anchor),
+        }
+    }
+    plan
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::anchors::Uploaded;
+    use crate::domain::{CellKey, JudgeName, RubricName};
+
+    fn batch(version: Option<&str>, rows: &[(&str, f64, Option<f64>)]) -> CellBatch {
+        CellBatch {
+            key: CellKey {
+                judge: JudgeName::parse("gpt").unwrap(),
+                rubric: RubricName::parse("coherence").unwrap(),
+            },
+            judge_version: version.map(|v| JudgeVersion::parse(v).unwrap()),
+            anchors: rows
+                .iter()
+                .map(|&(item, j, y)| Uploaded {
+                    item_id: ItemId::parse(item).unwrap(),
+                    judge_score: j,
+                    reference_score: y,
+                    group: None,
+                    rater: None,
+                })
+                .collect(),
+            rows: (1..=rows.len()).collect(),
+        }
+    }
+
+    fn stored(item: &str, version: &str, j: f64, y: f64, created: i64) -> StoredRow {
+        StoredRow {
+            item_id: item.to_owned(),
+            judge_version: version.to_owned(),
+            judge_score: j,
+            reference_score: y,
+            group: Some(GroupName::parse("sys-a").unwrap()),
+            rater: None,
+            created_at_ms: created,
+        }
+    }
+
+    #[test]
+    fn each_row_is_new_unchanged_replaced_or_in_conflict_and_conflicts_name_row_and_field() {
+        let held = [
+            stored("same", "", 2.0, 3.0, 10),
+            stored("moved", "", 2.0, 3.0, 11),
+            // Held under another version only: a row of this version is new to it.
+            stored("other", "v2", 4.0, 4.5, 12),
+        ];
+        let rows = [
+            ("same", 2.0, Some(3.0)),
+            ("moved", 2.5, Some(3.0)),
+            ("other", 3.0, Some(4.5)),
+            ("fresh", 1.0, Some(1.5)),
+        ];
+        let mut refusals = Refusals::default();
+        // The group is part of a row: "same" was stored with group sys-a, the batch names none.
+        let plan = plan_cell(&batch(None, &rows), &held, false, 99, &mut refusals);
+        assert_eq!(plan.unchanged, 0);
+        assert_eq!(refusals.conflicts.len(), 2, "{refusals:?}");
+        assert_eq!(refusals.conflicts[0].row, Some(1));
+        assert_eq!(refusals.conflicts[1].row, Some(2));
+        assert_eq!(refusals.conflicts[1].field, "item_id");
+        assert!(refusals.conflicts[1].problem.contains("judge_score 2"));
+        assert!(refusals.missing.is_empty());
+        let fresh: Vec<&str> = plan.fresh.iter().map(|a| a.item_id.as_str()).collect();
+        assert_eq!(fresh, ["other", "fresh"]);
+
+        // With the group given, "same" is unchanged; with replace, "moved" keeps its creation
+        // time and nothing conflicts.
+        let mut with_group = batch(None, &rows);
+        for a in &mut with_group.anchors {
+            a.group = Some(GroupName::parse("sys-a").unwrap());
+        }
+        let mut refusals = Refusals::default();
+        let plan = plan_cell(&with_group, &held, true, 99, &mut refusals);
+        assert!(refusals.is_empty(), "{refusals:?}");
+        assert_eq!(plan.unchanged, 1);
+        assert_eq!(plan.replaced.len(), 1);
+        assert_eq!(plan.replaced[0].0.item_id.as_str(), "moved");
+        assert_eq!(plan.replaced[0].1, 11);
+        assert!(plan.new_references.is_empty());
+        let inserts: Vec<(&str, i64)> = plan
+            .inserts(99)
+            .iter()
+            .map(|(a, t)| (a.item_id.as_str(), *t))
+            .collect();
+        assert_eq!(inserts, [("other", 99), ("fresh", 99), ("moved", 11)]);
+    }
+
+    #[test]
+    fn a_re_scored_row_takes_the_items_reference_and_a_new_reference_changes_every_version() {
+        let held = [stored("x", "", 2.0, 3.0, 10)];
+        // Re-scored under v2 with no reference: it takes the stored one, and the group.
+        let mut refusals = Refusals::default();
+        let plan = plan_cell(
+            &batch(Some("v2"), &[("x", 4.0, None)]),
+            &held,
+            false,
+            99,
+            &mut refusals,
+        );
+        assert!(refusals.is_empty());
+        assert_eq!(plan.fresh[0].reference_score, 3.0);
+        assert_eq!(plan.fresh[0].group.as_ref().unwrap().as_str(), "sys-a");
+        assert_eq!(plan.fresh[0].judge_version.as_ref().unwrap().as_str(), "v2");
+
+        // Another reference under v2: a conflict on reference_score, unless replacing, when
+        // it changes the item's reference for every version.
+        let rows = [("x", 4.0, Some(3.5))];
+        let mut refusals = Refusals::default();
+        plan_cell(&batch(Some("v2"), &rows), &held, false, 99, &mut refusals);
+        assert_eq!(refusals.conflicts.len(), 1);
+        assert_eq!(refusals.conflicts[0].field, "reference_score");
+        let mut refusals = Refusals::default();
+        let plan = plan_cell(&batch(Some("v2"), &rows), &held, true, 99, &mut refusals);
+        assert!(refusals.is_empty());
+        assert_eq!(plan.new_references, [(ItemId::parse("x").unwrap(), 3.5)]);
+        assert_eq!(plan.replaced[0].1, 99, "new to v2: created now");
+    }
+
+    #[test]
+    fn rows_with_no_reference_anywhere_refuse_the_batch_with_the_conflicts_listed_too() {
+        let held = [stored("x", "", 2.0, 3.0, 10)];
+        let mut refusals = Refusals::default();
+        plan_cell(
+            &batch(None, &[("x", 2.5, Some(3.0)), ("new", 1.0, None)]),
+            &held,
+            false,
+            99,
+            &mut refusals,
+        );
+        assert_eq!(refusals.missing.len(), 1);
+        assert_eq!(refusals.missing[0].row, Some(2));
+        assert_eq!(refusals.missing[0].field, "reference_score");
+        let Some(Error::Invalid { details, .. }) = refusals.into_error() else {
+            panic!("a missing reference is a 422")
+        };
+        assert_eq!(details.len(), 2, "the conflict is listed too");
+
+        let mut refusals = Refusals::default();
+        plan_cell(
+            &batch(None, &[("x", 2.5, Some(3.0))]),
+            &held,
+            false,
+            99,
+            &mut refusals,
+        );
+        assert!(matches!(
+            refusals.into_error(),
+            Some(Error::Conflict { .. })
+        ));
+        assert!(Refusals::default().into_error().is_none());
+    }
+}
