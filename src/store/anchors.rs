@@ -2,11 +2,11 @@
 
 use std::collections::HashMap;
 
+use sqlx::Row;
 use sqlx::any::AnyRow;
-use sqlx::{AssertSqlSafe, Row};
 use uuid::Uuid;
 
-use super::{Store, placeholder_list, placeholder_rows};
+use super::{Store, many_values, placeholder_list, placeholder_rows};
 use crate::domain::anchors::CellBatch;
 use crate::domain::ingest::{CellPlan, Refusals, StoredRow, plan_cell};
 use crate::domain::{
@@ -199,7 +199,7 @@ impl Store {
                          FROM anchors WHERE cell_id = $1 AND item_id IN ({})",
                         placeholder_list(chunk.len(), 2)
                     );
-                    let mut q = sqlx::query(AssertSqlSafe(sql)).bind(&cell_id);
+                    let mut q = sqlx::query(many_values(self.backend, sql)).bind(&cell_id);
                     for a in chunk {
                         q = q.bind(a.item_id.as_str());
                     }
@@ -220,7 +220,8 @@ impl Store {
             if !refusals.is_empty() {
                 continue;
             }
-            outcomes.push(Self::write_plan(&mut tx, cell, &cell_id, &plan, now).await?);
+            outcomes
+                .push(Self::write_plan(self.backend, &mut tx, cell, &cell_id, &plan, now).await?);
         }
         if let Some(refused) = refusals.into_error() {
             tx.rollback().await?;
@@ -232,6 +233,7 @@ impl Store {
 
     /// Writes one cell's plan inside the upload's transaction and counts the cell again.
     async fn write_plan(
+        backend: super::Backend,
         tx: &mut sqlx::Transaction<'static, sqlx::Any>,
         cell: &CellBatch,
         cell_id: &str,
@@ -256,7 +258,9 @@ impl Store {
                 "DELETE FROM anchors WHERE cell_id = $1 AND judge_version = $2 AND item_id IN ({})",
                 placeholder_list(chunk.len(), 3)
             );
-            let mut q = sqlx::query(AssertSqlSafe(sql)).bind(cell_id).bind(version);
+            let mut q = sqlx::query(many_values(backend, sql))
+                .bind(cell_id)
+                .bind(version);
             for (a, _) in chunk {
                 q = q.bind(a.item_id.as_str());
             }
@@ -269,7 +273,7 @@ impl Store {
                      updated_at_ms, group_name, created_at_ms, rater) VALUES {}",
                 placeholder_rows(chunk.len(), 9, 1)
             );
-            let mut q = sqlx::query(AssertSqlSafe(sql));
+            let mut q = sqlx::query(many_values(backend, sql));
             for (a, created) in chunk {
                 q = q
                     .bind(cell_id)
