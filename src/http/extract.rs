@@ -214,6 +214,19 @@ fn content_type(headers: &HeaderMap) -> &str {
         .unwrap_or("")
 }
 
+/// An upload's body, within the deadline for receiving it (`http::deadline`).
+async fn upload_body<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, ApiError> {
+    let within = req.extensions().get::<super::BodyDeadline>().copied();
+    let body = Bytes::from_request(req, state);
+    match within {
+        Some(super::BodyDeadline(limit)) => tokio::time::timeout(limit, body)
+            .await
+            .map_err(|_| super::timed_out())?,
+        None => body.await,
+    }
+    .map_err(bytes_rejection)
+}
+
 impl<S: Send + Sync> FromRequest<S> for AnchorUpload {
     type Rejection = ApiError;
 
@@ -222,9 +235,7 @@ impl<S: Send + Sync> FromRequest<S> for AnchorUpload {
         let refused = |p| ApiError::invalid("the anchor batch was refused; nothing was stored", p);
         match kind.as_str() {
             "application/json" => {
-                let body = Bytes::from_request(req, state)
-                    .await
-                    .map_err(bytes_rejection)?;
+                let body = upload_body(req, state).await?;
                 let value: serde_json::Value = serde_json::from_slice(&body).map_err(|e| {
                     ApiError::from_status(
                         StatusCode::BAD_REQUEST,
@@ -236,9 +247,7 @@ impl<S: Send + Sync> FromRequest<S> for AnchorUpload {
                     .map_err(refused)
             }
             "text/csv" => {
-                let body = Bytes::from_request(req, state)
-                    .await
-                    .map_err(bytes_rejection)?;
+                let body = upload_body(req, state).await?;
                 anchors::rows_from_csv(&body)
                     .map(AnchorUpload)
                     .map_err(refused)

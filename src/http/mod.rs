@@ -22,7 +22,7 @@ use axum::error_handling::HandleErrorLayer;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
 use axum::http::{Method, StatusCode};
 use axum::middleware::{self, Next};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use tower::limit::GlobalConcurrencyLimitLayer;
 use tower::{BoxError, ServiceBuilder};
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
@@ -100,7 +100,10 @@ pub fn router(service: Arc<Service>, settings: &Settings) -> Router {
         .layer(GlobalConcurrencyLimitLayer::new(
             settings.server.max_concurrent_requests,
         ))
-        .timeout(settings.request_timeout());
+        .layer(middleware::from_fn_with_state(
+            settings.request_timeout(),
+            deadline,
+        ));
     let (v1, operations) = routes();
     let v1 = Router::from(v1)
         .layer(limits)
@@ -166,18 +169,48 @@ async fn track_request(State(metrics): State<Arc<Metrics>>, req: Request, next: 
     response
 }
 
+/// The time an anchor upload has to arrive: its body, not its storing (`deadline`).
+#[derive(Clone, Copy)]
+pub(crate) struct BodyDeadline(pub std::time::Duration);
+
+/// The request timeout (503 past it). An anchor upload's deadline covers receiving its body:
+/// once the batch is in, it is checked and stored to the end, all or nothing, however busy the
+/// machine, rather than refused whole for being slow to store (a 100,000-row upload on a busy
+/// machine ran past 60 s). Its size is bounded by `server.max_body_bytes`.
+async fn deadline(
+    State(limit): State<std::time::Duration>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let upload = req.method() == Method::POST
+        && req
+            .extensions()
+            .get::<MatchedPath>()
+            .is_some_and(|p| p.as_str() == "/v1/anchors");
+    if upload {
+        req.extensions_mut().insert(BodyDeadline(limit));
+        return next.run(req).await;
+    }
+    match tokio::time::timeout(limit, next.run(req)).await {
+        Ok(response) => response,
+        Err(_) => timed_out().into_response(),
+    }
+}
+
+pub(crate) fn timed_out() -> ApiError {
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "timeout",
+        "the request took longer than server.request_timeout_secs",
+    )
+}
+
 async fn middleware_error(err: BoxError) -> ApiError {
     if err.is::<tower::load_shed::error::Overloaded>() {
         ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,
             "too_many_requests",
             "too many requests in flight (server.max_concurrent_requests); retry shortly",
-        )
-    } else if err.is::<tower::timeout::error::Elapsed>() {
-        ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "timeout",
-            "the request took longer than server.request_timeout_secs",
         )
     } else {
         tracing::error!(error = %err, "middleware failed");

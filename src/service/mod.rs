@@ -32,7 +32,7 @@ use crate::domain::{
     Anchor, CellKey, CellSummary, JudgeName, JudgeVersion, Problem, Rubric, RubricName, Scale,
     now_ms,
 };
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, blocking};
 use crate::metrics::Metrics;
 use crate::store::{CellIngest, Store, StoredKey};
 
@@ -149,8 +149,13 @@ impl Service {
     /// for what counts as unchanged or conflicting).
     pub async fn ingest(&self, rows: Vec<RawAnchor>, replace: bool) -> Result<IngestReport> {
         let scales = self.store.rubric_scales().await?;
-        let cells = anchors::validate(rows, &scales, self.limits.max_batch_anchors)
-            .map_err(|p| Error::invalid("the anchor batch was refused", p))?;
+        // A large batch takes a while to check: off the async runtime.
+        let (checked, max) = (scales.clone(), self.limits.max_batch_anchors);
+        let cells = blocking("checking an anchor batch", move || {
+            anchors::validate(rows, &checked, max)
+        })
+        .await?
+        .map_err(|p| Error::invalid("the anchor batch was refused", p))?;
         let mut judges: Vec<&JudgeName> = cells.iter().map(|c| &c.key.judge).collect();
         judges.sort();
         judges.dedup();

@@ -188,34 +188,10 @@ impl Store {
             let cell_id: String = row.try_get(0)?;
             let stored_count: i64 = row.try_get(1)?;
 
-            // The rows the cell holds for the batch's items, of every version (a new, empty
-            // cell needs no look-up), then the plan, decided without the database.
-            let mut stored = Vec::new();
-            if stored_count > 0 {
-                for chunk in cell.anchors.chunks(CHUNK) {
-                    let sql = format!(
-                        "SELECT judge_version, item_id, judge_score, reference_score, group_name,
-                             created_at_ms, rater
-                         FROM anchors WHERE cell_id = $1 AND item_id IN ({})",
-                        placeholder_list(chunk.len(), 2)
-                    );
-                    let mut q = sqlx::query(many_values(self.backend, sql)).bind(&cell_id);
-                    for a in chunk {
-                        q = q.bind(a.item_id.as_str());
-                    }
-                    for r in q.fetch_all(&mut *tx).await? {
-                        stored.push(StoredRow {
-                            judge_version: r.try_get(0)?,
-                            item_id: r.try_get(1)?,
-                            judge_score: r.try_get(2)?,
-                            reference_score: r.try_get(3)?,
-                            group: group_of(r.try_get(4)?)?,
-                            created_at_ms: r.try_get(5)?,
-                            rater: rater_of(r.try_get(6)?)?,
-                        });
-                    }
-                }
-            }
+            // The rows the cell holds for the batch's items, of every version, then the plan,
+            // decided without the database.
+            let stored =
+                Self::stored_rows(self.backend, &mut tx, cell, &cell_id, stored_count).await?;
             let plan = plan_cell(cell, &stored, replace, now, &mut refusals);
             if !refusals.is_empty() {
                 continue;
@@ -229,6 +205,59 @@ impl Store {
         }
         tx.commit().await?;
         Ok(outcomes)
+    }
+
+    /// The rows `cell_id` holds for the batch's items, of every judge version. A new (empty)
+    /// cell needs no look-up; a batch of at least half the cell's rows reads the whole cell in
+    /// one statement (100,000 items looked up by lists of 1,000 took 3.3 s on Postgres);
+    /// a smaller one looks its items up in lists.
+    async fn stored_rows(
+        backend: super::Backend,
+        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+        cell: &CellBatch,
+        cell_id: &str,
+        stored_count: i64,
+    ) -> Result<Vec<StoredRow>> {
+        const COLUMNS: &str =
+            "SELECT judge_version, item_id, judge_score, reference_score, group_name, created_at_ms, rater
+             FROM anchors WHERE cell_id = $1";
+        let mut stored = Vec::new();
+        if stored_count == 0 {
+            return Ok(stored);
+        }
+        let whole = usize::try_from(stored_count).unwrap_or(usize::MAX) <= 2 * cell.anchors.len();
+        let statements: Vec<(String, &[crate::domain::anchors::Uploaded])> = if whole {
+            vec![(COLUMNS.to_owned(), &[])]
+        } else {
+            cell.anchors
+                .chunks(CHUNK)
+                .map(|chunk| {
+                    let sql = format!(
+                        "{COLUMNS} AND item_id IN ({})",
+                        placeholder_list(chunk.len(), 2)
+                    );
+                    (sql, chunk)
+                })
+                .collect()
+        };
+        for (sql, items) in statements {
+            let mut q = sqlx::query(many_values(backend, sql)).bind(cell_id);
+            for a in items {
+                q = q.bind(a.item_id.as_str());
+            }
+            for r in q.fetch_all(&mut **tx).await? {
+                stored.push(StoredRow {
+                    judge_version: r.try_get(0)?,
+                    item_id: r.try_get(1)?,
+                    judge_score: r.try_get(2)?,
+                    reference_score: r.try_get(3)?,
+                    group: group_of(r.try_get(4)?)?,
+                    created_at_ms: r.try_get(5)?,
+                    rater: rater_of(r.try_get(6)?)?,
+                });
+            }
+        }
+        Ok(stored)
     }
 
     /// Writes one cell's plan inside the upload's transaction and counts the cell again.

@@ -200,6 +200,51 @@ async fn requests_past_the_timeout_get_503(backend: Backend) {
     assert_error(&res, 503, "timeout");
 }
 
+/// An upload's deadline covers receiving its body; once in, the batch is stored to the end
+/// however long the store makes it wait (here another writer holds the anchors for 2.5 s,
+/// past the 1 s timeout), rather than refused whole.
+async fn an_upload_slow_to_store_is_stored_past_the_timeout(backend: Backend) {
+    use sqlx::Connection;
+    let app = TestApp::with(backend, |s| s.server.request_timeout_secs = 1).await;
+    let mut other = sqlx::AnyConnection::connect(&app.settings.database.url)
+        .await
+        .unwrap();
+    match backend {
+        Backend::Sqlite => {
+            sqlx::query("BEGIN IMMEDIATE")
+                .execute(&mut other)
+                .await
+                .unwrap();
+        }
+        Backend::Postgres => {
+            sqlx::query("BEGIN").execute(&mut other).await.unwrap();
+            sqlx::query("LOCK TABLE anchors IN EXCLUSIVE MODE")
+                .execute(&mut other)
+                .await
+                .unwrap();
+        }
+    }
+    let release = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        sqlx::query("COMMIT").execute(&mut other).await.unwrap();
+    });
+    let up = json!({"judge": "j1", "rubric": "r1", "anchors": [
+        {"item_id": "a", "judge_score": 3, "reference_score": 4},
+        {"item_id": "b", "judge_score": 2, "reference_score": 2}]});
+    let started = std::time::Instant::now();
+    let res = app.json("POST", "/v1/anchors", &up).await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert!(
+        started.elapsed() > Duration::from_secs(1),
+        "the store made it wait"
+    );
+    assert_eq!(res.body["inserted"], 2);
+    release.await.unwrap();
+    assert_eq!(app.cell_count("j1", "r1").await, Some(2));
+    // Other routes still answer 503 past the timeout (a stalled upload body too:
+    // requests_past_the_timeout_get_503).
+}
+
 async fn metrics_count_routes_and_survive_a_restart(backend: Backend) {
     let mut app = TestApp::new(backend).await;
     let up = json!({"judge": "j1", "rubric": "r1", "anchors": [{"item_id": "a", "judge_score": 3, "reference_score": 4}]});
@@ -265,6 +310,7 @@ on_both_backends!(
     every_refusal_has_the_error_shape,
     past_the_concurrency_limit_requests_get_429,
     requests_past_the_timeout_get_503,
+    an_upload_slow_to_store_is_stored_past_the_timeout,
     metrics_count_routes_and_survive_a_restart,
     readiness_needs_migrations,
 );
