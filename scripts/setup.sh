@@ -8,4 +8,19 @@ for component in rustfmt clippy; do
         rustup component add "$component"
     fi
 done
+# The build folder: outside the clone and keyed by Cargo.lock, as the torch virtualenv is, so
+# that a fresh clone on this machine (CI) compiles this crate only, not its ~400 dependencies
+# and libtorch's C++ glue (about 12 min of 2 cores). `target` becomes a link to it; a clone
+# that already has a `target`, or a CARGO_TARGET_DIR, keeps its own. Folders of other lock
+# files unused for a week are removed.
+judgecal_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+if [ -z "${CARGO_TARGET_DIR:-}" ] && [ ! -e "$judgecal_root/target" ] && [ ! -L "$judgecal_root/target" ]; then
+    judgecal_builds="${XDG_CACHE_HOME:-$HOME/.cache}/judgecal"
+    judgecal_target="$judgecal_builds/target-$(sha256sum "$judgecal_root/Cargo.lock" | cut -c1-16)"
+    mkdir -p "$judgecal_target"
+    touch "$judgecal_target/.used"
+    find "$judgecal_builds" -maxdepth 2 -path '*/target-*/.used' -mtime +7 2>/dev/null |
+        while read -r stamp; do rm -rf "$(dirname "$stamp")"; done
+    ln -s "$judgecal_target" "$judgecal_root/target"
+fi
 source "$(dirname "${BASH_SOURCE[0]}")/torch.sh"
