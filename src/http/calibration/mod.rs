@@ -7,9 +7,17 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 mod dto;
+mod intervals_dto;
+mod job_dto;
 mod panel_dto;
+mod report_dto;
+mod training_doc;
 
 pub use dto::*;
+pub use intervals_dto::*;
+pub use job_dto::*;
+pub use report_dto::*;
+pub use training_doc::*;
 
 use super::AppState;
 use super::error::{ApiError, ErrorBody};
