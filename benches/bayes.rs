@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use judgecal::calibrate::bayes::{FitOptions, SufficientStats, fit};
+use judgecal_stats::bayes::{FitOptions, SufficientStats, fit};
 
 /// Anchors on a deterministic grid with bounded noise; the fit's speed does not depend on it.
 fn stats(rubric: usize, n: usize) -> SufficientStats {

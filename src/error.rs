@@ -29,9 +29,9 @@ pub enum Error {
 
 /// One conversion for the statistics' failures: too little data is the caller's to fix (409,
 /// saying what is missing); a numerical failure or a cancelled computation is the service's.
-impl From<crate::calibrate::error::CalibrateError> for Error {
-    fn from(e: crate::calibrate::error::CalibrateError) -> Self {
-        use crate::calibrate::error::CalibrateError;
+impl From<judgecal_stats::error::CalibrateError> for Error {
+    fn from(e: judgecal_stats::error::CalibrateError) -> Self {
+        use judgecal_stats::error::CalibrateError;
         match e {
             CalibrateError::TooFew(why) => Error::conflict(
                 format!("this version cannot give the answer: {why}"),

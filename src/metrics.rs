@@ -11,12 +11,12 @@ use prometheus::{
     TextEncoder,
 };
 
-use crate::calibrate::Method;
-use crate::calibrate::bridge::Finding;
-use crate::calibrate::drift::Watch;
 use crate::domain::CellKey;
 use crate::domain::calibration::{CalibratorVersion, JobKind};
 use crate::store::CoverageWindow;
+use judgecal_stats::Method;
+use judgecal_stats::bridge::Finding;
+use judgecal_stats::drift::Watch;
 
 const CELL: &[&str] = &["judge", "rubric"];
 /// A panel member's gauges: the panel (in the `judge` label, as its name serves), the rubric and the member.

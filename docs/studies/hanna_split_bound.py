@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The pair bound of `judgecal rank --hanna` (src/study/rank/labels.rs, `pair_bound`) at other splits
+"""The pair bound of `judgecal-study rank --hanna` (crates/judgecal-study/src/rank/labels.rs, `pair_bound`) at other splits
 of HANNA's stories between anchors and runs: what per-system label counts could save over one
 count on every system, knowing every human score, if the runs had more stories each.
 
@@ -8,7 +8,7 @@ count on every system, knowing every human score, if the runs had more stories e
 A stand-in for the service's fit, in the standard library only: each cell's corrector is a
 least-squares line on its anchors plus each system's mean anchor residual (the bayes version
 with systems as groups, without its shrinkage). At the service's split (even stories anchor)
-it gives 13.6% against `judgecal rank --hanna`'s 13%, so it tracks the real fit.
+it gives 13.6% against `judgecal-study rank --hanna`'s 13%, so it tracks the real fit.
 """
 import csv
 import math
@@ -22,7 +22,7 @@ LOOKS = 4
 
 
 def pair_bound(corrected, references):
-    """(per-system total, one count on every system), as `pair_bound` in src/study/rank/labels.rs."""
+    """(per-system total, one count on every system), as `pair_bound` in crates/judgecal-study/src/rank/labels.rs."""
     k = len(corrected)
     pairs = k * (k - 1) / 2
     crit = lambda family: NormalDist().inv_cdf(1 - (1 - family) / (2 * pairs))

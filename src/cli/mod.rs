@@ -1,10 +1,8 @@
-//! The command line: `serve` (the default), `migrate`, `openapi`, `keys create`, and the
-//! studies (`studies`: `experiment`, `evaluate`, `coverage`, `intervals`, `drift`, `systems`,
-//! `rank`, `panel`), which run off the async runtime.
+//! The command line: `serve` (the default), `migrate`, `openapi`, `keys create` and
+//! `evaluate` (every method cross-validated on an anchors file, off the async runtime). The
+//! studies are the `judgecal-study` binary's.
 
-mod drift;
-mod panel;
-mod studies;
+pub mod evaluate;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -15,12 +13,7 @@ use crate::auth::Scope;
 use crate::config::Settings;
 use crate::startup::{Application, shutdown_signal};
 use crate::store::Store;
-use drift::{DriftArgs, drift};
-use panel::{PanelArgs, panel};
-use studies::{
-    BridgeArgs, CoverageArgs, EvaluateArgs, ExperimentArgs, GateArgs, IntervalsArgs, RankArgs,
-    SystemsArgs, bridge, coverage, evaluate, experiment, gate, intervals, rank, study, systems,
-};
+use evaluate::{EvaluateArgs, evaluate};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -53,41 +46,8 @@ pub enum Command {
     Migrate,
     /// Print the OpenAPI document (YAML).
     Openapi,
-    /// Reproduce the paper's study: a synthetic strict-and-compressing judge, the nested
-    /// split, every method at every anchor budget; prints Table 1 (and Table 2 with --seeds).
-    Experiment(Box<ExperimentArgs>),
     /// Cross-validate every method on every cell of an anchors CSV and print the figures.
     Evaluate(EvaluateArgs),
-    /// Count how often the run-level intervals (/v1/estimate, /v1/compare) cover the truth
-    /// on the synthetic judge, per method, anchor count and run size; prints a Markdown table.
-    Coverage(CoverageArgs),
-    /// Count how often each method's 95% predictive interval covers new items on the
-    /// synthetic judge, overall and at the ends of the judge's scale; prints a Markdown table.
-    Intervals(IntervalsArgs),
-    /// Count the drift alarm's false alarms on cells that do not drift (synthetic judge and
-    /// HANNA, anchors shuffled or in batches that share raters or prompts), and its delay
-    /// after a shift of the judge or a switch to another judge.
-    Drift(DriftArgs),
-    /// Rank HANNA's story-generation systems from one judge's scores: half of the stories
-    /// as anchors, each system's mean estimated on the other half; prints a Markdown table.
-    Systems(SystemsArgs),
-    /// Rankings of K systems (/v1/rank) on worlds with known truth: how often any pair is
-    /// claimed in the wrong order, whether every rank interval covers, and how many labels
-    /// the plan needs against one count per system; with --hanna, HANNA's 11 systems by every
-    /// judge and rubric against the human ranking. Prints Markdown tables.
-    Rank(RankArgs),
-    /// The bridge between two judge versions on worlds with known truth (no change, mean
-    /// shifts, a slope change, a change at one end, a change in one group of systems): its
-    /// verdicts by bridge size and how often they are wrong; and how soon the door check, the
-    /// silent-change check and the drift alarm see a change. Prints Markdown tables.
-    Bridge(BridgeArgs),
-    /// Fit the Bayesian line to every judge of an anchors CSV (rubrics pooled, as a training
-    /// job does), on every anchor and with each group (system) left out in turn: how many
-    /// versions miss the gate on the sampler's first round and after its extensions.
-    Gate(GateArgs),
-    /// HANNA's judges as one panel: each judge's and the panel's held-out error per rubric,
-    /// `auto`'s nested choice between them, and the judges' weights. Prints Markdown tables.
-    Panel(PanelArgs),
     /// Manage API keys.
     Keys {
         #[command(subcommand)]
@@ -116,16 +76,7 @@ pub async fn run(cli: Cli) -> ExitCode {
             print!("{}", crate::http::openapi::yaml());
             return ExitCode::SUCCESS;
         }
-        Command::Experiment(a) => return study(move || experiment(*a)).await,
-        Command::Evaluate(a) => return study(move || evaluate(a)).await,
-        Command::Coverage(a) => return study(move || coverage(a)).await,
-        Command::Intervals(a) => return study(move || intervals(a)).await,
-        Command::Drift(a) => return study(move || drift(a)).await,
-        Command::Systems(a) => return study(move || systems(a)).await,
-        Command::Rank(a) => return study(move || rank(a)).await,
-        Command::Bridge(a) => return study(move || bridge(a)).await,
-        Command::Gate(a) => return study(move || gate(a)).await,
-        Command::Panel(a) => return study(move || panel(a)).await,
+        Command::Evaluate(a) => return offline(move || evaluate(a)).await,
         other => other,
     };
     let settings = match Settings::load(&cli.config_dir) {
@@ -142,25 +93,28 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Keys {
             command: KeysCommand::Create { scopes, name },
         } => create_key(settings, &scopes, &name).await,
-        Command::Openapi
-        | Command::Experiment(_)
-        | Command::Evaluate(_)
-        | Command::Coverage(_)
-        | Command::Intervals(_)
-        | Command::Drift(_)
-        | Command::Systems(_)
-        | Command::Rank(_)
-        | Command::Bridge(_)
-        | Command::Gate(_)
-        | Command::Panel(_) => {
-            unreachable!("handled above")
-        }
+        Command::Openapi | Command::Evaluate(_) => unreachable!("handled above"),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!(error = ?e, "judgecal failed");
             eprintln!("judgecal: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs an offline command off the async runtime; its errors are the user's to fix.
+async fn offline(f: impl FnOnce() -> Result<(), String> + Send + 'static) -> ExitCode {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(e)) => {
+            eprintln!("judgecal: {e}");
+            ExitCode::from(2)
+        }
+        Err(_) => {
+            eprintln!("judgecal: the run panicked");
             ExitCode::FAILURE
         }
     }

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::Problem;
-use crate::calibrate::method::SchemaSet;
+use judgecal_stats::method::SchemaSet;
 
 /// The problems of `value` (a serialised options object) against the bounds of `schema`; each
 /// problem names its field as `prefix.field` (nested objects as `prefix.outer.inner`).
@@ -98,7 +98,7 @@ fn walk(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::calibrate::Method;
+    use judgecal_stats::Method;
 
     #[test]
     fn bounds_come_from_the_schema_and_name_the_field() {

@@ -7,12 +7,12 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::{CellKey, JudgeName, JudgeVersion, Problem, RubricName};
-use crate::calibrate::conformal::Intervals;
-use crate::calibrate::panel::fusion::Fusion;
-use crate::calibrate::quality::Comparison;
-use crate::calibrate::runlevel::groups::GroupBias;
-use crate::calibrate::select::Decision;
-use crate::calibrate::{Corrected, Method, Model};
+use judgecal_stats::conformal::Intervals;
+use judgecal_stats::panel::fusion::Fusion;
+use judgecal_stats::quality::Comparison;
+use judgecal_stats::runlevel::groups::GroupBias;
+use judgecal_stats::select::Decision;
+use judgecal_stats::{Corrected, Method, Model};
 
 macro_rules! id_type {
     ($(#[$meta:meta])* $name:ident) => {

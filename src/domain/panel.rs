@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use super::{Anchor, GroupName, JudgeName, Problem, RubricName};
-use crate::calibrate::panel::MAX_MEMBERS;
+use judgecal_stats::panel::MAX_MEMBERS;
 
 /// One panel item's scores: each member's score, by name.
 pub type MemberScores = Vec<(JudgeName, f64)>;

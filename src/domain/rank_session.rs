@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::{CellKey, Problem};
-use crate::calibrate::runlevel::RunItems;
+use judgecal_stats::runlevel::RunItems;
 
 /// The most looks a session may plan.
 pub const MAX_LOOKS: usize = 10;

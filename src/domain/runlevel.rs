@@ -6,9 +6,9 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::panel::{MemberScores, parse_member_scores};
 use super::{CellKey, GroupName, ItemId, JudgeName, JudgeVersion, Problem, RubricName};
-use crate::calibrate::runlevel::inference::Estimand;
-use crate::calibrate::runlevel::rank::{ErrorRate, LabelGoal, MAX_RUNS, RankSettings};
-use crate::calibrate::runlevel::{AnswerSettings, MIN_LABELLED, RunItems};
+use judgecal_stats::runlevel::inference::Estimand;
+use judgecal_stats::runlevel::rank::{ErrorRate, LabelGoal, MAX_RUNS, RankSettings};
+use judgecal_stats::runlevel::{AnswerSettings, MIN_LABELLED, RunItems};
 
 /// One run's estimate, asked for.
 #[derive(Debug, Clone, PartialEq)]

@@ -9,10 +9,10 @@ use utoipa::ToSchema;
 use super::bounds;
 use super::calibration::JobKind;
 use super::{JudgeName, JudgeVersion, Problem, RubricName};
-use crate::calibrate::cv::{Scheme, Split};
-use crate::calibrate::method::{SchemaSet, schema_set};
-use crate::calibrate::select::{AutoOptions, Objective, Rule};
-use crate::calibrate::{Candidates, Method, MethodOptions};
+use judgecal_stats::cv::{Scheme, Split};
+use judgecal_stats::method::{SchemaSet, schema_set};
+use judgecal_stats::select::{AutoOptions, Objective, Rule};
+use judgecal_stats::{Candidates, Method, MethodOptions};
 
 /// What a job of one method takes besides the method's own options: how its versions are
 /// evaluated on held-out anchors, its seed, and whether to activate them whatever their

@@ -10,10 +10,10 @@ use super::AppState;
 use super::error::{ApiError, ErrorBody};
 use super::extract::{Authorized, CorrectScope, Json, ScoresOrItems};
 use super::schema;
-use crate::calibrate::Corrected;
 use crate::domain::Problem;
 use crate::domain::calibration::CalibratorVersion;
 use crate::domain::correction::CorrectionRequest;
+use judgecal_stats::Corrected;
 
 /// The body of POST /v1/correct: `scores`, or `items` to get ids back (not both).
 #[derive(Deserialize, ToSchema)]

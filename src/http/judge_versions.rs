@@ -11,10 +11,10 @@ use super::anchors::{judge_version, required_version};
 use super::error::{ApiError, ErrorBody};
 use super::extract::{AnyKey, Authorized, IngestScope, Json, Path, Query, TrainScope, cell_key};
 use super::{rfc3339, schema};
-use crate::calibrate::bridge::Bridge;
 use crate::domain::calibration::OnMismatch;
 use crate::domain::{ItemId, JudgeName, JudgeVersion, Problem};
 use crate::service::bridges::{BridgeAnswer, Rescored};
+use judgecal_stats::bridge::Bridge;
 
 fn version_text(v: Option<&JudgeVersion>) -> Option<String> {
     v.map(|v| v.as_str().to_owned())
@@ -323,7 +323,7 @@ pub async fn check(
         .await?;
     Ok(axum::Json(CheckResponse {
         id: check.id.to_string(),
-        changed: check.answer.bridge.verdict == crate::calibrate::bridge::Verdict::Refit,
+        changed: check.answer.bridge.verdict == judgecal_stats::bridge::Verdict::Refit,
         bridge: check.answer.into(),
     }))
 }
@@ -359,7 +359,7 @@ pub async fn get_check(
     let version = version_text(check.judge_version.as_ref());
     Ok(axum::Json(CheckResponse {
         id: check.id.to_string(),
-        changed: check.bridge.verdict == crate::calibrate::bridge::Verdict::Refit,
+        changed: check.bridge.verdict == judgecal_stats::bridge::Verdict::Refit,
         bridge: BridgeResponse {
             from: version.clone(),
             to: version,

@@ -9,9 +9,9 @@ use utoipa::ToSchema;
 use super::error::{ApiError, ErrorBody};
 use super::extract::{AnyKey, Authorized, Json, Path, TrainScope};
 use super::{AppState, rfc3339, schema};
-use crate::calibrate::panel::plan::SubPanelPlan;
 use crate::domain::JudgeName;
 use crate::domain::panel::{NewPanel, Panel, PlanRequest};
+use judgecal_stats::panel::plan::SubPanelPlan;
 
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

@@ -93,7 +93,7 @@ pub fn member_scores() -> Object {
                 .maximum(Some(crate::domain::runlevel::MAX_SCORE)),
         ))
         .min_properties(Some(1))
-        .max_properties(Some(crate::calibrate::panel::MAX_MEMBERS))
+        .max_properties(Some(judgecal_stats::panel::MAX_MEMBERS))
         .examples([json!({"gpt-4o-mini": 3.5, "claude-haiku": 4.0})])
         .description(Some(
             "A panel's item: each member's raw score by judge name (members that did not score the item left out); instead of `score`.",

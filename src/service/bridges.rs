@@ -1,16 +1,16 @@
 //! When the judge changes: the judge versions a cell holds, which items a new version should
-//! re-score, the bridge between two versions (`calibrate::bridge`), and the silent-change
+//! re-score, the bridge between two versions (`judgecal_stats::bridge`), and the silent-change
 //! check (a re-score under the same label, kept apart from the anchors).
 
 use std::sync::Arc;
 
 use super::Service;
 use super::versions::Loaded;
-use crate::calibrate::bridge::{self, Bridge, Pair, TOLERANCE_SHARE, Verdict};
 use crate::domain::calibration::CalibratorVersion;
 use crate::domain::{CellKey, GroupName, ItemId, JudgeVersion, Problem, Scale};
 use crate::error::{Error, Result};
 use crate::store::{SharedItem, StoredCheck, VersionAnchors};
+use judgecal_stats::bridge::{self, Bridge, Pair, TOLERANCE_SHARE, Verdict};
 
 /// One judge version of a cell: its anchors and the calibration trained on it, if any.
 pub struct JudgeVersionSummary {
@@ -222,7 +222,7 @@ impl Service {
         crate::error::blocking("correcting a bridge's scores", move || {
             let old: Vec<f64> = items.iter().map(|i| i.from_score).collect();
             let new: Vec<f64> = items.iter().map(|i| i.to_score).collect();
-            let clip = |c: crate::calibrate::Corrected| c.clipped((scale.min, scale.max)).score;
+            let clip = |c: judgecal_stats::Corrected| c.clipped((scale.min, scale.max)).score;
             let model = &loaded.version;
             let old_c = model.correct(&old).map_err(Error::Internal)?;
             let new_c = model.correct(&new).map_err(Error::Internal)?;
@@ -234,7 +234,7 @@ impl Service {
                     new: i.to_score,
                     old_corrected: clip(o),
                     new_corrected: clip(n),
-                    group: i.group,
+                    group: i.group.map(|g| g.as_str().to_owned()),
                 })
                 .collect())
         })
@@ -340,7 +340,7 @@ impl Service {
                 None
             } else {
                 bridge::planned_items(
-                    crate::calibrate::stats::sample_variance(&corrected).sqrt(),
+                    judgecal_stats::stats::sample_variance(&corrected).sqrt(),
                     tolerance,
                 )
             }

@@ -5,11 +5,11 @@ use std::sync::Arc;
 use super::Service;
 use super::panels::fuse_items;
 use super::versions::{Loaded, Mismatch};
-use crate::calibrate::Corrected;
-use crate::calibrate::panel::fusion::FusedScore;
 use crate::domain::Problem;
 use crate::domain::correction::CorrectionRequest;
 use crate::error::{Error, Result};
+use judgecal_stats::Corrected;
+use judgecal_stats::panel::fusion::FusedScore;
 
 /// Corrected scores and the version that made them.
 pub struct Correction {

@@ -1,10 +1,10 @@
 //! Drift beyond β: each anchor batch that reaches a cell with an active version is checked
 //! against that version's 95% predictive interval (its method's own, or the held-out
-//! conformal band per bin of the judge score: `calibrate::conformal`). Each anchor either
+//! conformal band per bin of the judge score: `judgecal_stats::conformal`). Each anchor either
 //! falls inside or misses, and two figures watch the misses:
 //! - `judgecal_anchor_coverage`, the share inside over the newest batches (about 200 anchors),
 //!   a picture of the recent past with no error rate of its own;
-//! - the drift alarm (`calibrate::drift`), a betting e-process over every anchor checked since
+//! - the drift alarm (`judgecal_stats::drift`), a betting e-process over every anchor checked since
 //!   the version was activated, against the miss rate the version's bands are bounded by
 //!   given its training anchors, with raters (or batches naming none) as its independent
 //!   units: the chance that it ever fires while the cell stays healthy is at most
@@ -18,12 +18,12 @@
 
 use super::Service;
 use super::versions::Loaded;
-use crate::calibrate::conformal::{Intervals, tie_break};
-use crate::calibrate::drift::{BOUND_DELTA, CheckedBatch, Dependence, Watch, drift};
 use crate::domain::{Anchor, CellKey};
 use crate::error::{Error, Result};
 use crate::metrics::Scope;
 use crate::store::{BatchCoverage, CellIngest};
+use judgecal_stats::conformal::{Intervals, tie_break};
+use judgecal_stats::drift::{BOUND_DELTA, CheckedBatch, Dependence, Watch, drift};
 
 /// `judgecal_anchor_coverage` covers the newest checks of a cell's active version, whole
 /// batches, until at least this many anchors.
@@ -229,7 +229,7 @@ impl Service {
             .filter(|c| !known.contains_key(&c.calibrator))
             .map(|c| (c.calibrator.clone(), c.intervals.clone()))
             .collect();
-        let nominal = 1.0 - crate::calibrate::conformal::LEVEL;
+        let nominal = 1.0 - judgecal_stats::conformal::LEVEL;
         let fresh: Vec<(String, Bounds)> =
             crate::error::blocking("bounding the versions' miss rates", move || {
                 needed

@@ -7,13 +7,13 @@ use super::Service;
 use super::jobs::Trained;
 use super::training::{self, Progress};
 use super::versions::Loaded;
-use crate::calibrate::panel::fusion::{FusedScore, Fusion};
-use crate::calibrate::panel::plan::{PanelPlan, PlanAsk};
 use crate::domain::calibration::Job;
 use crate::domain::panel::{self, Joined, MemberScores, NewPanel, Panel, PlanRequest};
 use crate::domain::training::{TrainingRequest, VersionChoice};
 use crate::domain::{CellKey, JudgeName, JudgeVersion, Problem, RubricName, Scale};
 use crate::error::{Error, Result};
+use judgecal_stats::panel::fusion::{FusedScore, Fusion};
+use judgecal_stats::panel::plan::{PanelPlan, PlanAsk};
 
 fn no_panel(name: &JudgeName) -> Error {
     Error::NotFound(format!("no panel {name}; define one with POST /v1/panels"))

@@ -3,10 +3,10 @@
 use uuid::Uuid;
 
 use super::{RankRequest, Served, Service};
-use crate::calibrate::runlevel::rank::Ranking;
 use crate::domain::CellKey;
 use crate::domain::rank_session::{RankSession, SessionPlan};
 use crate::error::{Error, Result};
+use judgecal_stats::runlevel::rank::Ranking;
 
 impl Service {
     /// Opens a session on a cell that has a calibration to answer it (the pinned version, or

@@ -7,18 +7,18 @@ use std::sync::Arc;
 use super::Service;
 use super::panels::fuse_items;
 use super::versions::{Loaded, Mismatch};
-use crate::calibrate::panel::fusion::FusedScore;
-use crate::calibrate::runlevel::rank::{self, RankSettings, Ranking};
-use crate::calibrate::runlevel::{
-    self, Anchored, Basis, RunComparison, RunEstimate, RunItems, SharedResidual, Source,
-};
-use crate::calibrate::{Cell, MeanUncertainty};
 use crate::domain::panel::MemberScores;
 use crate::domain::runlevel::{CompareRequest, EstimateRequest, RankRequest};
 use crate::domain::{CellKey, JudgeVersion, Problem};
 use crate::error::{Error, Result};
 use crate::metrics::RunQuestion;
 use crate::store::SharedItem;
+use judgecal_stats::panel::fusion::FusedScore;
+use judgecal_stats::runlevel::rank::{self, RankSettings, Ranking};
+use judgecal_stats::runlevel::{
+    self, Anchored, Basis, RunComparison, RunEstimate, RunItems, SharedResidual, Source,
+};
+use judgecal_stats::{Cell, MeanUncertainty};
 
 /// How much work an answer is, before the model is asked: light enough for the request's own
 /// thread, or not.
@@ -144,7 +144,7 @@ impl Service {
     async fn with_basis<T: Send + 'static>(
         (loaded, anchors): (Arc<Loaded>, Arc<Cell>),
         work: Work,
-        f: impl FnOnce(Basis) -> crate::calibrate::error::Result<T> + Send + 'static,
+        f: impl FnOnce(Basis) -> judgecal_stats::error::Result<T> + Send + 'static,
     ) -> Result<T> {
         let model = &loaded.version.model;
         let light = work == Work::Light
@@ -469,7 +469,7 @@ fn residuals(
     items: &[SharedItem],
     a: &Anchored,
     b: &Anchored,
-) -> crate::calibrate::error::Result<Vec<SharedResidual>> {
+) -> judgecal_stats::error::Result<Vec<SharedResidual>> {
     let from: Vec<f64> = items.iter().map(|i| i.from_score).collect();
     let to: Vec<f64> = items.iter().map(|i| i.to_score).collect();
     let (fa, fb) = (a.corrected(&from)?, b.corrected(&to)?);
@@ -510,7 +510,7 @@ impl Served {
 /// fitted on. Runs of different sources are corrected independently.
 fn anchored_sources(
     bases: &[(Arc<Loaded>, Arc<Cell>)],
-) -> crate::calibrate::error::Result<Vec<Anchored<'_>>> {
+) -> judgecal_stats::error::Result<Vec<Anchored<'_>>> {
     bases
         .iter()
         .map(|(loaded, anchors)| {

@@ -7,18 +7,18 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use sha2::{Digest, Sha256};
 
-use crate::calibrate::conformal::Intervals;
-use crate::calibrate::cv;
-use crate::calibrate::error::CalibrateError;
-use crate::calibrate::panel::fusion::{FusionOptions, PanelRows, fit_fusion};
-use crate::calibrate::quality::Comparison;
-use crate::calibrate::runlevel::groups::GroupBias;
-use crate::calibrate::select;
-use crate::calibrate::{Cell, Corrected, Run};
 use crate::domain::calibration::{JudgeRange, NewVersion};
 use crate::domain::panel::Joined;
 use crate::domain::training::Plan;
 use crate::domain::{Anchor, GroupName, RubricName, Scale};
+use judgecal_stats::conformal::Intervals;
+use judgecal_stats::cv;
+use judgecal_stats::error::CalibrateError;
+use judgecal_stats::panel::fusion::{FusionOptions, PanelRows, fit_fusion};
+use judgecal_stats::quality::Comparison;
+use judgecal_stats::runlevel::groups::GroupBias;
+use judgecal_stats::select;
+use judgecal_stats::{Cell, Corrected, Run};
 
 /// Shared between a running job's worker and its training thread: how far it is, what it last
 /// reported, and whether it should stop.
@@ -79,7 +79,7 @@ impl CellData {
         }
     }
 
-    fn version(&self, model: crate::calibrate::Model) -> NewVersion {
+    fn version(&self, model: judgecal_stats::Model) -> NewVersion {
         NewVersion {
             rubric: self.rubric.clone(),
             anchor_count: self.pairs.len() as i64,

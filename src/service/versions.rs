@@ -15,7 +15,7 @@ pub struct Loaded {
     pub version: CalibratorVersion,
     /// The anchors it could have been fitted on (stored no later than the version), read on
     /// its first run-level estimate.
-    pub anchors: tokio::sync::OnceCell<Arc<crate::calibrate::Cell>>,
+    pub anchors: tokio::sync::OnceCell<Arc<judgecal_stats::Cell>>,
 }
 
 /// The calibration each (cell, judge version) is served by; `None`: the unversioned anchors.
@@ -590,9 +590,9 @@ impl Service {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::calibrate::Model;
-    use crate::calibrate::identity::IdentityModel;
     use crate::domain::calibration::CalibratorId;
+    use judgecal_stats::Model;
+    use judgecal_stats::identity::IdentityModel;
 
     fn loaded(key: &CellKey, version: i64) -> Arc<Loaded> {
         Arc::new(Loaded {

@@ -6,12 +6,12 @@ use sqlx::any::AnyRow;
 use sqlx::{AnyPool, Row};
 
 use super::Store;
-use crate::calibrate::{Method, Model};
 use crate::domain::calibration::{
     CalibratorId, CalibratorVersion, JobId, JudgeRange, NewVersion, OnMismatch, VersionRef,
 };
 use crate::domain::{Anchor, CellKey, JudgeName, JudgeVersion, RubricName, now_ms};
 use crate::error::{Error, Result};
+use judgecal_stats::{Method, Model};
 
 fn corrupt(what: &str) -> Error {
     Error::Internal(format!("stored calibrator has an unreadable {what}"))

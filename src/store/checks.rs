@@ -5,9 +5,9 @@ use sqlx::Row;
 use uuid::Uuid;
 
 use super::Store;
-use crate::calibrate::bridge::{Bridge, Finding};
 use crate::domain::{CellKey, JudgeName, JudgeVersion, RubricName, now_ms};
 use crate::error::{Error, Result};
+use judgecal_stats::bridge::{Bridge, Finding};
 
 /// A check as stored.
 #[derive(Debug, Clone, PartialEq)]

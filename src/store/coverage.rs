@@ -5,11 +5,11 @@ use sqlx::Row;
 use uuid::Uuid;
 
 use super::Store;
-use crate::calibrate::conformal::Intervals;
-use crate::calibrate::drift::CheckedBatch;
 use crate::domain::calibration::{CalibratorId, CalibratorVersion};
 use crate::domain::{CellKey, JudgeName, RubricName, now_ms};
 use crate::error::{Error, Result};
+use judgecal_stats::conformal::Intervals;
+use judgecal_stats::drift::CheckedBatch;
 
 fn corrupt(what: &str) -> Error {
     Error::Internal(format!("stored coverage has an unreadable {what}"))

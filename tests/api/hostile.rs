@@ -255,7 +255,7 @@ proptest! {
         well_refused(&send("POST", "/v1/correct", "application/json", correct.to_string().into_bytes()), &format!("correct {correct}"))?;
         let scores = json!({"judge": judge, "rubric": rubric, "scores": rows});
         well_refused(&send("POST", "/v1/correct", "application/json", scores.to_string().into_bytes()), &format!("correct {scores}"))?;
-        let methods = judgecal::calibrate::Method::ALL.iter().map(|m| m.as_str()).chain(["auto"]);
+        let methods = judgecal_stats::Method::ALL.iter().map(|m| m.as_str()).chain(["auto"]);
         for method in methods {
             let train = json!({"method": method, "options": options});
             let res = send("POST", "/v1/judges/j1/calibrations", "application/json", train.to_string().into_bytes());

@@ -58,7 +58,7 @@ pub struct VersionDto {
     /// error, and the between-group standard deviation τ that run-level answers use. Absent
     /// where the anchors name fewer than two groups.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub groups: Option<crate::calibrate::runlevel::groups::GroupBias>,
+    pub groups: Option<judgecal_stats::runlevel::groups::GroupBias>,
     /// A panel's version: how its members' scores are fused, and what each member is worth.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub panel: Option<PanelVersionDto>,

@@ -4,8 +4,8 @@
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::calibrate::conformal::{Intervals, Source};
-use crate::calibrate::drift::BOUND_DELTA;
+use judgecal_stats::conformal::{Intervals, Source};
+use judgecal_stats::drift::BOUND_DELTA;
 
 /// One bin of the judge score and its interval.
 #[derive(Serialize, ToSchema)]

@@ -3,7 +3,7 @@
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::calibrate::panel::fusion::Fusion;
+use judgecal_stats::panel::fusion::Fusion;
 
 /// A panel version's fusion layer in one rubric. `anchor_count` and every held-out figure of
 /// the version are the panel's: the items every member scored, the corrector fitted on their

@@ -4,11 +4,11 @@
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::calibrate::bayes::RubricPosterior;
-use crate::calibrate::cv::Scheme;
-use crate::calibrate::flow::{FlowSummary, Schedule};
-use crate::calibrate::quality::{Comparison, Figures};
-use crate::calibrate::select::Decision;
+use judgecal_stats::bayes::RubricPosterior;
+use judgecal_stats::cv::Scheme;
+use judgecal_stats::flow::{FlowSummary, Schedule};
+use judgecal_stats::quality::{Comparison, Figures};
+use judgecal_stats::select::Decision;
 
 #[derive(Serialize, ToSchema)]
 pub struct PosteriorDto {

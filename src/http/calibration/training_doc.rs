@@ -4,8 +4,8 @@ use serde_json::{Value, json};
 use utoipa::openapi::{RefOr, Schema};
 use utoipa::{PartialSchema, ToSchema};
 
-use crate::calibrate::Method;
 use crate::domain::training;
+use judgecal_stats::Method;
 
 /// The body of `POST /v1/judges/{judge}/calibrations`: one alternative per method, each with
 /// its own options (every field optional; unknown fields are refused). A method's options are

@@ -8,14 +8,14 @@ use super::{GroupTermDto, RunBody, VarianceDto, group, variance};
 use super::{
     PlanDto, RunEstimateDto, identify, mismatch_warnings, name_span, plan, rendered, run_dto,
 };
-use crate::calibrate::runlevel::RunComparison;
-use crate::calibrate::runlevel::warnings;
 use crate::domain::runlevel::RawSettings;
 use crate::http::AppState;
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::{Authorized, CorrectScope, Json};
 use crate::http::schema;
 use crate::service::CompareRequest;
+use judgecal_stats::runlevel::RunComparison;
+use judgecal_stats::runlevel::warnings;
 
 /// The body of POST /v1/compare: two runs of one cell.
 #[derive(Deserialize, ToSchema)]

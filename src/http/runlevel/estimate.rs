@@ -8,13 +8,13 @@ use super::{
     PlanDto, RunEstimateDto, RunItemDto, group_schema, identify, mismatch_warnings, name_span,
     plan, raw_run, rendered, run_dto,
 };
-use crate::calibrate::runlevel::warnings;
 use crate::domain::runlevel::{RawRunWithGroup, RawSettings};
 use crate::http::AppState;
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::{Authorized, CorrectScope, Json};
 use crate::http::schema;
 use crate::service::EstimateRequest;
+use judgecal_stats::runlevel::warnings;
 
 /// The body of POST /v1/estimate: the cell, the run (`scores` or `items`, not both) and how
 /// to answer.

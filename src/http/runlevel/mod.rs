@@ -1,6 +1,6 @@
 //! Run-level answers: a run's de-biased mean (`estimate`), whether model A beats model B
 //! (`compare`), and K runs ranked (`rank`). This module holds what the three share: a run's
-//! body, the parts of a run's answer, and the rendering of the warnings `calibrate` decides.
+//! body, the parts of a run's answer, and the rendering of the warnings `judgecal_stats` decides.
 
 pub mod compare;
 pub mod estimate;
@@ -12,13 +12,13 @@ use utoipa::ToSchema;
 
 use super::extract::ScoresOrItems;
 use super::schema;
-use crate::calibrate::runlevel::warnings::{Note, Warning};
-use crate::calibrate::runlevel::{
-    Advice, GroupAnswer, RunEstimate, Support, THIN_ANCHORS, Transport,
-};
 use crate::domain::Problem;
 use crate::domain::runlevel::{RawItem, RawRun, RawRunWithGroup};
 use crate::service::Loaded;
+use judgecal_stats::runlevel::warnings::{Note, Warning};
+use judgecal_stats::runlevel::{
+    Advice, GroupAnswer, RunEstimate, Support, THIN_ANCHORS, Transport,
+};
 
 /// One item of a run.
 #[derive(Deserialize, ToSchema)]
@@ -281,7 +281,7 @@ impl RunEstimateDto {
     }
 }
 
-pub(super) fn variance(v: crate::calibrate::runlevel::inference::Variance) -> VarianceDto {
+pub(super) fn variance(v: judgecal_stats::runlevel::inference::Variance) -> VarianceDto {
     VarianceDto {
         sampling: v.sampling,
         corrector: v.corrector,

@@ -8,8 +8,6 @@ use super::{
     RunEstimateDto, RunItemDto, group_schema, identify, mismatch_warnings, name_span, raw_run,
     rendered, run_dto,
 };
-use crate::calibrate::runlevel::rank::{Allocation, RankedPair, Ranking};
-use crate::calibrate::runlevel::warnings::{self, Note};
 use crate::domain::rank_session::RankSession;
 use crate::domain::runlevel::{RawLabels, RawRankOptions, RawRunWithGroup, RawSettings};
 use crate::http::AppState;
@@ -17,6 +15,8 @@ use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::{Authorized, CorrectScope, Json};
 use crate::http::schema;
 use crate::service::{RankRequest, Served};
+use judgecal_stats::runlevel::rank::{Allocation, RankedPair, Ranking};
+use judgecal_stats::runlevel::warnings::{self, Note};
 
 /// One run of a ranking.
 #[derive(Deserialize, ToSchema)]

@@ -10,7 +10,6 @@ use uuid::Uuid;
 
 use super::name_span;
 use super::rank::{RankResponse, RankRunBody, RankSessionDto, answer, parse_runs};
-use crate::calibrate::runlevel::rank::ErrorRate;
 use crate::domain::rank_session::{MAX_LOOKS, SessionPlan};
 use crate::domain::runlevel::{RawLabels, RawRankOptions, RawSettings};
 use crate::domain::{CellKey, JudgeName, Problem, RubricName};
@@ -18,6 +17,7 @@ use crate::http::AppState;
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::{Authorized, CorrectScope, Json};
 use crate::http::schema;
+use judgecal_stats::runlevel::rank::ErrorRate;
 
 /// The body of POST /v1/rank/sessions.
 #[derive(Deserialize, ToSchema)]
