@@ -17,6 +17,7 @@ pub mod bayes;
 pub mod bridge;
 pub mod conformal;
 pub mod corrector;
+pub mod covariates;
 pub mod cv;
 pub mod drift;
 pub mod error;

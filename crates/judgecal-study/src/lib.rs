@@ -7,6 +7,7 @@
 
 pub mod bridge;
 pub mod cli;
+pub mod covariates;
 pub mod design;
 pub mod drift;
 pub mod experiment;
@@ -14,6 +15,7 @@ pub mod figures;
 pub mod gate;
 pub mod grid;
 pub mod intervals;
+pub mod llmbar;
 pub mod new_group;
 pub mod panel;
 pub mod panel_grid;

@@ -25,6 +25,7 @@ fn the_help_lists_the_studies() {
         "bridge",
         "gate",
         "panel",
+        "covariates",
     ] {
         assert!(
             help.contains(&format!("  {name} ")),

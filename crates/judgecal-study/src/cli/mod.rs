@@ -1,6 +1,7 @@
 //! `judgecal-study`: the research harnesses' command line. Each subcommand runs a study with
 //! known truth (or on HANNA) and prints Markdown tables; none needs a database or the service.
 
+mod covariates;
 mod drift;
 mod panel;
 mod studies;
@@ -9,6 +10,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use covariates::{CovariatesArgs, covariates};
 use drift::{DriftArgs, drift};
 use panel::{PanelArgs, panel};
 use studies::{
@@ -62,6 +64,11 @@ pub enum Command {
     /// HANNA's judges as one panel: each judge's and the panel's held-out error per rubric,
     /// `auto`'s nested choice between them, and the judges' weights. Prints Markdown tables.
     Panel(PanelArgs),
+    /// Covariates with known truth: judges whose score rises with log length (half a
+    /// reference sd per sd, a fifth, none), continuous and integer references, 200 to 5,000
+    /// anchors; how often the length coefficient's interval covers, which input is served, the
+    /// fresh items' MAE with and without the length, and the bands' coverage.
+    Covariates(CovariatesArgs),
 }
 
 /// Runs the parsed study; its errors are the user's to fix (exit code 2).
@@ -76,6 +83,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Bridge(a) => bridge(a),
         Command::Gate(a) => gate(a),
         Command::Panel(a) => panel(a),
+        Command::Covariates(a) => covariates(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,632 @@
+//! Covariates: numeric inputs beside the judge score (a response's length, a count of its
+//! markdown), which a judge may reward beyond what people do.
+//!
+//! The input layer is the panel's stacking model (`panel::model`) with the judge score and the
+//! covariates as its named inputs: per rubric, the reference's posterior mean given
+//! (judge score, covariates), rubrics pooled, fitted by NUTS. A covariate enters standardised
+//! (its anchors' mean and sd, pooled over the rubrics), raw or as its logarithm: judge biases
+//! are rarely linear in raw token counts, and a log-normal length's raw value puts the few
+//! longest answers in charge of the fit. Which transform, and whether a covariate enters at
+//! all, is chosen per rubric on held-out error: the candidates are cross-fitted (k folds, each
+//! fold's anchors predicted by the closed-form posterior of the others, `Stats::conjugate`) and
+//! the lowest held-out MAE is served, the judge alone among the candidates unless every
+//! covariate must be kept. Each served covariate reports its coefficient, the reference's
+//! change per standard deviation of its transformed value at a fixed judge score, with its 95%
+//! credible interval: a judge that rewards length has a negative one (a longer answer of the
+//! same judge score is worth less to people).
+
+use nalgebra::DVector;
+use serde::{Deserialize, Serialize};
+
+use crate::bayes::FitOptions;
+use crate::corrector::{Run, folds};
+use crate::panel::{MemberWeight, StackOptions, StackPriors, Stats, fit};
+
+/// How a covariate's raw value becomes its input, before it is standardised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Transform {
+    Identity,
+    /// The natural logarithm: only where every anchor's value is positive.
+    Log,
+}
+
+impl Transform {
+    fn apply(self, x: f64) -> Option<f64> {
+        match self {
+            Transform::Identity => x.is_finite().then_some(x),
+            Transform::Log => (x > 0.0 && x.is_finite()).then(|| x.ln()),
+        }
+    }
+}
+
+/// One covariate as an input: its transform and the anchors' mean and sd of the transformed
+/// value, which standardise it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Input {
+    pub name: String,
+    pub transform: Transform,
+    pub centre: f64,
+    pub scale: f64,
+}
+
+impl Input {
+    /// The standardised input of a raw value; `None` where the transform cannot take it (a log
+    /// of a value ≤ 0).
+    pub fn value(&self, raw: f64) -> Option<f64> {
+        self.transform
+            .apply(raw)
+            .map(|t| (t - self.centre) / self.scale)
+    }
+
+    /// `length` or `log(length)`.
+    pub fn label(&self) -> String {
+        match self.transform {
+            Transform::Identity => self.name.clone(),
+            Transform::Log => format!("log({})", self.name),
+        }
+    }
+}
+
+/// One anchor: the judge score, the covariates (in the layer's name order) and the reference.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub score: f64,
+    pub covariates: Vec<f64>,
+    pub reference: f64,
+}
+
+/// A candidate's held-out figures in one rubric.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Considered {
+    /// Its inputs beside the judge score (labels: `length`, `log(length)`); empty for the
+    /// judge alone.
+    pub inputs: Vec<String>,
+    pub mae: f64,
+    pub mse: f64,
+}
+
+/// A served covariate's coefficient in one rubric: the reference's change per sd of its
+/// transformed value at a fixed judge score, and per unit of the transformed value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Coefficient {
+    pub input: String,
+    pub per_sd: f64,
+    /// 95% credible interval of `per_sd`.
+    pub per_sd_lo: f64,
+    pub per_sd_hi: f64,
+    /// `per_sd` over the transformed value's sd: per token for `length`, per unit of log
+    /// length (a factor e) for `log(length)`.
+    pub per_unit: f64,
+}
+
+/// One rubric's fitted input layer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Layer {
+    /// The covariates served, in the order their coefficients follow the judge score's.
+    pub inputs: Vec<Input>,
+    /// Posterior mean of (intercept, the judge score's weight, each input's weight).
+    pub mean: Vec<f64>,
+    /// Their posterior covariance, row-major.
+    pub cov: Vec<f64>,
+    /// Posterior mean of the rubric's residual variance.
+    pub sigma2: f64,
+    /// The judge score's weight.
+    pub judge: MemberWeight,
+    pub coefficients: Vec<Coefficient>,
+    /// Every candidate's held-out figures; the served one has the lowest MAE.
+    pub considered: Vec<Considered>,
+    /// The anchors as a corrector behind the layer sees them: (cross-fitted fused score,
+    /// reference), in item order.
+    pub anchors: Vec<(f64, f64)>,
+}
+
+impl Layer {
+    /// The design row [1, judge score, each served input] of an item whose covariates are
+    /// `covariates` (by name).
+    fn row(&self, score: f64, covariate: &dyn Fn(&str) -> Option<f64>) -> Result<Vec<f64>, String> {
+        let mut x = vec![1.0, score];
+        for input in &self.inputs {
+            let raw = covariate(&input.name)
+                .ok_or_else(|| format!("covariates.{} is missing", input.name))?;
+            x.push(input.value(raw).ok_or_else(|| {
+                format!(
+                    "covariates.{} is {raw}; {} needs a positive value",
+                    input.name,
+                    input.label()
+                )
+            })?);
+        }
+        Ok(x)
+    }
+
+    /// The fused score: the posterior mean of the reference at this judge score and these
+    /// covariates. `covariate` answers a covariate's raw value by name.
+    pub fn fuse(&self, score: f64, covariate: &dyn Fn(&str) -> Option<f64>) -> Result<f64, String> {
+        let x = self.row(score, covariate)?;
+        Ok(self.mean.iter().zip(&x).map(|(w, v)| w * v).sum())
+    }
+
+    /// The fused score with the stacking posterior's own 95% credible and predictive
+    /// intervals.
+    pub fn correct(
+        &self,
+        score: f64,
+        covariate: &dyn Fn(&str) -> Option<f64>,
+    ) -> Result<crate::bayes::Corrected, String> {
+        let x = DVector::from_vec(self.row(score, covariate)?);
+        let p = x.len();
+        let cov = nalgebra::DMatrix::from_row_slice(p, p, &self.cov);
+        let mean = DVector::from_column_slice(&self.mean);
+        Ok(crate::bayes::Corrected::of(
+            mean.dot(&x),
+            x.dot(&(&cov * &x)),
+            self.sigma2,
+        ))
+    }
+}
+
+/// How the layer is fitted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LayerOptions {
+    /// The served fit's sampler (its seed seeds the folds too).
+    pub sampler: FitOptions,
+    /// Folds of the cross-fitted candidates.
+    pub folds: usize,
+    /// Every covariate enters (its transform still chosen on held-out error); otherwise the
+    /// judge alone and every subset are candidates too (`auto`).
+    pub keep_all: bool,
+}
+
+impl Default for LayerOptions {
+    fn default() -> Self {
+        Self {
+            sampler: FitOptions::default(),
+            folds: 5,
+            keep_all: false,
+        }
+    }
+}
+
+/// A column of the full design: the judge score, or covariate `k` under a transform.
+#[derive(Debug, Clone, PartialEq)]
+enum Column {
+    Judge,
+    Covariate(Input),
+}
+
+/// The priors: intercept N(0, 2²), the judge's weight N(1, 2²) (the linear corrector's β),
+/// each standardised covariate's N(0, 2²) (up to two reference units per sd either way).
+fn priors(columns: &[&Column]) -> StackPriors {
+    let mut mean = vec![0.0];
+    mean.extend(columns.iter().map(|c| match c {
+        Column::Judge => 1.0,
+        Column::Covariate(_) => 0.0,
+    }));
+    StackPriors {
+        sd: vec![2.0; mean.len()],
+        mean,
+        sigma_scale: 1.0,
+        tau_scale: 1.0,
+    }
+}
+
+/// Fits the input layer of a judge's rubrics (`cells[r]` its anchors in rubric r, each with
+/// every covariate of `names`, in that order): per rubric the candidate with the lowest
+/// held-out MAE, then the served candidates by NUTS with the rubrics pooled.
+pub fn fit_layer(
+    cells: &[Vec<Row>],
+    names: &[String],
+    opts: &LayerOptions,
+    run: &Run,
+) -> Result<Vec<Layer>, String> {
+    let k = names.len();
+    if k == 0 {
+        return Err("no covariate to fit".into());
+    }
+    for (r, cell) in cells.iter().enumerate() {
+        for (i, row) in cell.iter().enumerate() {
+            if row.covariates.len() != k {
+                return Err(format!(
+                    "rubric {r}, anchor {i}: {} covariates where the layer has {k}",
+                    row.covariates.len()
+                ));
+            }
+            if !row.score.is_finite()
+                || !row.reference.is_finite()
+                || row.covariates.iter().any(|c| !c.is_finite())
+            {
+                return Err(format!("rubric {r}, anchor {i}: a value is not finite"));
+            }
+        }
+    }
+    // The full design's columns: the judge, then every covariate under every transform its
+    // anchors allow, standardised over all anchors.
+    let mut columns = vec![Column::Judge];
+    let mut options: Vec<Vec<usize>> = Vec::with_capacity(k);
+    for (c, name) in names.iter().enumerate() {
+        let mut these = Vec::new();
+        for transform in [Transform::Identity, Transform::Log] {
+            let values: Option<Vec<f64>> = cells
+                .iter()
+                .flatten()
+                .map(|row| transform.apply(row.covariates[c]))
+                .collect();
+            let Some(values) = values else { continue };
+            let n = values.len() as f64;
+            let centre = values.iter().sum::<f64>() / n;
+            let var = values.iter().map(|v| (v - centre).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
+            if var.is_nan() || var <= 0.0 {
+                return Err(format!(
+                    "covariate {name} takes one value on every anchor; it cannot be fitted"
+                ));
+            }
+            these.push(columns.len());
+            columns.push(Column::Covariate(Input {
+                name: name.clone(),
+                transform,
+                centre,
+                scale: var.sqrt(),
+            }));
+        }
+        options.push(these);
+    }
+    let m = columns.len() - 1;
+    let design = |row: &Row| -> Vec<f64> {
+        columns
+            .iter()
+            .map(|col| match col {
+                Column::Judge => row.score,
+                Column::Covariate(input) => {
+                    let c = names.iter().position(|n| *n == input.name).unwrap_or(0);
+                    input.value(row.covariates[c]).unwrap_or(f64::NAN)
+                }
+            })
+            .collect()
+    };
+    let rows: Vec<Vec<(Vec<f64>, f64)>> = cells
+        .iter()
+        .map(|cell| {
+            cell.iter()
+                .map(|row| (design(row), row.reference))
+                .collect()
+        })
+        .collect();
+    // Candidates: for each covariate one of its transforms (or, unless all are kept, none);
+    // each a list of member indices (0 the judge) in column order.
+    let mut candidates: Vec<Vec<usize>> = vec![vec![0]];
+    for these in &options {
+        let mut next = Vec::new();
+        for cand in &candidates {
+            if !opts.keep_all {
+                next.push(cand.clone());
+            }
+            for &col in these {
+                let mut with = cand.clone();
+                with.push(col);
+                next.push(with);
+            }
+        }
+        candidates = next;
+    }
+    // Members are 0-based over the design's columns (the judge is member 0).
+    let members = |cand: &[usize]| -> Vec<usize> { cand.to_vec() };
+    let fold_of: Vec<Vec<usize>> = rows
+        .iter()
+        .enumerate()
+        .map(|(r, c)| folds(c.len(), opts.folds, opts.sampler.seed ^ (r as u64 + 1)))
+        .collect();
+    let cv = run.part(0.0, 0.3);
+    // held[c][r][i]: candidate c's cross-fitted fused score of rubric r's anchor i.
+    let mut held: Vec<Vec<Vec<f64>>> = Vec::with_capacity(candidates.len());
+    for (ci, cand) in candidates.iter().enumerate() {
+        if run.cancelled() {
+            return Err("cancelled".into());
+        }
+        let chosen: Vec<&Column> = cand.iter().map(|&i| &columns[i]).collect();
+        let prior = priors(&chosen);
+        let mut per_rubric = Vec::with_capacity(rows.len());
+        for (cell, fold) in rows.iter().zip(&fold_of) {
+            let mut out = vec![f64::NAN; cell.len()];
+            for f in 0..opts.folds {
+                let stats = Stats::of(
+                    m + 1,
+                    cell.iter()
+                        .zip(fold)
+                        .filter(|(_, g)| **g != f)
+                        .map(|((x, y), _)| (x.as_slice(), *y)),
+                )
+                .select(&members(cand));
+                let Some((mean, _, _)) = stats.conjugate(&prior.mean, &prior.sd) else {
+                    return Err(format!(
+                        "the inputs {} are collinear on the anchors",
+                        label(&chosen)
+                    ));
+                };
+                for (i, (x, _)) in cell.iter().enumerate() {
+                    if fold[i] == f {
+                        out[i] = mean[0]
+                            + cand
+                                .iter()
+                                .enumerate()
+                                .map(|(j, &col)| mean[j + 1] * x[col])
+                                .sum::<f64>();
+                    }
+                }
+            }
+            per_rubric.push(out);
+        }
+        held.push(per_rubric);
+        cv.report((ci + 1) as f64 / candidates.len() as f64);
+    }
+    // Per rubric, the candidate with the lowest held-out MAE (the first, fewer inputs, on a
+    // tie).
+    let figures: Vec<Vec<Considered>> = (0..rows.len())
+        .map(|r| {
+            candidates
+                .iter()
+                .zip(&held)
+                .map(|(cand, h)| {
+                    let n = rows[r].len().max(1) as f64;
+                    let (abs, sq) = h[r]
+                        .iter()
+                        .zip(&rows[r])
+                        .fold((0.0, 0.0), |(a, s), (p, (_, y))| {
+                            (a + (p - y).abs(), s + (p - y).powi(2))
+                        });
+                    Considered {
+                        inputs: cand[1..]
+                            .iter()
+                            .map(|&i| match &columns[i] {
+                                Column::Covariate(input) => input.label(),
+                                Column::Judge => "score".into(),
+                            })
+                            .collect(),
+                        mae: abs / n,
+                        mse: sq / n,
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let served: Vec<usize> = figures
+        .iter()
+        .map(|f| {
+            (0..f.len())
+                .min_by(|&a, &b| f[a].mae.total_cmp(&f[b].mae))
+                .unwrap_or(0)
+        })
+        .collect();
+    // One NUTS fit per candidate served anywhere, the rubrics pooled.
+    let mut distinct: Vec<usize> = served.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let full = run.part(0.3, 1.0);
+    let mut fits = Vec::with_capacity(distinct.len());
+    for (d, &ci) in distinct.iter().enumerate() {
+        let cand = &candidates[ci];
+        let chosen: Vec<&Column> = cand.iter().map(|&i| &columns[i]).collect();
+        let stats: Vec<Stats> = rows
+            .iter()
+            .map(|cell| {
+                Stats::of(m + 1, cell.iter().map(|(x, y)| (x.as_slice(), *y)))
+                    .select(&members(cand))
+            })
+            .collect();
+        let stack = StackOptions {
+            sampler: opts.sampler,
+            priors: priors(&chosen),
+            ..StackOptions::new(cand.len())
+        };
+        let base = d as f64 / distinct.len() as f64;
+        let step = 1.0 / distinct.len() as f64;
+        let fitted = fit(&stats, &stack, &|s| full.report(base + step * s))?;
+        if let Some(failure) = fitted.diagnostics.failure() {
+            return Err(format!(
+                "the input layer's sampler failed its gate: {failure}"
+            ));
+        }
+        fits.push((ci, fitted));
+    }
+    let layers = (0..rows.len())
+        .map(|r| {
+            let ci = served[r];
+            let cand = &candidates[ci];
+            let (_, fitted) = fits
+                .iter()
+                .find(|(c, _)| *c == ci)
+                .expect("every served candidate was fitted");
+            let post = &fitted.rubrics[r];
+            let inputs: Vec<Input> = cand[1..]
+                .iter()
+                .filter_map(|&i| match &columns[i] {
+                    Column::Covariate(input) => Some(input.clone()),
+                    Column::Judge => None,
+                })
+                .collect();
+            let coefficients = inputs
+                .iter()
+                .zip(&post.members[1..])
+                .map(|(input, w)| Coefficient {
+                    input: input.label(),
+                    per_sd: w.weight,
+                    per_sd_lo: w.weight_lo,
+                    per_sd_hi: w.weight_hi,
+                    per_unit: w.weight / input.scale,
+                })
+                .collect();
+            let p = post.mean.len();
+            Layer {
+                inputs,
+                mean: post.mean.iter().copied().collect(),
+                cov: post.cov.transpose().iter().copied().collect::<Vec<f64>>()[..p * p].to_vec(),
+                sigma2: post.sigma2_mean,
+                judge: post.members[0].clone(),
+                coefficients,
+                considered: figures[r].clone(),
+                anchors: held[ci][r]
+                    .iter()
+                    .zip(&rows[r])
+                    .map(|(&s, (_, y))| (s, *y))
+                    .collect(),
+            }
+        })
+        .collect();
+    Ok(layers)
+}
+
+fn label(columns: &[&Column]) -> String {
+    columns
+        .iter()
+        .map(|c| match c {
+            Column::Judge => "score".to_owned(),
+            Column::Covariate(input) => input.label(),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+
+    use super::*;
+    use crate::rng::{Rng, SeedableRng};
+    use crate::stats::{self, standard_normal};
+
+    /// A world where people's reference is N(3, 0.8²) whatever the length, and the judge adds
+    /// `bias` reference sds per sd of log length: j = y + bias·0.8·z + ε, ε ~ N(0, 0.3²). Rows
+    /// of (length, judge, reference).
+    fn world(rng: &mut Rng, n: usize, bias: f64) -> Vec<Row> {
+        (0..n)
+            .map(|_| {
+                let z = standard_normal(rng);
+                let y = 3.0 + 0.8 * standard_normal(rng);
+                Row {
+                    score: y + bias * 0.8 * z + 0.3 * standard_normal(rng),
+                    covariates: vec![(6.0 + 0.6 * z).exp()],
+                    reference: y,
+                }
+            })
+            .collect()
+    }
+
+    /// E[y | j, z] = 3 + k·(j − 3 − bias·0.8·z) with k = 0.64 / (0.64 + 0.09): the coefficient
+    /// of log length is −k·bias·0.8 / 0.6 per unit of log length.
+    fn truth(bias: f64) -> f64 {
+        let k = 0.64 / (0.64 + 0.09);
+        -k * bias * 0.8 / 0.6
+    }
+
+    fn fit_one(rows: &[Row], keep_all: bool, seed: u64) -> Result<Layer, String> {
+        let cancel = AtomicBool::new(false);
+        let quiet = |_: f64| {};
+        let opts = LayerOptions {
+            sampler: FitOptions {
+                seed,
+                ..FitOptions::default()
+            },
+            keep_all,
+            ..LayerOptions::default()
+        };
+        fit_layer(
+            &[rows.to_vec()],
+            &["length".to_owned()],
+            &opts,
+            &Run::new(&cancel, &quiet),
+        )
+        .map(|mut l| l.remove(0))
+    }
+
+    #[test]
+    fn a_length_biased_judge_is_corrected_at_its_length_and_the_bias_is_measured() {
+        let mut rng = Rng::seed_from_u64(5);
+        let anchors = world(&mut rng, 1000, 0.5);
+        let layer = fit_one(&anchors, false, 5).unwrap();
+        // The log is served: the judge is biased in log length, not in raw tokens.
+        assert_eq!(layer.inputs.len(), 1, "{:?}", layer.considered);
+        assert_eq!(layer.inputs[0].transform, Transform::Log);
+        assert_eq!(layer.considered.len(), 3);
+        let c = &layer.coefficients[0];
+        let scale = layer.inputs[0].scale;
+        let (lo, hi) = (c.per_sd_lo / scale, c.per_sd_hi / scale);
+        assert!(
+            (lo..=hi).contains(&truth(0.5)),
+            "{lo}..{hi} vs {}",
+            truth(0.5)
+        );
+        assert!((c.per_unit - c.per_sd / scale).abs() < 1e-12);
+        // Fresh items: the layer's error at least 30% below the judge-alone line's.
+        let alone = fit_one(&anchors, false, 5).map(|_| {
+            let s = Stats::of(
+                1,
+                anchors
+                    .iter()
+                    .map(|a| (std::slice::from_ref(&a.score), a.reference)),
+            );
+            s.conjugate(&[0.0, 1.0], &[2.0, 2.0]).unwrap().0
+        });
+        let line = alone.unwrap();
+        let fresh = world(&mut rng, 4000, 0.5);
+        let with: Vec<f64> = fresh
+            .iter()
+            .map(|r| (layer.fuse(r.score, &|_| Some(r.covariates[0])).unwrap() - r.reference).abs())
+            .collect();
+        let without: Vec<f64> = fresh
+            .iter()
+            .map(|r| (line[0] + line[1] * r.score - r.reference).abs())
+            .collect();
+        let (with, without) = (stats::mean(&with), stats::mean(&without));
+        assert!(
+            with < 0.7 * without,
+            "MAE {with} with the length, {without} without"
+        );
+        // The stacking posterior's own band holds on fresh items.
+        let inside = fresh
+            .iter()
+            .filter(|r| {
+                let c = layer.correct(r.score, &|_| Some(r.covariates[0])).unwrap();
+                (c.predictive.0..=c.predictive.1).contains(&r.reference)
+            })
+            .count() as f64
+            / fresh.len() as f64;
+        assert!((0.93..=0.97).contains(&inside), "{inside}");
+    }
+
+    #[test]
+    fn without_a_length_bias_the_interval_covers_zero_effect() {
+        let mut rng = Rng::seed_from_u64(6);
+        let anchors = world(&mut rng, 600, 0.0);
+        let layer = fit_one(&anchors, true, 6).unwrap();
+        // Every covariate kept: its transform is still chosen, its coefficient covers 0.
+        assert_eq!(layer.inputs.len(), 1);
+        assert!(!layer.considered.iter().any(|c| c.inputs.is_empty()));
+        let c = &layer.coefficients[0];
+        assert!(c.per_sd_lo < 0.0 && c.per_sd_hi > 0.0, "{c:?}");
+    }
+
+    #[test]
+    fn items_missing_a_covariate_or_out_of_its_domain_are_refused_by_name() {
+        let mut rng = Rng::seed_from_u64(7);
+        let layer = fit_one(&world(&mut rng, 300, 0.5), true, 7).unwrap();
+        assert_eq!(layer.inputs[0].transform, Transform::Log);
+        assert_eq!(
+            layer.fuse(3.0, &|_| None).unwrap_err(),
+            "covariates.length is missing"
+        );
+        assert!(
+            layer
+                .fuse(3.0, &|_| Some(0.0))
+                .unwrap_err()
+                .contains("log(length) needs a positive value")
+        );
+        // A covariate with one value cannot be fitted.
+        let mut flat = world(&mut rng, 100, 0.0);
+        flat.iter_mut().for_each(|r| r.covariates[0] = 5.0);
+        assert!(
+            fit_one(&flat, true, 7)
+                .unwrap_err()
+                .contains("takes one value")
+        );
+    }
+}

@@ -1,0 +1,168 @@
+//! LLMBar's pairwise sets with a length covariate (`judgecal-study covariates --llmbar DIR`):
+//! what the input layer does to real judges' held-out error when it is given the answers'
+//! length ratio.
+//!
+//! Each pair becomes one anchor: the judge's score is the share of its two orders that named
+//! output 1 the winner (1, ½ or 0; an order without a verdict is left out), the covariate the
+//! ratio of output 1's length to output 2's (characters), the reference 1 where the experts
+//! preferred output 1 and 0 otherwise. The three sets (MT-Bench, LLMEval2, FairEval) are a
+//! judge's three rubrics, pooled as a judge's rubrics are. The layer's candidates (the judge
+//! alone, with the ratio, with its log) are cross-fitted; their held-out MAE and mean squared
+//! error (the Brier score of a 0/1 reference) are what the table shows. A linear layer on a
+//! 0/1 reference is a linear probability model: crude, but it is what would be served.
+
+use std::path::Path;
+
+use judgecal_stats::Run;
+use judgecal_stats::covariates::{LayerOptions, Row, fit_layer};
+
+pub const SETS: [&str; 3] = ["MT-Bench", "LLMEval2", "FairEval"];
+pub const JUDGES: [&str; 4] = ["GPT-4", "ChatGPT", "LLaMA2", "PaLM2"];
+
+fn read(path: &Path) -> Result<Vec<serde_json::Value>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// One judge's anchors in one set.
+pub fn load(dir: &Path, set: &str, judge: &str) -> Result<Vec<Row>, String> {
+    let rows = read(&dir.join(set).join(format!("{judge}.json")))?;
+    let mut out = Vec::with_capacity(rows.len());
+    for row in rows {
+        let text = |k: &str| row[k].as_str().map_or(0, |s| s.chars().count()) as f64;
+        let (a, b) = (text("output_1"), text("output_2"));
+        let Some(label) = row["label"].as_i64() else {
+            continue;
+        };
+        let verdicts: Vec<f64> = ["swap = False", "swap = True"]
+            .iter()
+            .filter_map(|order| match row["results"][0][order]["winner"].as_str() {
+                Some("1") => Some(1.0),
+                Some("2") => Some(0.0),
+                _ => None,
+            })
+            .collect();
+        if verdicts.is_empty() || a == 0.0 || b == 0.0 {
+            continue;
+        }
+        out.push(Row {
+            score: verdicts.iter().sum::<f64>() / verdicts.len() as f64,
+            covariates: vec![a / b],
+            reference: f64::from(u8::from(label == 1)),
+        });
+    }
+    Ok(out)
+}
+
+/// The Markdown table: per judge and set, the held-out MAE and squared error of each
+/// candidate, the one served, and the served covariate's coefficient.
+pub fn report(dir: &Path, seed: u64) -> Result<String, String> {
+    let mut out = String::from(
+        "| judge | set | pairs | held-out MAE: judge / + ratio / + log ratio | held-out Brier: judge / + ratio / + log ratio | served | coefficient per sd, the ratio kept (95%) |\n|---|---|---:|---|---|---|---|\n",
+    );
+    let cancel = std::sync::atomic::AtomicBool::new(false);
+    let quiet = |_: f64| {};
+    for judge in JUDGES {
+        let cells = SETS
+            .iter()
+            .map(|set| load(dir, set, judge))
+            .collect::<Result<Vec<_>, _>>()?;
+        let opts = LayerOptions {
+            sampler: judgecal_stats::bayes::FitOptions {
+                seed,
+                ..Default::default()
+            },
+            ..LayerOptions::default()
+        };
+        let names = ["length_ratio".to_owned()];
+        let run = Run::new(&cancel, &quiet);
+        let layers = fit_layer(&cells, &names, &opts, &run)?;
+        // The ratio kept wherever it would not be served, for its coefficient.
+        let kept = fit_layer(
+            &cells,
+            &names,
+            &LayerOptions {
+                keep_all: true,
+                ..opts.clone()
+            },
+            &run,
+        )?;
+        for (((set, cell), layer), kept) in SETS.iter().zip(&cells).zip(&layers).zip(&kept) {
+            let figure =
+                |inputs: &[&str], f: &dyn Fn(&judgecal_stats::covariates::Considered) -> f64| {
+                    layer
+                        .considered
+                        .iter()
+                        .find(|c| {
+                            c.inputs
+                                .iter()
+                                .map(String::as_str)
+                                .eq(inputs.iter().copied())
+                        })
+                        .map_or("—".to_owned(), |c| format!("{:.3}", f(c)))
+                };
+            let row = |f: &dyn Fn(&judgecal_stats::covariates::Considered) -> f64| {
+                format!(
+                    "{} / {} / {}",
+                    figure(&[], f),
+                    figure(&["length_ratio"], f),
+                    figure(&["log(length_ratio)"], f)
+                )
+            };
+            let served = layer
+                .inputs
+                .first()
+                .map_or("judge alone".to_owned(), |i| format!("+ {}", i.label()));
+            let coefficient = kept.coefficients.first().map_or("—".to_owned(), |c| {
+                format!(
+                    "{}: {:+.3} ({:+.3}, {:+.3})",
+                    c.input, c.per_sd, c.per_sd_lo, c.per_sd_hi
+                )
+            });
+            out.push_str(&format!(
+                "| {judge} | {set} | {} | {} | {} | {served} | {coefficient} |\n",
+                cell.len(),
+                row(&|c| c.mae),
+                row(&|c| c.mse),
+            ));
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pair_becomes_the_share_of_orders_for_output_1_its_length_ratio_and_the_experts_choice() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("MT-Bench")).unwrap();
+        let pair = |a: &str, b: &str, label: i64, first: &str, second: &str| {
+            serde_json::json!({"input": "q", "output_1": a, "output_2": b, "label": label,
+                "results": [{"swap = False": {"winner": first}, "swap = True": {"winner": second}}]})
+        };
+        let rows = serde_json::json!([
+            pair("aaaa", "aa", 1, "1", "1"),
+            pair("aa", "aaaa", 2, "1", "2"),
+            pair("a", "a", 2, "2", "none"),
+            // No verdict in either order, and an empty answer: left out.
+            pair("a", "a", 1, "x", "y"),
+            pair("", "a", 1, "1", "1"),
+        ]);
+        std::fs::write(
+            dir.path().join("MT-Bench").join("GPT-4.json"),
+            rows.to_string(),
+        )
+        .unwrap();
+        let got = load(dir.path(), "MT-Bench", "GPT-4").unwrap();
+        let want = [(1.0, 2.0, 1.0), (0.5, 0.5, 0.0), (0.0, 1.0, 0.0)];
+        assert_eq!(got.len(), want.len());
+        for (row, (score, ratio, reference)) in got.iter().zip(want) {
+            assert_eq!(
+                (row.score, row.covariates[0], row.reference),
+                (score, ratio, reference)
+            );
+        }
+    }
+}
