@@ -18,7 +18,7 @@
 use nalgebra::DVector;
 use serde::{Deserialize, Serialize};
 
-use crate::bayes::FitOptions;
+use crate::bayes::{EXTENSIONS, FitOptions, extended};
 use crate::corrector::{Run, folds};
 use crate::panel::{MemberWeight, StackOptions, StackPriors, Stats, fit};
 
@@ -413,14 +413,27 @@ pub fn fit_layer(
                     .select(&members(cand))
             })
             .collect();
-        let stack = StackOptions {
+        let mut stack = StackOptions {
             sampler: opts.sampler,
             priors: priors(&chosen),
             ..StackOptions::new(cand.len())
         };
         let base = d as f64 / distinct.len() as f64;
         let step = 1.0 / distinct.len() as f64;
-        let fitted = fit(&stats, &stack, &|s| full.report(base + step * s))?;
+        let mut fitted = fit(&stats, &stack, &|s| full.report(base + step * s))?;
+        // A fit that misses its gate is extended as the linear corrector's is.
+        for round in 1..=EXTENSIONS {
+            let Some(why) = fitted.diagnostics.failure() else {
+                break;
+            };
+            tracing::info!(
+                round,
+                why,
+                "the input layer's NUTS missed its gate: extending the sampler"
+            );
+            stack.sampler = extended(&stack.sampler, round, fitted.diagnostics.divergences > 0);
+            fitted = fit(&stats, &stack, &|_| {})?;
+        }
         if let Some(failure) = fitted.diagnostics.failure() {
             return Err(format!(
                 "the input layer's sampler failed its gate: {failure}"

@@ -326,21 +326,28 @@ pub fn fit_extending(
             break;
         };
         on_extension(round, &why);
-        o = FitOptions {
-            chains: o.chains.max(4),
-            warmup: (o.warmup.max(100) * 2).min(100_000),
-            draws: (o.draws * 2).min(100_000),
-            target_accept: if fit.diagnostics.divergences > 0 {
-                1.0 - (1.0 - o.target_accept) / 2.0
-            } else {
-                o.target_accept
-            },
-            seed: o.seed.wrapping_add(u64::from(round) * 0x9E37_79B9),
-            ..o
-        };
+        o = extended(&o, round, fit.diagnostics.divergences > 0);
         fit = fit_extended(stats, &o, round)?;
     }
     Ok(fit)
+}
+
+/// The sampler's settings for extension `round` of a fit with settings `o` that missed its
+/// gate: at least 4 chains, twice the warm-up and the draws, a target acceptance halfway to 1
+/// where it diverged, and a seed of its own.
+pub fn extended(o: &FitOptions, round: u32, diverged: bool) -> FitOptions {
+    FitOptions {
+        chains: o.chains.max(4),
+        warmup: (o.warmup.max(100) * 2).min(100_000),
+        draws: (o.draws * 2).min(100_000),
+        target_accept: if diverged {
+            1.0 - (1.0 - o.target_accept) / 2.0
+        } else {
+            o.target_accept
+        },
+        seed: o.seed.wrapping_add(u64::from(round) * 0x9E37_79B9),
+        ..*o
+    }
 }
 
 fn fit_extended(stats: &[SufficientStats], opts: &FitOptions, round: u32) -> Result<Fit, String> {
