@@ -309,8 +309,6 @@ pub fn fit_layer(
         }
         candidates = next;
     }
-    // Members are 0-based over the design's columns (the judge is member 0).
-    let members = |cand: &[usize]| -> Vec<usize> { cand.to_vec() };
     let fold_of: Vec<Vec<usize>> = rows
         .iter()
         .enumerate()
@@ -336,7 +334,7 @@ pub fn fit_layer(
                         .filter(|(_, g)| **g != f)
                         .map(|((x, y), _)| (x.as_slice(), *y)),
                 )
-                .select(&members(cand));
+                .select(cand);
                 let Some((mean, _, _)) = stats.conjugate(&prior.mean, &prior.sd) else {
                     return Err(format!(
                         "the inputs {} are collinear on the anchors",
@@ -375,13 +373,7 @@ pub fn fit_layer(
                             (a + (p - y).abs(), s + (p - y).powi(2))
                         });
                     Considered {
-                        inputs: cand[1..]
-                            .iter()
-                            .map(|&i| match &columns[i] {
-                                Column::Covariate(input) => input.label(),
-                                Column::Judge => "score".into(),
-                            })
-                            .collect(),
+                        inputs: cand[1..].iter().map(|&i| columns[i].label()).collect(),
                         mae: abs / n,
                         mse: sq / n,
                     }
@@ -408,10 +400,7 @@ pub fn fit_layer(
         let chosen: Vec<&Column> = cand.iter().map(|&i| &columns[i]).collect();
         let stats: Vec<Stats> = rows
             .iter()
-            .map(|cell| {
-                Stats::of(m + 1, cell.iter().map(|(x, y)| (x.as_slice(), *y)))
-                    .select(&members(cand))
-            })
+            .map(|cell| Stats::of(m + 1, cell.iter().map(|(x, y)| (x.as_slice(), *y))).select(cand))
             .collect();
         let mut stack = StackOptions {
             sampler: opts.sampler,
@@ -488,13 +477,19 @@ pub fn fit_layer(
     Ok(layers)
 }
 
+impl Column {
+    fn label(&self) -> String {
+        match self {
+            Column::Judge => "score".to_owned(),
+            Column::Covariate(input) => input.label(),
+        }
+    }
+}
+
 fn label(columns: &[&Column]) -> String {
     columns
         .iter()
-        .map(|c| match c {
-            Column::Judge => "score".to_owned(),
-            Column::Covariate(input) => input.label(),
-        })
+        .map(|c| c.label())
         .collect::<Vec<_>>()
         .join(", ")
 }
