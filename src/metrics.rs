@@ -2,7 +2,7 @@
 //! method, status, judge, rubric), never item ids. One registry per application, so tests can
 //! run several side by side.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use prometheus::core::Collector;
@@ -21,6 +21,8 @@ use judgecal_stats::drift::Watch;
 const CELL: &[&str] = &["judge", "rubric"];
 /// A panel member's gauges: the panel (in the `judge` label, as its name serves), the rubric and the member.
 const PANEL_MEMBER: &[&str] = &["judge", "rubric", "member"];
+/// A covariate's gauges: the cell and the covariate's input (`length`, `log(length)`).
+const COVARIATE: &[&str] = &["judge", "rubric", "input"];
 
 /// The run-level question a request asked: the `kind` label of `judgecal_estimates_total`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,6 +65,8 @@ pub struct Metrics {
     /// A panel's active version: each member's standardised weight and canary.
     pub panel_weight: GaugeVec,
     pub panel_canary: IntGaugeVec,
+    /// A version trained with covariates: each kept covariate's coefficient per sd.
+    pub covariate_coefficient: GaugeVec,
     pub rhat_max: GaugeVec,
     pub ess_min: GaugeVec,
     pub corrections: IntCounterVec,
@@ -89,6 +93,8 @@ pub struct Metrics {
     coverage_cells: Arc<Mutex<HashSet<CellKey>>>,
     /// The cells the drift gauges are set for.
     drift_cells: Arc<Mutex<HashSet<CellKey>>>,
+    /// The covariate inputs each cell's gauges are set for, to drop those a new version lacks.
+    covariate_inputs: Arc<Mutex<HashMap<CellKey, Vec<String>>>>,
 }
 
 fn register<C: Collector + Clone + 'static>(registry: &Registry, c: C) -> C {
@@ -193,6 +199,17 @@ impl Metrics {
                 )
                 .expect("valid metric"),
             ),
+            covariate_coefficient: register(
+                &r,
+                GaugeVec::new(
+                    Opts::new(
+                        "judgecal_covariate_coefficient",
+                        "A covariate's coefficient in the active version trained with covariates: the reference's change per sd of its (transformed) value at a fixed judge score; negative where the judge rewards it beyond what people do",
+                    ),
+                    COVARIATE,
+                )
+                .expect("valid metric"),
+            ),
             rhat_max: gauge(
                 "judgecal_calibrator_rhat_max",
                 "Largest split R-hat of the active version's fit (rubric parameters and shared hyperparameters)",
@@ -285,6 +302,7 @@ impl Metrics {
             ),
             coverage_cells: Arc::default(),
             drift_cells: Arc::default(),
+            covariate_inputs: Arc::default(),
             registry: r,
         }
     }
@@ -323,6 +341,28 @@ impl Metrics {
                     let _ = g.remove_label_values(&labels);
                 }
                 let _ = self.beta_canary.remove_label_values(&labels);
+            }
+        }
+        let inputs: Vec<(String, f64)> = v
+            .covariate_layer
+            .iter()
+            .flat_map(|l| l.coefficients.iter().map(|c| (c.input.clone(), c.per_sd)))
+            .collect();
+        if let Ok(mut set) = self.covariate_inputs.lock() {
+            for old in set.remove(&v.key).unwrap_or_default() {
+                let _ = self.covariate_coefficient.remove_label_values(&[
+                    v.key.judge.as_str(),
+                    v.key.rubric.as_str(),
+                    old.as_str(),
+                ]);
+            }
+            for (input, per_sd) in &inputs {
+                self.covariate_coefficient
+                    .with_label_values(&[v.key.judge.as_str(), v.key.rubric.as_str(), input])
+                    .set(*per_sd);
+            }
+            if !inputs.is_empty() {
+                set.insert(v.key.clone(), inputs.into_iter().map(|(i, _)| i).collect());
             }
         }
         if let Some(fusion) = &v.fusion {

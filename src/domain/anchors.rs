@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
 
+use super::covariates::{self, Covariates};
 use super::{
     Anchor, CellKey, GroupName, ItemId, JudgeName, JudgeVersion, Problem, RaterName, RubricName,
     Scale,
@@ -30,17 +31,19 @@ pub const CSV_COLUMNS: [&str; 5] = [
     "reference_score",
 ];
 
-/// The optional columns of a CSV upload, and optional fields of a JSON anchor row.
+/// The optional columns of a CSV upload, and optional fields of a JSON anchor row; a CSV may
+/// also have any number of covariate columns, `covariate.<name>`.
 pub const OPTIONAL_COLUMNS: [&str; 3] = [GROUP_COLUMN, RATER_COLUMN, JUDGE_VERSION_COLUMN];
 
 /// The fields a JSON anchor row may have.
-const ROW_FIELDS: [&str; 6] = [
+const ROW_FIELDS: [&str; 7] = [
     "item_id",
     "judge_score",
     "reference_score",
     GROUP_COLUMN,
     RATER_COLUMN,
     JUDGE_VERSION_COLUMN,
+    covariates::FIELD,
 ];
 
 /// The fields of the JSON envelope.
@@ -115,8 +118,10 @@ pub struct RawAnchor {
     pub rater: RawField,
     /// Optional: `Missing` (or JSON null) is an unversioned score.
     pub judge_version: RawField,
-    /// Problems found while reading the row (a field the row may not have), reported with
-    /// the rest of the batch's.
+    /// Its covariates, read and checked (their problems are in `problems`).
+    pub covariates: Covariates,
+    /// Problems found while reading the row (a field the row may not have, a bad covariate),
+    /// reported with the rest of the batch's.
     pub problems: Vec<Problem>,
 }
 
@@ -129,22 +134,33 @@ pub struct Uploaded {
     pub reference_score: Option<f64>,
     pub group: Option<GroupName>,
     pub rater: Option<RaterName>,
+    pub covariates: Covariates,
 }
 
 impl Uploaded {
-    /// The anchor this row becomes, given the reference (and, for a re-scored row, the group
-    /// and rater) the cell holds for its item.
+    /// The anchor this row becomes, given the reference (and, for a re-scored row, the group,
+    /// rater and covariates) the cell holds for its item.
     pub fn anchor(
         &self,
         judge_version: Option<&JudgeVersion>,
-        stored: Option<(f64, Option<&GroupName>, Option<&RaterName>)>,
+        stored: Option<(f64, Option<&GroupName>, Option<&RaterName>, &Covariates)>,
     ) -> Option<Anchor> {
-        let (reference_score, group, rater) = match (self.reference_score, stored) {
-            (Some(y), _) => (y, self.group.clone(), self.rater.clone()),
-            (None, Some((y, g, r))) => (
+        let (reference_score, group, rater, covariates) = match (self.reference_score, stored) {
+            (Some(y), _) => (
+                y,
+                self.group.clone(),
+                self.rater.clone(),
+                self.covariates.clone(),
+            ),
+            (None, Some((y, g, r, c))) => (
                 y,
                 self.group.clone().or_else(|| g.cloned()),
                 self.rater.clone().or_else(|| r.cloned()),
+                if self.covariates.is_empty() {
+                    c.clone()
+                } else {
+                    self.covariates.clone()
+                },
             ),
             (None, None) => return None,
         };
@@ -156,6 +172,7 @@ impl Uploaded {
             rater,
             judge_version: judge_version.cloned(),
             reference_at_ms: None,
+            covariates,
         })
     }
 }
@@ -237,7 +254,7 @@ pub fn rows_from_json(body: &Value) -> Result<Vec<RawAnchor>, Vec<Problem>> {
                 Value::Object(o) => RawField::from_json(o.get(name)),
                 _ => RawField::Missing,
             };
-            let problems = match item {
+            let mut problems = match item {
                 Value::Object(o) => {
                     unknown_fields(Some(i + 1), o, &ROW_FIELDS, "an anchor row").collect()
                 }
@@ -247,7 +264,10 @@ pub fn rows_from_json(body: &Value) -> Result<Vec<RawAnchor>, Vec<Problem>> {
                     "must be an object with item_id, judge_score and reference_score",
                 )],
             };
+            let covariates =
+                covariates::from_json(Some(i + 1), item.get(covariates::FIELD), &mut problems);
             RawAnchor {
+                covariates,
                 problems,
                 row: i + 1,
                 judge: judge.clone(),
@@ -308,18 +328,40 @@ pub fn rows_from_csv(body: &[u8]) -> Result<Vec<RawAnchor>, Vec<Problem>> {
             )),
         }
     }
-    for column in header.iter() {
-        if !CSV_COLUMNS.contains(&column) && !OPTIONAL_COLUMNS.contains(&column) {
+    // The covariate columns, `covariate.<name>`, each name once.
+    let mut covariate_columns: Vec<(usize, String)> = Vec::new();
+    for (i, column) in header.iter().enumerate() {
+        if let Some(name) = column.strip_prefix(covariates::CSV_PREFIX) {
+            match covariates::check_name(None, name) {
+                Err(p) => problems.push(p),
+                Ok(_) if covariate_columns.iter().any(|(_, n)| n == name) => problems.push(
+                    Problem::at(None, column, "is a column twice; each covariate once"),
+                ),
+                Ok(_) => covariate_columns.push((i, name.to_owned())),
+            }
+        } else if !CSV_COLUMNS.contains(&column) && !OPTIONAL_COLUMNS.contains(&column) {
             problems.push(Problem::at(
                 None,
                 column,
                 format!(
-                    "is not a column of an anchor upload (its columns: {}, and optionally {})",
+                    "is not a column of an anchor upload (its columns: {}, and optionally {} and {}<name> per covariate)",
                     CSV_COLUMNS.join(","),
-                    OPTIONAL_COLUMNS.join(",")
+                    OPTIONAL_COLUMNS.join(","),
+                    covariates::CSV_PREFIX
                 ),
             ));
         }
+    }
+    if covariate_columns.len() > covariates::MAX_PER_ROW {
+        problems.push(Problem::at(
+            None,
+            "header",
+            format!(
+                "{} covariate columns; at most {}",
+                covariate_columns.len(),
+                covariates::MAX_PER_ROW
+            ),
+        ));
     }
     if !problems.is_empty() {
         return Err(problems);
@@ -342,8 +384,25 @@ pub fn rows_from_csv(body: &[u8]) -> Result<Vec<RawAnchor>, Vec<Problem>> {
             }
         };
         let field = |name: &str| RawField::from_csv(record.get(index[name]));
+        let mut row_problems = Vec::new();
+        let mut row_covariates = Covariates::new();
+        for (i, name) in &covariate_columns {
+            let Some(text) = record.get(*i).map(str::trim).filter(|t| !t.is_empty()) else {
+                continue;
+            };
+            match (
+                covariates::check_name(Some(row), name),
+                covariates::from_text(row, name, text),
+            ) {
+                (Ok(n), Ok(x)) => {
+                    row_covariates.insert(n, x);
+                }
+                (n, x) => row_problems.extend(n.err().into_iter().chain(x.err())),
+            }
+        }
         rows.push(RawAnchor {
-            problems: Vec::new(),
+            covariates: row_covariates,
+            problems: row_problems,
             row,
             judge: field("judge"),
             rubric: field("rubric"),
@@ -584,6 +643,7 @@ pub fn validate(
             reference_score,
             group,
             rater,
+            covariates: raw.covariates,
         });
         cell.rows.push(row);
     }

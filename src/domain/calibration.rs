@@ -6,8 +6,10 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use super::covariates::Covariates;
 use super::{CellKey, JudgeName, JudgeVersion, Problem, RubricName};
 use judgecal_stats::conformal::Intervals;
+use judgecal_stats::covariates::{InputError, Layer};
 use judgecal_stats::panel::fusion::Fusion;
 use judgecal_stats::quality::Comparison;
 use judgecal_stats::runlevel::groups::GroupBias;
@@ -252,6 +254,9 @@ pub struct NewVersion {
     pub fusion: Option<Fusion>,
     /// The judge scores of its anchors (a panel's: its fused scores).
     pub judge_range: Option<JudgeRange>,
+    /// A version trained with covariates: how the judge score and the item's covariates
+    /// become the score `model` corrects.
+    pub covariate_layer: Option<Layer>,
 }
 
 /// One immutable calibrator version of a cell.
@@ -284,6 +289,8 @@ pub struct CalibratorVersion {
     /// The judge scores it was trained on; `None` where its cell had no anchors of its judge
     /// version when the range was first recorded (migration 13).
     pub judge_range: Option<JudgeRange>,
+    /// A version trained with covariates: its input layer (`None` otherwise).
+    pub covariate_layer: Option<Layer>,
 }
 
 impl CalibratorVersion {
@@ -331,6 +338,60 @@ impl CalibratorVersion {
             .filter(|(_, j)| range.place(**j) != Placement::Inside)
             .map(|(i, _)| i)
             .collect()
+    }
+
+    /// The scores its corrector reads: `None` where it reads the judge scores themselves;
+    /// with a covariate layer, each item's layer score at its judge score and covariates. An
+    /// item missing a covariate the layer serves (or with a value its transform cannot take)
+    /// is a problem at its row and `{field}.covariates.{name}` (`covariates.{name}` where
+    /// `field` is empty).
+    pub fn layer_scores(
+        &self,
+        scores: &[f64],
+        covariates: &[Covariates],
+        field: &str,
+    ) -> Result<Option<Vec<f64>>, Vec<Problem>> {
+        if self.covariate_layer.is_none() {
+            return Ok(None);
+        }
+        let mut problems = Vec::new();
+        let empty = Covariates::new();
+        let fused: Vec<f64> = scores
+            .iter()
+            .enumerate()
+            .map(|(i, &j)| {
+                let given = covariates.get(i).unwrap_or(&empty);
+                self.layer_score(j, given).unwrap_or_else(|e| {
+                    let at = super::covariates::field_of(&e.covariate);
+                    let at = if field.is_empty() {
+                        at
+                    } else {
+                        format!("{field}.{at}")
+                    };
+                    problems.push(Problem::at(Some(i + 1), &at, e.problem));
+                    f64::NAN
+                })
+            })
+            .collect();
+        if problems.is_empty() {
+            Ok(Some(fused))
+        } else {
+            Err(problems)
+        }
+    }
+
+    /// One item's layer score (the judge score itself without a layer).
+    pub fn layer_score(&self, j: f64, covariates: &Covariates) -> Result<f64, InputError> {
+        let Some(layer) = &self.covariate_layer else {
+            return Ok(j);
+        };
+        let value = |name: &str| {
+            covariates
+                .iter()
+                .find(|(k, _)| k.as_str() == name)
+                .map(|(_, v)| *v)
+        };
+        layer.fuse(j, &value)
     }
 
     /// Corrected scores of `scores`, each with the version's predictive interval.

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use super::covariates::{self, Covariates};
 use super::panel::{MemberScores, parse_member_scores};
 use super::{CellKey, ItemId, JudgeName, JudgeVersion, Problem, RubricName};
 
@@ -19,19 +20,36 @@ pub struct CorrectionRequest {
     pub version: Option<i64>,
     /// The judge version that gave the scores.
     pub judge_version: Option<JudgeVersion>,
+    /// Each item's covariates, where any item gave some (one per item, in order; empty for
+    /// an item that gave none); empty where none did.
+    pub covariates: Vec<Covariates>,
+}
+
+/// A correction's items as they arrived: a judge's scores (with each item's covariates where
+/// any item gave some) or a panel's members' scores, and ids where the caller sent items.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RawItems {
+    pub scores: Vec<f64>,
+    pub panel: Option<Vec<BTreeMap<String, f64>>>,
+    pub covariates: Vec<BTreeMap<String, f64>>,
+    pub ids: Option<Vec<String>>,
 }
 
 impl CorrectionRequest {
-    /// Checks names, scores (finite), ids and the version; rows count from 1.
+    /// Checks names, scores (finite), covariates, ids and the version; rows count from 1.
     pub fn parse(
         judge: &str,
         rubric: &str,
-        scores: Vec<f64>,
-        panel: Option<Vec<BTreeMap<String, f64>>>,
-        ids: Option<Vec<String>>,
+        items: RawItems,
         version: Option<i64>,
         judge_version: Option<&str>,
     ) -> Result<Self, Vec<Problem>> {
+        let RawItems {
+            scores,
+            panel,
+            covariates: raw_covariates,
+            ids,
+        } = items;
         let mut problems = Vec::new();
         let judge =
             JudgeName::parse(judge).map_err(|e| problems.push(Problem::at(None, "judge", e)));
@@ -46,6 +64,26 @@ impl CorrectionRequest {
             problems.push(Problem::at(None, field, "give at least one score"));
         }
         let panel = panel.map(|items| parse_member_scores(items, "scores", &mut problems));
+        let covariates: Vec<Covariates> = raw_covariates
+            .into_iter()
+            .enumerate()
+            .map(|(i, item)| {
+                item.into_iter()
+                    .filter_map(|(name, x)| {
+                        match (
+                            covariates::check_name(Some(i + 1), &name),
+                            covariates::check_value(Some(i + 1), &name, x),
+                        ) {
+                            (Ok(n), Ok(x)) => Some((n, x)),
+                            (n, x) => {
+                                problems.extend(n.err().into_iter().chain(x.err()));
+                                None
+                            }
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
         if version.is_some_and(|v| v < 1) {
             problems.push(Problem::at(None, "version", "versions count from 1"));
         }
@@ -82,6 +120,7 @@ impl CorrectionRequest {
                 ids,
                 version,
                 judge_version,
+                covariates,
             }),
             _ => Err(problems),
         }

@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 
 use super::anchors::CellBatch;
+use super::covariates::{self, Covariates};
 use super::{Anchor, GroupName, ItemId, JudgeVersion, Problem, RaterName};
 use crate::error::Error;
 
@@ -19,6 +20,7 @@ pub struct StoredRow {
     pub reference_score: f64,
     pub group: Option<GroupName>,
     pub rater: Option<RaterName>,
+    pub covariates: Covariates,
     pub created_at_ms: i64,
 }
 
@@ -120,7 +122,14 @@ pub fn plan_cell(
     for (uploaded, &batch_row) in cell.anchors.iter().zip(&cell.rows) {
         let item = uploaded.item_id.as_str();
         let held = items.get(item);
-        let stored_item = held.map(|s| (s.reference_score, s.group.as_ref(), s.rater.as_ref()));
+        let stored_item = held.map(|s| {
+            (
+                s.reference_score,
+                s.group.as_ref(),
+                s.rater.as_ref(),
+                &s.covariates,
+            )
+        });
         let Some(anchor) = uploaded.anchor(cell.judge_version.as_ref(), stored_item) else {
             refusals.missing.push(Problem::at(
                 Some(batch_row),
@@ -139,7 +148,8 @@ pub fn plan_cell(
                 if s.judge_score == anchor.judge_score
                     && s.reference_score == anchor.reference_score
                     && s.group == anchor.group
-                    && s.rater == anchor.rater =>
+                    && s.rater == anchor.rater
+                    && s.covariates == anchor.covariates =>
             {
                 plan.unchanged += 1;
             }
@@ -161,7 +171,15 @@ pub fn plan_cell(
                             anchor.reference_score,
                             shown(anchor.group.as_ref()),
                             shown(anchor.rater.as_ref()),
-                        ),
+                        ) + &if s.covariates == anchor.covariates {
+                            String::new()
+                        } else {
+                            format!(
+                                "; stored covariates {}, this batch's {}",
+                                covariates::describe(&s.covariates),
+                                covariates::describe(&anchor.covariates)
+                            )
+                        },
                     ));
                 }
                 if reference_changes {
@@ -215,6 +233,7 @@ mod tests {
                     reference_score: y,
                     group: None,
                     rater: None,
+                    covariates: Covariates::new(),
                 })
                 .collect(),
             rows: (1..=rows.len()).collect(),
@@ -229,6 +248,7 @@ mod tests {
             reference_score: y,
             group: Some(GroupName::parse("sys-a").unwrap()),
             rater: None,
+            covariates: Covariates::new(),
             created_at_ms: created,
         }
     }
@@ -311,6 +331,55 @@ mod tests {
         assert!(refusals.is_empty());
         assert_eq!(plan.new_references, [(ItemId::parse("x").unwrap(), 3.5)]);
         assert_eq!(plan.replaced[0].1, 99, "new to v2: created now");
+    }
+
+    #[test]
+    fn covariates_are_part_of_a_row_and_a_re_scored_row_takes_its_items() {
+        let length = |x: f64| {
+            Covariates::from([(crate::domain::CovariateName::parse("length").unwrap(), x)])
+        };
+        let mut held = stored("x", "", 2.0, 3.0, 10);
+        held.covariates = length(812.0);
+        let held = [held];
+        let with = |x: f64, version: Option<&str>, y: Option<f64>| {
+            let mut b = batch(version, &[("x", 2.0, y)]);
+            b.anchors[0].group = Some(GroupName::parse("sys-a").unwrap());
+            b.anchors[0].covariates = length(x);
+            b
+        };
+        // The same length: unchanged. Another: a conflict that says what differs.
+        let mut refusals = Refusals::default();
+        let plan = plan_cell(
+            &with(812.0, None, Some(3.0)),
+            &held,
+            false,
+            99,
+            &mut refusals,
+        );
+        assert!(refusals.is_empty(), "{refusals:?}");
+        assert_eq!(plan.unchanged, 1);
+        plan_cell(
+            &with(900.0, None, Some(3.0)),
+            &held,
+            false,
+            99,
+            &mut refusals,
+        );
+        assert_eq!(refusals.conflicts.len(), 1);
+        assert!(
+            refusals.conflicts[0]
+                .problem
+                .contains("stored covariates {length: 812}, this batch's {length: 900}"),
+            "{}",
+            refusals.conflicts[0].problem
+        );
+        // Re-scored under v2 without covariates: it takes the item's.
+        let mut refusals = Refusals::default();
+        let mut rescored = batch(Some("v2"), &[("x", 4.0, None)]);
+        rescored.anchors[0].covariates = Covariates::new();
+        let plan = plan_cell(&rescored, &held, false, 99, &mut refusals);
+        assert!(refusals.is_empty());
+        assert_eq!(plan.fresh[0].covariates, length(812.0));
     }
 
     #[test]

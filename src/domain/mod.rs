@@ -5,6 +5,7 @@ pub mod anchors;
 pub mod bounds;
 pub mod calibration;
 pub mod correction;
+pub mod covariates;
 pub mod ingest;
 pub mod panel;
 pub mod rank_session;
@@ -122,6 +123,11 @@ name_type!(
     /// alarm's unit of independence (anchors of one rater may miss together).
     RaterName,
     "rater"
+);
+name_type!(
+    /// A covariate: a numeric input beside the judge score, e.g. `length`.
+    CovariateName,
+    "covariate"
 );
 name_type!(
     /// The group of an anchor or a run: the system (model) whose output the judge scored,
@@ -309,6 +315,9 @@ pub struct Anchor {
     /// unit of independence of an anchor that names no rater. Read only for a training
     /// snapshot (`Store::judge_anchors`); `None` elsewhere.
     pub reference_at_ms: Option<i64>,
+    /// Numeric inputs beside the judge score (a response's length), where the uploader gave
+    /// them; an item's re-scored rows share its row's unless they give their own.
+    pub covariates: covariates::Covariates,
 }
 
 impl Anchor {

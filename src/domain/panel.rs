@@ -294,6 +294,7 @@ mod tests {
             rater: None,
             judge_version: None,
             reference_at_ms: None,
+            covariates: Default::default(),
         }
     }
 

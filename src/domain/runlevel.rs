@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use super::covariates::{self, Covariates};
 use super::panel::{MemberScores, parse_member_scores};
 use super::{CellKey, GroupName, ItemId, JudgeName, JudgeVersion, Problem, RubricName};
 use judgecal_stats::runlevel::inference::Estimand;
@@ -17,6 +18,10 @@ pub struct EstimateRequest {
     pub run: RunItems,
     /// A panel's run: each item's members' scores.
     pub members: Option<Vec<MemberScores>>,
+    /// Each item's covariates, where any item gave some.
+    pub covariates: Option<Vec<Covariates>>,
+    /// Covariates held at these values for every item (a length-controlled estimate).
+    pub hold: Covariates,
     pub version: Option<i64>,
     /// The judge version that scored the run.
     pub judge_version: Option<JudgeVersion>,
@@ -31,6 +36,10 @@ pub struct CompareRequest {
     pub b: RunItems,
     /// A panel's runs: each item's members' scores, of run a and of run b.
     pub members: [Option<Vec<MemberScores>>; 2],
+    /// Each item's covariates, of run a and of run b.
+    pub covariates: [Option<Vec<Covariates>>; 2],
+    /// Covariates held at these values for every item of both runs.
+    pub hold: Covariates,
     pub version: Option<i64>,
     /// The judge versions that scored runs a and b.
     pub judge_versions: [Option<JudgeVersion>; 2],
@@ -69,6 +78,7 @@ impl EstimateRequest {
         raw: RawSettings,
     ) -> Result<Self, Vec<Problem>> {
         let mut problems = Vec::new();
+        let hold = parse_hold(raw.hold.clone(), &mut problems);
         let (key, settings) = parse_common(judge, rubric, version, raw, &mut problems);
         let judge_version = parse_judge_version("", run.judge_version.as_deref(), &mut problems);
         let run = match run.run {
@@ -89,6 +99,8 @@ impl EstimateRequest {
                 key,
                 run: run.items,
                 members: run.members,
+                covariates: run.covariates,
+                hold,
                 version,
                 judge_version,
                 settings,
@@ -118,6 +130,7 @@ impl CompareRequest {
         raw: RawSettings,
     ) -> Result<Self, Vec<Problem>> {
         let mut problems = Vec::new();
+        let hold = parse_hold(raw.hold.clone(), &mut problems);
         let (key, settings) = parse_common(judge, rubric, version, raw, &mut problems);
         let mut names = ClusterNames::default();
         let judge_versions = [
@@ -140,6 +153,8 @@ impl CompareRequest {
                 a: a.items,
                 b: b.items,
                 members: [a.members, b.members],
+                covariates: [a.covariates, b.covariates],
+                hold,
                 version,
                 judge_versions,
                 settings,
@@ -161,6 +176,10 @@ pub struct RankRequest {
     pub runs: Vec<(String, RunItems)>,
     /// A panel's runs: each run's items' members' scores.
     pub members: Vec<Option<Vec<MemberScores>>>,
+    /// Each run's items' covariates.
+    pub covariates: Vec<Option<Vec<Covariates>>>,
+    /// Covariates held at these values for every item of every run.
+    pub hold: Covariates,
     /// The judge version that scored each run.
     pub judge_versions: Vec<Option<JudgeVersion>>,
     pub version: Option<i64>,
@@ -200,6 +219,7 @@ impl RankRequest {
         options: RawRankOptions,
     ) -> Result<Self, Vec<Problem>> {
         let mut problems = Vec::new();
+        let hold = parse_hold(raw.hold.clone(), &mut problems);
         let (key, settings) = parse_common(judge, rubric, version, raw, &mut problems);
         if runs.len() < 2 || runs.len() > MAX_RUNS {
             problems.push(Problem::at(
@@ -212,6 +232,7 @@ impl RankRequest {
         let mut seen: HashMap<String, usize> = HashMap::new();
         let mut parsed = Vec::with_capacity(runs.len());
         let mut members = Vec::with_capacity(runs.len());
+        let mut covariates = Vec::with_capacity(runs.len());
         let mut judge_versions = Vec::with_capacity(runs.len());
         for (i, (name, raw)) in runs.into_iter().enumerate() {
             let prefix = format!("runs[{i}].");
@@ -243,6 +264,7 @@ impl RankRequest {
                 }
             };
             members.push(run.members);
+            covariates.push(run.covariates);
             parsed.push((name, run.items));
         }
         let mut rank = RankSettings::default();
@@ -323,6 +345,8 @@ impl RankRequest {
                 key,
                 runs: parsed,
                 members,
+                covariates,
+                hold,
                 judge_versions,
                 version,
                 settings,
@@ -341,6 +365,8 @@ pub struct RawItem {
     pub score: Option<f64>,
     /// A panel's item: each member's score, by name.
     pub members: Option<BTreeMap<String, f64>>,
+    /// A judge's item: its covariates.
+    pub covariates: Option<BTreeMap<String, f64>>,
     pub reference: Option<f64>,
     pub cluster: Option<String>,
 }
@@ -358,6 +384,32 @@ pub struct RawSettings {
     pub level: Option<f64>,
     pub target_half_width: Option<f64>,
     pub estimand: Option<String>,
+    /// Covariates to hold at a fixed value for every item.
+    pub hold: Option<BTreeMap<String, f64>>,
+}
+
+/// A request's `hold`: covariates to read every item at, checked (names, finite values), each
+/// problem at `hold.<name>`.
+fn parse_hold(raw: Option<BTreeMap<String, f64>>, problems: &mut Vec<Problem>) -> Covariates {
+    raw.unwrap_or_default()
+        .into_iter()
+        .filter_map(|(name, x)| {
+            let at = format!("hold.{name}");
+            match (
+                covariates::check_name(None, &name),
+                covariates::check_value(None, &name, x),
+            ) {
+                (Ok(n), Ok(x)) => Some((n, x)),
+                (n, x) => {
+                    problems.extend(n.err().into_iter().chain(x.err()).map(|mut p| {
+                        p.field = at.clone();
+                        p
+                    }));
+                    None
+                }
+            }
+        })
+        .collect()
 }
 
 /// Levels an interval may have.
@@ -390,11 +442,12 @@ pub fn parse_run(
             .map_err(|e| problems.push(Problem::at(None, &field("group"), e)))
             .ok()
     });
-    let (mut run, members) = parse_items(prefix, raw, clusters, problems);
+    let (mut run, members, covariates) = parse_items(prefix, raw, clusters, problems);
     run.group = group;
     ParsedRun {
         items: run,
         members,
+        covariates,
     }
 }
 
@@ -404,6 +457,8 @@ pub fn parse_run(
 pub struct ParsedRun {
     pub items: RunItems,
     pub members: Option<Vec<MemberScores>>,
+    /// Each item's covariates (empty for an item that gave none), where any item gave some.
+    pub covariates: Option<Vec<Covariates>>,
 }
 
 fn parse_items(
@@ -411,7 +466,7 @@ fn parse_items(
     raw: RawRun,
     clusters: &mut ClusterNames,
     problems: &mut Vec<Problem>,
-) -> (RunItems, Option<Vec<MemberScores>>) {
+) -> (RunItems, Option<Vec<MemberScores>>, Option<Vec<Covariates>>) {
     let field = |f: &str| format!("{prefix}{f}");
     let items = match raw {
         RawRun::Scores(scores) => {
@@ -431,7 +486,7 @@ fn parse_items(
                     ));
                 }
             }
-            return (RunItems::scores(scores), None);
+            return (RunItems::scores(scores), None, None);
         }
         RawRun::Items(items) => items,
     };
@@ -442,8 +497,41 @@ fn parse_items(
     let mut seen: HashMap<&str, usize> = HashMap::new();
     let with_id = items.iter().filter(|i| i.id.is_some()).count();
     let with_cluster = items.iter().filter(|i| i.cluster.is_some()).count();
+    let with_covariates = items.iter().any(|i| i.covariates.is_some());
+    let mut item_covariates = Vec::new();
     for (i, item) in items.iter().enumerate() {
         let row = Some(i + 1);
+        if panel && item.covariates.is_some() {
+            problems.push(Problem::at(
+                row,
+                &field(covariates::FIELD),
+                "a panel's items carry members' `scores`; covariates are for a judge's items",
+            ));
+        }
+        if with_covariates {
+            let c: Covariates = item
+                .covariates
+                .iter()
+                .flatten()
+                .filter_map(|(name, &x)| {
+                    let at = |mut p: Problem| {
+                        p.field = format!("{prefix}{}", p.field);
+                        p
+                    };
+                    match (
+                        covariates::check_name(row, name),
+                        covariates::check_value(row, name, x),
+                    ) {
+                        (Ok(n), Ok(x)) => Some((n, x)),
+                        (n, x) => {
+                            problems.extend(n.err().into_iter().chain(x.err()).map(at));
+                            None
+                        }
+                    }
+                })
+                .collect();
+            item_covariates.push(c);
+        }
         match (item.score, &item.members) {
             (Some(_), Some(_)) => problems.push(Problem::at(
                 row,
@@ -568,7 +656,7 @@ fn parse_items(
         group: None,
         extra_noise: 0.0,
     };
-    (run, members)
+    (run, members, with_covariates.then_some(item_covariates))
 }
 
 /// Checks the cell, the version and the settings.
@@ -634,6 +722,7 @@ mod tests {
             id: id.map(str::to_owned),
             score: Some(score),
             members: None,
+            covariates: None,
             reference,
             cluster: None,
         }
@@ -697,6 +786,7 @@ mod tests {
                 level: Some(0.9),
                 target_half_width: Some(0.05),
                 estimand: Some("population".into()),
+                hold: None,
             },
             &mut problems,
         );
@@ -711,6 +801,7 @@ mod tests {
                 level: Some(1.0),
                 target_half_width: Some(-1.0),
                 estimand: Some("prompts".into()),
+                hold: None,
             },
             &mut problems,
         );

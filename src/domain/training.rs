@@ -8,7 +8,7 @@ use utoipa::ToSchema;
 
 use super::bounds;
 use super::calibration::JobKind;
-use super::{JudgeName, JudgeVersion, Problem, RubricName};
+use super::{CovariateName, JudgeName, JudgeVersion, Problem, RubricName};
 use judgecal_stats::cv::{Scheme, Split};
 use judgecal_stats::method::{SchemaSet, schema_set};
 use judgecal_stats::select::{AutoOptions, Objective, Rule};
@@ -116,6 +116,9 @@ pub struct TrainingRequest {
     /// member's unversioned anchors). Named by the request or resolved when the job is queued;
     /// empty for a judge.
     pub member_versions: Vec<(JudgeName, Option<JudgeVersion>)>,
+    /// Covariates the anchors carry to fit beside the judge score (each kept per rubric where
+    /// it lowers held-out error); empty: the judge score alone.
+    pub covariates: Vec<CovariateName>,
     pub plan: Plan,
 }
 
@@ -321,6 +324,7 @@ impl TrainingRequest {
                 rubrics,
                 judge_version,
                 member_versions: Vec::new(),
+                covariates: Vec::new(),
                 plan,
             }),
             _ => Err(problems),
@@ -403,6 +407,9 @@ impl TrainingRequest {
                 .collect();
             map.insert("member_versions".into(), Value::Object(members));
         }
+        if let (false, Some(map)) = (self.covariates.is_empty(), json.as_object_mut()) {
+            map.insert("covariates".into(), serde_json::json!(self.covariates));
+        }
         json
     }
 
@@ -430,8 +437,13 @@ impl TrainingRequest {
                 .get("member_versions")
                 .and_then(|m| serde_json::from_value(m.clone()).ok())
                 .unwrap_or_default();
+            let covariates: Vec<String> = stored
+                .get("covariates")
+                .and_then(|c| serde_json::from_value(c.clone()).ok())
+                .unwrap_or_default();
             Ok(Self {
                 member_versions: parse_member_versions(members)?,
+                covariates: parse_covariate_names(&covariates)?,
                 judge_version: match judge_version {
                     Some(Value::Null) => VersionChoice::Exactly(None),
                     _ => r.judge_version,
@@ -439,6 +451,39 @@ impl TrainingRequest {
                 ..r
             })
         })
+    }
+}
+
+/// A training's `covariates`: names, each once, at most `covariates::MAX_PER_ROW`; problems at
+/// `covariates[i]`.
+pub fn parse_covariate_names(names: &[String]) -> Result<Vec<CovariateName>, Vec<Problem>> {
+    let mut problems = Vec::new();
+    let mut out: Vec<CovariateName> = Vec::with_capacity(names.len());
+    if names.len() > super::covariates::MAX_PER_ROW {
+        problems.push(Problem::at(
+            None,
+            "covariates",
+            format!(
+                "{} covariates; at most {}",
+                names.len(),
+                super::covariates::MAX_PER_ROW
+            ),
+        ));
+    }
+    for (i, raw) in names.iter().enumerate() {
+        let field = format!("covariates[{i}]");
+        match CovariateName::parse(raw) {
+            Err(e) => problems.push(Problem::at(None, &field, e)),
+            Ok(c) if out.contains(&c) => {
+                problems.push(Problem::at(None, &field, format!("{c} is named twice")))
+            }
+            Ok(c) => out.push(c),
+        }
+    }
+    if problems.is_empty() {
+        Ok(out)
+    } else {
+        Err(problems)
     }
 }
 

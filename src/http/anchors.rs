@@ -11,8 +11,8 @@ use super::{rfc3339, schema};
 use crate::domain::{JudgeVersion, Problem};
 
 /// One cell's anchors as JSON. CSV uploads (`text/csv`) carry the columns
-/// `judge,rubric,item_id,judge_score,reference_score` (and optionally `group`, `rater` and
-/// `judge_version`) instead, for any number of cells.
+/// `judge,rubric,item_id,judge_score,reference_score` (and optionally `group`, `rater`,
+/// `judge_version` and `covariate.<name>` per covariate) instead, for any number of cells.
 #[derive(ToSchema)]
 #[allow(dead_code)] // Documents the body: the handler reads rows itself to report every problem.
 pub struct AnchorBatchRequest {
@@ -48,6 +48,9 @@ pub struct AnchorRow {
     rater: Option<String>,
     #[schema(schema_with = schema::judge_version)]
     judge_version: Option<String>,
+    /// A re-scored row that gives none takes its item's stored covariates.
+    #[schema(schema_with = schema::covariates)]
+    covariates: Option<std::collections::BTreeMap<String, f64>>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -70,6 +73,9 @@ pub struct AnchorDto {
     #[schema(schema_with = schema::judge_version)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub judge_version: Option<String>,
+    #[schema(schema_with = schema::covariates)]
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub covariates: std::collections::BTreeMap<String, f64>,
 }
 
 fn group_schema() -> utoipa::openapi::schema::Object {
@@ -301,6 +307,11 @@ pub async fn list_anchors(
                 group: a.group.map(String::from),
                 rater: a.rater.map(String::from),
                 judge_version: a.judge_version.map(String::from),
+                covariates: a
+                    .covariates
+                    .into_iter()
+                    .map(|(k, v)| (String::from(k), v))
+                    .collect(),
             })
             .collect(),
         next_cursor: page.next_cursor,

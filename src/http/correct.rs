@@ -12,7 +12,7 @@ use super::extract::{Authorized, CorrectScope, Json, ScoresOrItems};
 use super::schema;
 use crate::domain::Problem;
 use crate::domain::calibration::CalibratorVersion;
-use crate::domain::correction::CorrectionRequest;
+use crate::domain::correction::{CorrectionRequest, RawItems};
 use judgecal_stats::Corrected;
 
 /// The body of POST /v1/correct: `scores`, or `items` to get ids back (not both).
@@ -60,23 +60,39 @@ pub struct ItemScore {
     /// item are left out; the item is then corrected from the members present.
     #[schema(schema_with = schema::member_scores)]
     scores: Option<BTreeMap<String, f64>>,
+    /// A judge's item: its covariates, for a version trained with them (`length`, …).
+    #[schema(schema_with = schema::covariates)]
+    covariates: Option<BTreeMap<String, f64>>,
 }
 
-/// A judge's items or a panel's, with their ids where every item has one; problems name the
-/// row and field.
+/// A judge's items or a panel's, with their ids where every item has one and their covariates
+/// where any item has some; problems name the row and field.
 type Items = (
     Vec<f64>,
     Option<Vec<BTreeMap<String, f64>>>,
     Option<Vec<String>>,
+    Vec<BTreeMap<String, f64>>,
 );
 
 fn items_of(items: Vec<ItemScore>) -> Result<Items, Vec<Problem>> {
     let mut problems = Vec::new();
     let panel = items.iter().any(|i| i.scores.is_some());
     let with_id = items.iter().filter(|i| i.id.is_some()).count();
+    let with_covariates = items.iter().any(|i| i.covariates.is_some());
     let (mut scores, mut members, mut ids) = (Vec::new(), Vec::new(), Vec::new());
+    let mut covariates = Vec::new();
     for (i, item) in items.into_iter().enumerate() {
         let row = Some(i + 1);
+        if panel && item.covariates.is_some() {
+            problems.push(Problem::at(
+                row,
+                "covariates",
+                "a panel's items carry members' `scores`; covariates are for a judge's items",
+            ));
+        }
+        if with_covariates {
+            covariates.push(item.covariates.unwrap_or_default());
+        }
         match (item.score, item.scores) {
             (Some(_), Some(_)) => {
                 problems.push(Problem::at(
@@ -113,6 +129,7 @@ fn items_of(items: Vec<ItemScore>) -> Result<Items, Vec<Problem>> {
         scores,
         panel.then_some(members),
         (with_id > 0).then_some(ids),
+        covariates,
     ))
 }
 
@@ -127,6 +144,10 @@ pub struct CorrectedDto {
     /// The raw judge score; for a panel, the fused score of the members' scores (what the
     /// version's corrector read, or the sub-panel's score where members were missing).
     pub judge_score: f64,
+    /// A version trained with covariates: the layer's score of the judge score and the item's
+    /// covariates (the reference expected there, before the corrector), which the corrector read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layer_score: Option<f64>,
     /// A panel item that some of the served members did not score: the members it was
     /// corrected from (their sub-panel's fit, with its own wider intervals).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -169,6 +190,7 @@ impl CorrectedDto {
         Self {
             id,
             judge_score,
+            layer_score: None,
             members,
             corrected: c.score,
             credible: c.credible.map(|(lo, hi)| [lo, hi]),
@@ -218,6 +240,33 @@ fn outside_warning(v: &CalibratorVersion, outside: usize) -> Option<String> {
     ))
 }
 
+/// The warning for items that carry covariates version `v` was not trained with.
+fn unused_covariates(
+    v: &CalibratorVersion,
+    given: &[crate::domain::covariates::Covariates],
+) -> Option<String> {
+    let kept: Vec<&str> = v
+        .covariate_layer
+        .iter()
+        .flat_map(|l| l.inputs.iter().map(|i| i.name.as_str()))
+        .collect();
+    let mut unused: Vec<&str> = given
+        .iter()
+        .flat_map(|c| c.keys().map(|k| k.as_str()))
+        .filter(|k| !kept.contains(k))
+        .collect();
+    unused.sort_unstable();
+    unused.dedup();
+    (!unused.is_empty()).then(|| {
+        format!(
+            "version {} does not correct at covariates {} (not trained with them, or not kept where they did not \
+             lower held-out error): they were not used",
+            v.version,
+            unused.join(", ")
+        )
+    })
+}
+
 /// Correct raw judge scores.
 ///
 /// Uses the cell's active calibrator version, or `version`. At most limits.max_correct_batch
@@ -244,23 +293,26 @@ pub async fn correct(
     span.record("judge", req.judge.as_str());
     span.record("rubric", req.rubric.as_str());
     let refused = |p| ApiError::invalid("the correction request was refused", p);
-    let (scores, panel, ids) = match ScoresOrItems::of(
+    let (scores, panel, ids, covariates) = match ScoresOrItems::of(
         req.scores,
         req.items,
         "",
-        "{id?, score} or, for a panel, {id?, scores}",
+        "{id?, score, covariates?} or, for a panel, {id?, scores}",
     )
     .map_err(|p| refused(vec![p]))?
     {
-        ScoresOrItems::Scores(scores) => (scores, None, None),
+        ScoresOrItems::Scores(scores) => (scores, None, None, Vec::new()),
         ScoresOrItems::Items(items) => items_of(items).map_err(refused)?,
     };
     let request = CorrectionRequest::parse(
         &req.judge,
         &req.rubric,
-        scores,
-        panel,
-        ids,
+        RawItems {
+            scores,
+            panel,
+            covariates,
+            ids,
+        },
         req.version,
         req.judge_version.as_deref(),
     )
@@ -289,6 +341,11 @@ pub async fn correct(
                 correction.outside.binary_search(&i).is_ok(),
             )
         })
+        .zip(0..)
+        .map(|(mut dto, i)| {
+            dto.layer_score = correction.layer.as_ref().and_then(|l| l.get(i).copied());
+            dto
+        })
         .collect();
     let routed = correction
         .results
@@ -312,6 +369,7 @@ pub async fn correct(
             .iter()
             .map(|m| m.warning(v.version))
             .chain(outside_warning(v, correction.outside.len()))
+            .chain(unused_covariates(v, &request.covariates))
             .collect(),
         results,
     }))

@@ -82,6 +82,27 @@ pub fn name_json() -> Value {
 
 /// A panel item's scores: each member's score (a number within ±1e9) by judge name, at least
 /// one member and at most a panel's six.
+/// An anchor row's or an item's covariates: name -> number.
+pub fn covariates() -> Object {
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Object, Type::Null]))
+        .property_names(Some(name("length")))
+        .additional_properties(Some(
+            ObjectBuilder::new()
+                .schema_type(Type::Number)
+                .minimum(Some(-1e12))
+                .maximum(Some(1e12)),
+        ))
+        .max_properties(Some(crate::domain::covariates::MAX_PER_ROW))
+        .examples([json!({"length": 812})])
+        .description(Some(
+            "Optional numeric inputs beside the judge score, by name (a response's length in tokens, its count of \
+             markdown headers). A calibration trained with `covariates` corrects at the judge score and these \
+             values; in CSV, one column `covariate.<name>` each (empty: not given).",
+        ))
+        .build()
+}
+
 pub fn member_scores() -> Object {
     ObjectBuilder::new()
         .schema_type(SchemaType::from_iter([Type::Object, Type::Null]))

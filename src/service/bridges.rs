@@ -217,6 +217,7 @@ impl Service {
         calibration: &Arc<Loaded>,
         items: Vec<SharedItem>,
     ) -> Result<Vec<Pair>> {
+        calibration.without_covariates("a bridge or a silent-change check")?;
         let scale = self.scale_of(&key.rubric).await?;
         let loaded = calibration.clone();
         crate::error::blocking("correcting a bridge's scores", move || {
@@ -297,6 +298,7 @@ impl Service {
             Some(f) => self.calibration_of(key, f, "from").await?,
             None => self.corrector(key, None).await?,
         };
+        from.without_covariates("the re-score plan")?;
         let from_version = from.version.judge_version.clone();
         let missing = self.store.items_to_rescore(key, to).await?;
         let total = i64::try_from(missing.len()).unwrap_or(i64::MAX);

@@ -21,6 +21,9 @@ pub struct Correction {
     /// A panel's items: `None` where every input member scored the item, else the members
     /// whose sub-panel corrected it (indices into the version's members).
     pub members: Option<Vec<Option<Vec<usize>>>>,
+    /// A version trained with covariates: each item's layer score, the score its corrector
+    /// read (the reference expected at the item's judge score and covariates).
+    pub layer: Option<Vec<f64>>,
     /// Set where the request named a judge version that version was not trained on.
     pub mismatch: Option<Mismatch>,
     /// The items (0-based) whose score the version's corrector read lies outside the judge
@@ -112,6 +115,37 @@ impl Service {
             }
         }
         let outside_whole = loaded.version.outside_scores(whole);
+        // A version trained with covariates reads each item's layer score.
+        let layer = match &loaded.version.covariate_layer {
+            Some(l) if panel.is_none() && request.covariates.is_empty() => {
+                let kept: Vec<String> = l.inputs.iter().map(|i| i.label()).collect();
+                return Err(refused(vec![Problem::at(
+                    None,
+                    request.field(),
+                    format!(
+                        "version {} of {key} corrects at the judge score and its covariates ({}): send items \
+                         {{\"score\": …, \"covariates\": {{{}}}}}",
+                        loaded.version.version,
+                        if kept.is_empty() {
+                            "none kept".to_owned()
+                        } else {
+                            kept.join(", ")
+                        },
+                        l.inputs
+                            .iter()
+                            .map(|i| format!("\"{}\": …", i.name))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )]));
+            }
+            Some(_) if panel.is_none() => loaded
+                .version
+                .layer_scores(whole, &request.covariates, "")
+                .map_err(refused)?,
+            _ => None,
+        };
+        let whole: &[f64] = layer.as_deref().unwrap_or(whole);
         // A panel's partial items' corrected scores, also corrected as whole items' fused
         // scores: the band a complete item gets there is the floor of theirs.
         let partial: Vec<f64> = panel
@@ -197,6 +231,7 @@ impl Service {
                     })
                     .collect()
             }),
+            layer,
             mismatch: served.mismatch,
             outside,
         })

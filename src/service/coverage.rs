@@ -69,15 +69,26 @@ fn misses(loaded: &Loaded, anchors: &[Anchor]) -> Result<(CheckedBatch, i64)> {
     let Some(intervals) = &version.intervals else {
         return Ok((CheckedBatch::default(), 0));
     };
-    let scores: Vec<f64> = anchors.iter().map(|a| a.judge_score).collect();
+    // The score the version's corrector reads: the judge score, or with a covariate layer the
+    // layer's score of the anchor's judge score and covariates (an anchor lacking one the layer
+    // serves is not checked).
+    let (read, scores): (Vec<&Anchor>, Vec<f64>) = anchors
+        .iter()
+        .filter_map(|a| {
+            version
+                .layer_score(a.judge_score, &a.covariates)
+                .ok()
+                .map(|s| (a, s))
+        })
+        .unzip();
     let raw = version
         .model
         .correct(&scores)
         .map_err(|e| Error::Internal(format!("correcting the batch's judge scores: {e}")))?;
     let salt = version.id.to_string();
     let (mut batch, mut inside) = (CheckedBatch::default(), 0);
-    for (a, c) in anchors.iter().zip(&raw) {
-        let (j, y) = (a.judge_score, a.reference_score);
+    for ((a, c), &j) in read.iter().zip(&raw).zip(&scores) {
+        let y = a.reference_score;
         let Some(missed) = intervals.misses(j, y, c, tie_break(a.item_id.as_str(), &salt)) else {
             continue;
         };

@@ -8,9 +8,10 @@ use super::Service;
 use super::training::{self, CellData, Progress};
 use crate::domain::calibration::{Job, JobId, JobState, NewVersion};
 use crate::domain::training::{TrainingRequest, VersionChoice};
-use crate::domain::{JudgeVersion, Problem, RubricName};
+use crate::domain::{Anchor, JudgeVersion, Problem, RubricName};
 use crate::error::{Error, Result};
 use crate::store::ClaimedJob;
+use judgecal_stats::covariates::Row;
 
 /// The finished jobs already counted: those finished before `since_ms`, and `seen` at it.
 #[derive(Default)]
@@ -25,6 +26,69 @@ pub struct Trained {
     pub force: bool,
     /// The judge version whose anchors were fitted.
     pub judge_version: Option<JudgeVersion>,
+}
+
+/// A training with covariates: each rubric's anchors with the covariates the request names, in
+/// its order; `None` without covariates. An anchor missing one refuses the job, naming the
+/// cell, the covariate and the first items that lack it.
+fn covariate_rows(
+    request: &TrainingRequest,
+    snapshot: &[(RubricName, Vec<Anchor>)],
+) -> Result<Option<Vec<Vec<Row>>>> {
+    if request.covariates.is_empty() {
+        return Ok(None);
+    }
+    let mut problems = Vec::new();
+    for (i, name) in request.covariates.iter().enumerate() {
+        for (rubric, anchors) in snapshot {
+            let lacking: Vec<&str> = anchors
+                .iter()
+                .filter(|a| !a.covariates.contains_key(name))
+                .map(|a| a.item_id.as_str())
+                .collect();
+            if !lacking.is_empty() {
+                let shown: Vec<&str> = lacking.iter().take(5).copied().collect();
+                problems.push(Problem::at(
+                    None,
+                    &format!("covariates[{i}]"),
+                    format!(
+                        "{} of the {} anchors of cell {}/{rubric} do not carry covariate {name} (items {}{}); \
+                         upload them again with it (?replace=true), or train without it",
+                        lacking.len(),
+                        anchors.len(),
+                        request.judge,
+                        shown.join(", "),
+                        if lacking.len() > shown.len() { ", …" } else { "" }
+                    ),
+                ));
+            }
+        }
+    }
+    if !problems.is_empty() {
+        return Err(Error::rejected(
+            "the anchors do not carry the covariates the training names",
+            problems,
+        ));
+    }
+    Ok(Some(
+        snapshot
+            .iter()
+            .map(|(_, anchors)| {
+                anchors
+                    .iter()
+                    .map(|a| Row {
+                        score: a.judge_score,
+                        covariates: request
+                            .covariates
+                            .iter()
+                            .map(|n| a.covariates.get(n).copied().unwrap_or(f64::NAN))
+                            .collect(),
+                        reference: a.reference_score,
+                    })
+                    .collect()
+            })
+            .collect(),
+    ))
 }
 
 fn refused(problems: Vec<Problem>) -> Error {
@@ -56,6 +120,16 @@ impl Service {
     /// least `jobs.min_anchors` anchors is trained.
     pub async fn submit_training(&self, request: TrainingRequest) -> Result<Job> {
         if let Some(panel) = self.store.panel(&request.judge).await? {
+            if !request.covariates.is_empty() {
+                return Err(refused(vec![Problem::at(
+                    None,
+                    "covariates",
+                    format!(
+                        "{} is a panel: its members' scores are its inputs; train a member judge with covariates instead",
+                        request.judge
+                    ),
+                )]));
+            }
             return self.submit_panel_training(request, panel).await;
         }
         let judge = &request.judge;
@@ -226,6 +300,7 @@ impl Service {
                 problems,
             ));
         }
+        let rows = covariate_rows(&request, &snapshot)?;
         let cells: Vec<CellData> = snapshot
             .into_iter()
             .map(|(rubric, anchors)| {
@@ -238,8 +313,13 @@ impl Service {
             .collect();
         let force = request.force();
         let judge_version = request.judge_version.exactly().cloned();
-        let versions = crate::error::blocking("the training thread", move || {
-            training::train(&cells, &request.plan, &progress)
+        let versions = crate::error::blocking("the training thread", move || match rows {
+            None => training::train(&cells, &request.plan, &progress),
+            Some(rows) => {
+                let names: Vec<String> =
+                    request.covariates.iter().map(ToString::to_string).collect();
+                training::train_covariates(&cells, &rows, &names, &request.plan, &progress)
+            }
         })
         .await?
         .map_err(|e| Error::Internal(e.to_string()))?;

@@ -7,6 +7,8 @@ use std::sync::Arc;
 use super::Service;
 use super::panels::fuse_items;
 use super::versions::{Loaded, Mismatch};
+use crate::domain::calibration::CalibratorVersion;
+use crate::domain::covariates::Covariates;
 use crate::domain::panel::MemberScores;
 use crate::domain::runlevel::{CompareRequest, EstimateRequest, RankRequest};
 use crate::domain::{CellKey, JudgeVersion, Problem};
@@ -75,10 +77,13 @@ impl Service {
         let anchors = loaded
             .anchors
             .get_or_try_init(|| async {
-                let mut pairs = match &loaded.version.fusion {
-                    // A panel's corrector was fitted on its members' cross-fitted fused scores.
-                    Some(fusion) => fusion.anchors.clone(),
-                    None => self.store.anchors_before(&loaded.version).await?,
+                let v = &loaded.version;
+                let mut pairs = match (&v.fusion, &v.covariate_layer) {
+                    // A panel's corrector was fitted on its members' cross-fitted fused scores,
+                    // a covariate version's on its layer's cross-fitted scores.
+                    (Some(fusion), _) => fusion.anchors.clone(),
+                    (None, Some(layer)) => layer.anchors.clone(),
+                    (None, None) => self.store.anchors_before(v).await?,
                 };
                 // The store returns them in no set order; resampling wants a fixed one.
                 pairs.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
@@ -113,6 +118,8 @@ impl Service {
                 mismatches: resolved.mismatch.into_iter().collect(),
                 partial_items: 0,
                 new_groups: Vec::new(),
+                held: false,
+                unused_covariates: None,
             });
         }
         if version.is_some() {
@@ -127,7 +134,9 @@ impl Service {
         }
         let mut runs = Vec::with_capacity(judge_versions.len());
         for (v, field) in judge_versions.iter().zip(fields) {
-            runs.push(self.served_exactly(key, v.as_ref(), field).await?);
+            let loaded = self.served_exactly(key, v.as_ref(), field).await?;
+            loaded.without_covariates("an answer across judge versions")?;
+            runs.push(loaded);
         }
         Ok(Served {
             loaded: runs[0].clone(),
@@ -135,6 +144,8 @@ impl Service {
             mismatches: Vec::new(),
             partial_items: 0,
             new_groups: Vec::new(),
+            held: false,
+            unused_covariates: None,
         })
     }
 
@@ -219,7 +230,8 @@ impl Service {
     async fn prepare_runs(
         &self,
         served: &mut Served,
-        runs: Vec<(&str, &mut RunItems, Option<&[MemberScores]>)>,
+        runs: Vec<RunInput<'_>>,
+        hold: &Covariates,
     ) -> Result<()> {
         let fusion = served.loaded.version.fusion.clone();
         let judge = served.loaded.version.key.judge.clone();
@@ -227,13 +239,40 @@ impl Service {
             self.check_panel(&judge, f).await?;
         }
         let mut problems = Vec::new();
-        for (i, (prefix, run, members)) in runs.into_iter().enumerate() {
+        let given = !hold.is_empty() || runs.iter().any(|r| r.covariates.is_some());
+        for (i, input) in runs.into_iter().enumerate() {
+            let RunInput {
+                prefix,
+                run,
+                members,
+                covariates,
+            } = input;
             let field = if run.ids.is_some() || members.is_some() {
                 "items"
             } else {
                 "scores"
             };
             let before = problems.len();
+            // A version trained with covariates: each item's score becomes its layer score at
+            // its covariates (those in `hold` replaced), its judge score checked first.
+            if let Some(version) = served.runs.get(i)
+                && version.version.covariate_layer.is_some()
+            {
+                problems.extend(
+                    version
+                        .version
+                        .far_scores(&run.scores, &format!("{prefix}{field}")),
+                );
+                match layered(&version.version, run, covariates, hold, prefix) {
+                    Ok(()) => served.held = !hold.is_empty(),
+                    Err(p) => problems.extend(p),
+                }
+                continue;
+            }
+            if given && served.unused_covariates.is_none() {
+                served.unused_covariates =
+                    Some(served.runs.get(i).map_or(0, |v| v.version.version));
+            }
             match (&fusion, members) {
                 (None, None) => {}
                 (Some(f), Some(items)) => {
@@ -310,7 +349,13 @@ impl Service {
         let mut run = request.run;
         self.prepare_runs(
             &mut served,
-            vec![("", &mut run, request.members.as_deref())],
+            vec![RunInput {
+                prefix: "",
+                run: &mut run,
+                members: request.members.as_deref(),
+                covariates: request.covariates.as_deref(),
+            }],
+            &request.hold,
         )
         .await?;
         let basis = self.basis(served.loaded.clone()).await?;
@@ -340,9 +385,24 @@ impl Service {
         let mut served = served;
         let (mut a, mut b, settings) = (request.a, request.b, request.settings);
         let [ma, mb] = &request.members;
+        let [ca, cb] = &request.covariates;
         self.prepare_runs(
             &mut served,
-            vec![("a.", &mut a, ma.as_deref()), ("b.", &mut b, mb.as_deref())],
+            vec![
+                RunInput {
+                    prefix: "a.",
+                    run: &mut a,
+                    members: ma.as_deref(),
+                    covariates: ca.as_deref(),
+                },
+                RunInput {
+                    prefix: "b.",
+                    run: &mut b,
+                    members: mb.as_deref(),
+                    covariates: cb.as_deref(),
+                },
+            ],
+            &request.hold,
         )
         .await?;
         let n = a.scores.len() + b.scores.len();
@@ -406,9 +466,16 @@ impl Service {
             &mut served,
             runs.iter_mut()
                 .zip(&request.members)
+                .zip(&request.covariates)
                 .zip(&prefixes)
-                .map(|((run, m), p)| (p.as_str(), run, m.as_deref()))
+                .map(|(((run, m), c), p)| RunInput {
+                    prefix: p.as_str(),
+                    run,
+                    members: m.as_deref(),
+                    covariates: c.as_deref(),
+                })
                 .collect(),
+            &request.hold,
         )
         .await?;
         let (settings, how) = (request.settings, request.rank);
@@ -495,6 +562,64 @@ pub struct Served {
     /// Runs that name a group their version's anchors do not (answered as a new system): the
     /// run's field prefix (`a`, `runs[2]`, empty for one run) and the group.
     pub new_groups: Vec<(String, String)>,
+    /// Covariates were held at fixed values (`hold`) by a version trained with them.
+    pub held: bool,
+    /// Items or `hold` gave covariates that this version (its number) was not trained with.
+    pub unused_covariates: Option<i64>,
+}
+
+/// One run to ready for its version: its field prefix, its items, and a panel's members'
+/// scores or a judge's items' covariates.
+pub(super) struct RunInput<'a> {
+    pub prefix: &'a str,
+    pub run: &'a mut RunItems,
+    pub members: Option<&'a [MemberScores]>,
+    pub covariates: Option<&'a [Covariates]>,
+}
+
+/// Replaces each item's judge score of `run` by `version`'s layer score at the item's
+/// covariates, those named in `hold` at their held value. Problems name the row and
+/// `{prefix}covariates.{name}` (or `{prefix}items` where the run gave none).
+fn layered(
+    version: &CalibratorVersion,
+    run: &mut RunItems,
+    covariates: Option<&[Covariates]>,
+    hold: &Covariates,
+    prefix: &str,
+) -> std::result::Result<(), Vec<Problem>> {
+    let Some(layer) = &version.covariate_layer else {
+        return Ok(());
+    };
+    let needed: Vec<&str> = layer.inputs.iter().map(|i| i.name.as_str()).collect();
+    let all_held = needed.iter().all(|n| hold.keys().any(|k| k.as_str() == *n));
+    let given: Vec<Covariates> = match covariates {
+        Some(c) => c.to_vec(),
+        None if all_held => vec![Covariates::new(); run.scores.len()],
+        None => {
+            return Err(vec![Problem::at(
+                None,
+                &format!("{prefix}items"),
+                format!(
+                    "version {} of {} corrects at the judge score and covariates ({}): send items {{\"score\", \"covariates\"}}, or hold them at one value (`hold`)",
+                    version.version,
+                    version.key,
+                    needed.join(", ")
+                ),
+            )]);
+        }
+    };
+    let read: Vec<Covariates> = given
+        .into_iter()
+        .map(|mut c| {
+            c.extend(hold.iter().map(|(k, v)| (k.clone(), *v)));
+            c
+        })
+        .collect();
+    let scores = version.layer_scores(&run.scores, &read, prefix.trim_end_matches('.'))?;
+    if let Some(scores) = scores {
+        run.scores = scores;
+    }
+    Ok(())
 }
 
 impl Served {

@@ -11,7 +11,9 @@ use crate::domain::calibration::{JudgeRange, NewVersion};
 use crate::domain::panel::Joined;
 use crate::domain::training::Plan;
 use crate::domain::{Anchor, GroupName, RubricName, Scale};
+use judgecal_stats::bayes::FitOptions;
 use judgecal_stats::conformal::Intervals;
+use judgecal_stats::covariates::{LayerOptions, Row, fit_layer};
 use judgecal_stats::cv;
 use judgecal_stats::error::CalibrateError;
 use judgecal_stats::panel::fusion::{FusionOptions, PanelRows, fit_fusion};
@@ -90,6 +92,7 @@ impl CellData {
             intervals: None,
             groups: None,
             fusion: None,
+            covariate_layer: None,
             judge_range: JudgeRange::of(self.pairs.iter().map(|p| p.0)),
         }
     }
@@ -113,9 +116,8 @@ impl CellData {
     }
 }
 
-/// SHA-256 over the anchors in item order (id, both scores' exact bits, the group where one is
-/// named): two fits with
-/// the same digest saw the same data.
+/// SHA-256 over the anchors in item order (id, both scores' exact bits, the group and the
+/// covariates where there are any): two fits with the same digest saw the same data.
 pub fn digest(anchors: &[Anchor]) -> String {
     let mut h = Sha256::new();
     for a in anchors {
@@ -127,6 +129,12 @@ pub fn digest(anchors: &[Anchor]) -> String {
         if let Some(g) = &a.group {
             h.update([1]);
             h.update(g.as_str().as_bytes());
+        }
+        // Likewise covariates.
+        for (name, value) in &a.covariates {
+            h.update([2]);
+            h.update(name.as_str().as_bytes());
+            h.update(value.to_bits().to_le_bytes());
         }
     }
     crate::auth::hex(&h.finalize())
@@ -199,6 +207,55 @@ pub fn train_panel(
         }
         // What the finished job shows: the join it fitted.
         run.detail(serde_json::json!({"joined": join}).to_string());
+        Ok(trained)
+    })
+}
+
+/// Versions trained with covariates: per rubric the input layer of the judge score and the
+/// covariates `names` (`rows[r]`: each anchor of `cells[r]`, in the same order, with its
+/// covariates in `names`' order), then `plan` on the layer's cross-fitted scores. Each version
+/// keeps its layer, and the judge-score range of its anchors (what `/v1/correct` checks).
+pub fn train_covariates(
+    cells: &[CellData],
+    rows: &[Vec<Row>],
+    names: &[String],
+    plan: &Plan,
+    progress: &Progress,
+) -> Result<Vec<NewVersion>, CalibrateError> {
+    with_run(progress, |run| {
+        let seed = match plan {
+            Plan::Method(job) => job.split.seed,
+            Plan::Auto(options) => options.split.seed,
+        };
+        run.detail(
+            serde_json::json!({"step": "fitting the covariate layer", "covariates": names})
+                .to_string(),
+        );
+        let opts = LayerOptions {
+            sampler: FitOptions {
+                seed,
+                ..FitOptions::default()
+            },
+            ..LayerOptions::default()
+        };
+        let layers = fit_layer(rows, names, &opts, &run.part(0.0, 0.4))?;
+        let fused: Vec<CellData> = cells
+            .iter()
+            .zip(&layers)
+            .map(|(c, layer)| CellData {
+                rubric: c.rubric.clone(),
+                scale: c.scale,
+                pairs: layer.anchors.clone(),
+                groups: c.groups.clone(),
+                units: c.units.clone(),
+                digest: c.digest.clone(),
+            })
+            .collect();
+        let mut trained = train_on(&fused, plan, &run.part(0.4, 1.0))?;
+        for ((v, layer), c) in trained.iter_mut().zip(layers).zip(cells) {
+            v.judge_range = JudgeRange::of(c.pairs.iter().map(|p| p.0));
+            v.covariate_layer = Some(layer);
+        }
         Ok(trained)
     })
 }

@@ -18,6 +18,33 @@ pub struct Loaded {
     pub anchors: tokio::sync::OnceCell<Arc<judgecal_stats::Cell>>,
 }
 
+impl Loaded {
+    /// 409 where the version corrects at covariates, which `what` (an answer that reads judge
+    /// scores alone) does not carry: a version trained with covariates must never read a bare
+    /// judge score as if it were its layer's score.
+    pub fn without_covariates(&self, what: &str) -> Result<()> {
+        let v = &self.version;
+        let Some(layer) = &v.covariate_layer else {
+            return Ok(());
+        };
+        let names: Vec<String> = layer.inputs.iter().map(|i| i.label()).collect();
+        let names = if names.is_empty() {
+            "none kept".to_owned()
+        } else {
+            names.join(", ")
+        };
+        Err(Error::conflict(
+            format!(
+                "version {} of {} was trained with covariates (kept: {names}); {what} reads judge scores alone and \
+                 is not served for such versions yet: correct items with their covariates through POST /v1/correct, \
+                 or name a version trained without covariates (`version`)",
+                v.version, v.key
+            ),
+            vec![],
+        ))
+    }
+}
+
 /// The calibration each (cell, judge version) is served by; `None`: the unversioned anchors.
 type ByJudgeVersion = HashMap<(CellKey, Option<JudgeVersion>), Arc<Loaded>>;
 
@@ -501,9 +528,10 @@ impl Service {
     pub async fn report_svg(&self, key: &CellKey, version: Option<i64>) -> Result<String> {
         let loaded = self.corrector(key, version).await?;
         let v = &loaded.version;
-        let (pairs, input): (Vec<(f64, f64)>, &str) = match &v.fusion {
-            Some(fusion) => (fusion.anchors.clone(), "fused score"),
-            None => (
+        let (pairs, input): (Vec<(f64, f64)>, &str) = match (&v.fusion, &v.covariate_layer) {
+            (Some(fusion), _) => (fusion.anchors.clone(), "fused score"),
+            (None, Some(layer)) => (layer.anchors.clone(), "judge score and covariates"),
+            (None, None) => (
                 self.store
                     .judge_anchors(
                         &key.judge,
@@ -613,6 +641,7 @@ mod tests {
                 active: true,
                 judge_version: None,
                 fusion: None,
+                covariate_layer: None,
                 judge_range: None,
             },
             anchors: tokio::sync::OnceCell::new(),

@@ -8,6 +8,7 @@ use uuid::Uuid;
 
 use super::{Store, many_values, placeholder_list, placeholder_rows};
 use crate::domain::anchors::CellBatch;
+use crate::domain::covariates::{self, Covariates};
 use crate::domain::ingest::{CellPlan, Refusals, StoredRow, plan_cell};
 use crate::domain::{
     Anchor, CellKey, CellSummary, ItemId, JudgeName, JudgeVersion, RaterName, Rubric, RubricName,
@@ -15,7 +16,7 @@ use crate::domain::{
 };
 use crate::error::{Error, Result};
 
-/// Rows per multi-row statement: 8 columns x 1,000 rows stays far below both backends'
+/// Rows per multi-row statement: 10 columns x 1,000 rows stays far below both backends'
 /// bind-parameter limits (65,535 on Postgres, 32,766 on SQLite).
 const CHUNK: usize = 1000;
 
@@ -219,7 +220,8 @@ impl Store {
         stored_count: i64,
     ) -> Result<Vec<StoredRow>> {
         const COLUMNS: &str =
-            "SELECT judge_version, item_id, judge_score, reference_score, group_name, created_at_ms, rater
+            "SELECT judge_version, item_id, judge_score, reference_score, group_name, created_at_ms, rater,
+                 covariates
              FROM anchors WHERE cell_id = $1";
         let mut stored = Vec::new();
         if stored_count == 0 {
@@ -254,6 +256,7 @@ impl Store {
                     group: group_of(r.try_get(4)?)?,
                     created_at_ms: r.try_get(5)?,
                     rater: rater_of(r.try_get(6)?)?,
+                    covariates: covariates_of(r.try_get(7)?)?,
                 });
             }
         }
@@ -299,8 +302,8 @@ impl Store {
         for chunk in inserts.chunks(CHUNK) {
             let sql = format!(
                 "INSERT INTO anchors (cell_id, judge_version, item_id, judge_score, reference_score,
-                     updated_at_ms, group_name, created_at_ms, rater) VALUES {}",
-                placeholder_rows(chunk.len(), 9, 1)
+                     updated_at_ms, group_name, created_at_ms, rater, covariates) VALUES {}",
+                placeholder_rows(chunk.len(), 10, 1)
             );
             let mut q = sqlx::query(many_values(backend, sql));
             for (a, created) in chunk {
@@ -313,7 +316,8 @@ impl Store {
                     .bind(now)
                     .bind(a.group.as_ref().map(|g| g.as_str().to_owned()))
                     .bind(*created)
-                    .bind(a.rater.as_ref().map(|r| r.as_str().to_owned()));
+                    .bind(a.rater.as_ref().map(|r| r.as_str().to_owned()))
+                    .bind(covariates::to_stored(&a.covariates));
             }
             q.execute(&mut **tx).await?;
         }
@@ -394,7 +398,7 @@ impl Store {
         let (item, version) = after.unwrap_or(("", ""));
         let rows = sqlx::query(
             "SELECT a.item_id, a.judge_score, a.reference_score, a.group_name, a.rater, a.judge_version,
-                 CAST(NULL AS BIGINT) AS reference_at_ms
+                 a.covariates, CAST(NULL AS BIGINT) AS reference_at_ms
              FROM anchors a WHERE a.cell_id = $1 AND (a.item_id > $2 OR (a.item_id = $3 AND a.judge_version > $4))
                  AND ($5 = '' OR a.judge_version = $6)
              ORDER BY a.item_id, a.judge_version LIMIT $7",
@@ -472,7 +476,7 @@ impl Store {
 }
 
 /// An anchor from a row with the columns `item_id, judge_score, reference_score, group_name,
-/// rater, judge_version` by name.
+/// rater, judge_version, covariates, reference_at_ms` by name.
 pub(super) fn anchor_of_named(r: &AnyRow) -> Result<Anchor> {
     Ok(Anchor {
         item_id: ItemId::parse(&r.try_get::<String, _>("item_id")?)
@@ -484,7 +488,13 @@ pub(super) fn anchor_of_named(r: &AnyRow) -> Result<Anchor> {
         judge_version: JudgeVersion::from_stored(&r.try_get::<String, _>("judge_version")?)
             .map_err(|_| bad_row("judge version"))?,
         reference_at_ms: r.try_get("reference_at_ms")?,
+        covariates: covariates_of(r.try_get("covariates")?)?,
     })
+}
+
+/// Stored covariates, read back.
+pub(super) fn covariates_of(raw: Option<String>) -> Result<Covariates> {
+    covariates::from_stored(raw.as_deref()).map_err(|_| bad_row("covariates"))
 }
 
 /// A stored rater name, checked again on the way out.

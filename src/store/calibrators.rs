@@ -25,7 +25,7 @@ fn to_json<T: serde::Serialize>(value: &T) -> Result<String> {
 const VERSION_COLUMNS: &str = "cal.id, c.judge, c.rubric, cal.version, cal.method, cal.job_id, \
      cal.anchor_count, cal.anchor_digest, cal.params, cal.diagnostics, cal.evaluation, \
      cal.decision, cal.intervals, cal.groups, cal.failure, cal.created_at_ms, cal.judge_version, \
-     cal.fusion, cal.judge_min, cal.judge_max, act.calibrator_id AS active_id";
+     cal.fusion, cal.judge_min, cal.judge_max, cal.covariate_layer, act.calibrator_id AS active_id";
 
 const VERSION_FROM: &str = "FROM calibrators cal JOIN cells c ON c.id = cal.cell_id \
      LEFT JOIN active_calibrators act ON act.cell_id = cal.cell_id";
@@ -44,6 +44,7 @@ fn version_from_row(row: &AnyRow) -> Result<CalibratorVersion> {
     let groups: Option<String> = row.try_get("groups")?;
     let judge_version: Option<String> = row.try_get("judge_version")?;
     let fusion: Option<String> = row.try_get("fusion")?;
+    let covariate_layer: Option<String> = row.try_get("covariate_layer")?;
     let judge_range = match (
         row.try_get::<Option<f64>, _>("judge_min")?,
         row.try_get::<Option<f64>, _>("judge_max")?,
@@ -82,6 +83,9 @@ fn version_from_row(row: &AnyRow) -> Result<CalibratorVersion> {
             .map_err(|_| corrupt("judge version"))?,
         fusion: fusion
             .map(|f| serde_json::from_str(&f).map_err(|_| corrupt("fusion")))
+            .transpose()?,
+        covariate_layer: covariate_layer
+            .map(|f| serde_json::from_str(&f).map_err(|_| corrupt("covariate layer")))
             .transpose()?,
     })
 }
@@ -132,7 +136,7 @@ impl Store {
     ) -> Result<Vec<(RubricName, Vec<Anchor>)>> {
         let rows = sqlx::query(
             "SELECT c.rubric, a.item_id, a.judge_score, a.reference_score, a.group_name, a.rater,
-                 a.judge_version,
+                 a.judge_version, a.covariates,
                  (SELECT MIN(b.updated_at_ms) FROM anchors b WHERE b.cell_id = a.cell_id AND b.item_id = a.item_id) AS reference_at_ms
              FROM anchors a JOIN cells c ON c.id = a.cell_id
              WHERE c.judge = $1 AND a.judge_version = $2 ORDER BY c.rubric, a.item_id",
@@ -232,9 +236,10 @@ impl Store {
             sqlx::query(
                 "INSERT INTO calibrators (id, cell_id, version, method, job_id, anchor_count,
                      anchor_digest, params, diagnostics, evaluation, decision, intervals, passed,
-                     failure, created_at_ms, groups, judge_version, fusion, judge_min, judge_max)
+                     failure, created_at_ms, groups, judge_version, fusion, judge_min, judge_max,
+                     covariate_layer)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
-                     $18, $19, $20)",
+                     $18, $19, $20, $21)",
             )
             .bind(&id)
             .bind(&cell_id)
@@ -257,6 +262,7 @@ impl Store {
             .bind(v.fusion.as_ref().map(to_json).transpose()?)
             .bind(v.judge_range.map(|r| r.min))
             .bind(v.judge_range.map(|r| r.max))
+            .bind(v.covariate_layer.as_ref().map(to_json).transpose()?)
             .execute(&mut *tx)
             .await?;
             let active = failure.is_none() || force;
@@ -284,6 +290,7 @@ impl Store {
                 judge_version: judge_version.cloned(),
                 fusion: v.fusion.clone(),
                 judge_range: v.judge_range,
+                covariate_layer: v.covariate_layer.clone(),
             });
         }
         if !force && !stored.is_empty() && stored.iter().all(|v| v.failure.is_some()) {

@@ -68,6 +68,19 @@ impl Input {
     }
 }
 
+/// Why an item's inputs could not be read: the covariate it concerns and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputError {
+    pub covariate: String,
+    pub problem: String,
+}
+
+impl std::fmt::Display for InputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "covariates.{} {}", self.covariate, self.problem)
+    }
+}
+
 /// One anchor: the judge score, the covariates (in the layer's name order) and the reference.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
@@ -124,17 +137,23 @@ pub struct Layer {
 impl Layer {
     /// The design row [1, judge score, each served input] of an item whose covariates are
     /// `covariates` (by name).
-    fn row(&self, score: f64, covariate: &dyn Fn(&str) -> Option<f64>) -> Result<Vec<f64>, String> {
+    fn row(
+        &self,
+        score: f64,
+        covariate: &dyn Fn(&str) -> Option<f64>,
+    ) -> Result<Vec<f64>, InputError> {
         let mut x = vec![1.0, score];
         for input in &self.inputs {
-            let raw = covariate(&input.name)
-                .ok_or_else(|| format!("covariates.{} is missing", input.name))?;
-            x.push(input.value(raw).ok_or_else(|| {
-                format!(
-                    "covariates.{} is {raw}; {} needs a positive value",
-                    input.name,
+            let raw = covariate(&input.name).ok_or_else(|| InputError {
+                covariate: input.name.clone(),
+                problem: format!(
+                    "is missing: this version corrects at {} as well as the judge score",
                     input.label()
-                )
+                ),
+            })?;
+            x.push(input.value(raw).ok_or_else(|| InputError {
+                covariate: input.name.clone(),
+                problem: format!("is {raw}; {} needs a positive value", input.label()),
             })?);
         }
         Ok(x)
@@ -142,7 +161,11 @@ impl Layer {
 
     /// The fused score: the posterior mean of the reference at this judge score and these
     /// covariates. `covariate` answers a covariate's raw value by name.
-    pub fn fuse(&self, score: f64, covariate: &dyn Fn(&str) -> Option<f64>) -> Result<f64, String> {
+    pub fn fuse(
+        &self,
+        score: f64,
+        covariate: &dyn Fn(&str) -> Option<f64>,
+    ) -> Result<f64, InputError> {
         let x = self.row(score, covariate)?;
         Ok(self.mean.iter().zip(&x).map(|(w, v)| w * v).sum())
     }
@@ -153,7 +176,7 @@ impl Layer {
         &self,
         score: f64,
         covariate: &dyn Fn(&str) -> Option<f64>,
-    ) -> Result<crate::bayes::Corrected, String> {
+    ) -> Result<crate::bayes::Corrected, InputError> {
         let x = DVector::from_vec(self.row(score, covariate)?);
         let p = x.len();
         let cov = nalgebra::DMatrix::from_row_slice(p, p, &self.cov);
@@ -618,14 +641,19 @@ mod tests {
         let mut rng = Rng::seed_from_u64(7);
         let layer = fit_one(&world(&mut rng, 300, 0.5), true, 7).unwrap();
         assert_eq!(layer.inputs[0].transform, Transform::Log);
-        assert_eq!(
-            layer.fuse(3.0, &|_| None).unwrap_err(),
-            "covariates.length is missing"
+        let missing = layer.fuse(3.0, &|_| None).unwrap_err();
+        assert_eq!(missing.covariate, "length");
+        assert!(
+            missing
+                .to_string()
+                .starts_with("covariates.length is missing"),
+            "{missing}"
         );
         assert!(
             layer
                 .fuse(3.0, &|_| Some(0.0))
                 .unwrap_err()
+                .to_string()
                 .contains("log(length) needs a positive value")
         );
         // A covariate with one value cannot be fitted.

@@ -3,6 +3,7 @@
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use super::covariates_dto::CovariateLayerDto;
 use super::panel_dto::PanelVersionDto;
 use super::{
     ComparisonDto, DecisionDto, DiagnosticsDto, FlowDto, IntervalsDto, PosteriorDto, finite,
@@ -62,6 +63,10 @@ pub struct VersionDto {
     /// A panel's version: how its members' scores are fused, and what each member is worth.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub panel: Option<PanelVersionDto>,
+    /// A version trained with covariates: how the judge score and an item's covariates
+    /// become the score its corrector reads, with each covariate's coefficient.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub covariates: Option<CovariateLayerDto>,
 }
 
 impl From<CalibratorVersion> for VersionDto {
@@ -97,6 +102,7 @@ impl From<CalibratorVersion> for VersionDto {
             intervals: v.intervals.map(Into::into),
             groups: v.groups,
             panel: v.fusion.map(Into::into),
+            covariates: v.covariate_layer.map(Into::into),
         }
     }
 }

@@ -6,6 +6,7 @@ use axum::response::IntoResponse;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
+mod covariates_dto;
 mod dto;
 mod intervals_dto;
 mod job_dto;
@@ -34,6 +35,7 @@ pub struct TrainingBody {
     rubrics: Option<Vec<String>>,
     judge_version: Option<String>,
     member_versions: Option<std::collections::BTreeMap<String, Option<String>>>,
+    covariates: Option<Vec<String>>,
     #[serde(default = "empty_object")]
     options: serde_json::Value,
 }
@@ -80,12 +82,18 @@ pub async fn train(
         .member_versions
         .map(training::parse_member_versions)
         .transpose();
-    let request = match (request, members) {
-        (Ok(r), Ok(m)) => Ok(TrainingRequest {
+    let covariates = training::parse_covariate_names(body.covariates.as_deref().unwrap_or(&[]));
+    let request = match (request, members, covariates) {
+        (Ok(r), Ok(m), Ok(c)) => Ok(TrainingRequest {
             member_versions: m.unwrap_or_default(),
+            covariates: c,
             ..r
         }),
-        (r, m) => Err([r.err(), m.err()].into_iter().flatten().flatten().collect()),
+        (r, m, c) => Err([r.err(), m.err(), c.err()]
+            .into_iter()
+            .flatten()
+            .flatten()
+            .collect()),
     }
     .map_err(|p| ApiError::invalid("the training request was refused", p))?;
     let job = state.service.submit_training(request).await?;

@@ -47,6 +47,11 @@ fn request_schema() -> Value {
         "description": "A panel's: the judge version of a member's anchors to fit, by member (null: its anchors uploaded without a version). A member not named fits the anchors its unversioned requests are served by: its unversioned anchors where it has any, else its only judge version, else the one its active calibrations were trained on. The job's request shows every member's, resolved.",
         "additionalProperties": crate::http::schema::judge_version(),
     });
+    let covariates = json!({
+        "type": ["array", "null"], "maxItems": crate::domain::covariates::MAX_PER_ROW,
+        "description": "Covariates the anchors carry (their `covariates`) to fit beside the judge score, e.g. [\"length\"]. Each enters raw or logged, and only where it lowers held-out error in the rubric (the version's `covariates` report lists what was tried, the coefficients and their intervals); the corrector is then trained on the layer's score. Every anchor fitted must carry each one named. A version trained with covariates corrects /v1/correct items that give them ({\"score\", \"covariates\"}).",
+        "items": crate::http::schema::name_json(),
+    });
     // Each alternative, its method and its options are titled (`BayesTraining`,
     // `BayesMethod`, `BayesTrainingOptions`) so that generated clients name them.
     let alternative = |method: &str, description: String, mut options: Value| {
@@ -71,6 +76,7 @@ fn request_schema() -> Value {
                 "rubrics": rubrics,
                 "judge_version": judge_version,
                 "member_versions": member_versions,
+                "covariates": covariates,
                 "options": options,
             },
         })

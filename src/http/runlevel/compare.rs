@@ -6,7 +6,8 @@ use utoipa::ToSchema;
 
 use super::{GroupTermDto, RunBody, VarianceDto, group, variance};
 use super::{
-    PlanDto, RunEstimateDto, identify, mismatch_warnings, name_span, plan, rendered, run_dto,
+    PlanDto, RunEstimateDto, covariates_read, identify, mismatch_warnings, name_span, plan,
+    rendered, run_dto,
 };
 use crate::domain::runlevel::RawSettings;
 use crate::http::AppState;
@@ -32,6 +33,11 @@ pub struct CompareBody {
     b: RunBody,
     #[schema(minimum = 1)]
     version: Option<i64>,
+    /// Covariates to hold at one value for every item (`{"length": 500}`): the answer is then
+    /// what the runs would score at that value, the judge's reward for it taken out (a
+    /// length-controlled estimate). Only for a version trained with those covariates.
+    #[schema(schema_with = schema::covariates)]
+    hold: Option<std::collections::BTreeMap<String, f64>>,
     #[schema(minimum = 0.5, maximum = 0.999, example = 0.95)]
     level: Option<f64>,
     #[schema(exclusive_minimum = 0.0, example = 0.05)]
@@ -77,6 +83,10 @@ pub struct CompareResponse {
     group: GroupTermDto,
     #[serde(skip_serializing_if = "Option::is_none")]
     plan: Option<PlanDto>,
+    /// A version trained with covariates: `as_given` (each item read at its own covariates)
+    /// or `held` (at the covariates `hold` names: a length-controlled answer); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    covariates: Option<&'static str>,
     warnings: Vec<String>,
 }
 
@@ -97,7 +107,7 @@ pub struct CompareResponse {
     responses(
         (status = 200, body = CompareResponse),
         (status = 404, description = "No active calibrator (the message says how to train one), or no such version", body = ErrorBody),
-        (status = 409, description = "The version cannot answer (too few anchors)", body = ErrorBody),
+        (status = 409, description = "The version cannot answer (too few anchors), or runs of different judge versions meet a calibration trained with covariates", body = ErrorBody),
         (status = 422, description = "Bad judge, rubric, score, reference, id, cluster, level or target; too few labelled items; too many scores", body = ErrorBody),
     ),
     security(("api_key" = ["correct"]))
@@ -118,6 +128,7 @@ pub async fn compare(
             level: body.level,
             target_half_width: body.target_half_width,
             estimand: body.estimand,
+            hold: body.hold,
         },
     )
     .map_err(|p| ApiError::invalid("the comparison request was refused", p))?;
@@ -150,6 +161,7 @@ pub async fn compare(
         corrector_term: c.term.as_str(),
         group: group(&c.group),
         plan: plan(c.advice, settings.target),
+        covariates: covariates_read(&served),
         warnings,
     }))
 }

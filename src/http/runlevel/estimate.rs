@@ -5,8 +5,8 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{
-    PlanDto, RunEstimateDto, RunItemDto, group_schema, identify, mismatch_warnings, name_span,
-    plan, raw_run, rendered, run_dto,
+    PlanDto, RunEstimateDto, RunItemDto, covariates_read, group_schema, identify,
+    mismatch_warnings, name_span, plan, raw_run, rendered, run_dto,
 };
 use crate::domain::runlevel::{RawRunWithGroup, RawSettings};
 use crate::http::AppState;
@@ -41,6 +41,11 @@ pub struct EstimateBody {
     /// refuses mismatches).
     #[schema(schema_with = schema::judge_version)]
     judge_version: Option<String>,
+    /// Covariates to hold at one value for every item (`{"length": 500}`): the answer is then
+    /// what the runs would score at that value, the judge's reward for it taken out (a
+    /// length-controlled estimate). Only for a version trained with those covariates.
+    #[schema(schema_with = schema::covariates)]
+    hold: Option<std::collections::BTreeMap<String, f64>>,
     /// Of the interval (default 0.95).
     #[schema(minimum = 0.5, maximum = 0.999, example = 0.95)]
     level: Option<f64>,
@@ -62,6 +67,10 @@ pub struct EstimateResponse {
     run: RunEstimateDto,
     #[serde(skip_serializing_if = "Option::is_none")]
     plan: Option<PlanDto>,
+    /// A version trained with covariates: `as_given` (each item read at its own covariates)
+    /// or `held` (at the covariates `hold` names: a length-controlled answer); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    covariates: Option<&'static str>,
     /// What a reader of the interval must know: extrapolation, a left-out term, a transport
     /// check that found bias.
     warnings: Vec<String>,
@@ -109,6 +118,7 @@ pub async fn estimate(
             level: body.level,
             target_half_width: body.target_half_width,
             estimand: None,
+            hold: body.hold,
         },
     )
     .map_err(|p| ApiError::invalid("the estimate request was refused", p))?;
@@ -125,6 +135,7 @@ pub async fn estimate(
         level: settings.level,
         run: run_dto(&e),
         plan: plan(e.advice, settings.target),
+        covariates: covariates_read(&served),
         warnings: {
             warnings.extend(rendered(&notes, |_| String::new()));
             warnings

@@ -40,6 +40,9 @@ pub struct RunItemDto {
     /// score the item left out).
     #[schema(schema_with = schema::member_scores)]
     pub(super) scores: Option<std::collections::BTreeMap<String, f64>>,
+    /// A judge's item: its covariates, for a version trained with them.
+    #[schema(schema_with = schema::covariates)]
+    pub(super) covariates: Option<std::collections::BTreeMap<String, f64>>,
     /// The item's reference score, where this item of the run was labelled. The labelled
     /// items must be a uniform random sample of the run, at least 3.
     pub(super) reference: Option<f64>,
@@ -55,6 +58,7 @@ impl From<RunItemDto> for RawItem {
             id: i.id,
             score: i.score,
             members: i.scores,
+            covariates: i.covariates,
             reference: i.reference,
             cluster: i.cluster,
         }
@@ -115,6 +119,19 @@ pub(super) fn mismatch_warnings(served: &crate::service::Served) -> Vec<String> 
             if known.len() == 8 { ", …" } else { "" }
         ));
     }
+    if served.held {
+        out.push(
+            "every item was read at the covariates held (`hold`): the answer is what the runs would score there, \
+             the judge's reward for them taken out by the version's coefficients (see its `covariates` report); \
+             the interval carries the corrector's uncertainty but not those coefficients' own"
+                .to_owned(),
+        );
+    }
+    if let Some(version) = served.unused_covariates {
+        out.push(format!(
+            "version {version} was not trained with covariates: the items' covariates (and `hold`) were not used"
+        ));
+    }
     if served.partial_items > 0 {
         out.push(format!(
             "{} items lacked a member the panel's version reads: each is fused from the members present (that sub-panel's fit) and carries that sub-panel's larger residual variance. This assumes the scores are missing at random: a member's absence says nothing about what it would have scored (a judge that fails on hard items breaks it, and the interval does not know). Score every item with every member where you can",
@@ -122,6 +139,15 @@ pub(super) fn mismatch_warnings(served: &crate::service::Served) -> Vec<String> 
         ));
     }
     out
+}
+
+/// How a version trained with covariates read the runs' items: `held` or `as_given`.
+pub(super) fn covariates_read(served: &crate::service::Served) -> Option<&'static str> {
+    served
+        .runs
+        .iter()
+        .any(|r| r.version.covariate_layer.is_some())
+        .then_some(if served.held { "held" } else { "as_given" })
 }
 
 pub(super) fn group_schema() -> utoipa::openapi::schema::Object {
@@ -138,7 +164,7 @@ pub(super) fn raw_run(
     items: Option<Vec<RunItemDto>>,
     prefix: &str,
 ) -> Result<RawRun, Problem> {
-    let item = "{score (a panel: scores), id?, reference?, cluster?}";
+    let item = "{score (a panel: scores), covariates?, id?, reference?, cluster?}";
     Ok(match ScoresOrItems::of(scores, items, prefix, item)? {
         ScoresOrItems::Scores(scores) => RawRun::Scores(scores),
         ScoresOrItems::Items(items) => RawRun::Items(items.into_iter().map(Into::into).collect()),

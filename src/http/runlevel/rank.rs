@@ -71,6 +71,11 @@ pub struct RankBody {
     runs: Vec<RankRunBody>,
     #[schema(minimum = 1)]
     version: Option<i64>,
+    /// Covariates to hold at one value for every item (`{"length": 500}`): the answer is then
+    /// what the runs would score at that value, the judge's reward for it taken out (a
+    /// length-controlled estimate). Only for a version trained with those covariates.
+    #[schema(schema_with = schema::covariates)]
+    hold: Option<std::collections::BTreeMap<String, f64>>,
     /// Of the intervals (default 0.95): with `familywise`, every pair's interval and every
     /// rank interval hold together at this level, over all `rounds` looks.
     #[schema(minimum = 0.5, maximum = 0.999, example = 0.95)]
@@ -243,6 +248,10 @@ pub struct RankResponse {
     /// is for its one look (a warning says so).
     #[serde(skip_serializing_if = "Option::is_none")]
     session: Option<RankSessionDto>,
+    /// A version trained with covariates: `as_given` (each item read at its own covariates)
+    /// or `held` (at the covariates `hold` names: a length-controlled answer); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    covariates: Option<&'static str>,
     warnings: Vec<String>,
 }
 
@@ -264,7 +273,7 @@ pub struct RankResponse {
     responses(
         (status = 200, body = RankResponse),
         (status = 404, description = "No active calibrator (the message says how to train one), or no such version", body = ErrorBody),
-        (status = 409, description = "The version cannot answer (too few anchors)", body = ErrorBody),
+        (status = 409, description = "The version cannot answer (too few anchors), or runs of different judge versions meet a calibration trained with covariates", body = ErrorBody),
         (status = 422, description = "Bad judge, rubric, run, name, score, reference, id, cluster, level, error, round or labels; too few labelled items; too many runs or scores", body = ErrorBody),
     ),
     security(("api_key" = ["correct"]))
@@ -338,6 +347,7 @@ pub(super) async fn answer(
             .as_ref()
             .map(|a| label_plan(a, how.round + 1, &names, &ids)),
         session: after.map(Into::into),
+        covariates: super::covariates_read(&served),
         warnings,
     })
 }
@@ -352,6 +362,7 @@ fn parse(body: RankBody) -> Result<RankRequest, ApiError> {
             level: body.level,
             target_half_width: None,
             estimand: None,
+            hold: body.hold,
         },
         RawRankOptions {
             error: body.error,

@@ -212,6 +212,7 @@ pub async fn rank_look(
             level: Some(session.plan.level),
             target_half_width: None,
             estimand: None,
+            hold: None,
         },
         RawRankOptions {
             error: Some(session.plan.error.clone()),

@@ -1,0 +1,101 @@
+//! A version's covariate layer as the versions' listing shows it.
+
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use judgecal_stats::covariates::Layer;
+
+/// How a version trained with covariates reads an item: the reference's posterior mean at the
+/// judge score and the covariates it kept (the layer's score), which its corrector then reads.
+/// Every held-out figure of the version is of that two-step correction.
+#[derive(Serialize, ToSchema)]
+pub struct CovariateLayerDto {
+    /// The covariates kept, each with its transform (`identity` or `log`) and the anchors'
+    /// mean and sd of the transformed value, which standardise it. Empty where none lowered
+    /// held-out error: the layer is then a linear map of the judge score alone.
+    pub inputs: Vec<CovariateInputDto>,
+    /// The judge score's coefficient (reference units per judge-score unit) with its 95%
+    /// credible interval, at fixed covariates.
+    pub judge_weight: f64,
+    pub judge_weight_lo: f64,
+    pub judge_weight_hi: f64,
+    /// Each kept covariate's coefficient: the reference's change per sd of its transformed
+    /// value at a fixed judge score, with its 95% credible interval, and per unit of the
+    /// transformed value. A judge that rewards length beyond what people do has a negative
+    /// one: a longer answer of the same judge score is worth less to people.
+    pub coefficients: Vec<CoefficientDto>,
+    /// The candidates compared per rubric on cross-fitted anchors (5 folds): the judge alone
+    /// and each covariate absent, raw or logged; the lowest held-out MAE is served.
+    pub considered: Vec<ConsideredDto>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct CovariateInputDto {
+    pub name: String,
+    /// `identity` or `log`.
+    pub transform: String,
+    pub centre: f64,
+    pub scale: f64,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct CoefficientDto {
+    /// `length` or `log(length)`.
+    pub input: String,
+    pub per_sd: f64,
+    pub per_sd_lo: f64,
+    pub per_sd_hi: f64,
+    pub per_unit: f64,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ConsideredDto {
+    /// The inputs beside the judge score; empty for the judge alone.
+    pub inputs: Vec<String>,
+    pub mae: f64,
+    pub mse: f64,
+}
+
+impl From<Layer> for CovariateLayerDto {
+    fn from(l: Layer) -> Self {
+        Self {
+            inputs: l
+                .inputs
+                .into_iter()
+                .map(|i| CovariateInputDto {
+                    transform: match i.transform {
+                        judgecal_stats::covariates::Transform::Identity => "identity",
+                        judgecal_stats::covariates::Transform::Log => "log",
+                    }
+                    .to_owned(),
+                    name: i.name,
+                    centre: i.centre,
+                    scale: i.scale,
+                })
+                .collect(),
+            judge_weight: l.judge.weight,
+            judge_weight_lo: l.judge.weight_lo,
+            judge_weight_hi: l.judge.weight_hi,
+            coefficients: l
+                .coefficients
+                .into_iter()
+                .map(|c| CoefficientDto {
+                    input: c.input,
+                    per_sd: c.per_sd,
+                    per_sd_lo: c.per_sd_lo,
+                    per_sd_hi: c.per_sd_hi,
+                    per_unit: c.per_unit,
+                })
+                .collect(),
+            considered: l
+                .considered
+                .into_iter()
+                .map(|c| ConsideredDto {
+                    inputs: c.inputs,
+                    mae: c.mae,
+                    mse: c.mse,
+                })
+                .collect(),
+        }
+    }
+}

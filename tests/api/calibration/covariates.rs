@@ -1,0 +1,466 @@
+//! Covariates over HTTP, on both backends: anchors carry them (JSON `covariates`, CSV
+//! `covariate.<name>`), stored and compared as part of a row; a training that names them fits
+//! the input layer, whose coefficient covers its closed-form truth; `/v1/correct` corrects each
+//! item at its own covariates; and every refusal names its row and field.
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::common::{Backend, TestApp, assert_error};
+
+/// A seeded stream of standard normals (xorshift and Box–Muller).
+struct Normals(u64);
+
+impl Normals {
+    fn uniform(&mut self) -> f64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        ((self.0 >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    }
+
+    fn next(&mut self) -> f64 {
+        let (u, v) = (self.uniform(), self.uniform());
+        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
+    }
+}
+
+/// The judge rewards length: quality q ~ N(3, 0.6²), log length ~ N(ln 400, 0.5²) apart from
+/// it, and the judge scores q + 0.3·u + N(0, 0.3²), u the log length in sd units. The
+/// reference is q + N(0, 0.15²). In closed form E[y | j, u] = 3 + 0.8·(j − 3 − 0.3·u): the
+/// judge's weight is 0.8 and log length's −0.24 per sd.
+const WEIGHT: f64 = 0.8;
+const PER_SD: f64 = -0.24;
+
+struct Item {
+    judge: f64,
+    length: f64,
+    reference: f64,
+    /// E[y | judge score, length].
+    truth: f64,
+}
+
+fn item(rng: &mut Normals) -> Item {
+    item_at(rng, 0.0)
+}
+
+/// An item whose log length sits `shift` sd from the anchors' centre, give or take 0.3 sd: the
+/// closed form holds whatever the lengths' law, as length is drawn apart from quality.
+fn item_at(rng: &mut Normals, shift: f64) -> Item {
+    let q = 3.0 + 0.6 * rng.next();
+    let u = if shift == 0.0 {
+        rng.next()
+    } else {
+        shift + 0.3 * rng.next()
+    };
+    let judge = q + 0.3 * u + 0.3 * rng.next();
+    Item {
+        judge,
+        length: (400f64.ln() + 0.5 * u).exp().round(),
+        reference: q + 0.15 * rng.next(),
+        truth: 3.0 + WEIGHT * (judge - 3.0) + PER_SD * u,
+    }
+}
+
+/// The sd units of a rounded length (what the closed form's u is).
+fn units(length: f64) -> f64 {
+    (length.ln() - 400f64.ln()) / 0.5
+}
+
+/// `n` items as JSON anchor rows with ids `{prefix}{i}`, their length as a covariate.
+fn rows(items: &[Item], prefix: &str) -> Vec<Value> {
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, it)| {
+            json!({"item_id": format!("{prefix}{i}"), "judge_score": it.judge,
+                   "reference_score": it.reference.clamp(1.0, 5.0),
+                   "covariates": {"length": it.length}})
+        })
+        .collect()
+}
+
+async fn a_length_biased_judge_is_corrected_at_each_items_length(backend: Backend) {
+    let app = TestApp::new(backend).await;
+    let mut rng = Normals(0x5eed_c0de);
+    // Rubric r1 as JSON, r2 as CSV with a covariate column: both feed one pooled fit.
+    let r1: Vec<Item> = (0..400).map(|_| item(&mut rng)).collect();
+    stored(
+        &app,
+        json!({"judge": "j", "rubric": "r1", "anchors": rows(&r1, "a-")}),
+    )
+    .await;
+    let r2: Vec<Item> = (0..200).map(|_| item(&mut rng)).collect();
+    let mut csv =
+        String::from("judge,rubric,item_id,judge_score,reference_score,covariate.length\n");
+    for (i, it) in r2.iter().enumerate() {
+        csv.push_str(&format!(
+            "j,r2,b-{i},{},{},{}\n",
+            it.judge,
+            it.reference.clamp(1.0, 5.0),
+            it.length
+        ));
+    }
+    let res = app.csv("/v1/anchors", &csv).await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let listed = app.get("/v1/cells/j/r2/anchors?limit=1").await;
+    assert_eq!(
+        listed.body["anchors"][0]["covariates"]["length"].as_f64(),
+        Some(r2[0].length),
+        "{}",
+        listed.body
+    );
+
+    // Without covariates (version 1), then with them (version 2).
+    trained(&app, "j", json!({"method": "bayes", "options": quick()})).await;
+    trained(
+        &app,
+        "j",
+        json!({"method": "bayes", "covariates": ["length"], "options": quick()}),
+    )
+    .await;
+    let versions = app.get("/v1/cells/j/r1/calibrators").await;
+    assert_eq!(versions.status, 200, "{}", versions.body);
+    let v2 = &versions.body["versions"][0];
+    assert_eq!(v2["version"], 2);
+    let layer = &v2["covariates"];
+    assert_eq!(layer["inputs"][0]["name"], "length", "{layer}");
+    assert_eq!(layer["inputs"][0]["transform"], "log", "{layer}");
+    let c = &layer["coefficients"][0];
+    let (lo, hi) = (
+        c["per_sd_lo"].as_f64().unwrap(),
+        c["per_sd_hi"].as_f64().unwrap(),
+    );
+    // The layer standardises log length by the anchors' sd (about the world's 0.5).
+    let scale = layer["inputs"][0]["scale"].as_f64().unwrap();
+    let truth = PER_SD * scale / 0.5;
+    assert!(lo <= truth && truth <= hi && hi < 0.0, "{truth} vs {c}");
+    let (wlo, whi) = (
+        layer["judge_weight_lo"].as_f64().unwrap(),
+        layer["judge_weight_hi"].as_f64().unwrap(),
+    );
+    assert!(wlo <= WEIGHT && WEIGHT <= whi, "{layer}");
+    assert!(versions.body["versions"][1]["covariates"].is_null());
+
+    // /v1/correct at each item's own length: a longer answer of the same judge score is worth
+    // less, by the closed form's amount.
+    let at = |length: f64| json!({"score": 3.5, "covariates": {"length": length}});
+    let res = correct(
+        &app,
+        json!({"judge": "j", "rubric": "r1", "items": [at(200.0), at(800.0)]}),
+    )
+    .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert_eq!(res.body["version"], 2);
+    let short = res.body["results"][0]["corrected"].as_f64().unwrap();
+    let long = res.body["results"][1]["corrected"].as_f64().unwrap();
+    let expected = PER_SD * (units(800.0) - units(200.0));
+    assert!(
+        ((long - short) - expected).abs() < 0.15,
+        "{} against {expected}: {}",
+        long - short,
+        res.body
+    );
+    assert_eq!(res.body["results"][0]["judge_score"], 3.5);
+    assert!(res.body["results"][0]["layer_score"].is_f64());
+    assert!(res.body["results"][0]["predictive"].is_array());
+
+    // Fresh items: the covariate version is closer to E[y | j, length] than the judge-only one.
+    let fresh: Vec<Item> = (0..300).map(|_| item(&mut rng)).collect();
+    let items: Vec<Value> = fresh
+        .iter()
+        .map(|it| json!({"score": it.judge, "covariates": {"length": it.length}}))
+        .collect();
+    let truth: Vec<f64> = fresh.iter().map(|it| it.truth).collect();
+    let mut maes = Vec::new();
+    for version in [1, 2] {
+        let res = correct(
+            &app,
+            json!({"judge": "j", "rubric": "r1", "version": version, "items": items}),
+        )
+        .await;
+        assert_eq!(res.status, 200, "{}", res.body);
+        maes.push(mae(&res.body["results"], &truth));
+        // Version 1 was not trained with covariates: it says it did not use them.
+        assert_eq!(
+            res.body["warnings"].as_array().is_some_and(|w| w
+                .iter()
+                .any(|w| w.as_str().unwrap().contains("covariates length"))),
+            version == 1,
+            "{}",
+            res.body["warnings"]
+        );
+    }
+    assert!(maes[1] < 0.6 * maes[0], "MAE {maes:?}");
+
+    // The coefficient is a gauge.
+    let text = metrics(&app).await;
+    let gauge = metric(
+        &text,
+        r#"judgecal_covariate_coefficient{input="log(length)",judge="j",rubric="r1"}"#,
+    )
+    .unwrap_or_else(|| panic!("no coefficient gauge in {text}"));
+    assert!(gauge < 0.0);
+
+    // New anchors with their lengths are checked against the version's band by the drift
+    // alarm (read at their own lengths); one lacking its length is not checked.
+    let more: Vec<Item> = (0..40).map(|_| item(&mut rng)).collect();
+    let mut batch = rows(&more, "c-");
+    batch[0].as_object_mut().unwrap().remove("covariates");
+    let res = app
+        .json(
+            "POST",
+            "/v1/anchors",
+            &json!({"judge": "j", "rubric": "r1", "anchors": batch}),
+        )
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let coverage = &res.body["cells"][0]["coverage"];
+    assert_eq!(coverage["version"], 2, "{}", res.body);
+    assert_eq!(coverage["checked"], 39, "{}", res.body);
+    assert!(coverage["share"].as_f64().unwrap() > 0.8, "{coverage}");
+
+    // Items without the covariate, or with a length its log cannot take, are refused by row
+    // and field; so are bare scores.
+    let res = correct(
+        &app,
+        json!({"judge": "j", "rubric": "r1", "items": [at(300.0), {"score": 3.0}, at(0.0)]}),
+    )
+    .await;
+    let details = assert_error(&res, 422, "invalid_input");
+    let named: Vec<(u64, &str)> = details
+        .iter()
+        .map(|d| (d["row"].as_u64().unwrap(), d["field"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        named,
+        [(2, "covariates.length"), (3, "covariates.length")],
+        "{}",
+        res.body
+    );
+    let res = correct(&app, json!({"judge": "j", "rubric": "r1", "scores": [3.0]})).await;
+    let details = assert_error(&res, 422, "invalid_input");
+    assert!(
+        details[0]["problem"]
+            .as_str()
+            .unwrap()
+            .contains("\"covariates\""),
+        "{}",
+        res.body
+    );
+
+    // Run-level: a run of long answers. The judge-only version reads their inflated scores as
+    // better; the covariate version at each item's own length estimates what people would
+    // give; held at 400 tokens the length term is set to its centre (length-controlled).
+    let run: Vec<Item> = (0..300).map(|_| item_at(&mut rng, 1.5)).collect();
+    let items: Vec<Value> = run
+        .iter()
+        .map(|it| json!({"score": it.judge, "covariates": {"length": it.length}}))
+        .collect();
+    let own: f64 = run.iter().map(|it| it.truth).sum::<f64>() / run.len() as f64;
+    let held: f64 = run
+        .iter()
+        .map(|it| 3.0 + WEIGHT * (it.judge - 3.0))
+        .sum::<f64>()
+        / run.len() as f64;
+    let estimate = |body: Value| {
+        let app = &app;
+        async move {
+            let res = app.json("POST", "/v1/estimate", &body).await;
+            assert_eq!(res.status, 200, "{}", res.body);
+            let i = &res.body["interval"];
+            (
+                res.body["estimate"].as_f64().unwrap(),
+                (i[0].as_f64().unwrap(), i[1].as_f64().unwrap()),
+                res.body.clone(),
+            )
+        }
+    };
+    let (judge_only, _, _) = estimate(
+        json!({"judge": "j", "rubric": "r1", "version": 1, "scores": run.iter().map(|it| it.judge).collect::<Vec<_>>()}),
+    )
+    .await;
+    assert!(judge_only - own > 0.2, "{judge_only} against {own}");
+    let (e, (lo, hi), body) = estimate(json!({"judge": "j", "rubric": "r1", "items": items})).await;
+    assert!(lo <= own && own <= hi, "{own} outside {body}");
+    assert!((e - own).abs() < 0.1, "{e} against {own}");
+    assert_eq!(body["covariates"], "as_given", "{body}");
+    let (e, (lo, hi), body) =
+        estimate(json!({"judge": "j", "rubric": "r1", "items": items, "hold": {"length": 400}}))
+            .await;
+    assert!(lo <= held && held <= hi, "{held} outside {body}");
+    assert_eq!(body["covariates"], "held", "{body}");
+    // Held, the items need no covariates of their own.
+    let (bare, _, _) = estimate(
+        json!({"judge": "j", "rubric": "r1", "hold": {"length": 400},
+        "scores": run.iter().map(|it| it.judge).collect::<Vec<_>>()}),
+    )
+    .await;
+    assert!((bare - e).abs() < 1e-9, "{bare} against {e}");
+    // Without them and without `hold`, refused naming the items.
+    let res = app
+        .json(
+            "POST",
+            "/v1/estimate",
+            &json!({"judge": "j", "rubric": "r1", "scores": [3.0, 3.5]}),
+        )
+        .await;
+    let details = assert_error(&res, 422, "invalid_input");
+    assert_eq!(details[0]["field"], "items", "{}", res.body);
+    // A comparison of two runs at their own lengths: long answers are not better by length.
+    let short: Vec<Item> = (0..300).map(|_| item_at(&mut rng, -1.5)).collect();
+    let short_items: Vec<Value> = short
+        .iter()
+        .map(|it| json!({"score": it.judge, "covariates": {"length": it.length}}))
+        .collect();
+    let truth_short: f64 = short.iter().map(|it| it.truth).sum::<f64>() / short.len() as f64;
+    let res = app
+        .json(
+            "POST",
+            "/v1/compare",
+            &json!({"judge": "j", "rubric": "r1", "a": {"items": items}, "b": {"items": short_items}}),
+        )
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let (lo, hi) = (
+        res.body["interval"][0].as_f64().unwrap(),
+        res.body["interval"][1].as_f64().unwrap(),
+    );
+    let d = own - truth_short;
+    assert!(lo <= d && d <= hi, "{d} outside {}", res.body);
+    // Bridges read judge scores alone: refused for such a version, saying why.
+    let res = app.get("/v1/cells/j/r1/rescore?judge_version=v2").await;
+    assert_error(&res, 409, "conflict");
+    assert!(
+        res.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("trained with covariates"),
+        "{}",
+        res.body
+    );
+}
+
+async fn anchors_carry_covariates_as_part_of_a_row_and_every_problem_is_named(backend: Backend) {
+    let app = TestApp::new(backend).await;
+    let mut rng = Normals(7);
+    let items: Vec<Item> = (0..30).map(|_| item(&mut rng)).collect();
+    let body = json!({"judge": "k", "rubric": "r", "anchors": rows(&items, "i-")});
+
+    // Bad covariates refuse the batch whole, each by row and field.
+    let mut bad = body.clone();
+    bad["anchors"][1]["covariates"] = json!({"length": "long"});
+    bad["anchors"][2]["covariates"] = json!([812]);
+    bad["anchors"][3]["covariates"] = json!({"bad name": 1});
+    let res = app.json("POST", "/v1/anchors", &bad).await;
+    let details = assert_error(&res, 422, "invalid_input");
+    let named: Vec<(u64, &str)> = details
+        .iter()
+        .map(|d| (d["row"].as_u64().unwrap(), d["field"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        named,
+        [
+            (2, "covariates.length"),
+            (3, "covariates"),
+            (4, "covariates.bad name")
+        ],
+        "{}",
+        res.body
+    );
+    assert_eq!(app.cell_count("k", "r").await, None, "nothing stored");
+    let csv = "judge,rubric,item_id,judge_score,reference_score,covariate.length\nk,r,x,3,3,many\n";
+    let res = app.csv("/v1/anchors", csv).await;
+    let details = assert_error(&res, 422, "invalid_input");
+    assert_eq!(details[0]["row"], 1);
+    assert_eq!(details[0]["field"], "covariates.length");
+    let csv = "judge,rubric,item_id,judge_score,reference_score,covariate.\nk,r,x,3,3,1\n";
+    assert_error(&app.csv("/v1/anchors", csv).await, 422, "invalid_input");
+
+    // Stored, then sent again: unchanged. Another length for one row: a conflict that says so,
+    // stored with replace.
+    stored(&app, body.clone()).await;
+    let again = stored(&app, body.clone()).await;
+    assert_eq!(again["unchanged"], 30);
+    let mut moved = body.clone();
+    moved["anchors"][4]["covariates"]["length"] = json!(99_999);
+    let res = app.json("POST", "/v1/anchors", &moved).await;
+    let details = assert_error(&res, 409, "conflict");
+    assert!(
+        details[0]["problem"]
+            .as_str()
+            .unwrap()
+            .contains("this batch's {length: 99999}"),
+        "{}",
+        res.body
+    );
+    let res = app.json("POST", "/v1/anchors?replace=true", &moved).await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert_eq!(res.body["replaced"], 1);
+
+    // A training naming a covariate some anchors lack fails, naming the cell, the covariate
+    // and the items.
+    let mut lacking = json!({"judge": "k", "rubric": "r", "anchors": rows(&items, "z-")});
+    for row in lacking["anchors"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .take(3)
+    {
+        row.as_object_mut().unwrap().remove("covariates");
+    }
+    stored(&app, lacking).await;
+    let job = finished(
+        &app,
+        &train(
+            &app,
+            "k",
+            json!({"method": "bayes", "covariates": ["length"], "options": quick()}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(job["state"], "failed", "{job}");
+    let error = job["error"].as_str().unwrap();
+    assert!(
+        error.contains("covariates[0]")
+            && error.contains("3 of the 60 anchors of cell k/r")
+            && error.contains("z-0"),
+        "{error}"
+    );
+    // A re-scored row of a new judge version, with no reference and no covariates, takes its
+    // item's.
+    stored(
+        &app,
+        json!({"judge": "k", "rubric": "r", "judge_version": "v2",
+               "anchors": [{"item_id": "i-0", "judge_score": 2.0}]}),
+    )
+    .await;
+    let listed = app.get("/v1/cells/k/r/anchors?judge_version=v2").await;
+    assert_eq!(
+        listed.body["anchors"][0]["covariates"]["length"].as_f64(),
+        Some(items[0].length),
+        "{}",
+        listed.body
+    );
+
+    // A misspelt or repeated name is refused when the job is asked for.
+    let res = app
+        .json(
+            "POST",
+            "/v1/judges/k/calibrations",
+            &json!({"method": "bayes", "covariates": ["length", "length", "bad name"]}),
+        )
+        .await;
+    let details = assert_error(&res, 422, "invalid_input");
+    let fields: Vec<&str> = details
+        .iter()
+        .map(|d| d["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(fields, ["covariates[1]", "covariates[2]"], "{}", res.body);
+}
+
+on_both_backends!(
+    a_length_biased_judge_is_corrected_at_each_items_length,
+    anchors_carry_covariates_as_part_of_a_row_and_every_problem_is_named,
+);
