@@ -655,6 +655,8 @@ fn parse_items(
         }),
         group: None,
         extra_noise: 0.0,
+        input_loading: Vec::new(),
+        conditional: false,
     };
     (run, members, with_covariates.then_some(item_covariates))
 }

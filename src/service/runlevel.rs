@@ -590,6 +590,16 @@ fn layered(
     let Some(layer) = &version.covariate_layer else {
         return Ok(());
     };
+    if !hold.is_empty() && run.labelled() > 0 {
+        return Err(vec![Problem::at(
+            None,
+            "hold",
+            format!(
+                "{prefix}items carry references, which are the people's scores at the items' own covariates: a held answer \
+                 has no labelled path; send the labelled items without `hold`"
+            ),
+        )]);
+    }
     let needed: Vec<&str> = layer.inputs.iter().map(|i| i.name.as_str()).collect();
     let all_held = needed.iter().all(|n| hold.keys().any(|k| k.as_str() == *n));
     let given: Vec<Covariates> = match covariates {
@@ -616,6 +626,23 @@ fn layered(
         })
         .collect();
     let scores = version.layer_scores(&run.scores, &read, prefix.trim_end_matches('.'))?;
+    // The run's mean design row, for the layer's coefficient error on its mean.
+    let mut mean_row: Vec<f64> = Vec::new();
+    for (&j, c) in run.scores.iter().zip(&read) {
+        let value = |name: &str| c.iter().find(|(k, _)| k.as_str() == name).map(|(_, v)| *v);
+        if let Ok(x) = layer.design(j, &value) {
+            if mean_row.is_empty() {
+                mean_row = vec![0.0; x.len()];
+            }
+            for (m, v) in mean_row.iter_mut().zip(x) {
+                *m += v;
+            }
+        }
+    }
+    let n = run.scores.len().max(1) as f64;
+    mean_row.iter_mut().for_each(|m| *m /= n);
+    run.input_loading = layer.loading(&mean_row);
+    run.conditional = !hold.is_empty();
     if let Some(scores) = scores {
         run.scores = scores;
     }

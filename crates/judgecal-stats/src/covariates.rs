@@ -132,12 +132,16 @@ pub struct Layer {
     /// The anchors as a corrector behind the layer sees them: (cross-fitted fused score,
     /// reference), in item order.
     pub anchors: Vec<(f64, f64)>,
+    /// The anchors' mean design row [1, judge score, each served input]: where the layer's
+    /// coefficients are pinned down best.
+    #[serde(default)]
+    pub centre: Vec<f64>,
 }
 
 impl Layer {
     /// The design row [1, judge score, each served input] of an item whose covariates are
     /// `covariates` (by name).
-    fn row(
+    pub fn design(
         &self,
         score: f64,
         covariate: &dyn Fn(&str) -> Option<f64>,
@@ -166,8 +170,29 @@ impl Layer {
         score: f64,
         covariate: &dyn Fn(&str) -> Option<f64>,
     ) -> Result<f64, InputError> {
-        let x = self.row(score, covariate)?;
+        let x = self.design(score, covariate)?;
         Ok(self.mean.iter().zip(&x).map(|(w, v)| w * v).sum())
+    }
+
+    /// What the layer's coefficient uncertainty does to a run's mean: for a run whose items'
+    /// mean design row is `mean_row`, the vector u = Lᵀ(mean_row − centre), Σ = LLᵀ the
+    /// coefficients' posterior covariance. |u|² is the variance the layer adds to the run's mean
+    /// score beyond what it has at the anchors' centre (where the corrector behind it, fitted
+    /// on its scores, measures the level), u_a·u_b the covariance between two runs'. In the
+    /// judge score's direction the corrector's slope term counts it too: a little conservative
+    /// (measured: `judgecal-study covariates --runs`). Empty where the layer keeps no
+    /// centre or its covariance has no Cholesky factor.
+    pub fn loading(&self, mean_row: &[f64]) -> Vec<f64> {
+        let p = self.mean.len();
+        if self.centre.len() != p || mean_row.len() != p || self.cov.len() != p * p {
+            return Vec::new();
+        }
+        let cov = nalgebra::DMatrix::from_row_slice(p, p, &self.cov);
+        let Some(chol) = cov.cholesky() else {
+            return Vec::new();
+        };
+        let d = DVector::from_iterator(p, mean_row.iter().zip(&self.centre).map(|(a, b)| a - b));
+        (chol.l().transpose() * d).iter().copied().collect()
     }
 
     /// The fused score with the stacking posterior's own 95% credible and predictive
@@ -177,7 +202,7 @@ impl Layer {
         score: f64,
         covariate: &dyn Fn(&str) -> Option<f64>,
     ) -> Result<crate::bayes::Corrected, InputError> {
-        let x = DVector::from_vec(self.row(score, covariate)?);
+        let x = DVector::from_vec(self.design(score, covariate)?);
         let p = x.len();
         let cov = nalgebra::DMatrix::from_row_slice(p, p, &self.cov);
         let mean = DVector::from_column_slice(&self.mean);
@@ -494,6 +519,15 @@ pub fn fit_layer(
                     .zip(&rows[r])
                     .map(|(&s, (_, y))| (s, *y))
                     .collect(),
+                centre: {
+                    let n = rows[r].len().max(1) as f64;
+                    cand.iter()
+                        .map(|&col| rows[r].iter().map(|(x, _)| x[col]).sum::<f64>() / n)
+                        .fold(vec![1.0], |mut v, m| {
+                            v.push(m);
+                            v
+                        })
+                },
             }
         })
         .collect();

@@ -335,6 +335,8 @@ fn replicate(w: &World, method: Method, rep: u64) -> Result<Counts, String> {
         ids: Some(ids.clone()),
         group: group.map(str::to_owned),
         extra_noise: 0.0,
+        input_loading: Vec::new(),
+        conditional: false,
     };
     let (a, b) = (items(&j_a, &y_a, g_a), items(&j_b, &y_b, g_b));
     let settings = AnswerSettings {

@@ -8,6 +8,7 @@
 pub mod bridge;
 pub mod cli;
 pub mod covariates;
+pub mod covariates_runs;
 pub mod design;
 pub mod drift;
 pub mod experiment;

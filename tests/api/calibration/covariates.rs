@@ -328,6 +328,32 @@ async fn a_length_biased_judge_is_corrected_at_each_items_length(backend: Backen
     );
     let d = own - truth_short;
     assert!(lo <= d && d <= hi, "{d} outside {}", res.body);
+    // A ranking of the two runs reads both at their own lengths, their shared layer error drawn
+    // jointly.
+    let res = app
+        .json(
+            "POST",
+            "/v1/rank",
+            &json!({"judge": "j", "rubric": "r1", "runs": [
+                {"name": "long", "items": items}, {"name": "short", "items": short_items}]}),
+        )
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert_eq!(res.body["covariates"], "as_given", "{}", res.body);
+    // A held answer has no labelled path: the references are at the items' own lengths.
+    let mut labelled = items.clone();
+    for (row, it) in labelled.iter_mut().zip(&run).take(5) {
+        row["reference"] = json!(it.reference.clamp(1.0, 5.0));
+    }
+    let res = app
+        .json(
+            "POST",
+            "/v1/estimate",
+            &json!({"judge": "j", "rubric": "r1", "items": labelled, "hold": {"length": 400}}),
+        )
+        .await;
+    let details = assert_error(&res, 422, "invalid_input");
+    assert_eq!(details[0]["field"], "hold", "{}", res.body);
     // Bridges read judge scores alone: refused for such a version, saying why.
     let res = app.get("/v1/cells/j/r1/rescore?judge_version=v2").await;
     assert_error(&res, 409, "conflict");

@@ -256,9 +256,10 @@ impl<'a> Anchored<'a> {
         } else {
             self.corrector_term(&[&run.scores], &[1.0], settings)?
         };
+        let noise = if run.conditional { 0.0 } else { t.noise_var };
         let mut e = inference::plain(
             corrected,
-            t.noise_var,
+            noise,
             t.variance,
             run.clusters.as_deref(),
             settings.level,
@@ -370,7 +371,10 @@ impl<'a> Anchored<'a> {
                 &fb,
                 pairs.as_deref(),
                 (a.clusters.as_deref(), b.clusters.as_deref()),
-                (t.noise_var, t.noise_var),
+                (
+                    if a.conditional { 0.0 } else { t.noise_var },
+                    if b.conditional { 0.0 } else { t.noise_var },
+                ),
                 t.variance,
                 settings.estimand,
                 level,
@@ -379,7 +383,9 @@ impl<'a> Anchored<'a> {
                 g.contrast(a.group.as_deref(), b.group.as_deref())
             });
             let mut variance = d.variance;
-            variance.sampling += a.extra_sampling() + b.extra_sampling();
+            // Two runs read through one covariate layer share its coefficients' error.
+            variance.sampling +=
+                a.extra_sampling() + b.extra_sampling() - 2.0 * a.input_covariance(b);
             let debiased = Difference::new(d.estimate - t.bias, variance, d.df, level, d.paired);
             let difference = debiased.with_group(&shift, level);
             let advice = settings.target.map(|target| {

@@ -57,6 +57,14 @@ pub struct RunItems {
     /// The sum over the items of their residual variance beyond a whole item's: a panel's
     /// items that lacked a member, corrected from the sub-panel present (0: none).
     pub extra_noise: f64,
+    /// A run read through a covariate layer: its loading on the layer's coefficient errors
+    /// (`covariates::Layer::loading`); |u|² adds to the mean's variance, and two runs of one
+    /// layer covary by u_a·u_b. Empty: none.
+    pub input_loading: Vec<f64>,
+    /// The answer is the mean over the items of the reference expected at their inputs (a
+    /// covariate held at a fixed value: no item has that reference), not the mean of their
+    /// references: the references' noise around it is no part of its error.
+    pub conditional: bool,
 }
 
 impl RunItems {
@@ -67,10 +75,25 @@ impl RunItems {
         }
     }
 
-    /// What the items' extra noise adds to the sampling variance of the run's mean.
+    /// What the items' extra noise and the input layer's coefficients add to the variance of
+    /// the run's mean.
     pub fn extra_sampling(&self) -> f64 {
         let n = self.scores.len().max(1) as f64;
-        self.extra_noise.max(0.0) / (n * n)
+        self.extra_noise.max(0.0) / (n * n) + self.input_variance()
+    }
+
+    /// The input layer's share of the run mean's variance, |u|².
+    pub fn input_variance(&self) -> f64 {
+        self.input_loading.iter().map(|u| u * u).sum()
+    }
+
+    /// The covariance two runs read through one input layer share, u_a·u_b.
+    pub fn input_covariance(&self, other: &RunItems) -> f64 {
+        self.input_loading
+            .iter()
+            .zip(&other.input_loading)
+            .map(|(a, b)| a * b)
+            .sum()
     }
 
     /// Each item's reference, `None` where it has none (also where no item has one).

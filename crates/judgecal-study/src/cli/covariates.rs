@@ -24,6 +24,10 @@ pub struct CovariatesArgs {
     /// (../shared/data/llmbar), each judge's verdicts with the answers' length ratio.
     #[arg(long)]
     pub llmbar: Option<PathBuf>,
+    /// Instead of the input layer's designs: run-level answers with covariates (a run's own
+    /// estimate, the length held, a compare) in the worlds where they could break.
+    #[arg(long)]
+    pub runs: bool,
     /// Also write the outcomes as JSON here.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -33,6 +37,34 @@ pub(super) fn covariates(a: CovariatesArgs) -> Result<(), String> {
     let started = std::time::Instant::now();
     if let Some(dir) = &a.llmbar {
         print!("{}", crate::llmbar::report(dir, a.seed)?);
+        eprintln!("{:.0} s", started.elapsed().as_secs_f64());
+        return Ok(());
+    }
+    if a.runs {
+        let worlds = crate::covariates_runs::worlds();
+        let per_thread = crate::parallel(|t, threads| {
+            worlds
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| i % threads == t)
+                .map(|(i, w)| {
+                    (
+                        i,
+                        crate::covariates_runs::run(*w, a.reps, a.seed.wrapping_add(i as u64)),
+                    )
+                })
+                .collect::<Vec<_>>()
+        });
+        let mut rows: Vec<_> = per_thread.into_iter().flatten().collect();
+        rows.sort_by_key(|(i, _)| *i);
+        let rows = rows
+            .into_iter()
+            .map(|(_, r)| r)
+            .collect::<Result<Vec<_>, String>>()?;
+        print!("{}", crate::covariates_runs::table(&rows));
+        if let Some(path) = a.json {
+            write_json(&path, &rows)?;
+        }
         eprintln!("{:.0} s", started.elapsed().as_secs_f64());
         return Ok(());
     }

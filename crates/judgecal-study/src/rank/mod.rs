@@ -309,6 +309,8 @@ pub fn with_labels(
                 ids: Some(ids.clone()),
                 group: Some(name.clone()),
                 extra_noise: 0.0,
+                input_loading: Vec::new(),
+                conditional: false,
             }
         })
         .collect()

@@ -77,9 +77,29 @@ pub(super) fn joint_plain_errors(
     let k = runs.len();
     let mut errors = vec![0.0; draws * k];
     for (i, p) in plains.iter().enumerate() {
-        let sd = p.mean.variance.sampling.max(0.0).sqrt();
+        // A covariate layer's share is drawn below, shared between the runs it reads.
+        let own = p.mean.variance.sampling - runs[i].input_variance();
+        let sd = own.max(0.0).sqrt();
         for d in 0..draws {
             errors[d * k + i] += sd * standard_normal(rng);
+        }
+    }
+    let width = runs
+        .iter()
+        .map(|r| r.input_loading.len())
+        .max()
+        .unwrap_or(0);
+    if width > 0 {
+        for d in 0..draws {
+            let z: Vec<f64> = (0..width).map(|_| standard_normal(rng)).collect();
+            for (i, r) in runs.iter().enumerate() {
+                errors[d * k + i] += r
+                    .input_loading
+                    .iter()
+                    .zip(&z)
+                    .map(|(u, z)| u * z)
+                    .sum::<f64>();
+            }
         }
     }
     let sources = by_source(sources);
