@@ -276,7 +276,8 @@ class Endpoints:
         judge_version: str | None = None,
     ) -> models.IngestResponse:
         """POST /v1/anchors with one cell's anchors (`item_id`, `judge_score`,
-        `reference_score`, optional `group` and `judge_version`). The batch is stored whole or
+        `reference_score`, optional `group`, `rater`, `judge_version` and `covariates`, a
+        dict of name -> number such as `{"length": 812}`). The batch is stored whole or
         refused whole (`InvalidInput`, whose `details` name each row and field); a retried
         batch counts as `unchanged`. `judge_version` labels every row that names none; a row
         of an item the cell already holds a reference for may leave `reference_score` out (a
@@ -301,7 +302,8 @@ class Endpoints:
 
     def upload_csv(self, csv: bytes | str, *, replace: bool = False) -> models.IngestResponse:
         """POST /v1/anchors as `text/csv`: columns `judge,rubric,item_id,judge_score,
-        reference_score` and optionally `group` and `judge_version`, any number of cells (an
+        reference_score` and optionally `group`, `rater`, `judge_version` and one
+        `covariate.<name>` column per covariate, any number of cells (an
         empty `reference_score` on a re-scored item takes the stored one)."""
         content = csv.encode() if isinstance(csv, str) else csv
         return self._send(
@@ -532,11 +534,14 @@ class Endpoints:
         rubrics: Sequence[str] | None = None,
         judge_version: str | None = None,
         member_versions: Mapping[str, str | None] | None = None,
+        covariates: Sequence[str] | None = None,
     ) -> models.JobDto:
         """POST /v1/judges/{judge}/calibrations: starts a job (202) and returns it; `train`
         waits for it. `judge_version` fits that version's anchors (default: the newest). A
         panel's `member_versions` names the judge version of a member's anchors to fit (None:
-        its unversioned ones; default: the one its untagged requests are served by)."""
+        its unversioned ones; default: the one its untagged requests are served by).
+        `covariates` names covariates the anchors carry to fit beside the judge score (each
+        kept where it lowers held-out error; the version's `covariates` reports them)."""
         body: dict[str, Any] = {"method": method}
         if options is not None:
             body["options"] = dict(options)
@@ -546,6 +551,8 @@ class Endpoints:
             body["judge_version"] = judge_version
         if member_versions is not None:
             body["member_versions"] = dict(member_versions)
+        if covariates is not None:
+            body["covariates"] = list(covariates)
         return self._send(
             Request(
                 "POST",
@@ -596,8 +603,9 @@ class Endpoints:
         version: int | None = None,
         judge_version: str | None = None,
     ) -> models.CorrectResponse:
-        """POST /v1/correct: corrected scores with their intervals (`items` to get ids back),
-        by the cell's active version or `version`. `judge_version` names the judge version
+        """POST /v1/correct: corrected scores with their intervals (`items` to get ids back;
+        an item `{"score", "covariates"}` for a version trained with covariates), by the cell's
+        active version or `version`. `judge_version` names the judge version
         that gave the scores: its own calibration serves them, else `warnings` says so."""
         body = with_options(
             {"judge": judge, "rubric": rubric, **scores_or_items(scores, items)},
@@ -617,17 +625,21 @@ class Endpoints:
         version: int | None = None,
         target_half_width: float | None = None,
         judge_version: str | None = None,
+        hold: Mapping[str, float] | None = None,
     ) -> models.EstimateResponse:
         """POST /v1/estimate: one run's de-biased mean with its interval. `run` is a list of
-        judge scores, a list of items (`score`, optional `id`, `reference`, `cluster`), or the
-        run's body; `group` the system that produced it; `version` a version of the cell
-        instead of the active one; `target_half_width` asks how many labels would reach it."""
+        judge scores, a list of items (`score`, optional `id`, `reference`, `cluster`,
+        `covariates`), or the run's body; `group` the system that produced it; `version` a
+        version of the cell instead of the active one; `target_half_width` asks how many labels
+        would reach it; `hold` reads every item at these covariates (`{"length": 500}`: a
+        length-controlled estimate, for a version trained with them)."""
         body = with_options(
             {"judge": judge, "rubric": rubric, **run_body(run, group)},
             level=level,
             version=version,
             target_half_width=target_half_width,
             judge_version=judge_version,
+            hold=dict(hold) if hold is not None else None,
         )
         return self._send(Request("POST", "/v1/estimate", model(models.EstimateResponse), json=body))
 
@@ -646,11 +658,13 @@ class Endpoints:
         target_half_width: float | None = None,
         judge_version_a: str | None = None,
         judge_version_b: str | None = None,
+        hold: Mapping[str, float] | None = None,
     ) -> models.CompareResponse:
         """POST /v1/compare: mean(A) − mean(B), de-biased, with its interval and p-value.
         Items with the same ids in both runs are paired. `version` and `target_half_width` as
         in `estimate`; runs scored by different judge versions (`judge_version_a`,
-        `judge_version_b`) are each corrected by their own version's calibration."""
+        `judge_version_b`) are each corrected by their own version's calibration; `hold` as in
+        `estimate`, for both runs."""
         body = with_options(
             {
                 "judge": judge,
@@ -662,6 +676,7 @@ class Endpoints:
             estimand=estimand,
             version=version,
             target_half_width=target_half_width,
+            hold=dict(hold) if hold is not None else None,
         )
         return self._send(Request("POST", "/v1/compare", model(models.CompareResponse), json=body))
 
@@ -679,13 +694,15 @@ class Endpoints:
         labels: Mapping[str, Any] | None = None,
         version: int | None = None,
         judge_versions: Mapping[str, str] | None = None,
+        hold: Mapping[str, float] | None = None,
     ) -> models.RankResponse:
         """POST /v1/rank: 2 to 50 runs (name -> scores, items or a run body) ranked by their
         de-biased means, with intervals for every pair that hold together, rank intervals and
         the runs tied with the top. `groups` names each run's system; `labels` (`budget`,
         `min_gap`, `power`, `seed`) asks which items of which runs to label next, for a later
         `round` of the `rounds` planned from the start; `version` as in `estimate`;
-        `judge_versions` names the judge version that scored each run."""
+        `judge_versions` names the judge version that scored each run; `hold` as in
+        `estimate`, for every run."""
         runs_body = [
             {"name": name, **run_body(run, (groups or {}).get(name), (judge_versions or {}).get(name))}
             for name, run in runs.items()
@@ -698,6 +715,7 @@ class Endpoints:
             rounds=rounds,
             labels=dict(labels) if labels is not None else None,
             version=version,
+            hold=dict(hold) if hold is not None else None,
         )
         return self._send(Request("POST", "/v1/rank", model(models.RankResponse), json=body))
 

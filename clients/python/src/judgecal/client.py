@@ -90,6 +90,7 @@ class Client(Endpoints):
         rubrics: Sequence[str] | None = None,
         judge_version: str | None = None,
         member_versions: Mapping[str, str | None] | None = None,
+        covariates: Sequence[str] | None = None,
         progress: bool | Progress = True,
         poll: float = 0.5,
         timeout: float | None = None,
@@ -106,6 +107,7 @@ class Client(Endpoints):
             rubrics=rubrics,
             judge_version=judge_version,
             member_versions=member_versions,
+            covariates=covariates,
         )
         started = time.monotonic()
         while True:
@@ -174,6 +176,7 @@ class AsyncClient(Endpoints):
         rubrics: Sequence[str] | None = None,
         judge_version: str | None = None,
         member_versions: Mapping[str, str | None] | None = None,
+        covariates: Sequence[str] | None = None,
         progress: bool | Progress = False,
         poll: float = 0.5,
         timeout: float | None = None,
@@ -187,6 +190,7 @@ class AsyncClient(Endpoints):
             rubrics=rubrics,
             judge_version=judge_version,
             member_versions=member_versions,
+            covariates=covariates,
         )
         started = time.monotonic()
         while True:

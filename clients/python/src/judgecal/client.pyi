@@ -25,7 +25,7 @@ class Client:
     def close(self) -> None: ...
     def __enter__(self) -> 'Client': ...
     def __exit__(self, *exc: object) -> None: ...
-    def train(self, judge: str, method: str='auto', *, options: Mapping[str, Any] | None=None, rubrics: Sequence[str] | None=None, judge_version: str | None=None, member_versions: Mapping[str, str | None] | None=None, progress: bool | Progress=True, poll: float=0.5, timeout: float | None=None) -> list[models.JobVersionDto]:
+    def train(self, judge: str, method: str='auto', *, options: Mapping[str, Any] | None=None, rubrics: Sequence[str] | None=None, judge_version: str | None=None, member_versions: Mapping[str, str | None] | None=None, covariates: Sequence[str] | None=None, progress: bool | Progress=True, poll: float=0.5, timeout: float | None=None) -> list[models.JobVersionDto]:
         """Trains `judge`'s cells with `method` and waits: the versions the job made (raises
         `JobFailed` if it failed or was cancelled, `TimeoutError` after `timeout` seconds, when
         the job is cancelled too). `progress` prints the job's progress, or is called with
@@ -42,7 +42,8 @@ class Client:
         ...
     def upload_anchors(self, judge: str, rubric: str, anchors: Iterable[Mapping[str, Any]], *, replace: bool=False, judge_version: str | None=None) -> models.IngestResponse:
         """POST /v1/anchors with one cell's anchors (`item_id`, `judge_score`,
-        `reference_score`, optional `group` and `judge_version`). The batch is stored whole or
+        `reference_score`, optional `group`, `rater`, `judge_version` and `covariates`, a
+        dict of name -> number such as `{"length": 812}`). The batch is stored whole or
         refused whole (`InvalidInput`, whose `details` name each row and field); a retried
         batch counts as `unchanged`. `judge_version` labels every row that names none; a row
         of an item the cell already holds a reference for may leave `reference_score` out (a
@@ -50,7 +51,8 @@ class Client:
         ...
     def upload_csv(self, csv: bytes | str, *, replace: bool=False) -> models.IngestResponse:
         """POST /v1/anchors as `text/csv`: columns `judge,rubric,item_id,judge_score,
-        reference_score` and optionally `group` and `judge_version`, any number of cells (an
+        reference_score` and optionally `group`, `rater`, `judge_version` and one
+        `covariate.<name>` column per covariate, any number of cells (an
         empty `reference_score` on a re-scored item takes the stored one)."""
         ...
     def cells(self) -> models.CellsResponse:
@@ -109,11 +111,13 @@ class Client:
         """DELETE a panel's definition; its versions stay, serving again only under a panel of
         the same name and members."""
         ...
-    def start_training(self, judge: str, method: str='auto', *, options: Mapping[str, Any] | None=None, rubrics: Sequence[str] | None=None, judge_version: str | None=None, member_versions: Mapping[str, str | None] | None=None) -> models.JobDto:
+    def start_training(self, judge: str, method: str='auto', *, options: Mapping[str, Any] | None=None, rubrics: Sequence[str] | None=None, judge_version: str | None=None, member_versions: Mapping[str, str | None] | None=None, covariates: Sequence[str] | None=None) -> models.JobDto:
         """POST /v1/judges/{judge}/calibrations: starts a job (202) and returns it; `train`
         waits for it. `judge_version` fits that version's anchors (default: the newest). A
         panel's `member_versions` names the judge version of a member's anchors to fit (None:
-        its unversioned ones; default: the one its untagged requests are served by)."""
+        its unversioned ones; default: the one its untagged requests are served by).
+        `covariates` names covariates the anchors carry to fit beside the judge score (each
+        kept where it lowers held-out error; the version's `covariates` reports them)."""
         ...
     def job(self, job_id: str) -> models.JobDto: ...
     def cancel(self, job_id: str) -> models.JobDto: ...
@@ -123,29 +127,34 @@ class Client:
     def activate(self, judge: str, rubric: str, version: int) -> models.VersionDto: ...
     def report_svg(self, judge: str, rubric: str) -> str: ...
     def correct(self, judge: str, rubric: str, scores: Sequence[float] | None=None, *, items: Sequence[Mapping[str, Any]] | None=None, version: int | None=None, judge_version: str | None=None) -> models.CorrectResponse:
-        """POST /v1/correct: corrected scores with their intervals (`items` to get ids back),
-        by the cell's active version or `version`. `judge_version` names the judge version
+        """POST /v1/correct: corrected scores with their intervals (`items` to get ids back;
+        an item `{"score", "covariates"}` for a version trained with covariates), by the cell's
+        active version or `version`. `judge_version` names the judge version
         that gave the scores: its own calibration serves them, else `warnings` says so."""
         ...
-    def estimate(self, judge: str, rubric: str, run: Any, *, group: str | None=None, level: float | None=None, version: int | None=None, target_half_width: float | None=None, judge_version: str | None=None) -> models.EstimateResponse:
+    def estimate(self, judge: str, rubric: str, run: Any, *, group: str | None=None, level: float | None=None, version: int | None=None, target_half_width: float | None=None, judge_version: str | None=None, hold: Mapping[str, float] | None=None) -> models.EstimateResponse:
         """POST /v1/estimate: one run's de-biased mean with its interval. `run` is a list of
-        judge scores, a list of items (`score`, optional `id`, `reference`, `cluster`), or the
-        run's body; `group` the system that produced it; `version` a version of the cell
-        instead of the active one; `target_half_width` asks how many labels would reach it."""
+        judge scores, a list of items (`score`, optional `id`, `reference`, `cluster`,
+        `covariates`), or the run's body; `group` the system that produced it; `version` a
+        version of the cell instead of the active one; `target_half_width` asks how many labels
+        would reach it; `hold` reads every item at these covariates (`{"length": 500}`: a
+        length-controlled estimate, for a version trained with them)."""
         ...
-    def compare(self, judge: str, rubric: str, a: Any, b: Any, *, group_a: str | None=None, group_b: str | None=None, level: float | None=None, estimand: str | None=None, version: int | None=None, target_half_width: float | None=None, judge_version_a: str | None=None, judge_version_b: str | None=None) -> models.CompareResponse:
+    def compare(self, judge: str, rubric: str, a: Any, b: Any, *, group_a: str | None=None, group_b: str | None=None, level: float | None=None, estimand: str | None=None, version: int | None=None, target_half_width: float | None=None, judge_version_a: str | None=None, judge_version_b: str | None=None, hold: Mapping[str, float] | None=None) -> models.CompareResponse:
         """POST /v1/compare: mean(A) − mean(B), de-biased, with its interval and p-value.
         Items with the same ids in both runs are paired. `version` and `target_half_width` as
         in `estimate`; runs scored by different judge versions (`judge_version_a`,
-        `judge_version_b`) are each corrected by their own version's calibration."""
+        `judge_version_b`) are each corrected by their own version's calibration; `hold` as in
+        `estimate`, for both runs."""
         ...
-    def rank(self, judge: str, rubric: str, runs: Mapping[str, Any], *, groups: Mapping[str, str] | None=None, level: float | None=None, error: str | None=None, round: int | None=None, rounds: int | None=None, labels: Mapping[str, Any] | None=None, version: int | None=None, judge_versions: Mapping[str, str] | None=None) -> models.RankResponse:
+    def rank(self, judge: str, rubric: str, runs: Mapping[str, Any], *, groups: Mapping[str, str] | None=None, level: float | None=None, error: str | None=None, round: int | None=None, rounds: int | None=None, labels: Mapping[str, Any] | None=None, version: int | None=None, judge_versions: Mapping[str, str] | None=None, hold: Mapping[str, float] | None=None) -> models.RankResponse:
         """POST /v1/rank: 2 to 50 runs (name -> scores, items or a run body) ranked by their
         de-biased means, with intervals for every pair that hold together, rank intervals and
         the runs tied with the top. `groups` names each run's system; `labels` (`budget`,
         `min_gap`, `power`, `seed`) asks which items of which runs to label next, for a later
         `round` of the `rounds` planned from the start; `version` as in `estimate`;
-        `judge_versions` names the judge version that scored each run."""
+        `judge_versions` names the judge version that scored each run; `hold` as in
+        `estimate`, for every run."""
         ...
     def open_rank_session(self, judge: str, rubric: str, rounds: int, *, level: float | None=None, error: str | None=None, seed: int | None=None, version: int | None=None) -> models.RankSessionDto:
         """POST /v1/rank/sessions: a ranking session of `rounds` looks, fixed now. Each
@@ -171,7 +180,7 @@ class AsyncClient:
     async def aclose(self) -> None: ...
     async def __aenter__(self) -> 'AsyncClient': ...
     async def __aexit__(self, *exc: object) -> None: ...
-    async def train(self, judge: str, method: str='auto', *, options: Mapping[str, Any] | None=None, rubrics: Sequence[str] | None=None, judge_version: str | None=None, member_versions: Mapping[str, str | None] | None=None, progress: bool | Progress=False, poll: float=0.5, timeout: float | None=None) -> list[models.JobVersionDto]:
+    async def train(self, judge: str, method: str='auto', *, options: Mapping[str, Any] | None=None, rubrics: Sequence[str] | None=None, judge_version: str | None=None, member_versions: Mapping[str, str | None] | None=None, covariates: Sequence[str] | None=None, progress: bool | Progress=False, poll: float=0.5, timeout: float | None=None) -> list[models.JobVersionDto]:
         """As `Client.train`, without blocking the event loop."""
         ...
     async def health(self) -> models.Status:
@@ -185,7 +194,8 @@ class AsyncClient:
         ...
     async def upload_anchors(self, judge: str, rubric: str, anchors: Iterable[Mapping[str, Any]], *, replace: bool=False, judge_version: str | None=None) -> models.IngestResponse:
         """POST /v1/anchors with one cell's anchors (`item_id`, `judge_score`,
-        `reference_score`, optional `group` and `judge_version`). The batch is stored whole or
+        `reference_score`, optional `group`, `rater`, `judge_version` and `covariates`, a
+        dict of name -> number such as `{"length": 812}`). The batch is stored whole or
         refused whole (`InvalidInput`, whose `details` name each row and field); a retried
         batch counts as `unchanged`. `judge_version` labels every row that names none; a row
         of an item the cell already holds a reference for may leave `reference_score` out (a
@@ -193,7 +203,8 @@ class AsyncClient:
         ...
     async def upload_csv(self, csv: bytes | str, *, replace: bool=False) -> models.IngestResponse:
         """POST /v1/anchors as `text/csv`: columns `judge,rubric,item_id,judge_score,
-        reference_score` and optionally `group` and `judge_version`, any number of cells (an
+        reference_score` and optionally `group`, `rater`, `judge_version` and one
+        `covariate.<name>` column per covariate, any number of cells (an
         empty `reference_score` on a re-scored item takes the stored one)."""
         ...
     async def cells(self) -> models.CellsResponse:
@@ -252,11 +263,13 @@ class AsyncClient:
         """DELETE a panel's definition; its versions stay, serving again only under a panel of
         the same name and members."""
         ...
-    async def start_training(self, judge: str, method: str='auto', *, options: Mapping[str, Any] | None=None, rubrics: Sequence[str] | None=None, judge_version: str | None=None, member_versions: Mapping[str, str | None] | None=None) -> models.JobDto:
+    async def start_training(self, judge: str, method: str='auto', *, options: Mapping[str, Any] | None=None, rubrics: Sequence[str] | None=None, judge_version: str | None=None, member_versions: Mapping[str, str | None] | None=None, covariates: Sequence[str] | None=None) -> models.JobDto:
         """POST /v1/judges/{judge}/calibrations: starts a job (202) and returns it; `train`
         waits for it. `judge_version` fits that version's anchors (default: the newest). A
         panel's `member_versions` names the judge version of a member's anchors to fit (None:
-        its unversioned ones; default: the one its untagged requests are served by)."""
+        its unversioned ones; default: the one its untagged requests are served by).
+        `covariates` names covariates the anchors carry to fit beside the judge score (each
+        kept where it lowers held-out error; the version's `covariates` reports them)."""
         ...
     async def job(self, job_id: str) -> models.JobDto: ...
     async def cancel(self, job_id: str) -> models.JobDto: ...
@@ -266,29 +279,34 @@ class AsyncClient:
     async def activate(self, judge: str, rubric: str, version: int) -> models.VersionDto: ...
     async def report_svg(self, judge: str, rubric: str) -> str: ...
     async def correct(self, judge: str, rubric: str, scores: Sequence[float] | None=None, *, items: Sequence[Mapping[str, Any]] | None=None, version: int | None=None, judge_version: str | None=None) -> models.CorrectResponse:
-        """POST /v1/correct: corrected scores with their intervals (`items` to get ids back),
-        by the cell's active version or `version`. `judge_version` names the judge version
+        """POST /v1/correct: corrected scores with their intervals (`items` to get ids back;
+        an item `{"score", "covariates"}` for a version trained with covariates), by the cell's
+        active version or `version`. `judge_version` names the judge version
         that gave the scores: its own calibration serves them, else `warnings` says so."""
         ...
-    async def estimate(self, judge: str, rubric: str, run: Any, *, group: str | None=None, level: float | None=None, version: int | None=None, target_half_width: float | None=None, judge_version: str | None=None) -> models.EstimateResponse:
+    async def estimate(self, judge: str, rubric: str, run: Any, *, group: str | None=None, level: float | None=None, version: int | None=None, target_half_width: float | None=None, judge_version: str | None=None, hold: Mapping[str, float] | None=None) -> models.EstimateResponse:
         """POST /v1/estimate: one run's de-biased mean with its interval. `run` is a list of
-        judge scores, a list of items (`score`, optional `id`, `reference`, `cluster`), or the
-        run's body; `group` the system that produced it; `version` a version of the cell
-        instead of the active one; `target_half_width` asks how many labels would reach it."""
+        judge scores, a list of items (`score`, optional `id`, `reference`, `cluster`,
+        `covariates`), or the run's body; `group` the system that produced it; `version` a
+        version of the cell instead of the active one; `target_half_width` asks how many labels
+        would reach it; `hold` reads every item at these covariates (`{"length": 500}`: a
+        length-controlled estimate, for a version trained with them)."""
         ...
-    async def compare(self, judge: str, rubric: str, a: Any, b: Any, *, group_a: str | None=None, group_b: str | None=None, level: float | None=None, estimand: str | None=None, version: int | None=None, target_half_width: float | None=None, judge_version_a: str | None=None, judge_version_b: str | None=None) -> models.CompareResponse:
+    async def compare(self, judge: str, rubric: str, a: Any, b: Any, *, group_a: str | None=None, group_b: str | None=None, level: float | None=None, estimand: str | None=None, version: int | None=None, target_half_width: float | None=None, judge_version_a: str | None=None, judge_version_b: str | None=None, hold: Mapping[str, float] | None=None) -> models.CompareResponse:
         """POST /v1/compare: mean(A) − mean(B), de-biased, with its interval and p-value.
         Items with the same ids in both runs are paired. `version` and `target_half_width` as
         in `estimate`; runs scored by different judge versions (`judge_version_a`,
-        `judge_version_b`) are each corrected by their own version's calibration."""
+        `judge_version_b`) are each corrected by their own version's calibration; `hold` as in
+        `estimate`, for both runs."""
         ...
-    async def rank(self, judge: str, rubric: str, runs: Mapping[str, Any], *, groups: Mapping[str, str] | None=None, level: float | None=None, error: str | None=None, round: int | None=None, rounds: int | None=None, labels: Mapping[str, Any] | None=None, version: int | None=None, judge_versions: Mapping[str, str] | None=None) -> models.RankResponse:
+    async def rank(self, judge: str, rubric: str, runs: Mapping[str, Any], *, groups: Mapping[str, str] | None=None, level: float | None=None, error: str | None=None, round: int | None=None, rounds: int | None=None, labels: Mapping[str, Any] | None=None, version: int | None=None, judge_versions: Mapping[str, str] | None=None, hold: Mapping[str, float] | None=None) -> models.RankResponse:
         """POST /v1/rank: 2 to 50 runs (name -> scores, items or a run body) ranked by their
         de-biased means, with intervals for every pair that hold together, rank intervals and
         the runs tied with the top. `groups` names each run's system; `labels` (`budget`,
         `min_gap`, `power`, `seed`) asks which items of which runs to label next, for a later
         `round` of the `rounds` planned from the start; `version` as in `estimate`;
-        `judge_versions` names the judge version that scored each run."""
+        `judge_versions` names the judge version that scored each run; `hold` as in
+        `estimate`, for every run."""
         ...
     async def open_rank_session(self, judge: str, rubric: str, rounds: int, *, level: float | None=None, error: str | None=None, seed: int | None=None, version: int | None=None) -> models.RankSessionDto:
         """POST /v1/rank/sessions: a ranking session of `rounds` looks, fixed now. Each

@@ -8,7 +8,21 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, RootModel, constr
 
 
+class Covariates(RootModel[float]):
+    root: float = Field(..., ge=-1000000000000.0, le=1000000000000.0)
+
+
 class AnchorDto(BaseModel):
+    covariates: (
+        dict[
+            constr(pattern=r'^[A-Za-z0-9][A-Za-z0-9._:-]*$', min_length=1, max_length=64),
+            Covariates,
+        ]
+        | None
+    ) = Field(None, examples=[{'length': 812}], max_length=16)
+    """
+    Optional numeric inputs beside the judge score, by name (a response's length in tokens, its count of markdown headers). A calibration trained with `covariates` corrects at the judge score and these values; in CSV, one column `covariate.<name>` each (empty: not given).
+    """
     group: str | None = Field(
         None,
         examples=['BART'],
@@ -75,6 +89,16 @@ class AnchorRow(BaseModel):
     One uploaded anchor row.
     """
 
+    covariates: (
+        dict[
+            constr(pattern=r'^[A-Za-z0-9][A-Za-z0-9._:-]*$', min_length=1, max_length=64),
+            Covariates,
+        ]
+        | None
+    ) = Field(None, examples=[{'length': 812}], max_length=16)
+    """
+    Optional numeric inputs beside the judge score, by name (a response's length in tokens, its count of markdown headers). A calibration trained with `covariates` corrects at the judge score and these values; in CSV, one column `covariate.<name>` each (empty: not given).
+    """
     group: str | None = Field(
         None,
         examples=['BART'],
@@ -197,6 +221,30 @@ class CheckRequest(BaseModel):
     """
 
 
+class CoefficientDto(BaseModel):
+    input: str
+    """
+    `length` or `log(length)`.
+    """
+    per_sd: float
+    per_sd_hi: float
+    per_sd_lo: float
+    per_unit: float
+
+
+class Hold(RootModel[float]):
+    root: float = Field(..., ge=-1000000000000.0, le=1000000000000.0)
+
+
+class ConsideredDto(BaseModel):
+    inputs: list[str]
+    """
+    The inputs beside the judge score; empty for the judge alone.
+    """
+    mae: float
+    mse: float
+
+
 class CorrectScores(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
@@ -261,6 +309,11 @@ class CorrectedDto(BaseModel):
     The raw judge score; for a panel, the fused score of the members' scores (what the
     version's corrector read, or the sub-panel's score where members were missing).
     """
+    layer_score: float | None = None
+    """
+    A version trained with covariates: the layer's score of the judge score and the item's
+    covariates (the reference expected there, before the corrector), which the corrector read.
+    """
     members: list[str] | None = None
     """
     A panel item that some of the served members did not score: the members it was
@@ -288,6 +341,50 @@ class CorrectedDto(BaseModel):
     flow: sd of the corrected score over the MC-dropout passes (the flow's uncertainty
     about its own map, not the reference's noise).
     """
+
+
+class CovariateInputDto(BaseModel):
+    centre: float
+    name: str
+    scale: float
+    transform: str
+    """
+    `identity` or `log`.
+    """
+
+
+class CovariateLayerDto(BaseModel):
+    """
+    How a version trained with covariates reads an item: the reference's posterior mean at the
+    judge score and the covariates it kept (the layer's score), which its corrector then reads.
+    Every held-out figure of the version is of that two-step correction.
+    """
+
+    coefficients: list[CoefficientDto]
+    """
+    Each kept covariate's coefficient: the reference's change per sd of its transformed
+    value at a fixed judge score, with its 95% credible interval, and per unit of the
+    transformed value. A judge that rewards length beyond what people do has a negative
+    one: a longer answer of the same judge score is worth less to people.
+    """
+    considered: list[ConsideredDto]
+    """
+    The candidates compared per rubric on cross-fitted anchors (5 folds): the judge alone
+    and each covariate absent, raw or logged; the lowest held-out MAE is served.
+    """
+    inputs: list[CovariateInputDto]
+    """
+    The covariates kept, each with its transform (`identity` or `log`) and the anchors'
+    mean and sd of the transformed value, which standardise it. Empty where none lowered
+    held-out error: the layer is then a linear map of the judge score alone.
+    """
+    judge_weight: float
+    """
+    The judge score's coefficient (reference units per judge-score unit) with its 95%
+    credible interval, at fixed covariates.
+    """
+    judge_weight_hi: float
+    judge_weight_lo: float
 
 
 class CoverageDto(BaseModel):
@@ -344,6 +441,16 @@ class EstimateScores(BaseModel):
     )
     """
     The system whose outputs the run holds, as the anchors name their groups: a known group gets its own shrunk bias correction, a new one (or none) the between-group variance of the bias.
+    """
+    hold: (
+        dict[
+            constr(pattern=r'^[A-Za-z0-9][A-Za-z0-9._:-]*$', min_length=1, max_length=64),
+            Hold,
+        ]
+        | None
+    ) = Field(None, examples=[{'length': 812}], max_length=16)
+    """
+    Optional numeric inputs beside the judge score, by name (a response's length in tokens, its count of markdown headers). A calibration trained with `covariates` corrects at the judge score and these values; in CSV, one column `covariate.<name>` each (empty: not given).
     """
     judge: str = Field(
         ...,
@@ -557,6 +664,16 @@ class ItemScore(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
+    covariates: (
+        dict[
+            constr(pattern=r'^[A-Za-z0-9][A-Za-z0-9._:-]*$', min_length=1, max_length=64),
+            Covariates,
+        ]
+        | None
+    ) = Field(None, examples=[{'length': 812}], max_length=16)
+    """
+    Optional numeric inputs beside the judge score, by name (a response's length in tokens, its count of markdown headers). A calibration trained with `covariates` corrects at the judge score and these values; in CSV, one column `covariate.<name>` each (empty: not given).
+    """
     id: str | None = Field(
         None,
         examples=['story-17'],
@@ -1226,6 +1343,16 @@ class RunItemDto(BaseModel):
     What the item shares its errors with, such as its prompt: items of one cluster are not
     counted as independent evidence. Give every item a cluster or none.
     """
+    covariates: (
+        dict[
+            constr(pattern=r'^[A-Za-z0-9][A-Za-z0-9._:-]*$', min_length=1, max_length=64),
+            Covariates,
+        ]
+        | None
+    ) = Field(None, examples=[{'length': 812}], max_length=16)
+    """
+    Optional numeric inputs beside the judge score, by name (a response's length in tokens, its count of markdown headers). A calibration trained with `covariates` corrects at the judge score and these values; in CSV, one column `covariate.<name>` each (empty: not given).
+    """
     id: str | None = Field(
         None,
         examples=['prompt-17'],
@@ -1394,6 +1521,12 @@ class SupportDto(BaseModel):
     """
 
 
+class Covariate(RootModel[str]):
+    root: str = Field(
+        ..., max_length=64, min_length=1, pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$'
+    )
+
+
 class IdentityMethod(Enum):
     identity = 'identity'
 
@@ -1435,6 +1568,10 @@ class IdentityTraining(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
+    covariates: list[Covariate] | None = Field(None, max_length=16)
+    """
+    Covariates the anchors carry (their `covariates`) to fit beside the judge score, e.g. ["length"]. Each enters raw or logged, and only where it lowers held-out error in the rubric (the version's `covariates` report lists what was tried, the coefficients and their intervals); the corrector is then trained on the layer's score. Every anchor fitted must carry each one named. A version trained with covariates corrects /v1/correct items that give them ({"score", "covariates"}).
+    """
     judge_version: str | None = Field(
         None,
         examples=['gpt-4o-2024-08-06+prompt:9f2c1a'],
@@ -1494,6 +1631,10 @@ class QuantileMapTraining(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
+    covariates: list[Covariate] | None = Field(None, max_length=16)
+    """
+    Covariates the anchors carry (their `covariates`) to fit beside the judge score, e.g. ["length"]. Each enters raw or logged, and only where it lowers held-out error in the rubric (the version's `covariates` report lists what was tried, the coefficients and their intervals); the corrector is then trained on the layer's score. Every anchor fitted must carry each one named. A version trained with covariates corrects /v1/correct items that give them ({"score", "covariates"}).
+    """
     judge_version: str | None = Field(
         None,
         examples=['gpt-4o-2024-08-06+prompt:9f2c1a'],
@@ -1578,6 +1719,10 @@ class BayesTraining(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
+    covariates: list[Covariate] | None = Field(None, max_length=16)
+    """
+    Covariates the anchors carry (their `covariates`) to fit beside the judge score, e.g. ["length"]. Each enters raw or logged, and only where it lowers held-out error in the rubric (the version's `covariates` report lists what was tried, the coefficients and their intervals); the corrector is then trained on the layer's score. Every anchor fitted must carry each one named. A version trained with covariates corrects /v1/correct items that give them ({"score", "covariates"}).
+    """
     judge_version: str | None = Field(
         None,
         examples=['gpt-4o-2024-08-06+prompt:9f2c1a'],
@@ -1694,6 +1839,10 @@ class FlowTraining(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
+    covariates: list[Covariate] | None = Field(None, max_length=16)
+    """
+    Covariates the anchors carry (their `covariates`) to fit beside the judge score, e.g. ["length"]. Each enters raw or logged, and only where it lowers held-out error in the rubric (the version's `covariates` report lists what was tried, the coefficients and their intervals); the corrector is then trained on the layer's score. Every anchor fitted must carry each one named. A version trained with covariates corrects /v1/correct items that give them ({"score", "covariates"}).
+    """
     judge_version: str | None = Field(
         None,
         examples=['gpt-4o-2024-08-06+prompt:9f2c1a'],
@@ -1751,6 +1900,10 @@ class IsotonicTraining(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
+    covariates: list[Covariate] | None = Field(None, max_length=16)
+    """
+    Covariates the anchors carry (their `covariates`) to fit beside the judge score, e.g. ["length"]. Each enters raw or logged, and only where it lowers held-out error in the rubric (the version's `covariates` report lists what was tried, the coefficients and their intervals); the corrector is then trained on the layer's score. Every anchor fitted must carry each one named. A version trained with covariates corrects /v1/correct items that give them ({"score", "covariates"}).
+    """
     judge_version: str | None = Field(
         None,
         examples=['gpt-4o-2024-08-06+prompt:9f2c1a'],
@@ -1856,8 +2009,8 @@ class Verdict(Enum):
 class AnchorBatchRequest(BaseModel):
     """
     One cell's anchors as JSON. CSV uploads (`text/csv`) carry the columns
-    `judge,rubric,item_id,judge_score,reference_score` (and optionally `group`, `rater` and
-    `judge_version`) instead, for any number of cells.
+    `judge,rubric,item_id,judge_score,reference_score` (and optionally `group`, `rater`,
+    `judge_version` and `covariate.<name>` per covariate) instead, for any number of cells.
     """
 
     anchors: list[AnchorRow] = Field(..., min_length=1)
@@ -2193,6 +2346,16 @@ class EstimateItems(BaseModel):
     )
     """
     The system whose outputs the run holds, as the anchors name their groups: a known group gets its own shrunk bias correction, a new one (or none) the between-group variance of the bias.
+    """
+    hold: (
+        dict[
+            constr(pattern=r'^[A-Za-z0-9][A-Za-z0-9._:-]*$', min_length=1, max_length=64),
+            Hold,
+        ]
+        | None
+    ) = Field(None, examples=[{'length': 812}], max_length=16)
+    """
+    Optional numeric inputs beside the judge score, by name (a response's length in tokens, its count of markdown headers). A calibration trained with `covariates` corrects at the judge score and these values; in CSV, one column `covariate.<name>` each (empty: not given).
     """
     items: list[RunItemDto] = Field(..., min_length=1)
     """
@@ -2690,6 +2853,10 @@ class AutoTraining(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
+    covariates: list[Covariate] | None = Field(None, max_length=16)
+    """
+    Covariates the anchors carry (their `covariates`) to fit beside the judge score, e.g. ["length"]. Each enters raw or logged, and only where it lowers held-out error in the rubric (the version's `covariates` report lists what was tried, the coefficients and their intervals); the corrector is then trained on the layer's score. Every anchor fitted must carry each one named. A version trained with covariates corrects /v1/correct items that give them ({"score", "covariates"}).
+    """
     judge_version: str | None = Field(
         None,
         examples=['gpt-4o-2024-08-06+prompt:9f2c1a'],
@@ -2748,6 +2915,16 @@ class CompareBody(BaseModel):
     difference, what these very items would show if all were labelled; or `population`,
     the mean difference over the prompts the paired items were drawn from.
     """
+    hold: (
+        dict[
+            constr(pattern=r'^[A-Za-z0-9][A-Za-z0-9._:-]*$', min_length=1, max_length=64),
+            Hold,
+        ]
+        | None
+    ) = Field(None, examples=[{'length': 812}], max_length=16)
+    """
+    Optional numeric inputs beside the judge score, by name (a response's length in tokens, its count of markdown headers). A calibration trained with `covariates` corrects at the judge score and these values; in CSV, one column `covariate.<name>` each (empty: not given).
+    """
     judge: str = Field(
         ...,
         examples=['gpt-4o-mini'],
@@ -2774,6 +2951,11 @@ class CompareResponse(BaseModel):
     """
     b: RunEstimateDto
     corrector_term: str
+    covariates: str | None = None
+    """
+    A version trained with covariates: `as_given` (each item read at its own covariates)
+    or `held` (at the covariates `hold` names: a length-controlled answer); absent otherwise.
+    """
     difference: float
     """
     mean(A) − mean(B), de-biased.
@@ -2832,6 +3014,11 @@ class EstimateBody(RootModel[EstimateScores | EstimateItems]):
 
 
 class EstimateResponse(RunEstimateDto):
+    covariates: str | None = None
+    """
+    A version trained with covariates: `as_given` (each item read at its own covariates)
+    or `held` (at the covariates `hold` names: a length-controlled answer); absent otherwise.
+    """
     judge: str
     level: float
     method: str
@@ -2909,6 +3096,7 @@ class VersionDto(BaseModel):
     Anchors the fit saw, and the SHA-256 of that snapshot.
     """
     anchor_digest: str
+    covariates: CovariateLayerDto | None = None
     created_at: str
     decision: DecisionDto | None = None
     diagnostics: DiagnosticsDto | None = None
@@ -2976,6 +3164,16 @@ class RankBody(BaseModel):
     `familywise` (default: max-t intervals that hold for all pairs at once) or `per_pair`
     (each pair's interval on its own; rank intervals then hold only pair by pair).
     """
+    hold: (
+        dict[
+            constr(pattern=r'^[A-Za-z0-9][A-Za-z0-9._:-]*$', min_length=1, max_length=64),
+            Hold,
+        ]
+        | None
+    ) = Field(None, examples=[{'length': 812}], max_length=16)
+    """
+    Optional numeric inputs beside the judge score, by name (a response's length in tokens, its count of markdown headers). A calibration trained with `covariates` corrects at the judge score and these values; in CSV, one column `covariate.<name>` each (empty: not given).
+    """
     judge: str = Field(
         ...,
         examples=['gpt-4o-mini'],
@@ -3013,6 +3211,11 @@ class RankBody(BaseModel):
 
 
 class RankResponse(BaseModel):
+    covariates: str | None = None
+    """
+    A version trained with covariates: `as_given` (each item read at its own covariates)
+    or `held` (at the covariates `hold` names: a length-controlled answer); absent otherwise.
+    """
     critical: float
     """
     The critical value the pairs' standard errors are multiplied by (max-t), or the
