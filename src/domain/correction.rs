@@ -65,23 +65,10 @@ impl CorrectionRequest {
         }
         let panel = panel.map(|items| parse_member_scores(items, "scores", &mut problems));
         let covariates: Vec<Covariates> = raw_covariates
-            .into_iter()
+            .iter()
             .enumerate()
             .map(|(i, item)| {
-                item.into_iter()
-                    .filter_map(|(name, x)| {
-                        match (
-                            covariates::check_name(Some(i + 1), &name),
-                            covariates::check_value(Some(i + 1), &name, x),
-                        ) {
-                            (Ok(n), Ok(x)) => Some((n, x)),
-                            (n, x) => {
-                                problems.extend(n.err().into_iter().chain(x.err()));
-                                None
-                            }
-                        }
-                    })
-                    .collect()
+                covariates::from_map(Some(i + 1), covariates::FIELD, item, &mut problems)
             })
             .collect();
         if version.is_some_and(|v| v < 1) {

@@ -89,6 +89,38 @@ pub fn from_json(
     out
 }
 
+/// Covariates sent as an object of name → number (an item's, or a request's `hold`), checked:
+/// each problem at `row` and `{field}.{name}`.
+pub fn from_map(
+    row: Option<usize>,
+    field: &str,
+    raw: &std::collections::BTreeMap<String, f64>,
+    problems: &mut Vec<Problem>,
+) -> Covariates {
+    raw.iter()
+        .filter_map(|(name, &x)| {
+            let value = x.is_finite() && x.abs() <= MAX_ABS;
+            match (CovariateName::parse(name), value) {
+                (Ok(n), true) => Some((n, x)),
+                (n, _) => {
+                    let at = format!("{field}.{name}");
+                    if let Err(e) = n {
+                        problems.push(Problem::at(row, &at, e));
+                    }
+                    if !value {
+                        problems.push(Problem::at(
+                            row,
+                            &at,
+                            format!("must be a finite number within ±1e12, got {x}"),
+                        ));
+                    }
+                    None
+                }
+            }
+        })
+        .collect()
+}
+
 /// One covariate's value from a CSV cell's text.
 pub fn from_text(row: usize, name: &str, text: &str) -> Result<f64, Problem> {
     let x = text.parse::<f64>().map_err(|_| {
@@ -176,6 +208,27 @@ mod tests {
         assert_eq!(problems[0].field, "covariates");
         assert!(from_text(2, "length", "1e400").is_err());
         assert_eq!(from_text(2, "length", "40").unwrap(), 40.0);
+    }
+
+    #[test]
+    fn a_map_of_covariates_names_each_problem_under_its_field() {
+        let mut problems = Vec::new();
+        let raw = std::collections::BTreeMap::from([
+            ("length".to_owned(), 400.0),
+            ("bad name".to_owned(), 1.0),
+            ("md".to_owned(), f64::INFINITY),
+        ]);
+        let got = from_map(Some(7), "a.covariates", &raw, &mut problems);
+        assert_eq!(got.len(), 1);
+        let named: Vec<(Option<usize>, &str)> =
+            problems.iter().map(|p| (p.row, p.field.as_str())).collect();
+        assert_eq!(
+            named,
+            [
+                (Some(7), "a.covariates.bad name"),
+                (Some(7), "a.covariates.md")
+            ]
+        );
     }
 
     #[test]

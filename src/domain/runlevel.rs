@@ -388,28 +388,9 @@ pub struct RawSettings {
     pub hold: Option<BTreeMap<String, f64>>,
 }
 
-/// A request's `hold`: covariates to read every item at, checked (names, finite values), each
-/// problem at `hold.<name>`.
+/// A request's `hold`: covariates to read every item at, each problem at `hold.<name>`.
 fn parse_hold(raw: Option<BTreeMap<String, f64>>, problems: &mut Vec<Problem>) -> Covariates {
-    raw.unwrap_or_default()
-        .into_iter()
-        .filter_map(|(name, x)| {
-            let at = format!("hold.{name}");
-            match (
-                covariates::check_name(None, &name),
-                covariates::check_value(None, &name, x),
-            ) {
-                (Ok(n), Ok(x)) => Some((n, x)),
-                (n, x) => {
-                    problems.extend(n.err().into_iter().chain(x.err()).map(|mut p| {
-                        p.field = at.clone();
-                        p
-                    }));
-                    None
-                }
-            }
-        })
-        .collect()
+    covariates::from_map(None, "hold", &raw.unwrap_or_default(), problems)
 }
 
 /// Levels an interval may have.
@@ -509,28 +490,10 @@ fn parse_items(
             ));
         }
         if with_covariates {
-            let c: Covariates = item
-                .covariates
-                .iter()
-                .flatten()
-                .filter_map(|(name, &x)| {
-                    let at = |mut p: Problem| {
-                        p.field = format!("{prefix}{}", p.field);
-                        p
-                    };
-                    match (
-                        covariates::check_name(row, name),
-                        covariates::check_value(row, name, x),
-                    ) {
-                        (Ok(n), Ok(x)) => Some((n, x)),
-                        (n, x) => {
-                            problems.extend(n.err().into_iter().chain(x.err()).map(at));
-                            None
-                        }
-                    }
-                })
-                .collect();
-            item_covariates.push(c);
+            item_covariates.push(match &item.covariates {
+                Some(c) => covariates::from_map(row, &field(covariates::FIELD), c, problems),
+                None => Covariates::new(),
+            });
         }
         match (item.score, &item.members) {
             (Some(_), Some(_)) => problems.push(Problem::at(
