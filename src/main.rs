@@ -4,5 +4,16 @@ use clap::Parser;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    judgecal::cli::run(judgecal::cli::Cli::parse()).await
+    let cli = match judgecal::cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let first = std::env::args().nth(1);
+            if let Some(hint) = judgecal::cli::moved_to_study(first.as_deref()) {
+                eprintln!("{hint}");
+                return ExitCode::from(2);
+            }
+            e.exit()
+        }
+    };
+    judgecal::cli::run(cli).await
 }

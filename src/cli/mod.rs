@@ -34,6 +34,31 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
+/// The research studies that were `judgecal` subcommands before the workspace split and are
+/// now `judgecal-study`'s (its CLI test checks the list is whole).
+pub const MOVED_TO_STUDY: &[&str] = &[
+    "experiment",
+    "coverage",
+    "intervals",
+    "drift",
+    "systems",
+    "rank",
+    "bridge",
+    "gate",
+    "panel",
+    "covariates",
+];
+
+/// What to tell someone who ran a study under the server's binary, where `first` is their
+/// first argument.
+pub fn moved_to_study(first: Option<&str>) -> Option<String> {
+    let name = first.filter(|a| MOVED_TO_STUDY.contains(a))?;
+    Some(format!(
+        "error: `judgecal {name}` moved to the research binary: run `judgecal-study {name}` \
+         (cargo run --release -p judgecal-study -- {name} ...); `judgecal --help` lists the server's commands"
+    ))
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the HTTP service (the default).

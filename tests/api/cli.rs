@@ -189,6 +189,22 @@ fn the_help_lists_the_servers_commands_and_no_study() {
 }
 
 #[test]
+fn a_study_run_under_the_servers_binary_names_the_study_binary() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = judgecal(dir.path())
+        .args(["experiment", "--seeds", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("judgecal-study experiment"), "{err}");
+    // Anything else is clap's own answer.
+    let out = judgecal(dir.path()).arg("experimnt").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("judgecal-study"));
+}
+
+#[test]
 fn evaluate_cross_validates_every_cell_and_names_a_bad_row() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("anchors.csv");

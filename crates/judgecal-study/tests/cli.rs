@@ -35,6 +35,26 @@ fn the_help_lists_the_studies() {
     assert!(!help.contains("  serve "), "{help}");
 }
 
+/// Every study is one the server's binary points to when someone runs it there.
+#[test]
+fn the_server_points_every_study_here() {
+    use clap::CommandFactory;
+    let studies: Vec<String> = judgecal_study::cli::Cli::command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_owned())
+        .filter(|n| n != "help")
+        .collect();
+    assert!(!studies.is_empty());
+    for name in &studies {
+        assert!(
+            judgecal::cli::moved_to_study(Some(name))
+                .is_some_and(|hint| hint.contains(&format!("judgecal-study {name}"))),
+            "{name}"
+        );
+    }
+    assert_eq!(studies.len(), judgecal::cli::MOVED_TO_STUDY.len());
+}
+
 #[test]
 fn the_experiment_prints_its_tables_and_writes_json_and_figures() {
     let dir = tempfile::tempdir().unwrap();
