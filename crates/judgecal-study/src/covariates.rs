@@ -30,12 +30,12 @@ use judgecal_stats::stats::standard_normal;
 use judgecal_stats::{Corrected, stats};
 
 /// Log-length's mean (ln 400) and sd.
-const LOG_MEAN: f64 = 5.991_464_547_107_982;
-const LOG_SD: f64 = 0.6;
+pub(crate) const LOG_MEAN: f64 = 5.991_464_547_107_982;
+pub(crate) const LOG_SD: f64 = 0.6;
 /// The quality's mean and sd, its correlation with z, and the judge's slope and noise share.
 const Q_MEAN: f64 = 3.0;
 const Q_SD: f64 = 0.8;
-const RHO: f64 = 0.2;
+pub(crate) const RHO: f64 = 0.2;
 const SLOPE: f64 = 0.8;
 const NOISE: f64 = 0.3;
 

@@ -30,9 +30,8 @@ use judgecal_stats::stats::{mean, standard_normal};
 use judgecal_stats::train::train_served;
 use judgecal_stats::{Cell, Method, Run};
 
-const LOG_MEAN: f64 = 5.991_464_547_107_982;
-const LOG_SD: f64 = 0.6;
-const RHO: f64 = 0.2;
+use crate::covariates::{LOG_MEAN, LOG_SD, RHO};
+
 const RUN: usize = 300;
 const SYSTEMS: usize = 6;
 

@@ -15,18 +15,7 @@ fn the_help_lists_the_studies() {
     let out = study(dir.path()).arg("--help").output().unwrap();
     assert!(out.status.success());
     let help = String::from_utf8_lossy(&out.stdout);
-    for name in [
-        "experiment",
-        "coverage",
-        "intervals",
-        "drift",
-        "systems",
-        "rank",
-        "bridge",
-        "gate",
-        "panel",
-        "covariates",
-    ] {
+    for name in judgecal::cli::MOVED_TO_STUDY {
         assert!(
             help.contains(&format!("  {name} ")),
             "{name} missing:\n{help}"

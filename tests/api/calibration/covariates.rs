@@ -8,23 +8,6 @@ use serde_json::{Value, json};
 use super::*;
 use crate::common::{Backend, TestApp, assert_error};
 
-/// A seeded stream of standard normals (xorshift and Box–Muller).
-struct Normals(u64);
-
-impl Normals {
-    fn uniform(&mut self) -> f64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        ((self.0 >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-    }
-
-    fn next(&mut self) -> f64 {
-        let (u, v) = (self.uniform(), self.uniform());
-        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
-    }
-}
-
 /// The judge rewards length: quality q ~ N(3, 0.6²), log length ~ N(ln 400, 0.5²) apart from
 /// it, and the judge scores q + 0.3·u + N(0, 0.3²), u the log length in sd units. The
 /// reference is q + N(0, 0.15²). In closed form E[y | j, u] = 3 + 0.8·(j − 3 − 0.3·u): the
@@ -228,12 +211,8 @@ async fn a_length_biased_judge_is_corrected_at_each_items_length(backend: Backen
     )
     .await;
     let details = assert_error(&res, 422, "invalid_input");
-    let named: Vec<(u64, &str)> = details
-        .iter()
-        .map(|d| (d["row"].as_u64().unwrap(), d["field"].as_str().unwrap()))
-        .collect();
     assert_eq!(
-        named,
+        named(&details),
         [(2, "covariates.length"), (3, "covariates.length")],
         "{}",
         res.body
@@ -380,12 +359,8 @@ async fn anchors_carry_covariates_as_part_of_a_row_and_every_problem_is_named(ba
     bad["anchors"][3]["covariates"] = json!({"bad name": 1});
     let res = app.json("POST", "/v1/anchors", &bad).await;
     let details = assert_error(&res, 422, "invalid_input");
-    let named: Vec<(u64, &str)> = details
-        .iter()
-        .map(|d| (d["row"].as_u64().unwrap(), d["field"].as_str().unwrap()))
-        .collect();
     assert_eq!(
-        named,
+        named(&details),
         [
             (2, "covariates.length"),
             (3, "covariates"),

@@ -18,6 +18,31 @@ use std::time::{Duration, Instant};
 use crate::common::TestApp;
 use serde_json::{Value, json};
 
+/// A seeded stream of standard normals (xorshift and Box–Muller).
+pub(super) struct Normals(u64);
+
+impl Normals {
+    pub(super) fn uniform(&mut self) -> f64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        ((self.0 >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    }
+
+    pub(super) fn next(&mut self) -> f64 {
+        let (u, v) = (self.uniform(), self.uniform());
+        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
+    }
+}
+
+/// Each problem's (row, field) of a 4xx's `details`.
+pub(super) fn named(details: &[Value]) -> Vec<(u64, &str)> {
+    details
+        .iter()
+        .map(|d| (d["row"].as_u64().unwrap_or(0), d["field"].as_str().unwrap()))
+        .collect()
+}
+
 /// `n` anchors of y = a + b·j + noise, j spread over [1, 5]. The noise is a fixed,
 /// deterministic pattern with mean ≈ 0 and sd ≈ 0.29 (uniform on ±0.5).
 pub(super) fn anchors(n: usize, a: f64, b: f64) -> Vec<Value> {

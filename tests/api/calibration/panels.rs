@@ -10,23 +10,6 @@ use serde_json::{Value, json};
 use super::*;
 use crate::common::{Backend, TestApp, assert_error};
 
-/// A seeded stream of standard normals (xorshift and Box–Muller).
-struct Normals(u64);
-
-impl Normals {
-    fn uniform(&mut self) -> f64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        ((self.0 >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-    }
-
-    fn next(&mut self) -> f64 {
-        let (u, v) = (self.uniform(), self.uniform());
-        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
-    }
-}
-
 /// An item: the three judges' scores and the reference. The quality has sd 0.6; judge `a` sees
 /// it through noise of sd 0.3, `b` squeezed and offset with noise of sd 0.15 (also 0.3 in
 /// quality units), and `noise` not at all; the reference is the quality plus noise of sd 0.18.
