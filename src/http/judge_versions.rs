@@ -125,7 +125,7 @@ pub struct RescoreResponse {
     responses(
         (status = 200, body = RescoreResponse),
         (status = 404, description = "No such cell, or no active calibration", body = ErrorBody),
-        (status = 409, description = "`from` has no calibration, or the calibration was trained with covariates (a bridge reads judge scores alone)", body = ErrorBody),
+        (status = 409, description = "`from` has no calibration", body = ErrorBody),
         (status = 422, description = "Bad judge version or limit", body = ErrorBody),
     ),
     security(("api_key" = ["ingest"]))
@@ -217,7 +217,7 @@ impl From<BridgeAnswer> for BridgeResponse {
     responses(
         (status = 200, body = BridgeResponse),
         (status = 404, description = "No such cell", body = ErrorBody),
-        (status = 409, description = "`from` has no calibration, or names the same version as `to` (a re-score under one label is a check: POST .../checks), or a calibration trained with covariates (a bridge reads judge scores alone)", body = ErrorBody),
+        (status = 409, description = "`from` has no calibration, or names the same version as `to` (a re-score under one label is a check: POST .../checks)", body = ErrorBody),
         (status = 422, description = "Bad version or tolerance", body = ErrorBody),
     ),
     security(("api_key" = []))
@@ -285,7 +285,7 @@ pub struct CheckResponse {
     responses(
         (status = 200, body = CheckResponse),
         (status = 404, description = "No such cell, or no calibration serves it", body = ErrorBody),
-        (status = 409, description = "The judge refuses the version and it has no calibration, or the calibration was trained with covariates (a check reads judge scores alone)", body = ErrorBody),
+        (status = 409, description = "The judge refuses the version and it has no calibration", body = ErrorBody),
         (status = 422, description = "An item is not an anchor of that version, repeats, or has a bad score", body = ErrorBody),
     ),
     security(("api_key" = ["ingest"]))

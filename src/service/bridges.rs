@@ -217,18 +217,28 @@ impl Service {
         calibration: &Arc<Loaded>,
         items: Vec<SharedItem>,
     ) -> Result<Vec<Pair>> {
-        calibration.without_covariates("a bridge or a silent-change check")?;
         let scale = self.scale_of(&key.rubric).await?;
         let loaded = calibration.clone();
         crate::error::blocking("correcting a bridge's scores", move || {
-            let old: Vec<f64> = items.iter().map(|i| i.from_score).collect();
-            let new: Vec<f64> = items.iter().map(|i| i.to_score).collect();
-            let clip = |c: judgecal_stats::Corrected| c.clipped((scale.min, scale.max)).score;
             let model = &loaded.version;
+            // A version trained with covariates reads both scores at the item's covariates; an
+            // item lacking one it kept is left out of the bridge.
+            let items: Vec<(SharedItem, f64, f64)> = items
+                .into_iter()
+                .filter_map(|i| {
+                    let old = model.layer_score(i.from_score, &i.covariates).ok()?;
+                    let new = model.layer_score(i.to_score, &i.covariates).ok()?;
+                    Some((i, old, new))
+                })
+                .collect();
+            let old: Vec<f64> = items.iter().map(|i| i.1).collect();
+            let new: Vec<f64> = items.iter().map(|i| i.2).collect();
+            let clip = |c: judgecal_stats::Corrected| c.clipped((scale.min, scale.max)).score;
             let old_c = model.correct(&old).map_err(Error::Internal)?;
             let new_c = model.correct(&new).map_err(Error::Internal)?;
             Ok(items
                 .into_iter()
+                .map(|(i, _, _)| i)
                 .zip(old_c.into_iter().zip(new_c))
                 .map(|(i, (o, n))| Pair {
                     old: i.from_score,
@@ -298,7 +308,6 @@ impl Service {
             Some(f) => self.calibration_of(key, f, "from").await?,
             None => self.corrector(key, None).await?,
         };
-        from.without_covariates("the re-score plan")?;
         let from_version = from.version.judge_version.clone();
         let missing = self.store.items_to_rescore(key, to).await?;
         let total = i64::try_from(missing.len()).unwrap_or(i64::MAX);
@@ -325,9 +334,11 @@ impl Service {
                     from_version.as_ref(),
                 )
                 .await?;
+            // The scores its corrector reads (a covariate version's layer scores).
             let scores: Vec<f64> = anchors
                 .iter()
-                .flat_map(|(_, a)| a.iter().map(|a| a.judge_score))
+                .flat_map(|(_, a)| a.iter())
+                .filter_map(|a| from.version.layer_score(a.judge_score, &a.covariates).ok())
                 .collect();
             let loaded = from.clone();
             let corrected: Vec<f64> = crate::error::blocking("planning a bridge", move || {
@@ -415,6 +426,7 @@ impl Service {
                     to_score: item.judge_score,
                     reference_score: a.reference_score,
                     group: a.group.clone(),
+                    covariates: a.covariates.clone(),
                 }),
             }
         }

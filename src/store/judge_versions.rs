@@ -48,7 +48,8 @@ impl Store {
     }
 
     /// The pairs two judge versions give the items both scored (the bridge's data), in item
-    /// order: (item, `from`'s score, `to`'s score, the item's reference, its group).
+    /// order: (item, `from`'s score, `to`'s score, the item's reference, its group and
+    /// covariates).
     pub async fn shared_items(
         &self,
         key: &CellKey,
@@ -57,7 +58,8 @@ impl Store {
     ) -> Result<Vec<SharedItem>> {
         let cell_id = self.cell_id(key).await?;
         let rows = sqlx::query(
-            "SELECT a.item_id, a.judge_score, b.judge_score, a.reference_score, a.group_name
+            "SELECT a.item_id, a.judge_score, b.judge_score, a.reference_score, a.group_name,
+                 a.covariates
              FROM anchors a JOIN anchors b ON b.cell_id = a.cell_id AND b.item_id = a.item_id
              WHERE a.cell_id = $1 AND a.judge_version = $2 AND b.judge_version = $3
              ORDER BY a.item_id",
@@ -76,6 +78,7 @@ impl Store {
                     to_score: r.try_get(2)?,
                     reference_score: r.try_get(3)?,
                     group: group_of(r.try_get(4)?)?,
+                    covariates: super::anchors::covariates_of(r.try_get(5)?)?,
                 })
             })
             .collect()
@@ -147,4 +150,7 @@ pub struct SharedItem {
     pub to_score: f64,
     pub reference_score: f64,
     pub group: Option<GroupName>,
+    /// The item's covariates (its `from` row's: an answer's length is the same whichever judge
+    /// version scored it).
+    pub covariates: crate::domain::covariates::Covariates,
 }

@@ -333,14 +333,46 @@ async fn a_length_biased_judge_is_corrected_at_each_items_length(backend: Backen
         .await;
     let details = assert_error(&res, 422, "invalid_input");
     assert_eq!(details[0]["field"], "hold", "{}", res.body);
-    // Bridges read judge scores alone: refused for such a version, saying why.
-    let res = app.get("/v1/cells/j/r1/rescore?judge_version=v2").await;
-    assert_error(&res, 409, "conflict");
+    // A new judge version re-scores the anchors 0.6 higher, giving no lengths: its rows take
+    // their items', and the bridge reads both scores at them. The layer weighs the judge score
+    // 0.8, so the corrected mean moves about 0.48, far past the tolerance.
+    let rescored: Vec<Value> = r1
+        .iter()
+        .enumerate()
+        .take(200)
+        .map(|(i, it)| json!({"item_id": format!("a-{i}"), "judge_score": it.judge + 0.6}))
+        .collect();
+    stored(
+        &app,
+        json!({"judge": "j", "rubric": "r1", "judge_version": "v2", "anchors": rescored}),
+    )
+    .await;
+    let plan = app.get("/v1/cells/j/r1/rescore?judge_version=v2").await;
+    assert_eq!(plan.status, 200, "{}", plan.body);
+    assert_eq!(plan.body["shared"], 200, "{}", plan.body);
+    let bridge = app.get("/v1/cells/j/r1/bridge?to=v2").await;
+    assert_eq!(bridge.status, 200, "{}", bridge.body);
+    assert_eq!(bridge.body["items"], 200, "{}", bridge.body);
+    assert_eq!(bridge.body["verdict"], "refit", "{}", bridge.body);
+    // Read through the layer (weight 0.8): 0.48; the corrector alone on raw scores would say
+    // about 0.6.
+    let shift = bridge.body["corrected"]["mean"].as_f64().unwrap();
+    assert!((shift - WEIGHT * 0.6).abs() < 0.08, "{}", bridge.body);
+    // Runs of two judge versions, one trained with covariates: refused, saying why.
+    let res = app
+        .json(
+            "POST",
+            "/v1/compare",
+            &json!({"judge": "j", "rubric": "r1", "a": {"items": items},
+                    "b": {"items": short_items, "judge_version": "v2"}}),
+        )
+        .await;
     assert!(
-        res.body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("trained with covariates"),
+        res.status == 409
+            && res.body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("trained with covariates"),
         "{}",
         res.body
     );
