@@ -110,15 +110,20 @@ impl Design {
                 (vec![j, t(l)], y)
             })
             .collect();
-        let stats = Stats::of(2, rows.iter().map(|(x, y)| (x.as_slice(), *y)));
-        let beta = stats
-            .gram
-            .clone()
-            .lu()
-            .solve(&stats.xty)
-            .expect("the design is not singular");
-        beta[2]
+        least_squares(&rows)[2]
     }
+}
+
+/// The least-squares coefficients (intercept first) of `y` on the two inputs of each row.
+pub(crate) fn least_squares(rows: &[(Vec<f64>, f64)]) -> [f64; 3] {
+    let stats = Stats::of(2, rows.iter().map(|(x, y)| (x.as_slice(), *y)));
+    let beta = stats
+        .gram
+        .clone()
+        .lu()
+        .solve(&stats.xty)
+        .expect("the design is not singular");
+    [beta[0], beta[1], beta[2]]
 }
 
 /// What one design measured.

@@ -23,14 +23,13 @@
 
 use judgecal_stats::bayes::FitOptions;
 use judgecal_stats::covariates::{LayerOptions, Row, fit_layer};
-use judgecal_stats::panel::Stats;
 use judgecal_stats::rng::{Rng, RngExt, SeedableRng};
 use judgecal_stats::runlevel::{self, AnswerSettings, Basis, RunItems};
 use judgecal_stats::stats::{mean, standard_normal};
 use judgecal_stats::train::train_served;
 use judgecal_stats::{Cell, Method, Run};
 
-use crate::covariates::{LOG_MEAN, LOG_SD, RHO};
+use crate::covariates::{LOG_MEAN, LOG_SD, RHO, least_squares};
 
 const RUN: usize = 300;
 const SYSTEMS: usize = 6;
@@ -110,14 +109,7 @@ impl World {
                 (vec![j, l.ln()], y)
             })
             .collect();
-        let stats = Stats::of(2, rows.iter().map(|(x, y)| (x.as_slice(), *y)));
-        let beta = stats
-            .gram
-            .clone()
-            .lu()
-            .solve(&stats.xty)
-            .expect("the design is not singular");
-        [beta[0], beta[1], beta[2]]
+        least_squares(&rows)
     }
 }
 
