@@ -54,3 +54,19 @@ def test_a_length_biased_judge_through_the_client(server):
         assert held.covariates == "held"
         # At its own (long) lengths the run is discounted below the length-controlled answer.
         assert answer.estimate < held.estimate
+
+
+def test_a_frames_covariate_columns_are_uploaded(server):
+    pd = pytest.importorskip("pandas")
+    from judgecal.frames import upload_frame
+
+    frame = pd.DataFrame(
+        {"item_id": ["f1", "f2"], "judge_score": [3.0, 4.0], "reference_score": [3.5, 4.5],
+         "covariate.length": [120, None]}
+    )
+    with Client(server.url, server.key) as jc:
+        totals = upload_frame(jc, frame, judge="framed", rubric="coherence", progress=False)
+        assert totals["inserted"] == 2
+        rows = {a.item_id: a for a in jc.anchors("framed", "coherence").anchors}
+        assert {k: v.root for k, v in rows["f1"].covariates.items()} == {"length": 120.0}
+        assert not rows["f2"].covariates

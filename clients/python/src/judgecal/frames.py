@@ -42,8 +42,9 @@ def anchor_frame(
     group: str | None = "group",
 ) -> "pd.DataFrame":
     """The anchor columns the service takes, from `frame`'s columns (renamed by the keyword
-    arguments), with `judge` and `rubric` filled in where the frame has no such column. Rows
-    without a reference are dropped: they are not anchors."""
+    arguments), with `judge` and `rubric` filled in where the frame has no such column, and
+    every `covariate.<name>` column kept (an empty cell: not given). Rows without a reference
+    are dropped: they are not anchors."""
     pd = _pandas()
     out = pd.DataFrame(
         {
@@ -59,6 +60,9 @@ def anchor_frame(
         raise ValueError("every anchor needs a judge and a rubric: give them as columns or arguments")
     if group and group in frame:
         out["group"] = frame[group]
+    for column in frame.columns:
+        if isinstance(column, str) and column.startswith("covariate."):
+            out[column] = frame[column]
     return out[out["reference_score"].notna()]
 
 
@@ -83,7 +87,8 @@ def upload_frame(
     offset = 0
     while pending:
         part = pending.pop(0)
-        body = part.to_csv(index=False, columns=[c for c in COLUMNS if c in part])
+        covariates = [c for c in part.columns if isinstance(c, str) and c.startswith("covariate.")]
+        body = part.to_csv(index=False, columns=[c for c in COLUMNS if c in part] + covariates)
         try:
             ack = client.upload_csv(body, replace=replace)
         except JudgecalError as e:
