@@ -601,6 +601,27 @@ fn layered(
         )]);
     }
     let needed: Vec<&str> = layer.inputs.iter().map(|i| i.name.as_str()).collect();
+    // A held covariate the version does not read (a typo, or one it did not keep) would hold
+    // nothing while the answer says `held`.
+    let unread: Vec<Problem> = hold
+        .keys()
+        .filter(|k| !needed.contains(&k.as_str()))
+        .map(|k| {
+            Problem::at(
+                None,
+                &format!("hold.{k}"),
+                format!(
+                    "version {} of {} does not read covariate {k} (it reads: {}); hold one of those",
+                    version.version,
+                    version.key,
+                    if needed.is_empty() { "none".to_owned() } else { needed.join(", ") }
+                ),
+            )
+        })
+        .collect();
+    if !unread.is_empty() {
+        return Err(unread);
+    }
     let all_held = needed.iter().all(|n| hold.keys().any(|k| k.as_str() == *n));
     let given: Vec<Covariates> = match covariates {
         Some(c) => c.to_vec(),

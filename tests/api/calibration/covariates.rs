@@ -269,6 +269,16 @@ async fn a_length_biased_judge_is_corrected_at_each_items_length(backend: Backen
             .await;
     assert!(lo <= held && held <= hi, "{held} outside {body}");
     assert_eq!(body["covariates"], "held", "{body}");
+    // A misspelt held covariate would hold nothing: refused, naming it.
+    let res = app
+        .json(
+            "POST",
+            "/v1/estimate",
+            &json!({"judge": "j", "rubric": "r1", "items": items, "hold": {"lenght": 400}}),
+        )
+        .await;
+    let details = assert_error(&res, 422, "invalid_input");
+    assert_eq!(details[0]["field"], "hold.lenght", "{}", res.body);
     // Held, the items need no covariates of their own.
     let (bare, _, _) = estimate(
         json!({"judge": "j", "rubric": "r1", "hold": {"length": 400},
