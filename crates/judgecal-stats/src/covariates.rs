@@ -1,7 +1,7 @@
 //! Covariates: numeric inputs beside the judge score (a response's length, a count of its
 //! markdown), which a judge may reward beyond what people do.
 //!
-//! The input layer is the panel's stacking model (`panel::model`) with the judge score and the
+//! The input layer is the multi-input linear model (`crate::linear`) with the judge score and the
 //! covariates as its named inputs: per rubric, the reference's posterior mean given
 //! (judge score, covariates), rubrics pooled, fitted by NUTS. A covariate enters standardised
 //! (its anchors' mean and sd, pooled over the rubrics), raw or as its logarithm: judge biases

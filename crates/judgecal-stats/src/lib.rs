@@ -24,6 +24,7 @@ pub mod error;
 pub mod flow;
 pub mod identity;
 pub mod isotonic;
+pub mod linear;
 pub mod method;
 pub mod panel;
 pub mod quality;

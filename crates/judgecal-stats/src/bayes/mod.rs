@@ -15,6 +15,7 @@ use nuts_rs::{
 };
 use serde::{Deserialize, Serialize};
 
+pub use crate::linear::Target;
 pub use crate::report::{FitDiagnostics, RubricPosterior};
 pub use corrector::{Bayes, BayesModel, BayesOptions};
 pub use model::{Model, Priors, SufficientStats};
@@ -135,31 +136,6 @@ impl LogpError for NonFinite {
     }
 }
 
-/// A log density NUTS can sample: the linear corrector's model here, a panel's stacking model
-/// in `panel`.
-pub trait Target: Sync {
-    /// Unconstrained dimension.
-    fn dim(&self) -> usize;
-    /// Log density at the sampler's coordinates `x`, with its gradient there.
-    fn logp(&self, x: &[f64], grad: &mut [f64]) -> f64;
-    /// Where chains start.
-    fn start(&self) -> Vec<f64>;
-}
-
-impl Target for Model {
-    fn dim(&self) -> usize {
-        Model::dim(self)
-    }
-
-    fn logp(&self, x: &[f64], grad: &mut [f64]) -> f64 {
-        Model::logp(self, x, grad)
-    }
-
-    fn start(&self) -> Vec<f64> {
-        Model::start(self)
-    }
-}
-
 struct Density<'a, T: Target>(&'a T);
 
 impl<T: Target> HasDims for Density<'_, T> {
@@ -204,8 +180,8 @@ fn run_chain<T: Target>(
     chain: u64,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<ChainDraws, String> {
-    // A diagonal mass matrix suffices once the model's shear (see `Model::natural`) has
-    // decorrelated each rubric's intercept and slope.
+    // A diagonal mass matrix suffices: the coefficients are integrated out (`crate::linear`), so
+    // the sampler moves only in the scales, which the posterior barely correlates.
     let mut settings = DiagNutsSettings {
         num_tune: opts.warmup,
         num_draws: opts.draws,
@@ -255,7 +231,7 @@ pub fn fit(
     if !stats.iter().any(|s| s.n >= 1.0) {
         return Err("no anchors to fit".into());
     }
-    let model = Model::new(stats.to_vec(), opts.priors);
+    let model = Model::line(stats.to_vec(), opts.priors);
     let (chains, divergences) = sample(&model, opts, progress)?;
     Ok(summarise(&model, &chains, divergences, opts))
 }
@@ -398,7 +374,7 @@ fn summarise(model: &Model, chains: &[Vec<Vec<f64>>], divergences: u64, opts: &F
     // draws[chain][draw][rubric]
     let draws: Vec<Vec<Vec<model::RubricDraw>>> = chains
         .iter()
-        .map(|c| c.iter().map(|x| model.params(x)).collect())
+        .map(|c| c.iter().map(|x| model.lines(x)).collect())
         .collect();
     // One (α, β) per draw from its conditional normal (the draw itself for one rubric), for
     // quantiles and diagnostics; means, variances and the canary use the conditional moments

@@ -219,7 +219,11 @@ fn a_fit_that_misses_its_gate_extends_itself_within_its_budget() {
     assert_eq!(extended.diagnostics.extensions, 1);
     assert_eq!(extended.rubric_diagnostics[0].extensions, 1);
     assert_eq!(rounds.borrow().len(), 1);
-    assert!(rounds.borrow()[0].1.starts_with("rubric 0: min bulk ESS"));
+    assert!(
+        rounds.borrow()[0].1.starts_with("rubric 0: min bulk ESS"),
+        "{:?}",
+        rounds.borrow()
+    );
     // A fit that passes at once is the plain fit.
     let plain = fit_extending(&stats, &FitOptions::default(), &no_progress, &note).unwrap();
     assert_eq!(

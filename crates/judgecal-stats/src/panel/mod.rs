@@ -1,6 +1,7 @@
 //! Panels: several judges of one rubric set fused into one calibrated score.
 //!
-//! The fusion corrector here is hierarchical Bayesian stacking (`model`): the reference on
+//! The fusion corrector here is hierarchical Bayesian stacking (`crate::linear`, the multi-input
+//! linear model with one input per member): the reference on
 //! every member's score, rubrics pooled, fitted by NUTS on the collapsed density. Its posterior
 //! gives, per rubric, the fused corrected score with its credible and predictive intervals, and
 //! per member a weight whose posterior is the member's *canary*: a member whose standardised
@@ -9,7 +10,6 @@
 //! to add anything the other members do not, and is reported as such.
 
 pub mod fusion;
-pub mod model;
 pub mod plan;
 
 use nalgebra::{DMatrix, DVector};
@@ -18,7 +18,7 @@ use crate::bayes::{self, FitDiagnostics, FitOptions, diagnostics};
 use crate::rng::{Rng, SeedableRng};
 use crate::stats::{self, standard_normal};
 
-pub use model::{StackDraw, StackModel, StackPriors, Stats};
+pub use crate::linear::{StackDraw, StackModel, StackPriors, Stats};
 
 /// The sampler's settings and the members' canary.
 #[derive(Debug, Clone, PartialEq)]
@@ -227,7 +227,8 @@ fn summarise(
             members,
         });
     }
-    let hyper: Vec<diagnostics::Convergence> = (0..p)
+    // The population scales τ when pooled (none for one rubric).
+    let hyper: Vec<diagnostics::Convergence> = (0..model.hyperparameters(&chains[0][0]).len())
         .map(|i| diagnostics::convergence(&series(&|_, _, x| model.hyperparameters(x)[i])))
         .collect();
     let (rubric_diagnostics, diagnostics) = bayes::diagnose(&own_conv, &hyper, divergences);
