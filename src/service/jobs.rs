@@ -46,7 +46,29 @@ fn covariate_rows(
                 .filter(|a| !a.covariates.contains_key(name))
                 .map(|a| a.item_id.as_str())
                 .collect();
-            if !lacking.is_empty() {
+            if !anchors.is_empty() && lacking.len() == anchors.len() {
+                // No anchor carries it: most likely a misspelt name, so say which they carry.
+                let mut carried: Vec<&str> = anchors
+                    .iter()
+                    .flat_map(|a| a.covariates.keys().map(|k| k.as_str()))
+                    .collect();
+                carried.sort_unstable();
+                carried.dedup();
+                problems.push(Problem::at(
+                    None,
+                    &format!("covariates[{i}]"),
+                    format!(
+                        "none of the {} anchors of cell {}/{rubric} carry covariate {name}; they carry {}",
+                        anchors.len(),
+                        request.judge,
+                        if carried.is_empty() {
+                            "no covariates: upload them with their covariates (?replace=true), or train without it".to_owned()
+                        } else {
+                            format!("{}: name one of those", carried.join(", "))
+                        }
+                    ),
+                ));
+            } else if !lacking.is_empty() {
                 let shown: Vec<&str> = lacking.iter().take(5).copied().collect();
                 problems.push(Problem::at(
                     None,

@@ -5,6 +5,7 @@ pub mod bridges;
 mod corrections;
 pub mod coverage;
 mod jobs;
+mod layered;
 pub mod panels;
 mod rank_sessions;
 mod runlevel;

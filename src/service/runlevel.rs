@@ -5,9 +5,9 @@
 use std::sync::Arc;
 
 use super::Service;
+use super::layered::layered;
 use super::panels::fuse_items;
 use super::versions::{Loaded, Mismatch};
-use crate::domain::calibration::CalibratorVersion;
 use crate::domain::covariates::Covariates;
 use crate::domain::panel::MemberScores;
 use crate::domain::runlevel::{CompareRequest, EstimateRequest, RankRequest};
@@ -120,6 +120,7 @@ impl Service {
                 new_groups: Vec::new(),
                 held: false,
                 unused_covariates: None,
+                unread_covariates: None,
             });
         }
         if version.is_some() {
@@ -146,6 +147,7 @@ impl Service {
             new_groups: Vec::new(),
             held: false,
             unused_covariates: None,
+            unread_covariates: None,
         })
     }
 
@@ -264,7 +266,12 @@ impl Service {
                         .far_scores(&run.scores, &format!("{prefix}{field}")),
                 );
                 match layered(&version.version, run, covariates, hold, prefix) {
-                    Ok(()) => served.held = !hold.is_empty(),
+                    Ok(unread) => {
+                        served.held = !hold.is_empty();
+                        if !unread.is_empty() && served.unread_covariates.is_none() {
+                            served.unread_covariates = Some((version.version.version, unread));
+                        }
+                    }
                     Err(p) => problems.extend(p),
                 }
                 continue;
@@ -566,6 +573,9 @@ pub struct Served {
     pub held: bool,
     /// Items or `hold` gave covariates that this version (its number) was not trained with.
     pub unused_covariates: Option<i64>,
+    /// Items of a version trained with covariates carried others it does not read (a name it
+    /// was not trained with, or one it did not keep): the version's number and those names.
+    pub unread_covariates: Option<(i64, Vec<String>)>,
 }
 
 /// One run to ready for its version: its field prefix, its items, and a panel's members'
@@ -575,99 +585,6 @@ pub(super) struct RunInput<'a> {
     pub run: &'a mut RunItems,
     pub members: Option<&'a [MemberScores]>,
     pub covariates: Option<&'a [Covariates]>,
-}
-
-/// Replaces each item's judge score of `run` by `version`'s layer score at the item's
-/// covariates, those named in `hold` at their held value. Problems name the row and
-/// `{prefix}covariates.{name}` (or `{prefix}items` where the run gave none).
-fn layered(
-    version: &CalibratorVersion,
-    run: &mut RunItems,
-    covariates: Option<&[Covariates]>,
-    hold: &Covariates,
-    prefix: &str,
-) -> std::result::Result<(), Vec<Problem>> {
-    let Some(layer) = &version.covariate_layer else {
-        return Ok(());
-    };
-    if !hold.is_empty() && run.labelled() > 0 {
-        return Err(vec![Problem::at(
-            None,
-            "hold",
-            format!(
-                "{prefix}items carry references, which are the people's scores at the items' own covariates: a held answer \
-                 has no labelled path; send the labelled items without `hold`"
-            ),
-        )]);
-    }
-    let needed: Vec<&str> = layer.inputs.iter().map(|i| i.name.as_str()).collect();
-    // A held covariate the version does not read (a typo, or one it did not keep) would hold
-    // nothing while the answer says `held`.
-    let unread: Vec<Problem> = hold
-        .keys()
-        .filter(|k| !needed.contains(&k.as_str()))
-        .map(|k| {
-            Problem::at(
-                None,
-                &format!("hold.{k}"),
-                format!(
-                    "version {} of {} does not read covariate {k} (it reads: {}); hold one of those",
-                    version.version,
-                    version.key,
-                    if needed.is_empty() { "none".to_owned() } else { needed.join(", ") }
-                ),
-            )
-        })
-        .collect();
-    if !unread.is_empty() {
-        return Err(unread);
-    }
-    let all_held = needed.iter().all(|n| hold.keys().any(|k| k.as_str() == *n));
-    let given: Vec<Covariates> = match covariates {
-        Some(c) => c.to_vec(),
-        None if all_held => vec![Covariates::new(); run.scores.len()],
-        None => {
-            return Err(vec![Problem::at(
-                None,
-                &format!("{prefix}items"),
-                format!(
-                    "version {} of {} corrects at the judge score and covariates ({}): send items {{\"score\", \"covariates\"}}, or hold them at one value (`hold`)",
-                    version.version,
-                    version.key,
-                    needed.join(", ")
-                ),
-            )]);
-        }
-    };
-    let read: Vec<Covariates> = given
-        .into_iter()
-        .map(|mut c| {
-            c.extend(hold.iter().map(|(k, v)| (k.clone(), *v)));
-            c
-        })
-        .collect();
-    let scores = version.layer_scores(&run.scores, &read, prefix.trim_end_matches('.'))?;
-    // The run's mean design row, for the layer's coefficient error on its mean.
-    let mut mean_row: Vec<f64> = Vec::new();
-    for (&j, c) in run.scores.iter().zip(&read) {
-        let value = |name: &str| c.iter().find(|(k, _)| k.as_str() == name).map(|(_, v)| *v);
-        if let Ok(x) = layer.design(j, &value) {
-            if mean_row.is_empty() {
-                mean_row = vec![0.0; x.len()];
-            }
-            for (m, v) in mean_row.iter_mut().zip(x) {
-                *m += v;
-            }
-        }
-    }
-    let n = run.scores.len().max(1) as f64;
-    mean_row.iter_mut().for_each(|m| *m /= n);
-    run.input_loading = layer.loading(&mean_row);
-    run.conditional = !hold.is_empty();
-    if let Some(scores) = scores {
-        run.scores = scores;
-    }
-    Ok(())
 }
 
 impl Served {

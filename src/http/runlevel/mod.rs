@@ -132,6 +132,13 @@ pub(super) fn mismatch_warnings(served: &crate::service::Served) -> Vec<String> 
             "version {version} was not trained with covariates: the items' covariates (and `hold`) were not used"
         ));
     }
+    if let Some((version, names)) = &served.unread_covariates {
+        out.push(format!(
+            "version {version} does not read covariates {} (not trained with them, or not kept where they did not \
+             lower held-out error): they were not used",
+            names.join(", ")
+        ));
+    }
     if served.partial_items > 0 {
         out.push(format!(
             "{} items lacked a member the panel's version reads: each is fused from the members present (that sub-panel's fit) and carries that sub-panel's larger residual variance. This assumes the scores are missing at random: a member's absence says nothing about what it would have scored (a judge that fails on hard items breaks it, and the interval does not know). Score every item with every member where you can",

@@ -264,6 +264,27 @@ async fn a_length_biased_judge_is_corrected_at_each_items_length(backend: Backen
     assert!(lo <= own && own <= hi, "{own} outside {body}");
     assert!((e - own).abs() < 0.1, "{e} against {own}");
     assert_eq!(body["covariates"], "as_given", "{body}");
+    assert!(body["warnings"].as_array().is_none_or(|w| {
+        w.iter()
+            .all(|w| !w.as_str().unwrap().contains("does not read"))
+    }));
+    // A covariate the version does not read (here a second one it was not trained with) does
+    // not change the answer, and the answer says it was not used.
+    let extra: Vec<Value> = run
+        .iter()
+        .map(|it| json!({"score": it.judge, "covariates": {"length": it.length, "markdown": 3}}))
+        .collect();
+    let (same, _, body) = estimate(json!({"judge": "j", "rubric": "r1", "items": extra})).await;
+    assert!((same - e).abs() < 1e-9, "{same} against {e}");
+    assert!(
+        body["warnings"]
+            .as_array()
+            .is_some_and(|w| w.iter().any(|w| {
+                let w = w.as_str().unwrap();
+                w.contains("does not read covariates markdown") && w.contains("not used")
+            })),
+        "{body}"
+    );
     let (e, (lo, hi), body) =
         estimate(json!({"judge": "j", "rubric": "r1", "items": items, "hold": {"length": 400}}))
             .await;
@@ -469,6 +490,25 @@ async fn anchors_carry_covariates_as_part_of_a_row_and_every_problem_is_named(ba
         error.contains("covariates[0]")
             && error.contains("3 of the 60 anchors of cell k/r")
             && error.contains("z-0"),
+        "{error}"
+    );
+    // A name no anchor carries (a typo) fails naming those they do carry.
+    let job = finished(
+        &app,
+        &train(
+            &app,
+            "k",
+            json!({"method": "bayes", "covariates": ["lenght"], "options": quick()}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(job["state"], "failed", "{job}");
+    let error = job["error"].as_str().unwrap();
+    assert!(
+        error.contains(
+            "none of the 60 anchors of cell k/r carry covariate lenght; they carry length"
+        ),
         "{error}"
     );
     // A re-scored row of a new judge version, with no reference and no covariates, takes its
