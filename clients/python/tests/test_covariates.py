@@ -54,6 +54,14 @@ def test_a_length_biased_judge_through_the_client(server):
         assert held.covariates == "held"
         # At its own (long) lengths the run is discounted below the length-controlled answer.
         assert answer.estimate < held.estimate
+        # A frame's covariate.<name> columns travel with its scores, as they do on upload.
+        pd = pytest.importorskip("pandas")
+        from judgecal.frames import correct_frame
+
+        frame = pd.DataFrame({"judge_score": [3.5, 3.5], "covariate.length": [200, 800]})
+        scored = correct_frame(jc, frame, "lengthy", "coherence")
+        assert scored["corrected"].tolist() == pytest.approx([short.corrected, long.corrected])
+        assert scored["layer_score"].notna().all()
 
 
 def test_a_frames_covariate_columns_are_uploaded(server):

@@ -135,11 +135,30 @@ def correct_frame(
     chunk: int = CHUNK,
 ) -> "pd.DataFrame":
     """`frame` with the corrections of its `score` column added: `corrected`,
-    `predictive_lo`, `predictive_hi`, and `sigma` and `review` for a flow."""
+    `predictive_lo`, `predictive_hi`, and `sigma` and `review` for a flow. Where the frame has
+    `covariate.<name>` columns (as `upload_frame` takes them), each row is sent as an item with
+    its covariates (an empty cell: not given), and `layer_score` is added for a version trained
+    with them."""
     pd = _pandas()
+    covariates = [c for c in frame.columns if isinstance(c, str) and c.startswith("covariate.")]
     parts = []
     for part in _chunks(frame, chunk):
-        answer = client.correct(judge, rubric, part[score].astype(float).tolist())
+        scores = part[score].astype(float).tolist()
+        if covariates:
+            items = [
+                {
+                    "score": s,
+                    "covariates": {
+                        c[len("covariate.") :]: float(v)
+                        for c, v in zip(covariates, row)
+                        if v is not None and not pd.isna(v)
+                    },
+                }
+                for s, row in zip(scores, part[covariates].itertuples(index=False, name=None))
+            ]
+            answer = client.correct(judge, rubric, items=items)
+        else:
+            answer = client.correct(judge, rubric, scores)
         rows = []
         for r in answer.results:
             band = r.predictive or [None, None]
@@ -150,6 +169,7 @@ def correct_frame(
                     "predictive_hi": band[1],
                     "sigma": r.sigma,
                     "review": r.review,
+                    "layer_score": r.layer_score,
                 }
             )
         parts.append(pd.DataFrame(rows, index=part.index))
