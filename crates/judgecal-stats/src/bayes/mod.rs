@@ -180,8 +180,9 @@ fn run_chain<T: Target>(
     chain: u64,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<ChainDraws, String> {
-    // A diagonal mass matrix suffices: the coefficients are integrated out (`crate::linear`), so
-    // the sampler moves only in the scales, which the posterior barely correlates.
+    // A diagonal mass matrix suffices: pooled, the coefficients are integrated out
+    // (`crate::linear`) and the sampler moves only in the scales; with one rubric, the shear
+    // (`StackModel::natural`) has decorrelated the intercept from the other coefficients.
     let mut settings = DiagNutsSettings {
         num_tune: opts.warmup,
         num_draws: opts.draws,
