@@ -22,5 +22,8 @@ if [ -z "${CARGO_TARGET_DIR:-}" ] && [ ! -e "$judgecal_root/target" ] && [ ! -L 
     find "$judgecal_builds" -maxdepth 2 -path '*/target-*/.used' -mtime +7 2>/dev/null |
         while read -r stamp; do rm -rf "$(dirname "$stamp")"; done
     ln -s "$judgecal_target" "$judgecal_root/target"
+elif [ -L "$judgecal_root/target" ] && [ ! -e "$judgecal_root/target" ]; then
+    # The link outlived its folder (a cleaned cache): make the folder again.
+    mkdir -p "$(readlink "$judgecal_root/target")"
 fi
 source "$(dirname "${BASH_SOURCE[0]}")/torch.sh"
