@@ -319,11 +319,7 @@ impl Metrics {
         self.active_version
             .with_label_values(&labels)
             .set(v.version);
-        let beta = v
-            .model
-            .posterior()
-            .or_else(|| v.decision.as_ref().and_then(|d| d.beta.as_ref()));
-        match beta {
+        match v.beta() {
             Some(posterior) => {
                 self.beta_mean
                     .with_label_values(&labels)
@@ -376,14 +372,14 @@ impl Metrics {
                     .set(i64::from(w.canary));
             }
         }
-        match v.model.diagnostics() {
+        match v.model.report().diagnostics() {
             Some(diagnostics) => {
                 self.rhat_max
                     .with_label_values(&labels)
-                    .set(diagnostics.rhat_max);
+                    .set(diagnostics.rhat_max.unwrap_or(f64::NAN));
                 self.ess_min
                     .with_label_values(&labels)
-                    .set(diagnostics.ess_bulk_min);
+                    .set(diagnostics.ess_bulk_min.unwrap_or(f64::NAN));
             }
             None => {
                 let _ = self.rhat_max.remove_label_values(&labels);

@@ -12,6 +12,7 @@ use judgecal_stats::conformal::Intervals;
 use judgecal_stats::covariates::{InputError, Layer};
 use judgecal_stats::panel::fusion::Fusion;
 use judgecal_stats::quality::Comparison;
+use judgecal_stats::report::PosteriorReport;
 use judgecal_stats::runlevel::groups::GroupBias;
 use judgecal_stats::select::Decision;
 use judgecal_stats::{Corrected, Method, Model};
@@ -300,6 +301,15 @@ impl CalibratorVersion {
 
     pub fn passed(&self) -> bool {
         self.failure.is_none()
+    }
+
+    /// The β posterior the canary reads: its method's report's (bayes), else that of the
+    /// Bayesian fit an `auto` job kept beside another winner.
+    pub fn beta(&self) -> Option<PosteriorReport> {
+        self.model.report().posterior().copied().or_else(|| {
+            let decision = self.decision.as_ref()?;
+            decision.beta.as_ref().map(PosteriorReport::from)
+        })
     }
 
     /// A problem per score of `scores` far outside the judge scores the version was trained

@@ -211,8 +211,9 @@ pub struct CorrectResponse {
     /// The method of that version: `bayes`, `flow`, `quantile_map` or `identity` (the raw
     /// judge score, served when an `auto` job found no corrector that beats it).
     pub method: String,
-    /// bayes: the beta canary of that version; when true the judge no longer tracks the
-    /// reference on this rubric and no linear correction can fix it.
+    /// The beta canary of that version (a bayes version's, or the Bayesian fit an auto job
+    /// kept beside another winner); when true the judge no longer tracks the reference on
+    /// this rubric and no linear correction can fix it. Absent where there is no such fit.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub canary: Option<bool>,
     /// flow: how many of the results are routed to review.
@@ -357,7 +358,7 @@ pub async fn correct(
         rubric: v.key.rubric.to_string(),
         version: v.version,
         method: v.method().to_string(),
-        canary: v.model.posterior().map(|p| p.canary),
+        canary: v.beta().map(|p| p.canary),
         review_count: correction
             .results
             .iter()

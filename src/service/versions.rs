@@ -596,8 +596,13 @@ impl Service {
             )
         });
         let panel = if v.fusion.is_some() { "panel " } else { "" };
+        let headline = v
+            .model
+            .report()
+            .headline()
+            .map_or(String::new(), |h| format!("; {h}"));
         let title = format!(
-            "{panel}{key}: version {} ({}), {} anchors{held_out}",
+            "{panel}{key}: version {} ({}), {} anchors{held_out}{headline}",
             v.version,
             v.method(),
             pairs.len()

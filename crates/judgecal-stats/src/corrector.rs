@@ -9,7 +9,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::report::{FitDiagnostics, FlowSummary, RubricPosterior};
+use super::report::{MethodReport, RubricPosterior};
 
 /// One rubric's anchors, as (judge score, reference score), and the rubric's scale.
 #[derive(Debug, Clone, PartialEq)]
@@ -263,20 +263,15 @@ pub trait CellModel:
         None
     }
 
-    /// The β posterior, for the canary.
-    fn posterior(&self) -> Option<&RubricPosterior> {
-        None
-    }
+    /// What the method reports of this cell beyond its corrections (a posterior and the
+    /// sampler's diagnostics, a flow's training): its one report type, which a version's
+    /// answer, the spec, the gauges and the report picture all read. [`NoReport`] where there
+    /// is nothing to add.
+    ///
+    /// [`NoReport`]: crate::report::NoReport
+    type Report: MethodReport;
 
-    /// Convergence diagnostics of a sampled fit.
-    fn diagnostics(&self) -> Option<&FitDiagnostics> {
-        None
-    }
-
-    /// What a flow version reports of its training.
-    fn flow(&self) -> Option<FlowSummary> {
-        None
-    }
+    fn report(&self) -> Self::Report;
 
     /// How the uncertainty of the fit itself, from its finite anchors, reaches a run's mean
     /// corrected score (see `runlevel`): by refitting on resampled anchors unless

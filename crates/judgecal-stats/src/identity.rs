@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::corrector::{Cell, CellModel, Corrected, Corrector, MeanUncertainty, Run};
+use super::report::NoReport;
 
 /// The identity has nothing to set.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -43,6 +44,12 @@ impl Corrector for Identity {
 }
 
 impl CellModel for IdentityModel {
+    type Report = NoReport;
+
+    fn report(&self) -> NoReport {
+        NoReport {}
+    }
+
     fn correct(&self, scores: &[f64]) -> Result<Vec<Corrected>, String> {
         Ok(scores.iter().map(|&j| Corrected::score(j)).collect())
     }

@@ -38,6 +38,7 @@ pub mod train;
 pub mod units;
 
 pub use corrector::{Cell, CellModel, Corrected, Corrector, MeanUncertainty, Run};
+pub use report::MethodReport;
 // The registry: every calibration method, once. A line names the method (its variant and its
 // serde name) and the type implementing `Corrector`; see `method` for what it generates.
 method::registry! {

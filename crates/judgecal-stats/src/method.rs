@@ -1,22 +1,27 @@
 //! The registry of calibration methods: the one place that lists them. Each line names a
 //! method and its [`Corrector`]; the macro makes the closed enums every other module uses —
 //! [`Method`] (the names), [`MethodOptions`] (typed options), [`Model`] (what a version stores;
-//! its serde tag is the store's `method` column) and [`Candidates`] (every method's options, as
-//! `auto` takes them) — and their dispatch. Every dispatch is an exhaustive `match` generated
+//! its serde tag is the store's `method` column), [`Report`] (what a version's method reports
+//! of it, with one schema for them all) and [`Candidates`] (every method's options, as `auto`
+//! takes them) — and their dispatch. Every dispatch is an exhaustive `match` generated
 //! here, with no fallback arm: a method is either registered in full or not at all.
 //!
-//! Adding a method: write its module (a marker type implementing [`Corrector`], its options and
-//! its [`CellModel`]) and add its line to the registry in `lib.rs`.
+//! Adding a method: write its module (a marker type implementing [`Corrector`], its options,
+//! its [`CellModel`] and that model's report) and add its line to the registry in `lib.rs`.
+//! Nothing else changes: a version's answer, the spec, the gauges and the report picture read
+//! the report through [`Report`].
 //!
 //! [`Corrector`]: super::Corrector
 //! [`CellModel`]: super::CellModel
 //! [`Method`]: super::Method
 //! [`MethodOptions`]: super::MethodOptions
 //! [`Model`]: super::Model
+//! [`Report`]: super::Report
 //! [`Candidates`]: super::Candidates
 
 use serde_json::Value;
 use utoipa::ToSchema;
+use utoipa::openapi::schema::{ObjectBuilder, Type};
 use utoipa::openapi::{RefOr, Schema};
 
 use super::{Candidates, Method};
@@ -69,6 +74,33 @@ impl Candidates {
                 .collect(),
         )
     }
+}
+
+/// The schema of every method's report at once: an object with each report's fields, none
+/// required (a version carries its own method's alone). `reports` are (method, its report's
+/// schema); a field two methods both report must mean the same in both.
+pub fn merged_report(reports: &[(&str, RefOr<Schema>)]) -> RefOr<Schema> {
+    let mut merged = ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .description(Some(
+            "What the version's method reports beyond its corrections: the fields of its own method's report.",
+        ))
+        .build();
+    for (method, report) in reports {
+        let RefOr::T(Schema::Object(object)) = report else {
+            panic!("{method}'s report is not an object schema");
+        };
+        for (field, schema) in &object.properties {
+            if let Some(other) = merged.properties.get(field) {
+                assert!(
+                    other == schema,
+                    "two methods report a field {field} that means different things"
+                );
+            }
+            merged.properties.insert(field.clone(), schema.clone());
+        }
+    }
+    RefOr::T(Schema::Object(merged))
 }
 
 /// Generates the registry's enums and their dispatch; invoked once, in `lib.rs`.
@@ -313,21 +345,10 @@ macro_rules! registry {
                 }
             }
 
-            pub fn posterior(&self) -> Option<&$crate::bayes::RubricPosterior> {
+            /// What its method reports of it.
+            pub fn report(&self) -> Report {
                 match self {
-                    $(Model::$variant(m) => $crate::CellModel::posterior(m)),*
-                }
-            }
-
-            pub fn diagnostics(&self) -> Option<&$crate::bayes::FitDiagnostics> {
-                match self {
-                    $(Model::$variant(m) => $crate::CellModel::diagnostics(m)),*
-                }
-            }
-
-            pub fn flow(&self) -> Option<$crate::flow::FlowSummary> {
-                match self {
-                    $(Model::$variant(m) => $crate::CellModel::flow(m)),*
+                    $(Model::$variant(m) => Report::$variant($crate::CellModel::report(m))),*
                 }
             }
 
@@ -335,6 +356,68 @@ macro_rules! registry {
                 match self {
                     $(Model::$variant(m) => $crate::CellModel::mean_uncertainty(m)),*
                 }
+            }
+        }
+
+        /// What a version's method reports of it, tagged by method in Rust and written as its
+        /// method's report alone (the fields a version's answer carries beside its own); its
+        /// schema is every method's report fields at once, none required.
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Report {
+            $($variant(<<$corrector as $crate::Corrector>::Model as $crate::CellModel>::Report)),*
+        }
+
+        impl Report {
+            pub fn posterior(&self) -> Option<&$crate::report::PosteriorReport> {
+                match self {
+                    $(Report::$variant(r) => $crate::report::MethodReport::posterior(r)),*
+                }
+            }
+
+            pub fn diagnostics(&self) -> Option<&$crate::report::DiagnosticsReport> {
+                match self {
+                    $(Report::$variant(r) => $crate::report::MethodReport::diagnostics(r)),*
+                }
+            }
+
+            pub fn headline(&self) -> Option<String> {
+                match self {
+                    $(Report::$variant(r) => $crate::report::MethodReport::headline(r)),*
+                }
+            }
+        }
+
+        impl serde::Serialize for Report {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                match self {
+                    $(Report::$variant(r) => r.serialize(s)),*
+                }
+            }
+        }
+
+        impl utoipa::PartialSchema for Report {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                $crate::method::merged_report(&[$((
+                    stringify!($name),
+                    <<<$corrector as $crate::Corrector>::Model as $crate::CellModel>::Report
+                        as utoipa::PartialSchema>::schema(),
+                )),*])
+            }
+        }
+
+        impl utoipa::ToSchema for Report {
+            fn name() -> std::borrow::Cow<'static, str> {
+                "MethodReport".into()
+            }
+
+            fn schemas(
+                schemas: &mut Vec<(
+                    String,
+                    utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+                )>,
+            ) {
+                $(<<<$corrector as $crate::Corrector>::Model as $crate::CellModel>::Report
+                    as utoipa::ToSchema>::schemas(schemas);)*
             }
         }
 
@@ -363,3 +446,89 @@ macro_rules! registry {
 }
 
 pub(crate) use registry;
+
+#[cfg(test)]
+mod tests {
+    use utoipa::PartialSchema;
+    use utoipa::openapi::schema::Object;
+
+    use super::*;
+    use crate::Report;
+    use crate::bayes::{BayesReport, FitDiagnostics, RubricPosterior};
+    use crate::report::NoReport;
+
+    fn object(schema: RefOr<Schema>) -> Object {
+        match schema {
+            RefOr::T(Schema::Object(o)) => o,
+            _ => panic!("not an object"),
+        }
+    }
+
+    #[test]
+    fn the_report_schema_lists_every_field_a_report_writes_and_requires_none() {
+        let schema = object(Report::schema());
+        assert!(schema.required.is_empty(), "{:?}", schema.required);
+        let mut fields: Vec<&str> = schema.properties.keys().map(String::as_str).collect();
+        fields.sort_unstable();
+        assert_eq!(fields, ["diagnostics", "flow", "posterior"]);
+        let posterior = RubricPosterior {
+            alpha_mean: 0.5,
+            beta_mean: 0.8,
+            sigma_mean: 0.3,
+            alpha_var: 0.01,
+            beta_var: 0.001,
+            alpha_beta_cov: -0.002,
+            sigma2_mean: 0.09,
+            beta_lo: 0.74,
+            beta_hi: 0.86,
+            beta_collapse_probability: 0.0,
+            canary: false,
+        };
+        let diagnostics = FitDiagnostics {
+            rhat_max: f64::NAN,
+            ess_bulk_min: 900.0,
+            ess_tail_min: 800.0,
+            divergences: 0,
+            extensions: 0,
+        };
+        let bayes = Report::Bayes(BayesReport {
+            posterior: (&posterior).into(),
+            diagnostics: (&diagnostics).into(),
+        });
+        let written = serde_json::to_value(&bayes).unwrap();
+        let mut keys: Vec<&str> = written
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        keys.sort_unstable();
+        assert_eq!(keys, ["diagnostics", "posterior"]);
+        assert_eq!(
+            written["posterior"]["beta_interval"],
+            serde_json::json!([0.74, 0.86])
+        );
+        // An R̂ that is not a number is written as null, which JSON can carry.
+        assert!(written["diagnostics"]["rhat_max"].is_null(), "{written}");
+        assert_eq!(bayes.posterior().map(|p| p.beta_mean), Some(0.8));
+        assert_eq!(
+            serde_json::to_value(Report::Identity(NoReport {})).unwrap(),
+            serde_json::json!({})
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "means different things")]
+    fn two_methods_may_not_report_one_field_with_two_meanings() {
+        let a = ObjectBuilder::new()
+            .property("fit", ObjectBuilder::new().schema_type(Type::Number))
+            .build();
+        let b = ObjectBuilder::new()
+            .property("fit", ObjectBuilder::new().schema_type(Type::String))
+            .build();
+        merged_report(&[
+            ("a", RefOr::T(Schema::Object(a))),
+            ("b", RefOr::T(Schema::Object(b))),
+        ]);
+    }
+}

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::corrector::{Cell, CellModel, Corrected, Corrector, Run};
+use super::report::NoReport;
 use super::stats::quantile_sorted;
 
 /// Levels kept for each quantile function (fewer when there are fewer anchors).
@@ -125,6 +126,12 @@ impl QuantileMap {
 }
 
 impl CellModel for QuantileMap {
+    type Report = NoReport;
+
+    fn report(&self) -> NoReport {
+        NoReport {}
+    }
+
     fn correct(&self, scores: &[f64]) -> Result<Vec<Corrected>, String> {
         self.correct_all(scores)
     }

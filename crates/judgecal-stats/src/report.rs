@@ -1,9 +1,110 @@
 //! What a fitted version reports whatever its method, as the generic corrector trait and the
-//! methods both name it: neutral types, so the trait depends on no method. The β posterior and
-//! sampler diagnostics of a Bayesian version; the settings and training summary of a flow
-//! version.
+//! methods both name it: neutral types, so the trait depends on no method. [`MethodReport`] is
+//! what a method declares of a fitted cell (its one report type); the β posterior and sampler
+//! diagnostics of a Bayesian version, and the settings of a flow version, live here too.
+
+use std::fmt::Debug;
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// What a method reports of one fitted cell beyond its corrections, declared once, as its
+/// model's `CellModel::Report`. A version's answer carries the report's fields beside its own
+/// (`posterior` and `diagnostics` for bayes, `flow` for flow), the spec states them from the
+/// report's schema (the registry merges every method's), and the gauges and the report picture
+/// read it through the methods below. A method with nothing to add reports [`NoReport`].
+pub trait MethodReport: Serialize + ToSchema + Debug + Clone + PartialEq + Send + Sync {
+    /// The β posterior the canary reads (the `judgecal_beta_*` gauges, `/v1/correct`'s
+    /// `canary`).
+    fn posterior(&self) -> Option<&PosteriorReport> {
+        None
+    }
+
+    /// A sampled fit's convergence (the R̂ and ESS gauges).
+    fn diagnostics(&self) -> Option<&DiagnosticsReport> {
+        None
+    }
+
+    /// A few words the report picture adds to its title.
+    fn headline(&self) -> Option<String> {
+        None
+    }
+}
+
+/// The report of a method with nothing to say beyond its corrections.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, ToSchema)]
+pub struct NoReport {}
+
+impl MethodReport for NoReport {}
+
+/// A rubric's β posterior as a version reports it: the line's means, β's interval and the
+/// canary.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, ToSchema)]
+#[schema(as = PosteriorDto)]
+pub struct PosteriorReport {
+    pub alpha_mean: f64,
+    pub beta_mean: f64,
+    pub sigma_mean: f64,
+    /// 95% credible interval of beta.
+    pub beta_interval: [f64; 2],
+    /// Pr(beta < collapse_beta | anchors).
+    pub beta_collapse_probability: f64,
+    /// The judge no longer tracks the reference on this rubric.
+    pub canary: bool,
+}
+
+impl From<&RubricPosterior> for PosteriorReport {
+    fn from(p: &RubricPosterior) -> Self {
+        Self {
+            alpha_mean: p.alpha_mean,
+            beta_mean: p.beta_mean,
+            sigma_mean: p.sigma_mean,
+            beta_interval: [p.beta_lo, p.beta_hi],
+            beta_collapse_probability: p.beta_collapse_probability,
+            canary: p.canary,
+        }
+    }
+}
+
+impl PosteriorReport {
+    /// β's mean and interval and the canary, as the report picture prints them.
+    pub fn headline(&self) -> String {
+        let [lo, hi] = self.beta_interval;
+        format!(
+            "beta {:.2} [{lo:.2}, {hi:.2}]{}",
+            self.beta_mean,
+            if self.canary { ", CANARY" } else { "" }
+        )
+    }
+}
+
+/// A sampled fit's convergence as a version reports it; a figure that is not finite (the R̂
+/// of a constant chain) is null.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, ToSchema)]
+#[schema(as = DiagnosticsDto)]
+pub struct DiagnosticsReport {
+    /// Largest rank-normalised split R-hat (null if undefined).
+    pub rhat_max: Option<f64>,
+    pub ess_bulk_min: Option<f64>,
+    pub ess_tail_min: Option<f64>,
+    pub divergences: u64,
+    /// Rounds the sampler was extended by (longer runs, more chains) because an earlier round
+    /// missed the gate; 0 where the first passed. At most 2.
+    pub extensions: u32,
+}
+
+impl From<&FitDiagnostics> for DiagnosticsReport {
+    fn from(d: &FitDiagnostics) -> Self {
+        let finite = |x: f64| x.is_finite().then_some(x);
+        Self {
+            rhat_max: finite(d.rhat_max),
+            ess_bulk_min: finite(d.ess_bulk_min),
+            ess_tail_min: finite(d.ess_tail_min),
+            divergences: d.divergences,
+            extensions: d.extensions,
+        }
+    }
+}
 
 /// What a correction needs of one rubric's posterior, and what operators watch.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -212,27 +313,12 @@ impl FlowConfig {
     }
 }
 
-/// What a flow version reports of its training.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct FlowSummary {
-    /// The settings it was trained with.
-    pub config: FlowConfig,
-    pub trained_on: usize,
-    pub epochs_run: u64,
-    pub stopped_early: bool,
-    pub train_loss: f64,
-    pub validation_loss: Option<f64>,
-    pub mc_passes: usize,
-    pub review_sigma: f64,
-    pub table: (f64, f64),
-    pub review_audit: Option<ReviewAudit>,
-}
-
 /// What the MC-dropout σ is worth as a review signal, on held-out anchors. σ is the spread of
 /// the flow's own map over dropout masks: its uncertainty about E[y | j], not the reference's
 /// noise around it. Large errors come mostly from that noise, so σ can only catch them where
 /// the map is uncertain for the same reason the references are noisy.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, ToSchema)]
+#[schema(as = ReviewAuditDto)]
 pub struct ReviewAudit {
     /// Held-out anchors audited.
     pub held_out: usize,

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::bayes::RubricPosterior;
-use super::corrector::{Cell, Corrected, Run};
+use super::corrector::{Cell, Corrected, MeanUncertainty, Run};
 use super::cv::{self, Folds, HeldOut, Scheme, Split};
 use super::quality::{Comparison, Figures};
 use super::{Candidates, Method, Model};
@@ -259,10 +259,14 @@ pub fn auto(cells: &[Cell], options: &AutoOptions, run: &Run) -> Result<Vec<Chos
             seed,
         );
         decision.nested = evaluation.map(|c| c.calibrated);
+        // The candidate whose model is a line with a posterior (bayes): its β, for the canary.
         decision.beta = tried
             .iter()
             .filter_map(|t| t.models.as_ref().ok())
-            .find_map(|models| models[r].posterior().copied());
+            .find_map(|models| match models[r].mean_uncertainty() {
+                MeanUncertainty::Line(posterior) => Some(*posterior),
+                _ => None,
+            });
         let winner = tried.iter().find(|t| t.method == decision.chosen);
         let (model, held_out) = winner
             .and_then(|t| Some((t.models.as_ref().ok()?, t.held_out.as_ref().ok()?)))

@@ -19,7 +19,7 @@ use judgecal_stats::cv::{Scheme, Split};
 use judgecal_stats::flow::ReviewAudit;
 use judgecal_stats::select::{AutoOptions, Rule, auto};
 use judgecal_stats::stats::quantile;
-use judgecal_stats::{Candidates, Cell, Corrected, Method, Model, Run};
+use judgecal_stats::{Candidates, Cell, Corrected, Method, Model, Report, Run};
 
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -168,11 +168,11 @@ pub fn run(opts: &Options, progress: &dyn Fn(&str)) -> Result<Vec<Row>, String> 
             row.over_bound += usize::from(1.0 - version.rate() > bound);
             row.bound += bound;
             row.seeds += 1;
-            if let Some(a) = model
-                .flow()
-                .and_then(|f| f.review_audit)
-                .filter(|_| row.method == Some(Method::Flow))
-            {
+            let audit = match model.report() {
+                Report::Flow(f) => f.flow.review_audit,
+                _ => None,
+            };
+            if let Some(a) = audit.filter(|_| row.method == Some(Method::Flow)) {
                 let mut sum = row.audit.unwrap_or(ReviewAudit {
                     held_out: 0,
                     routed: 0.0,

@@ -5,10 +5,7 @@ use utoipa::ToSchema;
 
 use super::covariates_dto::CovariateLayerDto;
 use super::panel_dto::PanelVersionDto;
-use super::{
-    ComparisonDto, DecisionDto, DiagnosticsDto, FlowDto, IntervalsDto, PosteriorDto, finite,
-    posterior_dto,
-};
+use super::{ComparisonDto, DecisionDto, IntervalsDto};
 use crate::domain::calibration::CalibratorVersion;
 use crate::http::rfc3339;
 
@@ -35,14 +32,10 @@ pub struct VersionDto {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub job_id: Option<String>,
     pub created_at: String,
-    /// bayes versions.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub posterior: Option<PosteriorDto>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub diagnostics: Option<DiagnosticsDto>,
-    /// flow versions.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub flow: Option<FlowDto>,
+    /// What its method reports of it: `posterior` and `diagnostics` for bayes, `flow` for
+    /// flow, nothing more for the others.
+    #[serde(flatten)]
+    pub report: judgecal_stats::Report,
     /// Absent when the cell had too few anchors to hold some out.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub evaluation: Option<ComparisonDto>,
@@ -72,15 +65,7 @@ pub struct VersionDto {
 impl From<CalibratorVersion> for VersionDto {
     fn from(v: CalibratorVersion) -> Self {
         let method = v.method().to_string();
-        let posterior = v.model.posterior().map(posterior_dto);
-        let diagnostics = v.model.diagnostics().map(|d| DiagnosticsDto {
-            rhat_max: finite(d.rhat_max),
-            ess_bulk_min: finite(d.ess_bulk_min),
-            ess_tail_min: finite(d.ess_tail_min),
-            divergences: d.divergences,
-            extensions: d.extensions,
-        });
-        let flow = v.model.flow().map(FlowDto::from);
+        let report = v.model.report();
         Self {
             judge: v.key.judge.to_string(),
             rubric: v.key.rubric.to_string(),
@@ -94,9 +79,7 @@ impl From<CalibratorVersion> for VersionDto {
             anchor_digest: v.anchor_digest,
             job_id: v.job_id.map(|j| j.to_string()),
             created_at: rfc3339(v.created_at_ms),
-            posterior,
-            diagnostics,
-            flow,
+            report,
             evaluation: v.evaluation.map(Into::into),
             decision: v.decision.map(Into::into),
             intervals: v.intervals.map(Into::into),

@@ -266,6 +266,12 @@ async fn auto_picks_the_held_out_winner_and_never_loses_to_the_raw_judge(backend
     assert_eq!(res.status, 200, "{}", res.body);
     assert_eq!(res.body["method"], "identity");
     assert_eq!(res.body["results"][1]["corrected"], 4.5);
+    // The raw judge reports nothing of its own, yet the canary the correction carries is the
+    // kept fit's, as the gauge's is.
+    for field in ["posterior", "diagnostics", "flow"] {
+        assert!(ceiling.get(field).is_none(), "{ceiling}");
+    }
+    assert_eq!(res.body["canary"], d["beta"]["canary"], "{}", res.body);
     let text = metrics(&app).await;
     assert!(
         metric(

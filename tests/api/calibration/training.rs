@@ -40,6 +40,16 @@ async fn train_then_correct_with_intervals(backend: Backend) {
     let beta = v["posterior"]["beta_mean"].as_f64().unwrap();
     assert!((beta - 0.8).abs() < 0.05, "{beta}");
     assert_eq!(v["posterior"]["canary"], false);
+    assert_eq!(v["diagnostics"]["divergences"], 0, "{v}");
+    assert!(v.get("flow").is_none(), "{v}");
+    // The report picture prints what the method reports: β's mean and interval.
+    let svg = app.get("/v1/cells/j1/coherence/report.svg").await;
+    let [lo, hi] = [0, 1].map(|k| v["posterior"]["beta_interval"][k].as_f64().unwrap());
+    let headline = format!("beta {beta:.2} [{lo:.2}, {hi:.2}]");
+    assert!(
+        svg.body.as_str().unwrap().contains(&headline),
+        "{headline} missing from the report"
+    );
     // Held out, the corrected scores beat the raw judge, whose bias is 0.5 − 0.2·j.
     let eval = &v["evaluation"];
     assert_eq!(eval["scheme"], "5-fold");

@@ -414,6 +414,11 @@ class DeleteResponse(BaseModel):
 
 
 class DiagnosticsDto(BaseModel):
+    """
+    A sampled fit's convergence as a version reports it; a figure that is not finite (the R̂
+    of a constant chain) is null.
+    """
+
     divergences: int = Field(..., ge=0)
     ess_bulk_min: float | None = None
     ess_tail_min: float | None = None
@@ -1039,6 +1044,11 @@ class PlanDto(BaseModel):
 
 
 class PosteriorDto(BaseModel):
+    """
+    A rubric's β posterior as a version reports it: the line's means, β's interval and the
+    canary.
+    """
+
     alpha_mean: float
     beta_collapse_probability: float
     """
@@ -1252,24 +1262,29 @@ class RescoreResponse(BaseModel):
 
 class ReviewAuditDto(BaseModel):
     """
-    The review routing checked on held-out anchors. Sigma is the spread of the flow's own map
-    over dropout masks (its uncertainty about the mean reference at that judge score), not the
-    reference's noise, which makes most large errors.
+    What the MC-dropout σ is worth as a review signal, on held-out anchors. σ is the spread of
+    the flow's own map over dropout masks: its uncertainty about E[y | j], not the reference's
+    noise around it. Large errors come mostly from that noise, so σ can only catch them where
+    the map is uncertain for the same reason the references are noisy.
     """
 
     held_out: int = Field(..., ge=0)
+    """
+    Held-out anchors audited.
+    """
     large_errors_routed: float
     """
-    Share of the largest 10% absolute errors that were routed; routing at random catches
-    `routed`.
+    Share of the largest 10% absolute errors among the routed: `routed` is what routing
+    at random would catch.
     """
     large_errors_routed_by_width: float | None = None
     """
-    The same when as many are routed by the widest 95% interval instead.
+    The same share when as many anchors are routed by the widest 95% interval instead
+    (conformal, per bin of the judge score; ties shared out evenly).
     """
     routed: float
     """
-    Share of them routed to review.
+    Share of them routed to review (σ above the threshold).
     """
 
 
@@ -2257,8 +2272,9 @@ class CorrectRequest(RootModel[CorrectScores | CorrectItems]):
 class CorrectResponse(BaseModel):
     canary: bool | None = None
     """
-    bayes: the beta canary of that version; when true the judge no longer tracks the
-    reference on this rubric and no linear correction can fix it.
+    The beta canary of that version (a bayes version's, or the Bayesian fit an auto job
+    kept beside another winner); when true the judge no longer tracks the reference on
+    this rubric and no linear correction can fix it. Absent where there is no such fit.
     """
     judge: str
     judge_version: str | None = None
@@ -3063,6 +3079,25 @@ class FlowDto(BaseModel):
     validation_loss: float | None = None
 
 
+class MethodReport(BaseModel):
+    """
+    What the version's method reports beyond its corrections: the fields of its own method's report.
+    """
+
+    diagnostics: DiagnosticsDto | None = None
+    """
+    bayes versions: the sampler's convergence.
+    """
+    flow: FlowDto | None = None
+    """
+    flow versions: how the flow was trained and how its review threshold performs.
+    """
+    posterior: PosteriorDto | None = None
+    """
+    bayes versions: the line's posterior and the canary.
+    """
+
+
 class RankRunBody(RootModel[RankRunScores | RankRunItems]):
     root: RankRunScores | RankRunItems
     """
@@ -3086,7 +3121,7 @@ class RankedRunDto(RunEstimateDto):
     """
 
 
-class VersionDto(BaseModel):
+class VersionDto(MethodReport):
     active: bool
     """
     The version the cell serves.
@@ -3099,13 +3134,11 @@ class VersionDto(BaseModel):
     covariates: CovariateLayerDto | None = None
     created_at: str
     decision: DecisionDto | None = None
-    diagnostics: DiagnosticsDto | None = None
     evaluation: ComparisonDto | None = None
     failure: str | None = None
     """
     Why it did not pass.
     """
-    flow: FlowDto | None = None
     groups: GroupBias | None = None
     intervals: IntervalsDto | None = None
     job_id: str | None = None
@@ -3121,7 +3154,6 @@ class VersionDto(BaseModel):
     """
     Passed its diagnostics.
     """
-    posterior: PosteriorDto | None = None
     rubric: str
     version: int
 

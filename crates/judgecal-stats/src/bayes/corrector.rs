@@ -6,6 +6,7 @@ use utoipa::ToSchema;
 
 use super::{FitDiagnostics, FitOptions, Priors, RubricPosterior, SufficientStats};
 use crate::corrector::{Cell, CellModel, Corrected, Corrector, MeanUncertainty, Run};
+use crate::report::{DiagnosticsReport, MethodReport, PosteriorReport};
 
 /// Sampler, priors and canary. The defaults are the paper's: 2 chains × (500 warm-up + 1,000
 /// draws), target acceptance 0.9.
@@ -129,6 +130,8 @@ impl Corrector for Bayes {
 }
 
 impl CellModel for BayesModel {
+    type Report = BayesReport;
+
     fn correct(&self, scores: &[f64]) -> Result<Vec<Corrected>, String> {
         Ok(scores
             .iter()
@@ -140,16 +143,38 @@ impl CellModel for BayesModel {
         self.diagnostics.failure()
     }
 
-    fn posterior(&self) -> Option<&RubricPosterior> {
-        Some(&self.posterior)
-    }
-
-    fn diagnostics(&self) -> Option<&FitDiagnostics> {
-        Some(&self.diagnostics)
+    fn report(&self) -> BayesReport {
+        BayesReport {
+            posterior: PosteriorReport::from(&self.posterior),
+            diagnostics: DiagnosticsReport::from(&self.diagnostics),
+        }
     }
 
     fn mean_uncertainty(&self) -> MeanUncertainty<'_> {
         MeanUncertainty::Line(&self.posterior)
+    }
+}
+
+/// A bayes version's report: its answer's `posterior` and `diagnostics` fields.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, ToSchema)]
+pub struct BayesReport {
+    /// bayes versions: the line's posterior and the canary.
+    pub posterior: PosteriorReport,
+    /// bayes versions: the sampler's convergence.
+    pub diagnostics: DiagnosticsReport,
+}
+
+impl MethodReport for BayesReport {
+    fn posterior(&self) -> Option<&PosteriorReport> {
+        Some(&self.posterior)
+    }
+
+    fn diagnostics(&self) -> Option<&DiagnosticsReport> {
+        Some(&self.diagnostics)
+    }
+
+    fn headline(&self) -> Option<String> {
+        Some(self.posterior.headline())
     }
 }
 

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::linear::Target;
 pub use crate::report::{FitDiagnostics, RubricPosterior};
-pub use corrector::{Bayes, BayesModel, BayesOptions};
+pub use corrector::{Bayes, BayesModel, BayesOptions, BayesReport};
 pub use model::{Model, Priors, SufficientStats};
 
 use super::stats::{self, standard_normal};

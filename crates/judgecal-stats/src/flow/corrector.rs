@@ -7,11 +7,12 @@ use std::sync::OnceLock;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::report::{FlowReport, FlowTraining, Recipe};
 use super::{FlowWeights, TABLE_POINTS, Table, table_range};
 use crate::conformal::Intervals;
 use crate::corrector::{Cell, CellModel, Corrected, Corrector, MeanUncertainty, Run};
 use crate::cv::Scheme;
-use crate::report::{FlowConfig, FlowSummary, ReviewAudit, ReviewRule, Schedule};
+use crate::report::{FlowConfig, ReviewAudit, ReviewRule, Schedule};
 use crate::stats::quantile;
 
 /// A training recipe: what the flow's unset training options default to.
@@ -413,6 +414,8 @@ impl FlowModel {
 }
 
 impl CellModel for FlowModel {
+    type Report = FlowReport;
+
     fn prepare(&self) -> Result<(), String> {
         if self.table.get().is_none() {
             let table = Table::build(
@@ -459,19 +462,29 @@ impl CellModel for FlowModel {
         )
     }
 
-    fn flow(&self) -> Option<FlowSummary> {
+    fn report(&self) -> FlowReport {
         let w = &self.weights;
-        Some(FlowSummary {
-            config: w.options,
-            trained_on: self.trained_on,
-            epochs_run: w.epochs_run,
-            stopped_early: w.stopped_early,
-            train_loss: w.train_loss,
-            validation_loss: w.validation_loss,
-            mc_passes: w.options.mc_passes,
-            review_sigma: self.review_sigma,
-            table: (self.table_lo, self.table_hi),
-            review_audit: self.review_audit.as_deref().copied(),
-        })
+        let config = w.options;
+        FlowReport {
+            flow: FlowTraining {
+                recipe: Recipe {
+                    learning_rate: config.learning_rate,
+                    schedule: config.schedule,
+                    batch_size: config.batch_size,
+                    epochs: config.steps.is_none().then_some(config.epochs),
+                    steps: config.steps,
+                    early_stopping: config.early_stopping,
+                },
+                trained_on: self.trained_on,
+                epochs_run: w.epochs_run,
+                stopped_early: w.stopped_early,
+                train_loss: w.train_loss,
+                validation_loss: w.validation_loss,
+                mc_passes: config.mc_passes,
+                review_sigma: self.review_sigma,
+                table: [self.table_lo, self.table_hi],
+                review_audit: self.review_audit.as_deref().copied(),
+            },
+        }
     }
 }

@@ -15,10 +15,12 @@
 
 mod corrector;
 mod net;
+mod report;
 mod table;
 
-pub use crate::report::{FlowConfig, FlowSummary, ReviewAudit, ReviewRule, Schedule};
+pub use crate::report::{FlowConfig, ReviewAudit, ReviewRule, Schedule};
 pub use corrector::{Flow, FlowModel, FlowOptions, FlowPreset};
+pub use report::{FlowReport, FlowTraining, Recipe};
 pub use table::Table;
 
 use net::{Masks, Net, dropout_mask};

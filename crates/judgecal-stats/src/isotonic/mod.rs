@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::corrector::{Cell, CellModel, Corrected, Corrector, Run};
+use super::report::NoReport;
 
 /// Isotonic regression has nothing to set.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -71,6 +72,12 @@ impl Corrector for Isotonic {
 }
 
 impl CellModel for IsotonicModel {
+    type Report = NoReport;
+
+    fn report(&self) -> NoReport {
+        NoReport {}
+    }
+
     fn correct(&self, scores: &[f64]) -> Result<Vec<Corrected>, String> {
         Ok(scores
             .iter()
