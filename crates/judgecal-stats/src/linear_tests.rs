@@ -108,10 +108,12 @@ fn the_line_is_the_one_input_case_sized_at_run_time_pooled_or_not() {
             for (a, b) in g1.iter().zip(&g2) {
                 assert!((a - b).abs() < 1e-7 * a.abs().max(1.0), "{g1:?} vs {g2:?}");
             }
-            for (a, b) in line.lines(&x).iter().zip(&sized.params(&x)) {
-                assert!((a.alpha - b.mean[0]).abs() < 1e-8 && (a.beta - b.mean[1]).abs() < 1e-8);
-                assert!((a.var_beta - b.cov[(1, 1)]).abs() < 1e-10);
-                assert!((a.cov - b.cov[(0, 1)]).abs() < 1e-10);
+            for (a, b) in line.params(&x).iter().zip(&sized.params(&x)) {
+                assert!(
+                    (a.mean[0] - b.mean[0]).abs() < 1e-8 && (a.mean[1] - b.mean[1]).abs() < 1e-8
+                );
+                assert!((a.cov[(1, 1)] - b.cov[(1, 1)]).abs() < 1e-10);
+                assert!((a.cov[(0, 1)] - b.cov[(0, 1)]).abs() < 1e-10);
             }
         }
     }

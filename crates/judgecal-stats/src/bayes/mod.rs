@@ -1,10 +1,11 @@
 //! The hierarchical Bayesian linear corrector: the model (`model`), NUTS sampling through
-//! nuts-rs, convergence diagnostics (`diagnostics`) and the posterior summary a correction
-//! needs.
+//! nuts-rs, convergence diagnostics (`diagnostics`), the posterior summary of any case of the
+//! linear model (`summary`, which panels read too) and the line's posterior a correction needs.
 
 mod corrector;
 pub mod diagnostics;
 pub mod model;
+pub mod summary;
 
 use std::collections::HashMap;
 
@@ -19,8 +20,6 @@ pub use crate::linear::Target;
 pub use crate::report::{FitDiagnostics, RubricPosterior};
 pub use corrector::{Bayes, BayesModel, BayesOptions, BayesReport};
 pub use model::{Model, Priors, SufficientStats};
-
-use super::stats::{self, standard_normal};
 
 /// Sampler settings; the defaults are the issue's: 2 chains × (500 warm-up + 1,000 draws),
 /// target acceptance 0.9.
@@ -349,13 +348,9 @@ impl Fit {
     }
 }
 
-/// A quantity of one draw: from the rubrics' conditionals, the sampled (α, β) per rubric and
-/// the sampler's coordinates.
-type DrawFn<'a> = dyn Fn(&Vec<model::RubricDraw>, &Vec<(f64, f64)>, &[f64]) -> f64 + 'a;
-
 /// A quantity `f` of every kept draw, per chain: from the draw's rubric conditionals
 /// (`draws`), the coefficients sampled from them (`sampled`) and the sampler's coordinates.
-pub(crate) fn series<D, S>(
+fn series<D, S>(
     chains: &[Vec<Vec<f64>>],
     draws: &[Vec<D>],
     sampled: &[Vec<S>],
@@ -370,101 +365,41 @@ pub(crate) fn series<D, S>(
         .collect()
 }
 
-fn summarise(model: &Model, chains: &[Vec<Vec<f64>>], divergences: u64, opts: &FitOptions) -> Fit {
-    let r = model.rubrics();
-    // draws[chain][draw][rubric]
-    let draws: Vec<Vec<Vec<model::RubricDraw>>> = chains
+/// The line's posterior per rubric, from the linear model's summary: α and β are its two
+/// coefficients, and the canary the chance that β lies below `collapse_beta`.
+fn summarise(model: &Model, chains: &Chains, divergences: u64, opts: &FitOptions) -> Fit {
+    let summary = summary::summarise(model, chains, divergences, opts.seed);
+    let rubrics = summary
+        .rubrics
         .iter()
-        .map(|c| c.iter().map(|x| model.lines(x)).collect())
-        .collect();
-    // One (α, β) per draw from its conditional normal (the draw itself for one rubric), for
-    // quantiles and diagnostics; means, variances and the canary use the conditional moments
-    // directly (Rao–Blackwellised), which is exact and less noisy.
-    let mut rng = Rng::seed_from_u64(opts.seed ^ 0x5EED_CAFE);
-    let sampled: Vec<Vec<Vec<(f64, f64)>>> = draws
-        .iter()
-        .map(|chain| {
-            chain
-                .iter()
-                .map(|rubrics| {
-                    rubrics
-                        .iter()
-                        .map(|d| {
-                            // Cholesky of [[va, c], [c, vb]].
-                            let l11 = d.var_alpha.max(0.0).sqrt();
-                            let l21 = if l11 > 0.0 { d.cov / l11 } else { 0.0 };
-                            let l22 = (d.var_beta - l21 * l21).max(0.0).sqrt();
-                            let (z1, z2) = (standard_normal(&mut rng), standard_normal(&mut rng));
-                            (d.alpha + l11 * z1, d.beta + l21 * z1 + l22 * z2)
-                        })
-                        .collect()
-                })
-                .collect()
+        .map(|c| {
+            let below = c.below(1, 1.0, opts.collapse_beta);
+            let (beta_lo, beta_hi) = c.interval(1);
+            RubricPosterior {
+                alpha_mean: c.mean[0],
+                beta_mean: c.mean[1],
+                sigma_mean: c.sigma_mean,
+                alpha_var: c.cov[(0, 0)],
+                beta_var: c.cov[(1, 1)],
+                alpha_beta_cov: c.cov[(0, 1)],
+                sigma2_mean: c.sigma2_mean,
+                beta_lo,
+                beta_hi,
+                beta_collapse_probability: below,
+                canary: below > opts.collapse_probability,
+            }
         })
         .collect();
-    let series = |f: &DrawFn<'_>| series(chains, &draws, &sampled, f);
-    let mut own_conv = Vec::with_capacity(r);
-    let mut rubrics = Vec::with_capacity(r);
-    for k in 0..r {
-        let alpha = series(&|_, s, _| s[k].0);
-        let beta = series(&|_, s, _| s[k].1);
-        let sigma = series(&|d, _, _| d[k].sigma);
-        own_conv.push(
-            [&alpha, &beta, &sigma]
-                .map(|s| diagnostics::convergence(s))
-                .to_vec(),
-        );
-        let all: Vec<model::RubricDraw> = draws.iter().flatten().map(|d| d[k]).collect();
-        let n = all.len() as f64;
-        let mean = |f: &dyn Fn(&model::RubricDraw) -> f64| crate::stats::mean_of(all.iter().map(f));
-        let (ma, mb) = (mean(&|d| d.alpha), mean(&|d| d.beta));
-        // Law of total (co)variance: mean of the conditional plus spread of the means.
-        let between = |f: &dyn Fn(&model::RubricDraw) -> f64,
-                       mf: f64,
-                       g: &dyn Fn(&model::RubricDraw) -> f64,
-                       mg: f64| {
-            all.iter().map(|d| (f(d) - mf) * (g(d) - mg)).sum::<f64>() / (n - 1.0)
-        };
-        let alpha_of = |d: &model::RubricDraw| d.alpha;
-        let beta_of = |d: &model::RubricDraw| d.beta;
-        let below = mean(&|d| {
-            if d.var_beta > 0.0 {
-                stats::normal_cdf((opts.collapse_beta - d.beta) / d.var_beta.sqrt())
-            } else {
-                f64::from(u8::from(d.beta < opts.collapse_beta))
-            }
-        });
-        let b: Vec<f64> = beta.concat();
-        rubrics.push(RubricPosterior {
-            alpha_mean: ma,
-            beta_mean: mb,
-            sigma_mean: mean(&|d| d.sigma),
-            alpha_var: mean(&|d| d.var_alpha) + between(&alpha_of, ma, &alpha_of, ma),
-            beta_var: mean(&|d| d.var_beta) + between(&beta_of, mb, &beta_of, mb),
-            alpha_beta_cov: mean(&|d| d.cov) + between(&alpha_of, ma, &beta_of, mb),
-            sigma2_mean: mean(&|d| d.sigma * d.sigma),
-            beta_lo: stats::quantile(&b, 0.025),
-            beta_hi: stats::quantile(&b, 0.975),
-            beta_collapse_probability: below,
-            canary: below > opts.collapse_probability,
-        });
-    }
-    // The population scales τ_α, τ_β when pooled (μ is integrated out with the rubric
-    // effects; the drawn α_r, β_r carry its uncertainty).
-    let hyper: Vec<diagnostics::Convergence> = (0..model.hyperparameters(&chains[0][0]).len())
-        .map(|i| diagnostics::convergence(&series(&|_, _, x| model.hyperparameters(x)[i])))
-        .collect();
-    let (rubric_diagnostics, diagnostics) = diagnose(&own_conv, &hyper, divergences);
     Fit {
         rubrics,
-        rubric_diagnostics,
-        diagnostics,
+        rubric_diagnostics: summary.rubric_diagnostics,
+        diagnostics: summary.diagnostics,
     }
 }
 
 /// Per rubric, the worst of its own parameters' and the shared ones' (`hyper`) convergence;
 /// and the whole fit's. Divergences belong to the joint posterior, so every figure carries them.
-pub(crate) fn diagnose(
+fn diagnose(
     own: &[Vec<diagnostics::Convergence>],
     hyper: &[diagnostics::Convergence],
     divergences: u64,

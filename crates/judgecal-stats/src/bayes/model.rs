@@ -109,19 +109,6 @@ impl Priors {
     }
 }
 
-/// One rubric's parameters at one posterior draw: α and β are integrated out of the sampled
-/// density, and the draw carries their exact conditional posterior given the scales: a normal
-/// with this mean and covariance.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RubricDraw {
-    pub alpha: f64,
-    pub beta: f64,
-    pub var_alpha: f64,
-    pub var_beta: f64,
-    pub cov: f64,
-    pub sigma: f64,
-}
-
 /// The posterior of one judge's rubrics: the multi-input model with the judge score alone.
 pub type Model = StackModel<U2>;
 
@@ -129,20 +116,5 @@ impl StackModel<U2> {
     /// The line's model of `stats` (one per rubric) under `priors`.
     pub fn line(stats: Vec<SufficientStats>, priors: Priors) -> Self {
         Self::new(stats, priors.stacked())
-    }
-
-    /// Per-rubric (α, β, σ) at the sampler's coordinates `x`.
-    pub fn lines(&self, x: &[f64]) -> Vec<RubricDraw> {
-        self.params(x)
-            .into_iter()
-            .map(|d| RubricDraw {
-                alpha: d.mean[0],
-                beta: d.mean[1],
-                var_alpha: d.cov[(0, 0)],
-                var_beta: d.cov[(1, 1)],
-                cov: d.cov[(0, 1)],
-                sigma: d.sigma,
-            })
-            .collect()
     }
 }

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::rng::RngExt;
+use crate::stats::standard_normal;
 
 /// Anchors from y = a + b·j + N(0, s²), j uniform on [1, 5].
 pub(super) fn simulate(rng: &mut Rng, n: usize, a: f64, b: f64, s: f64) -> Vec<(f64, f64)> {

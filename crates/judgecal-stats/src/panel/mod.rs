@@ -14,9 +14,7 @@ pub mod plan;
 
 use nalgebra::{DMatrix, DVector};
 
-use crate::bayes::{self, FitDiagnostics, FitOptions, diagnostics};
-use crate::rng::{Rng, SeedableRng};
-use crate::stats::{self, standard_normal};
+use crate::bayes::{self, FitDiagnostics, FitOptions};
 
 pub use crate::linear::{StackDraw, StackModel, StackPriors, Stats};
 
@@ -136,10 +134,8 @@ pub fn fit(
     Ok(summarise(&model, stats, &chains, divergences, opts))
 }
 
-/// A quantity of one draw: from the rubrics' conditionals, the sampled coefficients per
-/// rubric and the sampler's coordinates.
-type DrawFn<'a> = dyn Fn(&Vec<StackDraw>, &Vec<DVector<f64>>, &[f64]) -> f64 + 'a;
-
+/// Each rubric's fused corrector from the linear model's summary: its coefficients, and per
+/// member a weight whose canary is the chance its standardised weight lies below the floor.
 fn summarise(
     model: &StackModel,
     stats: &[Stats],
@@ -147,95 +143,40 @@ fn summarise(
     divergences: u64,
     opts: &StackOptions,
 ) -> StackFit {
-    let p = model.coefficients();
-    let draws: Vec<Vec<Vec<StackDraw>>> = chains
-        .iter()
-        .map(|c| c.iter().map(|x| model.params(x)).collect())
-        .collect();
-    // One coefficient vector per draw from its conditional normal, for quantiles and
-    // diagnostics; means and covariances use the conditional moments (Rao–Blackwellised).
-    let mut rng = Rng::seed_from_u64(opts.sampler.seed ^ 0x5EED_CAFE);
-    let sampled: Vec<Vec<Vec<DVector<f64>>>> = draws
-        .iter()
-        .map(|chain| {
-            chain
-                .iter()
-                .map(|rubrics| {
-                    rubrics
-                        .iter()
-                        .map(|d| {
-                            let z = DVector::from_fn(p, |_, _| standard_normal(&mut rng));
-                            let l = d
-                                .cov
-                                .clone()
-                                .cholesky()
-                                .map(|c| c.l())
-                                .unwrap_or_else(|| DMatrix::zeros(p, p));
-                            &d.mean + l * z
-                        })
-                        .collect()
+    let summary = bayes::summary::summarise(model, chains, divergences, opts.sampler.seed);
+    let rubrics = summary
+        .rubrics
+        .into_iter()
+        .zip(stats)
+        .map(|(c, s)| {
+            let (member_sd, y_sd) = spreads(s);
+            let members = (1..c.mean.len())
+                .map(|i| {
+                    let scale = member_sd[i - 1] / y_sd.max(1e-12);
+                    let below = c.below(i, scale, opts.member_floor);
+                    let (weight_lo, weight_hi) = c.interval(i);
+                    MemberWeight {
+                        weight: c.mean[i],
+                        weight_lo,
+                        weight_hi,
+                        standardised: c.mean[i] * scale,
+                        below_floor: below,
+                        canary: below > opts.member_probability,
+                    }
                 })
-                .collect()
+                .collect();
+            StackPosterior {
+                mean: c.mean,
+                cov: c.cov,
+                sigma2_mean: c.sigma2_mean,
+                members,
+            }
         })
         .collect();
-    let series = |f: &DrawFn<'_>| bayes::series(chains, &draws, &sampled, f);
-    let mut own_conv = Vec::with_capacity(stats.len());
-    let mut rubrics = Vec::with_capacity(stats.len());
-    for (k, s) in stats.iter().enumerate() {
-        let mut conv: Vec<diagnostics::Convergence> = (0..p)
-            .map(|i| diagnostics::convergence(&series(&|_, v, _| v[k][i])))
-            .collect();
-        conv.push(diagnostics::convergence(&series(&|d, _, _| d[k].sigma)));
-        own_conv.push(conv);
-        let all: Vec<&StackDraw> = draws.iter().flatten().map(|d| &d[k]).collect();
-        let n = all.len() as f64;
-        let mean = all.iter().fold(DVector::zeros(p), |acc, d| acc + &d.mean) / n;
-        // Law of total covariance: the conditionals' mean covariance plus the means' spread.
-        let cov = all.iter().fold(DMatrix::zeros(p, p), |acc, d| {
-            let e = &d.mean - &mean;
-            acc + &d.cov / n + &e * e.transpose() / (n - 1.0).max(1.0)
-        });
-        let sigma2_mean = stats::mean_of(all.iter().map(|d| d.sigma * d.sigma));
-        let (member_sd, y_sd) = spreads(s);
-        let members = (1..p)
-            .map(|i| {
-                let scale = member_sd[i - 1] / y_sd.max(1e-12);
-                let below = stats::mean_of(all.iter().map(|d| {
-                    let sd = d.cov[(i, i)].max(0.0).sqrt() * scale;
-                    let m = d.mean[i] * scale;
-                    if sd > 0.0 {
-                        stats::normal_cdf((opts.member_floor - m) / sd)
-                    } else {
-                        f64::from(u8::from(m < opts.member_floor))
-                    }
-                }));
-                let w: Vec<f64> = sampled.iter().flatten().map(|v| v[k][i]).collect();
-                MemberWeight {
-                    weight: mean[i],
-                    weight_lo: stats::quantile(&w, 0.025),
-                    weight_hi: stats::quantile(&w, 0.975),
-                    standardised: mean[i] * scale,
-                    below_floor: below,
-                    canary: below > opts.member_probability,
-                }
-            })
-            .collect();
-        rubrics.push(StackPosterior {
-            mean,
-            cov,
-            sigma2_mean,
-            members,
-        });
-    }
-    // The population scales τ when pooled (none for one rubric).
-    let hyper: Vec<diagnostics::Convergence> = (0..model.hyperparameters(&chains[0][0]).len())
-        .map(|i| diagnostics::convergence(&series(&|_, _, x| model.hyperparameters(x)[i])))
-        .collect();
-    let (rubric_diagnostics, diagnostics) = bayes::diagnose(&own_conv, &hyper, divergences);
     StackFit {
         rubrics,
-        rubric_diagnostics,
-        diagnostics,
+        rubric_diagnostics: summary.rubric_diagnostics,
+        diagnostics: summary.diagnostics,
     }
 }
 
@@ -335,6 +276,8 @@ impl SubPanels {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rng::{Rng, SeedableRng};
+    use crate::stats::{self, standard_normal};
 
     /// Items: a latent quality (normal, so the linear model is the truth), two members of one family (a shared
     /// error plus their own), one independent member, and one member that is pure noise; the
