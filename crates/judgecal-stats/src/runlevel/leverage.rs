@@ -509,10 +509,9 @@ mod tests {
     /// (94.7–95.9% `bayes`, 93.7–95.3% isotonic), and the ranking's family 93–98.5% with
     /// `bayes` (max-t errs wide). With isotonic versions the family covers 89–93% whether the
     /// runs are of two versions or of one (85–89% before its draws took each run's spread from
-    /// the half-samples; not the versions' correlation: the same ranking within one version
-    /// covers 94.8% in `compares_within_one_isotonic_version…`'s replications, and why this
-    /// harness's 150 differ was not found), so there it must cover as often as within one
-    /// version, less 1.5 points.
+    /// the half-samples; not the versions' correlation: within one version it covers 92.2%
+    /// over four seed bases of 600 replications each, docs/judge-versions.md), so there it must
+    /// cover as often as within one version, less 1.5 points.
     /// The correlation taken at the anchors' centre covered 83.5% (`bayes`, 200 shared).
     #[test]
     fn cross_version_answers_at_opposite_ends_of_the_scale_cover_at_their_level() {
