@@ -285,15 +285,11 @@ fn the_collapsed_density_is_the_integral_over_the_population_means() {
         .iter()
         .enumerate()
         .map(|(i, &u)| {
-            half_normal_log(
-                u,
-                if i < 2 {
-                    priors.tau_scale
-                } else {
-                    priors.sigma_scale
-                },
-            )
-            .0
+            if i < 2 {
+                half_normal_log(u, priors.tau_scale).0
+            } else {
+                sigma_prior_log(u, priors.sigma_scale).0
+            }
         })
         .sum();
     // The collapsed density keeps S's quadratic form but drops the 2π of ∫dμ.

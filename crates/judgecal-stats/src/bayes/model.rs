@@ -9,7 +9,7 @@
 //! The rubric effects and μ are integrated out in closed form (see `crate::linear`), so the
 //! sampler has no funnel to fall into. With R = 1 there is nothing to pool, and the model is the
 //! paper's single-cell one with fixed priors `α ~ N(m_α, s_α²)`, `β ~ N(m_β, s_β²)`,
-//! `σ ~ HalfNormal(s_σ)`. This module only names the line's pieces: its statistics, its priors
+//! `σ ~ HalfNormal(s_σ)` (each σ's HalfNormal with a floor at 10⁻³·s_σ: `crate::linear`). This module only names the line's pieces: its statistics, its priors
 //! and a draw's (α, β).
 
 use nalgebra::{Matrix2, U2, Vector2};

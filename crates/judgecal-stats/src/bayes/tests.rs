@@ -238,3 +238,29 @@ fn a_fit_that_misses_its_gate_extends_itself_within_its_budget() {
     assert!(failed.gate_failure().is_some());
     assert_eq!(rounds.borrow().len(), 1 + EXTENSIONS as usize);
 }
+
+#[test]
+fn references_exactly_on_a_line_give_a_proper_posterior() {
+    // y = 0.5 + 0.8·j with no noise at all: without a floor on σ's prior the likelihood grows
+    // as σ^−n toward σ = 0, the posterior is improper, and NUTS chased σ down at its longest
+    // trees (about 40 s a cell, and no convergence). With it, one rubric and two pooled ones
+    // converge, recover the line, and put σ far below any real noise (its mode is near
+    // 10⁻³/√n).
+    let exact = |n: usize, a: f64, b: f64| {
+        SufficientStats::from_pairs((0..n).map(|i| {
+            let j = 1.0 + 4.0 * (i as f64 + 0.5) / n as f64;
+            (j, a + b * j)
+        }))
+    };
+    for stats in [
+        vec![exact(200, 0.5, 0.8)],
+        vec![exact(200, 0.5, 0.8), exact(150, 0.3, 0.9)],
+    ] {
+        let fit = fit(&stats, &FitOptions::default(), &no_progress).unwrap();
+        assert!(fit.diagnostics.failure().is_none(), "{:?}", fit.diagnostics);
+        let p = fit.rubrics[0];
+        assert!((p.alpha_mean - 0.5).abs() < 1e-3, "α {}", p.alpha_mean);
+        assert!((p.beta_mean - 0.8).abs() < 1e-3, "β {}", p.beta_mean);
+        assert!(p.sigma_mean < 1e-3, "σ {}", p.sigma_mean);
+    }
+}
