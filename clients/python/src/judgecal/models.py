@@ -1080,7 +1080,8 @@ class Priors(BaseModel):
     beta_sd: float | None = Field(2.0, gt=0.0)
     sigma_scale: float | None = Field(1.0, gt=0.0)
     """
-    Scale of the HalfNormal prior on each σ_r.
+    Scale of the HalfNormal prior on each σ_r (which turns away from 0 below a thousandth of
+    it, so that references exactly on a line still give a proper posterior).
     """
     tau_scale: float | None = Field(1.0, gt=0.0)
     """

@@ -55,7 +55,8 @@ pub struct Priors {
     pub beta_mean: f64,
     #[schema(exclusive_minimum = 0)]
     pub beta_sd: f64,
-    /// Scale of the HalfNormal prior on each σ_r.
+    /// Scale of the HalfNormal prior on each σ_r (which turns away from 0 below a thousandth of
+    /// it, so that references exactly on a line still give a proper posterior).
     #[schema(exclusive_minimum = 0)]
     pub sigma_scale: f64,
     /// Scale of the HalfNormal priors on τ_α and τ_β.
