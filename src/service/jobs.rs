@@ -274,11 +274,16 @@ impl Service {
         self.job(id).await
     }
 
+    /// A job as the store holds it; one that succeeded is served by this process by the time
+    /// its caller reads it (see `serve_finished`).
     pub async fn job(&self, id: JobId) -> Result<Job> {
-        self.store
+        let job = self
+            .store
             .job(id)
             .await?
-            .ok_or_else(|| Error::NotFound(format!("no job {id}")))
+            .ok_or_else(|| Error::NotFound(format!("no job {id}")))?;
+        self.serve_finished(&job).await?;
+        Ok(job)
     }
 
     /// Runs a claimed job's computation: parses its request, reads the snapshot, fits off the

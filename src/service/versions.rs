@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use super::Service;
-use crate::domain::calibration::{CalibratorVersion, OnMismatch};
+use crate::domain::calibration::{CalibratorVersion, Job, JobState, OnMismatch};
 use crate::domain::{CellKey, JudgeName, JudgeVersion, RubricName, Scale};
 use crate::error::{Error, Result};
 
@@ -151,6 +151,31 @@ impl Cache {
         Seen(self.reads.fetch_add(1, Ordering::SeqCst))
     }
 
+    /// Whether this process serves what a finished job made: each version the job left
+    /// active, and each passed one (or a later one of its cell) for requests naming the judge
+    /// version it was trained on. A job reads `succeeded` in the store as soon as it commits,
+    /// before any process has loaded its versions.
+    fn serves(&self, job: &Job) -> bool {
+        let Ok(by_judge_version) = self.by_judge_version.read() else {
+            return false;
+        };
+        job.versions.iter().all(|r| {
+            let key = CellKey {
+                judge: job.judge.clone(),
+                rubric: r.rubric.clone(),
+            };
+            let active = !r.active
+                || self
+                    .active(&key)
+                    .is_some_and(|a| a.version.version >= r.version);
+            let by_version = !r.passed
+                || by_judge_version
+                    .iter()
+                    .any(|((k, _), l)| *k == key && l.version.version >= r.version);
+            active && by_version
+        })
+    }
+
     fn active(&self, key: &CellKey) -> Option<Arc<Loaded>> {
         self.active
             .read()
@@ -182,6 +207,18 @@ pub(super) fn train_hint(judge: &JudgeName) -> String {
 }
 
 impl Service {
+    /// Makes sure a job that reads `succeeded` is served by this process when its caller
+    /// reads it: a client that polls a job and then corrects must get the versions it made,
+    /// whichever process ran it and however soon it asks (the refresh timer alone would leave
+    /// up to `calibrators.refresh_millis`, and the process that ran it loads its versions only
+    /// after the commit).
+    pub(super) async fn serve_finished(&self, job: &Job) -> Result<()> {
+        if job.state == JobState::Succeeded && !self.calibrators.serves(job) {
+            self.refresh_calibrators().await?;
+        }
+        Ok(())
+    }
+
     pub async fn versions(&self, key: &CellKey) -> Result<Vec<CalibratorVersion>> {
         self.store.versions(key).await
     }

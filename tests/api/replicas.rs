@@ -2,7 +2,8 @@
 //! database, talking HTTP over loopback. While labelling clients keep uploading through both:
 //! a training job running in one is finished by the other after that one is killed with
 //! SIGKILL; every job runs exactly once; an activation through one is served by the other
-//! within seconds; and every anchor either process acknowledged is stored.
+//! within seconds; and every anchor either process acknowledged is stored. A job read as
+//! `succeeded` through either process is served by that process at once.
 
 use std::collections::BTreeSet;
 use std::process::{Child, Command, Stdio};
@@ -22,6 +23,11 @@ struct Replica {
 impl Replica {
     /// Starts the binary on `database` and waits until it answers /readyz.
     async fn start(database: &str) -> Self {
+        Self::start_with(database, &[]).await
+    }
+
+    /// As `start`, with settings (`JUDGECAL__…` variables) over the test's own.
+    async fn start_with(database: &str, settings: &[(&str, &str)]) -> Self {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free port")
@@ -36,6 +42,7 @@ impl Replica {
             .env("JUDGECAL__JOBS__POLL_MILLIS", "100")
             .env("JUDGECAL__CALIBRATORS__REFRESH_MILLIS", "300")
             .env("JUDGECAL__LOG__LEVEL", "error")
+            .envs(settings.iter().copied())
             .stdout(Stdio::null())
             .spawn()
             .expect("the judgecal binary starts");
@@ -366,4 +373,69 @@ async fn two_processes_survive_a_sigkill_and_lose_no_acknowledged_anchor() {
         );
     }
     drop(dead);
+}
+
+/// A client that polls a job through a replica that did not run it, then corrects at once,
+/// gets what the job made, for untagged and versioned requests. That replica's refresh timer
+/// is an hour here, so only the job read can have brought the versions: before it did, the
+/// client got a 404 ("no calibration") after the first job and the previous version after the
+/// others. The same holds in the process that ran the job, which loads its versions only after
+/// the commit that makes the job read `succeeded`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_read_as_succeeded_is_served_by_the_process_that_answered() {
+    let database = crate::common::fresh_postgres_database().await;
+    let runner = Replica::start(&database).await;
+    let server = Replica::start_with(
+        &database,
+        &[
+            ("JUDGECAL__JOBS__ENABLED", "false"),
+            ("JUDGECAL__CALIBRATORS__REFRESH_MILLIS", "3600000"),
+        ],
+    )
+    .await;
+    let client = reqwest::Client::new();
+    let rows = anchors("late", 80);
+    let rescored: Vec<Value> = rows
+        .iter()
+        .map(|r| {
+            let mut r = r.clone();
+            r["judge_score"] = json!(r["judge_score"].as_f64().unwrap() - 0.5);
+            r
+        })
+        .collect();
+    let upload = |judge_version: Option<&str>, rows: &[Value]| {
+        let mut body = json!({"judge": "late", "rubric": "coherence", "anchors": rows});
+        if let Some(v) = judge_version {
+            body["judge_version"] = json!(v);
+        }
+        send(&client, "POST", server.url("/v1/anchors"), body)
+    };
+    let (status, res) = upload(None, &rows).await;
+    assert_eq!(status, 200, "{res}");
+    let trainings = [
+        (json!({"method": "isotonic"}), None),
+        (json!({"method": "quantile_map"}), None),
+        (
+            json!({"method": "isotonic", "judge_version": "v2"}),
+            Some("v2"),
+        ),
+    ];
+    for (number, (training, judge_version)) in (1..).zip(trainings) {
+        if let Some(v) = judge_version {
+            let (status, res) = upload(Some(v), &rescored).await;
+            assert_eq!(status, 200, "{res}");
+        }
+        let id = queue(&client, &server, "late", training).await;
+        let job = wait_for(&client, &server, &id, Duration::from_secs(60), finished).await;
+        assert_eq!(job["state"], "succeeded", "{job}");
+        let mut body = json!({"judge": "late", "rubric": "coherence", "scores": [3.0]});
+        if let Some(v) = judge_version {
+            body["judge_version"] = json!(v);
+        }
+        let (status, res) = send(&client, "POST", server.url("/v1/correct"), body).await;
+        assert_eq!(status, 200, "job {number}: {res}");
+        assert_eq!(res["version"], number, "job {number}: {res}");
+        assert!(res.get("warnings").is_none(), "job {number}: {res}");
+    }
+    drop(runner);
 }

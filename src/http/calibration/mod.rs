@@ -105,7 +105,9 @@ pub async fn train(
     ))
 }
 
-/// A training job: state, progress, the versions it made, or why it failed.
+/// A training job: state, progress, the versions it made, or why it failed. Once it reads
+/// `succeeded`, the process that answered serves its versions: correct at once, through any
+/// replica.
 #[utoipa::path(
     get, path = "/v1/jobs/{id}", tag = "calibration",
     params(("id" = String, Path)),
