@@ -453,7 +453,11 @@ impl Intervals {
     }
 
     /// Gives each of `corrected` (the corrections of `scores`) its interval: the bin's band
-    /// around the corrected score, in reference units or in the method's own half-width.
+    /// around the corrected score, in reference units or in the method's own half-width,
+    /// widened where needed to hold the credible interval. A reference cannot be placed more
+    /// surely than the mean it scatters around: where held-out residuals are all about 0
+    /// (references copied from a formula of the judge score), the band alone came out
+    /// narrower than the posterior's interval for the mean.
     pub fn apply(&self, scores: &[f64], corrected: &mut [Corrected]) {
         if self.source == Source::Method {
             return;
@@ -465,7 +469,11 @@ impl Intervals {
                 _ => Some(1.0),
             };
             if let (Some((lo, hi)), Some(scale)) = (bin.and_then(|b| b.band), scale) {
-                c.predictive = Some((c.score + lo * scale, c.score + hi * scale));
+                let (lo, hi) = (c.score + lo * scale, c.score + hi * scale);
+                c.predictive = Some(match c.credible {
+                    Some((m_lo, m_hi)) => (lo.min(m_lo), hi.max(m_hi)),
+                    None => (lo, hi),
+                });
             }
         }
     }
@@ -691,6 +699,47 @@ mod tests {
         assert!((0.94..=0.96).contains(&all), "{all}");
         assert!((0.93..=0.97).contains(&at_ends), "{at_ends}");
         assert!(before < 0.75, "{before}");
+    }
+
+    #[test]
+    fn a_band_never_narrower_than_the_credible_interval() {
+        let intervals = |source, band| Intervals {
+            level: LEVEL,
+            source,
+            bins: vec![Bin {
+                from: None,
+                to: None,
+                anchors: 200,
+                band: Some(band),
+                held_out_coverage: Some(0.95),
+                ties: None,
+                ranks: None,
+            }],
+            held_out: 200,
+            held_out_coverage: Some(0.95),
+            units: None,
+        };
+        let corrected = || {
+            [Corrected {
+                credible: Some((2.09999, 2.10001)),
+                predictive: Some((1.0, 3.2)),
+                ..Corrected::score(2.1)
+            }]
+        };
+        for source in [Source::Conformal, Source::Scaled] {
+            // Held-out residuals all about 0 (references on an exact line of the judge score):
+            // the band is the credible interval.
+            let mut c = corrected();
+            intervals(source, (-1e-7, 1e-7)).apply(&[2.0], &mut c);
+            assert_eq!(c[0].predictive, Some((2.09999, 2.10001)), "{source:?}");
+            // A band wider than it is kept as it is: 2.1 ∓ 0.5, in reference units or in the
+            // method's half-width (1.1).
+            let mut c = corrected();
+            intervals(source, (-0.5, 0.5)).apply(&[2.0], &mut c);
+            let (lo, hi) = c[0].predictive.unwrap();
+            let half = if source == Source::Scaled { 0.55 } else { 0.5 };
+            assert!((lo - (2.1 - half)).abs() < 1e-12 && (hi - (2.1 + half)).abs() < 1e-12);
+        }
     }
 
     #[test]
