@@ -26,6 +26,8 @@ pub struct EstimateRequest {
     /// The judge version that scored the run.
     pub judge_version: Option<JudgeVersion>,
     pub settings: AnswerSettings,
+    /// A panel's missing member scores are taken as missing at random without the runs' test.
+    pub assume_missing_at_random: bool,
 }
 
 /// Two runs' difference, asked for.
@@ -44,6 +46,8 @@ pub struct CompareRequest {
     /// The judge versions that scored runs a and b.
     pub judge_versions: [Option<JudgeVersion>; 2],
     pub settings: AnswerSettings,
+    /// A panel's missing member scores are taken as missing at random without the runs' test.
+    pub assume_missing_at_random: bool,
 }
 
 /// A run as sent, with its group and judge version; `run` is `Err` where it was neither
@@ -79,6 +83,7 @@ impl EstimateRequest {
     ) -> Result<Self, Vec<Problem>> {
         let mut problems = Vec::new();
         let hold = parse_hold(raw.hold.clone(), &mut problems);
+        let assume_missing_at_random = raw.assume_missing_at_random.unwrap_or(false);
         let (key, settings) = parse_common(judge, rubric, version, raw, &mut problems);
         let judge_version = parse_judge_version("", run.judge_version.as_deref(), &mut problems);
         let run = match run.run {
@@ -101,6 +106,7 @@ impl EstimateRequest {
                 members: run.members,
                 covariates: run.covariates,
                 hold,
+                assume_missing_at_random,
                 version,
                 judge_version,
                 settings,
@@ -131,6 +137,7 @@ impl CompareRequest {
     ) -> Result<Self, Vec<Problem>> {
         let mut problems = Vec::new();
         let hold = parse_hold(raw.hold.clone(), &mut problems);
+        let assume_missing_at_random = raw.assume_missing_at_random.unwrap_or(false);
         let (key, settings) = parse_common(judge, rubric, version, raw, &mut problems);
         let mut names = ClusterNames::default();
         let judge_versions = [
@@ -155,6 +162,7 @@ impl CompareRequest {
                 members: [a.members, b.members],
                 covariates: [a.covariates, b.covariates],
                 hold,
+                assume_missing_at_random,
                 version,
                 judge_versions,
                 settings,
@@ -185,6 +193,8 @@ pub struct RankRequest {
     pub version: Option<i64>,
     pub settings: AnswerSettings,
     pub rank: RankSettings,
+    /// A panel's missing member scores are taken as missing at random without the runs' test.
+    pub assume_missing_at_random: bool,
 }
 
 /// A ranking's own options, as sent.
@@ -220,6 +230,7 @@ impl RankRequest {
     ) -> Result<Self, Vec<Problem>> {
         let mut problems = Vec::new();
         let hold = parse_hold(raw.hold.clone(), &mut problems);
+        let assume_missing_at_random = raw.assume_missing_at_random.unwrap_or(false);
         let (key, settings) = parse_common(judge, rubric, version, raw, &mut problems);
         if runs.len() < 2 || runs.len() > MAX_RUNS {
             problems.push(Problem::at(
@@ -347,6 +358,7 @@ impl RankRequest {
                 members,
                 covariates,
                 hold,
+                assume_missing_at_random,
                 judge_versions,
                 version,
                 settings,
@@ -386,6 +398,9 @@ pub struct RawSettings {
     pub estimand: Option<String>,
     /// Covariates to hold at a fixed value for every item.
     pub hold: Option<BTreeMap<String, f64>>,
+    /// A panel's missing member scores are missing at random, given what the other members
+    /// scored: the runs' own test of that is skipped.
+    pub assume_missing_at_random: Option<bool>,
 }
 
 /// A request's `hold`: covariates to read every item at, each problem at `hold.<name>`.
@@ -752,6 +767,7 @@ mod tests {
                 target_half_width: Some(0.05),
                 estimand: Some("population".into()),
                 hold: None,
+                assume_missing_at_random: None,
             },
             &mut problems,
         );
@@ -767,6 +783,7 @@ mod tests {
                 target_half_width: Some(-1.0),
                 estimand: Some("prompts".into()),
                 hold: None,
+                assume_missing_at_random: None,
             },
             &mut problems,
         );

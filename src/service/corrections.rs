@@ -63,13 +63,7 @@ impl Service {
             (Some(fusion), Some(items)) => {
                 self.check_panel(&key.judge, fusion).await?;
                 let fused = fuse_items(fusion, items, "scores").map_err(refused)?;
-                let inputs = fused
-                    .iter()
-                    .map(|f| match f {
-                        FusedScore::Whole(s) => *s,
-                        FusedScore::Partial { fused, .. } => fused.score,
-                    })
-                    .collect();
+                let inputs = fused.iter().map(FusedScore::score).collect();
                 (Some(inputs), Some(fused))
             }
             (Some(fusion), None) => {

@@ -13,6 +13,7 @@ use crate::domain::training::{TrainingRequest, VersionChoice};
 use crate::domain::{CellKey, JudgeName, JudgeVersion, Problem, RubricName, Scale};
 use crate::error::{Error, Result};
 use judgecal_stats::panel::fusion::{FusedScore, Fusion};
+use judgecal_stats::panel::missing::Scored;
 use judgecal_stats::panel::plan::{PanelPlan, PlanAsk};
 
 fn no_panel(name: &JudgeName) -> Error {
@@ -442,8 +443,18 @@ pub fn fuse_items(
     items: &[MemberScores],
     field: &str,
 ) -> std::result::Result<Vec<FusedScore>, Vec<Problem>> {
+    fused_with_scores(fusion, items, field).map(|(fused, _)| fused)
+}
+
+/// As [`fuse_items`], with each item's scores in member order (`None`: not scored).
+pub fn fused_with_scores(
+    fusion: &Fusion,
+    items: &[MemberScores],
+    field: &str,
+) -> std::result::Result<(Vec<FusedScore>, Scored), Vec<Problem>> {
     let mut problems = Vec::new();
     let mut out = Vec::with_capacity(items.len());
+    let mut matrix = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let mut scores = vec![None; fusion.members.len()];
         for (name, score) in item {
@@ -463,9 +474,10 @@ pub fn fuse_items(
             Ok(f) => out.push(f),
             Err(e) => problems.push(Problem::at(Some(i + 1), field, e)),
         }
+        matrix.push(scores);
     }
     if problems.is_empty() {
-        Ok(out)
+        Ok((out, matrix))
     } else {
         Err(problems)
     }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::Service;
 use super::layered::layered;
-use super::panels::fuse_items;
+use super::panels::fused_with_scores;
 use super::versions::{Loaded, Mismatch};
 use crate::domain::covariates::Covariates;
 use crate::domain::panel::MemberScores;
@@ -15,7 +15,8 @@ use crate::domain::{CellKey, JudgeVersion, Problem};
 use crate::error::{Error, Result};
 use crate::metrics::RunQuestion;
 use crate::store::SharedItem;
-use judgecal_stats::panel::fusion::FusedScore;
+use judgecal_stats::panel::fusion::{FusedScore, Fusion};
+use judgecal_stats::panel::missing::{self, ScoreDependence};
 use judgecal_stats::runlevel::rank::{self, RankSettings, Ranking};
 use judgecal_stats::runlevel::{
     self, Anchored, Basis, RunComparison, RunEstimate, RunItems, SharedResidual, Source,
@@ -233,14 +234,19 @@ impl Service {
         &self,
         served: &mut Served,
         runs: Vec<RunInput<'_>>,
-        hold: &Covariates,
+        read: Reading<'_>,
     ) -> Result<()> {
+        let hold = read.hold;
         let fusion = served.loaded.version.fusion.clone();
         let judge = served.loaded.version.key.judge.clone();
         if let Some(f) = &fusion {
             self.check_panel(&judge, f).await?;
         }
         let mut problems = Vec::new();
+        // Each panel run's missing scores are tested at a share of the level, so that a
+        // request whose scores are missing at random is refused at most at `LEVEL`.
+        let panel_runs = runs.iter().filter(|r| r.members.is_some()).count().max(1);
+        let missing_level = missing::LEVEL / panel_runs as f64;
         let given = !hold.is_empty() || runs.iter().any(|r| r.covariates.is_some());
         for (i, input) in runs.into_iter().enumerate() {
             let RunInput {
@@ -283,8 +289,18 @@ impl Service {
             match (&fusion, members) {
                 (None, None) => {}
                 (Some(f), Some(items)) => {
-                    match fuse_items(f, items, &format!("{prefix}scores")) {
-                        Ok(fused) => {
+                    match fused_with_scores(f, items, &format!("{prefix}scores")) {
+                        Ok((fused, scores)) => {
+                            if !read.missing_at_random
+                                && let Some(d) =
+                                    missing::score_dependent(&scores, &f.input, missing_level, f.scorer())
+                            {
+                                problems.push(Problem::at(
+                                    None,
+                                    &format!("{prefix}items"),
+                                    score_dependence(f, &d),
+                                ));
+                            }
                             for (score, item) in run.scores.iter_mut().zip(fused) {
                                 *score = match item {
                                     FusedScore::Whole(s) => s,
@@ -362,7 +378,10 @@ impl Service {
                 members: request.members.as_deref(),
                 covariates: request.covariates.as_deref(),
             }],
-            &request.hold,
+            Reading {
+                hold: &request.hold,
+                missing_at_random: request.assume_missing_at_random,
+            },
         )
         .await?;
         let basis = self.basis(served.loaded.clone()).await?;
@@ -409,7 +428,10 @@ impl Service {
                     covariates: cb.as_deref(),
                 },
             ],
-            &request.hold,
+            Reading {
+                hold: &request.hold,
+                missing_at_random: request.assume_missing_at_random,
+            },
         )
         .await?;
         let n = a.scores.len() + b.scores.len();
@@ -482,7 +504,10 @@ impl Service {
                     covariates: c.as_deref(),
                 })
                 .collect(),
-            &request.hold,
+            Reading {
+                hold: &request.hold,
+                missing_at_random: request.assume_missing_at_random,
+            },
         )
         .await?;
         let (settings, how) = (request.settings, request.rank);
@@ -576,6 +601,34 @@ pub struct Served {
     /// Items of a version trained with covariates carried others it does not read (a name it
     /// was not trained with, or one it did not keep): the version's number and those names.
     pub unread_covariates: Option<(i64, Vec<String>)>,
+}
+
+/// How the runs' items are read: covariates held at fixed values, and whether a panel's
+/// missing member scores may be taken as missing at random without the run's own test.
+#[derive(Clone, Copy)]
+pub(super) struct Reading<'a> {
+    pub hold: &'a Covariates,
+    pub missing_at_random: bool,
+}
+
+/// The refusal of a panel run whose missing scores track the scores given.
+fn score_dependence(fusion: &Fusion, d: &ScoreDependence) -> String {
+    let missing = fusion.members.get(d.missing).map_or("?", String::as_str);
+    format!(
+        "{missing}'s scores look missing where they would have differed: what the other members say of the items \
+         (their sub-panel's corrected score) averages {without:.2} on the {n_without} items {missing} did not score, \
+         against {with:.2} on the {n_with} it scored (Welch p = {p:.1e}; {adjusted:.1e} over the members tested). A \
+         partial item is corrected from the members present, which holds only where a member's absence says nothing \
+         about the score it would have given; a judge that fails on hard items breaks that, and the run's interval \
+         would not hold. Score those items with {missing}, or send `assume_missing_at_random: true` if its absence \
+         depends only on what the other members scored",
+        without = d.without.1,
+        n_without = d.without.0,
+        with = d.with.1,
+        n_with = d.with.0,
+        p = d.p_value,
+        adjusted = d.adjusted,
+    )
 }
 
 /// One run to ready for its version: its field prefix, its items, and a panel's members'

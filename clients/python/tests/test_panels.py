@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from judgecal import Client, NotFound
+from judgecal import Client, InvalidInput, NotFound
 
 
 def items(n: int, seed: int) -> list[tuple[dict[str, float], float]]:
@@ -62,6 +62,14 @@ def test_a_panel_through_the_client(server):
         assert width(no_b) > 1.1 * width(no_noise)
         run = jc.estimate("jury", "coherence", [{"scores": s} for s, _ in fresh])
         assert run.interval[0] < run.estimate < run.interval[1]
+        # Judge a missing where it would score low (a judge failing on hard items): refused,
+        # naming a, unless the caller takes the scores as missing at random.
+        low = [{"scores": {k: v for k, v in s.items() if k != "a" or v >= 3}} for s, _ in items(200, 5)]
+        with pytest.raises(InvalidInput) as refused:
+            jc.estimate("jury", "coherence", low)
+        assert refused.value.status_code == 422 and "a's scores look missing" in str(refused.value.body)
+        assumed = jc.estimate("jury", "coherence", low, assume_missing_at_random=True)
+        assert any("missing at random" in w for w in assumed.warnings)
         plan = jc.plan_panel("jury", "coherence", 1000, 0.03, label_cost=50, costs={"noise": 1})
         assert plan.cheapest.judges == ["a", "b"] and plan.labels_saved > 0
         jc.delete_panel("jury")

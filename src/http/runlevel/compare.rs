@@ -38,6 +38,12 @@ pub struct CompareBody {
     /// length-controlled estimate). Only for a version trained with those covariates.
     #[schema(schema_with = schema::covariates)]
     hold: Option<std::collections::BTreeMap<String, f64>>,
+    /// A panel's runs only: take the members' missing scores as missing at random (their
+    /// absence depends on nothing, or only on what the other members scored) without testing
+    /// it. By default a run whose members score its partial items differently from its
+    /// complete ones (a judge that fails on hard items) is refused, naming the member.
+    #[serde(default)]
+    assume_missing_at_random: Option<bool>,
     #[schema(minimum = 0.5, maximum = 0.999, example = 0.95)]
     level: Option<f64>,
     #[schema(exclusive_minimum = 0.0, example = 0.05)]
@@ -129,6 +135,7 @@ pub async fn compare(
             target_half_width: body.target_half_width,
             estimand: body.estimand,
             hold: body.hold,
+            assume_missing_at_random: body.assume_missing_at_random,
         },
     )
     .map_err(|p| ApiError::invalid("the comparison request was refused", p))?;

@@ -46,6 +46,12 @@ pub struct EstimateBody {
     /// length-controlled estimate). Only for a version trained with those covariates.
     #[schema(schema_with = schema::covariates)]
     hold: Option<std::collections::BTreeMap<String, f64>>,
+    /// A panel's runs only: take the members' missing scores as missing at random (their
+    /// absence depends on nothing, or only on what the other members scored) without testing
+    /// it. By default a run whose members score its partial items differently from its
+    /// complete ones (a judge that fails on hard items) is refused, naming the member.
+    #[serde(default)]
+    assume_missing_at_random: Option<bool>,
     /// Of the interval (default 0.95).
     #[schema(minimum = 0.5, maximum = 0.999, example = 0.95)]
     level: Option<f64>,
@@ -119,6 +125,7 @@ pub async fn estimate(
             target_half_width: body.target_half_width,
             estimand: None,
             hold: body.hold,
+            assume_missing_at_random: body.assume_missing_at_random,
         },
     )
     .map_err(|p| ApiError::invalid("the estimate request was refused", p))?;

@@ -76,6 +76,12 @@ pub struct RankBody {
     /// length-controlled estimate). Only for a version trained with those covariates.
     #[schema(schema_with = schema::covariates)]
     hold: Option<std::collections::BTreeMap<String, f64>>,
+    /// A panel's runs only: take the members' missing scores as missing at random (their
+    /// absence depends on nothing, or only on what the other members scored) without testing
+    /// it. By default a run whose members score its partial items differently from its
+    /// complete ones (a judge that fails on hard items) is refused, naming the member.
+    #[serde(default)]
+    assume_missing_at_random: Option<bool>,
     /// Of the intervals (default 0.95): with `familywise`, every pair's interval and every
     /// rank interval hold together at this level, over all `rounds` looks.
     #[schema(minimum = 0.5, maximum = 0.999, example = 0.95)]
@@ -363,6 +369,7 @@ fn parse(body: RankBody) -> Result<RankRequest, ApiError> {
             target_half_width: None,
             estimand: None,
             hold: body.hold,
+            assume_missing_at_random: body.assume_missing_at_random,
         },
         RawRankOptions {
             error: body.error,

@@ -70,6 +70,10 @@ pub struct LookBody {
     runs: Vec<RankRunBody>,
     /// Plan labels for the next look.
     labels: Option<LookLabelsBody>,
+    /// A panel's runs only: as `/v1/rank`'s, take the members' missing scores as missing at
+    /// random without testing it.
+    #[serde(default)]
+    assume_missing_at_random: Option<bool>,
 }
 
 /// Opens a ranking session: a user who labels and asks again fixes the looks first, and every
@@ -213,6 +217,7 @@ pub async fn rank_look(
             target_half_width: None,
             estimand: None,
             hold: None,
+            assume_missing_at_random: body.assume_missing_at_random,
         },
         RawRankOptions {
             error: Some(session.plan.error.clone()),

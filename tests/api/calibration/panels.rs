@@ -834,7 +834,80 @@ async fn a_run_missing_the_member_biased_per_system_keeps_its_systems_shift(back
     }
 }
 
+async fn a_panel_run_missing_a_member_where_it_would_score_low_is_refused_naming_it(
+    backend: Backend,
+) {
+    let app = TestApp::new(backend).await;
+    let mut rng = Normals(0x2545_F491_4F6C_DD1D);
+    upload_members(&app, &mut rng).await;
+    defined(&app, "jury", json!(JUDGES)).await;
+    let job = finished(
+        &app,
+        &train(&app, "jury", json!({"method": "bayes", "options": quick()})).await,
+    )
+    .await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+    let fresh: Vec<([f64; 3], f64)> = (0..200).map(|_| item(&mut rng)).collect();
+    // Judge a's score dropped where `keep` says no (the other two always sent).
+    let run = |keep: &dyn Fn(usize, f64) -> bool| -> Vec<Value> {
+        fresh
+            .iter()
+            .enumerate()
+            .map(|(i, (js, _))| {
+                let mut scores = json!({"b": js[1], "noise": js[2]});
+                if keep(i, js[0]) {
+                    scores["a"] = json!(js[0]);
+                }
+                json!({"id": format!("f{i}"), "scores": scores})
+            })
+            .collect()
+    };
+    // a fails on hard items: four in five of its scores below 3 are missing. On those items
+    // b, which tracks the same quality, scores lower too: the run is refused, naming a.
+    let low = run(&|i, a| a >= 3.0 || i % 5 == 0);
+    let estimate = |items: &Vec<Value>, assume: bool| {
+        let mut body = json!({"judge": "jury", "rubric": "r1", "items": items});
+        if assume {
+            body["assume_missing_at_random"] = json!(true);
+        }
+        let app = &app;
+        async move { app.json("POST", "/v1/estimate", &body).await }
+    };
+    let refused = estimate(&low, false).await;
+    let details = assert_error(&refused, 422, "invalid_input");
+    assert_eq!(details[0]["field"], "items", "{details:?}");
+    let message = details[0]["problem"].as_str().unwrap();
+    assert!(message.starts_with("a's scores look missing"), "{message}");
+    assert!(message.contains("assume_missing_at_random"), "{message}");
+    // In a compare the run is named by its side.
+    let whole = run(&|_, _| true);
+    let compared = app
+        .json(
+            "POST",
+            "/v1/compare",
+            &json!({"judge": "jury", "rubric": "r1", "a": {"items": whole}, "b": {"items": low}}),
+        )
+        .await;
+    let details = assert_error(&compared, 422, "invalid_input");
+    assert_eq!(details[0]["field"], "b.items", "{details:?}");
+    // Told that the absence depends only on what the others scored, the service answers,
+    // saying what it assumed.
+    let assumed = estimate(&low, true).await;
+    assert_eq!(assumed.status, 200, "{}", assumed.body);
+    assert!(
+        assumed.body["warnings"]
+            .to_string()
+            .contains("missing at random"),
+        "{}",
+        assumed.body
+    );
+    // a's scores missing on every third item, whatever they are: answered.
+    let at_random = estimate(&run(&|i, _| i % 3 != 0), false).await;
+    assert_eq!(at_random.status, 200, "{}", at_random.body);
+}
+
 on_both_backends!(
+    a_panel_run_missing_a_member_where_it_would_score_low_is_refused_naming_it,
     a_panel_whose_members_are_not_in_name_order_fits_each_members_own_scores,
     a_run_missing_the_member_biased_per_system_keeps_its_systems_shift,
     a_twelve_member_panel_is_trained_and_serves_items_missing_any_members,

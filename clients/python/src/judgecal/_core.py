@@ -626,13 +626,17 @@ class Endpoints:
         target_half_width: float | None = None,
         judge_version: str | None = None,
         hold: Mapping[str, float] | None = None,
+        assume_missing_at_random: bool | None = None,
     ) -> models.EstimateResponse:
         """POST /v1/estimate: one run's de-biased mean with its interval. `run` is a list of
         judge scores, a list of items (`score`, optional `id`, `reference`, `cluster`,
         `covariates`), or the run's body; `group` the system that produced it; `version` a
         version of the cell instead of the active one; `target_half_width` asks how many labels
         would reach it; `hold` reads every item at these covariates (`{"length": 500}`: a
-        length-controlled estimate, for a version trained with them)."""
+        length-controlled estimate, for a version trained with them). A panel's run whose
+        members score its partial items differently from its complete ones (a judge that fails
+        on hard items) is refused naming the member; `assume_missing_at_random=True` answers it
+        anyway, for a member whose absence depends only on what the others scored."""
         body = with_options(
             {"judge": judge, "rubric": rubric, **run_body(run, group)},
             level=level,
@@ -640,6 +644,7 @@ class Endpoints:
             target_half_width=target_half_width,
             judge_version=judge_version,
             hold=dict(hold) if hold is not None else None,
+            assume_missing_at_random=assume_missing_at_random,
         )
         return self._send(Request("POST", "/v1/estimate", model(models.EstimateResponse), json=body))
 
@@ -659,12 +664,13 @@ class Endpoints:
         judge_version_a: str | None = None,
         judge_version_b: str | None = None,
         hold: Mapping[str, float] | None = None,
+        assume_missing_at_random: bool | None = None,
     ) -> models.CompareResponse:
         """POST /v1/compare: mean(A) − mean(B), de-biased, with its interval and p-value.
         Items with the same ids in both runs are paired. `version` and `target_half_width` as
         in `estimate`; runs scored by different judge versions (`judge_version_a`,
-        `judge_version_b`) are each corrected by their own version's calibration; `hold` as in
-        `estimate`, for both runs."""
+        `judge_version_b`) are each corrected by their own version's calibration; `hold` and
+        `assume_missing_at_random` as in `estimate`, for both runs."""
         body = with_options(
             {
                 "judge": judge,
@@ -677,6 +683,7 @@ class Endpoints:
             version=version,
             target_half_width=target_half_width,
             hold=dict(hold) if hold is not None else None,
+            assume_missing_at_random=assume_missing_at_random,
         )
         return self._send(Request("POST", "/v1/compare", model(models.CompareResponse), json=body))
 
@@ -695,14 +702,15 @@ class Endpoints:
         version: int | None = None,
         judge_versions: Mapping[str, str] | None = None,
         hold: Mapping[str, float] | None = None,
+        assume_missing_at_random: bool | None = None,
     ) -> models.RankResponse:
         """POST /v1/rank: 2 to 50 runs (name -> scores, items or a run body) ranked by their
         de-biased means, with intervals for every pair that hold together, rank intervals and
         the runs tied with the top. `groups` names each run's system; `labels` (`budget`,
         `min_gap`, `power`, `seed`) asks which items of which runs to label next, for a later
         `round` of the `rounds` planned from the start; `version` as in `estimate`;
-        `judge_versions` names the judge version that scored each run; `hold` as in
-        `estimate`, for every run."""
+        `judge_versions` names the judge version that scored each run; `hold` and
+        `assume_missing_at_random` as in `estimate`, for every run."""
         runs_body = [
             {"name": name, **run_body(run, (groups or {}).get(name), (judge_versions or {}).get(name))}
             for name, run in runs.items()
@@ -716,6 +724,7 @@ class Endpoints:
             labels=dict(labels) if labels is not None else None,
             version=version,
             hold=dict(hold) if hold is not None else None,
+            assume_missing_at_random=assume_missing_at_random,
         )
         return self._send(Request("POST", "/v1/rank", model(models.RankResponse), json=body))
 
@@ -759,15 +768,21 @@ class Endpoints:
         groups: Mapping[str, str] | None = None,
         labels: Mapping[str, Any] | None = None,
         judge_versions: Mapping[str, str] | None = None,
+        assume_missing_at_random: bool | None = None,
     ) -> models.RankResponse:
         """POST /v1/rank/sessions/{id}/looks: the session's next look, `rank`'s answer with
         the session's round, level, error rate, label seed and version. Every label an earlier
-        look carried must come again unchanged (409 naming run and item otherwise)."""
+        look carried must come again unchanged (409 naming run and item otherwise);
+        `assume_missing_at_random` as in `estimate`."""
         runs_body = [
             {"name": name, **run_body(run, (groups or {}).get(name), (judge_versions or {}).get(name))}
             for name, run in runs.items()
         ]
-        body = with_options({"runs": runs_body}, labels=dict(labels) if labels is not None else None)
+        body = with_options(
+            {"runs": runs_body},
+            labels=dict(labels) if labels is not None else None,
+            assume_missing_at_random=assume_missing_at_random,
+        )
         return self._send(
             Request(
                 "POST",

@@ -132,29 +132,32 @@ class Client:
         active version or `version`. `judge_version` names the judge version
         that gave the scores: its own calibration serves them, else `warnings` says so."""
         ...
-    def estimate(self, judge: str, rubric: str, run: Any, *, group: str | None=None, level: float | None=None, version: int | None=None, target_half_width: float | None=None, judge_version: str | None=None, hold: Mapping[str, float] | None=None) -> models.EstimateResponse:
+    def estimate(self, judge: str, rubric: str, run: Any, *, group: str | None=None, level: float | None=None, version: int | None=None, target_half_width: float | None=None, judge_version: str | None=None, hold: Mapping[str, float] | None=None, assume_missing_at_random: bool | None=None) -> models.EstimateResponse:
         """POST /v1/estimate: one run's de-biased mean with its interval. `run` is a list of
         judge scores, a list of items (`score`, optional `id`, `reference`, `cluster`,
         `covariates`), or the run's body; `group` the system that produced it; `version` a
         version of the cell instead of the active one; `target_half_width` asks how many labels
         would reach it; `hold` reads every item at these covariates (`{"length": 500}`: a
-        length-controlled estimate, for a version trained with them)."""
+        length-controlled estimate, for a version trained with them). A panel's run whose
+        members score its partial items differently from its complete ones (a judge that fails
+        on hard items) is refused naming the member; `assume_missing_at_random=True` answers it
+        anyway, for a member whose absence depends only on what the others scored."""
         ...
-    def compare(self, judge: str, rubric: str, a: Any, b: Any, *, group_a: str | None=None, group_b: str | None=None, level: float | None=None, estimand: str | None=None, version: int | None=None, target_half_width: float | None=None, judge_version_a: str | None=None, judge_version_b: str | None=None, hold: Mapping[str, float] | None=None) -> models.CompareResponse:
+    def compare(self, judge: str, rubric: str, a: Any, b: Any, *, group_a: str | None=None, group_b: str | None=None, level: float | None=None, estimand: str | None=None, version: int | None=None, target_half_width: float | None=None, judge_version_a: str | None=None, judge_version_b: str | None=None, hold: Mapping[str, float] | None=None, assume_missing_at_random: bool | None=None) -> models.CompareResponse:
         """POST /v1/compare: mean(A) − mean(B), de-biased, with its interval and p-value.
         Items with the same ids in both runs are paired. `version` and `target_half_width` as
         in `estimate`; runs scored by different judge versions (`judge_version_a`,
-        `judge_version_b`) are each corrected by their own version's calibration; `hold` as in
-        `estimate`, for both runs."""
+        `judge_version_b`) are each corrected by their own version's calibration; `hold` and
+        `assume_missing_at_random` as in `estimate`, for both runs."""
         ...
-    def rank(self, judge: str, rubric: str, runs: Mapping[str, Any], *, groups: Mapping[str, str] | None=None, level: float | None=None, error: str | None=None, round: int | None=None, rounds: int | None=None, labels: Mapping[str, Any] | None=None, version: int | None=None, judge_versions: Mapping[str, str] | None=None, hold: Mapping[str, float] | None=None) -> models.RankResponse:
+    def rank(self, judge: str, rubric: str, runs: Mapping[str, Any], *, groups: Mapping[str, str] | None=None, level: float | None=None, error: str | None=None, round: int | None=None, rounds: int | None=None, labels: Mapping[str, Any] | None=None, version: int | None=None, judge_versions: Mapping[str, str] | None=None, hold: Mapping[str, float] | None=None, assume_missing_at_random: bool | None=None) -> models.RankResponse:
         """POST /v1/rank: 2 to 50 runs (name -> scores, items or a run body) ranked by their
         de-biased means, with intervals for every pair that hold together, rank intervals and
         the runs tied with the top. `groups` names each run's system; `labels` (`budget`,
         `min_gap`, `power`, `seed`) asks which items of which runs to label next, for a later
         `round` of the `rounds` planned from the start; `version` as in `estimate`;
-        `judge_versions` names the judge version that scored each run; `hold` as in
-        `estimate`, for every run."""
+        `judge_versions` names the judge version that scored each run; `hold` and
+        `assume_missing_at_random` as in `estimate`, for every run."""
         ...
     def open_rank_session(self, judge: str, rubric: str, rounds: int, *, level: float | None=None, error: str | None=None, seed: int | None=None, version: int | None=None) -> models.RankSessionDto:
         """POST /v1/rank/sessions: a ranking session of `rounds` looks, fixed now. Each
@@ -165,10 +168,11 @@ class Client:
     def rank_session(self, session_id: str) -> models.RankSessionDto:
         """GET /v1/rank/sessions/{id}: the session's plan, looks taken and left, labels seen."""
         ...
-    def rank_look(self, session_id: str, runs: Mapping[str, Any], *, groups: Mapping[str, str] | None=None, labels: Mapping[str, Any] | None=None, judge_versions: Mapping[str, str] | None=None) -> models.RankResponse:
+    def rank_look(self, session_id: str, runs: Mapping[str, Any], *, groups: Mapping[str, str] | None=None, labels: Mapping[str, Any] | None=None, judge_versions: Mapping[str, str] | None=None, assume_missing_at_random: bool | None=None) -> models.RankResponse:
         """POST /v1/rank/sessions/{id}/looks: the session's next look, `rank`'s answer with
         the session's round, level, error rate, label seed and version. Every label an earlier
-        look carried must come again unchanged (409 naming run and item otherwise)."""
+        look carried must come again unchanged (409 naming run and item otherwise);
+        `assume_missing_at_random` as in `estimate`."""
         ...
 
 
@@ -284,29 +288,32 @@ class AsyncClient:
         active version or `version`. `judge_version` names the judge version
         that gave the scores: its own calibration serves them, else `warnings` says so."""
         ...
-    async def estimate(self, judge: str, rubric: str, run: Any, *, group: str | None=None, level: float | None=None, version: int | None=None, target_half_width: float | None=None, judge_version: str | None=None, hold: Mapping[str, float] | None=None) -> models.EstimateResponse:
+    async def estimate(self, judge: str, rubric: str, run: Any, *, group: str | None=None, level: float | None=None, version: int | None=None, target_half_width: float | None=None, judge_version: str | None=None, hold: Mapping[str, float] | None=None, assume_missing_at_random: bool | None=None) -> models.EstimateResponse:
         """POST /v1/estimate: one run's de-biased mean with its interval. `run` is a list of
         judge scores, a list of items (`score`, optional `id`, `reference`, `cluster`,
         `covariates`), or the run's body; `group` the system that produced it; `version` a
         version of the cell instead of the active one; `target_half_width` asks how many labels
         would reach it; `hold` reads every item at these covariates (`{"length": 500}`: a
-        length-controlled estimate, for a version trained with them)."""
+        length-controlled estimate, for a version trained with them). A panel's run whose
+        members score its partial items differently from its complete ones (a judge that fails
+        on hard items) is refused naming the member; `assume_missing_at_random=True` answers it
+        anyway, for a member whose absence depends only on what the others scored."""
         ...
-    async def compare(self, judge: str, rubric: str, a: Any, b: Any, *, group_a: str | None=None, group_b: str | None=None, level: float | None=None, estimand: str | None=None, version: int | None=None, target_half_width: float | None=None, judge_version_a: str | None=None, judge_version_b: str | None=None, hold: Mapping[str, float] | None=None) -> models.CompareResponse:
+    async def compare(self, judge: str, rubric: str, a: Any, b: Any, *, group_a: str | None=None, group_b: str | None=None, level: float | None=None, estimand: str | None=None, version: int | None=None, target_half_width: float | None=None, judge_version_a: str | None=None, judge_version_b: str | None=None, hold: Mapping[str, float] | None=None, assume_missing_at_random: bool | None=None) -> models.CompareResponse:
         """POST /v1/compare: mean(A) − mean(B), de-biased, with its interval and p-value.
         Items with the same ids in both runs are paired. `version` and `target_half_width` as
         in `estimate`; runs scored by different judge versions (`judge_version_a`,
-        `judge_version_b`) are each corrected by their own version's calibration; `hold` as in
-        `estimate`, for both runs."""
+        `judge_version_b`) are each corrected by their own version's calibration; `hold` and
+        `assume_missing_at_random` as in `estimate`, for both runs."""
         ...
-    async def rank(self, judge: str, rubric: str, runs: Mapping[str, Any], *, groups: Mapping[str, str] | None=None, level: float | None=None, error: str | None=None, round: int | None=None, rounds: int | None=None, labels: Mapping[str, Any] | None=None, version: int | None=None, judge_versions: Mapping[str, str] | None=None, hold: Mapping[str, float] | None=None) -> models.RankResponse:
+    async def rank(self, judge: str, rubric: str, runs: Mapping[str, Any], *, groups: Mapping[str, str] | None=None, level: float | None=None, error: str | None=None, round: int | None=None, rounds: int | None=None, labels: Mapping[str, Any] | None=None, version: int | None=None, judge_versions: Mapping[str, str] | None=None, hold: Mapping[str, float] | None=None, assume_missing_at_random: bool | None=None) -> models.RankResponse:
         """POST /v1/rank: 2 to 50 runs (name -> scores, items or a run body) ranked by their
         de-biased means, with intervals for every pair that hold together, rank intervals and
         the runs tied with the top. `groups` names each run's system; `labels` (`budget`,
         `min_gap`, `power`, `seed`) asks which items of which runs to label next, for a later
         `round` of the `rounds` planned from the start; `version` as in `estimate`;
-        `judge_versions` names the judge version that scored each run; `hold` as in
-        `estimate`, for every run."""
+        `judge_versions` names the judge version that scored each run; `hold` and
+        `assume_missing_at_random` as in `estimate`, for every run."""
         ...
     async def open_rank_session(self, judge: str, rubric: str, rounds: int, *, level: float | None=None, error: str | None=None, seed: int | None=None, version: int | None=None) -> models.RankSessionDto:
         """POST /v1/rank/sessions: a ranking session of `rounds` looks, fixed now. Each
@@ -317,10 +324,11 @@ class AsyncClient:
     async def rank_session(self, session_id: str) -> models.RankSessionDto:
         """GET /v1/rank/sessions/{id}: the session's plan, looks taken and left, labels seen."""
         ...
-    async def rank_look(self, session_id: str, runs: Mapping[str, Any], *, groups: Mapping[str, str] | None=None, labels: Mapping[str, Any] | None=None, judge_versions: Mapping[str, str] | None=None) -> models.RankResponse:
+    async def rank_look(self, session_id: str, runs: Mapping[str, Any], *, groups: Mapping[str, str] | None=None, labels: Mapping[str, Any] | None=None, judge_versions: Mapping[str, str] | None=None, assume_missing_at_random: bool | None=None) -> models.RankResponse:
         """POST /v1/rank/sessions/{id}/looks: the session's next look, `rank`'s answer with
         the session's round, level, error rate, label seed and version. Every label an earlier
-        look carried must come again unchanged (409 naming run and item otherwise)."""
+        look carried must come again unchanged (409 naming run and item otherwise);
+        `assume_missing_at_random` as in `estimate`."""
         ...
 
 

@@ -437,6 +437,13 @@ class EstimateScores(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
+    assume_missing_at_random: bool | None = None
+    """
+    A panel's runs only: take the members' missing scores as missing at random (their
+    absence depends on nothing, or only on what the other members scored) without testing
+    it. By default a run whose members score its partial items differently from its
+    complete ones (a judge that fails on hard items) is refused, naming the member.
+    """
     group: str | None = Field(
         None,
         examples=['BART'],
@@ -2354,6 +2361,13 @@ class EstimateItems(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
+    assume_missing_at_random: bool | None = None
+    """
+    A panel's runs only: take the members' missing scores as missing at random (their
+    absence depends on nothing, or only on what the other members scored) without testing
+    it. By default a run whose members score its partial items differently from its
+    complete ones (a judge that fails on hard items) is refused, naming the member.
+    """
     group: str | None = Field(
         None,
         examples=['BART'],
@@ -2921,6 +2935,13 @@ class CompareBody(BaseModel):
     """
     Run A (for example model A's outputs).
     """
+    assume_missing_at_random: bool | None = None
+    """
+    A panel's runs only: take the members' missing scores as missing at random (their
+    absence depends on nothing, or only on what the other members scored) without testing
+    it. By default a run whose members score its partial items differently from its
+    complete ones (a judge that fails on hard items) is refused, naming the member.
+    """
     b: RunBody
     """
     Run B. Items with the same ids as A's are paired (the same prompts answered by two
@@ -3175,6 +3196,11 @@ class LookBody(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
+    assume_missing_at_random: bool | None = None
+    """
+    A panel's runs only: as `/v1/rank`'s, take the members' missing scores as missing at
+    random without testing it.
+    """
     labels: LookLabelsBody | None = None
     runs: list[RankRunBody] = Field(..., max_length=50, min_length=2)
     """
@@ -3190,6 +3216,13 @@ class RankBody(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
+    assume_missing_at_random: bool | None = None
+    """
+    A panel's runs only: take the members' missing scores as missing at random (their
+    absence depends on nothing, or only on what the other members scored) without testing
+    it. By default a run whose members score its partial items differently from its
+    complete ones (a judge that fails on hard items) is refused, naming the member.
+    """
     error: str | None = Field(
         None, examples=['familywise'], pattern='^(familywise|per_pair)$'
     )

@@ -237,6 +237,17 @@ pub enum FusedScore {
     Partial { members: Vec<usize>, fused: Fused },
 }
 
+impl FusedScore {
+    /// What the members present say of the item, in reference units: the fused score, or
+    /// the sub-panel's corrected score.
+    pub fn score(&self) -> f64 {
+        match self {
+            FusedScore::Whole(x) => *x,
+            FusedScore::Partial { fused, .. } => fused.score,
+        }
+    }
+}
+
 fn mask_of(members: &[usize]) -> usize {
     members.iter().fold(0, |m, i| m | (1 << i))
 }
@@ -328,6 +339,32 @@ impl Fusion {
         match (self.sub_panel(members), self.sub_panel(&self.input)) {
             (Some(part), Some(whole)) => (part.sigma2 - whole.sigma2).max(0.0),
             _ => 0.0,
+        }
+    }
+
+    /// What the members present say of an item (its scores in member order), in reference
+    /// units: [`Fusion::fuse`]'s score without its intervals (`None` where no member scored
+    /// it), each pattern of members present looking its sub-panel up once, for a run's items.
+    pub fn scorer(&self) -> impl FnMut(&[Option<f64>]) -> Option<f64> + '_ {
+        let mut found: HashMap<usize, Option<Cow<'_, SubPanel>>> = HashMap::new();
+        move |scores| {
+            let present: Vec<usize> = (0..self.members.len())
+                .filter(|&m| scores.get(m).copied().flatten().is_some())
+                .collect();
+            let members = if self.input.iter().all(|m| present.contains(m)) {
+                self.input.clone()
+            } else {
+                present
+            };
+            if members.is_empty() {
+                return None;
+            }
+            let sub = found
+                .entry(mask_of(&members))
+                .or_insert_with(|| self.sub_panel(&members))
+                .as_ref()?;
+            let values: Vec<f64> = members.iter().filter_map(|&m| scores[m]).collect();
+            Some(sub.score(&values))
         }
     }
 
