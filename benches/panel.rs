@@ -9,6 +9,9 @@
 //!    same with a fifth of the items missing a member (with nine or twelve, the sub-panels they
 //!    need computed from the statistics on first use).
 //! 3. `POST /v1/panels/{name}/plan`: every sub-panel weighed (4,095 of twelve judges).
+//! 4. `/v1/estimate` of those 10,000 items with a fifth missing a member: with the run's test of
+//!    whether its missing scores track the scores given, and without it
+//!    (`assume_missing_at_random`, the path before the test), side by side.
 //!
 //!     cargo bench --bench panel
 
@@ -88,6 +91,7 @@ fn bench(count: usize) {
     println!(
         "1. panel of {count} judges, 6 rubrics x {ITEMS} items, auto, POST to succeeded: {seconds:.1} s (issue: <= 60 s)"
     );
+    let mut partial_run = Vec::new();
     for missing in [0usize, 5] {
         let items: Vec<Value> = (0..BATCH)
             .map(|i| {
@@ -102,6 +106,9 @@ fn bench(count: usize) {
                 json!({"scores": scores})
             })
             .collect();
+        if missing > 0 {
+            partial_run = items.clone();
+        }
         let body = json!({"judge": "jury", "rubric": "r1", "items": items}).to_string();
         let times = common::time_requests(&router, "/v1/correct", &body, 11, |bytes| {
             assert!(bytes.len() > BATCH * 50, "a full response");
@@ -134,4 +141,23 @@ fn bench(count: usize) {
         ),
         &times,
     );
+    for assume in [false, true] {
+        let body = json!({"judge": "jury", "rubric": "r1", "items": partial_run,
+                          "assume_missing_at_random": assume})
+        .to_string();
+        let times = common::time_requests(&router, "/v1/estimate", &body, 11, |bytes| {
+            assert!(bytes.starts_with(b"{\"judge\""), "an estimate");
+        });
+        common::report(
+            &format!(
+                "4. estimate of {BATCH} items of a {count}-judge panel, a fifth missing a member, {} (in-process)",
+                if assume {
+                    "missing at random assumed (no test)"
+                } else {
+                    "missing scores tested"
+                }
+            ),
+            &times,
+        );
+    }
 }
