@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 
 use super::covariates::{self, Covariates};
-use super::panel::{MemberScores, parse_member_scores};
+use super::inputs::ItemInputs;
+use super::panel::parse_member_scores;
 use super::{CellKey, ItemId, JudgeName, JudgeVersion, Problem, RubricName};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -12,17 +13,15 @@ pub struct CorrectionRequest {
     pub key: CellKey,
     /// A judge's scores (empty for panel items).
     pub scores: Vec<f64>,
-    /// A panel's items: each member's score, by name.
-    pub panel: Option<Vec<MemberScores>>,
+    /// What the items give beside the judge score: their covariates, or a panel's members'
+    /// scores.
+    pub inputs: ItemInputs,
     /// One per score, when the caller sent `items`.
     pub ids: Option<Vec<ItemId>>,
     /// A version to use instead of the active one.
     pub version: Option<i64>,
     /// The judge version that gave the scores.
     pub judge_version: Option<JudgeVersion>,
-    /// Each item's covariates, where any item gave some (one per item, in order; empty for
-    /// an item that gave none); empty where none did.
-    pub covariates: Vec<Covariates>,
 }
 
 /// A correction's items as they arrived: a judge's scores (with each item's covariates where
@@ -99,15 +98,19 @@ impl CorrectionRequest {
                 })
                 .collect()
         });
+        let inputs = match panel {
+            Some(members) => ItemInputs::Members(members),
+            None if covariates.is_empty() => ItemInputs::Score,
+            None => ItemInputs::Covariates(covariates),
+        };
         match (judge, rubric, problems.is_empty()) {
             (Ok(judge), Ok(rubric), true) => Ok(Self {
                 key: CellKey { judge, rubric },
                 scores,
-                panel,
+                inputs,
                 ids,
                 version,
                 judge_version,
-                covariates,
             }),
             _ => Err(problems),
         }
@@ -115,12 +118,12 @@ impl CorrectionRequest {
 
     /// How many items it corrects.
     pub fn item_count(&self) -> usize {
-        self.panel.as_ref().map_or(self.scores.len(), Vec::len)
+        self.inputs.members().map_or(self.scores.len(), <[_]>::len)
     }
 
     /// The name of the field that holds the scores.
     pub fn field(&self) -> &'static str {
-        if self.ids.is_some() || self.panel.is_some() {
+        if self.ids.is_some() || self.inputs.is_panel() {
             "items"
         } else {
             "scores"

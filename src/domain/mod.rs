@@ -7,6 +7,7 @@ pub mod calibration;
 pub mod correction;
 pub mod covariates;
 pub mod ingest;
+pub mod inputs;
 pub mod panel;
 pub mod rank_session;
 pub mod runlevel;

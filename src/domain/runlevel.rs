@@ -5,7 +5,8 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::covariates::{self, Covariates};
-use super::panel::{MemberScores, parse_member_scores};
+use super::inputs::ItemInputs;
+use super::panel::parse_member_scores;
 use super::{CellKey, GroupName, ItemId, JudgeName, JudgeVersion, Problem, RubricName};
 use judgecal_stats::runlevel::inference::Estimand;
 use judgecal_stats::runlevel::rank::{ErrorRate, LabelGoal, MAX_RUNS, RankSettings};
@@ -16,10 +17,9 @@ use judgecal_stats::runlevel::{AnswerSettings, MIN_LABELLED, RunItems};
 pub struct EstimateRequest {
     pub key: CellKey,
     pub run: RunItems,
-    /// A panel's run: each item's members' scores.
-    pub members: Option<Vec<MemberScores>>,
-    /// Each item's covariates, where any item gave some.
-    pub covariates: Option<Vec<Covariates>>,
+    /// What the run's items give beside the judge score: covariates, or a panel's members'
+    /// scores.
+    pub inputs: ItemInputs,
     /// Covariates held at these values for every item (a length-controlled estimate).
     pub hold: Covariates,
     pub version: Option<i64>,
@@ -36,10 +36,8 @@ pub struct CompareRequest {
     pub key: CellKey,
     pub a: RunItems,
     pub b: RunItems,
-    /// A panel's runs: each item's members' scores, of run a and of run b.
-    pub members: [Option<Vec<MemberScores>>; 2],
-    /// Each item's covariates, of run a and of run b.
-    pub covariates: [Option<Vec<Covariates>>; 2],
+    /// What the items of run a and of run b give beside the judge score.
+    pub inputs: [ItemInputs; 2],
     /// Covariates held at these values for every item of both runs.
     pub hold: Covariates,
     pub version: Option<i64>,
@@ -103,8 +101,7 @@ impl EstimateRequest {
             Some(key) if problems.is_empty() => Ok(Self {
                 key,
                 run: run.items,
-                members: run.members,
-                covariates: run.covariates,
+                inputs: run.inputs,
                 hold,
                 assume_missing_at_random,
                 version,
@@ -159,8 +156,7 @@ impl CompareRequest {
                 key,
                 a: a.items,
                 b: b.items,
-                members: [a.members, b.members],
-                covariates: [a.covariates, b.covariates],
+                inputs: [a.inputs, b.inputs],
                 hold,
                 assume_missing_at_random,
                 version,
@@ -182,10 +178,8 @@ pub struct RankRequest {
     pub key: CellKey,
     /// Each run's name and items.
     pub runs: Vec<(String, RunItems)>,
-    /// A panel's runs: each run's items' members' scores.
-    pub members: Vec<Option<Vec<MemberScores>>>,
-    /// Each run's items' covariates.
-    pub covariates: Vec<Option<Vec<Covariates>>>,
+    /// What each run's items give beside the judge score.
+    pub inputs: Vec<ItemInputs>,
     /// Covariates held at these values for every item of every run.
     pub hold: Covariates,
     /// The judge version that scored each run.
@@ -242,8 +236,7 @@ impl RankRequest {
         let mut names = ClusterNames::default();
         let mut seen: HashMap<String, usize> = HashMap::new();
         let mut parsed = Vec::with_capacity(runs.len());
-        let mut members = Vec::with_capacity(runs.len());
-        let mut covariates = Vec::with_capacity(runs.len());
+        let mut inputs = Vec::with_capacity(runs.len());
         let mut judge_versions = Vec::with_capacity(runs.len());
         for (i, (name, raw)) in runs.into_iter().enumerate() {
             let prefix = format!("runs[{i}].");
@@ -274,8 +267,7 @@ impl RankRequest {
                     ParsedRun::default()
                 }
             };
-            members.push(run.members);
-            covariates.push(run.covariates);
+            inputs.push(run.inputs);
             parsed.push((name, run.items));
         }
         let mut rank = RankSettings::default();
@@ -355,8 +347,7 @@ impl RankRequest {
             Some(key) if problems.is_empty() => Ok(Self {
                 key,
                 runs: parsed,
-                members,
-                covariates,
+                inputs,
                 hold,
                 assume_missing_at_random,
                 judge_versions,
@@ -438,23 +429,18 @@ pub fn parse_run(
             .map_err(|e| problems.push(Problem::at(None, &field("group"), e)))
             .ok()
     });
-    let (mut run, members, covariates) = parse_items(prefix, raw, clusters, problems);
+    let (mut run, inputs) = parse_items(prefix, raw, clusters, problems);
     run.group = group;
-    ParsedRun {
-        items: run,
-        members,
-        covariates,
-    }
+    ParsedRun { items: run, inputs }
 }
 
-/// A run as parsed: its items, and for a panel's run each item's members' scores (the
-/// service fuses them into `items.scores` once it knows the version).
+/// A run as parsed: its items, and what they give beside the judge score (a panel's run:
+/// each item's members' scores, which the service fuses into `items.scores` once it knows
+/// the version).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ParsedRun {
     pub items: RunItems,
-    pub members: Option<Vec<MemberScores>>,
-    /// Each item's covariates (empty for an item that gave none), where any item gave some.
-    pub covariates: Option<Vec<Covariates>>,
+    pub inputs: ItemInputs,
 }
 
 fn parse_items(
@@ -462,7 +448,7 @@ fn parse_items(
     raw: RawRun,
     clusters: &mut ClusterNames,
     problems: &mut Vec<Problem>,
-) -> (RunItems, Option<Vec<MemberScores>>, Option<Vec<Covariates>>) {
+) -> (RunItems, ItemInputs) {
     let field = |f: &str| format!("{prefix}{f}");
     let items = match raw {
         RawRun::Scores(scores) => {
@@ -482,7 +468,7 @@ fn parse_items(
                     ));
                 }
             }
-            return (RunItems::scores(scores), None, None);
+            return (RunItems::scores(scores), ItemInputs::Score);
         }
         RawRun::Items(items) => items,
     };
@@ -602,16 +588,20 @@ fn parse_items(
         ));
     }
     // A panel's items are fused by the service; until then their scores are placeholders.
-    let members = panel.then(|| {
-        parse_member_scores(
+    let inputs = if panel {
+        ItemInputs::Members(parse_member_scores(
             items
                 .iter()
                 .map(|i| i.members.clone().unwrap_or_default())
                 .collect(),
             &field("scores"),
             problems,
-        )
-    });
+        ))
+    } else if with_covariates {
+        ItemInputs::Covariates(item_covariates)
+    } else {
+        ItemInputs::Score
+    };
     let run = RunItems {
         scores: items.iter().map(|i| i.score.unwrap_or(0.0)).collect(),
         reference: if labelled > 0 {
@@ -636,7 +626,7 @@ fn parse_items(
         input_loading: Vec::new(),
         conditional: false,
     };
-    (run, members, with_covariates.then_some(item_covariates))
+    (run, inputs)
 }
 
 /// Checks the cell, the version and the settings.
@@ -725,6 +715,53 @@ mod tests {
         assert!(named.contains(&(Some(3), "a.id")), "{named:?}");
         // Two labelled items are too few for the labelled path.
         assert!(named.contains(&(None, "a.reference")), "{named:?}");
+    }
+
+    #[test]
+    fn a_runs_inputs_are_one_kind_a_panel_item_with_covariates_refused() {
+        let parse = |items: Vec<RawItem>| {
+            let mut problems = Vec::new();
+            let run = parse_run(
+                "",
+                RawRun::Items(items),
+                None,
+                &mut ClusterNames::default(),
+                &mut problems,
+            );
+            (run.inputs, problems)
+        };
+        let with_length = |score: f64, length: Option<f64>| RawItem {
+            covariates: length.map(|l| BTreeMap::from([("length".to_owned(), l)])),
+            ..item(None, score, None)
+        };
+        let member = |score: f64| RawItem {
+            score: None,
+            members: Some(BTreeMap::from([("gpt".to_owned(), score)])),
+            ..item(None, 0.0, None)
+        };
+        let (inputs, problems) = parse(vec![item(None, 3.0, None), item(None, 4.0, None)]);
+        assert_eq!((inputs, problems.len()), (ItemInputs::Score, 0));
+        // One item's covariates make every item's entry; the one that gave none is empty.
+        let (inputs, problems) = parse(vec![with_length(3.0, Some(812.0)), with_length(4.0, None)]);
+        assert!(problems.is_empty(), "{problems:?}");
+        let given = inputs.covariates().expect("covariates");
+        assert_eq!(given.len(), 2);
+        assert_eq!(given[0].values().copied().collect::<Vec<_>>(), [812.0]);
+        assert!(given[1].is_empty() && inputs.members().is_none());
+        let (inputs, problems) = parse(vec![member(3.0), member(4.5)]);
+        assert!(problems.is_empty(), "{problems:?}");
+        assert!(inputs.is_panel() && inputs.covariates().is_none());
+        assert_eq!(inputs.members().map(<[_]>::len), Some(2));
+        let (_, problems) = parse(vec![
+            member(3.0),
+            RawItem {
+                covariates: Some(BTreeMap::from([("length".to_owned(), 9.0)])),
+                ..member(4.0)
+            },
+        ]);
+        let named: Vec<(Option<usize>, &str)> =
+            problems.iter().map(|p| (p.row, p.field.as_str())).collect();
+        assert_eq!(named, [(Some(2), "covariates")]);
     }
 
     #[test]

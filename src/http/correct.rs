@@ -370,7 +370,10 @@ pub async fn correct(
             .iter()
             .map(|m| m.warning(v.version))
             .chain(outside_warning(v, correction.outside.len()))
-            .chain(unused_covariates(v, &request.covariates))
+            .chain(unused_covariates(
+                v,
+                request.inputs.covariates().unwrap_or_default(),
+            ))
             .collect(),
         results,
     }))

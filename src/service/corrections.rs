@@ -58,7 +58,7 @@ impl Service {
             .served(key, request.version, request.judge_version.as_ref())
             .await?;
         let loaded = served.loaded;
-        let (inputs, panel) = match (&loaded.version.fusion, &request.panel) {
+        let (inputs, panel) = match (&loaded.version.fusion, request.inputs.members()) {
             (None, None) => (None, None),
             (Some(fusion), Some(items)) => {
                 self.check_panel(&key.judge, fusion).await?;
@@ -111,7 +111,7 @@ impl Service {
         let outside_whole = loaded.version.outside_scores(whole);
         // A version trained with covariates reads each item's layer score.
         let layer = match &loaded.version.covariate_layer {
-            Some(l) if panel.is_none() && request.covariates.is_empty() => {
+            Some(l) if panel.is_none() && request.inputs.covariates().is_none() => {
                 let kept: Vec<String> = l.inputs.iter().map(|i| i.label()).collect();
                 return Err(refused(vec![Problem::at(
                     None,
@@ -135,7 +135,7 @@ impl Service {
             }
             Some(_) if panel.is_none() => loaded
                 .version
-                .layer_scores(whole, &request.covariates, "")
+                .layer_scores(whole, request.inputs.covariates().unwrap_or_default(), "")
                 .map_err(refused)?,
             _ => None,
         };

@@ -9,7 +9,7 @@ use super::layered::layered;
 use super::panels::fused_with_scores;
 use super::versions::{Loaded, Mismatch};
 use crate::domain::covariates::Covariates;
-use crate::domain::panel::MemberScores;
+use crate::domain::inputs::ItemInputs;
 use crate::domain::runlevel::{CompareRequest, EstimateRequest, RankRequest};
 use crate::domain::{CellKey, JudgeVersion, Problem};
 use crate::error::{Error, Result};
@@ -245,16 +245,16 @@ impl Service {
         let mut problems = Vec::new();
         // Each panel run's missing scores are tested at a share of the level, so that a
         // request whose scores are missing at random is refused at most at `LEVEL`.
-        let panel_runs = runs.iter().filter(|r| r.members.is_some()).count().max(1);
+        let panel_runs = runs.iter().filter(|r| r.inputs.is_panel()).count().max(1);
         let missing_level = missing::LEVEL / panel_runs as f64;
-        let given = !hold.is_empty() || runs.iter().any(|r| r.covariates.is_some());
+        let given = !hold.is_empty() || runs.iter().any(|r| r.inputs.covariates().is_some());
         for (i, input) in runs.into_iter().enumerate() {
             let RunInput {
                 prefix,
                 run,
-                members,
-                covariates,
+                inputs,
             } = input;
+            let (members, covariates) = (inputs.members(), inputs.covariates());
             let field = if run.ids.is_some() || members.is_some() {
                 "items"
             } else {
@@ -375,8 +375,7 @@ impl Service {
             vec![RunInput {
                 prefix: "",
                 run: &mut run,
-                members: request.members.as_deref(),
-                covariates: request.covariates.as_deref(),
+                inputs: &request.inputs,
             }],
             Reading {
                 hold: &request.hold,
@@ -410,22 +409,19 @@ impl Service {
             .await?;
         let mut served = served;
         let (mut a, mut b, settings) = (request.a, request.b, request.settings);
-        let [ma, mb] = &request.members;
-        let [ca, cb] = &request.covariates;
+        let [ia, ib] = &request.inputs;
         self.prepare_runs(
             &mut served,
             vec![
                 RunInput {
                     prefix: "a.",
                     run: &mut a,
-                    members: ma.as_deref(),
-                    covariates: ca.as_deref(),
+                    inputs: ia,
                 },
                 RunInput {
                     prefix: "b.",
                     run: &mut b,
-                    members: mb.as_deref(),
-                    covariates: cb.as_deref(),
+                    inputs: ib,
                 },
             ],
             Reading {
@@ -494,14 +490,12 @@ impl Service {
         self.prepare_runs(
             &mut served,
             runs.iter_mut()
-                .zip(&request.members)
-                .zip(&request.covariates)
+                .zip(&request.inputs)
                 .zip(&prefixes)
-                .map(|(((run, m), c), p)| RunInput {
+                .map(|((run, inputs), p)| RunInput {
                     prefix: p.as_str(),
                     run,
-                    members: m.as_deref(),
-                    covariates: c.as_deref(),
+                    inputs,
                 })
                 .collect(),
             Reading {
@@ -631,13 +625,12 @@ fn score_dependence(fusion: &Fusion, d: &ScoreDependence) -> String {
     )
 }
 
-/// One run to ready for its version: its field prefix, its items, and a panel's members'
-/// scores or a judge's items' covariates.
+/// One run to ready for its version: its field prefix, its items, and what they give beside
+/// the judge score (a panel's members' scores, or a judge's items' covariates).
 pub(super) struct RunInput<'a> {
     pub prefix: &'a str,
     pub run: &'a mut RunItems,
-    pub members: Option<&'a [MemberScores]>,
-    pub covariates: Option<&'a [Covariates]>,
+    pub inputs: &'a ItemInputs,
 }
 
 impl Served {
