@@ -301,17 +301,12 @@ impl Service {
                                     score_dependence(f, &d),
                                 ));
                             }
-                            for (score, item) in run.scores.iter_mut().zip(fused) {
-                                *score = match item {
-                                    FusedScore::Whole(s) => s,
-                                    FusedScore::Partial { fused, members } => {
-                                        served.partial_items += 1;
-                                        run.extra_noise += f.extra_noise(&members);
-                                        // The sub-panel's own system bias, where the
-                                        // version's group term was learnt on the input's.
-                                        fused.score + f.group_shift(&members, run.group.as_deref())
-                                    }
-                                };
+                            for (score, item) in run.scores.iter_mut().zip(&fused) {
+                                let extra;
+                                (*score, extra) = f.run_score(item, run.group.as_deref());
+                                run.extra_noise += extra;
+                                served.partial_items +=
+                                    usize::from(matches!(item, FusedScore::Partial { .. }));
                             }
                         }
                         Err(p) => problems.extend(p),

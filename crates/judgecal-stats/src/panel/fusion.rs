@@ -342,6 +342,20 @@ impl Fusion {
         }
     }
 
+    /// What a run-level answer reads of one fused item of system `group`: the score its
+    /// corrector reads (a partial item's sub-panel score plus [`Fusion::group_shift`]) and
+    /// its residual variance beyond a whole item's ([`Fusion::extra_noise`]; 0 for a whole
+    /// item). The service and the panel studies read runs through this one step.
+    pub fn run_score(&self, item: &FusedScore, group: Option<&str>) -> (f64, f64) {
+        match item {
+            FusedScore::Whole(x) => (*x, 0.0),
+            FusedScore::Partial { fused, members } => (
+                fused.score + self.group_shift(members, group),
+                self.extra_noise(members),
+            ),
+        }
+    }
+
     /// What the members present say of an item (its scores in member order), in reference
     /// units: [`Fusion::fuse`]'s score without its intervals (`None` where no member scored
     /// it), each pattern of members present looking its sub-panel up once, for a run's items.

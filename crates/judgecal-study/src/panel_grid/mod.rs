@@ -209,14 +209,11 @@ fn replicate(world: World, seed: u64, row: &mut GridRow, rules: &mut Rules) -> R
             let (js, y) = draw.item(s, rng);
             let given = present(&js, rng);
             // An item no member scored is not sent (the service refuses it by row).
-            let x = match fusion.fuse(&given) {
-                Ok(FusedScore::Whole(x)) => x,
-                Ok(FusedScore::Partial { fused, members }) => {
-                    extra_noise += fusion.extra_noise(&members);
-                    fused.score + fusion.group_shift(&members, Some(&format!("s{s}")))
-                }
-                Err(_) => continue,
+            let Ok(item) = fusion.fuse(&given) else {
+                continue;
             };
+            let (x, extra) = fusion.run_score(&item, Some(&format!("s{s}")));
+            extra_noise += extra;
             scores.push(x);
             member.push(js[best]);
             ys.push(y);
