@@ -4,9 +4,13 @@
 //! isotonic one (refits on resampled anchors), then the same with a label plan, and with
 //! [`LABELLED`] references on the same items of every run (each run's combined answer, and
 //! every pair's own answer on the shared items); and on an isotonic version of 20,000 anchors
-//! (1,500 for the others), whose refits cost the most.
+//! (1,500 for the others), whose refits cost the most. Then Bradley–Terry ratings of 50 systems
+//! over 100,000 comparisons (`judgecal_stats::pairwise::ratings`: the fit, and the joint rank
+//! intervals from 2,000 draws), the statistics behind ranking systems from pairwise verdicts
+//! (aim: under 1 s).
 //!
-//!     cargo bench --bench rank
+//!     cargo bench --bench rank              (everything)
+//!     cargo bench --bench rank -- ratings   (the ratings alone: no server, no training)
 
 mod common;
 
@@ -17,6 +21,58 @@ const ITEMS: usize = 10_000;
 const LABELLED: usize = 200;
 
 fn main() {
+    if std::env::args().any(|a| a == "ratings") {
+        return ratings();
+    }
+    runs();
+    ratings();
+}
+
+/// Bradley–Terry ratings of 50 systems over 100,000 comparisons, a tenth of them ties.
+fn ratings() {
+    use judgecal_stats::pairwise::ratings::{Outcome, fit};
+    use judgecal_stats::rng::{Rng, RngExt, SeedableRng};
+    const SYSTEMS: usize = 50;
+    const COMPARISONS: usize = 100_000;
+    let mut rng = Rng::seed_from_u64(7);
+    let outcomes: Vec<Outcome> = (0..COMPARISONS)
+        .map(|_| {
+            let a = rng.random_range(0..SYSTEMS);
+            let b = (a + rng.random_range(1..SYSTEMS)) % SYSTEMS;
+            let p = 1.0 / (1.0 + (-0.05 * (a as f64 - b as f64)).exp());
+            let u: f64 = rng.random();
+            let a_better = if u < 0.1 {
+                0.5
+            } else if u < 0.1 + 0.9 * p {
+                1.0
+            } else {
+                0.0
+            };
+            Outcome { a, b, a_better }
+        })
+        .collect();
+    let (mut fits, mut ranks) = (Vec::new(), Vec::new());
+    for _ in 0..11 {
+        let start = std::time::Instant::now();
+        let ratings = fit(SYSTEMS, &outcomes, 0).expect("ratings");
+        fits.push(start.elapsed().as_secs_f64() * 1e3);
+        let start = std::time::Instant::now();
+        let intervals = ratings.rank_intervals(0.95, 2_000, &mut rng);
+        ranks.push(start.elapsed().as_secs_f64() * 1e3);
+        assert_eq!(intervals.ranks.len(), SYSTEMS);
+    }
+    fits.sort_by(f64::total_cmp);
+    ranks.sort_by(f64::total_cmp);
+    let what = format!("ratings, {SYSTEMS} systems over {COMPARISONS} comparisons");
+    common::report(&format!("{what}: the fit"), &fits);
+    common::report(
+        &format!("{what}: joint rank intervals (2,000 draws)"),
+        &ranks,
+    );
+}
+
+/// /v1/rank on the four kinds of version.
+fn runs() {
     let dir = tempfile::tempdir().unwrap();
     let (_, router) = common::start_server_with(
         dir.path(),

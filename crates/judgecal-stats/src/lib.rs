@@ -26,6 +26,7 @@ pub mod identity;
 pub mod isotonic;
 pub mod linear;
 pub mod method;
+pub mod pairwise;
 pub mod panel;
 pub mod quality;
 pub mod quantile;
