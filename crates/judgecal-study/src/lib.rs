@@ -18,6 +18,7 @@ pub mod grid;
 pub mod intervals;
 pub mod llmbar;
 pub mod new_group;
+pub mod pairwise;
 pub mod panel;
 pub mod panel_grid;
 pub mod panel_plan;

@@ -19,13 +19,26 @@ use judgecal_stats::covariates::{LayerOptions, Row, fit_layer};
 pub const SETS: [&str; 3] = ["MT-Bench", "LLMEval2", "FairEval"];
 pub const JUDGES: [&str; 4] = ["GPT-4", "ChatGPT", "LLaMA2", "PaLM2"];
 
-fn read(path: &Path) -> Result<Vec<serde_json::Value>, String> {
+pub(crate) fn read(path: &Path) -> Result<Vec<serde_json::Value>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// One judge's anchors in one set.
-pub fn load(dir: &Path, set: &str, judge: &str) -> Result<Vec<Row>, String> {
+/// One pair of a set as a judge saw it: its verdict in each order (1: output 1 won, 0:
+/// output 2; `None` where that order gave none), the answers' lengths in characters and
+/// whether the experts preferred output 1.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pair {
+    pub first: Option<f64>,
+    /// With output 2 shown first, already mapped back (1 still means output 1).
+    pub swapped: Option<f64>,
+    pub lengths: (f64, f64),
+    pub experts_prefer_1: bool,
+}
+
+/// One judge's pairs in one set: those with a verdict in some order, two non-empty answers
+/// and the experts' label.
+pub fn pairs(dir: &Path, set: &str, judge: &str) -> Result<Vec<Pair>, String> {
     let rows = read(&dir.join(set).join(format!("{judge}.json")))?;
     let mut out = Vec::with_capacity(rows.len());
     for row in rows {
@@ -34,24 +47,39 @@ pub fn load(dir: &Path, set: &str, judge: &str) -> Result<Vec<Row>, String> {
         let Some(label) = row["label"].as_i64() else {
             continue;
         };
-        let verdicts: Vec<f64> = ["swap = False", "swap = True"]
-            .iter()
-            .filter_map(|order| match row["results"][0][order]["winner"].as_str() {
-                Some("1") => Some(1.0),
-                Some("2") => Some(0.0),
-                _ => None,
-            })
-            .collect();
-        if verdicts.is_empty() || a == 0.0 || b == 0.0 {
+        let verdict = |order: &str| match row["results"][0][order]["winner"].as_str() {
+            Some("1") => Some(1.0),
+            Some("2") => Some(0.0),
+            _ => None,
+        };
+        let (first, swapped) = (verdict("swap = False"), verdict("swap = True"));
+        if (first.is_none() && swapped.is_none()) || a == 0.0 || b == 0.0 {
             continue;
         }
-        out.push(Row {
-            score: verdicts.iter().sum::<f64>() / verdicts.len() as f64,
-            covariates: vec![a / b],
-            reference: f64::from(u8::from(label == 1)),
+        out.push(Pair {
+            first,
+            swapped,
+            lengths: (a, b),
+            experts_prefer_1: label == 1,
         });
     }
     Ok(out)
+}
+
+/// One judge's anchors in one set: the judge's score is the share of its orders that named
+/// output 1, the covariate output 1's length over output 2's.
+pub fn load(dir: &Path, set: &str, judge: &str) -> Result<Vec<Row>, String> {
+    Ok(pairs(dir, set, judge)?
+        .into_iter()
+        .map(|p| {
+            let verdicts: Vec<f64> = [p.first, p.swapped].into_iter().flatten().collect();
+            Row {
+                score: verdicts.iter().sum::<f64>() / verdicts.len() as f64,
+                covariates: vec![p.lengths.0 / p.lengths.1],
+                reference: f64::from(u8::from(p.experts_prefer_1)),
+            }
+        })
+        .collect())
 }
 
 /// The Markdown table: per judge and set, the held-out MAE and squared error of each

@@ -3,6 +3,28 @@
 //! An outcome is the probability that the first system's answer is better: 1 (it won), 0 (it
 //! lost), ½ (a tie, counted one half for each side as Chatbot Arena counts them), or any
 //! number between (a share of raters, a judge's log-probabilities). `ratings` fits
-//! Bradley–Terry ratings to such outcomes, with intervals and rank intervals that hold jointly.
+//! Bradley–Terry ratings to such outcomes, with intervals and rank intervals that hold jointly;
+//! `preference` maps a judge's verdicts (both orders, covariates) to the probability that
+//! people prefer a.
 
+pub mod preference;
 pub mod ratings;
+
+/// The logistic function, without overflow.
+pub(crate) fn sigmoid(x: f64) -> f64 {
+    if x >= 0.0 {
+        1.0 / (1.0 + (-x).exp())
+    } else {
+        let e = x.exp();
+        e / (1.0 + e)
+    }
+}
+
+/// ln σ(x), without overflow.
+pub(crate) fn log_sigmoid(x: f64) -> f64 {
+    if x >= 0.0 {
+        -(-x).exp().ln_1p()
+    } else {
+        x - x.exp().ln_1p()
+    }
+}

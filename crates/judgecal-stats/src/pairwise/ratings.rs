@@ -26,6 +26,7 @@ use std::collections::HashMap;
 
 use nalgebra::{DMatrix, DVector};
 
+use super::{log_sigmoid, sigmoid};
 use crate::rng::Rng;
 use crate::stats::{normal_quantile, quantile_sorted, standard_normal};
 
@@ -93,24 +94,6 @@ struct PairSums {
 /// The largest Newton step taken on any rating (log-odds); a longer one is scaled down.
 const MAX_STEP: f64 = 5.0;
 const MAX_ITERATIONS: usize = 200;
-
-fn sigmoid(x: f64) -> f64 {
-    if x >= 0.0 {
-        1.0 / (1.0 + (-x).exp())
-    } else {
-        let e = x.exp();
-        e / (1.0 + e)
-    }
-}
-
-/// ln σ(x), without overflow.
-fn log_sigmoid(x: f64) -> f64 {
-    if x >= 0.0 {
-        -(-x).exp().ln_1p()
-    } else {
-        x - x.exp().ln_1p()
-    }
-}
 
 /// Fits the ratings of `k` systems to `outcomes`, the rating of `baseline` held at 0.
 pub fn fit(k: usize, outcomes: &[Outcome], baseline: usize) -> Result<Ratings, RatingError> {

@@ -3,6 +3,7 @@
 
 mod covariates;
 mod drift;
+mod pairwise;
 mod panel;
 mod studies;
 
@@ -12,6 +13,7 @@ use clap::{Parser, Subcommand};
 
 use covariates::{CovariatesArgs, covariates};
 use drift::{DriftArgs, drift};
+use pairwise::{PairwiseArgs, pairwise};
 use panel::{PanelArgs, panel};
 use studies::{
     BridgeArgs, CoverageArgs, ExperimentArgs, GateArgs, IntervalsArgs, RankArgs, SystemsArgs,
@@ -69,6 +71,10 @@ pub enum Command {
     /// anchors; how often the length coefficient's interval covers, which input is served, the
     /// fresh items' MAE with and without the length, and the bands' coverage.
     Covariates(CovariatesArgs),
+    /// Pairwise judges on LLMBar's sets: the held-out log-loss and accuracy of the calibrated
+    /// preference (the verdict, both orders, and with the length ratio) against the raw
+    /// verdict, and each judge's position, swap and length biases beside the experts'.
+    Pairwise(PairwiseArgs),
 }
 
 /// Runs the parsed study; its errors are the user's to fix (exit code 2).
@@ -84,6 +90,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Gate(a) => gate(a),
         Command::Panel(a) => panel(a),
         Command::Covariates(a) => covariates(a),
+        Command::Pairwise(a) => pairwise(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,392 @@
+//! The calibrated preference: the probability that people prefer answer a, given the judge's
+//! verdict, its verdict with the answers swapped where it gave one, and covariates (the
+//! answers' log length ratio), as a logistic map fitted to comparisons that carry the
+//! people's preference.
+//!
+//! A pairwise judge's verdict is not a probability: it names a winner that people overturn a
+//! fifth to a third of the time, it favours the answer shown first (so its two orders
+//! disagree), and it favours the longer answer. The map reads the verdict (centred: ½ is no
+//! preference), the swapped verdict (with an indicator where it is missing) and the standardised
+//! covariates, with an intercept: a logistic regression fitted by Newton's method at its
+//! posterior mode under independent normal priors (sd [`PRIOR_SD`] on the standardised
+//! inputs, wider on the intercept), so that a judge whose verdict always agrees with people
+//! gets a large but finite weight. References may be shares in [0, 1] (½ for a tie).
+//!
+//! Which inputs serve is chosen on held-out log-loss: [`held_out`] cross-fits each candidate
+//! (`Inputs`) over k folds.
+
+use nalgebra::{DMatrix, DVector};
+
+use super::{log_sigmoid, sigmoid};
+use crate::rng::{Rng, SeedableRng, SliceRandom};
+
+/// The prior sd of each standardised input's weight (log-odds per unit).
+pub const PRIOR_SD: f64 = 3.0;
+/// The prior sd of the intercept.
+const INTERCEPT_SD: f64 = 10.0;
+
+/// One comparison with the people's preference.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Labelled {
+    /// The judge's verdict: the probability it gives that a is better (1, 0, ½ for a tie).
+    pub verdict: f64,
+    /// The judge's verdict with b shown first, mapped back (1 still means a).
+    pub swapped: Option<f64>,
+    /// Numeric inputs beside the verdicts (the answers' log length ratio), in a fixed order.
+    pub covariates: Vec<f64>,
+    /// The people's preference for a: 1, 0, ½ for a tie, or a share of raters.
+    pub preference: f64,
+}
+
+/// What the map reads, the candidates `auto` would choose among.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Inputs {
+    /// The verdict alone (the first order).
+    Verdict,
+    /// Both orders' verdicts.
+    BothOrders,
+    /// Both orders' verdicts and the covariates.
+    WithCovariates,
+}
+
+impl Inputs {
+    pub const ALL: [Inputs; 3] = [Inputs::Verdict, Inputs::BothOrders, Inputs::WithCovariates];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Inputs::Verdict => "verdict",
+            Inputs::BothOrders => "both orders",
+            Inputs::WithCovariates => "both orders + covariates",
+        }
+    }
+}
+
+/// A fitted map.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PreferenceMap {
+    pub inputs: Inputs,
+    /// The covariates' means and sds over the anchors it was fitted on.
+    pub centre: Vec<f64>,
+    pub scale: Vec<f64>,
+    /// The weights: intercept, verdict, then (both orders) the swapped verdict and its missing
+    /// indicator, then (with covariates) each standardised covariate.
+    pub weights: Vec<f64>,
+    /// Their covariance at the mode (the inverse of the posterior's curvature), row-major.
+    pub covariance: Vec<f64>,
+}
+
+/// The inputs of one comparison, `centre`/`scale` standardising its covariates.
+fn features(c: &Labelled, inputs: Inputs, centre: &[f64], scale: &[f64]) -> Vec<f64> {
+    let mut x = vec![1.0, c.verdict - 0.5];
+    if inputs != Inputs::Verdict {
+        match c.swapped {
+            Some(s) => x.extend([s - 0.5, 0.0]),
+            None => x.extend([0.0, 1.0]),
+        }
+    }
+    if inputs == Inputs::WithCovariates {
+        x.extend(
+            c.covariates
+                .iter()
+                .zip(centre.iter().zip(scale))
+                .map(|(v, (m, s))| (v - m) / s),
+        );
+    }
+    x
+}
+
+impl PreferenceMap {
+    /// The probability that people prefer a.
+    pub fn predict(&self, c: &Labelled) -> f64 {
+        let x = features(c, self.inputs, &self.centre, &self.scale);
+        sigmoid(x.iter().zip(&self.weights).map(|(x, w)| x * w).sum())
+    }
+}
+
+/// Fits the map reading `inputs` to `rows`.
+pub fn fit(rows: &[Labelled], inputs: Inputs) -> Result<PreferenceMap, String> {
+    if rows.is_empty() {
+        return Err("no labelled comparisons to fit the preference on".into());
+    }
+    let covariates = rows[0].covariates.len();
+    if rows.iter().any(|r| r.covariates.len() != covariates) {
+        return Err("every comparison must carry the same covariates".into());
+    }
+    let (mut centre, mut scale) = (vec![0.0; covariates], vec![1.0; covariates]);
+    if inputs == Inputs::WithCovariates {
+        for k in 0..covariates {
+            let values: Vec<f64> = rows.iter().map(|r| r.covariates[k]).collect();
+            centre[k] = crate::stats::mean(&values);
+            let sd = crate::stats::sample_variance(&values).sqrt();
+            scale[k] = if sd > 0.0 { sd } else { 1.0 };
+        }
+    }
+    let xs: Vec<Vec<f64>> = rows
+        .iter()
+        .map(|r| features(r, inputs, &centre, &scale))
+        .collect();
+    let d = xs[0].len();
+    let precision = |j: usize| {
+        let sd = if j == 0 { INTERCEPT_SD } else { PRIOR_SD };
+        1.0 / (sd * sd)
+    };
+    let log_posterior = |w: &DVector<f64>| -> f64 {
+        let lik: f64 = xs
+            .iter()
+            .zip(rows)
+            .map(|(x, r)| {
+                let eta: f64 = x.iter().zip(w.iter()).map(|(x, w)| x * w).sum();
+                r.preference * log_sigmoid(eta) + (1.0 - r.preference) * log_sigmoid(-eta)
+            })
+            .sum();
+        lik - (0..d)
+            .map(|j| 0.5 * precision(j) * w[j] * w[j])
+            .sum::<f64>()
+    };
+    let curvature = |w: &DVector<f64>| -> (DVector<f64>, DMatrix<f64>) {
+        let mut g = DVector::from_fn(d, |j, _| -precision(j) * w[j]);
+        let mut h = DMatrix::from_fn(d, d, |i, j| if i == j { precision(i) } else { 0.0 });
+        for (x, r) in xs.iter().zip(rows) {
+            let eta: f64 = x.iter().zip(w.iter()).map(|(x, w)| x * w).sum();
+            let p = sigmoid(eta);
+            let q = p * (1.0 - p);
+            for i in 0..d {
+                g[i] += (r.preference - p) * x[i];
+                for j in 0..d {
+                    h[(i, j)] += q * x[i] * x[j];
+                }
+            }
+        }
+        (g, h)
+    };
+    let mut w = DVector::zeros(d);
+    let mut current = log_posterior(&w);
+    for _ in 0..100 {
+        let (g, h) = curvature(&w);
+        let step = h
+            .cholesky()
+            .ok_or("the preference's curvature is not positive definite")?
+            .solve(&g);
+        let mut scale = 1.0;
+        let next = loop {
+            let next = &w + &step * scale;
+            let value = log_posterior(&next);
+            if value >= current - 1e-12 || scale < 1e-8 {
+                current = value;
+                break next;
+            }
+            scale /= 2.0;
+        };
+        let moved = (&next - &w).amax();
+        w = next;
+        if moved < 1e-10 {
+            break;
+        }
+    }
+    let (_, h) = curvature(&w);
+    let covariance = h
+        .try_inverse()
+        .ok_or("the preference's curvature is singular")?;
+    Ok(PreferenceMap {
+        inputs,
+        centre,
+        scale,
+        weights: w.iter().copied().collect(),
+        covariance: covariance.iter().copied().collect(),
+    })
+}
+
+/// Held-out figures of a preference.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HeldOut {
+    /// Mean log-loss, −[y ln p + (1 − y) ln(1 − p)], in nats.
+    pub log_loss: f64,
+    /// The share of comparisons whose more likely side people preferred (an even call, or a
+    /// tie of the people's, counts ½).
+    pub accuracy: f64,
+    pub comparisons: usize,
+}
+
+fn score(predictions: &[(f64, f64)]) -> HeldOut {
+    let n = predictions.len().max(1) as f64;
+    let eps = 1e-12;
+    let log_loss = predictions
+        .iter()
+        .map(|&(p, y)| {
+            let p = p.clamp(eps, 1.0 - eps);
+            -(y * p.ln() + (1.0 - y) * (1.0 - p).ln())
+        })
+        .sum::<f64>()
+        / n;
+    let accuracy = predictions
+        .iter()
+        .map(|&(p, y)| {
+            if (p - 0.5).abs() < 1e-12 {
+                0.5
+            } else if p > 0.5 {
+                y
+            } else {
+                1.0 - y
+            }
+        })
+        .sum::<f64>()
+        / n;
+    HeldOut {
+        log_loss,
+        accuracy,
+        comparisons: predictions.len(),
+    }
+}
+
+/// The raw verdict read as a probability: its verdicts averaged over the orders it gave,
+/// pulled in to [`RAW_SURE`] (a verdict of 1 is read as 95% sure: a 0/1 verdict that people
+/// overturn would have an infinite log-loss).
+pub fn raw(rows: &[Labelled]) -> HeldOut {
+    let p: Vec<(f64, f64)> = rows
+        .iter()
+        .map(|r| {
+            let v = match r.swapped {
+                Some(s) => (r.verdict + s) / 2.0,
+                None => r.verdict,
+            };
+            (0.5 + (v - 0.5) * (2.0 * RAW_SURE - 1.0), r.preference)
+        })
+        .collect();
+    score(&p)
+}
+
+/// How sure a raw verdict of 1 is read to be.
+pub const RAW_SURE: f64 = 0.95;
+
+/// The map reading `inputs`, cross-fitted over `folds` seeded folds: each fold predicted by
+/// the map fitted on the others.
+pub fn held_out(
+    rows: &[Labelled],
+    inputs: Inputs,
+    folds: usize,
+    seed: u64,
+) -> Result<HeldOut, String> {
+    let folds = folds.clamp(2, rows.len().max(2));
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    order.shuffle(&mut Rng::seed_from_u64(seed));
+    let mut fold_of = vec![0; rows.len()];
+    for (rank, &i) in order.iter().enumerate() {
+        fold_of[i] = rank % folds;
+    }
+    let mut predictions = Vec::with_capacity(rows.len());
+    for f in 0..folds {
+        let train: Vec<Labelled> = (0..rows.len())
+            .filter(|&i| fold_of[i] != f)
+            .map(|i| rows[i].clone())
+            .collect();
+        let map = fit(&train, inputs)?;
+        predictions.extend(
+            (0..rows.len())
+                .filter(|&i| fold_of[i] == f)
+                .map(|i| (map.predict(&rows[i]), rows[i].preference)),
+        );
+    }
+    Ok(score(&predictions))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::RngExt;
+    use crate::stats::standard_normal;
+
+    /// People prefer a with chance σ(2q), q ~ N(0, 1) the answers' quality gap; the judge
+    /// sees the gap with noise (sd 0.5), favours the answer shown first by `position` and the
+    /// longer answer by `length` (per unit of the log length ratio, which also tracks quality
+    /// a little), and names a winner in each order.
+    fn world(n: usize, position: f64, length: f64, rng: &mut Rng) -> Vec<Labelled> {
+        (0..n)
+            .map(|_| {
+                let q = standard_normal(rng);
+                let ratio = 0.3 * q + standard_normal(rng);
+                let seen = q + 0.5 * standard_normal(rng) + length * ratio;
+                let first = f64::from(u8::from(seen + position > 0.0));
+                // Swapped: b is shown first, so the bias helps b.
+                let swapped = f64::from(u8::from(seen - position > 0.0));
+                let preference = f64::from(u8::from(rng.random::<f64>() < sigmoid(2.0 * q)));
+                Labelled {
+                    verdict: first,
+                    swapped: Some(swapped),
+                    covariates: vec![ratio],
+                    preference,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_known_logistic_map_is_recovered_within_its_errors() {
+        // People prefer a with chance σ(0.4 + 2·(v − ½)) given a verdict v that is 1 or 0.
+        let mut rng = Rng::seed_from_u64(3);
+        let rows: Vec<Labelled> = (0..4_000)
+            .map(|_| {
+                let verdict = f64::from(u8::from(rng.random::<f64>() < 0.5));
+                let p = sigmoid(0.4 + 2.0 * (verdict - 0.5));
+                Labelled {
+                    verdict,
+                    swapped: None,
+                    covariates: vec![],
+                    preference: f64::from(u8::from(rng.random::<f64>() < p)),
+                }
+            })
+            .collect();
+        let map = fit(&rows, Inputs::Verdict).expect("fit");
+        for (j, truth) in [0.4, 2.0].into_iter().enumerate() {
+            let se = map.covariance[j * 2 + j].sqrt();
+            assert!(
+                (map.weights[j] - truth).abs() < 3.0 * se,
+                "weight {j}: {} ± {se}, truth {truth}",
+                map.weights[j]
+            );
+        }
+        // Soft references: a share of 0.7 on every comparison gives σ(intercept) ≈ 0.7.
+        let soft: Vec<Labelled> = rows
+            .iter()
+            .map(|r| Labelled {
+                preference: 0.7,
+                ..r.clone()
+            })
+            .collect();
+        let map = fit(&soft, Inputs::Verdict).expect("fit");
+        let both = |v: f64| {
+            map.predict(&Labelled {
+                verdict: v,
+                ..soft[0].clone()
+            })
+        };
+        assert!((both(1.0) - 0.7).abs() < 0.01 && (both(0.0) - 0.7).abs() < 0.01);
+    }
+
+    /// Held-out log-loss falls with each input that carries a bias the judge has, and is no
+    /// worse (within 0.01 nats) where it has none. Measured (3,000 comparisons, 10 folds):
+    /// position- and length-biased judge 0.630 (verdict) → 0.591 (both orders) → 0.576 (and
+    /// the length), the raw verdict 0.660; a fair judge 0.578 → 0.578 → 0.572 (the length
+    /// tracks quality a little, which a 0/1 verdict loses).
+    #[test]
+    fn the_swapped_verdict_and_the_length_lower_held_out_loss_where_the_judge_is_biased() {
+        let mut rng = Rng::seed_from_u64(5);
+        let biased = world(3_000, 1.0, 0.8, &mut rng);
+        let loss = |rows: &[Labelled], inputs| held_out(rows, inputs, 10, 1).expect("fit").log_loss;
+        let [alone, both, with] = Inputs::ALL.map(|i| loss(&biased, i));
+        eprintln!(
+            "biased: {alone:.4} {both:.4} {with:.4}, raw {:.4}",
+            raw(&biased).log_loss
+        );
+        assert!(both < alone - 0.01, "{alone} {both}");
+        assert!(with < both - 0.01, "{both} {with}");
+        // Every calibrated candidate beats the raw verdict read as 95% sure.
+        assert!(alone < raw(&biased).log_loss, "{alone}");
+        let fair = world(3_000, 0.0, 0.0, &mut rng);
+        let [alone, both, with] = Inputs::ALL.map(|i| loss(&fair, i));
+        eprintln!("fair: {alone:.4} {both:.4} {with:.4}");
+        assert!(
+            both < alone + 0.01 && with < both + 0.01,
+            "{alone} {both} {with}"
+        );
+    }
+}
