@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::Value;
 
 use super::covariates::{self, Covariates};
+use super::raw::{CsvHeader, RawField, text_field, unknown_fields};
 use super::{
     Anchor, CellKey, GroupName, ItemId, JudgeName, JudgeVersion, Problem, RaterName, RubricName,
     Scale,
@@ -48,60 +49,6 @@ const ROW_FIELDS: [&str; 7] = [
 
 /// The fields of the JSON envelope.
 const ENVELOPE_FIELDS: [&str; 4] = ["judge", "rubric", JUDGE_VERSION_COLUMN, "anchors"];
-
-/// A problem per field of `object` that is not one of `known`.
-fn unknown_fields<'a>(
-    row: Option<usize>,
-    object: &'a serde_json::Map<String, Value>,
-    known: &'a [&str],
-    what: &'a str,
-) -> impl Iterator<Item = Problem> + 'a {
-    object
-        .keys()
-        .filter(|k| !known.contains(&k.as_str()))
-        .map(move |k| {
-            Problem::at(
-                row,
-                k,
-                format!(
-                    "is not a field of {what} (its fields: {})",
-                    known.join(", ")
-                ),
-            )
-        })
-}
-
-/// A field as it arrived, before validation.
-#[derive(Debug, Clone, PartialEq)]
-pub enum RawField {
-    Missing,
-    Text(String),
-    Number(f64),
-    /// A JSON value of a kind the field can never be (object, array, bool, null).
-    Other(&'static str),
-}
-
-impl RawField {
-    fn from_json(v: Option<&Value>) -> Self {
-        match v {
-            None => Self::Missing,
-            Some(Value::String(s)) => Self::Text(s.clone()),
-            Some(Value::Number(n)) => n.as_f64().map_or(Self::Other("number"), Self::Number),
-            Some(Value::Null) => Self::Other("null"),
-            Some(Value::Bool(_)) => Self::Other("boolean"),
-            Some(Value::Array(_)) => Self::Other("array"),
-            Some(Value::Object(_)) => Self::Other("object"),
-        }
-    }
-
-    fn from_csv(v: Option<&str>) -> Self {
-        match v {
-            None => Self::Missing,
-            Some(s) if s.trim().is_empty() => Self::Missing,
-            Some(s) => Self::Text(s.trim().to_owned()),
-        }
-    }
-}
 
 /// One anchor row as uploaded, with its 1-based position in the batch.
 #[derive(Debug, Clone)]
@@ -311,64 +258,8 @@ pub fn rows_from_csv(body: &[u8]) -> Result<Vec<RawAnchor>, Vec<Problem>> {
             )]
         })?
         .clone();
-    let mut index = HashMap::new();
+    let columns = CsvHeader::read(&header, &CSV_COLUMNS, &OPTIONAL_COLUMNS, "an anchor upload")?;
     let mut problems = Vec::new();
-    for column in CSV_COLUMNS {
-        match header.iter().position(|h| h == column) {
-            Some(i) => {
-                index.insert(column, i);
-            }
-            None => problems.push(Problem::at(
-                None,
-                column,
-                format!(
-                    "column missing from the CSV header (expected {})",
-                    CSV_COLUMNS.join(",")
-                ),
-            )),
-        }
-    }
-    // The covariate columns, `covariate.<name>`, each name once.
-    let mut covariate_columns: Vec<(usize, String)> = Vec::new();
-    for (i, column) in header.iter().enumerate() {
-        if let Some(name) = column.strip_prefix(covariates::CSV_PREFIX) {
-            match covariates::check_name(None, name) {
-                Err(p) => problems.push(p),
-                Ok(_) if covariate_columns.iter().any(|(_, n)| n == name) => problems.push(
-                    Problem::at(None, column, "is a column twice; each covariate once"),
-                ),
-                Ok(_) => covariate_columns.push((i, name.to_owned())),
-            }
-        } else if !CSV_COLUMNS.contains(&column) && !OPTIONAL_COLUMNS.contains(&column) {
-            problems.push(Problem::at(
-                None,
-                column,
-                format!(
-                    "is not a column of an anchor upload (its columns: {}, and optionally {} and {}<name> per covariate)",
-                    CSV_COLUMNS.join(","),
-                    OPTIONAL_COLUMNS.join(","),
-                    covariates::CSV_PREFIX
-                ),
-            ));
-        }
-    }
-    if covariate_columns.len() > covariates::MAX_PER_ROW {
-        problems.push(Problem::at(
-            None,
-            "header",
-            format!(
-                "{} covariate columns; at most {}",
-                covariate_columns.len(),
-                covariates::MAX_PER_ROW
-            ),
-        ));
-    }
-    if !problems.is_empty() {
-        return Err(problems);
-    }
-    let group_index = header.iter().position(|h| h == GROUP_COLUMN);
-    let rater_index = header.iter().position(|h| h == RATER_COLUMN);
-    let version_index = header.iter().position(|h| h == JUDGE_VERSION_COLUMN);
     let mut rows = Vec::new();
     for (i, record) in reader.records().enumerate() {
         let row = i + 1;
@@ -383,23 +274,8 @@ pub fn rows_from_csv(body: &[u8]) -> Result<Vec<RawAnchor>, Vec<Problem>> {
                 continue;
             }
         };
-        let field = |name: &str| RawField::from_csv(record.get(index[name]));
-        let mut row_problems = Vec::new();
-        let mut row_covariates = Covariates::new();
-        for (i, name) in &covariate_columns {
-            let Some(text) = record.get(*i).map(str::trim).filter(|t| !t.is_empty()) else {
-                continue;
-            };
-            match (
-                covariates::check_name(Some(row), name),
-                covariates::from_text(row, name, text),
-            ) {
-                (Ok(n), Ok(x)) => {
-                    row_covariates.insert(n, x);
-                }
-                (n, x) => row_problems.extend(n.err().into_iter().chain(x.err())),
-            }
-        }
+        let field = |name: &str| columns.field(&record, name);
+        let (row_covariates, row_problems) = columns.covariates(&record, row);
         rows.push(RawAnchor {
             covariates: row_covariates,
             problems: row_problems,
@@ -409,28 +285,15 @@ pub fn rows_from_csv(body: &[u8]) -> Result<Vec<RawAnchor>, Vec<Problem>> {
             item_id: field("item_id"),
             judge_score: field("judge_score"),
             reference_score: field("reference_score"),
-            group: RawField::from_csv(group_index.and_then(|i| record.get(i))),
-            rater: RawField::from_csv(rater_index.and_then(|i| record.get(i))),
-            judge_version: RawField::from_csv(version_index.and_then(|i| record.get(i))),
+            group: field(GROUP_COLUMN),
+            rater: field(RATER_COLUMN),
+            judge_version: field(JUDGE_VERSION_COLUMN),
         });
     }
     if problems.is_empty() {
         Ok(rows)
     } else {
         Err(problems)
-    }
-}
-
-fn text_field(row: Option<usize>, name: &str, f: &RawField) -> Result<String, Problem> {
-    match f {
-        RawField::Text(s) => Ok(s.clone()),
-        RawField::Missing => Err(Problem::at(row, name, "is missing")),
-        RawField::Number(_) => Err(Problem::at(row, name, "must be a string, not a number")),
-        RawField::Other(kind) => Err(Problem::at(
-            row,
-            name,
-            format!("must be a string, not {kind}"),
-        )),
     }
 }
 

@@ -4,12 +4,14 @@
 pub mod anchors;
 pub mod bounds;
 pub mod calibration;
+pub mod comparisons;
 pub mod correction;
 pub mod covariates;
 pub mod ingest;
 pub mod inputs;
 pub mod panel;
 pub mod rank_session;
+pub mod raw;
 pub mod runlevel;
 pub mod training;
 
@@ -338,6 +340,8 @@ pub struct CellSummary {
     pub key: CellKey,
     pub anchor_count: i64,
     pub updated_at_ms: i64,
+    /// Its pairwise comparisons (a cell holds these or anchors, not both).
+    pub comparison_count: i64,
 }
 
 /// Milliseconds since the Unix epoch, the time unit of the store.

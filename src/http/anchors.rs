@@ -97,9 +97,9 @@ fn rater_schema() -> utoipa::openapi::schema::Object {
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct UploadParams {
-    /// Overwrite anchors stored with different scores instead of answering 409.
+    /// Overwrite rows stored with different values instead of answering 409.
     #[serde(default)]
-    replace: bool,
+    pub(super) replace: bool,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -211,6 +211,8 @@ pub struct CellDto {
     pub judge: String,
     pub rubric: String,
     pub anchor_count: i64,
+    /// Its pairwise comparisons (`POST /v1/comparisons`); a cell holds these or anchors.
+    pub comparison_count: i64,
     /// When an anchor of the cell last changed (RFC 3339).
     pub updated_at: String,
 }
@@ -240,6 +242,7 @@ pub async fn list_cells(
                 judge: c.key.judge.to_string(),
                 rubric: c.key.rubric.to_string(),
                 anchor_count: c.anchor_count,
+                comparison_count: c.comparison_count,
                 updated_at: rfc3339(c.updated_at_ms),
             })
             .collect(),

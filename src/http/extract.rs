@@ -15,6 +15,7 @@ use super::AppState;
 use super::error::ApiError;
 use crate::auth::Scope;
 use crate::domain::anchors::{self, RawAnchor};
+use crate::domain::comparisons::{self, RawComparison};
 use crate::domain::{CellKey, JudgeName, Problem, RubricName};
 
 /// `axum::Json`, with rejections in the service's error shape: a body that is JSON but not
@@ -227,43 +228,86 @@ async fn upload_body<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, A
     .map_err(bytes_rejection)
 }
 
+/// An upload's rows as read, or every problem of its body.
+type Rows<T> = Result<Vec<T>, Vec<Problem>>;
+
+/// Reads an upload's body as JSON or CSV with the batch's own readers; `what` names the batch
+/// in its errors ("anchor", "comparison").
+async fn read_upload<S: Send + Sync, T>(
+    req: Request,
+    state: &S,
+    what: &str,
+    from_json: fn(&serde_json::Value) -> Rows<T>,
+    from_csv: fn(&[u8]) -> Rows<T>,
+) -> Result<Vec<T>, ApiError> {
+    let kind = content_type(req.headers()).to_ascii_lowercase();
+    let refused = |p| {
+        ApiError::invalid(
+            format!("the {what} batch was refused; nothing was stored"),
+            p,
+        )
+    };
+    match kind.as_str() {
+        "application/json" => {
+            let body = upload_body(req, state).await?;
+            let value: serde_json::Value = serde_json::from_slice(&body).map_err(|e| {
+                ApiError::from_status(
+                    StatusCode::BAD_REQUEST,
+                    format!("the body is not valid JSON: {e}"),
+                )
+            })?;
+            from_json(&value).map_err(refused)
+        }
+        "text/csv" => {
+            let body = upload_body(req, state).await?;
+            from_csv(&body).map_err(refused)
+        }
+        other => Err(ApiError::from_status(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!(
+                "{what}s are uploaded as `application/json` or `text/csv`, not {:?}",
+                if other.is_empty() {
+                    "(no Content-Type)"
+                } else {
+                    other
+                }
+            ),
+        )),
+    }
+}
+
 impl<S: Send + Sync> FromRequest<S> for AnchorUpload {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        let kind = content_type(req.headers()).to_ascii_lowercase();
-        let refused = |p| ApiError::invalid("the anchor batch was refused; nothing was stored", p);
-        match kind.as_str() {
-            "application/json" => {
-                let body = upload_body(req, state).await?;
-                let value: serde_json::Value = serde_json::from_slice(&body).map_err(|e| {
-                    ApiError::from_status(
-                        StatusCode::BAD_REQUEST,
-                        format!("the body is not valid JSON: {e}"),
-                    )
-                })?;
-                anchors::rows_from_json(&value)
-                    .map(AnchorUpload)
-                    .map_err(refused)
-            }
-            "text/csv" => {
-                let body = upload_body(req, state).await?;
-                anchors::rows_from_csv(&body)
-                    .map(AnchorUpload)
-                    .map_err(refused)
-            }
-            other => Err(ApiError::from_status(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                format!(
-                    "anchors are uploaded as `application/json` or `text/csv`, not {:?}",
-                    if other.is_empty() {
-                        "(no Content-Type)"
-                    } else {
-                        other
-                    }
-                ),
-            )),
-        }
+        read_upload(
+            req,
+            state,
+            "anchor",
+            anchors::rows_from_json,
+            anchors::rows_from_csv,
+        )
+        .await
+        .map(AnchorUpload)
+    }
+}
+
+/// A comparison upload: `application/json` (one cell) or `text/csv` (any number of cells).
+pub struct ComparisonUpload(pub Vec<RawComparison>);
+
+impl<S: Send + Sync> FromRequest<S> for ComparisonUpload {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        read_upload(
+            req,
+            state,
+            "comparison",
+            comparisons::rows_from_json,
+            comparisons::rows_from_csv,
+        )
+        .await
+        .map(ComparisonUpload)
     }
 }
 

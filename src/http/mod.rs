@@ -3,6 +3,7 @@
 
 mod anchors;
 mod calibration;
+mod comparisons;
 mod correct;
 pub mod error;
 mod extract;
@@ -50,6 +51,7 @@ fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(anchors::list_cells))
         .routes(routes!(anchors::list_anchors))
         .routes(routes!(anchors::delete_anchor))
+        .routes(routes!(comparisons::upload))
         .routes(routes!(rubrics::list_rubrics))
         .routes(routes!(rubrics::put_rubric))
         .routes(routes!(calibration::train))

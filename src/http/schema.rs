@@ -121,3 +121,29 @@ pub fn member_scores() -> Object {
         ))
         .build()
 }
+
+/// A pairwise outcome: `"a"`, `"b"`, `"tie"`, or the probability in [0, 1] that a's answer
+/// is the better; `nullable` where it may be left out.
+pub fn outcome(description: &str, nullable: bool) -> utoipa::openapi::schema::Schema {
+    let mut one_of = utoipa::openapi::schema::OneOfBuilder::new()
+        .item(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .enum_values(Some(["a", "b", "tie"])),
+        )
+        .item(
+            ObjectBuilder::new()
+                .schema_type(Type::Number)
+                .minimum(Some(0.0))
+                .maximum(Some(1.0)),
+        );
+    if nullable {
+        one_of = one_of.item(ObjectBuilder::new().schema_type(Type::Null));
+    }
+    utoipa::openapi::schema::Schema::OneOf(
+        one_of
+            .description(Some(description))
+            .examples([json!("a")])
+            .build(),
+    )
+}

@@ -159,6 +159,23 @@ impl Service {
         let min = self.jobs.min_anchors as i64;
         let versions = self.store.judge_versions(judge, None).await?;
         if versions.is_empty() {
+            // A pairwise judge's comparisons are stored, but no corrector reads them yet.
+            let pairwise: i64 = self
+                .store
+                .cells()
+                .await?
+                .iter()
+                .filter(|c| &c.key.judge == judge)
+                .map(|c| c.comparison_count)
+                .sum();
+            if pairwise > 0 {
+                return Err(Error::conflict(
+                    format!(
+                        "judge {judge} holds {pairwise} pairwise comparisons and no anchors: training on comparisons is not built yet, so nothing was queued (the comparisons stay stored for it)"
+                    ),
+                    vec![],
+                ));
+            }
             return Err(Error::NotFound(format!(
                 "judge {judge} has no anchors; upload some with POST /v1/anchors first"
             )));

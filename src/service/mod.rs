@@ -2,6 +2,7 @@
 //! store, and keeps the metrics in step. No HTTP types here.
 
 pub mod bridges;
+mod comparisons;
 mod corrections;
 pub mod coverage;
 mod jobs;

@@ -178,7 +178,7 @@ impl Store {
                 "INSERT INTO cells (id, judge, rubric, anchor_count, updated_at_ms)
                  VALUES ($1, $2, $3, 0, $4)
                  ON CONFLICT (judge, rubric) DO UPDATE SET judge = excluded.judge
-                 RETURNING id, anchor_count",
+                 RETURNING id, anchor_count, comparison_count",
             )
             .bind(Uuid::new_v4().to_string())
             .bind(cell.key.judge.as_str())
@@ -188,6 +188,23 @@ impl Store {
             .await?;
             let cell_id: String = row.try_get(0)?;
             let stored_count: i64 = row.try_get(1)?;
+            let comparisons: i64 = row.try_get(2)?;
+            if comparisons > 0 {
+                return Err(Error::conflict(
+                    format!(
+                        "the anchor batch was refused: cell {} holds {comparisons} pairwise comparisons; a cell holds scores or comparisons, not both. Nothing was stored",
+                        cell.key
+                    ),
+                    vec![crate::domain::Problem::at(
+                        cell.rows.first().copied(),
+                        "judge",
+                        format!(
+                            "{} judges rubric {} in pairs: upload its one-item scores under another judge name",
+                            cell.key.judge, cell.key.rubric
+                        ),
+                    )],
+                ));
+            }
 
             // The rows the cell holds for the batch's items, of every version, then the plan,
             // decided without the database.
@@ -349,7 +366,8 @@ impl Store {
 
     pub async fn cells(&self) -> Result<Vec<CellSummary>> {
         let rows = sqlx::query(
-            "SELECT judge, rubric, anchor_count, updated_at_ms FROM cells ORDER BY judge, rubric",
+            "SELECT judge, rubric, anchor_count, updated_at_ms, comparison_count FROM cells
+             ORDER BY judge, rubric",
         )
         .fetch_all(&self.pool)
         .await?;
@@ -364,6 +382,7 @@ impl Store {
                     },
                     anchor_count: r.try_get(2)?,
                     updated_at_ms: r.try_get(3)?,
+                    comparison_count: r.try_get(4)?,
                 })
             })
             .collect()

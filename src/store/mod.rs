@@ -8,6 +8,7 @@
 mod anchors;
 mod calibrators;
 mod checks;
+mod comparisons;
 mod coverage;
 mod jobs;
 mod judge_versions;
@@ -17,6 +18,7 @@ mod rank_sessions;
 
 pub use anchors::CellIngest;
 pub use checks::StoredCheck;
+pub use comparisons::ComparisonIngest;
 pub use coverage::{BatchCoverage, CellMisses, CoverageWindow};
 pub use jobs::{ClaimedJob, FinishedJob, Lease};
 pub use judge_versions::{SharedItem, VersionAnchors};

@@ -10,6 +10,7 @@ mod common;
 mod anchors;
 mod calibration;
 mod cli;
+mod comparisons;
 mod hostile;
 mod http;
 mod replicas;

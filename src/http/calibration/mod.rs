@@ -59,7 +59,7 @@ fn empty_object() -> serde_json::Value {
         (status = 202, description = "Queued", body = JobDto),
         (status = 400, description = "Body is not valid JSON, or has unknown fields", body = ErrorBody),
         (status = 404, description = "The judge has no anchors", body = ErrorBody),
-        (status = 409, description = "A panel whose member has no anchors (of the judge version named or served), or whose members give an item different reference scores (each such item named)", body = ErrorBody),
+        (status = 409, description = "A panel whose member has no anchors (of the judge version named or served), or whose members give an item different reference scores (each such item named); or a judge that holds pairwise comparisons only, which no corrector reads yet", body = ErrorBody),
         (status = 422, description = "Bad method, rubric, option or member version (each named, a panel's by member and judge version)", body = ErrorBody),
     ),
     security(("api_key" = ["train"]))

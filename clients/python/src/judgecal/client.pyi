@@ -55,6 +55,21 @@ class Client:
         `covariate.<name>` column per covariate, any number of cells (an
         empty `reference_score` on a re-scored item takes the stored one)."""
         ...
+    def upload_comparisons(self, judge: str, rubric: str, comparisons: Iterable[Mapping[str, Any]], *, replace: bool=False, judge_version: str | None=None) -> models.ComparisonIngestResponse:
+        """POST /v1/comparisons with one cell's pairwise verdicts: each row has `item_id`,
+        `a` and `b` (the two systems), `verdict` (`"a"`, `"b"`, `"tie"` or the probability
+        that a is better), and optionally `verdict_swapped` (with b shown first, mapped back),
+        `preference` (the people's), `rater` and `covariates`. Stored whole or refused whole
+        (`InvalidInput` naming each row and field); a retry counts as `unchanged`; a row
+        stored with other values, another pair or another preference for an item is a
+        `Conflict` unless `replace`. A cell holds scores or comparisons, not both. Stored
+        comparisons are not yet read by training or correction."""
+        ...
+    def upload_comparisons_csv(self, csv: bytes | str, *, replace: bool=False) -> models.ComparisonIngestResponse:
+        """POST /v1/comparisons as `text/csv`: columns `judge,rubric,item_id,a,b,verdict` and
+        optionally `verdict_swapped`, `preference`, `rater`, `judge_version` and one
+        `covariate.<name>` column per covariate, any number of cells."""
+        ...
     def cells(self) -> models.CellsResponse:
         """GET /v1/cells: every (judge, rubric) cell with its anchors and active version."""
         ...
@@ -210,6 +225,21 @@ class AsyncClient:
         reference_score` and optionally `group`, `rater`, `judge_version` and one
         `covariate.<name>` column per covariate, any number of cells (an
         empty `reference_score` on a re-scored item takes the stored one)."""
+        ...
+    async def upload_comparisons(self, judge: str, rubric: str, comparisons: Iterable[Mapping[str, Any]], *, replace: bool=False, judge_version: str | None=None) -> models.ComparisonIngestResponse:
+        """POST /v1/comparisons with one cell's pairwise verdicts: each row has `item_id`,
+        `a` and `b` (the two systems), `verdict` (`"a"`, `"b"`, `"tie"` or the probability
+        that a is better), and optionally `verdict_swapped` (with b shown first, mapped back),
+        `preference` (the people's), `rater` and `covariates`. Stored whole or refused whole
+        (`InvalidInput` naming each row and field); a retry counts as `unchanged`; a row
+        stored with other values, another pair or another preference for an item is a
+        `Conflict` unless `replace`. A cell holds scores or comparisons, not both. Stored
+        comparisons are not yet read by training or correction."""
+        ...
+    async def upload_comparisons_csv(self, csv: bytes | str, *, replace: bool=False) -> models.ComparisonIngestResponse:
+        """POST /v1/comparisons as `text/csv`: columns `judge,rubric,item_id,a,b,verdict` and
+        optionally `verdict_swapped`, `preference`, `rater`, `judge_version` and one
+        `covariate.<name>` column per covariate, any number of cells."""
         ...
     async def cells(self) -> models.CellsResponse:
         """GET /v1/cells: every (judge, rubric) cell with its anchors and active version."""

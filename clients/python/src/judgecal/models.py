@@ -168,6 +168,10 @@ class BridgeShift(BaseModel):
 
 class CellDto(BaseModel):
     anchor_count: int
+    comparison_count: int
+    """
+    Its pairwise comparisons (`POST /v1/comparisons`); a cell holds these or anchors.
+    """
     judge: str
     rubric: str
     updated_at: str
@@ -234,6 +238,160 @@ class CoefficientDto(BaseModel):
 
 class Hold(RootModel[float]):
     root: float = Field(..., ge=-1000000000000.0, le=1000000000000.0)
+
+
+class ComparisonCellDto(BaseModel):
+    comparison_count: int
+    """
+    The cell's comparisons after this upload, of every judge version.
+    """
+    inserted: int = Field(..., ge=0)
+    judge: str
+    judge_version: str | None = None
+    """
+    The judge version of these rows; absent for unversioned ones.
+    """
+    replaced: int = Field(..., ge=0)
+    rubric: str
+    unchanged: int = Field(..., ge=0)
+
+
+class ComparisonIngestResponse(BaseModel):
+    cells: list[ComparisonCellDto]
+    inserted: int = Field(..., ge=0)
+    """
+    New comparisons stored.
+    """
+    replaced: int = Field(..., ge=0)
+    """
+    Comparisons overwritten (only with `replace=true`).
+    """
+    unchanged: int = Field(..., ge=0)
+    """
+    Comparisons already stored with the same values (a retried upload is safe).
+    """
+
+
+class Preference(Enum):
+    """
+    Optional: the people's preference ("a", "b", "tie", or a share of raters preferring a). A row without it is an unlabelled verdict, stored for later labels; an item has one preference whichever judge version judged it, and a later row's preference labels the item's rows stored without one.
+    """
+
+    a = 'a'
+    b = 'b'
+    tie = 'tie'
+
+
+class Preference1(RootModel[float]):
+    root: float = Field(..., examples=['a'], ge=0.0, le=1.0)
+    """
+    Optional: the people's preference ("a", "b", "tie", or a share of raters preferring a). A row without it is an unlabelled verdict, stored for later labels; an item has one preference whichever judge version judged it, and a later row's preference labels the item's rows stored without one.
+    """
+
+
+class Verdict1(Enum):
+    """
+    The judge's verdict, a shown first: "a", "b", "tie", or the probability that a's answer is the better (a judge's log-probabilities). A tie counts one half for each side.
+    """
+
+    a = 'a'
+    b = 'b'
+    tie = 'tie'
+
+
+class Verdict2(RootModel[float]):
+    root: float = Field(..., examples=['a'], ge=0.0, le=1.0)
+    """
+    The judge's verdict, a shown first: "a", "b", "tie", or the probability that a's answer is the better (a judge's log-probabilities). A tie counts one half for each side.
+    """
+
+
+class VerdictSwapped(Enum):
+    """
+    Optional: the judge's verdict with b shown first, already mapped back ("a" still means a). Where the two orders disagree the judge favours a position.
+    """
+
+    a = 'a'
+    b = 'b'
+    tie = 'tie'
+
+
+class VerdictSwapped1(RootModel[float]):
+    root: float = Field(..., examples=['a'], ge=0.0, le=1.0)
+    """
+    Optional: the judge's verdict with b shown first, already mapped back ("a" still means a). Where the two orders disagree the judge favours a position.
+    """
+
+
+class ComparisonRow(BaseModel):
+    """
+    One comparison: the judge's verdict on system a's answer against system b's, to one prompt.
+    """
+
+    a: str = Field(
+        ...,
+        examples=['BART'],
+        max_length=64,
+        min_length=1,
+        pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
+    )
+    """
+    A system (model) whose answer was compared, named like judges.
+    """
+    b: str = Field(
+        ...,
+        examples=['BART'],
+        max_length=64,
+        min_length=1,
+        pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
+    )
+    """
+    A system (model) whose answer was compared, named like judges.
+    """
+    covariates: (
+        dict[
+            constr(pattern=r'^[A-Za-z0-9][A-Za-z0-9._:-]*$', min_length=1, max_length=64),
+            Covariates,
+        ]
+        | None
+    ) = Field(None, examples=[{'length': 812}], max_length=16)
+    """
+    Optional numeric inputs beside the judge score, by name (a response's length in tokens, its count of markdown headers). A calibration trained with `covariates` corrects at the judge score and these values; in CSV, one column `covariate.<name>` each (empty: not given).
+    """
+    item_id: str = Field(
+        ...,
+        examples=['story-17'],
+        max_length=256,
+        min_length=1,
+        pattern='^[^\\u0000-\\u001F\\u007F]+$',
+    )
+    """
+    The item's id: 1 to 256 characters, no control characters; one anchor per item, cell and judge version.
+    """
+    preference: Preference | Preference1 | None = Field(None, examples=['a'])
+    """
+    Optional: the people's preference ("a", "b", "tie", or a share of raters preferring a). A row without it is an unlabelled verdict, stored for later labels; an item has one preference whichever judge version judged it, and a later row's preference labels the item's rows stored without one.
+    """
+    rater: str | None = Field(
+        None,
+        examples=['labeller-7'],
+        max_length=64,
+        min_length=1,
+        pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
+    )
+    """
+    Optional: who gave the preference, named like judges.
+    """
+    verdict: Verdict1 | Verdict2 = Field(..., examples=['a'])
+    """
+    The judge's verdict, a shown first: "a", "b", "tie", or the probability that a's answer is the better (a judge's log-probabilities). A tie counts one half for each side.
+    """
+    verdict_swapped: VerdictSwapped | VerdictSwapped1 | None = Field(
+        None, examples=['a']
+    )
+    """
+    Optional: the judge's verdict with b shown first, already mapped back ("a" still means a). Where the two orders disagree the judge favours a position.
+    """
 
 
 class ConsideredDto(BaseModel):
@@ -2214,6 +2372,41 @@ class CheckResponse(BridgeResponse):
     the provider changed the model behind it. Sets `judgecal_judge_changed`.
     """
     id: str
+
+
+class ComparisonBatchRequest(BaseModel):
+    """
+    One cell's comparisons as JSON. CSV uploads (`text/csv`) carry the columns
+    `judge,rubric,item_id,a,b,verdict` (and optionally `verdict_swapped`, `preference`,
+    `rater`, `judge_version` and `covariate.<name>` per covariate) instead, for any number of
+    cells.
+    """
+
+    comparisons: list[ComparisonRow] = Field(..., min_length=1)
+    judge: str = Field(
+        ...,
+        examples=['gpt-4o-mini'],
+        max_length=64,
+        min_length=1,
+        pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
+    )
+    judge_version: str | None = Field(
+        None,
+        examples=['gpt-4o-2024-08-06+prompt:9f2c1a'],
+        max_length=128,
+        min_length=1,
+        pattern='^[^\\u0000-\\u001F\\u007F-\\u009F\\s]([^\\u0000-\\u001F\\u007F-\\u009F]*[^\\u0000-\\u001F\\u007F-\\u009F\\s])?$',
+    )
+    """
+    The judge version that gave the scores: the platform's own label (model snapshot, a hash of the prompt template, decoding settings). Leave it out for unversioned scores.
+    """
+    rubric: str = Field(
+        ...,
+        examples=['coherence'],
+        max_length=64,
+        min_length=1,
+        pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
+    )
 
 
 class ComparisonDto(BaseModel):

@@ -1,0 +1,687 @@
+//! Comparison batches (`POST /v1/comparisons`): a pairwise judge's verdicts on two systems'
+//! answers to one prompt, with the people's preference where it was labelled. Read from a
+//! JSON envelope or CSV, every row checked and every problem named by row and field before
+//! anything is stored, as anchor batches are; then planned against the stored rows (new,
+//! unchanged, replaced, conflicting) without the database.
+//!
+//! An outcome (`verdict`, `verdict_swapped`, `preference`) is `"a"`, `"b"`, `"tie"`, or a
+//! number in [0, 1]: the probability that a's answer is the better. It is stored as that
+//! number (a 1, b 0, a tie ½: ties count one half for each side). `verdict_swapped` is the
+//! judge's verdict with b shown first, already mapped back, so `"a"` still means a. An item
+//! compares one pair of systems and has one preference, whichever judge version judged it.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde_json::Value;
+
+use super::covariates::{self, Covariates};
+use super::raw::{CsvHeader, RawField, text_field, unknown_fields};
+use super::{CellKey, GroupName, ItemId, JudgeName, JudgeVersion, Problem, RaterName, RubricName};
+
+/// The columns a CSV upload must have, in any order.
+pub const CSV_COLUMNS: [&str; 6] = ["judge", "rubric", "item_id", "a", "b", "verdict"];
+/// Its optional columns; covariates are `covariate.<name>` columns.
+pub const OPTIONAL_COLUMNS: [&str; 4] = ["verdict_swapped", "preference", "rater", "judge_version"];
+/// The fields a JSON row may have.
+const ROW_FIELDS: [&str; 8] = [
+    "item_id",
+    "a",
+    "b",
+    "verdict",
+    "verdict_swapped",
+    "preference",
+    "rater",
+    covariates::FIELD,
+];
+const ENVELOPE_FIELDS: [&str; 4] = ["judge", "rubric", "judge_version", "comparisons"];
+
+/// One row as uploaded, with its 1-based position in the batch.
+#[derive(Debug, Clone)]
+pub struct RawComparison {
+    pub row: usize,
+    pub judge: RawField,
+    pub rubric: RawField,
+    pub judge_version: RawField,
+    pub item_id: RawField,
+    pub a: RawField,
+    pub b: RawField,
+    pub verdict: RawField,
+    pub verdict_swapped: RawField,
+    pub preference: RawField,
+    pub rater: RawField,
+    pub covariates: Covariates,
+    /// Problems found while reading the row, reported with the batch's others.
+    pub problems: Vec<Problem>,
+}
+
+/// One checked comparison.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Comparison {
+    pub item_id: ItemId,
+    pub a: GroupName,
+    pub b: GroupName,
+    /// The probability, by the judge, that a's answer is the better.
+    pub verdict: f64,
+    pub verdict_swapped: Option<f64>,
+    /// The people's; `None` on an unlabelled verdict.
+    pub preference: Option<f64>,
+    pub rater: Option<RaterName>,
+    pub covariates: Covariates,
+}
+
+/// One cell's checked rows of one judge version.
+#[derive(Debug, Clone)]
+pub struct ComparisonBatch {
+    pub key: CellKey,
+    pub judge_version: Option<JudgeVersion>,
+    pub comparisons: Vec<Comparison>,
+    /// The batch row of each comparison, to name rows in later errors.
+    pub rows: Vec<usize>,
+}
+
+/// A JSON value with nulls read as absent.
+fn optional(v: RawField) -> RawField {
+    match v {
+        RawField::Other("null") => RawField::Missing,
+        other => other,
+    }
+}
+
+/// Reads the JSON envelope `{"judge", "rubric", "judge_version"?, "comparisons": [...]}`.
+pub fn rows_from_json(body: &Value) -> Result<Vec<RawComparison>, Vec<Problem>> {
+    let Some(obj) = body.as_object() else {
+        return Err(vec![Problem::at(
+            None,
+            "body",
+            "must be a JSON object with judge, rubric and comparisons",
+        )]);
+    };
+    let mut problems: Vec<Problem> =
+        unknown_fields(None, obj, &ENVELOPE_FIELDS, "the comparison batch").collect();
+    let items = match obj.get("comparisons") {
+        Some(Value::Array(items)) => items.as_slice(),
+        Some(_) => {
+            problems.push(Problem::at(None, "comparisons", "must be an array"));
+            &[]
+        }
+        None => {
+            problems.push(Problem::at(None, "comparisons", "is missing"));
+            &[]
+        }
+    };
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    let envelope = |name: &str| optional(RawField::from_json(obj.get(name)));
+    Ok(items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let row = i + 1;
+            let field = |name: &str| match item {
+                Value::Object(o) => optional(RawField::from_json(o.get(name))),
+                _ => RawField::Missing,
+            };
+            let mut problems = match item {
+                Value::Object(o) => {
+                    unknown_fields(Some(row), o, &ROW_FIELDS, "a comparison row").collect()
+                }
+                _ => vec![Problem::at(
+                    Some(row),
+                    "comparisons",
+                    "must be an object with item_id, a, b and verdict",
+                )],
+            };
+            let covariates =
+                covariates::from_json(Some(row), item.get(covariates::FIELD), &mut problems);
+            RawComparison {
+                row,
+                judge: envelope("judge"),
+                rubric: envelope("rubric"),
+                judge_version: envelope("judge_version"),
+                item_id: field("item_id"),
+                a: field("a"),
+                b: field("b"),
+                verdict: field("verdict"),
+                verdict_swapped: field("verdict_swapped"),
+                preference: field("preference"),
+                rater: field("rater"),
+                covariates,
+                problems,
+            }
+        })
+        .collect())
+}
+
+/// Reads a CSV upload with the header [`CSV_COLUMNS`]; rows may span any number of cells.
+pub fn rows_from_csv(body: &[u8]) -> Result<Vec<RawComparison>, Vec<Problem>> {
+    let mut reader = csv::ReaderBuilder::new()
+        .flexible(true)
+        .trim(csv::Trim::All)
+        .from_reader(body);
+    let header = reader
+        .headers()
+        .map_err(|e| {
+            vec![Problem::at(
+                None,
+                "header",
+                format!("unreadable CSV header: {e}"),
+            )]
+        })?
+        .clone();
+    let columns = CsvHeader::read(
+        &header,
+        &CSV_COLUMNS,
+        &OPTIONAL_COLUMNS,
+        "a comparison upload",
+    )?;
+    let mut rows = Vec::new();
+    let mut problems = Vec::new();
+    for (i, record) in reader.records().enumerate() {
+        let row = i + 1;
+        let record = match record {
+            Ok(r) => r,
+            Err(e) => {
+                problems.push(Problem::at(
+                    Some(row),
+                    "record",
+                    format!("unreadable CSV record: {e}"),
+                ));
+                continue;
+            }
+        };
+        let field = |name: &str| columns.field(&record, name);
+        let (covariates, row_problems) = columns.covariates(&record, row);
+        rows.push(RawComparison {
+            row,
+            judge: field("judge"),
+            rubric: field("rubric"),
+            judge_version: field("judge_version"),
+            item_id: field("item_id"),
+            a: field("a"),
+            b: field("b"),
+            verdict: field("verdict"),
+            verdict_swapped: field("verdict_swapped"),
+            preference: field("preference"),
+            rater: field("rater"),
+            covariates,
+            problems: row_problems,
+        });
+    }
+    if problems.is_empty() {
+        Ok(rows)
+    } else {
+        Err(problems)
+    }
+}
+
+/// An outcome: `"a"` (1), `"b"` (0), `"tie"` (½) or a number in [0, 1].
+fn outcome(row: usize, name: &str, f: &RawField) -> Result<f64, Problem> {
+    let bad = |what: String| Problem::at(Some(row), name, what);
+    let x = match f {
+        RawField::Number(x) => *x,
+        RawField::Text(s) => match s.to_ascii_lowercase().as_str() {
+            "a" => 1.0,
+            "b" => 0.0,
+            "tie" => 0.5,
+            other => other.parse::<f64>().map_err(|_| {
+                bad(format!(
+                    "{s:?} is not an outcome: \"a\", \"b\", \"tie\" or the probability that a is better"
+                ))
+            })?,
+        },
+        RawField::Missing => return Err(bad("is missing".into())),
+        RawField::Other(kind) => {
+            return Err(bad(format!(
+                "must be \"a\", \"b\", \"tie\" or a number in [0, 1], not {kind}"
+            )));
+        }
+    };
+    if (0.0..=1.0).contains(&x) {
+        Ok(x)
+    } else {
+        Err(bad(format!(
+            "{x} is outside [0, 1]: the probability that a is better"
+        )))
+    }
+}
+
+fn name<T>(
+    row: usize,
+    field: &str,
+    f: &RawField,
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> Result<T, Problem> {
+    text_field(Some(row), field, f)
+        .and_then(|s| parse(&s).map_err(|e| Problem::at(Some(row), field, e)))
+}
+
+fn optional_name<T>(
+    row: usize,
+    field: &str,
+    f: &RawField,
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> Result<Option<T>, Problem> {
+    match f {
+        RawField::Missing => Ok(None),
+        f => name(row, field, f, parse).map(Some),
+    }
+}
+
+/// What a batch first says of an item: the row, its pair of systems, its preference.
+type FirstSaid = (usize, GroupName, GroupName, Option<f64>);
+
+/// Checks a whole batch: per-cell batches in (judge, rubric, version) order, or every problem.
+pub fn validate(
+    rows: Vec<RawComparison>,
+    max_batch: usize,
+) -> Result<Vec<ComparisonBatch>, Vec<Problem>> {
+    if rows.is_empty() {
+        return Err(vec![Problem::at(
+            None,
+            "comparisons",
+            "the batch has no comparisons",
+        )]);
+    }
+    if rows.len() > max_batch {
+        return Err(vec![Problem::at(
+            None,
+            "comparisons",
+            format!(
+                "the batch has {} comparisons; the limit is {max_batch} (limits.max_batch_anchors): split it",
+                rows.len()
+            ),
+        )]);
+    }
+    let mut problems = Vec::new();
+    let mut cells: BTreeMap<(CellKey, Option<JudgeVersion>), ComparisonBatch> = BTreeMap::new();
+    let mut seen: HashMap<(CellKey, Option<JudgeVersion>, ItemId), usize> = HashMap::new();
+    // What the batch first says of each (cell, item), and where: its pair of systems and its
+    // preference, which every other row of the item must agree with.
+    let mut items: HashMap<(CellKey, ItemId), FirstSaid> = HashMap::new();
+    for mut raw in rows {
+        let row = raw.row;
+        problems.append(&mut raw.problems);
+        let parsed = (
+            name(row, "judge", &raw.judge, JudgeName::parse),
+            name(row, "rubric", &raw.rubric, RubricName::parse),
+            optional_name(
+                row,
+                "judge_version",
+                &raw.judge_version,
+                JudgeVersion::parse,
+            ),
+            name(row, "item_id", &raw.item_id, ItemId::parse),
+            name(row, "a", &raw.a, GroupName::parse),
+            name(row, "b", &raw.b, GroupName::parse),
+            outcome(row, "verdict", &raw.verdict),
+            match &raw.verdict_swapped {
+                RawField::Missing => Ok(None),
+                f => outcome(row, "verdict_swapped", f).map(Some),
+            },
+            match &raw.preference {
+                RawField::Missing => Ok(None),
+                f => outcome(row, "preference", f).map(Some),
+            },
+            optional_name(row, "rater", &raw.rater, RaterName::parse),
+        );
+        let (judge, rubric, version, item_id, a, b, verdict, swapped, preference, rater) =
+            match parsed {
+                (Ok(j), Ok(r), Ok(v), Ok(i), Ok(a), Ok(b), Ok(x), Ok(s), Ok(p), Ok(t)) => {
+                    (j, r, v, i, a, b, x, s, p, t)
+                }
+                (j, r, v, i, a, b, x, s, p, t) => {
+                    problems.extend(
+                        [
+                            j.err(),
+                            r.err(),
+                            v.err(),
+                            i.err(),
+                            a.err(),
+                            b.err(),
+                            x.err(),
+                            s.err(),
+                            p.err(),
+                            t.err(),
+                        ]
+                        .into_iter()
+                        .flatten(),
+                    );
+                    continue;
+                }
+            };
+        if a == b {
+            problems.push(Problem::at(
+                Some(row),
+                "b",
+                format!("{a} is also `a`: a comparison is of two different systems"),
+            ));
+            continue;
+        }
+        let key = CellKey { judge, rubric };
+        let slot = (key.clone(), version.clone(), item_id.clone());
+        if let Some(&first) = seen.get(&slot) {
+            problems.push(Problem::at(
+                Some(row),
+                "item_id",
+                format!(
+                    "{:?} repeats row {first} for cell {key} and judge_version {}",
+                    item_id.as_str(),
+                    JudgeVersion::describe(version.as_ref())
+                ),
+            ));
+            continue;
+        }
+        seen.insert(slot, row);
+        match items.get_mut(&(key.clone(), item_id.clone())) {
+            Some((first, fa, fb, _)) if (fa.as_str(), fb.as_str()) != (a.as_str(), b.as_str()) => {
+                problems.push(Problem::at(
+                    Some(row),
+                    "a",
+                    format!(
+                        "item {:?} compares {fa} with {fb} in row {first}: an item compares one pair of systems, in one order, whichever judge version judged it",
+                        item_id.as_str()
+                    ),
+                ));
+                continue;
+            }
+            Some((first, _, _, Some(p))) if preference.is_some_and(|q| q != *p) => {
+                problems.push(Problem::at(
+                    Some(row),
+                    "preference",
+                    format!(
+                        "differs from the preference {p} row {first} gives item {:?}: an item has one preference",
+                        item_id.as_str()
+                    ),
+                ));
+                continue;
+            }
+            Some((_, _, _, p)) => {
+                if p.is_none() {
+                    *p = preference;
+                }
+            }
+            None => {
+                items.insert(
+                    (key.clone(), item_id.clone()),
+                    (row, a.clone(), b.clone(), preference),
+                );
+            }
+        }
+        let cell = cells
+            .entry((key.clone(), version.clone()))
+            .or_insert_with(|| ComparisonBatch {
+                key,
+                judge_version: version,
+                comparisons: Vec::new(),
+                rows: Vec::new(),
+            });
+        cell.comparisons.push(Comparison {
+            item_id,
+            a,
+            b,
+            verdict,
+            verdict_swapped: swapped,
+            preference,
+            rater,
+            covariates: std::mem::take(&mut raw.covariates),
+        });
+        cell.rows.push(row);
+    }
+    // A row without a preference takes the one another row of its item gave.
+    for batch in cells.values_mut() {
+        for c in &mut batch.comparisons {
+            if c.preference.is_none() {
+                c.preference = items
+                    .get(&(batch.key.clone(), c.item_id.clone()))
+                    .and_then(|i| i.3);
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(cells.into_values().collect())
+    } else {
+        Err(problems)
+    }
+}
+
+/// A stored row of a batch's item: its judge version (`None`: unversioned) and comparison.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredComparison {
+    pub judge_version: Option<JudgeVersion>,
+    pub comparison: Comparison,
+}
+
+/// What writing one cell's batch does.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ComparisonPlan {
+    /// Rows new to the cell.
+    pub fresh: Vec<Comparison>,
+    /// Rows that overwrite the stored row of their version (`replace`).
+    pub replaced: Vec<Comparison>,
+    pub unchanged: usize,
+    /// Items whose every row takes this preference: a label for verdicts stored unlabelled,
+    /// or (`replace`) a new one.
+    pub preferences: Vec<(ItemId, f64)>,
+}
+
+/// Plans one cell's batch against the rows the cell holds for its items (of every version).
+/// Conflicts (a row stored with other values without `replace`, another pair of systems, or
+/// another preference) are returned, each naming the batch row and field.
+pub fn plan(
+    batch: &ComparisonBatch,
+    stored: &[StoredComparison],
+    replace: bool,
+) -> Result<ComparisonPlan, Vec<Problem>> {
+    let mut by_item: HashMap<&ItemId, Vec<&StoredComparison>> = HashMap::new();
+    for s in stored {
+        by_item.entry(&s.comparison.item_id).or_default().push(s);
+    }
+    let mut plan = ComparisonPlan::default();
+    let mut conflicts = Vec::new();
+    for (c, &row) in batch.comparisons.iter().zip(&batch.rows) {
+        let rows = by_item.get(&c.item_id).map_or(&[][..], Vec::as_slice);
+        let mut c = c.clone();
+        if let Some(other) = rows.first()
+            && (other.comparison.a.as_str(), other.comparison.b.as_str())
+                != (c.a.as_str(), c.b.as_str())
+        {
+            conflicts.push(Problem::at(
+                Some(row),
+                "a",
+                format!(
+                    "item {:?} is stored comparing {} with {}: an item compares one pair of systems, in one order",
+                    c.item_id.as_str(),
+                    other.comparison.a,
+                    other.comparison.b
+                ),
+            ));
+            continue;
+        }
+        let held = rows.iter().find_map(|s| s.comparison.preference);
+        match (c.preference, held) {
+            (None, Some(p)) => c.preference = Some(p),
+            (Some(p), Some(q)) if p != q && !replace => {
+                conflicts.push(Problem::at(
+                    Some(row),
+                    "preference",
+                    format!(
+                        "{p} differs from the stored preference {q} of item {:?} (an item has one preference; ?replace=true sets it on all its rows)",
+                        c.item_id.as_str()
+                    ),
+                ));
+                continue;
+            }
+            (Some(p), q)
+                if q != Some(p) && rows.iter().any(|s| s.judge_version != batch.judge_version) =>
+            {
+                plan.preferences.push((c.item_id.clone(), p));
+            }
+            _ => {}
+        }
+        match rows
+            .iter()
+            .find(|s| s.judge_version == batch.judge_version)
+        {
+            None => plan.fresh.push(c),
+            Some(s) if s.comparison == c => plan.unchanged += 1,
+            Some(_) if replace => plan.replaced.push(c),
+            Some(s) => conflicts.push(Problem::at(
+                Some(row),
+                "verdict",
+                format!(
+                    "item {:?} is stored for judge_version {} with other values (verdict {}, verdict_swapped {:?}, preference {:?}); send ?replace=true to overwrite it",
+                    c.item_id.as_str(),
+                    JudgeVersion::describe(batch.judge_version.as_ref()),
+                    s.comparison.verdict,
+                    s.comparison.verdict_swapped,
+                    s.comparison.preference
+                ),
+            )),
+        }
+    }
+    if conflicts.is_empty() {
+        Ok(plan)
+    } else {
+        Err(conflicts)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn batch(body: Value) -> Result<Vec<ComparisonBatch>, Vec<Problem>> {
+        validate(rows_from_json(&body)?, 1000)
+    }
+
+    fn named(problems: &[Problem]) -> Vec<(Option<usize>, &str)> {
+        problems.iter().map(|p| (p.row, p.field.as_str())).collect()
+    }
+
+    #[test]
+    fn outcomes_read_as_the_probability_that_a_is_better() {
+        let cells = batch(json!({"judge": "gpt", "rubric": "help", "comparisons": [
+            {"item_id": "p1", "a": "m1", "b": "m2", "verdict": "a", "verdict_swapped": "tie", "preference": "B"},
+            {"item_id": "p2", "a": "m1", "b": "m3", "verdict": 0.25, "covariates": {"length_diff": 120}},
+        ]}))
+        .expect("valid");
+        assert_eq!(cells.len(), 1);
+        let c = &cells[0].comparisons;
+        assert_eq!(
+            (c[0].verdict, c[0].verdict_swapped, c[0].preference),
+            (1.0, Some(0.5), Some(0.0))
+        );
+        assert_eq!((c[1].verdict, c[1].preference), (0.25, None));
+        assert_eq!(c[1].covariates.len(), 1);
+        let csv = b"judge,rubric,item_id,a,b,verdict,preference,judge_version\n\
+            gpt,help,p1,m1,m2,b,0.7,v2\n";
+        let cells = validate(rows_from_csv(csv).expect("header"), 10).expect("valid");
+        assert_eq!(
+            cells[0].judge_version.as_ref().map(JudgeVersion::as_str),
+            Some("v2")
+        );
+        assert_eq!(
+            (
+                cells[0].comparisons[0].verdict,
+                cells[0].comparisons[0].preference
+            ),
+            (0.0, Some(0.7))
+        );
+    }
+
+    #[test]
+    fn every_bad_row_and_field_is_named_and_nothing_passes() {
+        let problems = batch(json!({"judge": "gpt", "rubric": "help", "comparisons": [
+            {"item_id": "p1", "a": "m1", "b": "m1", "verdict": "a"},
+            {"item_id": "p2", "a": "m1", "b": "m2", "verdict": "left", "preference": 1.5},
+            {"item_id": "p3", "a": "m1", "verdict": "a", "verdit_swapped": "b"},
+            {"item_id": "p4", "a": "m1", "b": "m2", "verdict": true},
+            {"item_id": "p4", "a": "m1", "b": "m2", "verdict": "b"},
+            {"item_id": "p5", "a": "m2", "b": "m1", "verdict": "b", "preference": "a"},
+        ]}))
+        .expect_err("refused");
+        assert_eq!(
+            named(&problems),
+            [
+                (Some(1), "b"),
+                (Some(2), "verdict"),
+                (Some(2), "preference"),
+                (Some(3), "verdit_swapped"),
+                (Some(3), "b"),
+                (Some(4), "verdict"),
+            ]
+        );
+        // A repeated item, and one item given two pairs or two preferences across versions.
+        let problems = validate(
+            rows_from_csv(
+                b"judge,rubric,item_id,a,b,verdict,preference,judge_version\n\
+                  gpt,help,p1,m1,m2,a,1,\n\
+                  gpt,help,p1,m1,m2,b,,\n\
+                  gpt,help,p1,m2,m1,a,,v2\n\
+                  gpt,help,p1,m1,m2,a,0,v3\n",
+            )
+            .expect("header"),
+            10,
+        )
+        .expect_err("refused");
+        assert_eq!(
+            named(&problems),
+            [
+                (Some(2), "item_id"),
+                (Some(3), "a"),
+                (Some(4), "preference")
+            ]
+        );
+        let header = rows_from_csv(b"judge,rubric,item_id,a,b,verdit\n").expect_err("refused");
+        assert_eq!(named(&header), [(None, "verdict"), (None, "verdit")]);
+    }
+
+    fn stored(version: Option<&str>, c: &Comparison) -> StoredComparison {
+        StoredComparison {
+            judge_version: version.map(|v| JudgeVersion::parse(v).unwrap()),
+            comparison: c.clone(),
+        }
+    }
+
+    #[test]
+    fn a_plan_keeps_what_is_stored_and_labels_verdicts_stored_unlabelled() {
+        let cells = batch(json!({"judge": "gpt", "rubric": "help", "comparisons": [
+            {"item_id": "p1", "a": "m1", "b": "m2", "verdict": "a", "preference": "a"},
+            {"item_id": "p2", "a": "m1", "b": "m2", "verdict": "b"},
+            {"item_id": "p3", "a": "m1", "b": "m2", "verdict": "a"},
+        ]}))
+        .expect("valid");
+        let b = &cells[0];
+        let [p1, p2, p3] = [0, 1, 2].map(|i| b.comparisons[i].clone());
+        // p1 stored unlabelled by another version; p2 stored as sent; p3 stored otherwise.
+        let unlabelled = Comparison {
+            preference: None,
+            ..p1.clone()
+        };
+        let other = Comparison {
+            verdict: 0.5,
+            ..p3.clone()
+        };
+        let rows = [
+            stored(Some("v0"), &unlabelled),
+            stored(None, &p2),
+            stored(None, &other),
+        ];
+        let conflicts = plan(b, &rows, false).expect_err("p3 differs");
+        assert_eq!(named(&conflicts), [(Some(3), "verdict")]);
+        let done = plan(b, &rows, true).expect("replaced");
+        assert_eq!(done.fresh, std::slice::from_ref(&p1));
+        assert_eq!((done.unchanged, done.replaced.len()), (1, 1));
+        assert_eq!(done.preferences, [(p1.item_id.clone(), 1.0)]);
+        // A stored item compared the other way round is refused by field `a`.
+        let flipped = Comparison {
+            a: p2.b.clone(),
+            b: p2.a.clone(),
+            ..p2.clone()
+        };
+        let conflicts = plan(b, &[stored(Some("v0"), &flipped)], true).expect_err("flipped");
+        assert_eq!(named(&conflicts), [(Some(2), "a")]);
+    }
+}

@@ -1,0 +1,43 @@
+//! Pairwise comparison uploads: what labelling teams send for a pairwise judge.
+
+use super::Service;
+use crate::domain::Problem;
+use crate::domain::comparisons::{self, RawComparison};
+use crate::error::{Error, Result, blocking};
+use crate::store::ComparisonIngest;
+
+impl Service {
+    /// Checks a comparison batch whole, refuses a panel's name (a panel holds nothing of its
+    /// own), then stores it in one transaction.
+    pub async fn ingest_comparisons(
+        &self,
+        rows: Vec<RawComparison>,
+        replace: bool,
+    ) -> Result<Vec<ComparisonIngest>> {
+        let max = self.limits.max_batch_anchors;
+        let cells = blocking("checking a comparison batch", move || {
+            comparisons::validate(rows, max)
+        })
+        .await?
+        .map_err(|p| Error::invalid("the comparison batch was refused", p))?;
+        for cell in &cells {
+            if self.store.panel(&cell.key.judge).await?.is_some() {
+                return Err(Error::conflict(
+                    format!(
+                        "the comparison batch was refused: {} is a panel",
+                        cell.key.judge
+                    ),
+                    vec![Problem::at(
+                        cell.rows.first().copied(),
+                        "judge",
+                        format!(
+                            "{} is a panel, which holds nothing of its own: upload each member's verdicts under the member's name",
+                            cell.key.judge
+                        ),
+                    )],
+                ));
+            }
+        }
+        self.store.ingest_comparisons(&cells, replace).await
+    }
+}

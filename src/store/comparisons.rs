@@ -1,0 +1,249 @@
+//! Pairwise comparisons: stored as anchors are, one transaction per upload, planned by
+//! `domain::comparisons::plan` from the rows the cells hold for the batch's items.
+
+use sqlx::Row;
+use uuid::Uuid;
+
+use super::anchors::{covariates_of, group_of, rater_of};
+use super::{Store, many_values, placeholder_list, placeholder_rows};
+use crate::domain::comparisons::{Comparison, ComparisonBatch, StoredComparison, plan};
+use crate::domain::covariates;
+use crate::domain::{CellKey, ItemId, JudgeVersion, Problem, Scale, now_ms};
+use crate::error::{Error, Result};
+
+/// Rows per multi-row statement: 12 columns × 1,000 rows stays below both backends' limits.
+const CHUNK: usize = 1000;
+
+/// What one cell (one judge version of it) of an upload did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ComparisonIngest {
+    pub key: CellKey,
+    pub judge_version: Option<JudgeVersion>,
+    pub inserted: usize,
+    pub unchanged: usize,
+    pub replaced: usize,
+    /// The cell's comparisons after this upload, of every judge version.
+    pub comparison_count: i64,
+}
+
+impl Store {
+    /// Stores a checked comparison upload in one transaction: all of it or none of it. A cell
+    /// that holds judge scores (anchors) is refused: a cell holds one kind.
+    pub async fn ingest_comparisons(
+        &self,
+        cells: &[ComparisonBatch],
+        replace: bool,
+    ) -> Result<Vec<ComparisonIngest>> {
+        let now = now_ms();
+        let mut tx = self.pool.begin().await?;
+        // Rubrics, then cells, in sorted order, as anchor uploads take them.
+        let mut rubrics: Vec<&str> = cells.iter().map(|c| c.key.rubric.as_str()).collect();
+        rubrics.sort_unstable();
+        rubrics.dedup();
+        for rubric in rubrics {
+            sqlx::query(
+                "INSERT INTO rubrics (name, scale_min, scale_max, description, updated_at_ms)
+                 VALUES ($1, $2, $3, '', $4)
+                 ON CONFLICT (name) DO UPDATE SET name = excluded.name",
+            )
+            .bind(rubric)
+            .bind(Scale::DEFAULT.min)
+            .bind(Scale::DEFAULT.max)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        }
+        let mut conflicts = Vec::new();
+        let mut outcomes = Vec::with_capacity(cells.len());
+        for cell in cells {
+            let row = sqlx::query(
+                "INSERT INTO cells (id, judge, rubric, anchor_count, updated_at_ms)
+                 VALUES ($1, $2, $3, 0, $4)
+                 ON CONFLICT (judge, rubric) DO UPDATE SET judge = excluded.judge
+                 RETURNING id, anchor_count",
+            )
+            .bind(Uuid::new_v4().to_string())
+            .bind(cell.key.judge.as_str())
+            .bind(cell.key.rubric.as_str())
+            .bind(now)
+            .fetch_one(&mut *tx)
+            .await?;
+            let cell_id: String = row.try_get(0)?;
+            let anchors: i64 = row.try_get(1)?;
+            if anchors > 0 {
+                return Err(Error::conflict(
+                    format!(
+                        "the comparison batch was refused: cell {} holds {anchors} judge scores (anchors); a cell holds scores or comparisons, not both. Nothing was stored",
+                        cell.key
+                    ),
+                    vec![Problem::at(
+                        cell.rows.first().copied(),
+                        "judge",
+                        format!(
+                            "{} already scores rubric {} one item at a time: upload its pairwise verdicts under another judge name (for example {}-pairwise)",
+                            cell.key.judge, cell.key.rubric, cell.key.judge
+                        ),
+                    )],
+                ));
+            }
+            let stored = Self::stored_comparisons(self.backend, &mut tx, cell, &cell_id).await?;
+            match plan(cell, &stored, replace) {
+                Err(found) => conflicts.extend(found),
+                Ok(_) if !conflicts.is_empty() => {}
+                Ok(plan) => {
+                    outcomes.push(
+                        Self::write_comparisons(self.backend, &mut tx, cell, &cell_id, plan, now)
+                            .await?,
+                    );
+                }
+            }
+        }
+        if !conflicts.is_empty() {
+            tx.rollback().await?;
+            let n = conflicts.len();
+            return Err(Error::conflict(
+                format!(
+                    "{n} comparison{} the stored rows of {} items; nothing was stored",
+                    if n == 1 {
+                        " conflicts with"
+                    } else {
+                        "s conflict with"
+                    },
+                    if n == 1 { "its" } else { "their" }
+                ),
+                conflicts,
+            ));
+        }
+        tx.commit().await?;
+        Ok(outcomes)
+    }
+
+    /// The rows `cell_id` holds for the batch's items, of every judge version.
+    async fn stored_comparisons(
+        backend: super::Backend,
+        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+        cell: &ComparisonBatch,
+        cell_id: &str,
+    ) -> Result<Vec<StoredComparison>> {
+        let mut stored = Vec::new();
+        for chunk in cell.comparisons.chunks(CHUNK) {
+            let sql = format!(
+                "SELECT judge_version, item_id, system_a, system_b, verdict, verdict_swapped, preference,
+                     rater, covariates
+                 FROM comparisons WHERE cell_id = $1 AND item_id IN ({})",
+                placeholder_list(chunk.len(), 2)
+            );
+            let mut q = sqlx::query(many_values(backend, sql)).bind(cell_id);
+            for c in chunk {
+                q = q.bind(c.item_id.as_str());
+            }
+            for r in q.fetch_all(&mut **tx).await? {
+                let version: String = r.try_get(0)?;
+                let item: String = r.try_get(1)?;
+                let bad = |what: &str| Error::Internal(format!("stored comparison {what}"));
+                stored.push(StoredComparison {
+                    judge_version: JudgeVersion::from_stored(&version)
+                        .map_err(|_| bad("judge version"))?,
+                    comparison: Comparison {
+                        item_id: ItemId::parse(&item).map_err(|_| bad("item id"))?,
+                        a: group_of(Some(r.try_get(2)?))?.ok_or_else(|| bad("system"))?,
+                        b: group_of(Some(r.try_get(3)?))?.ok_or_else(|| bad("system"))?,
+                        verdict: r.try_get(4)?,
+                        verdict_swapped: r.try_get(5)?,
+                        preference: r.try_get(6)?,
+                        rater: rater_of(r.try_get(7)?)?,
+                        covariates: covariates_of(r.try_get(8)?)?,
+                    },
+                });
+            }
+        }
+        Ok(stored)
+    }
+
+    /// Writes one cell's plan inside the upload's transaction and counts the cell again.
+    async fn write_comparisons(
+        backend: super::Backend,
+        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+        cell: &ComparisonBatch,
+        cell_id: &str,
+        plan: crate::domain::comparisons::ComparisonPlan,
+        now: i64,
+    ) -> Result<ComparisonIngest> {
+        let version = JudgeVersion::stored(cell.judge_version.as_ref());
+        for (item, p) in &plan.preferences {
+            sqlx::query(
+                "UPDATE comparisons SET preference = $1, updated_at_ms = $2
+                 WHERE cell_id = $3 AND item_id = $4",
+            )
+            .bind(*p)
+            .bind(now)
+            .bind(cell_id)
+            .bind(item.as_str())
+            .execute(&mut **tx)
+            .await?;
+        }
+        for chunk in plan.replaced.chunks(CHUNK) {
+            let sql = format!(
+                "DELETE FROM comparisons WHERE cell_id = $1 AND judge_version = $2 AND item_id IN ({})",
+                placeholder_list(chunk.len(), 3)
+            );
+            let mut q = sqlx::query(many_values(backend, sql))
+                .bind(cell_id)
+                .bind(version);
+            for c in chunk {
+                q = q.bind(c.item_id.as_str());
+            }
+            q.execute(&mut **tx).await?;
+        }
+        let writes: Vec<&Comparison> = plan.fresh.iter().chain(&plan.replaced).collect();
+        for chunk in writes.chunks(CHUNK) {
+            let sql = format!(
+                "INSERT INTO comparisons (cell_id, judge_version, item_id, system_a, system_b, verdict,
+                     verdict_swapped, preference, rater, covariates, created_at_ms, updated_at_ms)
+                 VALUES {}",
+                placeholder_rows(chunk.len(), 12, 1)
+            );
+            // Not kept prepared: a statement prepared where an optional outcome was NULL
+            // declares its parameter's type from that NULL, and Postgres then refuses a later
+            // number bound to it (22P03).
+            let mut q = sqlx::query(many_values(backend, sql)).persistent(false);
+            for c in chunk {
+                q = q
+                    .bind(cell_id)
+                    .bind(version)
+                    .bind(c.item_id.as_str())
+                    .bind(c.a.as_str())
+                    .bind(c.b.as_str())
+                    .bind(c.verdict)
+                    .bind(c.verdict_swapped)
+                    .bind(c.preference)
+                    .bind(c.rater.as_ref().map(|r| r.as_str().to_owned()))
+                    .bind(covariates::to_stored(&c.covariates))
+                    .bind(now)
+                    .bind(now);
+            }
+            q.execute(&mut **tx).await?;
+        }
+        let touched = !writes.is_empty() || !plan.preferences.is_empty();
+        let comparison_count: i64 = sqlx::query(
+            "UPDATE cells SET comparison_count = (SELECT COUNT(*) FROM comparisons WHERE cell_id = $1),
+                 updated_at_ms = CASE WHEN $2 = 1 THEN $3 ELSE updated_at_ms END
+             WHERE id = $4 RETURNING comparison_count",
+        )
+        .bind(cell_id)
+        .bind(i64::from(touched))
+        .bind(now)
+        .bind(cell_id)
+        .fetch_one(&mut **tx)
+        .await?
+        .try_get(0)?;
+        Ok(ComparisonIngest {
+            key: cell.key.clone(),
+            judge_version: cell.judge_version.clone(),
+            inserted: plan.fresh.len(),
+            unchanged: plan.unchanged,
+            replaced: plan.replaced.len(),
+            comparison_count,
+        })
+    }
+}
