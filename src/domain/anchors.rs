@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::Value;
 
 use super::covariates::{self, Covariates};
-use super::raw::{CsvHeader, RawField, text_field, unknown_fields};
+use super::raw::{CsvHeader, RawField, batch_size, text_field, unknown_fields};
 use super::{
     Anchor, CellKey, GroupName, ItemId, JudgeName, JudgeVersion, Problem, RaterName, RubricName,
     Scale,
@@ -344,23 +344,7 @@ pub fn validate(
     scales: &HashMap<RubricName, Scale>,
     max_batch: usize,
 ) -> Result<Vec<CellBatch>, Vec<Problem>> {
-    if rows.is_empty() {
-        return Err(vec![Problem::at(
-            None,
-            "anchors",
-            "the batch has no anchors",
-        )]);
-    }
-    if rows.len() > max_batch {
-        return Err(vec![Problem::at(
-            None,
-            "anchors",
-            format!(
-                "the batch has {} anchors; the limit is {max_batch} (limits.max_batch_anchors): split it",
-                rows.len()
-            ),
-        )]);
-    }
+    batch_size(rows.len(), max_batch, "anchors")?;
     let mut problems = Vec::new();
     let mut cells: BTreeMap<(CellKey, Option<JudgeVersion>), CellBatch> = BTreeMap::new();
     // First row each (cell, version, item) was seen in, to report duplicates against it.

@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::Value;
 
 use super::covariates::{self, Covariates};
-use super::raw::{CsvHeader, RawField, text_field, unknown_fields};
+use super::raw::{CsvHeader, RawField, batch_size, text_field, unknown_fields};
 use super::{CellKey, GroupName, ItemId, JudgeName, JudgeVersion, Problem, RaterName, RubricName};
 
 /// The columns a CSV upload must have, in any order.
@@ -276,23 +276,7 @@ pub fn validate(
     rows: Vec<RawComparison>,
     max_batch: usize,
 ) -> Result<Vec<ComparisonBatch>, Vec<Problem>> {
-    if rows.is_empty() {
-        return Err(vec![Problem::at(
-            None,
-            "comparisons",
-            "the batch has no comparisons",
-        )]);
-    }
-    if rows.len() > max_batch {
-        return Err(vec![Problem::at(
-            None,
-            "comparisons",
-            format!(
-                "the batch has {} comparisons; the limit is {max_batch} (limits.max_batch_anchors): split it",
-                rows.len()
-            ),
-        )]);
-    }
+    batch_size(rows.len(), max_batch, "comparisons")?;
     let mut problems = Vec::new();
     let mut cells: BTreeMap<(CellKey, Option<JudgeVersion>), ComparisonBatch> = BTreeMap::new();
     let mut seen: HashMap<(CellKey, Option<JudgeVersion>, ItemId), usize> = HashMap::new();

@@ -181,3 +181,18 @@ pub fn text_field(row: Option<usize>, name: &str, f: &RawField) -> Result<String
         )),
     }
 }
+
+/// A batch's size checked: at least one row, at most `max` (`limits.max_batch_anchors`);
+/// `field` names its rows (`anchors`, `comparisons`).
+pub fn batch_size(n: usize, max: usize, field: &str) -> Result<(), Vec<Problem>> {
+    let problem = if n == 0 {
+        format!("the batch has no {field}")
+    } else if n > max {
+        format!(
+            "the batch has {n} {field}; the limit is {max} (limits.max_batch_anchors): split it"
+        )
+    } else {
+        return Ok(());
+    };
+    Err(vec![Problem::at(None, field, problem)])
+}
