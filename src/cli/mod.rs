@@ -47,6 +47,7 @@ pub const MOVED_TO_STUDY: &[&str] = &[
     "gate",
     "panel",
     "covariates",
+    "pairwise",
 ];
 
 /// What to tell someone who ran a study under the server's binary, where `first` is their

@@ -171,7 +171,8 @@ impl Service {
             if pairwise > 0 {
                 return Err(Error::conflict(
                     format!(
-                        "judge {judge} holds {pairwise} pairwise comparisons and no anchors: training on comparisons is not built yet, so nothing was queued (the comparisons stay stored for it)"
+                        "judge {judge} holds {pairwise} pairwise comparison{} and no anchors: training on comparisons is not built yet, so nothing was queued (the comparisons stay stored for it)",
+                        if pairwise == 1 { "" } else { "s" }
                     ),
                     vec![],
                 ));

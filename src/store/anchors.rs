@@ -192,8 +192,9 @@ impl Store {
             if comparisons > 0 {
                 return Err(Error::conflict(
                     format!(
-                        "the anchor batch was refused: cell {} holds {comparisons} pairwise comparisons; a cell holds scores or comparisons, not both. Nothing was stored",
-                        cell.key
+                        "the anchor batch was refused: cell {} holds {comparisons} pairwise comparison{}; a cell holds scores or comparisons, not both. Nothing was stored",
+                        cell.key,
+                        if comparisons == 1 { "" } else { "s" }
                     ),
                     vec![crate::domain::Problem::at(
                         cell.rows.first().copied(),
