@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::Value;
 
 use super::covariates::{self, Covariates};
-use super::raw::{CsvHeader, RawField, batch_size, text_field, unknown_fields};
+use super::raw::{RawField, batch_size, read_csv, text_field, unknown_fields};
 use super::{
     Anchor, CellKey, GroupName, ItemId, JudgeName, JudgeVersion, Problem, RaterName, RubricName,
     Scale,
@@ -244,57 +244,29 @@ pub fn rows_from_json(body: &Value) -> Result<Vec<RawAnchor>, Vec<Problem>> {
 
 /// Reads a CSV upload with the header [`CSV_COLUMNS`]; rows may span any number of cells.
 pub fn rows_from_csv(body: &[u8]) -> Result<Vec<RawAnchor>, Vec<Problem>> {
-    let mut reader = csv::ReaderBuilder::new()
-        .flexible(true)
-        .trim(csv::Trim::All)
-        .from_reader(body);
-    let header = reader
-        .headers()
-        .map_err(|e| {
-            vec![Problem::at(
-                None,
-                "header",
-                format!("unreadable CSV header: {e}"),
-            )]
-        })?
-        .clone();
-    let columns = CsvHeader::read(&header, &CSV_COLUMNS, &OPTIONAL_COLUMNS, "an anchor upload")?;
-    let mut problems = Vec::new();
-    let mut rows = Vec::new();
-    for (i, record) in reader.records().enumerate() {
-        let row = i + 1;
-        let record = match record {
-            Ok(r) => r,
-            Err(e) => {
-                problems.push(Problem::at(
-                    Some(row),
-                    "record",
-                    format!("unreadable CSV record: {e}"),
-                ));
-                continue;
+    read_csv(
+        body,
+        &CSV_COLUMNS,
+        &OPTIONAL_COLUMNS,
+        "an anchor upload",
+        |columns, record, row| {
+            let field = |name: &str| columns.field(record, name);
+            let (covariates, problems) = columns.covariates(record, row);
+            RawAnchor {
+                covariates,
+                problems,
+                row,
+                judge: field("judge"),
+                rubric: field("rubric"),
+                item_id: field("item_id"),
+                judge_score: field("judge_score"),
+                reference_score: field("reference_score"),
+                group: field(GROUP_COLUMN),
+                rater: field(RATER_COLUMN),
+                judge_version: field(JUDGE_VERSION_COLUMN),
             }
-        };
-        let field = |name: &str| columns.field(&record, name);
-        let (row_covariates, row_problems) = columns.covariates(&record, row);
-        rows.push(RawAnchor {
-            covariates: row_covariates,
-            problems: row_problems,
-            row,
-            judge: field("judge"),
-            rubric: field("rubric"),
-            item_id: field("item_id"),
-            judge_score: field("judge_score"),
-            reference_score: field("reference_score"),
-            group: field(GROUP_COLUMN),
-            rater: field(RATER_COLUMN),
-            judge_version: field(JUDGE_VERSION_COLUMN),
-        });
-    }
-    if problems.is_empty() {
-        Ok(rows)
-    } else {
-        Err(problems)
-    }
+        },
+    )
 }
 
 fn score_field(row: usize, name: &str, f: &RawField) -> Result<f64, Problem> {

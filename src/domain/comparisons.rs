@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::Value;
 
 use super::covariates::{self, Covariates};
-use super::raw::{CsvHeader, RawField, batch_size, text_field, unknown_fields};
+use super::raw::{RawField, batch_size, read_csv, text_field, unknown_fields};
 use super::{CellKey, GroupName, ItemId, JudgeName, JudgeVersion, Problem, RaterName, RubricName};
 
 /// The columns a CSV upload must have, in any order.
@@ -155,64 +155,31 @@ pub fn rows_from_json(body: &Value) -> Result<Vec<RawComparison>, Vec<Problem>> 
 
 /// Reads a CSV upload with the header [`CSV_COLUMNS`]; rows may span any number of cells.
 pub fn rows_from_csv(body: &[u8]) -> Result<Vec<RawComparison>, Vec<Problem>> {
-    let mut reader = csv::ReaderBuilder::new()
-        .flexible(true)
-        .trim(csv::Trim::All)
-        .from_reader(body);
-    let header = reader
-        .headers()
-        .map_err(|e| {
-            vec![Problem::at(
-                None,
-                "header",
-                format!("unreadable CSV header: {e}"),
-            )]
-        })?
-        .clone();
-    let columns = CsvHeader::read(
-        &header,
+    read_csv(
+        body,
         &CSV_COLUMNS,
         &OPTIONAL_COLUMNS,
         "a comparison upload",
-    )?;
-    let mut rows = Vec::new();
-    let mut problems = Vec::new();
-    for (i, record) in reader.records().enumerate() {
-        let row = i + 1;
-        let record = match record {
-            Ok(r) => r,
-            Err(e) => {
-                problems.push(Problem::at(
-                    Some(row),
-                    "record",
-                    format!("unreadable CSV record: {e}"),
-                ));
-                continue;
+        |columns, record, row| {
+            let field = |name: &str| columns.field(record, name);
+            let (covariates, problems) = columns.covariates(record, row);
+            RawComparison {
+                row,
+                judge: field("judge"),
+                rubric: field("rubric"),
+                judge_version: field("judge_version"),
+                item_id: field("item_id"),
+                a: field("a"),
+                b: field("b"),
+                verdict: field("verdict"),
+                verdict_swapped: field("verdict_swapped"),
+                preference: field("preference"),
+                rater: field("rater"),
+                covariates,
+                problems,
             }
-        };
-        let field = |name: &str| columns.field(&record, name);
-        let (covariates, row_problems) = columns.covariates(&record, row);
-        rows.push(RawComparison {
-            row,
-            judge: field("judge"),
-            rubric: field("rubric"),
-            judge_version: field("judge_version"),
-            item_id: field("item_id"),
-            a: field("a"),
-            b: field("b"),
-            verdict: field("verdict"),
-            verdict_swapped: field("verdict_swapped"),
-            preference: field("preference"),
-            rater: field("rater"),
-            covariates,
-            problems: row_problems,
-        });
-    }
-    if problems.is_empty() {
-        Ok(rows)
-    } else {
-        Err(problems)
-    }
+        },
+    )
 }
 
 /// An outcome: `"a"` (1), `"b"` (0), `"tie"` (½) or a number in [0, 1].

@@ -196,3 +196,47 @@ pub fn batch_size(n: usize, max: usize, field: &str) -> Result<(), Vec<Problem>>
     };
     Err(vec![Problem::at(None, field, problem)])
 }
+
+/// Reads a CSV upload: checks its header ([`CsvHeader::read`]) and makes each record a row
+/// with `row_of` (given the header, the record and its 1-based row). An unreadable header or
+/// record is a problem; every one is reported together.
+pub fn read_csv<T>(
+    body: &[u8],
+    required: &[&str],
+    optional: &[&str],
+    what: &str,
+    mut row_of: impl FnMut(&CsvHeader, &csv::StringRecord, usize) -> T,
+) -> Result<Vec<T>, Vec<Problem>> {
+    let mut reader = csv::ReaderBuilder::new()
+        .flexible(true)
+        .trim(csv::Trim::All)
+        .from_reader(body);
+    let header = reader
+        .headers()
+        .map_err(|e| {
+            vec![Problem::at(
+                None,
+                "header",
+                format!("unreadable CSV header: {e}"),
+            )]
+        })?
+        .clone();
+    let columns = CsvHeader::read(&header, required, optional, what)?;
+    let mut rows = Vec::new();
+    let mut problems = Vec::new();
+    for (i, record) in reader.records().enumerate() {
+        match record {
+            Ok(r) => rows.push(row_of(&columns, &r, i + 1)),
+            Err(e) => problems.push(Problem::at(
+                Some(i + 1),
+                "record",
+                format!("unreadable CSV record: {e}"),
+            )),
+        }
+    }
+    if problems.is_empty() {
+        Ok(rows)
+    } else {
+        Err(problems)
+    }
+}
