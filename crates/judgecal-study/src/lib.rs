@@ -19,6 +19,7 @@ pub mod intervals;
 pub mod llmbar;
 pub mod new_group;
 pub mod pairwise;
+pub mod pairwise_grid;
 pub mod panel;
 pub mod panel_grid;
 pub mod panel_plan;

@@ -12,7 +12,7 @@
 
 use std::path::Path;
 
-use judgecal_stats::pairwise::preference::{self, HeldOut, Inputs, Labelled};
+use judgecal_stats::pairwise::preference::{self, HeldOut, Inputs, Labelled, Verdicts};
 
 use crate::llmbar::{JUDGES, Pair, SETS, pairs};
 
@@ -41,9 +41,12 @@ pub fn labelled(p: &Pair) -> Labelled {
         (None, s) => (s.unwrap_or(0.5), None),
     };
     Labelled {
-        verdict,
-        swapped,
-        covariates: vec![(p.lengths.0 / p.lengths.1).ln()],
+        verdicts: Verdicts {
+            verdict,
+            swapped,
+            covariates: vec![(p.lengths.0 / p.lengths.1).ln()],
+            systems: None,
+        },
         preference: f64::from(u8::from(p.experts_prefer_1)),
     }
 }
@@ -164,7 +167,8 @@ mod tests {
         assert!(longer.starts_with("100.0%"), "{longer}");
         assert!(people_longer.starts_with("100.0%"), "{people_longer}");
         let row = labelled(&pairs[2]);
-        assert_eq!((row.verdict, row.swapped, row.preference), (1.0, None, 0.0));
-        assert!(row.covariates[0].abs() < 1e-12);
+        let v = &row.verdicts;
+        assert_eq!((v.verdict, v.swapped, row.preference), (1.0, None, 0.0));
+        assert!(v.covariates[0].abs() < 1e-12);
     }
 }

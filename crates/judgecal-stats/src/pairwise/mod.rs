@@ -4,10 +4,13 @@
 //! lost), ½ (a tie, counted one half for each side as Chatbot Arena counts them), or any
 //! number between (a share of raters, a judge's log-probabilities). `ratings` fits
 //! Bradley–Terry ratings to such outcomes, with intervals and rank intervals that hold jointly;
-//! `preference` maps a judge's verdicts (both orders, covariates) to the probability that
-//! people prefer a.
+//! `preference` maps a judge's verdicts (both orders, covariates, the systems) to the
+//! probability that people prefer a; `powered` rates systems by people's preferences from
+//! many such predictions and a few labels (prediction-powered).
 
+pub mod powered;
 pub mod preference;
+pub mod rate;
 pub mod ratings;
 
 /// The logistic function, without overflow.

@@ -24,16 +24,27 @@ use crate::rng::{Rng, SeedableRng, SliceRandom};
 pub const PRIOR_SD: f64 = 3.0;
 /// The prior sd of the intercept.
 const INTERCEPT_SD: f64 = 10.0;
+/// The per-system terms' prior sds tried; the one of highest (Laplace) evidence is kept, so
+/// the terms are shrunk across systems as much as the anchors say.
+const SYSTEM_SDS: [f64; 6] = [0.05, 0.1, 0.2, 0.4, 0.8, 1.6];
 
-/// One comparison with the people's preference.
+/// What the judge said of one comparison.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Labelled {
+pub struct Verdicts {
     /// The judge's verdict: the probability it gives that a is better (1, 0, ½ for a tie).
     pub verdict: f64,
     /// The judge's verdict with b shown first, mapped back (1 still means a).
     pub swapped: Option<f64>,
     /// Numeric inputs beside the verdicts (the answers' log length ratio), in a fixed order.
     pub covariates: Vec<f64>,
+    /// The two systems compared (indices), which a map with per-system terms reads.
+    pub systems: Option<(usize, usize)>,
+}
+
+/// One comparison with the people's preference.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Labelled {
+    pub verdicts: Verdicts,
     /// The people's preference for a: 1, 0, ½ for a tie, or a share of raters.
     pub preference: f64,
 }
@@ -61,85 +72,178 @@ impl Inputs {
     }
 }
 
+/// One candidate map: its inputs, and whether it adds a term per system (the judge favouring
+/// a system beyond what people do).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Candidate {
+    pub inputs: Inputs,
+    pub systems: bool,
+}
+
+impl Candidate {
+    pub fn name(self) -> String {
+        if self.systems {
+            format!("{} + per-system terms", self.inputs.name())
+        } else {
+            self.inputs.name().to_owned()
+        }
+    }
+}
+
+/// The per-system terms of a map: `count` systems, each term's prior sd.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SystemTerms {
+    pub count: usize,
+    pub sd: f64,
+}
+
 /// A fitted map.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PreferenceMap {
     pub inputs: Inputs,
+    pub systems: Option<SystemTerms>,
     /// The covariates' means and sds over the anchors it was fitted on.
     pub centre: Vec<f64>,
     pub scale: Vec<f64>,
     /// The weights: intercept, verdict, then (both orders) the swapped verdict and its missing
-    /// indicator, then (with covariates) each standardised covariate.
+    /// indicator, then (with covariates) each standardised covariate, then (per-system terms)
+    /// one per system, added where the system is a and taken away where it is b.
     pub weights: Vec<f64>,
     /// Their covariance at the mode (the inverse of the posterior's curvature), row-major.
     pub covariance: Vec<f64>,
 }
 
-/// The inputs of one comparison, `centre`/`scale` standardising its covariates.
-fn features(c: &Labelled, inputs: Inputs, centre: &[f64], scale: &[f64]) -> Vec<f64> {
-    let mut x = vec![1.0, c.verdict - 0.5];
+/// The inputs of one comparison as (weight index, value), `centre`/`scale` standardising its
+/// covariates.
+fn features(
+    v: &Verdicts,
+    inputs: Inputs,
+    systems: Option<usize>,
+    centre: &[f64],
+    scale: &[f64],
+) -> Vec<(usize, f64)> {
+    let mut x = vec![1.0, v.verdict - 0.5];
     if inputs != Inputs::Verdict {
-        match c.swapped {
+        match v.swapped {
             Some(s) => x.extend([s - 0.5, 0.0]),
             None => x.extend([0.0, 1.0]),
         }
     }
     if inputs == Inputs::WithCovariates {
         x.extend(
-            c.covariates
+            v.covariates
                 .iter()
                 .zip(centre.iter().zip(scale))
                 .map(|(v, (m, s))| (v - m) / s),
         );
     }
-    x
+    let base = x.len();
+    let mut sparse: Vec<(usize, f64)> = x.into_iter().enumerate().collect();
+    if let (Some(_), Some((a, b))) = (systems, v.systems) {
+        sparse.extend([(base + a, 1.0), (base + b, -1.0)]);
+    }
+    sparse
+}
+
+fn dot(x: &[(usize, f64)], w: &[f64]) -> f64 {
+    x.iter().map(|&(i, v)| v * w[i]).sum()
 }
 
 impl PreferenceMap {
+    /// The map's inputs of one comparison, as (weight index, value).
+    pub fn features(&self, v: &Verdicts) -> Vec<(usize, f64)> {
+        features(
+            v,
+            self.inputs,
+            self.systems.map(|s| s.count),
+            &self.centre,
+            &self.scale,
+        )
+    }
+
     /// The probability that people prefer a.
-    pub fn predict(&self, c: &Labelled) -> f64 {
-        let x = features(c, self.inputs, &self.centre, &self.scale);
-        sigmoid(x.iter().zip(&self.weights).map(|(x, w)| x * w).sum())
+    pub fn predict(&self, v: &Verdicts) -> f64 {
+        sigmoid(dot(&self.features(v), &self.weights))
+    }
+
+    /// The covariates' weights per unit of each covariate as given (not standardised): log-odds
+    /// of people preferring a per unit (empty unless the map reads covariates).
+    pub fn covariate_weights(&self) -> Vec<f64> {
+        if self.inputs != Inputs::WithCovariates {
+            return Vec::new();
+        }
+        (0..self.centre.len())
+            .map(|k| self.weights[4 + k] / self.scale[k])
+            .collect()
     }
 }
 
-/// Fits the map reading `inputs` to `rows`.
+/// Fits the map reading `inputs` to `rows`, without per-system terms.
 pub fn fit(rows: &[Labelled], inputs: Inputs) -> Result<PreferenceMap, String> {
+    fit_with(rows, inputs, None).map(|(map, _)| map)
+}
+
+/// Fits the map reading `inputs` (and, with `systems`, a term per system) to `rows`; gives
+/// the map and the log of its Laplace evidence.
+pub fn fit_with(
+    rows: &[Labelled],
+    inputs: Inputs,
+    systems: Option<SystemTerms>,
+) -> Result<(PreferenceMap, f64), String> {
     if rows.is_empty() {
         return Err("no labelled comparisons to fit the preference on".into());
     }
-    let covariates = rows[0].covariates.len();
-    if rows.iter().any(|r| r.covariates.len() != covariates) {
+    let covariates = rows[0].verdicts.covariates.len();
+    if rows
+        .iter()
+        .any(|r| r.verdicts.covariates.len() != covariates)
+    {
         return Err("every comparison must carry the same covariates".into());
+    }
+    if let Some(s) = systems {
+        let named = |r: &Labelled| matches!(r.verdicts.systems, Some((a, b)) if a < s.count && b < s.count && a != b);
+        if !rows.iter().all(named) {
+            return Err(format!(
+                "per-system terms need every comparison to name two of the {} systems",
+                s.count
+            ));
+        }
     }
     let (mut centre, mut scale) = (vec![0.0; covariates], vec![1.0; covariates]);
     if inputs == Inputs::WithCovariates {
         for k in 0..covariates {
-            let values: Vec<f64> = rows.iter().map(|r| r.covariates[k]).collect();
+            let values: Vec<f64> = rows.iter().map(|r| r.verdicts.covariates[k]).collect();
             centre[k] = crate::stats::mean(&values);
             let sd = crate::stats::sample_variance(&values).sqrt();
             scale[k] = if sd > 0.0 { sd } else { 1.0 };
         }
     }
-    let xs: Vec<Vec<f64>> = rows
+    let count = systems.map(|s| s.count);
+    let xs: Vec<Vec<(usize, f64)>> = rows
         .iter()
-        .map(|r| features(r, inputs, &centre, &scale))
+        .map(|r| features(&r.verdicts, inputs, count, &centre, &scale))
         .collect();
-    let d = xs[0].len();
+    let base = features(&rows[0].verdicts, inputs, None, &centre, &scale).len();
+    let d = base + count.unwrap_or(0);
     let precision = |j: usize| {
-        let sd = if j == 0 { INTERCEPT_SD } else { PRIOR_SD };
+        let sd = match (j, systems) {
+            (0, _) => INTERCEPT_SD,
+            (j, Some(s)) if j >= base => s.sd,
+            _ => PRIOR_SD,
+        };
         1.0 / (sd * sd)
     };
-    let log_posterior = |w: &DVector<f64>| -> f64 {
-        let lik: f64 = xs
-            .iter()
+    let log_likelihood = |w: &DVector<f64>| -> f64 {
+        xs.iter()
             .zip(rows)
             .map(|(x, r)| {
-                let eta: f64 = x.iter().zip(w.iter()).map(|(x, w)| x * w).sum();
+                let eta = dot(x, w.as_slice());
                 r.preference * log_sigmoid(eta) + (1.0 - r.preference) * log_sigmoid(-eta)
             })
-            .sum();
-        lik - (0..d)
+            .sum()
+    };
+    let penalty = |w: &DVector<f64>| {
+        (0..d)
             .map(|j| 0.5 * precision(j) * w[j] * w[j])
             .sum::<f64>()
     };
@@ -147,20 +251,19 @@ pub fn fit(rows: &[Labelled], inputs: Inputs) -> Result<PreferenceMap, String> {
         let mut g = DVector::from_fn(d, |j, _| -precision(j) * w[j]);
         let mut h = DMatrix::from_fn(d, d, |i, j| if i == j { precision(i) } else { 0.0 });
         for (x, r) in xs.iter().zip(rows) {
-            let eta: f64 = x.iter().zip(w.iter()).map(|(x, w)| x * w).sum();
-            let p = sigmoid(eta);
+            let p = sigmoid(dot(x, w.as_slice()));
             let q = p * (1.0 - p);
-            for i in 0..d {
-                g[i] += (r.preference - p) * x[i];
-                for j in 0..d {
-                    h[(i, j)] += q * x[i] * x[j];
+            for &(i, xi) in x {
+                g[i] += (r.preference - p) * xi;
+                for &(j, xj) in x {
+                    h[(i, j)] += q * xi * xj;
                 }
             }
         }
         (g, h)
     };
     let mut w = DVector::zeros(d);
-    let mut current = log_posterior(&w);
+    let mut current = log_likelihood(&w) - penalty(&w);
     for _ in 0..100 {
         let (g, h) = curvature(&w);
         let step = h
@@ -170,7 +273,7 @@ pub fn fit(rows: &[Labelled], inputs: Inputs) -> Result<PreferenceMap, String> {
         let mut scale = 1.0;
         let next = loop {
             let next = &w + &step * scale;
-            let value = log_posterior(&next);
+            let value = log_likelihood(&next) - penalty(&next);
             if value >= current - 1e-12 || scale < 1e-8 {
                 current = value;
                 break next;
@@ -184,16 +287,44 @@ pub fn fit(rows: &[Labelled], inputs: Inputs) -> Result<PreferenceMap, String> {
         }
     }
     let (_, h) = curvature(&w);
-    let covariance = h
-        .try_inverse()
+    let factor = h
+        .clone()
+        .cholesky()
         .ok_or("the preference's curvature is singular")?;
-    Ok(PreferenceMap {
-        inputs,
-        centre,
-        scale,
-        weights: w.iter().copied().collect(),
-        covariance: covariance.iter().copied().collect(),
-    })
+    // Laplace: log p(y | ŵ) − ½ŵᵀΣ₀⁻¹ŵ − ½ log|Σ₀| − ½ log|H|.
+    let log_det_h: f64 = 2.0 * factor.l().diagonal().iter().map(|v| v.ln()).sum::<f64>();
+    let log_det_prior: f64 = (0..d).map(|j| -precision(j).ln()).sum();
+    let evidence = log_likelihood(&w) - penalty(&w) - 0.5 * log_det_prior - 0.5 * log_det_h;
+    let covariance = factor.inverse();
+    Ok((
+        PreferenceMap {
+            inputs,
+            systems,
+            centre,
+            scale,
+            weights: w.iter().copied().collect(),
+            covariance: covariance.iter().copied().collect(),
+        },
+        evidence,
+    ))
+}
+
+/// The per-system terms' prior sd of highest evidence among [`SYSTEM_SDS`].
+pub fn system_terms(
+    rows: &[Labelled],
+    inputs: Inputs,
+    count: usize,
+) -> Result<SystemTerms, String> {
+    let mut best: Option<(f64, SystemTerms)> = None;
+    for sd in SYSTEM_SDS {
+        let terms = SystemTerms { count, sd };
+        let (_, evidence) = fit_with(rows, inputs, Some(terms))?;
+        if best.is_none_or(|(e, _)| evidence > e) {
+            best = Some((evidence, terms));
+        }
+    }
+    best.map(|(_, t)| t)
+        .ok_or_else(|| "no prior sd to try".into())
 }
 
 /// Held-out figures of a preference.
@@ -245,9 +376,10 @@ pub fn raw(rows: &[Labelled]) -> HeldOut {
     let p: Vec<(f64, f64)> = rows
         .iter()
         .map(|r| {
-            let v = match r.swapped {
-                Some(s) => (r.verdict + s) / 2.0,
-                None => r.verdict,
+            let v = &r.verdicts;
+            let v = match v.swapped {
+                Some(s) => (v.verdict + s) / 2.0,
+                None => v.verdict,
             };
             (0.5 + (v - 0.5) * (2.0 * RAW_SURE - 1.0), r.preference)
         })
@@ -258,6 +390,64 @@ pub fn raw(rows: &[Labelled]) -> HeldOut {
 /// How sure a raw verdict of 1 is read to be.
 pub const RAW_SURE: f64 = 0.95;
 
+/// A map cross-fitted over seeded folds: each fold's map (fitted on the other folds), each
+/// row's fold, and the held-out figures of every row predicted by its fold's map.
+#[derive(Debug, Clone)]
+pub struct CrossFit {
+    pub maps: Vec<PreferenceMap>,
+    pub fold_of: Vec<usize>,
+    pub held_out: HeldOut,
+}
+
+impl CrossFit {
+    /// Row `i`'s held-out prediction (by the map that did not see it).
+    pub fn held_out_prediction(&self, i: usize, v: &Verdicts) -> f64 {
+        self.maps[self.fold_of[i]].predict(v)
+    }
+
+    /// A new comparison's prediction: the mean of the folds' maps (none of which is favoured
+    /// by the rows it saw).
+    pub fn predict(&self, v: &Verdicts) -> f64 {
+        self.maps.iter().map(|m| m.predict(v)).sum::<f64>() / self.maps.len() as f64
+    }
+}
+
+/// The map reading `inputs` (and `systems`' terms), cross-fitted over `folds` seeded folds.
+pub fn cross_fit(
+    rows: &[Labelled],
+    inputs: Inputs,
+    systems: Option<SystemTerms>,
+    folds: usize,
+    seed: u64,
+) -> Result<CrossFit, String> {
+    let folds = folds.clamp(2, rows.len().max(2));
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    order.shuffle(&mut Rng::seed_from_u64(seed));
+    let mut fold_of = vec![0; rows.len()];
+    for (rank, &i) in order.iter().enumerate() {
+        fold_of[i] = rank % folds;
+    }
+    let maps = (0..folds)
+        .map(|f| {
+            let train: Vec<Labelled> = (0..rows.len())
+                .filter(|&i| fold_of[i] != f)
+                .map(|i| rows[i].clone())
+                .collect();
+            fit_with(&train, inputs, systems).map(|(map, _)| map)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let predictions: Vec<(f64, f64)> = rows
+        .iter()
+        .zip(&fold_of)
+        .map(|(r, &f)| (maps[f].predict(&r.verdicts), r.preference))
+        .collect();
+    Ok(CrossFit {
+        maps,
+        fold_of,
+        held_out: score(&predictions),
+    })
+}
+
 /// The map reading `inputs`, cross-fitted over `folds` seeded folds: each fold predicted by
 /// the map fitted on the others.
 pub fn held_out(
@@ -266,27 +456,77 @@ pub fn held_out(
     folds: usize,
     seed: u64,
 ) -> Result<HeldOut, String> {
-    let folds = folds.clamp(2, rows.len().max(2));
-    let mut order: Vec<usize> = (0..rows.len()).collect();
-    order.shuffle(&mut Rng::seed_from_u64(seed));
-    let mut fold_of = vec![0; rows.len()];
-    for (rank, &i) in order.iter().enumerate() {
-        fold_of[i] = rank % folds;
+    cross_fit(rows, inputs, None, folds, seed).map(|c| c.held_out)
+}
+
+/// `auto`'s choice: every candidate's held-out figures, and the one of lowest held-out
+/// log-loss, fitted on every row and cross-fitted.
+#[derive(Debug, Clone)]
+pub struct Choice {
+    pub candidate: Candidate,
+    pub map: PreferenceMap,
+    pub cross_fit: CrossFit,
+    pub candidates: Vec<(Candidate, HeldOut)>,
+}
+
+/// Chooses among the candidates the rows can feed by held-out log-loss: both orders where
+/// any row has a swapped verdict, covariates where the rows carry some, per-system terms
+/// where `systems` (the number of systems the rows' indices run over) is 2 or more. The
+/// per-system terms' prior sd is chosen on every row by evidence, before the folds.
+pub fn choose(
+    rows: &[Labelled],
+    systems: Option<usize>,
+    folds: usize,
+    seed: u64,
+) -> Result<Choice, String> {
+    let swapped = rows.iter().any(|r| r.verdicts.swapped.is_some());
+    let covariates = rows
+        .first()
+        .is_some_and(|r| !r.verdicts.covariates.is_empty());
+    let mut candidates = vec![Inputs::Verdict];
+    if swapped {
+        candidates.push(Inputs::BothOrders);
     }
-    let mut predictions = Vec::with_capacity(rows.len());
-    for f in 0..folds {
-        let train: Vec<Labelled> = (0..rows.len())
-            .filter(|&i| fold_of[i] != f)
-            .map(|i| rows[i].clone())
-            .collect();
-        let map = fit(&train, inputs)?;
-        predictions.extend(
-            (0..rows.len())
-                .filter(|&i| fold_of[i] == f)
-                .map(|i| (map.predict(&rows[i]), rows[i].preference)),
-        );
+    if covariates {
+        // Without a swapped verdict its missing indicator is constant: the prior keeps that
+        // weight beside the intercept's.
+        candidates.push(Inputs::WithCovariates);
     }
-    Ok(score(&predictions))
+    let per_system = systems.filter(|&k| k >= 2);
+    let mut fits: Vec<(Candidate, Option<SystemTerms>, CrossFit)> = Vec::new();
+    for &inputs in &candidates {
+        fits.push((
+            Candidate {
+                inputs,
+                systems: false,
+            },
+            None,
+            cross_fit(rows, inputs, None, folds, seed)?,
+        ));
+        if let Some(count) = per_system {
+            let terms = system_terms(rows, inputs, count)?;
+            fits.push((
+                Candidate {
+                    inputs,
+                    systems: true,
+                },
+                Some(terms),
+                cross_fit(rows, inputs, Some(terms), folds, seed)?,
+            ));
+        }
+    }
+    let table: Vec<(Candidate, HeldOut)> = fits.iter().map(|(c, _, f)| (*c, f.held_out)).collect();
+    let (candidate, terms, cross_fit) = fits
+        .into_iter()
+        .min_by(|a, b| a.2.held_out.log_loss.total_cmp(&b.2.held_out.log_loss))
+        .ok_or("no candidate to choose from")?;
+    let (map, _) = fit_with(rows, candidate.inputs, terms)?;
+    Ok(Choice {
+        candidate,
+        map,
+        cross_fit,
+        candidates: table,
+    })
 }
 
 #[cfg(test)]
@@ -310,9 +550,12 @@ mod tests {
                 let swapped = f64::from(u8::from(seen - position > 0.0));
                 let preference = f64::from(u8::from(rng.random::<f64>() < sigmoid(2.0 * q)));
                 Labelled {
-                    verdict: first,
-                    swapped: Some(swapped),
-                    covariates: vec![ratio],
+                    verdicts: Verdicts {
+                        verdict: first,
+                        swapped: Some(swapped),
+                        covariates: vec![ratio],
+                        systems: None,
+                    },
                     preference,
                 }
             })
@@ -328,9 +571,12 @@ mod tests {
                 let verdict = f64::from(u8::from(rng.random::<f64>() < 0.5));
                 let p = sigmoid(0.4 + 2.0 * (verdict - 0.5));
                 Labelled {
-                    verdict,
-                    swapped: None,
-                    covariates: vec![],
+                    verdicts: Verdicts {
+                        verdict,
+                        swapped: None,
+                        covariates: vec![],
+                        systems: None,
+                    },
                     preference: f64::from(u8::from(rng.random::<f64>() < p)),
                 }
             })
@@ -354,9 +600,9 @@ mod tests {
             .collect();
         let map = fit(&soft, Inputs::Verdict).expect("fit");
         let both = |v: f64| {
-            map.predict(&Labelled {
+            map.predict(&Verdicts {
                 verdict: v,
-                ..soft[0].clone()
+                ..soft[0].verdicts.clone()
             })
         };
         assert!((both(1.0) - 0.7).abs() < 0.01 && (both(0.0) - 0.7).abs() < 0.01);

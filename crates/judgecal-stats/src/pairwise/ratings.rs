@@ -48,6 +48,8 @@ pub enum RatingError {
     /// These systems (indices) have no finite rating against the baseline: they won every
     /// comparison that joins them to it (`above`), lost every one, or have none.
     Unbounded { systems: Vec<usize>, above: bool },
+    /// These systems (indices) are not joined to the baseline by any chain of comparisons.
+    Apart { systems: Vec<usize> },
     /// The Newton iterations failed (an information matrix that is not positive definite).
     Numerical(String),
 }
@@ -62,6 +64,10 @@ impl std::fmt::Display for RatingError {
                 f,
                 "systems {systems:?} have no finite rating: they {} every comparison joining them to the baseline",
                 if *above { "won" } else { "lost" }
+            ),
+            RatingError::Apart { systems } => write!(
+                f,
+                "systems {systems:?} are not joined to the baseline by any chain of comparisons"
             ),
             RatingError::Numerical(e) => write!(f, "{e}"),
         }

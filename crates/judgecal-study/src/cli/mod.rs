@@ -73,7 +73,8 @@ pub enum Command {
     Covariates(CovariatesArgs),
     /// Pairwise judges on LLMBar's sets: the held-out log-loss and accuracy of the calibrated
     /// preference (the verdict, both orders, and with the length ratio) against the raw
-    /// verdict, and each judge's position, swap and length biases beside the experts'.
+    /// verdict, and each judge's position, swap and length biases beside the experts'; with
+    /// --grid, the ratings' intervals on Bradley–Terry worlds with known truth.
     Pairwise(PairwiseArgs),
 }
 

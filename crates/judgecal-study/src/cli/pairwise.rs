@@ -1,12 +1,19 @@
-//! `judgecal-study pairwise`: pairwise judges on LLMBar's sets.
+//! `judgecal-study pairwise`: pairwise judges on LLMBar's sets, or ratings on worlds with
+//! known truth.
 
 use std::path::PathBuf;
 
 #[derive(Debug, clap::Args)]
 pub struct PairwiseArgs {
     /// LLMBar's pairwise sets (../shared/data/llmbar).
-    #[arg(long)]
-    pub llmbar: PathBuf,
+    #[arg(long, required_unless_present = "grid")]
+    pub llmbar: Option<PathBuf>,
+    /// Instead: the ratings' simulation grid (Bradley–Terry worlds of 5 to 50 systems).
+    #[arg(long, conflicts_with = "llmbar")]
+    pub grid: bool,
+    /// Repetitions of each world of the grid.
+    #[arg(long, default_value_t = 100)]
+    pub reps: usize,
     /// Folds of the cross-fitted held-out figures.
     #[arg(long, default_value_t = 10)]
     pub folds: usize,
@@ -15,6 +22,9 @@ pub struct PairwiseArgs {
 }
 
 pub(super) fn pairwise(a: PairwiseArgs) -> Result<(), String> {
-    print!("{}", crate::pairwise::report(&a.llmbar, a.folds, a.seed)?);
+    match &a.llmbar {
+        Some(dir) => print!("{}", crate::pairwise::report(dir, a.folds, a.seed)?),
+        None => print!("{}", crate::pairwise_grid::report(a.reps, a.seed)),
+    }
     Ok(())
 }

@@ -1,0 +1,560 @@
+//! Bradley–Terry ratings of the people's preferences, powered by a judge's verdicts:
+//! prediction-powered inference (PPI++, Angelopoulos et al. 2023; for Bradley–Terry, Boyeau
+//! et al., "AutoEval Done Right") with the calibrated preference as the prediction.
+//!
+//! The estimand is the ratings θ (baseline at 0) and control coefficients γ that solve
+//! E[(y − σ(xᵀ(θ, γ))) x] = 0 over the run's comparisons, y the people's preference (a tie ½)
+//! and x = e_a − e_b beside the controls (the covariates controlled for, as Arena's style
+//! control puts length beside the ratings). Only some comparisons carry y: the labelled set
+//! (the cell's anchors, and the run's own labelled rows). Every run comparison carries the
+//! prediction g = P(people prefer a | verdicts), and each labelled one its held-out
+//! prediction ĝ (from a map that did not see it). The estimate solves
+//!
+//!   (λ/N) Σ_run (g − σ) x + (1/n) Σ_labelled [(y − σ) − λ(ĝ − σ)] x = 0,
+//!
+//! the gradient of a concave objective, so Newton's method finds it. With λ = 0 it is
+//! Bradley–Terry on the labelled comparisons alone; with λ = 1 the predictions carry the run
+//! and the labels correct their bias. No prediction biases it, however wrong: a judge that
+//! favours a system moves g, and the labelled term moves the ratings back. λ is chosen
+//! (PPI++'s closed form, clipped to [0, 1]) to minimise the trace of the ratings' variance,
+//! so the interval is never wider, to first order, than the labels' alone.
+//!
+//! The covariance is the sandwich H⁻¹ (λ²/N·Cov_run[(g − σ)x] + 1/n·Cov_lab[((y − σ) −
+//! λ(ĝ − σ))x]) H⁻¹. It takes the labelled comparisons to be drawn as the run's are: the
+//! labelled term corrects the predictions' bias on average over the labelled set's systems
+//! and pairs, and those must be the run's.
+
+use nalgebra::{DMatrix, DVector};
+
+use super::ratings::{RatingError, Ratings};
+use super::{log_sigmoid, sigmoid};
+
+/// One run comparison: systems `a` and `b`, the predicted probability that people prefer a,
+/// and the controls' values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Predicted {
+    pub a: usize,
+    pub b: usize,
+    pub predicted: f64,
+    pub controls: Vec<f64>,
+}
+
+/// One labelled comparison: as a run comparison, with its held-out prediction as
+/// `predicted`, and the people's preference.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observed {
+    pub comparison: Predicted,
+    pub preference: f64,
+}
+
+/// Fitted ratings and controls.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Powered {
+    /// The ratings and their covariance.
+    pub ratings: Ratings,
+    /// The controls' coefficients (log-odds per unit) and their standard errors.
+    pub controls: Vec<(f64, f64)>,
+    /// The weight the predictions got (0: the labels alone; 1: full weight).
+    pub lambda: f64,
+    pub labelled: usize,
+}
+
+const MAX_STEP: f64 = 5.0;
+const MAX_ITERATIONS: usize = 100;
+
+/// The model's parameters: the free ratings (every system but the baseline) then the
+/// controls.
+struct Layout {
+    k: usize,
+    baseline: usize,
+    controls: usize,
+    /// Each control's mean and sd over the run, to solve in standard units.
+    centre: Vec<f64>,
+    scale: Vec<f64>,
+}
+
+impl Layout {
+    fn dimension(&self) -> usize {
+        self.k - 1 + self.controls
+    }
+
+    fn slot(&self, i: usize) -> Option<usize> {
+        match i.cmp(&self.baseline) {
+            std::cmp::Ordering::Less => Some(i),
+            std::cmp::Ordering::Equal => None,
+            std::cmp::Ordering::Greater => Some(i - 1),
+        }
+    }
+
+    fn features(&self, c: &Predicted) -> Vec<(usize, f64)> {
+        let mut x = Vec::with_capacity(2 + self.controls);
+        if let Some(s) = self.slot(c.a) {
+            x.push((s, 1.0));
+        }
+        if let Some(s) = self.slot(c.b) {
+            x.push((s, -1.0));
+        }
+        let free = self.k - 1;
+        for (t, v) in c.controls.iter().enumerate() {
+            x.push((free + t, (v - self.centre[t]) / self.scale[t]));
+        }
+        x
+    }
+}
+
+/// A comparison ready for the sums: its features, its prediction and its preference.
+struct Row {
+    x: Vec<(usize, f64)>,
+    /// The prediction (run) or held-out prediction (labelled).
+    g: f64,
+    /// The preference (labelled only).
+    y: Option<f64>,
+}
+
+fn dot(x: &[(usize, f64)], theta: &[f64]) -> f64 {
+    x.iter().map(|&(i, v)| v * theta[i]).sum()
+}
+
+fn check(k: usize, index: usize, c: &Predicted, controls: usize) -> Result<(), RatingError> {
+    let bad = |problem: String| RatingError::BadComparison { index, problem };
+    if c.a >= k || c.b >= k {
+        return Err(bad(format!("a system outside the {k} systems")));
+    }
+    if c.a == c.b {
+        return Err(bad("a system compared with itself".into()));
+    }
+    if !(0.0..=1.0).contains(&c.predicted) {
+        return Err(bad(format!("prediction {} outside [0, 1]", c.predicted)));
+    }
+    if c.controls.len() != controls || c.controls.iter().any(|v| !v.is_finite()) {
+        return Err(bad(format!("{controls} finite control values expected")));
+    }
+    Ok(())
+}
+
+/// The objective's value, gradient and (negated) Hessian, each as a mean over its set.
+struct Sums {
+    value: f64,
+    gradient: DVector<f64>,
+    information: DMatrix<f64>,
+}
+
+fn sums(run: &[Row], labelled: &[Row], theta: &[f64], lambda: f64, d: usize) -> Sums {
+    let mut s = Sums {
+        value: 0.0,
+        gradient: DVector::zeros(d),
+        information: DMatrix::zeros(d, d),
+    };
+    let mut add = |rows: &[Row], weight: f64, outcome: &dyn Fn(&Row) -> (f64, f64)| {
+        for r in rows {
+            let eta = dot(&r.x, theta);
+            let p = sigmoid(eta);
+            // c₁ log σ(η) + c₀ log σ(−η): gradient (c₁ − (c₁ + c₀)p)x.
+            let (c1, c0) = outcome(r);
+            s.value += weight * (c1 * log_sigmoid(eta) + c0 * log_sigmoid(-eta));
+            let residual = c1 - (c1 + c0) * p;
+            let curvature = (c1 + c0) * p * (1.0 - p);
+            for &(i, xi) in &r.x {
+                s.gradient[i] += weight * residual * xi;
+                for &(j, xj) in &r.x {
+                    s.information[(i, j)] += weight * curvature * xi * xj;
+                }
+            }
+        }
+    };
+    if !run.is_empty() {
+        add(run, lambda / run.len() as f64, &|r| (r.g, 1.0 - r.g));
+    }
+    let y = |r: &Row| r.y.unwrap_or(r.g);
+    add(labelled, 1.0 / labelled.len() as f64, &|r| {
+        (y(r) - lambda * r.g, 1.0 - y(r) - lambda * (1.0 - r.g))
+    });
+    s
+}
+
+/// Each row's score u = r·x is its residual r times its features: the residuals
+/// (outcome − σ) of `rows` at `theta`.
+fn residuals(rows: &[Row], theta: &[f64], outcome: &dyn Fn(&Row) -> f64) -> Vec<f64> {
+    rows.iter()
+        .map(|r| outcome(r) - sigmoid(dot(&r.x, theta)))
+        .collect()
+}
+
+/// The sample cross-covariance of the scores rₐ·x and r_b·x over `rows` (the covariance when
+/// the residuals are the same), summed over each row's few features.
+fn covariance(rows: &[&Row], ra: &[f64], rb: &[f64], d: usize) -> DMatrix<f64> {
+    let n = rows.len().max(1) as f64;
+    let mut c = DMatrix::zeros(d, d);
+    let (mut ma, mut mb) = (DVector::zeros(d), DVector::zeros(d));
+    for ((r, a), b) in rows.iter().zip(ra).zip(rb) {
+        for &(i, xi) in &r.x {
+            ma[i] += a * xi;
+            mb[i] += b * xi;
+            for &(j, xj) in &r.x {
+                c[(i, j)] += a * b * xi * xj;
+            }
+        }
+    }
+    c / n - (ma / n) * (mb / n).transpose()
+}
+
+/// Fits the ratings of `k` systems, `baseline` at 0, from the run's predicted comparisons
+/// and the labelled ones, with `controls` control columns.
+pub fn fit(
+    k: usize,
+    run: &[Predicted],
+    labelled: &[Observed],
+    baseline: usize,
+    controls: usize,
+) -> Result<Powered, RatingError> {
+    if baseline >= k {
+        return Err(RatingError::Numerical(format!(
+            "baseline {baseline} is not one of the {k} systems"
+        )));
+    }
+    for (index, c) in run.iter().enumerate() {
+        check(k, index, c, controls)?;
+    }
+    for (index, o) in labelled.iter().enumerate() {
+        check(k, run.len() + index, &o.comparison, controls)?;
+        if !(0.0..=1.0).contains(&o.preference) {
+            return Err(RatingError::BadComparison {
+                index: run.len() + index,
+                problem: format!("preference {} outside [0, 1]", o.preference),
+            });
+        }
+    }
+    if labelled.is_empty() {
+        return Err(RatingError::Numerical(
+            "no labelled comparison of these systems: the predictions' bias cannot be corrected"
+                .into(),
+        ));
+    }
+    connected(k, run, baseline)?;
+    let (mut centre, mut scale) = (vec![0.0; controls], vec![1.0; controls]);
+    for t in 0..controls {
+        let values: Vec<f64> = run.iter().map(|c| c.controls[t]).collect();
+        centre[t] = crate::stats::mean(&values);
+        let sd = crate::stats::sample_variance(&values).sqrt();
+        scale[t] = if sd > 0.0 { sd } else { 1.0 };
+    }
+    let layout = Layout {
+        k,
+        baseline,
+        controls,
+        centre,
+        scale,
+    };
+    let d = layout.dimension();
+    let run_rows: Vec<Row> = run
+        .iter()
+        .map(|c| Row {
+            x: layout.features(c),
+            g: c.predicted,
+            y: None,
+        })
+        .collect();
+    let lab_rows: Vec<Row> = labelled
+        .iter()
+        .map(|o| Row {
+            x: layout.features(&o.comparison),
+            g: o.comparison.predicted,
+            y: Some(o.preference),
+        })
+        .collect();
+    let (theta, _) = newton(&run_rows, &lab_rows, 1.0, d)?;
+    let lambda = best_lambda(&run_rows, &lab_rows, &theta, d);
+    let (theta, iterations) = newton(&run_rows, &lab_rows, lambda, d)?;
+    let at = sums(&run_rows, &lab_rows, &theta, lambda, d);
+    let h_inv = at.information.clone().try_inverse().ok_or_else(|| {
+        RatingError::Numerical("the information matrix at the fit is singular".into())
+    })?;
+    let (n, big_n) = (lab_rows.len() as f64, run_rows.len().max(1) as f64);
+    let run_r = residuals(&run_rows, &theta, &|r| r.g);
+    // The labelled term's residual: (y − σ) − λ(ĝ − σ).
+    let lab_r: Vec<f64> = lab_rows
+        .iter()
+        .map(|r| {
+            let p = sigmoid(dot(&r.x, &theta));
+            (r.y.unwrap_or(r.g) - p) - lambda * (r.g - p)
+        })
+        .collect();
+    let run_refs: Vec<&Row> = run_rows.iter().collect();
+    let lab_refs: Vec<&Row> = lab_rows.iter().collect();
+    let middle = covariance(&run_refs, &run_r, &run_r, d) * (lambda * lambda / big_n)
+        + covariance(&lab_refs, &lab_r, &lab_r, d) / n;
+    let cov = &h_inv * middle * &h_inv;
+    let free = k - 1;
+    let mut ratings = vec![0.0; k];
+    let mut full = vec![0.0; k * k];
+    for i in 0..k {
+        let Some(s) = layout.slot(i) else { continue };
+        ratings[i] = theta[s];
+        for j in 0..k {
+            if let Some(t) = layout.slot(j) {
+                full[i * k + j] = cov[(s, t)];
+            }
+        }
+    }
+    let mut comparisons = vec![0usize; k];
+    for c in run {
+        comparisons[c.a] += 1;
+        comparisons[c.b] += 1;
+    }
+    let controls = (0..controls)
+        .map(|t| {
+            let j = free + t;
+            (
+                theta[j] / layout.scale[t],
+                cov[(j, j)].max(0.0).sqrt() / layout.scale[t],
+            )
+        })
+        .collect();
+    Ok(Powered {
+        ratings: Ratings {
+            ratings,
+            covariance: full,
+            comparisons,
+            baseline,
+            iterations,
+        },
+        controls,
+        lambda,
+        labelled: labelled.len(),
+    })
+}
+
+/// Newton's method on the concave objective at weight `lambda`, from 0.
+fn newton(
+    run: &[Row],
+    labelled: &[Row],
+    lambda: f64,
+    d: usize,
+) -> Result<(Vec<f64>, usize), RatingError> {
+    let mut theta = vec![0.0; d];
+    let mut current = sums(run, labelled, &theta, lambda, d).value;
+    for iteration in 1..=MAX_ITERATIONS {
+        let s = sums(run, labelled, &theta, lambda, d);
+        let step = s
+            .information
+            .cholesky()
+            .map(|c| c.solve(&s.gradient))
+            .ok_or_else(|| {
+                RatingError::Numerical("the information matrix is not positive definite".into())
+            })?;
+        let longest = step.amax();
+        let mut scale = if longest > MAX_STEP {
+            MAX_STEP / longest
+        } else {
+            1.0
+        };
+        let next = loop {
+            let next: Vec<f64> = theta
+                .iter()
+                .zip(step.iter())
+                .map(|(t, s)| t + scale * s)
+                .collect();
+            let value = sums(run, labelled, &next, lambda, d).value;
+            if value >= current - 1e-12 || scale < 1e-8 {
+                current = value;
+                break next;
+            }
+            scale /= 2.0;
+        };
+        theta = next;
+        if scale * longest < 1e-10 {
+            return Ok((theta, iteration));
+        }
+    }
+    if theta.iter().any(|t| t.abs() > 30.0) {
+        return Err(RatingError::Numerical(
+            "the ratings did not converge: some system won or lost nearly every labelled comparison".into(),
+        ));
+    }
+    Ok((theta, MAX_ITERATIONS))
+}
+
+/// PPI++'s weight for the predictions: λ = tr(H⁻¹(C + Cᵀ)H⁻¹) / (2(1 + n/N) tr(H⁻¹ F H⁻¹)),
+/// C the labelled set's covariance of the preference's and the prediction's scores and F the
+/// prediction scores' covariance over every comparison, clipped to [0, 1].
+fn best_lambda(run: &[Row], labelled: &[Row], theta: &[f64], d: usize) -> f64 {
+    let h = sums(run, labelled, theta, 0.0, d).information;
+    let Some(h_inv) = h.try_inverse() else {
+        return 1.0;
+    };
+    let y_r = residuals(labelled, theta, &|r| r.y.unwrap_or(r.g));
+    let g_lab = residuals(labelled, theta, &|r| r.g);
+    let lab_refs: Vec<&Row> = labelled.iter().collect();
+    let cross = covariance(&lab_refs, &y_r, &g_lab, d);
+    let all: Vec<&Row> = run.iter().chain(labelled).collect();
+    let mut g_all = residuals(run, theta, &|r| r.g);
+    g_all.extend(&g_lab);
+    let f = covariance(&all, &g_all, &g_all, d);
+    let (n, big_n) = (labelled.len() as f64, run.len().max(1) as f64);
+    let top = (&h_inv * (&cross + cross.transpose()) * &h_inv).trace();
+    let bottom = 2.0 * (1.0 + n / big_n) * (&h_inv * f * &h_inv).trace();
+    if bottom > 0.0 {
+        (top / bottom).clamp(0.0, 1.0)
+    } else {
+        1.0
+    }
+}
+
+/// Every system is joined to the baseline by the run's comparisons.
+fn connected(k: usize, run: &[Predicted], baseline: usize) -> Result<(), RatingError> {
+    let mut edges: Vec<Vec<usize>> = vec![Vec::new(); k];
+    for c in run {
+        edges[c.a].push(c.b);
+        edges[c.b].push(c.a);
+    }
+    let mut seen = vec![false; k];
+    let mut stack = vec![baseline];
+    seen[baseline] = true;
+    while let Some(i) = stack.pop() {
+        for &j in &edges[i] {
+            if !seen[j] {
+                seen[j] = true;
+                stack.push(j);
+            }
+        }
+    }
+    let apart: Vec<usize> = (0..k).filter(|&i| !seen[i]).collect();
+    if apart.is_empty() {
+        Ok(())
+    } else {
+        Err(RatingError::Apart { systems: apart })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pairwise::ratings;
+    use crate::rng::{Rng, RngExt, SeedableRng};
+    use crate::stats::standard_normal;
+
+    fn predicted(a: usize, b: usize, predicted: f64) -> Predicted {
+        Predicted {
+            a,
+            b,
+            predicted,
+            controls: vec![],
+        }
+    }
+
+    #[test]
+    fn predictions_the_labels_confirm_carry_the_run_in_closed_form() {
+        // Every run comparison predicts 0.8 for a; the labelled ones were predicted exactly
+        // (held-out prediction = preference), so the labels correct nothing and the rating is
+        // logit(0.8) whatever weight the predictions get.
+        let run: Vec<Predicted> = (0..1_000).map(|_| predicted(1, 0, 0.8)).collect();
+        let labelled: Vec<Observed> = (0..100)
+            .map(|i| {
+                let y = f64::from(u8::from(i % 5 != 0));
+                Observed {
+                    comparison: predicted(1, 0, y),
+                    preference: y,
+                }
+            })
+            .collect();
+        let fit = fit(2, &run, &labelled, 0, 0).expect("fit");
+        let logit = (0.8f64 / 0.2).ln();
+        assert!(
+            (fit.ratings.ratings[1] - logit).abs() < 1e-6,
+            "{:?} {}",
+            fit.ratings.ratings,
+            fit.lambda
+        );
+        // A system the run never joins to the baseline is named.
+        let apart = [predicted(1, 0, 0.5), predicted(2, 3, 0.5)];
+        assert_eq!(
+            fit_err(4, &apart, &labelled),
+            RatingError::Apart {
+                systems: vec![2, 3]
+            }
+        );
+    }
+
+    fn fit_err(k: usize, run: &[Predicted], labelled: &[Observed]) -> RatingError {
+        fit(k, run, labelled, 0, 0).expect_err("refused")
+    }
+
+    /// A Bradley–Terry world of `k` systems: people prefer a with chance σ(θ_a − θ_b); the
+    /// judge names a winner from the gap plus noise, favours the answer shown first by
+    /// `position` and system 1 by `favour`, and its prediction is a fixed, miscalibrated
+    /// reading of the verdict (0.75 / 0.25). Gives the truth and (run, labelled).
+    fn world(
+        k: usize,
+        run: usize,
+        labelled: usize,
+        favour: f64,
+        rng: &mut Rng,
+    ) -> (Vec<f64>, Vec<Predicted>, Vec<Observed>) {
+        let theta: Vec<f64> = (0..k)
+            .map(|i| if i == 0 { 0.0 } else { standard_normal(rng) })
+            .collect();
+        let draw = |rng: &mut Rng| {
+            let a = rng.random_range(0..k);
+            let b = (a + rng.random_range(1..k)) % k;
+            let gap = theta[a] - theta[b];
+            let y = f64::from(u8::from(rng.random::<f64>() < ratings_sigmoid(gap)));
+            let bias = favour * (f64::from(u8::from(a == 1)) - f64::from(u8::from(b == 1)));
+            // The judge reads the same answers people do: its verdict tracks their preference.
+            let seen = 2.0 * (y - 0.5) + gap + bias + 0.3 + 1.2 * standard_normal(rng);
+            let verdict = f64::from(u8::from(seen > 0.0));
+            (predicted(a, b, 0.25 + 0.5 * verdict), y)
+        };
+        let run: Vec<Predicted> = (0..run).map(|_| draw(rng).0).collect();
+        let labelled = (0..labelled)
+            .map(|_| {
+                let (comparison, preference) = draw(rng);
+                Observed {
+                    comparison,
+                    preference,
+                }
+            })
+            .collect();
+        (theta, run, labelled)
+    }
+
+    fn ratings_sigmoid(x: f64) -> f64 {
+        1.0 / (1.0 + (-x).exp())
+    }
+
+    /// Over 300 worlds of 5 systems (a judge favouring one system by 1 log-odds, a
+    /// miscalibrated prediction), the 95% intervals of the 4 free ratings cover 93–97% of
+    /// the time, and the powered intervals are narrower than Bradley–Terry on the labels
+    /// alone (a judge that agrees with them about 80% of the time, 4,000 run comparisons against
+    /// 400 labels). Measured: coverage 95.3%, width 0.90 of the labels' alone.
+    #[test]
+    fn powered_ratings_cover_and_beat_the_labels_alone() {
+        let mut rng = Rng::seed_from_u64(11);
+        let (mut covered, mut total) = (0usize, 0usize);
+        let (mut width, mut alone_width) = (0.0, 0.0);
+        for _ in 0..300 {
+            let (theta, run, labelled) = world(5, 4_000, 400, 1.0, &mut rng);
+            let powered = fit(5, &run, &labelled, 0, 0).expect("fit");
+            let intervals = powered.ratings.intervals(0.95);
+            let outcomes: Vec<ratings::Outcome> = labelled
+                .iter()
+                .map(|o| ratings::Outcome {
+                    a: o.comparison.a,
+                    b: o.comparison.b,
+                    a_better: o.preference,
+                })
+                .collect();
+            let alone = ratings::fit(5, &outcomes, 0).expect("labels alone");
+            for i in 1..5 {
+                let (lo, hi) = intervals[i];
+                covered += usize::from(lo <= theta[i] && theta[i] <= hi);
+                total += 1;
+                width += hi - lo;
+                alone_width += 2.0 * 1.96 * alone.standard_error(i);
+            }
+        }
+        let rate = covered as f64 / total as f64;
+        eprintln!("coverage {rate:.3}, width ratio {:.3}", width / alone_width);
+        assert!((0.93..=0.97).contains(&rate), "coverage {rate}");
+        assert!(width < 0.95 * alone_width, "{width} vs {alone_width}");
+    }
+}

@@ -1,0 +1,124 @@
+//! The pairwise path from a cell's labelled comparisons and a run to ratings: `auto` chooses
+//! the calibrated preference on the anchors (held-out log-loss), its folds' maps predict the
+//! run, and the ratings are prediction-powered with the anchors (held-out predictions) and
+//! the run's own labelled comparisons as the labelled set.
+//!
+//! Systems are indices: the run's first (`0..rated`), then any the anchors alone compare
+//! (`rated..known`). The map has a term for every known system; the ratings are of the run's
+//! systems, and an anchor comparing a system the run does not rate helps fit the map but
+//! cannot enter the labelled set.
+
+use super::powered::{self, Observed, Powered, Predicted};
+use super::preference::{self, Choice, Labelled, Verdicts};
+use super::ratings::RatingError;
+
+/// One comparison: the judge's verdicts (their systems set), the controls' values, and the
+/// people's preference where it was labelled.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Compared {
+    pub verdicts: Verdicts,
+    pub controls: Vec<f64>,
+    pub preference: Option<f64>,
+}
+
+/// Ratings with the preference map behind them.
+#[derive(Debug, Clone)]
+pub struct Rated {
+    pub powered: Powered,
+    pub choice: Choice,
+    /// Anchors in the labelled set (both systems rated).
+    pub anchors_used: usize,
+    /// The run's labelled comparisons in it.
+    pub run_labelled: usize,
+}
+
+/// Why no ratings came.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RateError {
+    /// The preference map could not be fitted (no anchors, inconsistent covariates).
+    Map(String),
+    Ratings(RatingError),
+}
+
+impl std::fmt::Display for RateError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RateError::Map(e) => write!(f, "the calibrated preference: {e}"),
+            RateError::Ratings(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+/// The folds of the held-out choice and of the cross-fitted predictions.
+pub const FOLDS: usize = 5;
+
+fn systems(c: &Compared) -> Result<(usize, usize), RateError> {
+    c.verdicts
+        .systems
+        .ok_or_else(|| RateError::Map("every comparison names its two systems".to_owned()))
+}
+
+/// Rates the `rated` systems of `run` (indices below `rated`) from `anchors` (labelled, over
+/// `known` systems), the baseline at 0, with `controls` control columns.
+pub fn rate(
+    rated: usize,
+    known: usize,
+    anchors: &[Compared],
+    run: &[Compared],
+    baseline: usize,
+    controls: usize,
+    seed: u64,
+) -> Result<Rated, RateError> {
+    let rows: Vec<Labelled> = anchors
+        .iter()
+        .map(|c| {
+            Ok(Labelled {
+                verdicts: c.verdicts.clone(),
+                preference: c.preference.ok_or_else(|| {
+                    RateError::Map("an anchor comparison carries the people's preference".into())
+                })?,
+            })
+        })
+        .collect::<Result<_, RateError>>()?;
+    let choice = preference::choose(&rows, Some(known), FOLDS, seed).map_err(RateError::Map)?;
+    let predicted = |c: &Compared, p: f64| -> Result<Predicted, RateError> {
+        let (a, b) = systems(c)?;
+        Ok(Predicted {
+            a,
+            b,
+            predicted: p,
+            controls: c.controls.clone(),
+        })
+    };
+    let mut labelled = Vec::new();
+    for (i, c) in anchors.iter().enumerate() {
+        let (a, b) = systems(c)?;
+        if a < rated && b < rated {
+            labelled.push(Observed {
+                comparison: predicted(c, choice.cross_fit.held_out_prediction(i, &c.verdicts))?,
+                preference: rows[i].preference,
+            });
+        }
+    }
+    let anchors_used = labelled.len();
+    let mut run_predicted = Vec::with_capacity(run.len());
+    for c in run {
+        let p = predicted(c, choice.cross_fit.predict(&c.verdicts))?;
+        if let Some(y) = c.preference {
+            labelled.push(Observed {
+                comparison: p.clone(),
+                preference: y,
+            });
+        }
+        run_predicted.push(p);
+    }
+    let run_labelled = labelled.len() - anchors_used;
+    let powered = powered::fit(rated, &run_predicted, &labelled, baseline, controls)
+        .map_err(RateError::Ratings)?;
+    Ok(Rated {
+        powered,
+        choice,
+        anchors_used,
+        run_labelled,
+    })
+}

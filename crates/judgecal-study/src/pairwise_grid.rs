@@ -1,0 +1,385 @@
+//! Pairwise ratings on Bradley–Terry worlds with known truth (`judgecal-study pairwise
+//! --grid`): how often the ratings' 95% intervals cover (plain: the cell's anchors as the
+//! labelled set; labelled: with a share of the run labelled too), how often every rank
+//! interval holds at once, and how wide the plain intervals are against Bradley–Terry on the
+//! anchors' preferences alone.
+//!
+//! A world: K systems with ratings θ ~ N(0, 1) (the baseline, system 0, at 0). A comparison
+//! draws a pair uniformly and a quality gap z = θ_a − θ_b + logistic noise: people prefer a
+//! when z > 0, so P(a) = σ(θ_a − θ_b), and call a tie with chance `ties` (counted ½, which
+//! moves the truth: the truth is the Bradley–Terry fit to every pair's expected outcome,
+//! equally weighted). The judge sees z with normal noise (`noise`), plus `position` towards
+//! the answer shown first, `length` per unit of the log length ratio (which tracks z a
+//! little), and `favour` towards system 1; it calls a tie inside a band that gives the ties'
+//! share, and judges both orders.
+
+use judgecal_stats::pairwise::preference::Verdicts;
+use judgecal_stats::pairwise::rate::{self, Compared};
+use judgecal_stats::pairwise::ratings::{self, Outcome};
+use judgecal_stats::rng::{Rng, RngExt, SeedableRng};
+use judgecal_stats::stats::standard_normal;
+
+/// One row of the grid.
+#[derive(Debug, Clone, Copy)]
+pub struct World {
+    pub systems: usize,
+    pub position: f64,
+    pub length: f64,
+    pub favour: f64,
+    pub noise: f64,
+    pub ties: f64,
+    pub anchors: usize,
+    pub run: usize,
+    /// The run's labelled share on the labelled path.
+    pub labelled: f64,
+}
+
+/// The grid's rows: the ranges (5–50 systems, first-position win rates near 50–86%,
+/// a length bias, a favoured system, 0–30% ties, 200–2,000 anchors, runs of 1,000–100,000).
+pub const GRID: [World; 6] = [
+    World {
+        systems: 5,
+        position: 0.0,
+        length: 0.0,
+        favour: 0.0,
+        noise: 0.5,
+        ties: 0.0,
+        anchors: 200,
+        run: 1_000,
+        labelled: 0.1,
+    },
+    World {
+        systems: 5,
+        position: 2.5,
+        length: 0.5,
+        favour: 1.0,
+        noise: 0.5,
+        ties: 0.3,
+        anchors: 200,
+        run: 10_000,
+        labelled: 0.02,
+    },
+    World {
+        systems: 20,
+        position: 1.0,
+        length: 0.5,
+        favour: 1.0,
+        noise: 0.5,
+        ties: 0.1,
+        anchors: 500,
+        run: 10_000,
+        labelled: 0.02,
+    },
+    World {
+        systems: 20,
+        position: 1.0,
+        length: 0.0,
+        favour: 0.5,
+        noise: 2.5,
+        ties: 0.1,
+        anchors: 2_000,
+        run: 10_000,
+        labelled: 0.02,
+    },
+    World {
+        systems: 50,
+        position: 1.0,
+        length: 0.5,
+        favour: 1.0,
+        noise: 0.5,
+        ties: 0.1,
+        anchors: 2_000,
+        run: 10_000,
+        labelled: 0.02,
+    },
+    World {
+        systems: 50,
+        position: 2.5,
+        length: 0.5,
+        favour: 1.0,
+        noise: 0.5,
+        ties: 0.2,
+        anchors: 2_000,
+        run: 100_000,
+        labelled: 0.002,
+    },
+];
+
+fn sigmoid(x: f64) -> f64 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+/// A standard logistic draw.
+fn logistic(rng: &mut Rng) -> f64 {
+    let u: f64 = rng.random::<f64>().clamp(1e-12, 1.0 - 1e-12);
+    (u / (1.0 - u)).ln()
+}
+
+impl World {
+    /// The half-width of the judge's tie band: its seen gap is about normal with sd
+    /// √(π²/3·spread + noise²); the band holds `ties` of it.
+    fn tie_band(&self) -> f64 {
+        let sd = (std::f64::consts::PI.powi(2) / 3.0 + 1.0 + self.noise * self.noise).sqrt();
+        judgecal_stats::stats::normal_quantile(0.5 + self.ties / 2.0) * sd
+    }
+
+    fn comparison(&self, theta: &[f64], rng: &mut Rng) -> (Compared, f64) {
+        let k = self.systems;
+        let a = rng.random_range(0..k);
+        let b = (a + rng.random_range(1..k)) % k;
+        let z = theta[a] - theta[b] + logistic(rng);
+        let y = if rng.random::<f64>() < self.ties {
+            0.5
+        } else {
+            f64::from(u8::from(z > 0.0))
+        };
+        let ratio = 0.2 * z + standard_normal(rng);
+        let favour = self.favour * (f64::from(u8::from(a == 1)) - f64::from(u8::from(b == 1)));
+        let seen = z + self.noise * standard_normal(rng) + self.length * ratio + favour;
+        let band = self.tie_band();
+        let call = |x: f64| {
+            if x > band {
+                1.0
+            } else if x < -band {
+                0.0
+            } else {
+                0.5
+            }
+        };
+        let verdicts = Verdicts {
+            verdict: call(seen + self.position),
+            swapped: Some(call(seen - self.position)),
+            covariates: vec![ratio],
+            systems: Some((a, b)),
+        };
+        (
+            Compared {
+                verdicts,
+                controls: vec![],
+                preference: None,
+            },
+            y,
+        )
+    }
+
+    /// The truth: Bradley–Terry on every ordered pair's expected outcome.
+    fn truth(&self, theta: &[f64]) -> Vec<f64> {
+        let k = self.systems;
+        let mut outcomes = Vec::new();
+        for a in 0..k {
+            for b in 0..k {
+                if a != b {
+                    let p = sigmoid(theta[a] - theta[b]);
+                    outcomes.push(Outcome {
+                        a,
+                        b,
+                        a_better: self.ties / 2.0 + (1.0 - self.ties) * p,
+                    });
+                }
+            }
+        }
+        ratings::fit(k, &outcomes, 0).map_or_else(|_| theta.to_vec(), |r| r.ratings)
+    }
+}
+
+/// One world's counts over its repetitions.
+#[derive(Debug, Clone, Default)]
+pub struct Counts {
+    pub reps: usize,
+    pub agreement: f64,
+    pub first_wins: f64,
+    pub covered: [usize; 2],
+    pub intervals: usize,
+    pub ranks_held: [usize; 2],
+    pub width: [f64; 2],
+    pub alone_width: f64,
+    pub alone_rated: usize,
+    pub failures: usize,
+}
+
+impl Counts {
+    fn add(mut self, o: Counts) -> Counts {
+        self.reps += o.reps;
+        self.agreement += o.agreement;
+        self.first_wins += o.first_wins;
+        for p in 0..2 {
+            self.covered[p] += o.covered[p];
+            self.ranks_held[p] += o.ranks_held[p];
+            self.width[p] += o.width[p];
+        }
+        self.intervals += o.intervals;
+        self.alone_width += o.alone_width;
+        self.alone_rated += o.alone_rated;
+        self.failures += o.failures;
+        self
+    }
+}
+
+/// Runs `reps` repetitions of `world` from `seed`, on every core.
+pub fn run(world: &World, reps: usize, seed: u64) -> Counts {
+    crate::parallel(|t, threads| {
+        let mine: Vec<usize> = (t..reps).step_by(threads).collect();
+        repetitions(world, &mine, seed)
+    })
+    .into_iter()
+    .fold(Counts::default(), Counts::add)
+}
+
+/// The repetitions `reps` (numbers) of `world`.
+fn repetitions(world: &World, reps: &[usize], seed: u64) -> Counts {
+    let mut c = Counts::default();
+    let k = world.systems;
+    for &rep in reps {
+        let mut rng = Rng::seed_from_u64(seed ^ (rep as u64).wrapping_mul(0x9E37_79B9));
+        let theta: Vec<f64> = (0..k)
+            .map(|i| {
+                if i == 0 {
+                    0.0
+                } else {
+                    standard_normal(&mut rng)
+                }
+            })
+            .collect();
+        let truth = world.truth(&theta);
+        let anchors: Vec<Compared> = (0..world.anchors)
+            .map(|_| {
+                let (mut c, y) = world.comparison(&theta, &mut rng);
+                c.preference = Some(y);
+                c
+            })
+            .collect();
+        let mut run: Vec<(Compared, f64)> = (0..world.run)
+            .map(|_| world.comparison(&theta, &mut rng))
+            .collect();
+        for (comp, y) in &run {
+            let v = comp.verdicts.verdict;
+            c.agreement += if (v - 0.5).abs() < 1e-9 || (y - 0.5).abs() < 1e-9 {
+                0.5
+            } else {
+                f64::from(u8::from((v > 0.5) == (*y > 0.5)))
+            } / world.run as f64;
+            // The answer shown first: a in the first order, b in the swapped one.
+            let s = comp.verdicts.swapped.unwrap_or(v);
+            c.first_wins += (v + 1.0 - s) / 2.0 / world.run as f64;
+        }
+        let plain: Vec<Compared> = run.iter().map(|(c, _)| c.clone()).collect();
+        let labelled_n = (world.labelled * world.run as f64).round() as usize;
+        for (comp, y) in run.iter_mut().take(labelled_n) {
+            comp.preference = Some(*y);
+        }
+        let labelled: Vec<Compared> = run.into_iter().map(|(c, _)| c).collect();
+        let mut ok = true;
+        for (path, rows) in [plain, labelled].iter().enumerate() {
+            match rate::rate(k, k, &anchors, rows, 0, 0, seed ^ rep as u64) {
+                Ok(rated) => {
+                    let r = &rated.powered.ratings;
+                    let intervals = r.intervals(0.95);
+                    for i in 1..k {
+                        let (lo, hi) = intervals[i];
+                        c.covered[path] += usize::from(lo <= truth[i] && truth[i] <= hi);
+                        c.width[path] += hi - lo;
+                        if path == 0 {
+                            c.intervals += 1;
+                        }
+                    }
+                    let ranks = r.rank_intervals(0.95, 2_000, &mut rng).ranks;
+                    let mut order: Vec<usize> = (0..k).collect();
+                    order.sort_by(|&i, &j| truth[j].total_cmp(&truth[i]));
+                    let held = order.iter().enumerate().all(|(rank, &i)| {
+                        let (best, worst) = ranks[i];
+                        best <= rank + 1 && rank < worst
+                    });
+                    c.ranks_held[path] += usize::from(held);
+                }
+                Err(_) => ok = false,
+            }
+        }
+        if !ok {
+            c.failures += 1;
+            continue;
+        }
+        let outcomes: Vec<Outcome> = anchors
+            .iter()
+            .filter_map(|a| {
+                let (x, y) = a.verdicts.systems?;
+                Some(Outcome {
+                    a: x,
+                    b: y,
+                    a_better: a.preference?,
+                })
+            })
+            .collect();
+        if let Ok(alone) = ratings::fit(k, &outcomes, 0) {
+            c.alone_rated += 1;
+            c.alone_width += (1..k)
+                .map(|i| 2.0 * 1.96 * alone.standard_error(i))
+                .sum::<f64>();
+        }
+        c.reps += 1;
+    }
+    c
+}
+
+/// The grid's table, Markdown.
+pub fn report(reps: usize, seed: u64) -> String {
+    let mut out = String::from(
+        "| systems | judge: first-position wins | agrees with people | favoured system | ties | anchors | run | run labelled | rating intervals cover: plain / labelled | rank intervals jointly: plain / labelled | plain width ÷ anchors alone | labelled width ÷ plain | failed reps |\n|---:|---|---|---|---|---:|---:|---:|---|---|---|---|---:|\n",
+    );
+    for w in GRID {
+        let c = run(&w, reps, seed);
+        let reps_done = c.reps.max(1) as f64;
+        let share = |x: usize, n: usize| 100.0 * x as f64 / n.max(1) as f64;
+        let ratio = if c.alone_rated > 0 {
+            format!(
+                "{:.2} (of {} reps with finite ratings alone)",
+                (c.width[0] / reps_done) / (c.alone_width / c.alone_rated as f64),
+                c.alone_rated
+            )
+        } else {
+            "— (the anchors alone rate no system finitely)".into()
+        };
+        out.push_str(&format!(
+            "| {} | {:.0}% | {:.0}% | +{} log-odds | {:.0}% | {} | {} | {:.1}% | {:.1}% / {:.1}% | {:.1}% / {:.1}% | {ratio} | {:.3} | {} |\n",
+            w.systems,
+            100.0 * c.first_wins / (c.reps + c.failures).max(1) as f64,
+            100.0 * c.agreement / (c.reps + c.failures).max(1) as f64,
+            w.favour,
+            100.0 * w.ties,
+            w.anchors,
+            w.run,
+            100.0 * w.labelled,
+            share(c.covered[0], c.intervals),
+            share(c.covered[1], c.intervals),
+            share(c.ranks_held[0], c.reps),
+            share(c.ranks_held[1], c.reps),
+            c.width[1] / c.width[0].max(f64::MIN_POSITIVE),
+            c.failures,
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_ties_the_truth_is_the_worlds_ratings_and_ties_pull_it_in() {
+        let theta = [0.0, 1.2, -0.7, 2.0];
+        let world = World {
+            systems: 4,
+            ties: 0.0,
+            ..GRID[0]
+        };
+        let truth = world.truth(&theta);
+        for (t, r) in theta.iter().zip(&truth) {
+            assert!((t - r).abs() < 1e-6, "{truth:?}");
+        }
+        // A third of the comparisons tied: every expected outcome is nearer ½, so every
+        // rating is nearer the baseline's, in the same order.
+        let tied = World { ties: 0.3, ..world }.truth(&theta);
+        for (t, r) in theta.iter().zip(&tied).skip(1) {
+            assert!(r.abs() < t.abs() && r.signum() == t.signum(), "{tied:?}");
+        }
+    }
+}
