@@ -11,6 +11,7 @@ pub mod ingest;
 pub mod inputs;
 pub mod panel;
 pub mod rank_session;
+pub mod ratings;
 pub mod raw;
 pub mod runlevel;
 pub mod training;

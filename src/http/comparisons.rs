@@ -118,9 +118,9 @@ pub struct ComparisonCellDto {
 /// The whole batch is checked before anything is stored; any problem refuses all of it with
 /// 422, listing every problem by row and field. A comparison already stored with the same
 /// values counts as unchanged; with other values the batch is refused with 409 unless
-/// `replace=true`. A cell holds judge scores (anchors) or comparisons, never both: 409. Stored
-/// comparisons are not yet read by training or correction (pairwise calibration is being
-/// built, issue 56); `GET /v1/cells` counts them.
+/// `replace=true`. A cell holds judge scores (anchors) or comparisons, never both: 409. The
+/// labelled comparisons calibrate `POST /v1/ratings`; training jobs and corrections do not
+/// read comparisons yet. `GET /v1/cells` counts them.
 #[utoipa::path(
     post, path = "/v1/comparisons", tag = "anchors",
     params(UploadParams),

@@ -11,6 +11,7 @@ mod judge_versions;
 pub mod openapi;
 mod ops;
 mod panels;
+mod ratings;
 mod rubrics;
 mod runlevel;
 mod schema;
@@ -52,6 +53,7 @@ fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(anchors::list_anchors))
         .routes(routes!(anchors::delete_anchor))
         .routes(routes!(comparisons::upload))
+        .routes(routes!(ratings::rate))
         .routes(routes!(rubrics::list_rubrics))
         .routes(routes!(rubrics::put_rubric))
         .routes(routes!(calibration::train))

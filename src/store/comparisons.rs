@@ -138,26 +138,34 @@ impl Store {
                 q = q.bind(c.item_id.as_str());
             }
             for r in q.fetch_all(&mut **tx).await? {
-                let version: String = r.try_get(0)?;
-                let item: String = r.try_get(1)?;
-                let bad = |what: &str| Error::Internal(format!("stored comparison {what}"));
-                stored.push(StoredComparison {
-                    judge_version: JudgeVersion::from_stored(&version)
-                        .map_err(|_| bad("judge version"))?,
-                    comparison: Comparison {
-                        item_id: ItemId::parse(&item).map_err(|_| bad("item id"))?,
-                        a: group_of(Some(r.try_get(2)?))?.ok_or_else(|| bad("system"))?,
-                        b: group_of(Some(r.try_get(3)?))?.ok_or_else(|| bad("system"))?,
-                        verdict: r.try_get(4)?,
-                        verdict_swapped: r.try_get(5)?,
-                        preference: r.try_get(6)?,
-                        rater: rater_of(r.try_get(7)?)?,
-                        covariates: covariates_of(r.try_get(8)?)?,
-                    },
-                });
+                stored.push(stored_row(&r)?);
             }
         }
         Ok(stored)
+    }
+
+    /// The labelled comparisons (those with the people's preference) of a cell's judge
+    /// version, in item order. 404 when the cell does not exist.
+    pub async fn labelled_comparisons(
+        &self,
+        key: &CellKey,
+        judge_version: Option<&JudgeVersion>,
+    ) -> Result<Vec<Comparison>> {
+        let cell_id = self.cell_id(key).await?;
+        let rows = sqlx::query(
+            "SELECT judge_version, item_id, system_a, system_b, verdict, verdict_swapped, preference,
+                 rater, covariates
+             FROM comparisons
+             WHERE cell_id = $1 AND judge_version = $2 AND preference IS NOT NULL
+             ORDER BY item_id",
+        )
+        .bind(cell_id)
+        .bind(JudgeVersion::stored(judge_version))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| stored_row(r).map(|s| s.comparison))
+            .collect()
     }
 
     /// Writes one cell's plan inside the upload's transaction and counts the cell again.
@@ -246,4 +254,25 @@ impl Store {
             comparison_count,
         })
     }
+}
+
+/// A stored comparison row, in the columns `judge_version, item_id, system_a, system_b,
+/// verdict, verdict_swapped, preference, rater, covariates`.
+fn stored_row(r: &sqlx::any::AnyRow) -> Result<StoredComparison> {
+    let version: String = r.try_get(0)?;
+    let item: String = r.try_get(1)?;
+    let bad = |what: &str| Error::Internal(format!("stored comparison {what}"));
+    Ok(StoredComparison {
+        judge_version: JudgeVersion::from_stored(&version).map_err(|_| bad("judge version"))?,
+        comparison: Comparison {
+            item_id: ItemId::parse(&item).map_err(|_| bad("item id"))?,
+            a: group_of(Some(r.try_get(2)?))?.ok_or_else(|| bad("system"))?,
+            b: group_of(Some(r.try_get(3)?))?.ok_or_else(|| bad("system"))?,
+            verdict: r.try_get(4)?,
+            verdict_swapped: r.try_get(5)?,
+            preference: r.try_get(6)?,
+            rater: rater_of(r.try_get(7)?)?,
+            covariates: covariates_of(r.try_get(8)?)?,
+        },
+    })
 }

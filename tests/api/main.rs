@@ -13,4 +13,5 @@ mod cli;
 mod comparisons;
 mod hostile;
 mod http;
+mod ratings;
 mod replicas;

@@ -30,3 +30,40 @@ def test_comparisons_are_stored_whole_and_named_when_refused(server):
         assert jc.upload_comparisons("pairwise-judge", "helpfulness", changed, replace=True).replaced == 1
         csv = "judge,rubric,item_id,a,b,verdict,preference\npairwise-judge,harmless,p1,x,y,b,tie\n"
         assert jc.upload_comparisons_csv(csv).inserted == 1
+
+
+def test_ratings_rate_a_run_and_come_back_as_a_frame(server):
+    import random
+
+    from judgecal.frames import ratings_frame
+
+    rng = random.Random(4)
+    truth = {"x": 0.0, "y": 1.5, "z": -1.0}
+    names = sorted(truth)
+
+    def rows(n: int, start: int, labelled: bool) -> list[dict]:
+        out = []
+        for i in range(n):
+            a, b = rng.sample(names, 2)
+            u = rng.random()
+            z = truth[a] - truth[b] + __import__("math").log(u / (1 - u))
+            seen = z + rng.gauss(0, 0.7)
+            row = {"item_id": f"r{start + i}", "a": a, "b": b,
+                   "verdict": "a" if seen + 0.8 > 0 else "b",
+                   "verdict_swapped": "a" if seen - 0.8 > 0 else "b"}
+            if labelled:
+                row["preference"] = "a" if z > 0 else "b"
+            out.append(row)
+        return out
+
+    with Client(server.url, server.key) as jc:
+        jc.upload_comparisons("rated-judge", "overall", rows(400, 0, True))
+        answer = jc.ratings("rated-judge", "overall", rows(2000, 10_000, False), baseline="x")
+        frame = ratings_frame(answer)
+        assert list(frame["system"]) == ["y", "x", "z"]
+        for _, r in frame.iterrows():
+            assert r["lo"] <= truth[r["system"]] <= r["hi"], frame
+        assert frame.loc[frame["system"] == "x", "rating"].item() == 0.0
+        with pytest.raises(InvalidInput) as bad:
+            jc.ratings("rated-judge", "overall", rows(10, 20_000, False), level=2.0)
+        assert bad.value.details[0].field == "level"

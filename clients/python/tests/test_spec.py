@@ -52,6 +52,7 @@ CALLS = {
     "get_panel": "panel",
     "delete_panel": "delete_panel",
     "plan": "plan_panel",
+    "rate": "ratings",
 }
 
 

@@ -19,7 +19,7 @@ use crate::common::TestApp;
 use serde_json::{Value, json};
 
 /// A seeded stream of standard normals (xorshift and Box–Muller).
-pub(super) struct Normals(u64);
+pub(super) struct Normals(pub(super) u64);
 
 impl Normals {
     pub(super) fn uniform(&mut self) -> f64 {

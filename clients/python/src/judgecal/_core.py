@@ -332,8 +332,8 @@ class Endpoints:
         `preference` (the people's), `rater` and `covariates`. Stored whole or refused whole
         (`InvalidInput` naming each row and field); a retry counts as `unchanged`; a row
         stored with other values, another pair or another preference for an item is a
-        `Conflict` unless `replace`. A cell holds scores or comparisons, not both. Stored
-        comparisons are not yet read by training or correction."""
+        `Conflict` unless `replace`. A cell holds scores or comparisons, not both. The labelled
+        ones calibrate `ratings`."""
         body = with_options(
             {
                 "judge": judge,
@@ -370,6 +370,40 @@ class Endpoints:
                 headers={"content-type": "text/csv"},
                 params={"replace": "true" if replace else None},
             )
+        )
+
+    def ratings(
+        self,
+        judge: str,
+        rubric: str,
+        comparisons: Iterable[Mapping[str, Any]],
+        *,
+        baseline: str | None = None,
+        level: float | None = None,
+        control: Sequence[str] | None = None,
+        judge_version: str | None = None,
+    ) -> models.RatingsResponse:
+        """POST /v1/ratings: Bradley–Terry ratings (natural log-odds, `baseline` at 0) of the
+        run's systems by the people's preference, from the judge's verdicts on the run
+        (comparison rows, as `upload_comparisons` takes them) and the cell's labelled
+        comparisons. Rows with `preference` enter prediction-powered; `control` names
+        covariates the ratings control for (their coefficients come back in `controls`).
+        `frames.ratings_frame` makes it a table."""
+        body = with_options(
+            {
+                "judge": judge,
+                "rubric": rubric,
+                "comparisons": [
+                    {k: v for k, v in c.items() if v is not None} for c in comparisons
+                ],
+            },
+            baseline=baseline,
+            level=level,
+            control=list(control) if control is not None else None,
+            judge_version=judge_version,
+        )
+        return self._send(
+            Request("POST", "/v1/ratings", model(models.RatingsResponse), json=body)
         )
 
     def cells(self) -> models.CellsResponse:

@@ -62,13 +62,21 @@ class Client:
         `preference` (the people's), `rater` and `covariates`. Stored whole or refused whole
         (`InvalidInput` naming each row and field); a retry counts as `unchanged`; a row
         stored with other values, another pair or another preference for an item is a
-        `Conflict` unless `replace`. A cell holds scores or comparisons, not both. Stored
-        comparisons are not yet read by training or correction."""
+        `Conflict` unless `replace`. A cell holds scores or comparisons, not both. The labelled
+        ones calibrate `ratings`."""
         ...
     def upload_comparisons_csv(self, csv: bytes | str, *, replace: bool=False) -> models.ComparisonIngestResponse:
         """POST /v1/comparisons as `text/csv`: columns `judge,rubric,item_id,a,b,verdict` and
         optionally `verdict_swapped`, `preference`, `rater`, `judge_version` and one
         `covariate.<name>` column per covariate, any number of cells."""
+        ...
+    def ratings(self, judge: str, rubric: str, comparisons: Iterable[Mapping[str, Any]], *, baseline: str | None=None, level: float | None=None, control: Sequence[str] | None=None, judge_version: str | None=None) -> models.RatingsResponse:
+        """POST /v1/ratings: Bradley–Terry ratings (natural log-odds, `baseline` at 0) of the
+        run's systems by the people's preference, from the judge's verdicts on the run
+        (comparison rows, as `upload_comparisons` takes them) and the cell's labelled
+        comparisons. Rows with `preference` enter prediction-powered; `control` names
+        covariates the ratings control for (their coefficients come back in `controls`).
+        `frames.ratings_frame` makes it a table."""
         ...
     def cells(self) -> models.CellsResponse:
         """GET /v1/cells: every (judge, rubric) cell with its anchors and active version."""
@@ -233,13 +241,21 @@ class AsyncClient:
         `preference` (the people's), `rater` and `covariates`. Stored whole or refused whole
         (`InvalidInput` naming each row and field); a retry counts as `unchanged`; a row
         stored with other values, another pair or another preference for an item is a
-        `Conflict` unless `replace`. A cell holds scores or comparisons, not both. Stored
-        comparisons are not yet read by training or correction."""
+        `Conflict` unless `replace`. A cell holds scores or comparisons, not both. The labelled
+        ones calibrate `ratings`."""
         ...
     async def upload_comparisons_csv(self, csv: bytes | str, *, replace: bool=False) -> models.ComparisonIngestResponse:
         """POST /v1/comparisons as `text/csv`: columns `judge,rubric,item_id,a,b,verdict` and
         optionally `verdict_swapped`, `preference`, `rater`, `judge_version` and one
         `covariate.<name>` column per covariate, any number of cells."""
+        ...
+    async def ratings(self, judge: str, rubric: str, comparisons: Iterable[Mapping[str, Any]], *, baseline: str | None=None, level: float | None=None, control: Sequence[str] | None=None, judge_version: str | None=None) -> models.RatingsResponse:
+        """POST /v1/ratings: Bradley–Terry ratings (natural log-odds, `baseline` at 0) of the
+        run's systems by the people's preference, from the judge's verdicts on the run
+        (comparison rows, as `upload_comparisons` takes them) and the cell's labelled
+        comparisons. Rows with `preference` enter prediction-powered; `control` names
+        covariates the ratings control for (their coefficients come back in `controls`).
+        `frames.ratings_frame` makes it a table."""
         ...
     async def cells(self) -> models.CellsResponse:
         """GET /v1/cells: every (judge, rubric) cell with its anchors and active version."""

@@ -215,3 +215,27 @@ def tidy(answer: Any) -> "pd.DataFrame":
     frame["version"] = answer.version
     frame["level"] = answer.level
     return frame
+
+
+def ratings_frame(answer: Any) -> "pd.DataFrame":
+    """A `ratings` answer as one row per system, highest rating first: `system`, `rating`,
+    `lo`, `hi`, `best`, `worst` (the joint rank interval), `comparisons`."""
+    pd = _pandas()
+    frame = pd.DataFrame(
+        [
+            {
+                "system": s.system,
+                "rating": s.rating,
+                "standard_error": s.standard_error,
+                "lo": s.interval[0],
+                "hi": s.interval[1],
+                "best": s.rank_interval[0],
+                "worst": s.rank_interval[1],
+                "comparisons": s.comparisons,
+            }
+            for s in answer.systems
+        ]
+    )
+    frame["baseline"] = answer.baseline
+    frame["level"] = answer.level
+    return frame

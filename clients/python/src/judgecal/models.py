@@ -166,6 +166,18 @@ class BridgeShift(BaseModel):
     se: float
 
 
+class CalibrationCandidateDto(BaseModel):
+    accuracy: float
+    """
+    Held-out share whose more likely side people preferred.
+    """
+    inputs: str
+    log_loss: float
+    """
+    Held-out (5-fold) mean log-loss on the cell's labelled comparisons, in nats.
+    """
+
+
 class CellDto(BaseModel):
     anchor_count: int
     comparison_count: int
@@ -401,6 +413,15 @@ class ConsideredDto(BaseModel):
     """
     mae: float
     mse: float
+
+
+class ControlDto(BaseModel):
+    coefficient: float
+    """
+    Log-odds of people preferring a per unit of a's covariate value.
+    """
+    covariate: str
+    interval: list[float] = Field(..., max_length=2, min_length=2)
 
 
 class CorrectScores(BaseModel):
@@ -1369,6 +1390,73 @@ class RankedPairDto(BaseModel):
     standard_error: float
 
 
+class RatingsCalibrationDto(BaseModel):
+    candidates: list[CalibrationCandidateDto]
+    chosen: str
+    """
+    The calibrated preference `auto` chose (lowest held-out log-loss).
+    """
+    covariates: list[str]
+    """
+    The covariates it reads: those every comparison carries.
+    """
+
+
+class RatingsRequestBody(BaseModel):
+    """
+    A run of comparisons to rate. The rows are comparison rows (`POST /v1/comparisons`);
+    those with `preference` are labelled and enter the ratings prediction-powered.
+    """
+
+    baseline: str | None = Field(
+        None,
+        examples=['BART'],
+        max_length=64,
+        min_length=1,
+        pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
+    )
+    """
+    The system whose rating is 0; one of the run's systems.
+    """
+    comparisons: list[ComparisonRow] = Field(..., min_length=1)
+    """
+    The run (at most 500,000 comparisons).
+    """
+    control: list[str] | None = Field(None, examples=[['length']])
+    """
+    Covariates (`covariates.<name>` of every row) the ratings control for, as Arena's
+    style control puts the length difference beside the ratings: each gets a coefficient.
+    """
+    judge: str = Field(
+        ...,
+        examples=['gpt-4o-mini'],
+        max_length=64,
+        min_length=1,
+        pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
+    )
+    judge_version: str | None = Field(
+        None,
+        examples=['gpt-4o-2024-08-06+prompt:9f2c1a'],
+        max_length=128,
+        min_length=1,
+        pattern='^[^\\u0000-\\u001F\\u007F-\\u009F\\s]([^\\u0000-\\u001F\\u007F-\\u009F]*[^\\u0000-\\u001F\\u007F-\\u009F\\s])?$',
+    )
+    """
+    The judge version that gave the scores: the platform's own label (model snapshot, a hash of the prompt template, decoding settings). Leave it out for unversioned scores.
+    """
+    level: float | None = Field(None, examples=[0.95], ge=0.5, le=0.999)
+    """
+    Of the intervals (default 0.95).
+    """
+    rubric: str = Field(
+        ...,
+        examples=['coherence'],
+        max_length=64,
+        min_length=1,
+        pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
+    )
+
+
 class RawShift(BaseModel):
     """
     How the raw scores moved.
@@ -1700,6 +1788,28 @@ class SupportDto(BaseModel):
     within ± 1/20 of the anchors' range (or, for versions of under 1,600 anchors, fewer
     than a quarter of their average count there).
     """
+
+
+class SystemRatingDto(BaseModel):
+    comparisons: int = Field(..., ge=0)
+    """
+    The run's comparisons of this system.
+    """
+    interval: list[float] = Field(..., max_length=2, min_length=2)
+    """
+    At `level`; [0, 0] for the baseline.
+    """
+    rank_interval: list[int] = Field(..., examples=[[1, 3]], max_length=2, min_length=2)
+    """
+    [best, worst] ranks (1 the highest rating); every system's hold at once at `level`.
+    """
+    rating: float
+    """
+    Bradley–Terry rating on the natural log-odds scale: people prefer a over b with
+    probability σ(rating_a − rating_b).
+    """
+    standard_error: float
+    system: str
 
 
 class Covariate(RootModel[str]):
@@ -2942,6 +3052,34 @@ class RankRunItems(BaseModel):
     name: str = Field(..., examples=['model-a'], max_length=256, min_length=1)
     """
     The run's name in the answer (a model, a checkpoint): unique within the request.
+    """
+
+
+class RatingsResponse(BaseModel):
+    anchors: int = Field(..., ge=0)
+    """
+    The cell's labelled comparisons of both rated systems in the labelled set.
+    """
+    baseline: str
+    calibration: RatingsCalibrationDto
+    comparisons: int = Field(..., ge=0)
+    controls: list[ControlDto]
+    """
+    The controls' coefficients (empty without `control`).
+    """
+    labelled: int = Field(..., ge=0)
+    """
+    The run's comparisons with a preference.
+    """
+    level: float
+    prediction_weight: float
+    """
+    The weight the judge's calibrated verdicts got against the labels (PPI++'s λ: 0 the
+    labels alone, 1 full weight).
+    """
+    systems: list[SystemRatingDto]
+    """
+    Highest rating first.
     """
 
 

@@ -1,0 +1,151 @@
+//! Pairwise judges: the calibrated preference's training (`auto` over its candidates, with
+//! per-system terms) on 10,000 labelled comparisons of 50 systems (aim: under 5 s), and
+//! `POST /v1/ratings` rating 50 systems over a run of 100,000 comparisons against 2,000
+//! stored labelled ones, request bytes to response bytes (aim: under 1 s), with the
+//! statistics alone beside it.
+//!
+//!     cargo bench --bench pairwise
+
+mod common;
+
+use judgecal_stats::pairwise::preference::{self, Labelled, Verdicts};
+use judgecal_stats::pairwise::rate::{self, Compared, FOLDS};
+use judgecal_stats::rng::{Rng, RngExt, SeedableRng};
+use serde_json::{Value, json};
+
+const SYSTEMS: usize = 50;
+
+/// One comparison of a world where system i's rating is 0.05·i, the judge sees the gap with
+/// noise and favours the answer shown first.
+fn comparison(rng: &mut Rng) -> (usize, usize, f64, f64, f64) {
+    let a = rng.random_range(0..SYSTEMS);
+    let b = (a + rng.random_range(1..SYSTEMS)) % SYSTEMS;
+    let u: f64 = rng.random::<f64>().clamp(1e-9, 1.0 - 1e-9);
+    let z = 0.05 * (a as f64 - b as f64) + (u / (1.0 - u)).ln();
+    let noise: f64 = rng.random::<f64>() - 0.5;
+    let seen = z + 2.0 * noise;
+    let call = |x: f64| f64::from(u8::from(x > 0.0));
+    (a, b, call(seen + 0.5), call(seen - 0.5), call(z))
+}
+
+fn name(s: usize) -> String {
+    format!("model-{s:02}")
+}
+
+fn rows(n: usize, from: usize, labelled: bool, rng: &mut Rng) -> Vec<Value> {
+    let side = |x: f64| if x > 0.5 { "a" } else { "b" };
+    (0..n)
+        .map(|i| {
+            let (a, b, v, s, y) = comparison(rng);
+            let mut row = json!({"item_id": format!("p{:06}", from + i), "a": name(a), "b": name(b),
+                "verdict": side(v), "verdict_swapped": side(s)});
+            if labelled {
+                row["preference"] = json!(side(y));
+            }
+            row
+        })
+        .collect()
+}
+
+fn main() {
+    let mut rng = Rng::seed_from_u64(5);
+    // Training: the choice among the candidates on 10,000 labelled comparisons.
+    let labelled: Vec<Labelled> = (0..10_000)
+        .map(|_| {
+            let (a, b, v, s, y) = comparison(&mut rng);
+            Labelled {
+                verdicts: Verdicts {
+                    verdict: v,
+                    swapped: Some(s),
+                    covariates: vec![],
+                    systems: Some((a, b)),
+                },
+                preference: y,
+            }
+        })
+        .collect();
+    let mut times = Vec::new();
+    for _ in 0..3 {
+        let start = std::time::Instant::now();
+        let choice = preference::choose(&labelled, Some(SYSTEMS), FOLDS, 0).expect("choice");
+        times.push(start.elapsed().as_secs_f64() * 1e3);
+        assert!(!choice.candidates.is_empty());
+    }
+    times.sort_by(f64::total_cmp);
+    common::report(
+        "pairwise training: auto over 10,000 labelled comparisons of 50 systems",
+        &times,
+    );
+
+    // The statistics of one rating: 2,000 anchors, a run of 100,000.
+    let compared = |labelled: bool, rng: &mut Rng| {
+        let (a, b, v, s, y) = comparison(rng);
+        Compared {
+            verdicts: Verdicts {
+                verdict: v,
+                swapped: Some(s),
+                covariates: vec![],
+                systems: Some((a, b)),
+            },
+            controls: vec![],
+            preference: labelled.then_some(y),
+        }
+    };
+    let anchors: Vec<Compared> = (0..2_000).map(|_| compared(true, &mut rng)).collect();
+    let run: Vec<Compared> = (0..100_000).map(|_| compared(false, &mut rng)).collect();
+    let mut times = Vec::new();
+    for _ in 0..5 {
+        let start = std::time::Instant::now();
+        let rated = rate::rate(SYSTEMS, SYSTEMS, &anchors, &run, 0, 0, 0).expect("rated");
+        rated.powered.ratings.rank_intervals(0.95, 4_000, &mut rng);
+        times.push(start.elapsed().as_secs_f64() * 1e3);
+    }
+    times.sort_by(f64::total_cmp);
+    common::report(
+        "ratings statistics: 50 systems, 100,000 comparisons, 2,000 anchors (with rank intervals)",
+        &times,
+    );
+
+    // Through the service.
+    let dir = tempfile::tempdir().unwrap();
+    let (_, router) = common::start_server_with(dir.path(), vec![]);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let upload = json!({"judge": "pair-bench", "rubric": "overall",
+        "comparisons": rows(2_000, 900_000, true, &mut rng)});
+    let stored = rt.block_on(common::call(
+        &router,
+        "POST",
+        "/v1/comparisons",
+        upload.to_string(),
+    ));
+    assert_eq!(stored["inserted"], 2_000, "{stored}");
+    let body = json!({"judge": "pair-bench", "rubric": "overall",
+        "comparisons": rows(100_000, 0, false, &mut rng)})
+    .to_string();
+    drop(rt);
+    let mut times = Vec::new();
+    for _ in 0..5 {
+        let start = std::time::Instant::now();
+        let value: Value = serde_json::from_slice(body.as_bytes()).expect("JSON");
+        let request = judgecal::domain::ratings::parse(value).expect("a good run");
+        times.push(start.elapsed().as_secs_f64() * 1e3);
+        assert_eq!(request.batch.comparisons.len(), 100_000);
+    }
+    times.sort_by(f64::total_cmp);
+    common::report("of which reading and checking the body", &times);
+    let times = common::time_requests(&router, "/v1/ratings", &body, 5, |bytes| {
+        let v: Value = serde_json::from_slice(bytes).expect("JSON");
+        assert_eq!(v["systems"].as_array().map(Vec::len), Some(SYSTEMS), "{v}");
+    });
+    common::report(
+        &format!(
+            "POST /v1/ratings: 50 systems, 100,000 comparisons ({:.1} MB), 2,000 anchors",
+            body.len() as f64 / 1e6
+        ),
+        &times,
+    );
+}

@@ -1,0 +1,196 @@
+//! Ratings requests (`POST /v1/ratings`): a run of comparisons of one pairwise cell, read as a
+//! comparison batch is (every row and field checked and named), with the answer's settings:
+//! `baseline` (the system rated 0), `level` and `control` (covariates the ratings control
+//! for, as Arena's style control does).
+
+use serde_json::Value;
+
+use super::comparisons::{self, ComparisonBatch};
+use super::covariates;
+use super::{CovariateName, GroupName, Problem};
+
+/// The settings beside the comparisons.
+const SETTINGS: [&str; 3] = ["baseline", "level", "control"];
+
+/// The most comparisons one request may rate.
+pub const MAX_RATED: usize = 500_000;
+
+/// A checked ratings request.
+#[derive(Debug, Clone)]
+pub struct RatingsRequest {
+    pub batch: ComparisonBatch,
+    pub baseline: Option<GroupName>,
+    pub level: f64,
+    pub control: Vec<CovariateName>,
+}
+
+/// Reads and checks the body; every problem at once.
+pub fn parse(mut body: Value) -> Result<RatingsRequest, Vec<Problem>> {
+    let Some(obj) = body.as_object_mut() else {
+        return Err(vec![Problem::at(
+            None,
+            "body",
+            "must be a JSON object with judge, rubric and comparisons",
+        )]);
+    };
+    let mut problems = Vec::new();
+    // The settings come out of the body; what is left is a comparison batch's envelope.
+    let settings: Vec<Option<Value>> = SETTINGS.iter().map(|k| obj.remove(*k)).collect();
+    let [baseline, level, controlled] = [0, 1, 2].map(|i| settings[i].as_ref());
+    let baseline = match baseline {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => match GroupName::parse(s) {
+            Ok(g) => Some(g),
+            Err(e) => {
+                problems.push(Problem::at(None, "baseline", e));
+                None
+            }
+        },
+        Some(_) => {
+            problems.push(Problem::at(None, "baseline", "must be a system's name"));
+            None
+        }
+    };
+    let level = match level {
+        None | Some(Value::Null) => 0.95,
+        Some(v) => match v.as_f64() {
+            Some(l) if (0.5..=0.999).contains(&l) => l,
+            _ => {
+                problems.push(Problem::at(
+                    None,
+                    "level",
+                    format!("must be a number in [0.5, 0.999]; got {v}"),
+                ));
+                0.95
+            }
+        },
+    };
+    let mut control = Vec::new();
+    match controlled {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(names)) => {
+            for (i, n) in names.iter().enumerate() {
+                match n.as_str().map(|s| covariates::check_name(None, s)) {
+                    Some(Ok(name)) if !control.contains(&name) => control.push(name),
+                    Some(Ok(name)) => problems.push(Problem::at(
+                        None,
+                        &format!("control[{i}]"),
+                        format!("{name} is named twice"),
+                    )),
+                    Some(Err(p)) => {
+                        problems.push(Problem::at(None, &format!("control[{i}]"), p.problem))
+                    }
+                    None => problems.push(Problem::at(
+                        None,
+                        &format!("control[{i}]"),
+                        "must be a covariate's name",
+                    )),
+                }
+            }
+        }
+        Some(_) => problems.push(Problem::at(
+            None,
+            "control",
+            "must be an array of covariate names",
+        )),
+    }
+    let batches =
+        comparisons::rows_from_json(&body).and_then(|rows| comparisons::validate(rows, MAX_RATED));
+    let batch = match batches {
+        Ok(mut batches) if batches.len() == 1 && problems.is_empty() => batches.remove(0),
+        Ok(_) => return Err(problems),
+        Err(mut more) => {
+            problems.append(&mut more);
+            return Err(problems);
+        }
+    };
+    let mut problems = Vec::new();
+    for (c, &row) in batch.comparisons.iter().zip(&batch.rows) {
+        for name in &control {
+            if !c.covariates.contains_key(name) {
+                problems.push(Problem::at(
+                    Some(row),
+                    &covariates::field_of(name.as_str()),
+                    format!("is missing: the ratings control for {name} (control), so every comparison carries it"),
+                ));
+            }
+        }
+    }
+    if let Some(b) = &baseline
+        && !batch.comparisons.iter().any(|c| &c.a == b || &c.b == b)
+    {
+        problems.push(Problem::at(
+            None,
+            "baseline",
+            format!("{b} is in no comparison of the run"),
+        ));
+    }
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    Ok(RatingsRequest {
+        batch,
+        baseline,
+        level,
+        control,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn fields(body: Value) -> Vec<(Option<usize>, String)> {
+        parse(body)
+            .expect_err("refused")
+            .into_iter()
+            .map(|p| (p.row, p.field))
+            .collect()
+    }
+
+    #[test]
+    fn a_run_is_read_with_its_settings_and_every_bad_field_named() {
+        let ok = parse(json!({
+            "judge": "gpt-4o", "rubric": "overall", "baseline": "y", "level": 0.9,
+            "control": ["length"],
+            "comparisons": [
+                {"item_id": "p1", "a": "x", "b": "y", "verdict": "a", "covariates": {"length": 0.2}},
+                {"item_id": "p2", "a": "y", "b": "x", "verdict": "tie", "preference": "b",
+                 "covariates": {"length": -0.1}}
+            ]
+        }))
+        .expect("a good run");
+        assert_eq!(ok.batch.comparisons.len(), 2);
+        assert_eq!(ok.batch.comparisons[1].verdict, 0.5);
+        assert_eq!(ok.batch.comparisons[1].preference, Some(0.0));
+        assert_eq!(ok.level, 0.9);
+        assert_eq!(ok.baseline.as_ref().map(|b| b.as_str()), Some("y"));
+        // A missing control covariate, an unknown baseline, a bad level and a bad verdict are
+        // all named, by row where they have one.
+        let named = fields(json!({
+            "judge": "gpt-4o", "rubric": "overall", "baseline": "z", "level": 2,
+            "control": ["length"],
+            "comparisons": [
+                {"item_id": "p1", "a": "x", "b": "y", "verdict": "a", "covariates": {"length": 0.2}},
+                {"item_id": "p2", "a": "y", "b": "x", "verdict": "maybe"}
+            ]
+        }));
+        assert!(named.contains(&(None, "level".into())), "{named:?}");
+        assert!(named.contains(&(Some(2), "verdict".into())), "{named:?}");
+        let named = fields(json!({
+            "judge": "gpt-4o", "rubric": "overall", "baseline": "z", "control": ["length"],
+            "comparisons": [
+                {"item_id": "p1", "a": "x", "b": "y", "verdict": "a", "covariates": {"length": 0.2}},
+                {"item_id": "p2", "a": "y", "b": "x", "verdict": "b"}
+            ]
+        }));
+        assert_eq!(
+            named,
+            vec![
+                (Some(2), "covariates.length".into()),
+                (None, "baseline".into())
+            ]
+        );
+    }
+}

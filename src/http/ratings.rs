@@ -1,0 +1,191 @@
+//! POST /v1/ratings: Bradley–Terry ratings of a run's systems by the people's preference,
+//! from a pairwise judge's verdicts and the cell's labelled comparisons.
+
+use axum::extract::State;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::AppState;
+use super::comparisons::ComparisonRow;
+use super::error::{ApiError, ErrorBody};
+use super::extract::{Authorized, CorrectScope, Json};
+use super::schema;
+use crate::domain::ratings;
+use crate::error::Error;
+use crate::service::RatingsAnswer;
+
+/// A run of comparisons to rate. The rows are comparison rows (`POST /v1/comparisons`);
+/// those with `preference` are labelled and enter the ratings prediction-powered.
+#[derive(ToSchema)]
+#[allow(dead_code)] // Documents the body: the handler reads rows itself to report every problem.
+pub struct RatingsRequestBody {
+    #[schema(schema_with = schema::judge_name)]
+    judge: String,
+    #[schema(schema_with = schema::rubric_name)]
+    rubric: String,
+    /// The judge version that gave the run's verdicts: the cell's labelled comparisons of
+    /// this version calibrate them (absent: those stored without a version).
+    #[schema(schema_with = schema::judge_version)]
+    judge_version: Option<String>,
+    /// The run (at most 500,000 comparisons).
+    #[schema(min_items = 1)]
+    comparisons: Vec<ComparisonRow>,
+    /// The system rated 0 (default: the first of the run's systems by name).
+    #[schema(schema_with = baseline_schema)]
+    baseline: Option<String>,
+    /// Of the intervals (default 0.95).
+    #[schema(minimum = 0.5, maximum = 0.999, example = 0.95)]
+    level: Option<f64>,
+    /// Covariates (`covariates.<name>` of every row) the ratings control for, as Arena's
+    /// style control puts the length difference beside the ratings: each gets a coefficient.
+    #[schema(example = json!(["length"]))]
+    control: Option<Vec<String>>,
+}
+
+fn baseline_schema() -> utoipa::openapi::schema::Object {
+    schema::group_name("The system whose rating is 0; one of the run's systems.")
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SystemRatingDto {
+    pub system: String,
+    /// Bradley–Terry rating on the natural log-odds scale: people prefer a over b with
+    /// probability σ(rating_a − rating_b).
+    pub rating: f64,
+    pub standard_error: f64,
+    /// At `level`; [0, 0] for the baseline.
+    #[schema(min_items = 2, max_items = 2)]
+    pub interval: [f64; 2],
+    /// [best, worst] ranks (1 the highest rating); every system's hold at once at `level`.
+    #[schema(value_type = Vec<i64>, min_items = 2, max_items = 2, example = json!([1, 3]))]
+    pub rank_interval: [usize; 2],
+    /// The run's comparisons of this system.
+    pub comparisons: usize,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ControlDto {
+    pub covariate: String,
+    /// Log-odds of people preferring a per unit of a's covariate value.
+    pub coefficient: f64,
+    #[schema(min_items = 2, max_items = 2)]
+    pub interval: [f64; 2],
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct CalibrationCandidateDto {
+    pub inputs: String,
+    /// Held-out (5-fold) mean log-loss on the cell's labelled comparisons, in nats.
+    pub log_loss: f64,
+    /// Held-out share whose more likely side people preferred.
+    pub accuracy: f64,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct RatingsCalibrationDto {
+    /// The calibrated preference `auto` chose (lowest held-out log-loss).
+    pub chosen: String,
+    pub candidates: Vec<CalibrationCandidateDto>,
+    /// The covariates it reads: those every comparison carries.
+    pub covariates: Vec<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct RatingsResponse {
+    pub baseline: String,
+    pub level: f64,
+    /// Highest rating first.
+    pub systems: Vec<SystemRatingDto>,
+    /// The controls' coefficients (empty without `control`).
+    pub controls: Vec<ControlDto>,
+    pub comparisons: usize,
+    /// The run's comparisons with a preference.
+    pub labelled: usize,
+    /// The cell's labelled comparisons of both rated systems in the labelled set.
+    pub anchors: usize,
+    /// The weight the judge's calibrated verdicts got against the labels (PPI++'s λ: 0 the
+    /// labels alone, 1 full weight).
+    pub prediction_weight: f64,
+    pub calibration: RatingsCalibrationDto,
+}
+
+fn pair<T: Copy>((a, b): (T, T)) -> [T; 2] {
+    [a, b]
+}
+
+impl From<RatingsAnswer> for RatingsResponse {
+    fn from(a: RatingsAnswer) -> Self {
+        Self {
+            baseline: a.baseline.to_string(),
+            level: a.level,
+            systems: a
+                .systems
+                .into_iter()
+                .map(|s| SystemRatingDto {
+                    system: s.system.to_string(),
+                    rating: s.rating,
+                    standard_error: s.standard_error,
+                    interval: pair(s.interval),
+                    rank_interval: pair(s.rank_interval),
+                    comparisons: s.comparisons,
+                })
+                .collect(),
+            controls: a
+                .controls
+                .into_iter()
+                .map(|c| ControlDto {
+                    covariate: c.covariate.to_string(),
+                    coefficient: c.coefficient,
+                    interval: pair(c.interval),
+                })
+                .collect(),
+            comparisons: a.comparisons,
+            labelled: a.run_labelled,
+            anchors: a.anchors,
+            prediction_weight: a.prediction_weight,
+            calibration: RatingsCalibrationDto {
+                chosen: a.chosen,
+                candidates: a
+                    .candidates
+                    .into_iter()
+                    .map(|c| CalibrationCandidateDto {
+                        inputs: c.inputs,
+                        log_loss: c.log_loss,
+                        accuracy: c.accuracy,
+                    })
+                    .collect(),
+                covariates: a.covariates.iter().map(|c| c.to_string()).collect(),
+            },
+        }
+    }
+}
+
+/// Rate a run's systems by the people's preference.
+///
+/// Bradley–Terry ratings on the natural log-odds scale, the baseline at 0, from the judge's
+/// verdicts on the run: the calibrated preference (chosen by held-out log-loss on the cell's
+/// labelled comparisons of the run's judge version, with per-system terms where the judge
+/// favours a system) predicts each comparison, and the labelled comparisons (the cell's, and
+/// the run's own with `preference`) correct the predictions' bias, prediction-powered. Ties
+/// count one half for each side. Intervals hold at `level`; rank intervals hold jointly.
+#[utoipa::path(
+    post, path = "/v1/ratings", tag = "correction",
+    request_body = RatingsRequestBody,
+    responses(
+        (status = 200, description = "The ratings", body = RatingsResponse),
+        (status = 404, description = "No such cell", body = ErrorBody),
+        (status = 409, description = "The cell holds no labelled comparisons of the judge version", body = ErrorBody),
+        (status = 422, description = "Invalid rows or settings, or systems the run does not join; every problem named", body = ErrorBody),
+    ),
+    security(("api_key" = ["correct"]))
+)]
+pub async fn rate(
+    State(state): State<AppState>,
+    _auth: Authorized<CorrectScope>,
+    Json(body): Json<serde_json::Value>,
+) -> Result<axum::Json<RatingsResponse>, ApiError> {
+    let request =
+        ratings::parse(body).map_err(|p| Error::rejected("the ratings request was refused", p))?;
+    let answer = state.service.rate(request).await?;
+    Ok(axum::Json(answer.into()))
+}

@@ -1,0 +1,271 @@
+//! Ratings (`POST /v1/ratings`): Bradley–Terry ratings of a run's systems by the people's
+//! preference, from the judge's verdicts on the run and the cell's labelled comparisons
+//! (`judgecal_stats::pairwise::rate`). The calibrated preference is chosen and fitted on the
+//! cell's labelled comparisons of the run's judge version at each request (`auto`, held-out
+//! log-loss), so a rating always reads the anchors stored now.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use judgecal_stats::pairwise::preference::Verdicts;
+use judgecal_stats::pairwise::rate::{self, Compared, RateError};
+use judgecal_stats::pairwise::ratings::RatingError;
+use judgecal_stats::rng::{Rng, SeedableRng};
+
+use super::Service;
+use crate::domain::comparisons::Comparison;
+use crate::domain::ratings::RatingsRequest;
+use crate::domain::{CovariateName, GroupName, JudgeVersion, Problem};
+use crate::error::{Error, Result};
+
+/// Draws of the ratings' normal law behind the joint rank intervals.
+const RANK_DRAWS: usize = 4_000;
+
+/// One system's rating.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SystemRating {
+    pub system: GroupName,
+    pub rating: f64,
+    pub standard_error: f64,
+    pub interval: (f64, f64),
+    pub rank_interval: (usize, usize),
+    pub comparisons: usize,
+}
+
+/// A control's coefficient: log-odds of people preferring a per unit of the covariate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Control {
+    pub covariate: CovariateName,
+    pub coefficient: f64,
+    pub interval: (f64, f64),
+}
+
+/// One candidate of the calibrated preference with its held-out figures.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CandidateFigures {
+    pub inputs: String,
+    pub log_loss: f64,
+    pub accuracy: f64,
+}
+
+/// The answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RatingsAnswer {
+    pub baseline: GroupName,
+    pub level: f64,
+    pub systems: Vec<SystemRating>,
+    pub controls: Vec<Control>,
+    pub comparisons: usize,
+    pub run_labelled: usize,
+    pub anchors: usize,
+    pub prediction_weight: f64,
+    pub chosen: String,
+    pub candidates: Vec<CandidateFigures>,
+    pub covariates: Vec<CovariateName>,
+}
+
+/// The comparison as the statistics read it, `index` numbering the systems.
+fn compared(
+    c: &Comparison,
+    index: &BTreeMap<&GroupName, usize>,
+    covariates: &[CovariateName],
+    controls: &[CovariateName],
+    preference: Option<f64>,
+) -> Option<Compared> {
+    let value = |n: &CovariateName| c.covariates.get(n).copied();
+    Some(Compared {
+        verdicts: Verdicts {
+            verdict: c.verdict,
+            swapped: c.verdict_swapped,
+            covariates: covariates.iter().map(value).collect::<Option<_>>()?,
+            systems: Some((*index.get(&c.a)?, *index.get(&c.b)?)),
+        },
+        controls: controls.iter().map(value).collect::<Option<_>>()?,
+        preference,
+    })
+}
+
+impl Service {
+    /// Rates the request's systems.
+    pub async fn rate(&self, request: RatingsRequest) -> Result<RatingsAnswer> {
+        let key = request.batch.key.clone();
+        let version = request.batch.judge_version.clone();
+        let run = &request.batch.comparisons;
+        let in_run: BTreeSet<&crate::domain::ItemId> = run.iter().map(|c| &c.item_id).collect();
+        // An anchor the run also carries is the run's: its preference, if any, counts once.
+        let anchors: Vec<Comparison> = self
+            .store
+            .labelled_comparisons(&key, version.as_ref())
+            .await?
+            .into_iter()
+            .filter(|c| !in_run.contains(&c.item_id))
+            .collect();
+        if anchors.is_empty() {
+            return Err(Error::conflict(
+                format!(
+                    "cell {key} holds no labelled comparisons of judge_version {} beside the run's: ratings need the people's preference on some of this judge's comparisons (POST /v1/comparisons with preference)",
+                    JudgeVersion::describe(version.as_ref())
+                ),
+                vec![],
+            ));
+        }
+        let rated: BTreeSet<&GroupName> = run.iter().flat_map(|c| [&c.a, &c.b]).collect();
+        let others: BTreeSet<&GroupName> = anchors
+            .iter()
+            .flat_map(|c| [&c.a, &c.b])
+            .filter(|s| !rated.contains(s))
+            .collect();
+        let names: Vec<GroupName> = rated.iter().chain(&others).map(|&s| s.clone()).collect();
+        let index: BTreeMap<&GroupName, usize> =
+            names.iter().enumerate().map(|(i, s)| (s, i)).collect();
+        // The map reads the covariates every comparison carries, the run's and the anchors'.
+        let mut covariates: Option<BTreeSet<&CovariateName>> = None;
+        for c in run.iter().chain(&anchors) {
+            let here: BTreeSet<&CovariateName> = c.covariates.keys().collect();
+            covariates = Some(match covariates {
+                None => here,
+                Some(seen) => seen.intersection(&here).copied().collect(),
+            });
+        }
+        let covariates: Vec<CovariateName> = covariates
+            .unwrap_or_default()
+            .into_iter()
+            .cloned()
+            .collect();
+        let controls = request.control.clone();
+        let anchor_rows: Vec<Compared> = anchors
+            .iter()
+            .filter_map(|c| compared(c, &index, &covariates, &controls, c.preference))
+            .collect();
+        if anchor_rows.is_empty() {
+            return Err(Error::conflict(
+                format!(
+                    "no labelled comparison of cell {key} carries the controlled covariates ({})",
+                    names_of(&controls)
+                ),
+                vec![],
+            ));
+        }
+        let run_rows: Vec<Compared> = run
+            .iter()
+            .map(|c| {
+                compared(c, &index, &covariates, &controls, c.preference)
+                    .ok_or_else(|| Error::Internal("a checked comparison lost a field".into()))
+            })
+            .collect::<Result<_>>()?;
+        let baseline = match &request.baseline {
+            Some(b) => index[b],
+            None => 0,
+        };
+        let (k, known) = (rated.len(), names.len());
+        let level = request.level;
+        let (rated, ranks) = crate::error::blocking("the ratings thread", move || {
+            let rated = rate::rate(
+                k,
+                known,
+                &anchor_rows,
+                &run_rows,
+                baseline,
+                controls.len(),
+                0,
+            )?;
+            let ranks =
+                rated
+                    .powered
+                    .ratings
+                    .rank_intervals(level, RANK_DRAWS, &mut Rng::seed_from_u64(0));
+            Ok::<_, RateError>((rated, ranks))
+        })
+        .await?
+        .map_err(|e| rating_error(e, &index))?;
+        let r = &rated.powered.ratings;
+        let intervals = r.intervals(level);
+        let z = judgecal_stats::stats::normal_quantile(0.5 + level / 2.0);
+        let by_index: Vec<&GroupName> = {
+            let mut v: Vec<(&GroupName, usize)> = index.iter().map(|(s, &i)| (*s, i)).collect();
+            v.sort_by_key(|&(_, i)| i);
+            v.into_iter().map(|(s, _)| s).collect()
+        };
+        let mut systems: Vec<SystemRating> = (0..k)
+            .map(|i| SystemRating {
+                system: by_index[i].clone(),
+                rating: r.ratings[i],
+                standard_error: r.standard_error(i),
+                interval: intervals[i],
+                rank_interval: ranks.ranks[i],
+                comparisons: r.comparisons[i],
+            })
+            .collect();
+        systems.sort_by(|a, b| b.rating.total_cmp(&a.rating).then(a.system.cmp(&b.system)));
+        Ok(RatingsAnswer {
+            baseline: by_index[baseline].clone(),
+            level,
+            systems,
+            controls: request
+                .control
+                .iter()
+                .zip(&rated.powered.controls)
+                .map(|(name, &(coefficient, se))| Control {
+                    covariate: name.clone(),
+                    coefficient,
+                    interval: (coefficient - z * se, coefficient + z * se),
+                })
+                .collect(),
+            comparisons: run.len(),
+            run_labelled: rated.run_labelled,
+            anchors: rated.anchors_used,
+            prediction_weight: rated.powered.lambda,
+            chosen: rated.choice.candidate.name(),
+            candidates: rated
+                .choice
+                .candidates
+                .iter()
+                .map(|(c, h)| CandidateFigures {
+                    inputs: c.name(),
+                    log_loss: h.log_loss,
+                    accuracy: h.accuracy,
+                })
+                .collect(),
+            covariates,
+        })
+    }
+}
+
+/// The statistics' refusal, in the run's names.
+fn rating_error(e: RateError, index: &BTreeMap<&GroupName, usize>) -> Error {
+    let named = |systems: &[usize]| {
+        let names: Vec<&str> = index
+            .iter()
+            .filter(|(_, i)| systems.contains(i))
+            .map(|(s, _)| s.as_str())
+            .collect();
+        names.join(", ")
+    };
+    let refused = |problem: String| {
+        Error::rejected(
+            "the ratings request was refused",
+            vec![Problem::at(None, "comparisons", problem)],
+        )
+    };
+    match e {
+        RateError::Ratings(RatingError::Apart { systems }) => refused(format!(
+            "{} not joined to the baseline by any chain of the run's comparisons: rate each connected part on its own",
+            named(&systems)
+        )),
+        RateError::Ratings(RatingError::Unbounded { systems, above }) => refused(format!(
+            "{} {} every comparison joining them to the baseline: no finite rating",
+            named(&systems),
+            if above { "won" } else { "lost" }
+        )),
+        RateError::Ratings(RatingError::BadComparison { index, problem }) => Error::Internal(
+            format!("a checked comparison ({index}) was refused: {problem}"),
+        ),
+        RateError::Ratings(RatingError::Numerical(e)) | RateError::Map(e) => {
+            Error::conflict(format!("no ratings: {e}"), vec![])
+        }
+    }
+}
+
+fn names_of(names: &[CovariateName]) -> String {
+    let v: Vec<&str> = names.iter().map(|n| n.as_str()).collect();
+    v.join(", ")
+}
