@@ -12,7 +12,7 @@ use super::extract::{Authorized, CorrectScope, Json};
 use super::schema;
 use crate::domain::ratings;
 use crate::error::Error;
-use crate::service::RatingsAnswer;
+use crate::service::{RatingsAnswer, WinRateAnswer};
 
 /// A run of comparisons to rate. The rows are comparison rows (`POST /v1/comparisons`);
 /// those with `preference` are labelled and enter the ratings prediction-powered.
@@ -61,6 +61,34 @@ pub struct SystemRatingDto {
     pub rank_interval: [usize; 2],
     /// The run's comparisons of this system.
     pub comparisons: usize,
+    /// The share of its comparisons with the baseline whose answer people prefer (a tie
+    /// counts ½), with its interval at `level`; null for the baseline, and where fewer than
+    /// 30 labelled comparisons of the pair correct the judge's.
+    pub win_rate: Option<WinRateDto>,
+    /// The same over every comparison of the system (its rate against the field).
+    pub field_win_rate: Option<WinRateDto>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct WinRateDto {
+    pub estimate: f64,
+    #[schema(min_items = 2, max_items = 2)]
+    pub interval: [f64; 2],
+    /// The run's comparisons it is over.
+    pub comparisons: usize,
+    /// The labelled comparisons (the cell's and the run's) correcting the judge's.
+    pub labelled: usize,
+}
+
+impl From<WinRateAnswer> for WinRateDto {
+    fn from(w: WinRateAnswer) -> Self {
+        Self {
+            estimate: w.estimate,
+            interval: pair(w.interval),
+            comparisons: w.comparisons,
+            labelled: w.labelled,
+        }
+    }
 }
 
 #[derive(Serialize, ToSchema)]
@@ -128,6 +156,8 @@ impl From<RatingsAnswer> for RatingsResponse {
                     interval: pair(s.interval),
                     rank_interval: pair(s.rank_interval),
                     comparisons: s.comparisons,
+                    win_rate: s.win_rate.map(Into::into),
+                    field_win_rate: s.field_win_rate.map(Into::into),
                 })
                 .collect(),
             controls: a

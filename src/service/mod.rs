@@ -18,7 +18,7 @@ pub use crate::domain::runlevel::{CompareRequest, EstimateRequest, RankRequest};
 pub use corrections::Correction;
 pub use coverage::COVERAGE_WINDOW;
 pub use jobs::Trained;
-pub use ratings::{CandidateFigures, Control, RatingsAnswer, SystemRating};
+pub use ratings::{CandidateFigures, Control, RatingsAnswer, SystemRating, WinRateAnswer};
 pub use runlevel::Served;
 pub use training::Progress;
 pub use versions::{Loaded, Mismatch};

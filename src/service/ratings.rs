@@ -20,6 +20,15 @@ use crate::error::{Error, Result};
 /// Draws of the ratings' normal law behind the joint rank intervals.
 const RANK_DRAWS: usize = 4_000;
 
+/// A win rate with its interval.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WinRateAnswer {
+    pub estimate: f64,
+    pub interval: (f64, f64),
+    pub comparisons: usize,
+    pub labelled: usize,
+}
+
 /// One system's rating.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SystemRating {
@@ -29,6 +38,9 @@ pub struct SystemRating {
     pub interval: (f64, f64),
     pub rank_interval: (usize, usize),
     pub comparisons: usize,
+    /// Against the baseline, and over the field.
+    pub win_rate: Option<WinRateAnswer>,
+    pub field_win_rate: Option<WinRateAnswer>,
 }
 
 /// A control's coefficient: log-odds of people preferring a per unit of the covariate.
@@ -185,6 +197,14 @@ impl Service {
             v.sort_by_key(|&(_, i)| i);
             v.into_iter().map(|(s, _)| s).collect()
         };
+        let answer = |w: &Option<judgecal_stats::pairwise::win_rate::WinRate>| {
+            w.map(|w| WinRateAnswer {
+                estimate: w.estimate,
+                interval: w.interval(z),
+                comparisons: w.comparisons,
+                labelled: w.labelled,
+            })
+        };
         let mut systems: Vec<SystemRating> = (0..k)
             .map(|i| SystemRating {
                 system: by_index[i].clone(),
@@ -193,6 +213,8 @@ impl Service {
                 interval: intervals[i],
                 rank_interval: ranks.ranks[i],
                 comparisons: r.comparisons[i],
+                win_rate: answer(&rated.win_rates[i][0]),
+                field_win_rate: answer(&rated.win_rates[i][1]),
             })
             .collect();
         systems.sort_by(|a, b| b.rating.total_cmp(&a.rating).then(a.system.cmp(&b.system)));

@@ -103,6 +103,44 @@ async fn ratings_recover_a_known_world_despite_a_judge_that_favours_one_system(b
     assert_eq!(order, ["s2", "s1", "s0", "s3"]);
     assert_eq!(rating(&plain, "s2").3, json!([1, 1]));
     assert_eq!(rating(&plain, "s3").3, json!([4, 4]));
+    // Win rates: each system's against the baseline (none for the baseline itself) and over
+    // the field, near their truth (no ties: σ of the rating gap).
+    let sigmoid = |x: f64| 1.0 / (1.0 + (-x).exp());
+    for (system, truth) in TRUTH {
+        let s = plain["systems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["system"] == system)
+            .unwrap();
+        let field: f64 = TRUTH
+            .iter()
+            .filter(|(o, _)| *o != system)
+            .map(|(_, t)| sigmoid(truth - t))
+            .sum::<f64>()
+            / 3.0;
+        let wins = [
+            (&s["win_rate"], sigmoid(truth)),
+            (&s["field_win_rate"], field),
+        ];
+        for (rate, truth) in wins {
+            if system == "s0" && std::ptr::eq(rate, &s["win_rate"]) {
+                assert!(rate.is_null(), "{s}");
+                continue;
+            }
+            // Within three standard errors (the grid counts the 95% intervals' coverage).
+            let (lo, hi) = (
+                rate["interval"][0].as_f64().unwrap(),
+                rate["interval"][1].as_f64().unwrap(),
+            );
+            let se = (hi - lo) / (2.0 * 1.96);
+            let estimate = rate["estimate"].as_f64().unwrap();
+            assert!(
+                (estimate - truth).abs() < 3.0 * se && se < 0.05,
+                "{system}: {estimate} ± {se} is far from {truth}: {s}"
+            );
+        }
+    }
     // The calibrated preference chose among candidates and names them.
     assert!(
         plain["calibration"]["candidates"].as_array().unwrap().len() >= 3,

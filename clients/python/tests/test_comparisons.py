@@ -64,6 +64,9 @@ def test_ratings_rate_a_run_and_come_back_as_a_frame(server):
         for _, r in frame.iterrows():
             assert r["lo"] <= truth[r["system"]] <= r["hi"], frame
         assert frame.loc[frame["system"] == "x", "rating"].item() == 0.0
+        # The baseline has no win rate against itself; every system has one over the field.
+        assert frame.loc[frame["system"] == "x", "win_rate"].isna().all()
+        assert frame["field_win_rate"].between(0, 1).all()
         with pytest.raises(InvalidInput) as bad:
             jc.ratings("rated-judge", "overall", rows(10, 20_000, False), level=2.0)
         assert bad.value.details[0].field == "level"

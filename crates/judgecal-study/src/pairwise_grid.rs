@@ -1,8 +1,9 @@
 //! Pairwise ratings on Bradley–Terry worlds with known truth (`judgecal-study pairwise
 //! --grid`): how often the ratings' 95% intervals cover (plain: the cell's anchors as the
 //! labelled set; labelled: with a share of the run labelled too), how often every rank
-//! interval holds at once, and how wide the plain intervals are against Bradley–Terry on the
-//! anchors' preferences alone.
+//! interval holds at once, how wide the plain intervals are against Bradley–Terry on the
+//! anchors' preferences alone, and how often the win rates' intervals (against the baseline,
+//! over the field) cover.
 //!
 //! A world: K systems with ratings θ ~ N(0, 1) (the baseline, system 0, at 0). A comparison
 //! draws a pair uniformly and a quality gap z = θ_a − θ_b + logistic noise: people prefer a
@@ -162,6 +163,27 @@ impl World {
         )
     }
 
+    /// A pair's expected outcome for a: a tie ½, else σ(θ_a − θ_b).
+    fn expected(&self, theta: &[f64], a: usize, b: usize) -> f64 {
+        self.ties / 2.0 + (1.0 - self.ties) * sigmoid(theta[a] - theta[b])
+    }
+
+    /// Each system's true win rate against the baseline (none for the baseline) and over
+    /// the field (opponents drawn uniformly).
+    fn win_rates(&self, theta: &[f64]) -> Vec<[Option<f64>; 2]> {
+        let k = self.systems;
+        (0..k)
+            .map(|s| {
+                let field = (0..k)
+                    .filter(|&b| b != s)
+                    .map(|b| self.expected(theta, s, b))
+                    .sum::<f64>()
+                    / (k - 1) as f64;
+                [(s != 0).then(|| self.expected(theta, s, 0)), Some(field)]
+            })
+            .collect()
+    }
+
     /// The truth: Bradley–Terry on every ordered pair's expected outcome.
     fn truth(&self, theta: &[f64]) -> Vec<f64> {
         let k = self.systems;
@@ -169,11 +191,10 @@ impl World {
         for a in 0..k {
             for b in 0..k {
                 if a != b {
-                    let p = sigmoid(theta[a] - theta[b]);
                     outcomes.push(Outcome {
                         a,
                         b,
-                        a_better: self.ties / 2.0 + (1.0 - self.ties) * p,
+                        a_better: self.expected(theta, a, b),
                     });
                 }
             }
@@ -194,6 +215,10 @@ pub struct Counts {
     pub width: [f64; 2],
     pub alone_width: f64,
     pub alone_rated: usize,
+    /// Win rates (against the baseline, over the field) that covered, and were given,
+    /// plain and labelled.
+    pub wins_covered: [usize; 2],
+    pub wins: [usize; 2],
     pub failures: usize,
 }
 
@@ -210,6 +235,10 @@ impl Counts {
         self.intervals += o.intervals;
         self.alone_width += o.alone_width;
         self.alone_rated += o.alone_rated;
+        for p in 0..2 {
+            self.wins_covered[p] += o.wins_covered[p];
+            self.wins[p] += o.wins[p];
+        }
         self.failures += o.failures;
         self
     }
@@ -290,6 +319,17 @@ fn repetitions(world: &World, reps: &[usize], seed: u64) -> Counts {
                         best <= rank + 1 && rank < worst
                     });
                     c.ranks_held[path] += usize::from(held);
+                    let truths = world.win_rates(&theta);
+                    let z = judgecal_stats::stats::normal_quantile(0.975);
+                    for (s, rates) in rated.win_rates.iter().enumerate() {
+                        for (rate, truth) in rates.iter().zip(truths[s]) {
+                            if let (Some(r), Some(t)) = (rate, truth) {
+                                let (lo, hi) = r.interval(z);
+                                c.wins_covered[path] += usize::from(lo <= t && t <= hi);
+                                c.wins[path] += 1;
+                            }
+                        }
+                    }
                 }
                 Err(_) => ok = false,
             }
@@ -323,7 +363,7 @@ fn repetitions(world: &World, reps: &[usize], seed: u64) -> Counts {
 /// The grid's table, Markdown.
 pub fn report(reps: usize, seed: u64) -> String {
     let mut out = String::from(
-        "| systems | judge: first-position wins | agrees with people | favoured system | ties | anchors | run | run labelled | rating intervals cover: plain / labelled | rank intervals jointly: plain / labelled | plain width ÷ anchors alone | labelled width ÷ plain | failed reps |\n|---:|---|---|---|---|---:|---:|---:|---|---|---|---|---:|\n",
+        "| systems | judge: first-position wins | agrees with people | favoured system | ties | anchors | run | run labelled | rating intervals cover: plain / labelled | rank intervals jointly: plain / labelled | plain width ÷ anchors alone | labelled width ÷ plain | win rates cover: plain / labelled | failed reps |\n|---:|---|---|---|---|---:|---:|---:|---|---|---|---|---|---:|\n",
     );
     for w in GRID {
         let c = run(&w, reps, seed);
@@ -339,7 +379,7 @@ pub fn report(reps: usize, seed: u64) -> String {
             "— (the anchors alone rate no system finitely)".into()
         };
         out.push_str(&format!(
-            "| {} | {:.0}% | {:.0}% | +{} log-odds | {:.0}% | {} | {} | {:.1}% | {:.1}% / {:.1}% | {:.1}% / {:.1}% | {ratio} | {:.3} | {} |\n",
+            "| {} | {:.0}% | {:.0}% | +{} log-odds | {:.0}% | {} | {} | {:.1}% | {:.1}% / {:.1}% | {:.1}% / {:.1}% | {ratio} | {:.3} | {:.1}% / {:.1}% | {} |\n",
             w.systems,
             100.0 * c.first_wins / (c.reps + c.failures).max(1) as f64,
             100.0 * c.agreement / (c.reps + c.failures).max(1) as f64,
@@ -353,6 +393,8 @@ pub fn report(reps: usize, seed: u64) -> String {
             share(c.ranks_held[0], c.reps),
             share(c.ranks_held[1], c.reps),
             c.width[1] / c.width[0].max(f64::MIN_POSITIVE),
+            share(c.wins_covered[0], c.wins[0]),
+            share(c.wins_covered[1], c.wins[1]),
             c.failures,
         ));
     }

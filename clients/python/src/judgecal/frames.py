@@ -219,7 +219,9 @@ def tidy(answer: Any) -> "pd.DataFrame":
 
 def ratings_frame(answer: Any) -> "pd.DataFrame":
     """A `ratings` answer as one row per system, highest rating first: `system`, `rating`,
-    `lo`, `hi`, `best`, `worst` (the joint rank interval), `comparisons`."""
+    `lo`, `hi`, `best`, `worst` (the joint rank interval), `comparisons`, and the win rates
+    against the baseline and over the field (`win_rate`, `field_win_rate`, each with `_lo` and
+    `_hi`; empty where the answer gives none)."""
     pd = _pandas()
     frame = pd.DataFrame(
         [
@@ -232,6 +234,8 @@ def ratings_frame(answer: Any) -> "pd.DataFrame":
                 "best": s.rank_interval[0],
                 "worst": s.rank_interval[1],
                 "comparisons": s.comparisons,
+                **_win_rate("win_rate", s.win_rate),
+                **_win_rate("field_win_rate", s.field_win_rate),
             }
             for s in answer.systems
         ]
@@ -239,3 +243,9 @@ def ratings_frame(answer: Any) -> "pd.DataFrame":
     frame["baseline"] = answer.baseline
     frame["level"] = answer.level
     return frame
+
+
+def _win_rate(name: str, w: Any) -> dict[str, Any]:
+    if w is None:
+        return {name: None, f"{name}_lo": None, f"{name}_hi": None}
+    return {name: w.estimate, f"{name}_lo": w.interval[0], f"{name}_hi": w.interval[1]}

@@ -1790,28 +1790,6 @@ class SupportDto(BaseModel):
     """
 
 
-class SystemRatingDto(BaseModel):
-    comparisons: int = Field(..., ge=0)
-    """
-    The run's comparisons of this system.
-    """
-    interval: list[float] = Field(..., max_length=2, min_length=2)
-    """
-    At `level`; [0, 0] for the baseline.
-    """
-    rank_interval: list[int] = Field(..., examples=[[1, 3]], max_length=2, min_length=2)
-    """
-    [best, worst] ranks (1 the highest rating); every system's hold at once at `level`.
-    """
-    rating: float
-    """
-    Bradley–Terry rating on the natural log-odds scale: people prefer a over b with
-    probability σ(rating_a − rating_b).
-    """
-    standard_error: float
-    system: str
-
-
 class Covariate(RootModel[str]):
     root: str = Field(
         ..., max_length=64, min_length=1, pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$'
@@ -2295,6 +2273,19 @@ class Verdict(Enum):
     carry_over = 'carry_over'
     refit = 'refit'
     more_items = 'more_items'
+
+
+class WinRateDto(BaseModel):
+    comparisons: int = Field(..., ge=0)
+    """
+    The run's comparisons it is over.
+    """
+    estimate: float
+    interval: list[float] = Field(..., max_length=2, min_length=2)
+    labelled: int = Field(..., ge=0)
+    """
+    The labelled comparisons (the cell's and the run's) correcting the judge's.
+    """
 
 
 class AnchorBatchRequest(BaseModel):
@@ -3055,34 +3046,6 @@ class RankRunItems(BaseModel):
     """
 
 
-class RatingsResponse(BaseModel):
-    anchors: int = Field(..., ge=0)
-    """
-    The cell's labelled comparisons of both rated systems in the labelled set.
-    """
-    baseline: str
-    calibration: RatingsCalibrationDto
-    comparisons: int = Field(..., ge=0)
-    controls: list[ControlDto]
-    """
-    The controls' coefficients (empty without `control`).
-    """
-    labelled: int = Field(..., ge=0)
-    """
-    The run's comparisons with a preference.
-    """
-    level: float
-    prediction_weight: float
-    """
-    The weight the judge's calibrated verdicts got against the labels (PPI++'s λ: 0 the
-    labels alone, 1 full weight).
-    """
-    systems: list[SystemRatingDto]
-    """
-    Highest rating first.
-    """
-
-
 class RecipeDto(BaseModel):
     """
     How a flow version was trained.
@@ -3164,6 +3127,30 @@ class RunEstimateDto(BaseModel):
     support: SupportDto
     transport: TransportDto | None = None
     variance: VarianceDto
+
+
+class SystemRatingDto(BaseModel):
+    comparisons: int = Field(..., ge=0)
+    """
+    The run's comparisons of this system.
+    """
+    field_win_rate: WinRateDto | None = None
+    interval: list[float] = Field(..., max_length=2, min_length=2)
+    """
+    At `level`; [0, 0] for the baseline.
+    """
+    rank_interval: list[int] = Field(..., examples=[[1, 3]], max_length=2, min_length=2)
+    """
+    [best, worst] ranks (1 the highest rating); every system's hold at once at `level`.
+    """
+    rating: float
+    """
+    Bradley–Terry rating on the natural log-odds scale: people prefer a over b with
+    probability σ(rating_a − rating_b).
+    """
+    standard_error: float
+    system: str
+    win_rate: WinRateDto | None = None
 
 
 class AutoTrainingOptions(BaseModel):
@@ -3471,6 +3458,34 @@ class RankedRunDto(RunEstimateDto):
     top: bool
     """
     Whether the run may be the best (its rank interval reaches 1).
+    """
+
+
+class RatingsResponse(BaseModel):
+    anchors: int = Field(..., ge=0)
+    """
+    The cell's labelled comparisons of both rated systems in the labelled set.
+    """
+    baseline: str
+    calibration: RatingsCalibrationDto
+    comparisons: int = Field(..., ge=0)
+    controls: list[ControlDto]
+    """
+    The controls' coefficients (empty without `control`).
+    """
+    labelled: int = Field(..., ge=0)
+    """
+    The run's comparisons with a preference.
+    """
+    level: float
+    prediction_weight: float
+    """
+    The weight the judge's calibrated verdicts got against the labels (PPI++'s λ: 0 the
+    labels alone, 1 full weight).
+    """
+    systems: list[SystemRatingDto]
+    """
+    Highest rating first.
     """
 
 

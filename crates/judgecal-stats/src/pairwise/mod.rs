@@ -12,6 +12,7 @@ pub mod powered;
 pub mod preference;
 pub mod rate;
 pub mod ratings;
+pub mod win_rate;
 
 /// The logistic function, without overflow.
 pub(crate) fn sigmoid(x: f64) -> f64 {

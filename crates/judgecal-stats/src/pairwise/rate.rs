@@ -6,11 +6,13 @@
 //! Systems are indices: the run's first (`0..rated`), then any the anchors alone compare
 //! (`rated..known`). The map has a term for every known system; the ratings are of the run's
 //! systems, and an anchor comparing a system the run does not rate helps fit the map but
-//! cannot enter the labelled set.
+//! cannot enter the labelled set. Each system's win rates (against the baseline, over the
+//! field) come from the same predictions and labels (`win_rate`).
 
 use super::powered::{self, Observed, Powered, Predicted};
 use super::preference::{self, Choice, Labelled, Verdicts};
 use super::ratings::RatingError;
+use super::win_rate::{WinRate, win_rate};
 
 /// One comparison: the judge's verdicts (their systems set), the controls' values, and the
 /// people's preference where it was labelled.
@@ -30,6 +32,9 @@ pub struct Rated {
     pub anchors_used: usize,
     /// The run's labelled comparisons in it.
     pub run_labelled: usize,
+    /// Each rated system's win rate against the baseline (`None` for the baseline itself, or
+    /// where too few comparisons are labelled) and over the field.
+    pub win_rates: Vec<[Option<WinRate>; 2]>,
 }
 
 /// Why no ratings came.
@@ -115,10 +120,21 @@ pub fn rate(
     let run_labelled = labelled.len() - anchors_used;
     let powered = powered::fit(rated, &run_predicted, &labelled, baseline, controls)
         .map_err(RateError::Ratings)?;
+    let win_rates = (0..rated)
+        .map(|s| {
+            [
+                (s != baseline)
+                    .then(|| win_rate(s, Some(baseline), &run_predicted, &labelled))
+                    .flatten(),
+                win_rate(s, None, &run_predicted, &labelled),
+            ]
+        })
+        .collect();
     Ok(Rated {
         powered,
         choice,
         anchors_used,
         run_labelled,
+        win_rates,
     })
 }
