@@ -10,7 +10,7 @@
 //! judge's verdict with b shown first, already mapped back, so `"a"` still means a. An item
 //! compares one pair of systems and has one preference, whichever judge version judged it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use serde_json::Value;
 
@@ -187,16 +187,14 @@ fn outcome(row: usize, name: &str, f: &RawField) -> Result<f64, Problem> {
     let bad = |what: String| Problem::at(Some(row), name, what);
     let x = match f {
         RawField::Number(x) => *x,
-        RawField::Text(s) => match s.to_ascii_lowercase().as_str() {
-            "a" => 1.0,
-            "b" => 0.0,
-            "tie" => 0.5,
-            other => other.parse::<f64>().map_err(|_| {
-                bad(format!(
-                    "{s:?} is not an outcome: \"a\", \"b\", \"tie\" or the probability that a is better"
-                ))
-            })?,
-        },
+        RawField::Text(s) if s.eq_ignore_ascii_case("a") => 1.0,
+        RawField::Text(s) if s.eq_ignore_ascii_case("b") => 0.0,
+        RawField::Text(s) if s.eq_ignore_ascii_case("tie") => 0.5,
+        RawField::Text(s) => s.parse::<f64>().map_err(|_| {
+            bad(format!(
+                "{s:?} is not an outcome: \"a\", \"b\", \"tie\" or the probability that a is better"
+            ))
+        })?,
         RawField::Missing => return Err(bad("is missing".into())),
         RawField::Other(kind) => {
             return Err(bad(format!(
@@ -245,11 +243,12 @@ pub fn validate(
 ) -> Result<Vec<ComparisonBatch>, Vec<Problem>> {
     batch_size(rows.len(), max_batch, "comparisons")?;
     let mut problems = Vec::new();
-    let mut cells: BTreeMap<(CellKey, Option<JudgeVersion>), ComparisonBatch> = BTreeMap::new();
-    let mut seen: HashMap<(CellKey, Option<JudgeVersion>, ItemId), usize> = HashMap::new();
+    // Per (cell, version): its batch and each item's row. A batch holds few cells, so they are
+    // found by a scan that compares keys by reference: 100,000 rows clone no key to check one.
+    let mut cells: Vec<(ComparisonBatch, HashMap<ItemId, usize>)> = Vec::new();
     // What the batch first says of each (cell, item), and where: its pair of systems and its
     // preference, which every other row of the item must agree with.
-    let mut items: HashMap<(CellKey, ItemId), FirstSaid> = HashMap::new();
+    let mut items: Vec<(CellKey, HashMap<ItemId, FirstSaid>)> = Vec::new();
     for mut raw in rows {
         let row = raw.row;
         problems.append(&mut raw.problems);
@@ -310,8 +309,26 @@ pub fn validate(
             continue;
         }
         let key = CellKey { judge, rubric };
-        let slot = (key.clone(), version.clone(), item_id.clone());
-        if let Some(&first) = seen.get(&slot) {
+        let at = match cells
+            .iter()
+            .position(|(c, _)| c.key == key && c.judge_version == version)
+        {
+            Some(at) => at,
+            None => {
+                cells.push((
+                    ComparisonBatch {
+                        key: key.clone(),
+                        judge_version: version.clone(),
+                        comparisons: Vec::new(),
+                        rows: Vec::new(),
+                    },
+                    HashMap::new(),
+                ));
+                cells.len() - 1
+            }
+        };
+        let (cell, cell_seen) = &mut cells[at];
+        if let Some(&first) = cell_seen.get(&item_id) {
             problems.push(Problem::at(
                 Some(row),
                 "item_id",
@@ -323,8 +340,15 @@ pub fn validate(
             ));
             continue;
         }
-        seen.insert(slot, row);
-        match items.get_mut(&(key.clone(), item_id.clone())) {
+        cell_seen.insert(item_id.clone(), row);
+        let cell_items = match items.iter().position(|(k, _)| *k == key) {
+            Some(at) => &mut items[at].1,
+            None => {
+                items.push((key.clone(), HashMap::new()));
+                &mut items.last_mut().expect("just pushed").1
+            }
+        };
+        match cell_items.get_mut(&item_id) {
             Some((first, fa, fb, _)) if (fa.as_str(), fb.as_str()) != (a.as_str(), b.as_str()) => {
                 problems.push(Problem::at(
                     Some(row),
@@ -353,20 +377,9 @@ pub fn validate(
                 }
             }
             None => {
-                items.insert(
-                    (key.clone(), item_id.clone()),
-                    (row, a.clone(), b.clone(), preference),
-                );
+                cell_items.insert(item_id.clone(), (row, a.clone(), b.clone(), preference));
             }
         }
-        let cell = cells
-            .entry((key.clone(), version.clone()))
-            .or_insert_with(|| ComparisonBatch {
-                key,
-                judge_version: version,
-                comparisons: Vec::new(),
-                rows: Vec::new(),
-            });
         cell.comparisons.push(Comparison {
             item_id,
             a,
@@ -380,17 +393,20 @@ pub fn validate(
         cell.rows.push(row);
     }
     // A row without a preference takes the one another row of its item gave.
-    for batch in cells.values_mut() {
+    let mut cells: Vec<ComparisonBatch> = cells.into_iter().map(|(batch, _)| batch).collect();
+    cells.sort_by(|a, b| (&a.key, &a.judge_version).cmp(&(&b.key, &b.judge_version)));
+    for batch in &mut cells {
+        let Some((_, said)) = items.iter().find(|(k, _)| *k == batch.key) else {
+            continue;
+        };
         for c in &mut batch.comparisons {
             if c.preference.is_none() {
-                c.preference = items
-                    .get(&(batch.key.clone(), c.item_id.clone()))
-                    .and_then(|i| i.3);
+                c.preference = said.get(&c.item_id).and_then(|i| i.3);
             }
         }
     }
     if problems.is_empty() {
-        Ok(cells.into_values().collect())
+        Ok(cells)
     } else {
         Err(problems)
     }

@@ -4,7 +4,7 @@
 //! cell's labelled comparisons of the run's judge version at each request (`auto`, held-out
 //! log-loss), so a rating always reads the anchors stored now.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use judgecal_stats::pairwise::preference::Verdicts;
 use judgecal_stats::pairwise::rate::{self, Compared, RateError};
@@ -14,7 +14,7 @@ use judgecal_stats::rng::{Rng, SeedableRng};
 use super::Service;
 use crate::domain::comparisons::Comparison;
 use crate::domain::ratings::RatingsRequest;
-use crate::domain::{CovariateName, GroupName, JudgeVersion, Problem};
+use crate::domain::{CovariateName, GroupName, ItemId, JudgeVersion, Problem};
 use crate::error::{Error, Result};
 
 /// Draws of the ratings' normal law behind the joint rank intervals.
@@ -102,15 +102,19 @@ impl Service {
         let key = request.batch.key.clone();
         let version = request.batch.judge_version.clone();
         let run = &request.batch.comparisons;
-        let in_run: BTreeSet<&crate::domain::ItemId> = run.iter().map(|c| &c.item_id).collect();
         // An anchor the run also carries is the run's: its preference, if any, counts once.
-        let anchors: Vec<Comparison> = self
+        let mut anchors = self
             .store
             .labelled_comparisons(&key, version.as_ref())
-            .await?
-            .into_iter()
-            .filter(|c| !in_run.contains(&c.item_id))
-            .collect();
+            .await?;
+        let in_run: HashSet<ItemId> = {
+            let stored: HashSet<&ItemId> = anchors.iter().map(|c| &c.item_id).collect();
+            run.iter()
+                .filter(|c| stored.contains(&c.item_id))
+                .map(|c| c.item_id.clone())
+                .collect()
+        };
+        anchors.retain(|c| !in_run.contains(&c.item_id));
         if anchors.is_empty() {
             return Err(Error::conflict(
                 format!(
@@ -130,19 +134,13 @@ impl Service {
         let index: BTreeMap<&GroupName, usize> =
             names.iter().enumerate().map(|(i, s)| (s, i)).collect();
         // The map reads the covariates every comparison carries, the run's and the anchors'.
-        let mut covariates: Option<BTreeSet<&CovariateName>> = None;
+        let mut covariates: Vec<CovariateName> = run
+            .first()
+            .map(|c| c.covariates.keys().cloned().collect())
+            .unwrap_or_default();
         for c in run.iter().chain(&anchors) {
-            let here: BTreeSet<&CovariateName> = c.covariates.keys().collect();
-            covariates = Some(match covariates {
-                None => here,
-                Some(seen) => seen.intersection(&here).copied().collect(),
-            });
+            covariates.retain(|n| c.covariates.contains_key(n));
         }
-        let covariates: Vec<CovariateName> = covariates
-            .unwrap_or_default()
-            .into_iter()
-            .cloned()
-            .collect();
         let controls = request.control.clone();
         let anchor_rows: Vec<Compared> = anchors
             .iter()

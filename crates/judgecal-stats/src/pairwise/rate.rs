@@ -120,13 +120,25 @@ pub fn rate(
     let run_labelled = labelled.len() - anchors_used;
     let powered = powered::fit(rated, &run_predicted, &labelled, baseline, controls)
         .map_err(RateError::Ratings)?;
+    // Each system's own comparisons, so that every win rate reads its own rows only.
+    let mut run_of: Vec<Vec<&Predicted>> = vec![Vec::new(); rated];
+    for c in &run_predicted {
+        run_of[c.a].push(c);
+        run_of[c.b].push(c);
+    }
+    let mut labelled_of: Vec<Vec<&Observed>> = vec![Vec::new(); rated];
+    for o in &labelled {
+        labelled_of[o.comparison.a].push(o);
+        labelled_of[o.comparison.b].push(o);
+    }
     let win_rates = (0..rated)
         .map(|s| {
+            let (run, labelled) = (&run_of[s], &labelled_of[s]);
             [
                 (s != baseline)
-                    .then(|| win_rate(s, Some(baseline), &run_predicted, &labelled))
+                    .then(|| win_rate(s, Some(baseline), run, labelled))
                     .flatten(),
-                win_rate(s, None, &run_predicted, &labelled),
+                win_rate(s, None, run, labelled),
             ]
         })
         .collect();

@@ -58,8 +58,8 @@ fn oriented(system: usize, opponent: Option<usize>, a: usize, b: usize, x: f64) 
 pub fn win_rate(
     system: usize,
     opponent: Option<usize>,
-    run: &[Predicted],
-    labelled: &[Observed],
+    run: &[&Predicted],
+    labelled: &[&Observed],
 ) -> Option<WinRate> {
     let g: Vec<f64> = run
         .iter()
@@ -139,6 +139,8 @@ mod tests {
                 preference: c.predicted,
             })
             .collect();
+        let run: Vec<&Predicted> = run.iter().collect();
+        let labelled: Vec<&Observed> = labelled.iter().collect();
         let against_1 = win_rate(0, Some(1), &run, &labelled).expect("rated");
         assert!((against_1.estimate - 0.75).abs() < 1e-12, "{against_1:?}");
         let field = win_rate(0, None, &run, &labelled).expect("rated");
