@@ -204,7 +204,7 @@ impl From<RatingsAnswer> for RatingsResponse {
     responses(
         (status = 200, description = "The ratings", body = RatingsResponse),
         (status = 404, description = "No such cell", body = ErrorBody),
-        (status = 409, description = "The cell holds no labelled comparisons of the judge version", body = ErrorBody),
+        (status = 409, description = "Fewer than 20 labelled comparisons of the run's systems (the cell's of the judge version and the run's)", body = ErrorBody),
         (status = 422, description = "Invalid rows or settings, or systems the run does not join; every problem named", body = ErrorBody),
     ),
     security(("api_key" = ["correct"]))

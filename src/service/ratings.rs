@@ -17,6 +17,9 @@ use crate::domain::ratings::RatingsRequest;
 use crate::domain::{CovariateName, GroupName, ItemId, JudgeVersion, Problem};
 use crate::error::{Error, Result};
 
+/// The fewest labelled comparisons of the run's systems a rating is given from.
+const MIN_LABELLED: usize = 20;
+
 /// Draws of the ratings' normal law behind the joint rank intervals.
 const RANK_DRAWS: usize = 4_000;
 
@@ -103,10 +106,18 @@ impl Service {
         let version = request.batch.judge_version.clone();
         let run = &request.batch.comparisons;
         // An anchor the run also carries is the run's: its preference, if any, counts once.
-        let mut anchors = self
+        let mut anchors = match self
             .store
             .labelled_comparisons(&key, version.as_ref())
-            .await?;
+            .await
+        {
+            Err(Error::NotFound(_)) => {
+                return Err(Error::NotFound(format!(
+                    "cell {key} has no comparisons; upload some, with the people's preference on some of them, with POST /v1/comparisons"
+                )));
+            }
+            other => other?,
+        };
         let in_run: HashSet<ItemId> = {
             let stored: HashSet<&ItemId> = anchors.iter().map(|c| &c.item_id).collect();
             run.iter()
@@ -162,6 +173,24 @@ impl Service {
                     .ok_or_else(|| Error::Internal("a checked comparison lost a field".into()))
             })
             .collect::<Result<_>>()?;
+        let labelled = anchor_rows
+            .iter()
+            .chain(&run_rows)
+            .filter(|c| {
+                c.preference.is_some()
+                    && c.verdicts
+                        .systems
+                        .is_some_and(|(a, b)| a < rated.len() && b < rated.len())
+            })
+            .count();
+        if labelled < MIN_LABELLED {
+            return Err(Error::conflict(
+                format!(
+                    "ratings need at least {MIN_LABELLED} labelled comparisons between the run's systems to correct the judge's verdicts; cell {key} and the run hold {labelled}: label more of this judge's comparisons of these systems (POST /v1/comparisons with preference)"
+                ),
+                vec![],
+            ));
+        }
         let baseline = match &request.baseline {
             Some(b) => index[b],
             None => 0,
@@ -279,9 +308,13 @@ fn rating_error(e: RateError, index: &BTreeMap<&GroupName, usize>) -> Error {
         RateError::Ratings(RatingError::BadComparison { index, problem }) => Error::Internal(
             format!("a checked comparison ({index}) was refused: {problem}"),
         ),
-        RateError::Ratings(RatingError::Numerical(e)) | RateError::Map(e) => {
-            Error::conflict(format!("no ratings: {e}"), vec![])
-        }
+        RateError::Ratings(RatingError::Numerical(e)) => Error::conflict(
+            format!(
+                "no finite ratings ({e}): the labelled comparisons move some pair's corrected outcome past all or nothing, which happens when they are few against the run; label more comparisons of these systems"
+            ),
+            vec![],
+        ),
+        RateError::Map(e) => Error::conflict(format!("no ratings: {e}"), vec![]),
     }
 }
 

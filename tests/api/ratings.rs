@@ -60,6 +60,8 @@ async fn ratings_recover_a_known_world_despite_a_judge_that_favours_one_system(b
         .json("POST", "/v1/ratings", &run(world(50, 0, 0, 3)))
         .await;
     assert_error(&res, 404, "not_found");
+    let message = res.body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("POST /v1/comparisons"), "{message}");
     let unlabelled = app
         .json("POST", "/v1/comparisons", &run(world(20, 90_000, 0, 5)))
         .await;
@@ -175,6 +177,19 @@ async fn ratings_recover_a_known_world_despite_a_judge_that_favours_one_system(b
 
 async fn a_bad_request_is_refused_naming_what_to_fix(backend: Backend) {
     let app = TestApp::new(backend).await;
+    // Five labelled comparisons are too few to correct a judge: 409, saying how many it takes.
+    let few =
+        |rows: Vec<Value>| json!({"judge": "pair-judge", "rubric": "few", "comparisons": rows});
+    let res = app
+        .json("POST", "/v1/comparisons", &few(world(5, 0, 5, 7)))
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let res = app
+        .json("POST", "/v1/ratings", &few(world(100, 100, 0, 9)))
+        .await;
+    assert_error(&res, 409, "conflict");
+    let message = res.body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("at least 20"), "{message}");
     let anchors = app
         .json("POST", "/v1/comparisons", &run(world(300, 10_000, 300, 7)))
         .await;

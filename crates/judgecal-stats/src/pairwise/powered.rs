@@ -26,7 +26,7 @@
 
 use nalgebra::{DMatrix, DVector};
 
-use super::ratings::{RatingError, Ratings};
+use super::ratings::{RatingError, Ratings, check_comparison};
 use super::{log_sigmoid, sigmoid};
 
 /// One run comparison: systems `a` and `b`, the predicted probability that people prefer a,
@@ -116,18 +116,12 @@ fn dot(x: &[(usize, f64)], theta: &[f64]) -> f64 {
 }
 
 fn check(k: usize, index: usize, c: &Predicted, controls: usize) -> Result<(), RatingError> {
-    let bad = |problem: String| RatingError::BadComparison { index, problem };
-    if c.a >= k || c.b >= k {
-        return Err(bad(format!("a system outside the {k} systems")));
-    }
-    if c.a == c.b {
-        return Err(bad("a system compared with itself".into()));
-    }
-    if !(0.0..=1.0).contains(&c.predicted) {
-        return Err(bad(format!("prediction {} outside [0, 1]", c.predicted)));
-    }
+    check_comparison(k, index, c.a, c.b, ("prediction", c.predicted))?;
     if c.controls.len() != controls || c.controls.iter().any(|v| !v.is_finite()) {
-        return Err(bad(format!("{controls} finite control values expected")));
+        return Err(RatingError::BadComparison {
+            index,
+            problem: format!("{controls} finite control values expected"),
+        });
     }
     Ok(())
 }

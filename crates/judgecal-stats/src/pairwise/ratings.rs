@@ -111,16 +111,7 @@ pub fn fit(k: usize, outcomes: &[Outcome], baseline: usize) -> Result<Ratings, R
     let mut pairs: HashMap<(usize, usize), PairSums> = HashMap::new();
     let mut comparisons = vec![0usize; k];
     for (index, o) in outcomes.iter().enumerate() {
-        let bad = |problem: String| RatingError::BadComparison { index, problem };
-        if o.a >= k || o.b >= k {
-            return Err(bad(format!("a system outside the {k} systems")));
-        }
-        if o.a == o.b {
-            return Err(bad("a system compared with itself".into()));
-        }
-        if !(0.0..=1.0).contains(&o.a_better) {
-            return Err(bad(format!("outcome {} outside [0, 1]", o.a_better)));
-        }
+        check_comparison(k, index, o.a, o.b, ("outcome", o.a_better))?;
         let (key, x) = if o.a < o.b {
             ((o.a, o.b), o.a_better)
         } else {
@@ -229,6 +220,28 @@ pub fn fit(k: usize, outcomes: &[Outcome], baseline: usize) -> Result<Ratings, R
         baseline,
         iterations,
     })
+}
+
+/// Comparison `index` of systems `a` and `b` among `k`, with `value` (what it is, its number)
+/// a probability: two different systems of the `k`, and the value in [0, 1].
+pub(crate) fn check_comparison(
+    k: usize,
+    index: usize,
+    a: usize,
+    b: usize,
+    (what, value): (&str, f64),
+) -> Result<(), RatingError> {
+    let bad = |problem: String| RatingError::BadComparison { index, problem };
+    if a >= k || b >= k {
+        return Err(bad(format!("a system outside the {k} systems")));
+    }
+    if a == b {
+        return Err(bad("a system compared with itself".into()));
+    }
+    if !(0.0..=1.0).contains(&value) {
+        return Err(bad(format!("{what} {value} outside [0, 1]")));
+    }
+    Ok(())
 }
 
 /// Adds one pair's score `r` and weight `w` along e_i − e_j (`None`: the baseline's slot).
