@@ -26,7 +26,7 @@
 
 use nalgebra::{DMatrix, DVector};
 
-use super::ratings::{RatingError, Ratings, check_comparison};
+use super::ratings::{RatingError, Ratings, check_comparison, reached};
 use super::{log_sigmoid, sigmoid};
 
 /// One run comparison: systems `a` and `b`, the predicted probability that people prefer a,
@@ -401,17 +401,7 @@ fn connected(k: usize, run: &[Predicted], baseline: usize) -> Result<(), RatingE
         edges[c.a].push(c.b);
         edges[c.b].push(c.a);
     }
-    let mut seen = vec![false; k];
-    let mut stack = vec![baseline];
-    seen[baseline] = true;
-    while let Some(i) = stack.pop() {
-        for &j in &edges[i] {
-            if !seen[j] {
-                seen[j] = true;
-                stack.push(j);
-            }
-        }
-    }
+    let seen = reached(&edges, baseline);
     let apart: Vec<usize> = (0..k).filter(|&i| !seen[i]).collect();
     if apart.is_empty() {
         Ok(())

@@ -222,6 +222,22 @@ pub fn fit(k: usize, outcomes: &[Outcome], baseline: usize) -> Result<Ratings, R
     })
 }
 
+/// Which systems `edges` (each system's neighbours) reach from `from`.
+pub(crate) fn reached(edges: &[Vec<usize>], from: usize) -> Vec<bool> {
+    let mut seen = vec![false; edges.len()];
+    let mut stack = vec![from];
+    seen[from] = true;
+    while let Some(i) = stack.pop() {
+        for &j in &edges[i] {
+            if !seen[j] {
+                seen[j] = true;
+                stack.push(j);
+            }
+        }
+    }
+    seen
+}
+
 /// Comparison `index` of systems `a` and `b` among `k`, with `value` (what it is, its number)
 /// a probability: two different systems of the `k`, and the value in [0, 1].
 pub(crate) fn check_comparison(
@@ -287,20 +303,7 @@ fn bounded(
             beaten_by[i].push(j);
         }
     }
-    let reach = |edges: &[Vec<usize>]| {
-        let mut seen = vec![false; k];
-        let mut stack = vec![baseline];
-        seen[baseline] = true;
-        while let Some(i) = stack.pop() {
-            for &j in &edges[i] {
-                if !seen[j] {
-                    seen[j] = true;
-                    stack.push(j);
-                }
-            }
-        }
-        seen
-    };
+    let reach = |edges: &[Vec<usize>]| reached(edges, baseline);
     // Not beaten along a chain from the baseline: rated above every bound.
     let below_reached = reach(&beat);
     let above: Vec<usize> = (0..k).filter(|&i| !below_reached[i]).collect();
