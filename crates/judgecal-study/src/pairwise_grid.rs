@@ -35,9 +35,20 @@ pub struct World {
     pub labelled: f64,
 }
 
-/// The grid's rows: the ranges (5–50 systems, first-position win rates near 50–86%,
+/// The grid's rows: the ranges (2–50 systems: two alone, a weak judge favouring one, first-position win rates near 50–86%,
 /// a length bias, a favoured system, 0–30% ties, 200–2,000 anchors, runs of 1,000–100,000).
-pub const GRID: [World; 6] = [
+pub const GRID: [World; 7] = [
+    World {
+        systems: 2,
+        position: 2.5,
+        length: 0.5,
+        favour: 1.0,
+        noise: 2.5,
+        ties: 0.2,
+        anchors: 200,
+        run: 1_000,
+        labelled: 0.05,
+    },
     World {
         systems: 5,
         position: 0.0,

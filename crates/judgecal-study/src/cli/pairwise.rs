@@ -8,7 +8,7 @@ pub struct PairwiseArgs {
     /// LLMBar's pairwise sets (../shared/data/llmbar).
     #[arg(long, required_unless_present = "grid")]
     pub llmbar: Option<PathBuf>,
-    /// Instead: the ratings' simulation grid (Bradley–Terry worlds of 5 to 50 systems).
+    /// Instead: the ratings' simulation grid (Bradley–Terry worlds of 2 to 50 systems).
     #[arg(long, conflicts_with = "llmbar")]
     pub grid: bool,
     /// Repetitions of each world of the grid.
