@@ -13,6 +13,7 @@ use prometheus::{
 
 use crate::domain::CellKey;
 use crate::domain::calibration::{CalibratorVersion, JobKind};
+use crate::domain::preference::PreferenceVersion;
 use crate::store::CoverageWindow;
 use judgecal_stats::Method;
 use judgecal_stats::bridge::Finding;
@@ -23,6 +24,10 @@ const CELL: &[&str] = &["judge", "rubric"];
 const PANEL_MEMBER: &[&str] = &["judge", "rubric", "member"];
 /// A covariate's gauges: the cell and the covariate's input (`length`, `log(length)`).
 const COVARIATE: &[&str] = &["judge", "rubric", "input"];
+/// A pairwise cell's bias gauges: the cell, the diagnostic and whose it is (`judge`, `people`).
+const PAIRWISE_BIAS: &[&str] = &["judge", "rubric", "diagnostic", "source"];
+/// A pairwise cell's per-system gauges.
+const PAIRWISE_SYSTEM: &[&str] = &["judge", "rubric", "system"];
 
 /// The run-level question a request asked: the `kind` label of `judgecal_estimates_total`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,6 +72,11 @@ pub struct Metrics {
     pub panel_canary: IntGaugeVec,
     /// A version trained with covariates: each kept covariate's coefficient per sd.
     pub covariate_coefficient: GaugeVec,
+    /// A pairwise cell's newest version: its biases, and each system's favouritism.
+    pub pairwise_version: IntGaugeVec,
+    pub pairwise_bias: GaugeVec,
+    pub pairwise_favouritism: GaugeVec,
+    pub pairwise_favoured: IntGaugeVec,
     pub rhat_max: GaugeVec,
     pub ess_min: GaugeVec,
     pub corrections: IntCounterVec,
@@ -210,6 +220,43 @@ impl Metrics {
                 )
                 .expect("valid metric"),
             ),
+            pairwise_version: int_gauge(
+                "judgecal_pairwise_version",
+                "The newest trained version of a pairwise cell (the one its report, picture and these gauges show)",
+            ),
+            pairwise_bias: register(
+                &r,
+                GaugeVec::new(
+                    Opts::new(
+                        "judgecal_pairwise_bias",
+                        "A pairwise cell's bias diagnostic in its newest version, for the judge and for people: first_position (the share of wins by the answer shown first; people: by answer a), flip (the share of comparisons whose winner changes when the answers swap places; judge only) and longer_answer (the share won by the longer answer)",
+                    ),
+                    PAIRWISE_BIAS,
+                )
+                .expect("valid metric"),
+            ),
+            pairwise_favouritism: register(
+                &r,
+                GaugeVec::new(
+                    Opts::new(
+                        "judgecal_pairwise_favouritism",
+                        "A system's favouritism in a pairwise cell's newest version: the judge's mean preference for it minus the people's, over the labelled comparisons it is in",
+                    ),
+                    PAIRWISE_SYSTEM,
+                )
+                .expect("valid metric"),
+            ),
+            pairwise_favoured: register(
+                &r,
+                IntGaugeVec::new(
+                    Opts::new(
+                        "judgecal_pairwise_favoured",
+                        "1 where the judge favours the system beyond people (its favouritism's 95% interval lies above 0), -1 where it disfavours it (below 0), 0 otherwise",
+                    ),
+                    PAIRWISE_SYSTEM,
+                )
+                .expect("valid metric"),
+            ),
             rhat_max: gauge(
                 "judgecal_calibrator_rhat_max",
                 "Largest split R-hat of the active version's fit (rubric parameters and shared hyperparameters)",
@@ -311,6 +358,49 @@ impl Metrics {
         self.cell_anchors
             .with_label_values(&[key.judge.as_str(), key.rubric.as_str()])
             .set(count);
+    }
+
+    /// A pairwise cell's gauges, from its newest version.
+    pub fn set_preference(&self, v: &PreferenceVersion) {
+        let (judge, rubric) = (v.key.judge.as_str(), v.key.rubric.as_str());
+        self.pairwise_version
+            .with_label_values(&[judge, rubric])
+            .set(v.version);
+        let b = &v.report.biases;
+        for (diagnostic, source, share) in [
+            ("first_position", "judge", b.judge_first),
+            ("first_position", "people", b.people_first),
+            ("flip", "judge", b.flips),
+            ("longer_answer", "judge", b.judge_longer),
+            ("longer_answer", "people", b.people_longer),
+        ] {
+            let labels = [judge, rubric, diagnostic, source];
+            match share {
+                Some(s) => self
+                    .pairwise_bias
+                    .with_label_values(&labels)
+                    .set(s.estimate),
+                None => {
+                    let _ = self.pairwise_bias.remove_label_values(&labels);
+                }
+            }
+        }
+        for f in &b.favouritism {
+            let labels = [judge, rubric, f.system.as_str()];
+            self.pairwise_favouritism
+                .with_label_values(&labels)
+                .set(f.estimate);
+            let favoured = if f.interval[0] > 0.0 {
+                1
+            } else if f.interval[1] < 0.0 {
+                -1
+            } else {
+                0
+            };
+            self.pairwise_favoured
+                .with_label_values(&labels)
+                .set(favoured);
+        }
     }
 
     /// The per-cell gauges of the version a cell now serves.

@@ -461,6 +461,125 @@ pub fn cell_report(c: &CellPicture) -> Figure {
     }
 }
 
+/// One estimate with its 95% interval, for a picture.
+pub struct Estimate {
+    pub name: String,
+    pub estimate: f64,
+    pub interval: [f64; 2],
+}
+
+/// What the picture of a pairwise cell's version shows.
+pub struct PairwisePicture {
+    pub title: String,
+    /// Held-out calibration: (mean prediction, people's mean preference) per bin.
+    pub reliability: Vec<(f64, f64)>,
+    /// The shares read for the judge and for people (`None` where not read), by diagnostic.
+    pub shares: Vec<(String, Option<Estimate>, Option<Estimate>)>,
+    pub favouritism: Vec<Estimate>,
+}
+
+/// Points at `x + shift` for each estimate, with their intervals as bars.
+fn estimates(name: &str, colour: RGBColor, shift: f64, at: &[(usize, &Estimate)]) -> [Series; 2] {
+    let points = at
+        .iter()
+        .map(|(k, e)| (*k as f64 + shift, e.estimate))
+        .collect();
+    let bars = at
+        .iter()
+        .flat_map(|(k, e)| {
+            let x = *k as f64 + shift;
+            [(x, e.interval[0]), (x, e.interval[1])]
+        })
+        .collect();
+    [
+        Series::points(name, colour, Mark::Dot, points),
+        Series {
+            name: String::new(),
+            colour,
+            kind: Kind::Bars,
+            points: bars,
+        },
+    ]
+}
+
+/// The report of a pairwise cell's version: the calibrated preference's held-out reliability
+/// against the diagonal; the judge's shares beside the people's (first-shown wins, longer
+/// answer wins, swap flips) with 95% intervals; each system's favouritism with its interval.
+pub fn pairwise_report(c: &PairwisePicture) -> Figure {
+    let reliability = Panel {
+        x: (0.0, 1.0),
+        y: (0.0, 1.0),
+        ..Panel::fitted(
+            "Held-out calibration",
+            "predicted P(people prefer a)",
+            "people prefer a (share)",
+            vec![
+                Series::line(
+                    "perfect",
+                    colour::REFERENCE,
+                    true,
+                    vec![(0.0, 0.0), (1.0, 1.0)],
+                ),
+                Series::points("bins", colour::BAYES, Mark::Dot, c.reliability.clone()),
+                Series::line("", colour::BAYES, false, c.reliability.clone()),
+            ],
+        )
+    };
+    let judge: Vec<(usize, &Estimate)> = c
+        .shares
+        .iter()
+        .enumerate()
+        .filter_map(|(k, s)| s.1.as_ref().map(|e| (k, e)))
+        .collect();
+    let people: Vec<(usize, &Estimate)> = c
+        .shares
+        .iter()
+        .enumerate()
+        .filter_map(|(k, s)| s.2.as_ref().map(|e| (k, e)))
+        .collect();
+    let n = c.shares.len() as f64;
+    let mut series = vec![Series::line(
+        "",
+        colour::RAW,
+        true,
+        vec![(-0.5, 0.5), (n - 0.5, 0.5)],
+    )];
+    series.extend(estimates("judge", colour::FLOW, -0.12, &judge));
+    series.extend(estimates("people", colour::REFERENCE, 0.12, &people));
+    let shares = Panel {
+        x: (-0.5, n - 0.5),
+        y: (0.0, 1.0),
+        x_names: c.shares.iter().map(|s| s.0.clone()).collect(),
+        ..Panel::fitted("Judge and people", "", "share (95% interval)", series)
+    };
+    let k = c.favouritism.len() as f64;
+    let at: Vec<(usize, &Estimate)> = c.favouritism.iter().enumerate().collect();
+    let mut series = vec![Series::line(
+        "",
+        colour::RAW,
+        true,
+        vec![(-0.5, 0.0), ((k - 0.5).max(0.5), 0.0)],
+    )];
+    series.extend(estimates("judge minus people", colour::FLOW, 0.0, &at));
+    let fitted = Panel::fitted(
+        "Favouritism by system",
+        "",
+        "preference for the system",
+        series,
+    );
+    let favouritism = Panel {
+        x: (-0.5, (k - 0.5).max(0.5)),
+        y: (fitted.y.0.min(-0.1), fitted.y.1.max(0.1)),
+        x_names: c.favouritism.iter().map(|e| e.name.clone()).collect(),
+        ..fitted
+    };
+    Figure {
+        title: c.title.clone(),
+        columns: 3,
+        panels: vec![reliability, shares, favouritism],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

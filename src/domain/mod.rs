@@ -10,6 +10,7 @@ pub mod covariates;
 pub mod ingest;
 pub mod inputs;
 pub mod panel;
+pub mod preference;
 pub mod rank_session;
 pub mod ratings;
 pub mod raw;

@@ -11,6 +11,7 @@ mod judge_versions;
 pub mod openapi;
 mod ops;
 mod panels;
+mod preferences;
 mod ratings;
 mod rubrics;
 mod runlevel;
@@ -54,6 +55,7 @@ fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(anchors::delete_anchor))
         .routes(routes!(comparisons::upload))
         .routes(routes!(ratings::rate))
+        .routes(routes!(preferences::preferences))
         .routes(routes!(rubrics::list_rubrics))
         .routes(routes!(rubrics::put_rubric))
         .routes(routes!(calibration::train))

@@ -47,6 +47,9 @@ async fn refresh(service: Arc<Service>, every: Duration) {
         if let Err(e) = service.refresh_checks().await {
             tracing::warn!(error = ?e, "silent-change check gauges not refreshed");
         }
+        if let Err(e) = service.refresh_preference_metrics().await {
+            tracing::warn!(error = ?e, "pairwise bias gauges not refreshed");
+        }
         if let Err(e) = service.count_finished_jobs().await {
             tracing::warn!(error = ?e, "training metrics refresh failed");
         }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::Service;
 use super::training::{self, CellData, Progress};
 use crate::domain::calibration::{Job, JobId, JobState, NewVersion};
+use crate::domain::preference::NewPreference;
 use crate::domain::training::{TrainingRequest, VersionChoice};
 use crate::domain::{Anchor, JudgeVersion, Problem, RubricName};
 use crate::error::{Error, Result};
@@ -23,6 +24,8 @@ pub struct JobWatermark {
 /// What a job computed: its versions, and whether to activate them whatever their checks say.
 pub struct Trained {
     pub versions: Vec<NewVersion>,
+    /// A pairwise job's versions (and no `versions`).
+    pub preferences: Vec<NewPreference>,
     pub force: bool,
     /// The judge version whose anchors were fitted.
     pub judge_version: Option<JudgeVersion>,
@@ -158,25 +161,19 @@ impl Service {
         let mut problems = Vec::new();
         let min = self.jobs.min_anchors as i64;
         let versions = self.store.judge_versions(judge, None).await?;
+        // A judge whose cells hold comparisons trains the calibrated preference: where it has
+        // no anchors, or where every rubric the request names is a pairwise cell.
+        let pairwise = self.store.comparison_cells(judge).await?;
+        let names_pairwise = request.rubrics.as_ref().is_some_and(|wanted| {
+            !wanted.is_empty()
+                && wanted
+                    .iter()
+                    .all(|r| pairwise.iter().any(|c| &c.rubric == r))
+        });
+        if !pairwise.is_empty() && (versions.is_empty() || names_pairwise) {
+            return self.submit_pairwise_training(request, pairwise).await;
+        }
         if versions.is_empty() {
-            // A pairwise judge's comparisons are stored, but no corrector reads them yet.
-            let pairwise: i64 = self
-                .store
-                .cells()
-                .await?
-                .iter()
-                .filter(|c| &c.key.judge == judge)
-                .map(|c| c.comparison_count)
-                .sum();
-            if pairwise > 0 {
-                return Err(Error::conflict(
-                    format!(
-                        "judge {judge} holds {pairwise} pairwise comparison{} and no anchors: training on comparisons is not built yet, so nothing was queued (the comparisons stay stored for it)",
-                        if pairwise == 1 { "" } else { "s" }
-                    ),
-                    vec![],
-                ));
-            }
             return Err(Error::NotFound(format!(
                 "judge {judge} has no anchors; upload some with POST /v1/anchors first"
             )));
@@ -312,6 +309,16 @@ impl Service {
         if let Some(panel) = self.store.panel(&request.judge).await? {
             return self.run_panel_training(request, panel, progress).await;
         }
+        // A queued request names its rubrics: pairwise where they are comparison cells.
+        let pairwise = self.store.comparison_cells(&request.judge).await?;
+        if request.rubrics.as_ref().is_some_and(|wanted| {
+            !wanted.is_empty()
+                && wanted
+                    .iter()
+                    .all(|r| pairwise.iter().any(|c| &c.rubric == r))
+        }) {
+            return self.run_pairwise_training(request, progress).await;
+        }
         let scales = self.store.rubric_scales().await?;
         let snapshot = self
             .store
@@ -370,6 +377,7 @@ impl Service {
         .map_err(|e| Error::Internal(e.to_string()))?;
         Ok(Trained {
             versions,
+            preferences: Vec::new(),
             force,
             judge_version,
         })
@@ -385,6 +393,26 @@ impl Service {
         owner: &str,
         trained: &Trained,
     ) -> Result<bool> {
+        if !trained.preferences.is_empty() {
+            let Some(stored) = self
+                .store
+                .finish_preference_job(
+                    job.id,
+                    owner,
+                    &job.judge,
+                    trained.judge_version.as_ref(),
+                    &trained.preferences,
+                )
+                .await?
+            else {
+                return Ok(false);
+            };
+            for v in &stored {
+                self.metrics.set_preference(v);
+            }
+            self.count_finished_jobs().await?;
+            return Ok(true);
+        }
         let Some(stored) = self
             .store
             .finish_job(

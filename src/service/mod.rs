@@ -8,6 +8,7 @@ pub mod coverage;
 mod jobs;
 mod layered;
 pub mod panels;
+mod preferences;
 mod rank_sessions;
 mod ratings;
 mod runlevel;

@@ -339,6 +339,7 @@ impl Service {
         .await?
         .map_err(|e| Error::Internal(e.to_string()))?;
         Ok(Trained {
+            preferences: Vec::new(),
             versions,
             force,
             judge_version: None,

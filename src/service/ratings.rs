@@ -17,8 +17,7 @@ use crate::domain::ratings::RatingsRequest;
 use crate::domain::{CovariateName, GroupName, ItemId, JudgeVersion, Problem};
 use crate::error::{Error, Result};
 
-/// The fewest labelled comparisons of the run's systems a rating is given from.
-const MIN_LABELLED: usize = 20;
+use crate::domain::preference::MIN_LABELLED;
 
 /// Draws of the ratings' normal law behind the joint rank intervals.
 const RANK_DRAWS: usize = 4_000;
@@ -108,7 +107,7 @@ impl Service {
         // An anchor the run also carries is the run's: its preference, if any, counts once.
         let mut anchors = match self
             .store
-            .labelled_comparisons(&key, version.as_ref())
+            .cell_comparisons(&key, version.as_ref(), true)
             .await
         {
             Err(Error::NotFound(_)) => {

@@ -563,6 +563,9 @@ impl Service {
     /// held-out bias. A panel's anchors are its fused ones (each item's cross-fitted fused
     /// score and reference), which its members' cells do not hold.
     pub async fn report_svg(&self, key: &CellKey, version: Option<i64>) -> Result<String> {
+        if let Some(svg) = self.preference_svg(key, version).await? {
+            return Ok(svg);
+        }
         let loaded = self.corrector(key, version).await?;
         let v = &loaded.version;
         let (pairs, input): (Vec<(f64, f64)>, &str) = match (&v.fusion, &v.covariate_layer) {

@@ -101,11 +101,21 @@ fn cell_key(r: &AnyRow) -> Result<CellKey> {
 /// The versions a job produced.
 pub(super) async fn version_refs(pool: &AnyPool, job: JobId) -> Result<Vec<VersionRef>> {
     let rows = sqlx::query(
+        // A pairwise cell's versions (`preference_versions`) pass, and its newest is the one it
+        // shows.
         "SELECT c.rubric, cal.version, cal.failure, cal.id, act.calibrator_id
          FROM calibrators cal JOIN cells c ON c.id = cal.cell_id
          LEFT JOIN active_calibrators act ON act.cell_id = cal.cell_id
-         WHERE cal.job_id = $1 ORDER BY c.rubric",
+         WHERE cal.job_id = $1
+         UNION ALL
+         SELECT c.rubric, p.version, NULL, p.id,
+             (SELECT n.id FROM preference_versions n WHERE n.cell_id = p.cell_id
+              ORDER BY n.version DESC LIMIT 1)
+         FROM preference_versions p JOIN cells c ON c.id = p.cell_id
+         WHERE p.job_id = $2
+         ORDER BY 1",
     )
+    .bind(job.to_string())
     .bind(job.to_string())
     .fetch_all(pool)
     .await?;
@@ -123,6 +133,30 @@ pub(super) async fn version_refs(pool: &AnyPool, job: JobId) -> Result<Vec<Versi
             })
         })
         .collect()
+}
+
+/// Marks `job` succeeded inside `tx` where `owner` still holds its lease; `false` (and nothing
+/// written) where it lost it. The guard writes first: on SQLite that takes the write lock at
+/// once.
+pub(super) async fn succeed_held_job(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    job: JobId,
+    owner: &str,
+    now: i64,
+) -> Result<bool> {
+    let held = sqlx::query(
+        "UPDATE jobs SET state = 'succeeded', progress = 1, finished_at_ms = $1,
+             updated_at_ms = $2, lease_owner = NULL, lease_expires_at_ms = NULL
+         WHERE id = $3 AND lease_owner = $4 AND state = 'running'",
+    )
+    .bind(now)
+    .bind(now)
+    .bind(job.to_string())
+    .bind(owner)
+    .execute(&mut **tx)
+    .await?
+    .rows_affected();
+    Ok(held == 1)
 }
 
 impl Store {
@@ -178,20 +212,7 @@ impl Store {
     ) -> Result<Option<Vec<CalibratorVersion>>> {
         let now = now_ms();
         let mut tx = self.pool.begin().await?;
-        // The guard writes first: on SQLite that takes the write lock at once.
-        let held = sqlx::query(
-            "UPDATE jobs SET state = 'succeeded', progress = 1, finished_at_ms = $1,
-                 updated_at_ms = $2, lease_owner = NULL, lease_expires_at_ms = NULL
-             WHERE id = $3 AND lease_owner = $4 AND state = 'running'",
-        )
-        .bind(now)
-        .bind(now)
-        .bind(job.to_string())
-        .bind(owner)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-        if held != 1 {
+        if !succeed_held_job(&mut tx, job, owner, now).await? {
             tx.rollback().await?;
             return Ok(None);
         }

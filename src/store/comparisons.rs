@@ -144,30 +144,6 @@ impl Store {
         Ok(stored)
     }
 
-    /// The labelled comparisons (those with the people's preference) of a cell's judge
-    /// version, in item order. 404 when the cell does not exist.
-    pub async fn labelled_comparisons(
-        &self,
-        key: &CellKey,
-        judge_version: Option<&JudgeVersion>,
-    ) -> Result<Vec<Comparison>> {
-        let cell_id = self.cell_id(key).await?;
-        let rows = sqlx::query(
-            "SELECT judge_version, item_id, system_a, system_b, verdict, verdict_swapped, preference,
-                 rater, covariates
-             FROM comparisons
-             WHERE cell_id = $1 AND judge_version = $2 AND preference IS NOT NULL
-             ORDER BY item_id",
-        )
-        .bind(cell_id)
-        .bind(JudgeVersion::stored(judge_version))
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter()
-            .map(|r| stored_row(r).map(|s| s.comparison))
-            .collect()
-    }
-
     /// Writes one cell's plan inside the upload's transaction and counts the cell again.
     async fn write_comparisons(
         backend: super::Backend,
@@ -258,7 +234,7 @@ impl Store {
 
 /// A stored comparison row, in the columns `judge_version, item_id, system_a, system_b,
 /// verdict, verdict_swapped, preference, rater, covariates`.
-fn stored_row(r: &sqlx::any::AnyRow) -> Result<StoredComparison> {
+pub(super) fn stored_row(r: &sqlx::any::AnyRow) -> Result<StoredComparison> {
     let version: String = r.try_get(0)?;
     let item: String = r.try_get(1)?;
     let bad = |what: &str| Error::Internal(format!("stored comparison {what}"));

@@ -14,6 +14,7 @@ mod jobs;
 mod judge_versions;
 mod keys;
 mod panels;
+mod preferences;
 mod rank_sessions;
 
 pub use anchors::CellIngest;
@@ -23,6 +24,7 @@ pub use coverage::{BatchCoverage, CellMisses, CoverageWindow};
 pub use jobs::{ClaimedJob, FinishedJob, Lease};
 pub use judge_versions::{SharedItem, VersionAnchors};
 pub use keys::StoredKey;
+pub use preferences::ComparisonCell;
 
 use std::path::Path;
 

@@ -70,7 +70,8 @@ async fn a_batch_is_stored_whole_or_refused_whole_naming_every_row(backend: Back
         (json!(0), json!(1_000))
     );
     assert_eq!(cell(&app, "gpt-pair", "helpfulness").await.unwrap(), stored);
-    // No corrector reads comparisons yet: a training says so instead of "no anchors".
+    // A scalar method reads judge scores: training these comparisons with one is refused,
+    // naming the field and pointing to `auto` (tests/api/preferences.rs trains them).
     let res = app
         .json(
             "POST",
@@ -78,15 +79,10 @@ async fn a_batch_is_stored_whole_or_refused_whole_naming_every_row(backend: Back
             &json!({"method": "bayes"}),
         )
         .await;
-    assert_error(&res, 409, "conflict");
-    assert!(
-        res.body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("1000 pairwise comparisons"),
-        "{}",
-        res.body
-    );
+    let details = assert_error(&res, 422, "invalid_input");
+    assert_eq!(details[0]["field"], "method");
+    let problem = details[0]["problem"].as_str().unwrap();
+    assert!(problem.contains(r#"{"method": "auto"}"#), "{problem}");
 }
 
 async fn changed_verdicts_conflict_unless_replaced_and_labels_may_come_later(backend: Backend) {

@@ -13,5 +13,6 @@ mod cli;
 mod comparisons;
 mod hostile;
 mod http;
+mod preferences;
 mod ratings;
 mod replicas;

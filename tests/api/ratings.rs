@@ -13,7 +13,7 @@ const TRUTH: [(&str, f64); 4] = [("s0", 0.0), ("s1", 1.0), ("s2", 2.0), ("s3", -
 /// z); the judge sees z with noise, favours the answer shown first by 1 and system s3 by 1.5
 /// (a judge that likes one family), and judges both orders. `labelled` rows carry the
 /// people's preference.
-fn world(n: usize, from: usize, labelled: usize, seed: u64) -> Vec<Value> {
+pub(super) fn world(n: usize, from: usize, labelled: usize, seed: u64) -> Vec<Value> {
     let mut rng = Normals(seed);
     (0..n)
         .map(|i| {
@@ -34,7 +34,7 @@ fn world(n: usize, from: usize, labelled: usize, seed: u64) -> Vec<Value> {
         .collect()
 }
 
-fn run(rows: Vec<Value>) -> Value {
+pub(super) fn run(rows: Vec<Value>) -> Value {
     json!({"judge": "pair-judge", "rubric": "overall", "comparisons": rows})
 }
 

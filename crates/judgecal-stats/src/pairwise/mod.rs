@@ -8,6 +8,7 @@
 //! probability that people prefer a; `powered` rates systems by people's preferences from
 //! many such predictions and a few labels (prediction-powered).
 
+pub mod bias;
 pub mod powered;
 pub mod preference;
 pub mod rate;
