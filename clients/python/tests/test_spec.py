@@ -26,6 +26,7 @@ CALLS = {
     "list_anchors": "anchors",
     "delete_anchor": "delete_anchor",
     "versions": "versions",
+    "preferences": "preferences",
     "activate": "activate",
     "report": "report_svg",
     "compare": "compare",

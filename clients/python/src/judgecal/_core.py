@@ -668,6 +668,19 @@ class Endpoints:
             )
         )
 
+    def preferences(self, judge: str, rubric: str) -> models.PreferencesResponse:
+        """GET a pairwise cell's trained versions, newest first: the calibrated preference
+        `auto` chose with every candidate's held-out figures, and the judge's biases beside
+        the people's (first-shown wins, swap flips, longer-answer wins, each system's
+        favouritism), each with a 95% interval. `frames.biases_frame` makes them a table."""
+        return self._send(
+            Request(
+                "GET",
+                f"/v1/cells/{seg(judge)}/{seg(rubric)}/preferences",
+                model(models.PreferencesResponse),
+            )
+        )
+
     def activate(self, judge: str, rubric: str, version: int) -> models.VersionDto:
         return self._send(
             Request(

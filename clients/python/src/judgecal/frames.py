@@ -249,3 +249,29 @@ def _win_rate(name: str, w: Any) -> dict[str, Any]:
     if w is None:
         return {name: None, f"{name}_lo": None, f"{name}_hi": None}
     return {name: w.estimate, f"{name}_lo": w.interval[0], f"{name}_hi": w.interval[1]}
+
+
+def biases_frame(preferences: Any) -> "pd.DataFrame":
+    """A pairwise cell's newest version's bias diagnostics (a `preferences` answer) as one row
+    per estimate: `diagnostic` (`first_position`, `flip`, `longer_answer`, `favouritism`),
+    `source` (`judge`, `people`, or the system for favouritism), `estimate`, `lo`, `hi` (95%)
+    and `comparisons`. Diagnostics the version could not read (no length covariate, no
+    labels) are left out."""
+    pd = _pandas()
+    b = preferences.versions[0].biases
+    rows: list[dict[str, Any]] = []
+    for diagnostic, source, share in [
+        ("first_position", "judge", b.judge_first),
+        ("first_position", "people", b.people_first),
+        ("flip", "judge", b.flips),
+        ("longer_answer", "judge", b.judge_longer),
+        ("longer_answer", "people", b.people_longer),
+    ]:
+        if share is not None:
+            rows.append({"diagnostic": diagnostic, "source": source, "estimate": share.estimate,
+                         "lo": share.interval[0], "hi": share.interval[1],
+                         "comparisons": share.comparisons})
+    for f in b.favouritism:
+        rows.append({"diagnostic": "favouritism", "source": f.system, "estimate": f.estimate,
+                     "lo": f.interval[0], "hi": f.interval[1], "comparisons": f.comparisons})
+    return pd.DataFrame(rows, columns=["diagnostic", "source", "estimate", "lo", "hi", "comparisons"])

@@ -717,6 +717,27 @@ class EvaluationDto(BaseModel):
     """
 
 
+class Favouritism(BaseModel):
+    """
+    A system's favouritism: the judge's mean preference for it minus the people's.
+    """
+
+    comparisons: int = Field(..., ge=0)
+    estimate: float
+    interval: list[float]
+    system: str
+
+
+class Figures(BaseModel):
+    """
+    Held-out (or, for the raw verdict, in-sample) figures of one way of reading the verdicts.
+    """
+
+    accuracy: float
+    inputs: str
+    log_loss: float
+
+
 class FlowPreset(Enum):
     """
     A training recipe: what the flow's unset training options default to.
@@ -1481,6 +1502,16 @@ class RawShift(BaseModel):
     """
 
 
+class Reliability(BaseModel):
+    """
+    One bin of held-out predictions: their mean and the people's mean preference.
+    """
+
+    comparisons: int = Field(..., ge=0)
+    observed: float
+    predicted: float
+
+
 class RescoreResponse(BaseModel):
     bridge_items: int | None = Field(None, ge=0)
     """
@@ -1735,6 +1766,16 @@ class Schedule(Enum):
 
     constant = 'constant'
     cosine = 'cosine'
+
+
+class Share(BaseModel):
+    """
+    A share with its 95% interval.
+    """
+
+    comparisons: int = Field(..., ge=0)
+    estimate: float
+    interval: list[float]
 
 
 class Status(BaseModel):
@@ -2399,6 +2440,24 @@ class BayesOptions(BaseModel):
     """
 
 
+class Biases(BaseModel):
+    """
+    The judge's biases beside the people's; a share nothing could be read for is `None`.
+    """
+
+    favouritism: list[Favouritism]
+    flips: Share | None = None
+    judge_first: Share | None = None
+    judge_longer: Share | None = None
+    length_covariate: str | None = None
+    """
+    The covariate whose sign says which answer is longer (`length_diff` or
+    `log_length_ratio`); `None`: no comparison carries one, and no longer-answer rates.
+    """
+    people_first: Share | None = None
+    people_longer: Share | None = None
+
+
 class Bridge(BaseModel):
     """
     A bridge's answer (a check stores it, and reads it back).
@@ -3008,6 +3067,61 @@ class PanelPlanDto(BaseModel):
     version: int
     """
     The panel's version the plan is read from (the active one).
+    """
+
+
+class PreferenceVersionDto(BaseModel):
+    """
+    One trained version of a pairwise cell.
+    """
+
+    biases: Biases
+    candidates: list[Figures]
+    """
+    Every candidate's held-out log-loss and accuracy.
+    """
+    chosen: str
+    """
+    The candidate `auto` chose: the lowest held-out log-loss (5 folds).
+    """
+    comparisons: int
+    """
+    Comparisons read (the judge's shares read all of them), and how many carry the
+    people's preference (the map and the people's shares read those).
+    """
+    covariates: list[str]
+    """
+    The covariates the map read: those every labelled comparison carries.
+    """
+    created_at: str
+    digest: str
+    """
+    SHA-256 of the comparisons read, in item order.
+    """
+    job_id: str | None = None
+    judge_version: str | None = None
+    """
+    The judge version whose comparisons it read (absent: those without one).
+    """
+    labelled: int
+    raw: Figures
+    """
+    The raw verdict as the probability that people prefer a (a hard verdict read as 95%
+    sure), on the same labelled comparisons, in-sample.
+    """
+    reliability: list[Reliability]
+    """
+    The chosen map's held-out predictions in up to ten bins of equal count, against the
+    people's mean preference in each.
+    """
+    systems: list[str]
+    version: int
+
+
+class PreferencesResponse(BaseModel):
+    versions: list[PreferenceVersionDto]
+    """
+    Newest first; the newest is the one the cell's picture and metrics show.
     """
 
 
