@@ -2,7 +2,9 @@
 //! per-system terms) on 10,000 labelled comparisons of 50 systems (aim: under 5 s), and
 //! `POST /v1/ratings` rating 50 systems over a run of 100,000 comparisons against 2,000
 //! stored labelled ones, request bytes to response bytes (aim: under 1 s), with the
-//! statistics alone beside it.
+//! statistics alone beside it, and again once the cell is trained (its version's choice
+//! fitted again instead of `auto` over every candidate); and training a cell of 10,000
+//! labelled comparisons through a job (aim: under 5 s).
 //!
 //!     cargo bench --bench pairwise
 
@@ -96,7 +98,14 @@ fn main() {
     let mut times = Vec::new();
     for _ in 0..5 {
         let start = std::time::Instant::now();
-        let rated = rate::rate(SYSTEMS, SYSTEMS, &anchors, &run, 0, 0, 0).expect("rated");
+        let rated = rate::rate(
+            SYSTEMS,
+            SYSTEMS,
+            &anchors,
+            &run,
+            &rate::RateOptions::default(),
+        )
+        .expect("rated");
         rated.powered.ratings.rank_intervals(0.95, 4_000, &mut rng);
         times.push(start.elapsed().as_secs_f64() * 1e3);
     }
@@ -146,6 +155,61 @@ fn main() {
             "POST /v1/ratings: 50 systems, 100,000 comparisons ({:.1} MB), 2,000 anchors",
             body.len() as f64 / 1e6
         ),
+        &times,
+    );
+
+    // Training pairwise cells through jobs: the ratings' cell, then one of 10,000.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let upload = json!({"judge": "pair-train", "rubric": "overall",
+        "comparisons": rows(10_000, 0, true, &mut rng)});
+    let stored = rt.block_on(common::call(
+        &router,
+        "POST",
+        "/v1/comparisons",
+        upload.to_string(),
+    ));
+    assert_eq!(stored["inserted"], 10_000, "{stored}");
+    let train = |judge: &str| {
+        let started = std::time::Instant::now();
+        rt.block_on(async {
+            let job = common::call(
+                &router,
+                "POST",
+                &format!("/v1/judges/{judge}/calibrations"),
+                json!({"method": "auto"}).to_string(),
+            )
+            .await;
+            let id = job["id"].as_str().expect("job id").to_owned();
+            loop {
+                let j =
+                    common::call(&router, "GET", &format!("/v1/jobs/{id}"), String::new()).await;
+                if j["state"] == "succeeded" {
+                    break;
+                }
+                assert_ne!(j["state"], "failed", "{j}");
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+        });
+        started.elapsed().as_secs_f64() * 1e3
+    };
+    train("pair-bench");
+    let mut times: Vec<f64> = (0..3).map(|_| train("pair-train")).collect();
+    times.sort_by(f64::total_cmp);
+    common::report(
+        "training a pairwise cell through a job (POST /v1/judges/{judge}/calibrations auto, polled every 10 ms): 10,000 labelled comparisons of 50 systems",
+        &times,
+    );
+    drop(rt);
+    let times = common::time_requests(&router, "/v1/ratings", &body, 5, |bytes| {
+        let v: Value = serde_json::from_slice(bytes).expect("JSON");
+        assert_eq!(v["calibration"]["version"], 1, "{}", v["calibration"]);
+    });
+    common::report(
+        "POST /v1/ratings as above, the cell trained (its version's choice fitted again)",
         &times,
     );
 }

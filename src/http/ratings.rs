@@ -111,8 +111,12 @@ pub struct CalibrationCandidateDto {
 
 #[derive(Serialize, ToSchema)]
 pub struct RatingsCalibrationDto {
-    /// The calibrated preference `auto` chose (lowest held-out log-loss).
+    /// The calibrated preference: the choice of the cell's newest trained version of the
+    /// run's judge version (`version`), fitted again on the labelled comparisons of now; with
+    /// no such version, the one `auto` chose at this request (lowest held-out log-loss).
     pub chosen: String,
+    /// The trained version whose choice it is; null where chosen at this request.
+    pub version: Option<i64>,
     pub candidates: Vec<CalibrationCandidateDto>,
     /// The covariates it reads: those every comparison carries.
     pub covariates: Vec<String>,
@@ -175,6 +179,7 @@ impl From<RatingsAnswer> for RatingsResponse {
             prediction_weight: a.prediction_weight,
             calibration: RatingsCalibrationDto {
                 chosen: a.chosen,
+                version: a.version,
                 candidates: a
                     .candidates
                     .into_iter()

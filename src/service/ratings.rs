@@ -6,8 +6,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
-use judgecal_stats::pairwise::preference::Verdicts;
-use judgecal_stats::pairwise::rate::{self, Compared, RateError};
+use judgecal_stats::pairwise::preference::{Candidate, Inputs, Verdicts};
+use judgecal_stats::pairwise::rate::{self, Compared, RateError, RateOptions};
 use judgecal_stats::pairwise::ratings::RatingError;
 use judgecal_stats::rng::{Rng, SeedableRng};
 
@@ -73,6 +73,8 @@ pub struct RatingsAnswer {
     pub anchors: usize,
     pub prediction_weight: f64,
     pub chosen: String,
+    /// The pairwise version whose choice `chosen` is; `None`: chosen at this request.
+    pub version: Option<i64>,
     pub candidates: Vec<CandidateFigures>,
     pub covariates: Vec<CovariateName>,
 }
@@ -194,24 +196,48 @@ impl Service {
             Some(b) => index[b],
             None => 0,
         };
+        // The cell's newest trained version of this judge version fixes the map's inputs,
+        // fitted again on the anchors of now; without one (or where the comparisons cannot
+        // feed its choice), `auto` chooses here.
+        let newest = self
+            .store
+            .preference_versions(&key)
+            .await?
+            .into_iter()
+            .find(|v| v.judge_version == version);
+        // A choice that reads covariates holds where the request's are the version's.
+        let trained = newest.as_ref().and_then(|v| {
+            Candidate::parse(&v.report.chosen)
+                .filter(|c| c.inputs != Inputs::WithCovariates || v.report.covariates == covariates)
+                .map(|candidate| (v.version, candidate))
+        });
         let (k, known) = (rated.len(), names.len());
         let level = request.level;
-        let (rated, ranks) = crate::error::blocking("the ratings thread", move || {
-            let rated = rate::rate(
-                k,
-                known,
-                &anchor_rows,
-                &run_rows,
+        let (rated, ranks, version) = crate::error::blocking("the ratings thread", move || {
+            let options = |candidate| RateOptions {
                 baseline,
-                controls.len(),
-                0,
-            )?;
+                controls: controls.len(),
+                seed: 0,
+                candidate,
+            };
+            let fitted = trained.and_then(|(n, c)| {
+                rate::rate(k, known, &anchor_rows, &run_rows, &options(Some(c)))
+                    .ok()
+                    .map(|r| (r, Some(n)))
+            });
+            let (rated, version) = match fitted {
+                Some(done) => done,
+                None => (
+                    rate::rate(k, known, &anchor_rows, &run_rows, &options(None))?,
+                    None,
+                ),
+            };
             let ranks =
                 rated
                     .powered
                     .ratings
                     .rank_intervals(level, RANK_DRAWS, &mut Rng::seed_from_u64(0));
-            Ok::<_, RateError>((rated, ranks))
+            Ok::<_, RateError>((rated, ranks, version))
         })
         .await?
         .map_err(|e| rating_error(e, &index))?;
@@ -263,6 +289,7 @@ impl Service {
             anchors: rated.anchors_used,
             prediction_weight: rated.powered.lambda,
             chosen: rated.choice.candidate.name(),
+            version,
             candidates: rated
                 .choice
                 .candidates

@@ -142,6 +142,20 @@ async fn a_pairwise_cell_trains_with_auto_and_reports_its_judges_biases(backend:
         assert!(m.contains(line), "{line} missing from the metrics");
     }
 
+    // Ratings now read the version's choice, fitted again on the anchors: one candidate.
+    let res = app
+        .json(
+            "POST",
+            "/v1/ratings",
+            &run(with_lengths(world(2_000, 20_000, 0, 9))),
+        )
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let calibration = &res.body["calibration"];
+    assert_eq!(calibration["version"], 1, "{calibration}");
+    assert_eq!(calibration["chosen"], chosen);
+    assert_eq!(calibration["candidates"].as_array().unwrap().len(), 1);
+
     // A second training numbers the next version; the picture of the first is still drawn.
     let id = train(&app, "pair-judge", json!({"method": "auto"})).await;
     assert_eq!(finished(&app, &id).await["state"], "succeeded");

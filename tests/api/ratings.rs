@@ -143,11 +143,13 @@ async fn ratings_recover_a_known_world_despite_a_judge_that_favours_one_system(b
             );
         }
     }
-    // The calibrated preference chose among candidates and names them.
+    // With no trained version, the calibrated preference was chosen at this request among
+    // candidates, and names them.
     assert!(
         plain["calibration"]["candidates"].as_array().unwrap().len() >= 3,
         "{plain}"
     );
+    assert_eq!(plain["calibration"]["version"], Value::Null);
 
     // Labelling 400 of the run's comparisons: counted, and no interval is wider.
     let mut labelled = run(world(4_000, 0, 400, 11));

@@ -310,7 +310,16 @@ fn repetitions(world: &World, reps: &[usize], seed: u64) -> Counts {
         let labelled: Vec<Compared> = run.into_iter().map(|(c, _)| c).collect();
         let mut ok = true;
         for (path, rows) in [plain, labelled].iter().enumerate() {
-            match rate::rate(k, k, &anchors, rows, 0, 0, seed ^ rep as u64) {
+            match rate::rate(
+                k,
+                k,
+                &anchors,
+                rows,
+                &rate::RateOptions {
+                    seed: seed ^ rep as u64,
+                    ..rate::RateOptions::default()
+                },
+            ) {
                 Ok(rated) => {
                     let r = &rated.powered.ratings;
                     let intervals = r.intervals(0.95);

@@ -1415,11 +1415,17 @@ class RatingsCalibrationDto(BaseModel):
     candidates: list[CalibrationCandidateDto]
     chosen: str
     """
-    The calibrated preference `auto` chose (lowest held-out log-loss).
+    The calibrated preference: the choice of the cell's newest trained version of the
+    run's judge version (`version`), fitted again on the labelled comparisons of now; with
+    no such version, the one `auto` chose at this request (lowest held-out log-loss).
     """
     covariates: list[str]
     """
     The covariates it reads: those every comparison carries.
+    """
+    version: int | None = None
+    """
+    The trained version whose choice it is; null where chosen at this request.
     """
 
 

@@ -88,6 +88,16 @@ impl Candidate {
             self.inputs.name().to_owned()
         }
     }
+
+    /// The candidate `name` names (a stored version's choice).
+    pub fn parse(name: &str) -> Option<Candidate> {
+        let (inputs, systems) = match name.strip_suffix(" + per-system terms") {
+            Some(inputs) => (inputs, true),
+            None => (name, false),
+        };
+        let inputs = Inputs::ALL.into_iter().find(|i| i.name() == inputs)?;
+        Some(Candidate { inputs, systems })
+    }
 }
 
 /// The per-system terms of a map: `count` systems, each term's prior sd.
@@ -479,6 +489,19 @@ pub fn choose(
     folds: usize,
     seed: u64,
 ) -> Result<Choice, String> {
+    choose_among(rows, systems, folds, seed, None)
+}
+
+/// As [`choose`], over `only` where given (a stored version's choice, fitted again on the rows
+/// of now); an error where the rows cannot feed it (no swapped verdict, no covariates, fewer
+/// than two systems).
+pub fn choose_among(
+    rows: &[Labelled],
+    systems: Option<usize>,
+    folds: usize,
+    seed: u64,
+    only: Option<Candidate>,
+) -> Result<Choice, String> {
     let swapped = rows.iter().any(|r| r.verdicts.swapped.is_some());
     let covariates = rows
         .first()
@@ -494,26 +517,33 @@ pub fn choose(
     }
     let per_system = systems.filter(|&k| k >= 2);
     let mut fits: Vec<(Candidate, Option<SystemTerms>, CrossFit)> = Vec::new();
+    let wanted = |c: Candidate| only.is_none_or(|o| o == c);
     for &inputs in &candidates {
-        fits.push((
-            Candidate {
-                inputs,
-                systems: false,
-            },
-            None,
-            cross_fit(rows, inputs, None, folds, seed)?,
-        ));
-        if let Some(count) = per_system {
+        let plain = Candidate {
+            inputs,
+            systems: false,
+        };
+        if wanted(plain) {
+            fits.push((plain, None, cross_fit(rows, inputs, None, folds, seed)?));
+        }
+        let with_systems = Candidate {
+            inputs,
+            systems: true,
+        };
+        if let Some(count) = per_system.filter(|_| wanted(with_systems)) {
             let terms = system_terms(rows, inputs, count)?;
             fits.push((
-                Candidate {
-                    inputs,
-                    systems: true,
-                },
+                with_systems,
                 Some(terms),
                 cross_fit(rows, inputs, Some(terms), folds, seed)?,
             ));
         }
+    }
+    if let (Some(o), true) = (only, fits.is_empty()) {
+        return Err(format!(
+            "these comparisons cannot feed the map {}",
+            o.name()
+        ));
     }
     let table: Vec<(Candidate, HeldOut)> = fits.iter().map(|(c, _, f)| (*c, f.held_out)).collect();
     let (candidate, terms, cross_fit) = fits
@@ -613,6 +643,49 @@ mod tests {
     /// position- and length-biased judge 0.630 (verdict) → 0.591 (both orders) → 0.576 (and
     /// the length), the raw verdict 0.660; a fair judge 0.578 → 0.578 → 0.572 (the length
     /// tracks quality a little, which a 0/1 verdict loses).
+    #[test]
+    fn a_stored_choice_is_fitted_again_alone_or_refused_where_the_rows_cannot_feed_it() {
+        for inputs in Inputs::ALL {
+            for systems in [false, true] {
+                let c = Candidate { inputs, systems };
+                assert_eq!(Candidate::parse(&c.name()), Some(c));
+            }
+        }
+        assert_eq!(Candidate::parse("both orders + everything"), None);
+        let rows = world(400, 1.0, 0.5, &mut Rng::seed_from_u64(8));
+        let only = Candidate {
+            inputs: Inputs::BothOrders,
+            systems: false,
+        };
+        let chosen = choose_among(&rows, None, 5, 0, Some(only)).expect("fitted");
+        assert_eq!((chosen.candidate, chosen.candidates.len()), (only, 1));
+        // The same folds as `auto`'s: the same held-out figures for that candidate.
+        let all = choose(&rows, None, 5, 0).expect("auto");
+        let same = all
+            .candidates
+            .iter()
+            .find(|(c, _)| *c == only)
+            .expect("a candidate");
+        assert_eq!(same.1, chosen.candidates[0].1);
+        // Per-system terms need systems; without a swapped verdict, both orders cannot be read.
+        let with_systems = Candidate {
+            systems: true,
+            ..only
+        };
+        assert!(choose_among(&rows, None, 5, 0, Some(with_systems)).is_err());
+        let one_order: Vec<Labelled> = rows
+            .iter()
+            .map(|r| Labelled {
+                verdicts: Verdicts {
+                    swapped: None,
+                    ..r.verdicts.clone()
+                },
+                ..r.clone()
+            })
+            .collect();
+        assert!(choose_among(&one_order, None, 5, 0, Some(only)).is_err());
+    }
+
     #[test]
     fn the_swapped_verdict_and_the_length_lower_held_out_loss_where_the_judge_is_biased() {
         let mut rng = Rng::seed_from_u64(5);

@@ -10,7 +10,7 @@
 //! field) come from the same predictions and labels (`win_rate`).
 
 use super::powered::{self, Observed, Powered, Predicted};
-use super::preference::{self, Choice, Labelled, Verdicts};
+use super::preference::{self, Candidate, Choice, Labelled, Verdicts};
 use super::ratings::RatingError;
 use super::win_rate::{WinRate, win_rate};
 
@@ -63,6 +63,19 @@ fn systems(c: &Compared) -> Result<(usize, usize), RateError> {
         .ok_or_else(|| RateError::Map("every comparison names its two systems".to_owned()))
 }
 
+/// How a rating is made, besides its comparisons.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RateOptions {
+    /// The system rated 0.
+    pub baseline: usize,
+    /// The control columns every comparison carries.
+    pub controls: usize,
+    pub seed: u64,
+    /// A stored version's choice of map, fitted again on the anchors; `None`: `auto` chooses
+    /// among every candidate now.
+    pub candidate: Option<Candidate>,
+}
+
 /// Rates the `rated` systems of `run` (indices below `rated`) from `anchors` (labelled, over
 /// `known` systems), the baseline at 0, with `controls` control columns.
 pub fn rate(
@@ -70,10 +83,14 @@ pub fn rate(
     known: usize,
     anchors: &[Compared],
     run: &[Compared],
-    baseline: usize,
-    controls: usize,
-    seed: u64,
+    options: &RateOptions,
 ) -> Result<Rated, RateError> {
+    let RateOptions {
+        baseline,
+        controls,
+        seed,
+        candidate,
+    } = *options;
     let rows: Vec<Labelled> = anchors
         .iter()
         .map(|c| {
@@ -85,7 +102,8 @@ pub fn rate(
             })
         })
         .collect::<Result<_, RateError>>()?;
-    let choice = preference::choose(&rows, Some(known), FOLDS, seed).map_err(RateError::Map)?;
+    let choice = preference::choose_among(&rows, Some(known), FOLDS, seed, candidate)
+        .map_err(RateError::Map)?;
     let predicted = |c: &Compared, p: f64| -> Result<Predicted, RateError> {
         let (a, b) = systems(c)?;
         Ok(Predicted {
