@@ -1,5 +1,5 @@
-"""A pairwise judge through the client: comparisons people labelled, then a run of the judge's
-verdicts rated by the people's preference. The world is seeded and known: four systems with
+"""A pairwise judge through the client: comparisons people labelled, the cell trained (`auto`)
+with its judge's biases, then a run of the judge's verdicts rated by the people's preference. The world is seeded and known: four systems with
 true ratings (log-odds against `base`), a judge that favours the answer shown first and the
 system `mine` (its own family) by 1.5 log-odds.
 
@@ -13,7 +13,7 @@ import random
 import sys
 
 from judgecal import Client
-from judgecal.frames import ratings_frame
+from judgecal.frames import biases_frame, ratings_frame
 
 TRUTH = {"base": 0.0, "mine": -0.5, "strong": 1.0, "weak": -1.5}
 
@@ -39,13 +39,17 @@ def main(url: str) -> None:
     with Client(url) as jc:
         # 1. 500 comparisons people labelled, stored as the cell's anchors.
         print(jc.upload_comparisons("gpt-pairwise", "overall", comparisons(500, 0, True, rng)))
-        # 2. A run of 5,000 verdicts, rated by the people's preference.
+        # 2. The cell trained: what auto chose, and the judge's biases beside the people's.
+        jc.train("gpt-pairwise", progress=False)
+        print(biases_frame(jc.preferences("gpt-pairwise", "overall")).round(2).to_string(index=False))
+        # 3. A run of 5,000 verdicts, rated by the people's preference.
         answer = jc.ratings("gpt-pairwise", "overall", comparisons(5_000, 10_000, False, rng),
                             baseline="base")
         frame = ratings_frame(answer)
         frame["truth"] = frame["system"].map(TRUTH)
         print(frame[["system", "rating", "lo", "hi", "best", "worst", "truth"]].round(2).to_string(index=False))
-        print("chosen:", answer.calibration.chosen, "| prediction weight:", round(answer.prediction_weight, 2))
+        print("chosen:", answer.calibration.chosen, "| version:", answer.calibration.version,
+              "| prediction weight:", round(answer.prediction_weight, 2))
 
 
 if __name__ == "__main__":

@@ -27,6 +27,9 @@ pub struct World {
     pub position: f64,
     pub length: f64,
     pub favour: f64,
+    /// The sd of each system's own favouritism by the judge (drawn per replication, normal):
+    /// several systems each biased its own way.
+    pub favour_sd: f64,
     pub noise: f64,
     pub ties: f64,
     pub anchors: usize,
@@ -37,12 +40,13 @@ pub struct World {
 
 /// The grid's rows: the ranges (2–50 systems: two alone, a weak judge favouring one, first-position win rates near 50–86%,
 /// a length bias, a favoured system, 0–30% ties, 200–2,000 anchors, runs of 1,000–100,000).
-pub const GRID: [World; 7] = [
+pub const GRID: [World; 8] = [
     World {
         systems: 2,
         position: 2.5,
         length: 0.5,
         favour: 1.0,
+        favour_sd: 0.0,
         noise: 2.5,
         ties: 0.2,
         anchors: 200,
@@ -54,6 +58,7 @@ pub const GRID: [World; 7] = [
         position: 0.0,
         length: 0.0,
         favour: 0.0,
+        favour_sd: 0.0,
         noise: 0.5,
         ties: 0.0,
         anchors: 200,
@@ -65,6 +70,7 @@ pub const GRID: [World; 7] = [
         position: 2.5,
         length: 0.5,
         favour: 1.0,
+        favour_sd: 0.0,
         noise: 0.5,
         ties: 0.3,
         anchors: 200,
@@ -76,6 +82,7 @@ pub const GRID: [World; 7] = [
         position: 1.0,
         length: 0.5,
         favour: 1.0,
+        favour_sd: 0.0,
         noise: 0.5,
         ties: 0.1,
         anchors: 500,
@@ -87,9 +94,22 @@ pub const GRID: [World; 7] = [
         position: 1.0,
         length: 0.0,
         favour: 0.5,
+        favour_sd: 0.0,
         noise: 2.5,
         ties: 0.1,
         anchors: 2_000,
+        run: 10_000,
+        labelled: 0.02,
+    },
+    World {
+        systems: 20,
+        position: 1.0,
+        length: 0.5,
+        favour: 0.0,
+        favour_sd: 0.7,
+        noise: 0.5,
+        ties: 0.1,
+        anchors: 1_000,
         run: 10_000,
         labelled: 0.02,
     },
@@ -98,6 +118,7 @@ pub const GRID: [World; 7] = [
         position: 1.0,
         length: 0.5,
         favour: 1.0,
+        favour_sd: 0.0,
         noise: 0.5,
         ties: 0.1,
         anchors: 2_000,
@@ -109,6 +130,7 @@ pub const GRID: [World; 7] = [
         position: 2.5,
         length: 0.5,
         favour: 1.0,
+        favour_sd: 0.0,
         noise: 0.5,
         ties: 0.2,
         anchors: 2_000,
@@ -135,7 +157,7 @@ impl World {
         judgecal_stats::stats::normal_quantile(0.5 + self.ties / 2.0) * sd
     }
 
-    fn comparison(&self, theta: &[f64], rng: &mut Rng) -> (Compared, f64) {
+    fn comparison(&self, theta: &[f64], own: &[f64], rng: &mut Rng) -> (Compared, f64) {
         let k = self.systems;
         let a = rng.random_range(0..k);
         let b = (a + rng.random_range(1..k)) % k;
@@ -146,7 +168,9 @@ impl World {
             f64::from(u8::from(z > 0.0))
         };
         let ratio = 0.2 * z + standard_normal(rng);
-        let favour = self.favour * (f64::from(u8::from(a == 1)) - f64::from(u8::from(b == 1)));
+        let favour = self.favour * (f64::from(u8::from(a == 1)) - f64::from(u8::from(b == 1)))
+            + own[a]
+            - own[b];
         let seen = z + self.noise * standard_normal(rng) + self.length * ratio + favour;
         let band = self.tie_band();
         let call = |x: f64| {
@@ -280,16 +304,24 @@ fn repetitions(world: &World, reps: &[usize], seed: u64) -> Counts {
                 }
             })
             .collect();
+        // Drawn only where asked for, so the other rows' draws stay as they were.
+        let own: Vec<f64> = if world.favour_sd > 0.0 {
+            (0..k)
+                .map(|_| world.favour_sd * standard_normal(&mut rng))
+                .collect()
+        } else {
+            vec![0.0; k]
+        };
         let truth = world.truth(&theta);
         let anchors: Vec<Compared> = (0..world.anchors)
             .map(|_| {
-                let (mut c, y) = world.comparison(&theta, &mut rng);
+                let (mut c, y) = world.comparison(&theta, &own, &mut rng);
                 c.preference = Some(y);
                 c
             })
             .collect();
         let mut run: Vec<(Compared, f64)> = (0..world.run)
-            .map(|_| world.comparison(&theta, &mut rng))
+            .map(|_| world.comparison(&theta, &own, &mut rng))
             .collect();
         for (comp, y) in &run {
             let v = comp.verdicts.verdict;
@@ -380,13 +412,19 @@ fn repetitions(world: &World, reps: &[usize], seed: u64) -> Counts {
     c
 }
 
-/// The grid's table, Markdown.
-pub fn report(reps: usize, seed: u64) -> String {
+/// The grid's table, Markdown: every row, or only `rows` (numbered from 1).
+pub fn report(reps: usize, seed: u64, rows: &[usize]) -> Result<String, String> {
+    if let Some(r) = rows.iter().find(|&&r| r == 0 || r > GRID.len()) {
+        return Err(format!("the grid has rows 1 to {}; got {r}", GRID.len()));
+    }
     let mut out = String::from(
         "| systems | judge: first-position wins | agrees with people | favoured system | ties | anchors | run | run labelled | rating intervals cover: plain / labelled | rank intervals jointly: plain / labelled | plain width ÷ anchors alone | labelled width ÷ plain | win rates cover: plain / labelled | failed reps |\n|---:|---|---|---|---|---:|---:|---:|---|---|---|---|---|---:|\n",
     );
-    for w in GRID {
-        let c = run(&w, reps, seed);
+    for (i, w) in GRID.iter().enumerate() {
+        if !rows.is_empty() && !rows.contains(&(i + 1)) {
+            continue;
+        }
+        let c = run(w, reps, seed);
         let reps_done = c.reps.max(1) as f64;
         let share = |x: usize, n: usize| 100.0 * x as f64 / n.max(1) as f64;
         let ratio = if c.alone_rated > 0 {
@@ -399,11 +437,15 @@ pub fn report(reps: usize, seed: u64) -> String {
             "— (the anchors alone rate no system finitely)".into()
         };
         out.push_str(&format!(
-            "| {} | {:.0}% | {:.0}% | +{} log-odds | {:.0}% | {} | {} | {:.1}% | {:.1}% / {:.1}% | {:.1}% / {:.1}% | {ratio} | {:.3} | {:.1}% / {:.1}% | {} |\n",
+            "| {} | {:.0}% | {:.0}% | {} | {:.0}% | {} | {} | {:.1}% | {:.1}% / {:.1}% | {:.1}% / {:.1}% | {ratio} | {:.3} | {:.1}% / {:.1}% | {} |\n",
             w.systems,
             100.0 * c.first_wins / (c.reps + c.failures).max(1) as f64,
             100.0 * c.agreement / (c.reps + c.failures).max(1) as f64,
-            w.favour,
+            if w.favour_sd > 0.0 {
+                format!("every system by N(0, {}²) log-odds", w.favour_sd)
+            } else {
+                format!("+{} log-odds", w.favour)
+            },
             100.0 * w.ties,
             w.anchors,
             w.run,
@@ -418,7 +460,7 @@ pub fn report(reps: usize, seed: u64) -> String {
             c.failures,
         ));
     }
-    out
+    Ok(out)
 }
 
 #[cfg(test)]

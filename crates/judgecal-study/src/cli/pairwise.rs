@@ -14,6 +14,9 @@ pub struct PairwiseArgs {
     /// Repetitions of each world of the grid.
     #[arg(long, default_value_t = 100)]
     pub reps: usize,
+    /// Only these rows of the grid (numbered from 1), to repeat one more often.
+    #[arg(long, value_delimiter = ',')]
+    pub rows: Vec<usize>,
     /// Folds of the cross-fitted held-out figures.
     #[arg(long, default_value_t = 10)]
     pub folds: usize,
@@ -24,7 +27,7 @@ pub struct PairwiseArgs {
 pub(super) fn pairwise(a: PairwiseArgs) -> Result<(), String> {
     match &a.llmbar {
         Some(dir) => print!("{}", crate::pairwise::report(dir, a.folds, a.seed)?),
-        None => print!("{}", crate::pairwise_grid::report(a.reps, a.seed)),
+        None => print!("{}", crate::pairwise_grid::report(a.reps, a.seed, &a.rows)?),
     }
     Ok(())
 }
