@@ -233,10 +233,29 @@ impl Service {
             .filter(|c| c.judge_version == judge_version)
             .collect();
         let describe = JudgeVersion::describe(judge_version.as_ref());
+        if of_version.is_empty() {
+            let mut named: Vec<String> = cells
+                .iter()
+                .map(|c| JudgeVersion::describe(c.judge_version.as_ref()))
+                .collect();
+            named.sort();
+            named.dedup();
+            problems.push(Problem::at(
+                None,
+                "judge_version",
+                format!(
+                    "judge {judge} has no comparisons of judge_version {describe}; its versions: {}",
+                    named.join(", ")
+                ),
+            ));
+            return Err(refused(problems));
+        }
         let short = |c: &ComparisonCell| {
             format!(
-                "cell {judge}/{} has {} labelled comparisons of judge_version {describe}; training needs at least {MIN_LABELLED} (POST /v1/comparisons with preference)",
-                c.rubric, c.labelled
+                "cell {judge}/{} has {} labelled comparison{} of judge_version {describe}; training needs at least {MIN_LABELLED} (POST /v1/comparisons with preference)",
+                c.rubric,
+                c.labelled,
+                if c.labelled == 1 { "" } else { "s" }
             )
         };
         let rubrics: Vec<RubricName> = match &request.rubrics {
@@ -274,15 +293,7 @@ impl Service {
                     .collect();
                 if eligible.is_empty() {
                     let why: Vec<String> = of_version.iter().map(|c| short(c)).collect();
-                    problems.push(Problem::at(
-                        None,
-                        "judge",
-                        if why.is_empty() {
-                            format!("judge {judge} has no comparisons of judge_version {describe}")
-                        } else {
-                            why.join("; ")
-                        },
-                    ));
+                    problems.push(Problem::at(None, "judge", why.join("; ")));
                 }
                 eligible
             }

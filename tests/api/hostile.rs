@@ -284,6 +284,7 @@ proptest! {
             ("GET", format!("/v1/cells/{a}/{b}/anchors?limit={c}&cursor={a}")),
             ("GET", format!("/v1/cells/j1/coherence/report.svg{query}")),
             ("GET", format!("/v1/cells/{a}/{b}/calibrators")),
+            ("GET", format!("/v1/cells/{a}/{b}/preferences")),
             ("GET", format!("/v1/jobs/{a}")),
             ("POST", format!("/v1/jobs/{a}/cancel")),
             ("POST", format!("/v1/cells/j1/coherence/calibrators/{a}/activate{query}")),

@@ -40,6 +40,20 @@ async fn a_pairwise_cell_trains_with_auto_and_reports_its_judges_biases(backend:
     );
     let problem = details[0]["problem"].as_str().unwrap();
     assert!(problem.contains("0 labelled comparisons"), "{problem}");
+    // A judge version it has no comparisons of: named, with the ones it has.
+    let details = assert_error(
+        &app.json(
+            "POST",
+            judge,
+            &json!({"method": "auto", "judge_version": "v9"}),
+        )
+        .await,
+        422,
+        "invalid_input",
+    );
+    assert_eq!(details[0]["field"], "judge_version");
+    let problem = details[0]["problem"].as_str().unwrap();
+    assert!(problem.contains("its versions: (none)"), "{problem}");
     let res = app.get("/v1/cells/pair-judge/overall/preferences").await;
     assert_error(&res, 404, "not_found");
     assert!(
