@@ -1,7 +1,7 @@
 //! Ratings requests (`POST /v1/ratings`): a run of comparisons of one pairwise cell, read as a
 //! comparison batch is (every row and field checked and named), with the answer's settings:
-//! `baseline` (the system rated 0), `level` and `control` (covariates the ratings control
-//! for, as Arena's style control does).
+//! `baseline` (the system rated 0), `level`, `control` (covariates the ratings control
+//! for, as Arena's style control does) and `target_half_width` (asks for a label plan).
 
 use serde_json::Value;
 
@@ -10,7 +10,7 @@ use super::covariates;
 use super::{CovariateName, GroupName, Problem};
 
 /// The settings beside the comparisons.
-const SETTINGS: [&str; 3] = ["baseline", "level", "control"];
+const SETTINGS: [&str; 4] = ["baseline", "level", "control", "target_half_width"];
 
 /// The most comparisons one request may rate.
 pub const MAX_RATED: usize = 500_000;
@@ -22,6 +22,8 @@ pub struct RatingsRequest {
     pub baseline: Option<GroupName>,
     pub level: f64,
     pub control: Vec<CovariateName>,
+    /// The widest rating half-width wanted: the answer plans the labels that reach it.
+    pub target_half_width: Option<f64>,
 }
 
 /// Reads and checks the body; every problem at once.
@@ -36,7 +38,7 @@ pub fn parse(mut body: Value) -> Result<RatingsRequest, Vec<Problem>> {
     let mut problems = Vec::new();
     // The settings come out of the body; what is left is a comparison batch's envelope.
     let settings: Vec<Option<Value>> = SETTINGS.iter().map(|k| obj.remove(*k)).collect();
-    let [baseline, level, controlled] = [0, 1, 2].map(|i| settings[i].as_ref());
+    let [baseline, level, controlled, target] = [0, 1, 2, 3].map(|i| settings[i].as_ref());
     let baseline = match baseline {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => match GroupName::parse(s) {
@@ -62,6 +64,20 @@ pub fn parse(mut body: Value) -> Result<RatingsRequest, Vec<Problem>> {
                     format!("must be a number in [0.5, 0.999]; got {v}"),
                 ));
                 0.95
+            }
+        },
+    };
+    let target_half_width = match target {
+        None | Some(Value::Null) => None,
+        Some(v) => match v.as_f64() {
+            Some(w) if w > 0.0 && w.is_finite() => Some(w),
+            _ => {
+                problems.push(Problem::at(
+                    None,
+                    "target_half_width",
+                    format!("must be a positive number (log-odds); got {v}"),
+                ));
+                None
             }
         },
     };
@@ -133,6 +149,7 @@ pub fn parse(mut body: Value) -> Result<RatingsRequest, Vec<Problem>> {
         baseline,
         level,
         control,
+        target_half_width,
     })
 }
 

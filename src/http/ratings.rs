@@ -40,6 +40,29 @@ pub struct RatingsRequestBody {
     /// style control puts the length difference beside the ratings: each gets a coefficient.
     #[schema(example = json!(["length"]))]
     control: Option<Vec<String>>,
+    /// The widest rating half-width wanted (log-odds, at `level`): the answer's `plan` says
+    /// how many of the run's comparisons to label to reach it, and which.
+    #[schema(exclusive_minimum = 0.0, example = 0.15)]
+    target_half_width: Option<f64>,
+}
+
+/// The labels that bring every rating's half-width to `target_half_width`.
+#[derive(Serialize, ToSchema)]
+pub struct PairwiseLabelPlanDto {
+    /// `reached`; `more_labelled` (label `needed` more of the run's comparisons: those in
+    /// `label`); `out_of_reach` (labelling every unlabelled comparison of the run would not
+    /// do it: the predictions' own noise, or too few comparisons of some system; send a
+    /// larger run).
+    pub outcome: String,
+    pub needed: Option<usize>,
+    /// The item ids to send to people: a seeded uniform draw among the run's unlabelled
+    /// comparisons, so that labelled they are drawn as the run is. Upload them with their
+    /// `preference` (or send them in the next request) and rate again.
+    pub label: Vec<String>,
+    /// The widest rating half-width now, and the one expected with `needed` more labels
+    /// (the labelled term's variance falls as 1/labels, the prediction weight held).
+    pub widest_half_width: f64,
+    pub expected_half_width: Option<f64>,
 }
 
 fn baseline_schema() -> utoipa::openapi::schema::Object {
@@ -139,6 +162,9 @@ pub struct RatingsResponse {
     /// labels alone, 1 full weight).
     pub prediction_weight: f64,
     pub calibration: RatingsCalibrationDto,
+    /// With `target_half_width` only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<PairwiseLabelPlanDto>,
 }
 
 fn pair<T: Copy>((a, b): (T, T)) -> [T; 2] {
@@ -191,6 +217,13 @@ impl From<RatingsAnswer> for RatingsResponse {
                     .collect(),
                 covariates: a.covariates.iter().map(|c| c.to_string()).collect(),
             },
+            plan: a.plan.map(|p| PairwiseLabelPlanDto {
+                outcome: p.outcome.to_owned(),
+                needed: p.needed,
+                label: p.label.iter().map(|i| i.as_str().to_owned()).collect(),
+                widest_half_width: p.widest_half_width,
+                expected_half_width: p.expected_half_width,
+            }),
         }
     }
 }

@@ -269,6 +269,19 @@ impl Service {
                 eligible
             }
         };
+        self.queue_resolved(request, rubrics, judge_version, problems)
+            .await
+    }
+
+    /// Queues `request` resolved to `rubrics` and `judge_version`, or refuses it with
+    /// `problems` where there are any.
+    pub(super) async fn queue_resolved(
+        &self,
+        request: TrainingRequest,
+        rubrics: Vec<RubricName>,
+        judge_version: Option<JudgeVersion>,
+        problems: Vec<Problem>,
+    ) -> Result<Job> {
         if !problems.is_empty() {
             return Err(refused(problems));
         }

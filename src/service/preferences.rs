@@ -298,15 +298,8 @@ impl Service {
                 eligible
             }
         };
-        if !problems.is_empty() {
-            return Err(refused(problems));
-        }
-        let request = TrainingRequest {
-            rubrics: Some(rubrics),
-            judge_version: VersionChoice::Exactly(judge_version),
-            ..request
-        };
-        self.queue(request).await
+        self.queue_resolved(request, rubrics, judge_version, problems)
+            .await
     }
 
     /// Runs a queued pairwise job: reads each cell's comparisons of the job's judge version

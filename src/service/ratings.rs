@@ -77,6 +77,56 @@ pub struct RatingsAnswer {
     pub version: Option<i64>,
     pub candidates: Vec<CandidateFigures>,
     pub covariates: Vec<CovariateName>,
+    /// With `target_half_width`: the labels that reach it.
+    pub plan: Option<LabelPlan>,
+}
+
+/// How many of the run's comparisons to label for every rating's half-width to reach the
+/// target, and which: a seeded uniform draw among the run's unlabelled ones, so that labelled
+/// they are drawn as the run is (what the labelled path assumes).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabelPlan {
+    /// `reached`, `more_labelled` or `out_of_reach` (even every unlabelled comparison of the
+    /// run would not do: the predictions' own noise, or too few comparisons of a system).
+    pub outcome: &'static str,
+    pub needed: Option<usize>,
+    pub label: Vec<ItemId>,
+    /// The widest rating half-width now, and the one expected with `needed` more labels.
+    pub widest_half_width: f64,
+    pub expected_half_width: Option<f64>,
+}
+
+/// The plan for `target` at `level`, drawing from `unlabelled` (the run's item ids).
+fn label_plan(
+    powered: &judgecal_stats::pairwise::powered::Powered,
+    level: f64,
+    target: f64,
+    mut unlabelled: Vec<ItemId>,
+) -> LabelPlan {
+    let now = powered.widest_half_width(level, 0);
+    let needed = powered.labels_for(level, target, unlabelled.len());
+    let outcome = match needed {
+        Some(0) => "reached",
+        Some(_) => "more_labelled",
+        None => "out_of_reach",
+    };
+    let label = match needed {
+        Some(m) if m > 0 => {
+            use judgecal_stats::rng::SliceRandom;
+            unlabelled.shuffle(&mut Rng::seed_from_u64(0));
+            unlabelled.truncate(m);
+            unlabelled.sort();
+            unlabelled
+        }
+        _ => Vec::new(),
+    };
+    LabelPlan {
+        outcome,
+        needed,
+        label,
+        widest_half_width: now,
+        expected_half_width: needed.map(|m| powered.widest_half_width(level, m)),
+    }
 }
 
 /// The comparison as the statistics read it, `index` numbering the systems.
@@ -241,6 +291,14 @@ impl Service {
         })
         .await?
         .map_err(|e| rating_error(e, &index))?;
+        let plan = request.target_half_width.map(|target| {
+            let unlabelled: Vec<ItemId> = run
+                .iter()
+                .filter(|c| c.preference.is_none())
+                .map(|c| c.item_id.clone())
+                .collect();
+            label_plan(&rated.powered, level, target, unlabelled)
+        });
         let r = &rated.powered.ratings;
         let intervals = r.intervals(level);
         let z = judgecal_stats::stats::normal_quantile(0.5 + level / 2.0);
@@ -301,6 +359,7 @@ impl Service {
                 })
                 .collect(),
             covariates,
+            plan,
         })
     }
 }

@@ -159,6 +159,45 @@ pub(super) async fn succeed_held_job(
     Ok(held == 1)
 }
 
+/// The two kinds of numbered versions a cell may hold.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Versions {
+    Calibrators,
+    Preferences,
+}
+
+/// Locks `judge`/`rubric`'s cell row inside `tx`, so two jobs never take the same number, and
+/// returns its id and the next version number of `kind`.
+pub(super) async fn next_version(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    judge: &JudgeName,
+    rubric: &RubricName,
+    kind: Versions,
+) -> Result<(String, i64)> {
+    let cell_id: String =
+        sqlx::query("UPDATE cells SET judge = judge WHERE judge = $1 AND rubric = $2 RETURNING id")
+            .bind(judge.as_str())
+            .bind(rubric.as_str())
+            .fetch_optional(&mut **tx)
+            .await?
+            .ok_or_else(|| Error::Internal(format!("cell {judge}/{rubric} vanished")))?
+            .try_get(0)?;
+    let next = match kind {
+        Versions::Calibrators => {
+            "SELECT COALESCE(MAX(version), 0) + 1 FROM calibrators WHERE cell_id = $1"
+        }
+        Versions::Preferences => {
+            "SELECT COALESCE(MAX(version), 0) + 1 FROM preference_versions WHERE cell_id = $1"
+        }
+    };
+    let version: i64 = sqlx::query(next)
+        .bind(&cell_id)
+        .fetch_one(&mut **tx)
+        .await?
+        .try_get(0)?;
+    Ok((cell_id, version))
+}
+
 impl Store {
     /// Every anchor of `judge_version` in `judge`'s cells (only `rubrics`, when given), per
     /// rubric in item order: one statement, so one consistent snapshot.
@@ -233,23 +272,8 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
             }
-            // Touching the cell row locks it, so two jobs never take the same number.
-            let cell_id: String = sqlx::query(
-                "UPDATE cells SET judge = judge WHERE judge = $1 AND rubric = $2 RETURNING id",
-            )
-            .bind(judge.as_str())
-            .bind(v.rubric.as_str())
-            .fetch_optional(&mut *tx)
-            .await?
-            .ok_or_else(|| Error::Internal(format!("cell {judge}/{} vanished", v.rubric)))?
-            .try_get(0)?;
-            let version: i64 = sqlx::query(
-                "SELECT COALESCE(MAX(version), 0) + 1 FROM calibrators WHERE cell_id = $1",
-            )
-            .bind(&cell_id)
-            .fetch_one(&mut *tx)
-            .await?
-            .try_get(0)?;
+            let (cell_id, version) =
+                next_version(&mut tx, judge, &v.rubric, Versions::Calibrators).await?;
             let calibrator = CalibratorId::new();
             let id = calibrator.to_string();
             let params = v.model.params().map_err(Error::Internal)?.to_string();

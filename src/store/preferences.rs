@@ -5,7 +5,7 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 
 use super::Store;
-use super::calibrators::succeed_held_job;
+use super::calibrators::{Versions, next_version, succeed_held_job};
 use crate::domain::calibration::JobId;
 use crate::domain::comparisons::Comparison;
 use crate::domain::preference::{NewPreference, PreferenceReport, PreferenceVersion};
@@ -99,23 +99,8 @@ impl Store {
         sorted.sort_by(|a, b| a.rubric.cmp(&b.rubric));
         let mut stored = Vec::with_capacity(sorted.len());
         for v in sorted {
-            // Touching the cell row locks it, so two jobs never take the same number.
-            let cell_id: String = sqlx::query(
-                "UPDATE cells SET judge = judge WHERE judge = $1 AND rubric = $2 RETURNING id",
-            )
-            .bind(judge.as_str())
-            .bind(v.rubric.as_str())
-            .fetch_optional(&mut *tx)
-            .await?
-            .ok_or_else(|| Error::Internal(format!("cell {judge}/{} vanished", v.rubric)))?
-            .try_get(0)?;
-            let version: i64 = sqlx::query(
-                "SELECT COALESCE(MAX(version), 0) + 1 FROM preference_versions WHERE cell_id = $1",
-            )
-            .bind(&cell_id)
-            .fetch_one(&mut *tx)
-            .await?
-            .try_get(0)?;
+            let (cell_id, version) =
+                next_version(&mut tx, judge, &v.rubric, Versions::Preferences).await?;
             let report = serde_json::to_string(&v.report)
                 .map_err(|e| Error::Internal(format!("cannot encode a pairwise version: {e}")))?;
             sqlx::query(

@@ -177,6 +177,77 @@ async fn ratings_recover_a_known_world_despite_a_judge_that_favours_one_system(b
     );
 }
 
+/// The widest half-width of an answer's non-baseline ratings.
+fn widest(answer: &Value) -> f64 {
+    answer["systems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["interval"][1].as_f64().unwrap() - s["interval"][0].as_f64().unwrap()) / 2.0)
+        .fold(0.0, f64::max)
+}
+
+async fn a_label_plan_names_the_comparisons_that_reach_a_target_width(backend: Backend) {
+    let app = TestApp::new(backend).await;
+    let anchors = app
+        .json("POST", "/v1/comparisons", &run(world(300, 10_000, 300, 7)))
+        .await;
+    assert_eq!(anchors.status, 200, "{}", anchors.body);
+    let mut body = run(world(4_000, 0, 0, 11));
+    let plain = app.json("POST", "/v1/ratings", &body).await.body;
+    assert!(plain.get("plan").is_none(), "no plan unless asked: {plain}");
+    let now = widest(&plain);
+    // A target already met; one no labelling of this run can meet.
+    body["target_half_width"] = json!(now * 1.01);
+    let met = app.json("POST", "/v1/ratings", &body).await.body;
+    assert_eq!(met["plan"]["outcome"], "reached", "{}", met["plan"]);
+    assert_eq!(met["plan"]["label"], json!([]));
+    body["target_half_width"] = json!(0.001);
+    let far = app.json("POST", "/v1/ratings", &body).await.body;
+    assert_eq!(far["plan"]["outcome"], "out_of_reach", "{}", far["plan"]);
+    // Two thirds of today's width: the plan names that many of the run's comparisons.
+    let target = now * 2.0 / 3.0;
+    body["target_half_width"] = json!(target);
+    let res = app.json("POST", "/v1/ratings", &body).await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let plan = &res.body["plan"];
+    assert_eq!(plan["outcome"], "more_labelled", "{plan}");
+    let needed = plan["needed"].as_u64().unwrap() as usize;
+    let label: Vec<&str> = plan["label"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i.as_str().unwrap())
+        .collect();
+    assert_eq!(label.len(), needed);
+    assert!((100..4_000).contains(&needed), "{plan}");
+    assert!(plan["expected_half_width"].as_f64().unwrap() <= target);
+    // Labelled as the plan says (people's preferences from the same world), the widest
+    // half-width is near the target.
+    let truth = world(4_000, 0, 4_000, 11);
+    let mut rows = world(4_000, 0, 0, 11);
+    for (row, known) in rows.iter_mut().zip(&truth) {
+        if label.contains(&row["item_id"].as_str().unwrap()) {
+            row["preference"] = known["preference"].clone();
+        }
+    }
+    let after = app.json("POST", "/v1/ratings", &run(rows)).await.body;
+    assert_eq!(after["labelled"], needed);
+    let got = widest(&after);
+    assert!(
+        (got / target - 1.0).abs() < 0.15,
+        "planned {target:.3}, got {got:.3} with {needed} labels"
+    );
+    // A bad target is named.
+    body["target_half_width"] = json!(-1);
+    let details = assert_error(
+        &app.json("POST", "/v1/ratings", &body).await,
+        422,
+        "invalid_input",
+    );
+    assert_eq!(details[0]["field"], "target_half_width");
+}
+
 async fn a_bad_request_is_refused_naming_what_to_fix(backend: Backend) {
     let app = TestApp::new(backend).await;
     // Five labelled comparisons are too few to correct a judge: 409, saying how many it takes.
@@ -239,4 +310,5 @@ async fn a_bad_request_is_refused_naming_what_to_fix(backend: Backend) {
 on_both_backends!(
     ratings_recover_a_known_world_despite_a_judge_that_favours_one_system,
     a_bad_request_is_refused_naming_what_to_fix,
+    a_label_plan_names_the_comparisons_that_reach_a_target_width,
 );

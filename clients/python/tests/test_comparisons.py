@@ -70,3 +70,10 @@ def test_ratings_rate_a_run_and_come_back_as_a_frame(server):
         with pytest.raises(InvalidInput) as bad:
             jc.ratings("rated-judge", "overall", rows(10, 20_000, False), level=2.0)
         assert bad.value.details[0].field == "level"
+        # A label plan: which of the run's comparisons to label for a narrower answer.
+        run = rows(2000, 30_000, False)
+        widest = max((r["hi"] - r["lo"]) / 2 for _, r in frame.iterrows())
+        planned = jc.ratings("rated-judge", "overall", run, baseline="x", target_half_width=widest * 0.8)
+        assert planned.plan.outcome == "more_labelled"
+        assert len(planned.plan.label) == planned.plan.needed
+        assert set(planned.plan.label) <= {r["item_id"] for r in run}

@@ -382,13 +382,16 @@ class Endpoints:
         level: float | None = None,
         control: Sequence[str] | None = None,
         judge_version: str | None = None,
+        target_half_width: float | None = None,
     ) -> models.RatingsResponse:
         """POST /v1/ratings: Bradley–Terry ratings (natural log-odds, `baseline` at 0) of the
         run's systems by the people's preference, from the judge's verdicts on the run
         (comparison rows, as `upload_comparisons` takes them) and the cell's labelled
         comparisons. Rows with `preference` enter prediction-powered; `control` names
         covariates the ratings control for (their coefficients come back in `controls`).
-        `frames.ratings_frame` makes it a table."""
+        `target_half_width` asks for a label plan: `plan.label` names the run's comparisons to
+        send to people for every rating's half-width to reach it. `frames.ratings_frame` makes
+        it a table."""
         body = with_options(
             {
                 "judge": judge,
@@ -401,6 +404,7 @@ class Endpoints:
             level=level,
             control=list(control) if control is not None else None,
             judge_version=judge_version,
+            target_half_width=target_half_width,
         )
         return self._send(
             Request("POST", "/v1/ratings", model(models.RatingsResponse), json=body)

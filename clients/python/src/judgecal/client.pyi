@@ -70,13 +70,15 @@ class Client:
         optionally `verdict_swapped`, `preference`, `rater`, `judge_version` and one
         `covariate.<name>` column per covariate, any number of cells."""
         ...
-    def ratings(self, judge: str, rubric: str, comparisons: Iterable[Mapping[str, Any]], *, baseline: str | None=None, level: float | None=None, control: Sequence[str] | None=None, judge_version: str | None=None) -> models.RatingsResponse:
+    def ratings(self, judge: str, rubric: str, comparisons: Iterable[Mapping[str, Any]], *, baseline: str | None=None, level: float | None=None, control: Sequence[str] | None=None, judge_version: str | None=None, target_half_width: float | None=None) -> models.RatingsResponse:
         """POST /v1/ratings: Bradley–Terry ratings (natural log-odds, `baseline` at 0) of the
         run's systems by the people's preference, from the judge's verdicts on the run
         (comparison rows, as `upload_comparisons` takes them) and the cell's labelled
         comparisons. Rows with `preference` enter prediction-powered; `control` names
         covariates the ratings control for (their coefficients come back in `controls`).
-        `frames.ratings_frame` makes it a table."""
+        `target_half_width` asks for a label plan: `plan.label` names the run's comparisons to
+        send to people for every rating's half-width to reach it. `frames.ratings_frame` makes
+        it a table."""
         ...
     def cells(self) -> models.CellsResponse:
         """GET /v1/cells: every (judge, rubric) cell with its anchors and active version."""
@@ -255,13 +257,15 @@ class AsyncClient:
         optionally `verdict_swapped`, `preference`, `rater`, `judge_version` and one
         `covariate.<name>` column per covariate, any number of cells."""
         ...
-    async def ratings(self, judge: str, rubric: str, comparisons: Iterable[Mapping[str, Any]], *, baseline: str | None=None, level: float | None=None, control: Sequence[str] | None=None, judge_version: str | None=None) -> models.RatingsResponse:
+    async def ratings(self, judge: str, rubric: str, comparisons: Iterable[Mapping[str, Any]], *, baseline: str | None=None, level: float | None=None, control: Sequence[str] | None=None, judge_version: str | None=None, target_half_width: float | None=None) -> models.RatingsResponse:
         """POST /v1/ratings: Bradley–Terry ratings (natural log-odds, `baseline` at 0) of the
         run's systems by the people's preference, from the judge's verdicts on the run
         (comparison rows, as `upload_comparisons` takes them) and the cell's labelled
         comparisons. Rows with `preference` enter prediction-powered; `control` names
         covariates the ratings control for (their coefficients come back in `controls`).
-        `frames.ratings_frame` makes it a table."""
+        `target_half_width` asks for a label plan: `plan.label` names the run's comparisons to
+        send to people for every rating's half-width to reach it. `frames.ratings_frame` makes
+        it a table."""
         ...
     async def cells(self) -> models.CellsResponse:
         """GET /v1/cells: every (judge, rubric) cell with its anchors and active version."""

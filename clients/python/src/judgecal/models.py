@@ -1117,6 +1117,33 @@ class OpenSessionBody(BaseModel):
     """
 
 
+class PairwiseLabelPlanDto(BaseModel):
+    """
+    The labels that bring every rating's half-width to `target_half_width`.
+    """
+
+    expected_half_width: float | None = None
+    label: list[str]
+    """
+    The item ids to send to people: a seeded uniform draw among the run's unlabelled
+    comparisons, so that labelled they are drawn as the run is. Upload them with their
+    `preference` (or send them in the next request) and rate again.
+    """
+    needed: int | None = Field(None, ge=0)
+    outcome: str
+    """
+    `reached`; `more_labelled` (label `needed` more of the run's comparisons: those in
+    `label`); `out_of_reach` (labelling every unlabelled comparison of the run would not
+    do it: the predictions' own noise, or too few comparisons of some system; send a
+    larger run).
+    """
+    widest_half_width: float
+    """
+    The widest rating half-width now, and the one expected with `needed` more labels
+    (the labelled term's variance falls as 1/labels, the prediction weight held).
+    """
+
+
 class PanelDto(BaseModel):
     created_at: str
     """
@@ -1482,6 +1509,11 @@ class RatingsRequestBody(BaseModel):
         min_length=1,
         pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
     )
+    target_half_width: float | None = Field(None, examples=[0.15], gt=0.0)
+    """
+    The widest rating half-width wanted (log-odds, at `level`): the answer's `plan` says
+    how many of the run's comparisons to label to reach it, and which.
+    """
 
 
 class RawShift(BaseModel):
@@ -3598,6 +3630,7 @@ class RatingsResponse(BaseModel):
     The run's comparisons with a preference.
     """
     level: float
+    plan: PairwiseLabelPlanDto | None = None
     prediction_weight: float
     """
     The weight the judge's calibrated verdicts got against the labels (PPI++'s λ: 0 the
