@@ -1,5 +1,6 @@
 """judgecal's Python client: `Client` / `AsyncClient` for every endpoint, pandas helpers in
-`judgecal.frames`, record readers in `judgecal.records`, the inspect_ai adapter in
+`judgecal.frames`, record readers in `judgecal.records`, pairwise benchmarks' files in
+`judgecal.pairwise_files`, the inspect_ai adapter in
 `judgecal.inspect`. The response models in `judgecal.models` are generated from the service's
 openapi.yaml (`clients/python/scripts/generate_models.py`)."""
 
