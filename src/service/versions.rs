@@ -526,7 +526,17 @@ impl Service {
         if let Some(active) = versions.iter().find(|v| v.active) {
             return self.install(active.clone(), seen).await;
         }
+        let pairwise = versions.is_empty()
+            && self
+                .store
+                .cells()
+                .await?
+                .iter()
+                .any(|c| &c.key == key && c.comparison_count > 0);
         Err(Error::NotFound(match versions.first() {
+            None if pairwise => format!(
+                "cell {key} holds pairwise comparisons, not judge scores: it corrects no scores; rate a run of its verdicts with POST /v1/ratings"
+            ),
             None => format!(
                 "cell {key} has no calibrator yet; {}, then retry",
                 train_hint(&key.judge)

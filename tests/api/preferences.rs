@@ -73,6 +73,17 @@ async fn a_pairwise_cell_trains_with_auto_and_reports_its_judges_biases(backend:
         )
         .await;
     assert_eq!(res.status, 200, "{}", res.body);
+    // A pairwise cell corrects no scores: /v1/correct says where its runs go.
+    let res = app
+        .json(
+            "POST",
+            "/v1/correct",
+            &json!({"judge": "pair-judge", "rubric": "overall", "scores": [3.0]}),
+        )
+        .await;
+    assert_error(&res, 404, "not_found");
+    let message = res.body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("POST /v1/ratings"), "{message}");
     // A scalar method reads judge scores: refused, naming the field.
     let details = assert_error(
         &app.json("POST", judge, &json!({"method": "bayes"})).await,
