@@ -404,16 +404,28 @@ impl Service {
         key: &CellKey,
         version: Option<i64>,
     ) -> Result<Option<String>> {
-        let pairwise = self
-            .store
-            .cells()
-            .await?
-            .iter()
-            .any(|c| &c.key == key && c.comparison_count > 0);
-        if !pairwise {
-            return Ok(None);
+        // One indexed read for a cell of judge scores (no pairwise versions); the cell list
+        // only where a cell has none, to tell an untrained pairwise cell from a scalar one.
+        let versions = match self.store.preference_versions(key).await {
+            Err(Error::NotFound(_)) => return Ok(None),
+            other => other?,
+        };
+        if versions.is_empty() {
+            let pairwise = self
+                .store
+                .cells()
+                .await?
+                .iter()
+                .any(|c| &c.key == key && c.comparison_count > 0);
+            if !pairwise {
+                return Ok(None);
+            }
         }
-        let versions = self.preference_versions(key).await?;
+        let versions = if versions.is_empty() {
+            self.preference_versions(key).await?
+        } else {
+            versions
+        };
         let v = match version {
             None => &versions[0],
             Some(n) => versions
