@@ -182,6 +182,15 @@ pub fn rows_from_csv(body: &[u8]) -> Result<Vec<RawComparison>, Vec<Problem>> {
     )
 }
 
+/// An outcome in a JSON field of row `row` (a silent-change check's re-judged verdict):
+/// `None` where it is absent or null.
+pub fn outcome_of(row: usize, name: &str, v: Option<&Value>) -> Result<Option<f64>, Problem> {
+    match optional(RawField::from_json(v)) {
+        RawField::Missing => Ok(None),
+        f => outcome(row, name, &f).map(Some),
+    }
+}
+
 /// An outcome: `"a"` (1), `"b"` (0), `"tie"` (½) or a number in [0, 1].
 fn outcome(row: usize, name: &str, f: &RawField) -> Result<f64, Problem> {
     let bad = |what: String| Problem::at(Some(row), name, what);

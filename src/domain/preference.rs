@@ -8,6 +8,8 @@ use utoipa::ToSchema;
 
 use super::{CellKey, CovariateName, GroupName, JudgeVersion, RubricName};
 use crate::domain::calibration::JobId;
+use judgecal_stats::conformal::Intervals;
+use judgecal_stats::pairwise::preference::{PreferenceMap, Verdicts};
 
 /// Held-out (or, for the raw verdict, in-sample) figures of one way of reading the verdicts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -50,6 +52,12 @@ pub struct Biases {
     pub favouritism: Vec<Favouritism>,
 }
 
+/// A comparison's verdicts read as one number, the bin of the drift alarm's band and the
+/// bridge's level: both orders' mean where the swapped verdict is given.
+pub fn verdict_level(v: &Verdicts) -> f64 {
+    v.swapped.map_or(v.verdict, |s| (v.verdict + s) / 2.0)
+}
+
 /// The fewest labelled comparisons a pairwise cell is trained, or a run rated, from.
 pub const MIN_LABELLED: usize = 20;
 
@@ -65,8 +73,20 @@ pub struct Reliability {
     pub comparisons: usize,
 }
 
-/// What a pairwise training computed for one cell.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+/// What a version serves as trained: the chosen map fitted on every labelled comparison, and
+/// the conformal band of the people's preference around its held-out predictions, per bin of
+/// the verdict (both orders' mean), whose misses the drift alarm counts. Versions trained
+/// before these were kept (2026-12-01) have none: they raise no drift alarm, and a bridge
+/// from them fits their choice again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Served {
+    pub map: PreferenceMap,
+    pub intervals: Option<Intervals>,
+}
+
+/// What a pairwise training computed for one cell (stored as JSON; the report route shows
+/// all of it but `served`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PreferenceReport {
     /// The candidate `auto` chose: the lowest held-out log-loss.
     pub chosen: String,
@@ -74,14 +94,14 @@ pub struct PreferenceReport {
     /// The raw verdict read as the probability that people prefer a (hard verdicts at 0.95).
     pub raw: Figures,
     /// The covariates the map read: those every labelled comparison carries.
-    #[schema(value_type = Vec<String>)]
     pub covariates: Vec<CovariateName>,
     /// The systems of the labelled comparisons, by name.
-    #[schema(value_type = Vec<String>)]
     pub systems: Vec<GroupName>,
     /// The chosen map's held-out predictions in ten bins of equal count.
     pub reliability: Vec<Reliability>,
     pub biases: Biases,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub served: Option<Served>,
 }
 
 /// A version to store.
@@ -107,4 +127,6 @@ pub struct PreferenceVersion {
     pub digest: String,
     pub report: PreferenceReport,
     pub created_at_ms: i64,
+    /// Its row's id, which its drift checks name.
+    pub id: String,
 }

@@ -12,6 +12,7 @@ use super::error::{ApiError, ErrorBody};
 use super::extract::{AnyKey, Authorized, IngestScope, Json, Path, Query, TrainScope, cell_key};
 use super::{rfc3339, schema};
 use crate::domain::calibration::OnMismatch;
+use crate::domain::comparisons::outcome_of;
 use crate::domain::{ItemId, JudgeName, JudgeVersion, Problem};
 use crate::service::bridges::{BridgeAnswer, Rescored};
 use judgecal_stats::bridge::Bridge;
@@ -96,7 +97,10 @@ pub struct RescoreResponse {
     /// Items the cell holds a reference for that `judge_version` has not scored (at most
     /// `limit`), spread over the cell's systems: each system's in a fixed pseudo-random order,
     /// the systems in turn, so the first items of the list cover every system. Upload the new version's scores of them with `reference_score` left
-    /// out: each becomes an anchor of the new version with the stored reference.
+    /// out: each becomes an anchor of the new version with the stored reference. In a pairwise
+    /// cell: the labelled comparisons of `from` that `judge_version` has not judged, spread over
+    /// their systems a; upload its verdicts with `preference` left out (POST /v1/comparisons):
+    /// each takes the item's stored preference.
     pub items: Vec<String>,
     /// How many such items there are in all.
     pub remaining: i64,
@@ -109,7 +113,8 @@ pub struct RescoreResponse {
     pub bridge_items: Option<usize>,
     /// The default tolerance (reference units).
     pub tolerance: f64,
-    /// The calibrator version the bridge will test, and its judge version.
+    /// The calibrator version the bridge will test (a pairwise cell's: its trained version),
+    /// and its judge version.
     pub from_calibrator: i64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub from: Option<String>,
@@ -153,8 +158,8 @@ pub async fn rescore(
         shared: plan.shared,
         bridge_items: plan.bridge_items,
         tolerance: plan.tolerance,
-        from_calibrator: plan.from.version.version,
-        from: version_text(plan.from.version.judge_version.as_ref()),
+        from_calibrator: plan.from_calibrator,
+        from: version_text(plan.from.as_ref()),
     }))
 }
 
@@ -175,7 +180,8 @@ pub struct BridgeParams {
     )]
     to: String,
     /// How far the corrected mean may move for the old calibration to still serve, in
-    /// reference units (default: 2.5% of the rubric's scale width, 0.1 on a 1–5 scale).
+    /// reference units (default: 2.5% of the rubric's scale width, 0.1 on a 1–5 scale; in a
+    /// pairwise cell, of the calibrated preference's 0–1 scale, 0.025).
     #[param(minimum = 0, exclusive_minimum = 0)]
     tolerance: Option<f64>,
 }
@@ -186,7 +192,9 @@ pub struct BridgeResponse {
     pub from: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub to: Option<String>,
-    /// The calibrator version (trained on `from`) applied to both versions' scores.
+    /// The calibrator version (trained on `from`) applied to both versions' scores; in a
+    /// pairwise cell, the newest trained version of `from` (GET .../preferences), whose
+    /// calibrated preference is applied to both versions' verdicts.
     pub calibrator: i64,
     #[serde(flatten)]
     pub bridge: Bridge,
@@ -197,7 +205,7 @@ impl From<BridgeAnswer> for BridgeResponse {
         Self {
             from: version_text(a.from.as_ref()),
             to: version_text(a.to.as_ref()),
-            calibrator: a.calibration.version,
+            calibrator: a.calibrator,
             bridge: a.bridge,
         }
     }
@@ -253,13 +261,35 @@ pub struct CheckRequest {
     tolerance: Option<f64>,
 }
 
+/// One re-scored anchor item (`judge_score`), or in a pairwise cell one re-judged comparison
+/// (`verdict`, and `verdict_swapped` where the judge was asked in both orders).
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CheckItem {
     #[schema(schema_with = schema::item_id)]
     item_id: String,
+    /// The judge's new score of the anchor item (a cell of judge scores).
     #[schema(example = 3.0)]
-    judge_score: f64,
+    judge_score: Option<f64>,
+    /// The judge's new verdict on the stored comparison (a pairwise cell).
+    #[schema(schema_with = check_verdict_schema)]
+    verdict: Option<serde_json::Value>,
+    #[schema(schema_with = check_swapped_schema)]
+    verdict_swapped: Option<serde_json::Value>,
+}
+
+fn check_verdict_schema() -> utoipa::openapi::schema::Schema {
+    schema::outcome(
+        "In a pairwise cell: the judge's new verdict on the stored comparison, a shown first (\"a\", \"b\", \"tie\" or the probability that a is better).",
+        true,
+    )
+}
+
+fn check_swapped_schema() -> utoipa::openapi::schema::Schema {
+    schema::outcome(
+        "In a pairwise cell, optional: the new verdict with b shown first, already mapped back.",
+        true,
+    )
 }
 
 #[derive(Serialize, ToSchema)]
@@ -273,6 +303,10 @@ pub struct CheckResponse {
 }
 
 /// A silent-change check: anchor items re-scored under the label they were stored with.
+///
+/// In a pairwise cell the items are stored comparisons re-judged (`verdict`, `verdict_swapped`),
+/// tested on the calibrated preference of the label's newest trained version, whose
+/// tolerance is on the preference's 0–1 scale (default 0.025).
 ///
 /// Tested as a bridge against the stored scores, so the judge's own repeat noise (an LLM
 /// judge need not give an item the same score twice) widens the interval instead of raising
@@ -303,15 +337,29 @@ pub async fn check(
         .items
         .into_iter()
         .enumerate()
-        .filter_map(|(i, item)| match ItemId::parse(&item.item_id) {
-            Ok(item_id) => Some(Rescored {
-                item_id,
-                judge_score: item.judge_score,
-            }),
-            Err(e) => {
-                problems.push(Problem::at(Some(i + 1), "item_id", e));
-                None
+        .filter_map(|(i, item)| {
+            let row = i + 1;
+            let item_id = ItemId::parse(&item.item_id)
+                .map_err(|e| problems.push(Problem::at(Some(row), "item_id", e)))
+                .ok();
+            let mut outcome = |name: &str, v: Option<&serde_json::Value>| {
+                outcome_of(row, name, v).map_err(|p| problems.push(p)).ok()
+            };
+            let verdict = outcome("verdict", item.verdict.as_ref())?;
+            let swapped = outcome("verdict_swapped", item.verdict_swapped.as_ref())?;
+            if swapped.is_some() && verdict.is_none() {
+                problems.push(Problem::at(
+                    Some(row),
+                    "verdict",
+                    "is missing: verdict_swapped is given without it",
+                ));
+                return None;
             }
+            Some(Rescored {
+                item_id: item_id?,
+                judge_score: item.judge_score,
+                verdicts: verdict.map(|v| (v, swapped)),
+            })
         })
         .collect();
     if !problems.is_empty() {

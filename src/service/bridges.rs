@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use super::Service;
 use super::versions::Loaded;
-use crate::domain::calibration::CalibratorVersion;
 use crate::domain::{CellKey, GroupName, ItemId, JudgeVersion, Problem, Scale};
 use crate::error::{Error, Result};
 use crate::store::{SharedItem, StoredCheck, VersionAnchors};
@@ -29,16 +28,19 @@ pub struct Rescore {
     /// before 10 are shared, then from the bridge's own estimate.
     pub bridge_items: Option<usize>,
     pub tolerance: f64,
-    /// The calibration the bridge would test.
-    pub from: Arc<Loaded>,
+    /// The calibrator version the bridge would test (a pairwise cell's: its trained version),
+    /// and the judge version it was trained on.
+    pub from_calibrator: i64,
+    pub from: Option<JudgeVersion>,
 }
 
 /// A bridge between two judge versions of a cell.
 pub struct BridgeAnswer {
     pub from: Option<JudgeVersion>,
     pub to: Option<JudgeVersion>,
-    /// The calibration of `from` applied to both versions' scores.
-    pub calibration: CalibratorVersion,
+    /// The calibrator version of `from` applied to both versions' scores (a pairwise cell's:
+    /// its trained version, applied to both versions' verdicts).
+    pub calibrator: i64,
     pub bridge: Bridge,
 }
 
@@ -48,13 +50,15 @@ pub struct Check {
     pub answer: BridgeAnswer,
 }
 
-/// A re-scored item of a silent-change check.
+/// A re-scored item of a silent-change check: a judge score in a cell of scores, the judge's
+/// verdicts (first order, and with the answers swapped where given) in a pairwise cell.
 pub struct Rescored {
     pub item_id: ItemId,
-    pub judge_score: f64,
+    pub judge_score: Option<f64>,
+    pub verdicts: Option<(f64, Option<f64>)>,
 }
 
-fn refused(problems: Vec<Problem>) -> Error {
+pub(super) fn refused(problems: Vec<Problem>) -> Error {
     Error::rejected("the request was refused", problems)
 }
 
@@ -62,7 +66,7 @@ fn refused(problems: Vec<Problem>) -> Error {
 /// pseudo-random order (a hash of the item id, so the list is the same on every call and an
 /// item stays in it until re-scored), the groups taken in turn, ungrouped items as one group.
 /// A bridge on the first items of the list then sees every system, not the first ids' one.
-fn spread_sample(items: Vec<(ItemId, Option<GroupName>)>, limit: usize) -> Vec<ItemId> {
+pub(super) fn spread_sample(items: Vec<(ItemId, Option<GroupName>)>, limit: usize) -> Vec<ItemId> {
     let mut groups: std::collections::BTreeMap<Option<GroupName>, Vec<ItemId>> =
         std::collections::BTreeMap::new();
     for (item, group) in items {
@@ -99,7 +103,7 @@ fn fnv1a(text: &str) -> u64 {
 }
 
 /// The tolerance asked for, or the default for the scale.
-fn tolerance(asked: Option<f64>, scale: Scale) -> Result<f64> {
+pub(super) fn tolerance(asked: Option<f64>, scale: Scale) -> Result<f64> {
     match asked {
         None => Ok(TOLERANCE_SHARE * (scale.max - scale.min)),
         Some(t) if t.is_finite() && t > 0.0 => Ok(t),
@@ -119,6 +123,10 @@ impl Service {
             .judge_versions(&key.judge, Some(&key.rubric))
             .await?;
         if anchors.is_empty() {
+            let pairwise = self.comparison_versions(key).await?;
+            if !pairwise.is_empty() {
+                return self.pairwise_judge_versions(key, pairwise).await;
+            }
             return Err(Error::NotFound(format!("cell {key} has no anchors")));
         }
         let versions = self.store.versions(key).await?;
@@ -272,6 +280,10 @@ impl Service {
                 vec![],
             ));
         }
+        let pairwise = self.comparison_versions(key).await?;
+        if !pairwise.is_empty() {
+            return self.pairwise_bridge(key, &pairwise, from, to, asked).await;
+        }
         self.known_versions(key, &[(from, "from"), (to, "to")])
             .await?;
         let scale = self.scale_of(&key.rubric).await?;
@@ -282,7 +294,7 @@ impl Service {
         Ok(BridgeAnswer {
             from: from.cloned(),
             to: to.cloned(),
-            calibration: calibration.version.clone(),
+            calibrator: calibration.version.version,
             bridge: bridge::bridge(&pairs, tolerance),
         })
     }
@@ -303,6 +315,10 @@ impl Service {
                 "limit",
                 format!("must be between 1 and {max}; got {limit}"),
             )]));
+        }
+        let pairwise = self.comparison_versions(key).await?;
+        if !pairwise.is_empty() {
+            return self.pairwise_rescore(key, &pairwise, to, from, limit).await;
         }
         let from = match from {
             Some(f) => self.calibration_of(key, f, "from").await?,
@@ -364,7 +380,8 @@ impl Service {
             shared: n,
             bridge_items,
             tolerance,
-            from,
+            from_calibrator: from.version.version,
+            from: from_version,
         })
     }
 
@@ -378,6 +395,12 @@ impl Service {
         items: Vec<Rescored>,
         asked: Option<f64>,
     ) -> Result<Check> {
+        let pairwise = self.comparison_versions(key).await?;
+        if !pairwise.is_empty() {
+            return self
+                .pairwise_check(key, &pairwise, judge_version, items, asked)
+                .await;
+        }
         let scale = self.scale_of(&key.rubric).await?;
         let tolerance = tolerance(asked, scale)?;
         if items.is_empty() {
@@ -393,15 +416,28 @@ impl Service {
         let mut problems = Vec::new();
         let mut seen = std::collections::HashSet::new();
         let mut shared = Vec::with_capacity(items.len());
+        let mut scores = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
-            if !item.judge_score.is_finite() {
+            if item.verdicts.is_some() {
                 problems.push(Problem::at(
                     Some(i + 1),
-                    "judge_score",
-                    "must be a finite number",
+                    "verdict",
+                    format!("cell {key} holds judge scores, not comparisons: re-score the item with judge_score"),
                 ));
                 continue;
             }
+            let Some(judge_score) = item.judge_score.filter(|s| s.is_finite()) else {
+                problems.push(Problem::at(
+                    Some(i + 1),
+                    "judge_score",
+                    if item.judge_score.is_none() {
+                        "is missing: a check re-scores anchor items with the judge's new score"
+                    } else {
+                        "must be a finite number"
+                    },
+                ));
+                continue;
+            };
             if !seen.insert(item.item_id.clone()) {
                 problems.push(Problem::at(
                     Some(i + 1),
@@ -420,14 +456,17 @@ impl Service {
                         JudgeVersion::describe(judge_version)
                     ),
                 )),
-                Some(a) => shared.push(SharedItem {
+                Some(a) => {
+                    scores.push((item.item_id.as_str(), judge_score));
+                    shared.push(SharedItem {
                     item_id: item.item_id.clone(),
                     from_score: a.judge_score,
-                    to_score: item.judge_score,
+                    to_score: judge_score,
                     reference_score: a.reference_score,
                     group: a.group.clone(),
                     covariates: a.covariates.clone(),
-                }),
+                    });
+                }
             }
         }
         if !problems.is_empty() {
@@ -440,21 +479,17 @@ impl Service {
         let answer = BridgeAnswer {
             from: judge_version.cloned(),
             to: judge_version.cloned(),
-            calibration: calibration.version.clone(),
+            calibrator: calibration.version.version,
             bridge: bridge::bridge(&pairs, tolerance).for_check(),
         };
         let finding = answer.bridge.finding();
-        let scores: Vec<(&str, f64)> = items
-            .iter()
-            .map(|i| (i.item_id.as_str(), i.judge_score))
-            .collect();
         let id = self
             .store
             .record_check(
                 key,
                 judge_version,
                 &scores,
-                (&answer.bridge, answer.calibration.version),
+                (&answer.bridge, answer.calibrator),
                 finding,
             )
             .await?;

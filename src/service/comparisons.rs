@@ -38,6 +38,8 @@ impl Service {
                 ));
             }
         }
-        self.store.ingest_comparisons(&cells, replace).await
+        let outcomes = self.store.ingest_comparisons(&cells, replace).await?;
+        self.check_preference_coverage(&outcomes).await;
+        Ok(outcomes)
     }
 }

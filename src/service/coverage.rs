@@ -186,14 +186,18 @@ impl Service {
         self.refresh_coverage_of(None).await
     }
 
-    /// The same for every cell, or `only` one (after an upload to it).
-    async fn refresh_coverage_of(&self, only: Option<&CellKey>) -> Result<()> {
+    /// The same for every cell, or `only` one (after an upload to it); pairwise cells'
+    /// newest versions beside the active versions of cells of scores.
+    pub(super) async fn refresh_coverage_of(&self, only: Option<&CellKey>) -> Result<()> {
         let scope = if only.is_some() {
             Scope::These
         } else {
             Scope::All
         };
-        let windows = self.store.coverage(COVERAGE_WINDOW, only).await?;
+        let mut windows = self.store.coverage(COVERAGE_WINDOW, only).await?;
+        let (pairwise_windows, pairwise) =
+            self.store.preference_misses(COVERAGE_WINDOW, only).await?;
+        windows.extend(pairwise_windows);
         self.metrics.set_coverage(&windows, scope);
         // The cells to replay. A refresh of every cell keeps the replay of each version whose
         // checks this process has replayed before and that has none since (checks are only
@@ -228,10 +232,19 @@ impl Service {
                     }
                     cells
                 };
-                active = Some(counts.into_iter().map(|c| c.calibrator).collect());
+                active = Some(
+                    counts
+                        .into_iter()
+                        .map(|c| c.calibrator)
+                        .chain(pairwise.iter().map(|c| c.calibrator.clone()))
+                        .collect(),
+                );
                 cells
             }
         };
+        // Pairwise cells are replayed on every refresh (their checks are not counted ahead).
+        let mut cells = cells;
+        cells.extend(pairwise);
         let fleet = self.fleet;
         // A version's two bounds take many draws: once per version and process.
         let known = self.bounds.lock().map(|b| b.clone()).unwrap_or_default();

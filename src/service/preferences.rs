@@ -17,12 +17,14 @@ use crate::domain::calibration::Job;
 use crate::domain::comparisons::Comparison;
 use crate::domain::preference::{
     self as pref, Figures, LENGTH_COVARIATES, MIN_LABELLED, NewPreference, PreferenceReport,
-    PreferenceVersion, Reliability,
+    PreferenceVersion, Reliability, Served,
 };
 use crate::domain::training::{Plan, TrainingRequest, VersionChoice};
 use crate::domain::{CellKey, CovariateName, GroupName, JudgeVersion, Problem, RubricName};
 use crate::error::{Error, Result};
 use crate::store::ComparisonCell;
+use judgecal_stats::Corrected;
+use judgecal_stats::conformal::Intervals;
 use judgecal_stats::pairwise::bias::{Biases, Judged};
 use judgecal_stats::pairwise::preference::{self, Labelled, Verdicts};
 use judgecal_stats::pairwise::rate::FOLDS;
@@ -94,6 +96,25 @@ pub fn train_cell(
         })
         .collect();
     let choice = preference::choose(&rows, Some(systems.len()), FOLDS, seed)?;
+    // The band the drift alarm counts misses of: the people's preference around the held-out
+    // predictions, per bin of the verdict (the CV construction, as for judge scores).
+    let levels: Vec<(f64, f64)> = rows
+        .iter()
+        .map(|r| (pref::verdict_level(&r.verdicts), r.preference))
+        .collect();
+    let held_out: Vec<Option<Corrected>> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            Some(Corrected::score(
+                choice.cross_fit.held_out_prediction(i, &r.verdicts),
+            ))
+        })
+        .collect();
+    let served = Served {
+        map: choice.map.clone(),
+        intervals: Intervals::of(&levels, &held_out, seed),
+    };
     let figures = |inputs: String, h: &preference::HeldOut| Figures {
         inputs,
         log_loss: h.log_loss,
@@ -183,6 +204,7 @@ pub fn train_cell(
             systems: systems.into_iter().cloned().collect(),
             reliability,
             biases,
+            served: Some(served),
         },
     })
 }

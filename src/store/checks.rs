@@ -26,7 +26,7 @@ impl Store {
         &self,
         key: &CellKey,
         judge_version: Option<&JudgeVersion>,
-        scores: &[(&str, f64)],
+        scores: &(impl serde::Serialize + ?Sized),
         (bridge, calibrator): (&Bridge, i64),
         finding: Finding,
     ) -> Result<Uuid> {

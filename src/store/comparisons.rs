@@ -24,6 +24,9 @@ pub struct ComparisonIngest {
     pub replaced: usize,
     /// The cell's comparisons after this upload, of every judge version.
     pub comparison_count: i64,
+    /// The rows written (new or replaced) that carry the people's preference: what the drift
+    /// alarm checks.
+    pub labelled: Vec<Comparison>,
 }
 
 impl Store {
@@ -228,6 +231,11 @@ impl Store {
             unchanged: plan.unchanged,
             replaced: plan.replaced.len(),
             comparison_count,
+            labelled: writes
+                .into_iter()
+                .filter(|c| c.preference.is_some())
+                .cloned()
+                .collect(),
         })
     }
 }

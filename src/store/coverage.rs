@@ -54,6 +54,35 @@ pub struct CellMisses {
     pub batches: Vec<CheckedBatch>,
 }
 
+/// A checked batch as stored: '1' or '0' per anchor, and the raters as JSON where any is named.
+pub(super) fn encode_batch(batch: &CheckedBatch) -> Result<(String, Option<String>)> {
+    let misses: String = batch
+        .misses
+        .iter()
+        .map(|&m| if m { '1' } else { '0' })
+        .collect();
+    let raters = if batch.raters.iter().any(Option::is_some) {
+        Some(
+            serde_json::to_string(&batch.raters)
+                .map_err(|e| Error::Internal(format!("encoding raters: {e}")))?,
+        )
+    } else {
+        None
+    };
+    Ok((misses, raters))
+}
+
+/// A checked batch read back from its stored misses and raters.
+pub(super) fn decode_batch(misses: String, raters: Option<String>) -> Result<CheckedBatch> {
+    Ok(CheckedBatch {
+        misses: misses.bytes().map(|b| b == b'1').collect(),
+        raters: match raters {
+            Some(r) => serde_json::from_str(&r).map_err(|_| corrupt("raters"))?,
+            None => Vec::new(),
+        },
+    })
+}
+
 impl Store {
     /// Records one batch's check: `batch.misses[i]` is whether its i-th checked anchor fell
     /// outside the interval as the drift alarm counts (ties at the band's edges broken),
@@ -66,19 +95,7 @@ impl Store {
         inside: i64,
     ) -> Result<()> {
         let checked = batch.misses.len() as i64;
-        let misses: String = batch
-            .misses
-            .iter()
-            .map(|&m| if m { '1' } else { '0' })
-            .collect();
-        let raters = if batch.raters.iter().any(Option::is_some) {
-            Some(
-                serde_json::to_string(&batch.raters)
-                    .map_err(|e| Error::Internal(format!("encoding raters: {e}")))?,
-            )
-        } else {
-            None
-        };
+        let (misses, raters) = encode_batch(batch)?;
         sqlx::query(
             "INSERT INTO anchor_coverage (id, calibrator_id, checked, inside, created_at_ms, misses,
                  raters)
@@ -223,15 +240,7 @@ impl Store {
         for r in &rows {
             let judge: String = r.try_get(0)?;
             let rubric: String = r.try_get(1)?;
-            let misses: String = r.try_get(2)?;
-            let raters: Option<String> = r.try_get(4)?;
-            let batch = CheckedBatch {
-                misses: misses.bytes().map(|b| b == b'1').collect(),
-                raters: match raters {
-                    Some(r) => serde_json::from_str(&r).map_err(|_| corrupt("raters"))?,
-                    None => Vec::new(),
-                },
-            };
+            let batch = decode_batch(r.try_get(2)?, r.try_get(4)?)?;
             match out.last_mut() {
                 Some(cell)
                     if cell.key.judge.as_str() == judge && cell.key.rubric.as_str() == rubric =>

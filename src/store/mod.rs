@@ -14,6 +14,7 @@ mod jobs;
 mod judge_versions;
 mod keys;
 mod panels;
+mod preference_coverage;
 mod preferences;
 mod rank_sessions;
 

@@ -28,7 +28,7 @@ pub struct ComparisonCell {
 }
 
 const COLUMNS: &str = "c.judge, c.rubric, p.version, p.job_id, p.judge_version, \
-     p.comparison_count, p.labelled_count, p.comparison_digest, p.report, p.created_at_ms";
+     p.comparison_count, p.labelled_count, p.comparison_digest, p.report, p.created_at_ms, p.id";
 
 fn version_from_row(r: &AnyRow) -> Result<PreferenceVersion> {
     let job: Option<String> = r.try_get(3)?;
@@ -48,6 +48,7 @@ fn version_from_row(r: &AnyRow) -> Result<PreferenceVersion> {
         digest: r.try_get(7)?,
         report: serde_json::from_str::<PreferenceReport>(&report).map_err(|_| corrupt("report"))?,
         created_at_ms: r.try_get(9)?,
+        id: r.try_get(10)?,
     })
 }
 
@@ -101,6 +102,7 @@ impl Store {
         for v in sorted {
             let (cell_id, version) =
                 next_version(&mut tx, judge, &v.rubric, Versions::Preferences).await?;
+            let id = uuid::Uuid::new_v4().to_string();
             let report = serde_json::to_string(&v.report)
                 .map_err(|e| Error::Internal(format!("cannot encode a pairwise version: {e}")))?;
             sqlx::query(
@@ -108,7 +110,7 @@ impl Store {
                      comparison_count, labelled_count, comparison_digest, report, created_at_ms)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
             )
-            .bind(uuid::Uuid::new_v4().to_string())
+            .bind(&id)
             .bind(&cell_id)
             .bind(version)
             .bind(job.to_string())
@@ -133,6 +135,7 @@ impl Store {
                 digest: v.digest.clone(),
                 report: v.report.clone(),
                 created_at_ms: now,
+                id,
             });
         }
         tx.commit().await?;

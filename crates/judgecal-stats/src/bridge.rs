@@ -72,6 +72,13 @@ const CHECK_REFIT_ADVICE: &str = "the judge changed behind its label: upload the
      judge_version (POST /v1/anchors with \"judge_version\", no reference_score), then train on them; a check \
      stores nothing";
 
+/// What a `refit` bridge of a pairwise cell advises.
+const PAIRWISE_REFIT_ADVICE: &str = "train on the re-judged comparisons";
+/// What a `refit` check of a pairwise cell advises.
+const PAIRWISE_CHECK_REFIT_ADVICE: &str = "the judge changed behind its label: upload these verdicts as comparisons \
+     under a new judge_version (POST /v1/comparisons with \"judge_version\", no preference), then train on them; a \
+     check stores nothing";
+
 /// A mean shift with its interval.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[schema(as = BridgeShift)]
@@ -174,6 +181,18 @@ impl Bridge {
     /// The same answer worded for a silent-change check, which stores nothing.
     pub fn for_check(mut self) -> Self {
         self.reason = self.reason.replace(REFIT_ADVICE, CHECK_REFIT_ADVICE);
+        self
+    }
+
+    /// The same answer for a pairwise cell's verdicts (a check's where `check`): its advice
+    /// names comparisons, not anchors.
+    pub fn for_comparisons(mut self, check: bool) -> Self {
+        let advice = if check {
+            PAIRWISE_CHECK_REFIT_ADVICE
+        } else {
+            PAIRWISE_REFIT_ADVICE
+        };
+        self.reason = self.reason.replace(REFIT_ADVICE, advice);
         self
     }
 }

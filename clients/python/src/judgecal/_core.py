@@ -511,8 +511,10 @@ class Endpoints:
         tolerance: float | None = None,
     ) -> models.CheckResponse:
         """POST a silent-change check: anchor items (`item_id`, `judge_score`) re-scored under
-        the label they were stored with. `changed` says whether the corrected mean moved
-        beyond the tolerance; the anchors are never overwritten."""
+        the label they were stored with; in a pairwise cell, stored comparisons (`item_id`,
+        `verdict`, optionally `verdict_swapped`) re-judged. `changed` says whether the
+        corrected mean (the calibrated preference's) moved beyond the tolerance; the anchors
+        are never overwritten."""
         body = with_options(
             {"items": [dict(i) for i in items]}, judge_version=judge_version, tolerance=tolerance
         )

@@ -105,8 +105,10 @@ class Client:
         ...
     def check(self, judge: str, rubric: str, items: Sequence[Mapping[str, Any]], *, judge_version: str | None=None, tolerance: float | None=None) -> models.CheckResponse:
         """POST a silent-change check: anchor items (`item_id`, `judge_score`) re-scored under
-        the label they were stored with. `changed` says whether the corrected mean moved
-        beyond the tolerance; the anchors are never overwritten."""
+        the label they were stored with; in a pairwise cell, stored comparisons (`item_id`,
+        `verdict`, optionally `verdict_swapped`) re-judged. `changed` says whether the
+        corrected mean (the calibrated preference's) moved beyond the tolerance; the anchors
+        are never overwritten."""
         ...
     def get_check(self, judge: str, rubric: str, check_id: str) -> models.CheckResponse:
         """GET a silent-change check by its id, as it was answered."""
@@ -292,8 +294,10 @@ class AsyncClient:
         ...
     async def check(self, judge: str, rubric: str, items: Sequence[Mapping[str, Any]], *, judge_version: str | None=None, tolerance: float | None=None) -> models.CheckResponse:
         """POST a silent-change check: anchor items (`item_id`, `judge_score`) re-scored under
-        the label they were stored with. `changed` says whether the corrected mean moved
-        beyond the tolerance; the anchors are never overwritten."""
+        the label they were stored with; in a pairwise cell, stored comparisons (`item_id`,
+        `verdict`, optionally `verdict_swapped`) re-judged. `changed` says whether the
+        corrected mean (the calibrated preference's) moved beyond the tolerance; the anchors
+        are never overwritten."""
         ...
     async def get_check(self, judge: str, rubric: str, check_id: str) -> models.CheckResponse:
         """GET a silent-change check by its id, as it was answered."""

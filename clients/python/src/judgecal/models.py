@@ -196,7 +196,46 @@ class CellsResponse(BaseModel):
     cells: list[CellDto]
 
 
+class Verdict1(Enum):
+    """
+    In a pairwise cell: the judge's new verdict on the stored comparison, a shown first ("a", "b", "tie" or the probability that a is better).
+    """
+
+    a = 'a'
+    b = 'b'
+    tie = 'tie'
+
+
+class Verdict2(RootModel[float]):
+    root: float = Field(..., examples=['a'], ge=0.0, le=1.0)
+    """
+    In a pairwise cell: the judge's new verdict on the stored comparison, a shown first ("a", "b", "tie" or the probability that a is better).
+    """
+
+
+class VerdictSwapped(Enum):
+    """
+    In a pairwise cell, optional: the new verdict with b shown first, already mapped back.
+    """
+
+    a = 'a'
+    b = 'b'
+    tie = 'tie'
+
+
+class VerdictSwapped1(RootModel[float]):
+    root: float = Field(..., examples=['a'], ge=0.0, le=1.0)
+    """
+    In a pairwise cell, optional: the new verdict with b shown first, already mapped back.
+    """
+
+
 class CheckItem(BaseModel):
+    """
+    One re-scored anchor item (`judge_score`), or in a pairwise cell one re-judged comparison
+    (`verdict`, and `verdict_swapped` where the judge was asked in both orders).
+    """
+
     model_config = ConfigDict(
         extra='forbid',
     )
@@ -210,7 +249,20 @@ class CheckItem(BaseModel):
     """
     The item's id: 1 to 256 characters, no control characters; one anchor per item, cell and judge version.
     """
-    judge_score: float = Field(..., examples=[3.0])
+    judge_score: float | None = Field(None, examples=[3.0])
+    """
+    The judge's new score of the anchor item (a cell of judge scores).
+    """
+    verdict: Verdict1 | Verdict2 | None = Field(None, examples=['a'])
+    """
+    In a pairwise cell: the judge's new verdict on the stored comparison, a shown first ("a", "b", "tie" or the probability that a is better).
+    """
+    verdict_swapped: VerdictSwapped | VerdictSwapped1 | None = Field(
+        None, examples=['a']
+    )
+    """
+    In a pairwise cell, optional: the new verdict with b shown first, already mapped back.
+    """
 
 
 class CheckRequest(BaseModel):
@@ -301,7 +353,7 @@ class Preference1(RootModel[float]):
     """
 
 
-class Verdict1(Enum):
+class Verdict3(Enum):
     """
     The judge's verdict, a shown first: "a", "b", "tie", or the probability that a's answer is the better (a judge's log-probabilities). A tie counts one half for each side.
     """
@@ -311,14 +363,14 @@ class Verdict1(Enum):
     tie = 'tie'
 
 
-class Verdict2(RootModel[float]):
+class Verdict4(RootModel[float]):
     root: float = Field(..., examples=['a'], ge=0.0, le=1.0)
     """
     The judge's verdict, a shown first: "a", "b", "tie", or the probability that a's answer is the better (a judge's log-probabilities). A tie counts one half for each side.
     """
 
 
-class VerdictSwapped(Enum):
+class VerdictSwapped2(Enum):
     """
     Optional: the judge's verdict with b shown first, already mapped back ("a" still means a). Where the two orders disagree the judge favours a position.
     """
@@ -328,7 +380,7 @@ class VerdictSwapped(Enum):
     tie = 'tie'
 
 
-class VerdictSwapped1(RootModel[float]):
+class VerdictSwapped3(RootModel[float]):
     root: float = Field(..., examples=['a'], ge=0.0, le=1.0)
     """
     Optional: the judge's verdict with b shown first, already mapped back ("a" still means a). Where the two orders disagree the judge favours a position.
@@ -394,11 +446,11 @@ class ComparisonRow(BaseModel):
     """
     Optional: who gave the preference, named like judges.
     """
-    verdict: Verdict1 | Verdict2 = Field(..., examples=['a'])
+    verdict: Verdict3 | Verdict4 = Field(..., examples=['a'])
     """
     The judge's verdict, a shown first: "a", "b", "tie", or the probability that a's answer is the better (a judge's log-probabilities). A tie counts one half for each side.
     """
-    verdict_swapped: VerdictSwapped | VerdictSwapped1 | None = Field(
+    verdict_swapped: VerdictSwapped2 | VerdictSwapped3 | None = Field(
         None, examples=['a']
     )
     """
@@ -1560,14 +1612,18 @@ class RescoreResponse(BaseModel):
     from_: str | None = Field(None, alias='from')
     from_calibrator: int
     """
-    The calibrator version the bridge will test, and its judge version.
+    The calibrator version the bridge will test (a pairwise cell's: its trained version),
+    and its judge version.
     """
     items: list[str]
     """
     Items the cell holds a reference for that `judge_version` has not scored (at most
     `limit`), spread over the cell's systems: each system's in a fixed pseudo-random order,
     the systems in turn, so the first items of the list cover every system. Upload the new version's scores of them with `reference_score` left
-    out: each becomes an anchor of the new version with the stored reference.
+    out: each becomes an anchor of the new version with the stored reference. In a pairwise
+    cell: the labelled comparisons of `from` that `judge_version` has not judged, spread over
+    their systems a; upload its verdicts with `preference` left out (POST /v1/comparisons):
+    each takes the item's stored preference.
     """
     remaining: int
     """
@@ -2528,7 +2584,9 @@ class Bridge(BaseModel):
 class BridgeResponse(Bridge):
     calibrator: int
     """
-    The calibrator version (trained on `from`) applied to both versions' scores.
+    The calibrator version (trained on `from`) applied to both versions' scores; in a
+    pairwise cell, the newest trained version of `from` (GET .../preferences), whose
+    calibrated preference is applied to both versions' verdicts.
     """
     from_: str | None = Field(None, alias='from')
     to: str | None = None

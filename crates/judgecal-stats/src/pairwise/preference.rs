@@ -16,6 +16,7 @@
 //! (`Inputs`) over k folds.
 
 use nalgebra::{DMatrix, DVector};
+use serde::{Deserialize, Serialize};
 
 use super::{log_sigmoid, sigmoid};
 use crate::rng::{Rng, SeedableRng, SliceRandom};
@@ -50,7 +51,8 @@ pub struct Labelled {
 }
 
 /// What the map reads, the candidates `auto` would choose among.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Inputs {
     /// The verdict alone (the first order).
     Verdict,
@@ -101,14 +103,14 @@ impl Candidate {
 }
 
 /// The per-system terms of a map: `count` systems, each term's prior sd.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct SystemTerms {
     pub count: usize,
     pub sd: f64,
 }
 
-/// A fitted map.
-#[derive(Debug, Clone, PartialEq)]
+/// A fitted map (stored with a pairwise cell's version, so that it serves as trained).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PreferenceMap {
     pub inputs: Inputs,
     pub systems: Option<SystemTerms>,
@@ -335,6 +337,21 @@ pub fn system_terms(
     }
     best.map(|(_, t)| t)
         .ok_or_else(|| "no prior sd to try".into())
+}
+
+/// `candidate` fitted on every row (its per-system terms, with `systems` systems, at the prior
+/// sd of highest evidence): a stored version's choice applied again, with no folds.
+pub fn fit_candidate(
+    rows: &[Labelled],
+    candidate: Candidate,
+    systems: usize,
+) -> Result<PreferenceMap, String> {
+    let terms = if candidate.systems {
+        Some(system_terms(rows, candidate.inputs, systems)?)
+    } else {
+        None
+    };
+    fit_with(rows, candidate.inputs, terms).map(|(map, _)| map)
 }
 
 /// Held-out figures of a preference.
