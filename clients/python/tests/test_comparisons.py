@@ -77,3 +77,32 @@ def test_ratings_rate_a_run_and_come_back_as_a_frame(server):
         assert planned.plan.outcome == "more_labelled"
         assert len(planned.plan.label) == planned.plan.needed
         assert set(planned.plan.label) <= {r["item_id"] for r in run}
+
+
+def test_a_pairwise_judge_version_is_checked_for_a_silent_change(server):
+    import random
+
+    rng = random.Random(9)
+    rows = []
+    for i in range(300):
+        a, b = rng.sample(["x", "y", "z"], 2)
+        z = rng.gauss(0, 1.5) + (1.0 if a == "y" else 0.0) - (1.0 if b == "y" else 0.0)
+        seen = z + rng.gauss(0, 0.8)
+        rows.append({"item_id": f"c{i}", "a": a, "b": b,
+                     "verdict": "a" if seen + 0.5 > 0 else "b",
+                     "verdict_swapped": "a" if seen - 0.5 > 0 else "b",
+                     "preference": "a" if z > 0 else "b"})
+    with Client(server.url, server.key) as jc:
+        jc.upload_comparisons("checked-judge", "overall", rows, judge_version="v1")
+        jc.train("checked-judge", "auto", progress=False, timeout=120)
+        versions = jc.judge_versions("checked-judge", "overall").judge_versions
+        assert [(v.judge_version, v.anchor_count, v.calibrated_by) for v in versions] == [("v1", 300, 1)]
+        same = [{"item_id": r["item_id"], "verdict": r["verdict"], "verdict_swapped": r["verdict_swapped"]}
+                for r in rows[:100]]
+        unchanged = jc.check("checked-judge", "overall", same, judge_version="v1")
+        assert (unchanged.changed, unchanged.verdict.value) == (False, "carry_over")
+        always_a = [dict(r, verdict="a", verdict_swapped="a") for r in same]
+        assert jc.check("checked-judge", "overall", always_a, judge_version="v1").changed
+        with pytest.raises(InvalidInput) as bad:
+            jc.check("checked-judge", "overall", [{"item_id": "c1", "judge_score": 3.0}], judge_version="v1")
+        assert (bad.value.details[0].row, bad.value.details[0].field) == (1, "judge_score")
