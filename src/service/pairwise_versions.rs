@@ -508,7 +508,8 @@ mod tests {
             .map(|item| {
                 let old = comparisons(std::slice::from_ref(item), false, rng).remove(0);
                 let (verdict, swapped) = judged(item, lean, rng);
-                c.pair(&old, (verdict, Some(swapped))).expect("a readable pair")
+                c.pair(&old, (verdict, Some(swapped)))
+                    .expect("a readable pair")
             })
             .collect()
     }
@@ -563,7 +564,10 @@ mod tests {
                 at.push(bridge::bridge(&pairs(&c, &shared, lean, &mut rng), tolerance).verdict);
             }
         }
-        let (refit, kept) = (count(&null, Verdict::Refit), count(&null, Verdict::CarryOver));
+        let (refit, kept) = (
+            count(&null, Verdict::Refit),
+            count(&null, Verdict::CarryOver),
+        );
         let wrongly_kept = count(&at, Verdict::CarryOver);
         eprintln!(
             "repeat noise only: refit {:.1}%, carry_over {:.1}%; a shift at the tolerance: carry_over {:.1}%, refit {:.1}%",
