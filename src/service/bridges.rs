@@ -102,6 +102,35 @@ fn fnv1a(text: &str) -> u64 {
     })
 }
 
+/// 409: `judge_version` has no `what` trained on it in cell `key`, with the training request
+/// that would train one (naming `method` where the cell needs it).
+pub(super) fn untrained(
+    field: &str,
+    key: &CellKey,
+    judge_version: Option<&JudgeVersion>,
+    what: &str,
+    method: Option<&str>,
+) -> Error {
+    let mut body: Vec<String> = method
+        .map(|m| format!("\"method\": {m:?}"))
+        .into_iter()
+        .collect();
+    body.extend(judge_version.map(|v| format!("\"judge_version\": {:?}", v.as_str())));
+    let body = if body.is_empty() {
+        String::new()
+    } else {
+        format!(" {{{}}}", body.join(", "))
+    };
+    Error::conflict(
+        format!(
+            "{field}: judge_version {} has no {what} in cell {key}; train one with POST /v1/judges/{}/calibrations{body}",
+            JudgeVersion::describe(judge_version),
+            key.judge
+        ),
+        vec![],
+    )
+}
+
 /// The tolerance asked for, or the default for the scale.
 pub(super) fn tolerance(asked: Option<f64>, scale: Scale) -> Result<f64> {
     match asked {
@@ -202,18 +231,7 @@ impl Service {
             .find(|v| v.passed() && v.judge_version.as_ref() == judge_version)
         {
             Some(v) => self.corrector(key, Some(v.version)).await,
-            None => Err(Error::conflict(
-                format!(
-                    "{field}: judge_version {} has no calibration in cell {key}; train one with POST /v1/judges/{}/calibrations{}",
-                    JudgeVersion::describe(judge_version),
-                    key.judge,
-                    judge_version.map_or(String::new(), |v| format!(
-                        " {{\"judge_version\": {:?}}}",
-                        v.as_str()
-                    ))
-                ),
-                vec![],
-            )),
+            None => Err(untrained(field, key, judge_version, "calibration", None)),
         }
     }
 
@@ -482,13 +500,24 @@ impl Service {
             calibrator: calibration.version.version,
             bridge: bridge::bridge(&pairs, tolerance).for_check(),
         };
+        self.record_check(key, &scores, answer).await
+    }
+
+    /// Stores a check's answer with what was re-scored (`scores`) and sets
+    /// `judgecal_judge_changed` from it.
+    pub(super) async fn record_check(
+        &self,
+        key: &CellKey,
+        scores: &(impl serde::Serialize + ?Sized),
+        answer: BridgeAnswer,
+    ) -> Result<Check> {
         let finding = answer.bridge.finding();
         let id = self
             .store
             .record_check(
                 key,
-                judge_version,
-                &scores,
+                answer.from.as_ref(),
+                scores,
                 (&answer.bridge, answer.calibrator),
                 finding,
             )

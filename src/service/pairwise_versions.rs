@@ -18,6 +18,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use super::Service;
 use super::bridges::{
     BridgeAnswer, Check, JudgeVersionSummary, Rescore, Rescored, refused, spread_sample, tolerance,
+    untrained,
 };
 use crate::domain::comparisons::Comparison;
 use crate::domain::preference::{PreferenceVersion, verdict_level};
@@ -191,17 +192,12 @@ impl Service {
             .into_iter()
             .find(|v| v.judge_version.as_ref() == judge_version)
         else {
-            return Err(Error::conflict(
-                format!(
-                    "{field}: judge_version {} has no trained version in cell {key}; train one with POST /v1/judges/{}/calibrations {{\"method\": \"auto\"{}}}",
-                    JudgeVersion::describe(judge_version),
-                    key.judge,
-                    judge_version.map_or(String::new(), |v| format!(
-                        ", \"judge_version\": {:?}",
-                        v.as_str()
-                    ))
-                ),
-                vec![],
+            return Err(untrained(
+                field,
+                key,
+                judge_version,
+                "trained version",
+                Some("auto"),
             ));
         };
         let candidate = Candidate::parse(&v.report.chosen).ok_or_else(|| {
@@ -465,24 +461,11 @@ impl Service {
             calibrator: calibrated.version,
             bridge: bridge::bridge(&pairs, tolerance).for_comparisons(true),
         };
-        let finding = answer.bridge.finding();
         let verdicts: Vec<(&str, f64, Option<f64>)> = rejudged
             .iter()
             .map(|(c, v)| (c.item_id.as_str(), v.0, v.1))
             .collect();
-        let id = self
-            .store
-            .record_check(
-                key,
-                judge_version,
-                &verdicts,
-                (&answer.bridge, answer.calibrator),
-                finding,
-            )
-            .await?;
-        self.metrics.set_judge_changed(key, finding);
-        tracing::info!(cell = %key, finding = finding.gauge(), verdict = answer.bridge.verdict.as_str(), "silent-change check of a pairwise cell");
-        Ok(Check { id, answer })
+        self.record_check(key, &verdicts, answer).await
     }
 }
 

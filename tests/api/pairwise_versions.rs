@@ -28,6 +28,20 @@ fn rejudged(rows: &[Value], always_a: bool) -> Vec<Value> {
         .collect()
 }
 
+/// The (row, field) of each problem of a refused (422) POST of `body` to `path`.
+async fn refused_rows(app: &TestApp, path: &str, body: Value) -> Vec<(Value, Value)> {
+    assert_error(&app.json("POST", path, &body).await, 422, "invalid_input")
+        .iter()
+        .map(|d| (d["row"].clone(), d["field"].clone()))
+        .collect()
+}
+
+/// POSTs comparisons that must be stored.
+async fn stored(app: &TestApp, body: Value) {
+    let res = app.json("POST", "/v1/comparisons", &body).await;
+    assert_eq!(res.status, 200, "{}", res.body);
+}
+
 fn check_items(rows: &[Value]) -> Vec<Value> {
     rows.iter()
         .map(|r| json!({"item_id": r["item_id"], "verdict": r["verdict"], "verdict_swapped": r["verdict_swapped"]}))
@@ -84,14 +98,7 @@ async fn a_pairwise_judge_version_is_bridged_and_checked_on_its_calibrated_prefe
 
     // v2 judges every item as v1 did: the calibrated preference does not move at all. Its
     // rows take the stored preferences, so v2 is labelled too.
-    let res = app
-        .json(
-            "POST",
-            "/v1/comparisons",
-            &upload("v2", rejudged(&v1, false)),
-        )
-        .await;
-    assert_eq!(res.status, 200, "{}", res.body);
+    stored(&app, upload("v2", rejudged(&v1, false))).await;
     let bridge = app.get(&format!("{cell}/bridge?from=v1&to=v2")).await;
     assert_eq!(bridge.status, 200, "{}", bridge.body);
     assert_eq!(bridge.body["calibrator"], 1);
@@ -104,14 +111,7 @@ async fn a_pairwise_judge_version_is_bridged_and_checked_on_its_calibrated_prefe
         (json!(0), json!(400))
     );
     // v3 calls every comparison for a: the preference of the ones called for b jumps.
-    let res = app
-        .json(
-            "POST",
-            "/v1/comparisons",
-            &upload("v3", rejudged(&v1, true)),
-        )
-        .await;
-    assert_eq!(res.status, 200, "{}", res.body);
+    stored(&app, upload("v3", rejudged(&v1, true))).await;
     let bridge = app.get(&format!("{cell}/bridge?from=v1&to=v3")).await;
     assert_eq!(bridge.body["verdict"], "refit", "{}", bridge.body);
     assert!(bridge.body["corrected"]["lo"].as_f64().unwrap() > 0.025);
@@ -159,46 +159,28 @@ async fn a_pairwise_judge_version_is_bridged_and_checked_on_its_calibrated_prefe
 
     // Bad rows are named, and nothing is recorded: a score where a verdict belongs, an item
     // the version never judged, an outcome that is none.
-    let details = assert_error(
-        &app.json(
-            "POST",
-            &format!("{cell}/checks"),
-            &json!({"judge_version": "v1", "items": [
-                {"item_id": "p00000", "judge_score": 3.0},
-                {"item_id": "nope", "verdict": "a"},
-                {"item_id": "p00001", "verdict": "c"},
-            ]}),
-        )
-        .await,
-        422,
-        "invalid_input",
-    );
-    let named: Vec<(Value, Value)> = details
-        .iter()
-        .map(|d| (d["row"].clone(), d["field"].clone()))
-        .collect();
-    assert_eq!(
-        named,
-        vec![(json!(3), json!("verdict"))],
-        "an unreadable outcome is refused before the rows are checked: {details:?}"
-    );
-    let details = assert_error(
-        &app.json(
-            "POST",
-            &format!("{cell}/checks"),
-            &json!({"judge_version": "v1", "items": [
-                {"item_id": "p00000", "judge_score": 3.0},
-                {"item_id": "nope", "verdict": "a"},
-            ]}),
-        )
-        .await,
-        422,
-        "invalid_input",
-    );
-    let named: Vec<(Value, Value)> = details
-        .iter()
-        .map(|d| (d["row"].clone(), d["field"].clone()))
-        .collect();
+    let checks = format!("{cell}/checks");
+    let named = refused_rows(
+        &app,
+        &checks,
+        json!({"judge_version": "v1", "items": [
+            {"item_id": "p00000", "judge_score": 3.0},
+            {"item_id": "nope", "verdict": "a"},
+            {"item_id": "p00001", "verdict": "c"},
+        ]}),
+    )
+    .await;
+    // An unreadable outcome is refused before the rows are checked.
+    assert_eq!(named, vec![(json!(3), json!("verdict"))]);
+    let named = refused_rows(
+        &app,
+        &checks,
+        json!({"judge_version": "v1", "items": [
+            {"item_id": "p00000", "judge_score": 3.0},
+            {"item_id": "nope", "verdict": "a"},
+        ]}),
+    )
+    .await;
     assert_eq!(
         named,
         vec![
@@ -224,20 +206,12 @@ async fn a_check_of_a_cell_of_scores_refuses_verdicts(backend: Backend) {
         )
         .await;
     assert_eq!(res.status, 200, "{}", res.body);
-    let details = assert_error(
-        &app.json(
-            "POST",
-            "/v1/cells/j/r/checks",
-            &json!({"items": [{"item_id": "i1", "verdict": "a"}, {"item_id": "i2"}]}),
-        )
-        .await,
-        422,
-        "invalid_input",
-    );
-    let named: Vec<(Value, Value)> = details
-        .iter()
-        .map(|d| (d["row"].clone(), d["field"].clone()))
-        .collect();
+    let named = refused_rows(
+        &app,
+        "/v1/cells/j/r/checks",
+        json!({"items": [{"item_id": "i1", "verdict": "a"}, {"item_id": "i2"}]}),
+    )
+    .await;
     assert_eq!(
         named,
         vec![
@@ -262,14 +236,7 @@ async fn a_pairwise_cells_drift_alarm_watches_the_calibrated_preferences_misses(
     let app = TestApp::new(backend).await;
     let upload =
         |rows: Vec<Value>| json!({"judge": "pair-judge", "rubric": "overall", "comparisons": rows});
-    let res = app
-        .json(
-            "POST",
-            "/v1/comparisons",
-            &upload(world(1_000, 0, 1_000, 7)),
-        )
-        .await;
-    assert_eq!(res.status, 200, "{}", res.body);
+    stored(&app, upload(world(1_000, 0, 1_000, 7))).await;
     let id = train(&app, "pair-judge", json!({"method": "auto"})).await;
     assert_eq!(finished(&app, &id).await["state"], "succeeded");
     let labels = r#"{judge="pair-judge",rubric="overall"}"#;
@@ -279,8 +246,7 @@ async fn a_pairwise_cells_drift_alarm_watches_the_calibrated_preferences_misses(
     // alarm.
     for batch in 0..3 {
         let rows = world(200, 10_000 + 200 * batch, 200, 20 + batch as u64);
-        let res = app.json("POST", "/v1/comparisons", &upload(rows)).await;
-        assert_eq!(res.status, 200, "{}", res.body);
+        stored(&app, upload(rows)).await;
     }
     let m = metrics(&app).await;
     // The coverage gauge reads the newest whole uploads until 200 comparisons.
@@ -290,14 +256,7 @@ async fn a_pairwise_cells_drift_alarm_watches_the_calibrated_preferences_misses(
     assert_eq!(gauge(&m, "judgecal_drift_alarm"), Some(0.0));
     assert_eq!(gauge(&m, "judgecal_drift_anchors"), Some(600.0));
     // Unlabelled verdicts are no evidence: nothing more is checked.
-    let res = app
-        .json(
-            "POST",
-            "/v1/comparisons",
-            &upload(world(100, 30_000, 0, 30)),
-        )
-        .await;
-    assert_eq!(res.status, 200, "{}", res.body);
+    stored(&app, upload(world(100, 30_000, 0, 30))).await;
     assert_eq!(
         gauge(&metrics(&app).await, "judgecal_drift_anchors"),
         Some(600.0)
@@ -305,8 +264,7 @@ async fn a_pairwise_cells_drift_alarm_watches_the_calibrated_preferences_misses(
     // People now overturn the judge: the alarm fires.
     for batch in 0..10 {
         let rows = overturned(world(200, 40_000 + 200 * batch, 200, 40 + batch as u64));
-        let res = app.json("POST", "/v1/comparisons", &upload(rows)).await;
-        assert_eq!(res.status, 200, "{}", res.body);
+        stored(&app, upload(rows)).await;
     }
     let m = metrics(&app).await;
     assert_eq!(gauge(&m, "judgecal_drift_alarm"), Some(1.0), "{m}");
