@@ -65,7 +65,7 @@ fn name_of(raw: &str) -> Result<JudgeName, ApiError> {
     request_body = PanelRequest,
     responses(
         (status = 201, body = PanelDto),
-        (status = 409, description = "The name is a panel already or a judge with anchors, or a member is a panel", body = ErrorBody),
+        (status = 409, description = "The name is a panel already or a judge with anchors, a member is a panel, or a member holds pairwise comparisons (panels of pairwise judges are not built)", body = ErrorBody),
         (status = 422, description = "Bad name, or not 2 to 12 distinct judges", body = ErrorBody),
     ),
     security(("api_key" = ["train"]))

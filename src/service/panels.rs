@@ -16,12 +16,39 @@ use judgecal_stats::panel::fusion::{FusedScore, Fusion};
 use judgecal_stats::panel::missing::Scored;
 use judgecal_stats::panel::plan::{PanelPlan, PlanAsk};
 
+/// Why pairwise judge `judge` cannot be a panel's member.
+fn pairwise_member(judge: &JudgeName) -> String {
+    format!(
+        "{judge} holds pairwise comparisons, not judge scores: a panel fuses its members' scores of one item, and panels of \
+         pairwise judges are not built yet; rate a pairwise judge's runs on its own with POST /v1/ratings"
+    )
+}
+
 fn no_panel(name: &JudgeName) -> Error {
     Error::NotFound(format!("no panel {name}; define one with POST /v1/panels"))
 }
 
 impl Service {
     pub async fn create_panel(&self, new: &NewPanel) -> Result<Panel> {
+        let mut pairwise = Vec::new();
+        for (i, judge) in new.judges.iter().enumerate() {
+            if !self.store.comparison_cells(judge).await?.is_empty() {
+                pairwise.push(Problem::at(
+                    None,
+                    &format!("judges[{i}]"),
+                    pairwise_member(judge),
+                ));
+            }
+        }
+        if !pairwise.is_empty() {
+            return Err(Error::conflict(
+                format!(
+                    "panel {} was not defined: a panel fuses judge scores",
+                    new.name
+                ),
+                pairwise,
+            ));
+        }
         let panel = self.store.create_panel(new).await?;
         tracing::info!(panel = %panel.name, members = panel.judges.len(), "panel defined");
         Ok(panel)
@@ -102,6 +129,11 @@ impl Service {
                 continue;
             }
             let chosen = match held.as_slice() {
+                [] if !self.store.comparison_cells(judge).await?.is_empty() => Err(format!(
+                    "panel {}'s member {}",
+                    panel.name,
+                    pairwise_member(judge)
+                )),
                 [] => Err(format!(
                     "panel {}'s member {judge} has no anchors: upload its scores of the anchor items (POST /v1/anchors with judge {judge})",
                     panel.name

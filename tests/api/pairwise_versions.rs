@@ -272,3 +272,43 @@ async fn a_pairwise_cells_drift_alarm_watches_the_calibrated_preferences_misses(
 }
 
 on_both_backends!(a_pairwise_cells_drift_alarm_watches_the_calibrated_preferences_misses);
+
+async fn a_panel_of_pairwise_judges_is_refused_naming_the_member(backend: Backend) {
+    let app = TestApp::new(backend).await;
+    // Defined before its member held anything, the panel trains into a refusal that says why.
+    let res = app
+        .json(
+            "POST",
+            "/v1/panels",
+            &json!({"name": "pair-panel", "judges": ["pair-judge", "other"]}),
+        )
+        .await;
+    assert_eq!(res.status, 201, "{}", res.body);
+    stored(&app, upload("v1", world(40, 0, 40, 3))).await;
+    let res = app
+        .json(
+            "POST",
+            "/v1/judges/pair-panel/calibrations",
+            &json!({"method": "auto"}),
+        )
+        .await;
+    assert_error(&res, 409, "conflict");
+    let message = res.body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("pair-judge holds pairwise comparisons"),
+        "{message}"
+    );
+    // A new panel with it is not defined.
+    let res = app
+        .json(
+            "POST",
+            "/v1/panels",
+            &json!({"name": "pair-panel-2", "judges": ["other", "pair-judge"]}),
+        )
+        .await;
+    let details = assert_error(&res, 409, "conflict");
+    assert_eq!(details[0]["field"], "judges[1]", "{details:?}");
+    assert_error(&app.get("/v1/panels/pair-panel-2").await, 404, "not_found");
+}
+
+on_both_backends!(a_panel_of_pairwise_judges_is_refused_naming_the_member);
