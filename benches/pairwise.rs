@@ -4,7 +4,8 @@
 //! stored labelled ones, request bytes to response bytes (aim: under 1 s), with the
 //! statistics alone beside it, and again once the cell is trained (its version's choice
 //! fitted again instead of `auto` over every candidate); and training a cell of 10,000
-//! labelled comparisons through a job (aim: under 5 s).
+//! labelled comparisons through a job (aim: under 5 s); and uploading 10,000 labelled
+//! comparisons into the trained cell (stored, then checked by its drift alarm).
 //!
 //!     cargo bench --bench pairwise
 
@@ -201,6 +202,24 @@ fn main() {
     times.sort_by(f64::total_cmp);
     common::report(
         "training a pairwise cell through a job (POST /v1/judges/{judge}/calibrations auto, polled every 10 ms): 10,000 labelled comparisons of 50 systems",
+        &times,
+    );
+    // Labelled comparisons into the trained cell: stored, then checked against its newest
+    // version's band by the drift alarm (the path an upload to a trained cell takes).
+    let mut times: Vec<f64> = (0..3)
+        .map(|k| {
+            let body = json!({"judge": "pair-train", "rubric": "overall",
+                "comparisons": rows(10_000, 100_000 * (k + 1), true, &mut rng)})
+            .to_string();
+            let started = std::time::Instant::now();
+            let stored = rt.block_on(common::call(&router, "POST", "/v1/comparisons", body));
+            assert_eq!(stored["inserted"], 10_000, "{stored}");
+            started.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    common::report(
+        "POST /v1/comparisons: 10,000 labelled comparisons into the trained cell",
         &times,
     );
     drop(rt);
