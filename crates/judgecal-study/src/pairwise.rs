@@ -12,26 +12,21 @@
 
 use std::path::Path;
 
+use judgecal_stats::pairwise::bias::{Biases, Judged, Share};
 use judgecal_stats::pairwise::preference::{self, HeldOut, Inputs, Labelled, Verdicts};
 
 use crate::llmbar::{JUDGES, Pair, SETS, pairs};
 
-/// A share with its 95% Wilson interval.
-fn share(hits: f64, n: usize) -> String {
-    if n == 0 {
-        return "—".into();
-    }
-    let n = n as f64;
-    let p = hits / n;
-    let z: f64 = 1.96;
-    let centre = (p + z * z / (2.0 * n)) / (1.0 + z * z / n);
-    let half = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt() / (1.0 + z * z / n);
-    format!(
-        "{:.1}% ({:.1}–{:.1})",
-        100.0 * p,
-        100.0 * (centre - half),
-        100.0 * (centre + half)
-    )
+/// A share with its 95% interval, as a table cell.
+fn share(s: Option<Share>) -> String {
+    s.map_or("—".into(), |s| {
+        format!(
+            "{:.1}% ({:.1}–{:.1})",
+            100.0 * s.estimate,
+            100.0 * s.interval[0],
+            100.0 * s.interval[1]
+        )
+    })
 }
 
 /// A pair as a labelled comparison: its verdict, its swapped verdict, log(len a / len b).
@@ -51,45 +46,67 @@ pub fn labelled(p: &Pair) -> Labelled {
     }
 }
 
-/// The judge's and the experts' biases over `pairs`, as table cells: the share of verdicts
+/// The judge's and the experts' biases over `pairs`, by the diagnostics a pairwise cell's
+/// version reports (`judgecal_stats::pairwise::bias`), as table cells: the share of verdicts
 /// naming the answer shown first (each order a verdict; the experts saw output 1 first), the
-/// share of pairs with both orders whose winner flips, and the share won by the longer
-/// answer (judge: the first order, else the swapped; pairs of equal length left out).
-pub fn biases(pairs: &[Pair]) -> [String; 5] {
-    let (mut first_wins, mut verdicts) = (0.0, 0);
-    let (mut flips, mut both) = (0.0, 0);
-    let (mut judge_longer, mut people_longer, mut unequal) = (0.0, 0.0, 0);
-    for p in pairs {
-        if let Some(f) = p.first {
-            first_wins += f;
-            verdicts += 1;
-        }
-        if let Some(s) = p.swapped {
-            // Output 2 was shown first: it won where the mapped-back verdict is 0.
-            first_wins += 1.0 - s;
-            verdicts += 1;
-        }
-        if let (Some(f), Some(s)) = (p.first, p.swapped) {
-            flips += f64::from(u8::from(f != s));
-            both += 1;
-        }
-        let (a, b) = p.lengths;
-        if a != b {
-            unequal += 1;
-            let verdict = p.first.or(p.swapped).unwrap_or(0.5);
-            let a_longer = a > b;
-            judge_longer += if a_longer { verdict } else { 1.0 - verdict };
-            people_longer += f64::from(u8::from(p.experts_prefer_1 == a_longer));
-        }
-    }
-    let people_first = pairs.iter().filter(|p| p.experts_prefer_1).count() as f64;
-    [
-        share(first_wins, verdicts),
-        share(people_first, pairs.len()),
-        share(flips, both),
-        share(judge_longer, unequal),
-        share(people_longer, unequal),
-    ]
+/// share of pairs with both orders whose winner flips, and the share won by the longer answer
+/// (the judge's preference over the orders it gave; pairs of equal length left out), each
+/// with its 95% interval over pairs. A pair judged only with output 2 shown first is read as
+/// that one verdict with output 2 as a, so that it counts for the answer shown first; and the
+/// number of pairs read.
+pub fn biases(pairs: &[Pair]) -> ([String; 5], usize) {
+    let rows: Vec<Judged> = pairs
+        .iter()
+        .filter_map(|p| {
+            let (a, b) = p.lengths;
+            let longer = (a != b).then_some(a > b);
+            let expert = f64::from(u8::from(p.experts_prefer_1));
+            match (p.first, p.swapped) {
+                (Some(verdict), swapped) => Some(Judged {
+                    verdict,
+                    swapped,
+                    preference: Some(expert),
+                    a_longer: longer,
+                    systems: None,
+                }),
+                (None, Some(s)) => Some(Judged {
+                    verdict: 1.0 - s,
+                    swapped: None,
+                    preference: Some(1.0 - expert),
+                    a_longer: longer.map(|l| !l),
+                    systems: None,
+                }),
+                (None, None) => None,
+            }
+        })
+        .collect();
+    let b = Biases::of(&rows, 0);
+    // The experts' share for output 1, which they saw first: a pair read with output 2 as a
+    // counts the experts' preference for output 1 all the same.
+    let people_first = Biases::of(
+        &pairs
+            .iter()
+            .map(|p| Judged {
+                verdict: 0.5,
+                swapped: None,
+                preference: Some(f64::from(u8::from(p.experts_prefer_1))),
+                a_longer: None,
+                systems: None,
+            })
+            .collect::<Vec<_>>(),
+        0,
+    )
+    .people_first;
+    (
+        [
+            share(b.judge_first),
+            share(people_first),
+            share(b.flips),
+            share(b.judge_longer),
+            share(b.people_longer),
+        ],
+        rows.len(),
+    )
 }
 
 /// Both tables, Markdown.
@@ -125,10 +142,9 @@ pub fn report(dir: &Path, folds: usize, seed: u64) -> Result<String, String> {
             ));
             all.extend(pairs);
         }
-        let [first, people_first, flips, longer, people_longer] = biases(&all);
+        let ([first, people_first, flips, longer, people_longer], read) = biases(&all);
         bias.push_str(&format!(
-            "| {judge} | {} | {first} | {people_first} | {flips} | {longer} | {people_longer} |\n",
-            all.len()
+            "| {judge} | {read} | {first} | {people_first} | {flips} | {longer} | {people_longer} |\n"
         ));
     }
     Ok(format!("{held}\n{bias}"))
@@ -158,13 +174,16 @@ mod tests {
             // Only the swapped order, naming output 1; equal lengths.
             pair(None, Some(1.0), 7.0, 7.0, false),
         ];
-        let [first, people_first, flips, longer, people_longer] = biases(&pairs);
+        let ([first, people_first, flips, longer, people_longer], read) = biases(&pairs);
+        assert_eq!(read, 3);
         // Five verdicts; the first shown won three: both of the first pair's, the second
         // pair's swapped one (output 2 shown first, output 2 won).
         assert!(first.starts_with("60.0%"), "{first}");
         assert!(people_first.starts_with("33.3%"), "{people_first}");
         assert!(flips.starts_with("50.0%"), "{flips}");
-        assert!(longer.starts_with("100.0%"), "{longer}");
+        // The judge's preference over the orders it gave: the first pair's orders split (½
+        // for the longer), the second's both name the longer.
+        assert!(longer.starts_with("75.0%"), "{longer}");
         assert!(people_longer.starts_with("100.0%"), "{people_longer}");
         let row = labelled(&pairs[2]);
         let v = &row.verdicts;
