@@ -439,6 +439,9 @@ pub struct ComparisonPlan {
     /// Items whose every row takes this preference: a label for verdicts stored unlabelled,
     /// or (`replace`) a new one.
     pub preferences: Vec<(ItemId, f64)>,
+    /// Rows stored unlabelled under the batch's judge version that the batch sends again with
+    /// a preference: labelled (through `preferences`), their verdicts as stored.
+    pub labelled: Vec<Comparison>,
 }
 
 /// Plans one cell's batch against the rows the cell holds for its items (of every version).
@@ -501,6 +504,22 @@ pub fn plan(
         {
             None => plan.fresh.push(c),
             Some(s) if s.comparison == c => plan.unchanged += 1,
+            // The same verdict sent again with the people's preference: a label, the ordinary
+            // way a labelling team sends the verdicts it was given back.
+            Some(s)
+                if s.comparison.preference.is_none()
+                    && Comparison {
+                        preference: None,
+                        ..c.clone()
+                    } == s.comparison =>
+            {
+                if let Some(p) = c.preference
+                    && !plan.preferences.iter().any(|(item, _)| item == &c.item_id)
+                {
+                    plan.preferences.push((c.item_id.clone(), p));
+                }
+                plan.labelled.push(c);
+            }
             Some(_) if replace => plan.replaced.push(c),
             Some(s) => conflicts.push(Problem::at(
                 Some(row),
@@ -659,5 +678,46 @@ mod tests {
         };
         let conflicts = plan(b, &[stored(Some("v0"), &flipped)], true).expect_err("flipped");
         assert_eq!(named(&conflicts), [(Some(2), "a")]);
+    }
+
+    #[test]
+    fn a_verdict_sent_again_with_a_preference_labels_the_stored_row() {
+        let cells = batch(json!({"judge": "gpt", "rubric": "help", "comparisons": [
+            {"item_id": "p1", "a": "m1", "b": "m2", "verdict": "a", "preference": "b"},
+            {"item_id": "p2", "a": "m1", "b": "m2", "verdict": "b", "preference": "tie"},
+        ]}))
+        .expect("valid");
+        let b = &cells[0];
+        let [p1, p2] = [0, 1].map(|i| b.comparisons[i].clone());
+        let unlabelled = |c: &Comparison| Comparison {
+            preference: None,
+            ..c.clone()
+        };
+        // p1 stored unlabelled under this version only; p2 under this version and another.
+        let rows = [
+            stored(None, &unlabelled(&p1)),
+            stored(None, &unlabelled(&p2)),
+            stored(Some("v0"), &unlabelled(&p2)),
+        ];
+        let done = plan(b, &rows, false).expect("a label is no conflict");
+        assert_eq!(done.labelled, [p1.clone(), p2.clone()]);
+        assert_eq!(
+            done.preferences,
+            [(p1.item_id.clone(), 0.0), (p2.item_id.clone(), 0.5)]
+        );
+        assert_eq!(
+            (done.fresh.len(), done.unchanged, done.replaced.len()),
+            (0, 0, 0)
+        );
+        // Another verdict with the label is still a change to be replaced.
+        let changed = [stored(
+            None,
+            &unlabelled(&Comparison {
+                verdict: 0.5,
+                ..p1.clone()
+            }),
+        )];
+        let conflicts = plan(b, &changed, false).expect_err("the verdict differs");
+        assert_eq!(named(&conflicts), [(Some(1), "verdict")]);
     }
 }

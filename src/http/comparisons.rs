@@ -96,6 +96,9 @@ pub struct ComparisonIngestResponse {
     pub unchanged: usize,
     /// Comparisons overwritten (only with `replace=true`).
     pub replaced: usize,
+    /// Comparisons stored before without a preference that this upload labelled: the same
+    /// verdicts sent again with the people's preference.
+    pub labelled: usize,
     pub cells: Vec<ComparisonCellDto>,
 }
 
@@ -109,6 +112,7 @@ pub struct ComparisonCellDto {
     pub inserted: usize,
     pub unchanged: usize,
     pub replaced: usize,
+    pub labelled: usize,
     /// The cell's comparisons after this upload, of every judge version.
     pub comparison_count: i64,
 }
@@ -117,10 +121,12 @@ pub struct ComparisonCellDto {
 ///
 /// The whole batch is checked before anything is stored; any problem refuses all of it with
 /// 422, listing every problem by row and field. A comparison already stored with the same
-/// values counts as unchanged; with other values the batch is refused with 409 unless
-/// `replace=true`. A cell holds judge scores (anchors) or comparisons, never both: 409. The
-/// labelled comparisons calibrate `POST /v1/ratings`; training jobs and corrections do not
-/// read comparisons yet. `GET /v1/cells` counts them.
+/// values counts as unchanged, and sent again with a preference it lacked is labelled
+/// (`labelled`); with other values the batch is refused with 409 unless `replace=true`. A cell
+/// holds judge scores (anchors) or comparisons, never both: 409. The labelled comparisons
+/// train the cell (`POST /v1/judges/{judge}/calibrations` with `auto`) and calibrate
+/// `POST /v1/ratings`; those arriving after training feed its drift alarm. `GET /v1/cells`
+/// counts them.
 #[utoipa::path(
     post, path = "/v1/comparisons", tag = "anchors",
     params(UploadParams),
@@ -152,6 +158,7 @@ pub async fn upload(
         inserted: sum(|c| c.inserted),
         unchanged: sum(|c| c.unchanged),
         replaced: sum(|c| c.replaced),
+        labelled: sum(|c| c.newly_labelled),
         cells: cells
             .into_iter()
             .map(|c| ComparisonCellDto {
@@ -161,6 +168,7 @@ pub async fn upload(
                 inserted: c.inserted,
                 unchanged: c.unchanged,
                 replaced: c.replaced,
+                labelled: c.newly_labelled,
                 comparison_count: c.comparison_count,
             })
             .collect(),

@@ -24,8 +24,11 @@ pub struct ComparisonIngest {
     pub replaced: usize,
     /// The cell's comparisons after this upload, of every judge version.
     pub comparison_count: i64,
-    /// The rows written (new or replaced) that carry the people's preference: what the drift
-    /// alarm checks.
+    /// Rows stored unlabelled that this upload labelled (the same verdicts sent again with a
+    /// preference).
+    pub newly_labelled: usize,
+    /// The rows written (new or replaced) that carry the people's preference, and those newly
+    /// labelled: what the drift alarm checks.
     pub labelled: Vec<Comparison>,
 }
 
@@ -231,9 +234,11 @@ impl Store {
             unchanged: plan.unchanged,
             replaced: plan.replaced.len(),
             comparison_count,
+            newly_labelled: plan.labelled.len(),
             labelled: writes
                 .into_iter()
                 .filter(|c| c.preference.is_some())
+                .chain(&plan.labelled)
                 .cloned()
                 .collect(),
         })

@@ -261,6 +261,24 @@ async fn a_pairwise_cells_drift_alarm_watches_the_calibrated_preferences_misses(
         gauge(&metrics(&app).await, "judgecal_drift_anchors"),
         Some(600.0)
     );
+    // Their labels arrive later: the same verdicts sent back with the people's preference are
+    // labelled, not refused, and checked.
+    let res = app
+        .json(
+            "POST",
+            "/v1/comparisons",
+            &upload(world(100, 30_000, 100, 30)),
+        )
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert_eq!(
+        (res.body["labelled"].clone(), res.body["inserted"].clone()),
+        (json!(100), json!(0))
+    );
+    assert_eq!(
+        gauge(&metrics(&app).await, "judgecal_drift_anchors"),
+        Some(700.0)
+    );
     // People now overturn the judge: the alarm fires.
     for batch in 0..10 {
         let rows = overturned(world(200, 40_000 + 200 * batch, 200, 40 + batch as u64));

@@ -30,6 +30,11 @@ def test_comparisons_are_stored_whole_and_named_when_refused(server):
         assert jc.upload_comparisons("pairwise-judge", "helpfulness", changed, replace=True).replaced == 1
         csv = "judge,rubric,item_id,a,b,verdict,preference\npairwise-judge,harmless,p1,x,y,b,tie\n"
         assert jc.upload_comparisons_csv(csv).inserted == 1
+        # The unlabelled verdicts sent back with the people's preference are labelled.
+        unlabelled = [r for r in rows[1:] if r["preference"] is None]
+        back = [dict(r, preference="b") for r in unlabelled]
+        answer = jc.upload_comparisons("pairwise-judge", "helpfulness", back)
+        assert (answer.labelled, answer.inserted, answer.unchanged) == (len(back), 0, 0)
 
 
 def test_ratings_rate_a_run_and_come_back_as_a_frame(server):

@@ -315,6 +315,7 @@ class ComparisonCellDto(BaseModel):
     """
     The judge version of these rows; absent for unversioned ones.
     """
+    labelled: int = Field(..., ge=0)
     replaced: int = Field(..., ge=0)
     rubric: str
     unchanged: int = Field(..., ge=0)
@@ -325,6 +326,11 @@ class ComparisonIngestResponse(BaseModel):
     inserted: int = Field(..., ge=0)
     """
     New comparisons stored.
+    """
+    labelled: int = Field(..., ge=0)
+    """
+    Comparisons stored before without a preference that this upload labelled: the same
+    verdicts sent again with the people's preference.
     """
     replaced: int = Field(..., ge=0)
     """
