@@ -208,9 +208,10 @@ pub(super) mod sim {
 
 #[cfg(test)]
 mod tests {
-    use super::sim::{version, world};
+    use super::sim::{comparisons, items, version, world};
     use super::*;
-    use judgecal_stats::rng::{Rng, SeedableRng};
+    use judgecal_stats::drift::{BOUND_DELTA, Dependence, drift};
+    use judgecal_stats::rng::{Rng, RngExt, SeedableRng};
 
     /// The share of `fresh` that misses `v`'s band.
     fn miss_rate(v: &PreferenceVersion, fresh: &[Comparison]) -> f64 {
@@ -257,5 +258,65 @@ mod tests {
         assert!((0.03..=0.06).contains(&healthy), "{healthy}");
         assert!(healthy < bound, "{healthy} against {bound}");
         assert!(overturned > 0.15, "{overturned}");
+    }
+
+    /// The alarm over the band's misses, uploads of 50 comparisons naming no rater (each upload
+    /// one unit), δ = 5%: 100 versions watched over 40 healthy uploads (2,000 comparisons)
+    /// raise no more alarms than δ allows, and where people overturn 30% of the judge's
+    /// comparisons from the 11th upload on, the alarm fires, and how soon is reported.
+    #[test]
+    fn the_alarm_stays_quiet_on_healthy_uploads_and_fires_when_people_overturn_the_judge() {
+        let mut rng = Rng::seed_from_u64(17);
+        let (versions, uploads, size, delta) = (100, 40, 50, 0.05);
+        let dependence = Dependence {
+            max_rho: None,
+            history: None,
+        };
+        let batch = |v: &PreferenceVersion, rows: &[Comparison]| checked(v, rows).unwrap().0;
+        let (mut false_alarms, mut delays, mut missed) = (0, Vec::new(), 0);
+        for rep in 0..versions {
+            let v = version(1_000 + rep, &world(400, 0, false, &mut rng));
+            let bound = v
+                .report
+                .served
+                .as_ref()
+                .and_then(|s| s.intervals.as_ref())
+                .unwrap()
+                .miss_bound(BOUND_DELTA);
+            let healthy: Vec<CheckedBatch> = (0..uploads)
+                .map(|k| batch(&v, &world(size, 10_000 + size * k, false, &mut rng)))
+                .collect();
+            false_alarms += usize::from(drift(&healthy, bound, delta, dependence).alarm);
+            let mut changed: Vec<CheckedBatch> = healthy[..10].to_vec();
+            let mut fired = None;
+            for k in 10..uploads {
+                let rows: Vec<Comparison> = items(size, 50_000 + size * k, &mut rng)
+                    .iter()
+                    .flat_map(|item| {
+                        let overturned = rng.random::<f64>() < 0.3;
+                        comparisons(std::slice::from_ref(item), overturned, &mut rng)
+                    })
+                    .collect();
+                changed.push(batch(&v, &rows));
+                if drift(&changed, bound, delta, dependence).alarm {
+                    fired = Some((k - 9) * size);
+                    break;
+                }
+            }
+            match fired {
+                Some(d) => delays.push(d),
+                None => missed += 1,
+            }
+        }
+        delays.sort_unstable();
+        let median = delays.get(delays.len() / 2).copied();
+        eprintln!(
+            "healthy: {false_alarms} of {versions} alarmed over {} comparisons; 30% overturned: fired in {} of {versions}, median delay {median:?} comparisons",
+            uploads * size,
+            delays.len()
+        );
+        // At most δ + the bound's own failure rate, with room for the count's noise.
+        assert!(false_alarms <= 10, "{false_alarms}");
+        assert!(delays.len() >= 85, "missed {missed}");
     }
 }
