@@ -58,10 +58,8 @@ fn main() {
             let (a, b, v, s, y) = comparison(&mut rng);
             Labelled {
                 verdicts: Verdicts {
-                    verdict: v,
-                    swapped: Some(s),
-                    covariates: vec![],
                     systems: Some((a, b)),
+                    ..Verdicts::of(v, Some(s))
                 },
                 preference: y,
             }
@@ -85,10 +83,8 @@ fn main() {
         let (a, b, v, s, y) = comparison(rng);
         Compared {
             verdicts: Verdicts {
-                verdict: v,
-                swapped: Some(s),
-                covariates: vec![],
                 systems: Some((a, b)),
+                ..Verdicts::of(v, Some(s))
             },
             controls: vec![],
             preference: labelled.then_some(y),

@@ -84,6 +84,17 @@ pub struct Served {
     pub intervals: Option<Intervals>,
 }
 
+/// One member of a pairwise panel's version: the judge version of its comparisons fitted, its
+/// comparisons in the rubric before the join, and its own calibrated preference (`auto` over
+/// its verdicts alone) held out on the joined labelled comparisons, beside the panel's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct PanelMember {
+    pub judge: String,
+    pub judge_version: Option<String>,
+    pub comparisons: usize,
+    pub alone: Figures,
+}
+
 /// What a pairwise training computed for one cell (stored as JSON; the report route shows
 /// all of it but `served`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -102,6 +113,9 @@ pub struct PreferenceReport {
     pub biases: Biases,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub served: Option<Served>,
+    /// A pairwise panel's version: its members, in the order its map reads them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub panel: Vec<PanelMember>,
 }
 
 /// A version to store.

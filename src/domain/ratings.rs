@@ -2,12 +2,18 @@
 //! comparison batch is (every row and field checked and named), with the answer's settings:
 //! `baseline` (the system rated 0), `level`, `control` (covariates the ratings control
 //! for, as Arena's style control does) and `target_half_width` (asks for a label plan).
+//!
+//! A pairwise panel's run carries each member's verdicts in a row's `verdicts` (`{member:
+//! outcome}`) and `verdicts_swapped`, in place of `verdict` and `verdict_swapped`; the row is
+//! then checked as a comparison whose verdict is the members' mean.
+
+use std::collections::HashMap;
 
 use serde_json::Value;
 
 use super::comparisons::{self, ComparisonBatch};
 use super::covariates;
-use super::{CovariateName, GroupName, Problem};
+use super::{CovariateName, GroupName, JudgeName, Problem};
 
 /// The settings beside the comparisons.
 const SETTINGS: [&str; 4] = ["baseline", "level", "control", "target_half_width"];
@@ -24,6 +30,111 @@ pub struct RatingsRequest {
     pub control: Vec<CovariateName>,
     /// The widest rating half-width wanted: the answer plans the labels that reach it.
     pub target_half_width: Option<f64>,
+    /// A panel's run: each row's (from 1) members' verdicts and swapped verdicts, by name.
+    pub members: HashMap<usize, MemberVerdicts>,
+}
+
+/// One panel comparison's verdicts: each member's verdict and swapped verdict, by name.
+pub type MemberVerdicts = Vec<(JudgeName, f64, Option<f64>)>;
+
+/// Takes each row's `verdicts` and `verdicts_swapped` out of `body`'s comparisons, putting
+/// their mean in `verdict` (so that the row is checked as one judge's); problems name the row
+/// and `verdicts.<member>`.
+fn take_member_verdicts(
+    body: &mut Value,
+    problems: &mut Vec<Problem>,
+) -> HashMap<usize, MemberVerdicts> {
+    let mut out = HashMap::new();
+    let Some(rows) = body.get_mut("comparisons").and_then(Value::as_array_mut) else {
+        return out;
+    };
+    for (i, item) in rows.iter_mut().enumerate() {
+        let row = i + 1;
+        let Some(obj) = item.as_object_mut() else {
+            continue;
+        };
+        let (verdicts, swapped) = (obj.remove("verdicts"), obj.remove("verdicts_swapped"));
+        let Some(verdicts) = verdicts.filter(|v| !v.is_null()) else {
+            if swapped.is_some_and(|s| !s.is_null()) {
+                problems.push(Problem::at(
+                    Some(row),
+                    "verdicts_swapped",
+                    "comes with verdicts ({member: verdict}): a panel's comparison names each member's verdicts",
+                ));
+            }
+            continue;
+        };
+        for field in ["verdict", "verdict_swapped"] {
+            if obj.contains_key(field) {
+                problems.push(Problem::at(
+                    Some(row),
+                    field,
+                    "give verdicts ({member: verdict}) for a panel or verdict for a judge, not both",
+                ));
+            }
+        }
+        let read = |v: &Value, field: &str, problems: &mut Vec<Problem>| {
+            let Some(map) = v.as_object() else {
+                problems.push(Problem::at(
+                    Some(row),
+                    field,
+                    "must be an object {member: verdict}",
+                ));
+                return Vec::new();
+            };
+            map.iter()
+                .filter_map(|(name, value)| {
+                    let at = format!("{field}.{name}");
+                    let judge = JudgeName::parse(name)
+                        .map_err(|e| problems.push(Problem::at(Some(row), &at, e)))
+                        .ok()?;
+                    match comparisons::outcome_of(row, &at, Some(value)) {
+                        Ok(Some(x)) => Some((judge, x)),
+                        Ok(None) => None,
+                        Err(p) => {
+                            problems.push(p);
+                            None
+                        }
+                    }
+                })
+                .collect::<Vec<_>>()
+        };
+        let first = read(&verdicts, "verdicts", problems);
+        let second = swapped
+            .filter(|s| !s.is_null())
+            .map(|s| read(&s, "verdicts_swapped", problems))
+            .unwrap_or_default();
+        if first.is_empty() {
+            problems.push(Problem::at(
+                Some(row),
+                "verdicts",
+                "give at least one member's verdict, as {member: verdict}",
+            ));
+            continue;
+        }
+        for (name, _) in &second {
+            if !first.iter().any(|(m, _)| m == name) {
+                problems.push(Problem::at(
+                    Some(row),
+                    &format!("verdicts_swapped.{name}"),
+                    format!("{name} has a swapped verdict but no verdict in verdicts"),
+                ));
+            }
+        }
+        let mean = first.iter().map(|(_, x)| x).sum::<f64>() / first.len() as f64;
+        obj.insert("verdict".into(), Value::from(mean));
+        out.insert(
+            row,
+            first
+                .into_iter()
+                .map(|(m, x)| {
+                    let s = second.iter().find(|(n, _)| *n == m).map(|(_, s)| *s);
+                    (m, x, s)
+                })
+                .collect(),
+        );
+    }
+    out
 }
 
 /// Reads and checks the body; every problem at once.
@@ -110,6 +221,7 @@ pub fn parse(mut body: Value) -> Result<RatingsRequest, Vec<Problem>> {
             "must be an array of covariate names",
         )),
     }
+    let members = take_member_verdicts(&mut body, &mut problems);
     let batches =
         comparisons::rows_from_json(&body).and_then(|rows| comparisons::validate(rows, MAX_RATED));
     let batch = match batches {
@@ -150,6 +262,7 @@ pub fn parse(mut body: Value) -> Result<RatingsRequest, Vec<Problem>> {
         level,
         control,
         target_half_width,
+        members,
     })
 }
 

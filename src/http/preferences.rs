@@ -10,7 +10,7 @@ use super::AppState;
 use super::error::{ApiError, ErrorBody};
 use super::extract::{AnyKey, Authorized, Path, cell_key};
 use super::rfc3339;
-use crate::domain::preference::{Biases, Figures, PreferenceVersion, Reliability};
+use crate::domain::preference::{Biases, Figures, PanelMember, PreferenceVersion, Reliability};
 
 /// One trained version of a pairwise cell.
 #[derive(Serialize, ToSchema)]
@@ -41,6 +41,11 @@ pub struct PreferenceVersionDto {
     /// people's mean preference in each.
     pub reliability: Vec<Reliability>,
     pub biases: Biases,
+    /// A pairwise panel's version: its members in the order its map reads them, each with the
+    /// judge version fitted, its comparisons before the join, and its own map's held-out
+    /// figures on the panel's labelled comparisons (does the panel beat its best member?).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub panel: Vec<PanelMember>,
     pub created_at: String,
 }
 
@@ -61,6 +66,7 @@ impl From<PreferenceVersion> for PreferenceVersionDto {
             systems: r.systems.iter().map(ToString::to_string).collect(),
             reliability: r.reliability,
             biases: r.biases,
+            panel: r.panel,
             created_at: rfc3339(v.created_at_ms),
         }
     }

@@ -6,7 +6,9 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::AppState;
-use super::comparisons::ComparisonRow;
+use super::comparisons::{
+    preference_schema, rater_schema, swapped_schema, system_schema, verdict_schema,
+};
 use super::error::{ApiError, ErrorBody};
 use super::extract::{Authorized, CorrectScope, Json};
 use super::schema;
@@ -29,7 +31,7 @@ pub struct RatingsRequestBody {
     judge_version: Option<String>,
     /// The run (at most 500,000 comparisons).
     #[schema(min_items = 1)]
-    comparisons: Vec<ComparisonRow>,
+    comparisons: Vec<RatedComparison>,
     /// The system rated 0 (default: the first of the run's systems by name).
     #[schema(schema_with = baseline_schema)]
     baseline: Option<String>,
@@ -44,6 +46,37 @@ pub struct RatingsRequestBody {
     /// how many of the run's comparisons to label to reach it, and which.
     #[schema(exclusive_minimum = 0.0, example = 0.15)]
     target_half_width: Option<f64>,
+}
+
+/// One comparison of the run: a comparison row (`POST /v1/comparisons`) of a judge, with
+/// `verdict`; of a pairwise panel, with `verdicts` and `verdicts_swapped` in its place.
+#[derive(ToSchema)]
+#[allow(dead_code)] // Documents the body, as above.
+pub struct RatedComparison {
+    #[schema(schema_with = schema::item_id)]
+    item_id: String,
+    #[schema(schema_with = system_schema)]
+    a: String,
+    #[schema(schema_with = system_schema)]
+    b: String,
+    /// A judge's run: its verdict (required there).
+    #[schema(schema_with = verdict_schema)]
+    verdict: Option<serde_json::Value>,
+    #[schema(schema_with = swapped_schema)]
+    verdict_swapped: Option<serde_json::Value>,
+    /// A pairwise panel's run: every member's verdict, by name (`{"gpt-4o": "a", "claude":
+    /// 0.3}`), each an outcome as `verdict` is; required there, in place of `verdict`.
+    #[schema(example = json!({"gpt-4o": "a", "claude": "b"}))]
+    verdicts: Option<std::collections::BTreeMap<String, serde_json::Value>>,
+    /// A pairwise panel's run: the members' verdicts with b shown first, mapped back, by name
+    /// (any members; each also in `verdicts`).
+    verdicts_swapped: Option<std::collections::BTreeMap<String, serde_json::Value>>,
+    #[schema(schema_with = preference_schema)]
+    preference: Option<serde_json::Value>,
+    #[schema(schema_with = rater_schema)]
+    rater: Option<String>,
+    #[schema(schema_with = schema::covariates)]
+    covariates: Option<std::collections::BTreeMap<String, f64>>,
 }
 
 /// The labels that bring every rating's half-width to `target_half_width`.

@@ -7,6 +7,7 @@ mod corrections;
 pub mod coverage;
 mod jobs;
 mod layered;
+pub mod pairwise_panels;
 mod pairwise_versions;
 pub mod panels;
 mod preference_drift;

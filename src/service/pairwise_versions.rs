@@ -77,6 +77,7 @@ impl Reader {
             swapped,
             covariates,
             systems,
+            members: Vec::new(),
         })
     }
 }

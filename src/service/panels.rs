@@ -16,35 +16,33 @@ use judgecal_stats::panel::fusion::{FusedScore, Fusion};
 use judgecal_stats::panel::missing::Scored;
 use judgecal_stats::panel::plan::{PanelPlan, PlanAsk};
 
-/// Why pairwise judge `judge` cannot be a panel's member.
-fn pairwise_member(judge: &JudgeName) -> String {
-    format!(
-        "{judge} holds pairwise comparisons, not judge scores: a panel fuses its members' scores of one item, and panels of \
-         pairwise judges are not built yet; rate a pairwise judge's runs on its own with POST /v1/ratings"
-    )
-}
-
 fn no_panel(name: &JudgeName) -> Error {
     Error::NotFound(format!("no panel {name}; define one with POST /v1/panels"))
 }
 
 impl Service {
+    /// Defines a panel: of judges of one kind (pairwise judges, or judges of scores), 409
+    /// naming each pairwise member where its members are of both kinds.
     pub async fn create_panel(&self, new: &NewPanel) -> Result<Panel> {
         let mut pairwise = Vec::new();
+        let mut scored = Vec::new();
         for (i, judge) in new.judges.iter().enumerate() {
             if !self.store.comparison_cells(judge).await?.is_empty() {
                 pairwise.push(Problem::at(
                     None,
                     &format!("judges[{i}]"),
-                    pairwise_member(judge),
+                    format!("{judge} holds pairwise comparisons"),
                 ));
+            } else if !self.store.judge_versions(judge, None).await?.is_empty() {
+                scored.push(judge.as_str());
             }
         }
-        if !pairwise.is_empty() {
+        if !pairwise.is_empty() && !scored.is_empty() {
             return Err(Error::conflict(
                 format!(
-                    "panel {} was not defined: a panel fuses judge scores",
-                    new.name
+                    "panel {} was not defined: a panel's members are judges of one kind; judge scores are held by {}, pairwise comparisons by the members named below",
+                    new.name,
+                    scored.join(", ")
                 ),
                 pairwise,
             ));
@@ -129,11 +127,6 @@ impl Service {
                 continue;
             }
             let chosen = match held.as_slice() {
-                [] if !self.store.comparison_cells(judge).await?.is_empty() => Err(format!(
-                    "panel {}'s member {}",
-                    panel.name,
-                    pairwise_member(judge)
-                )),
                 [] => Err(format!(
                     "panel {}'s member {judge} has no anchors: upload its scores of the anchor items (POST /v1/anchors with judge {judge})",
                     panel.name
@@ -311,6 +304,9 @@ impl Service {
                 )],
             ));
         }
+        if self.pairwise_panel(&panel).await? {
+            return self.submit_pairwise_panel_training(request, panel).await;
+        }
         let request = TrainingRequest {
             member_versions: self
                 .member_versions(&panel, &request.member_versions)
@@ -339,6 +335,11 @@ impl Service {
         // A stored job's request holds the members' versions as an object, read back in the
         // names' order; the fusion's columns are the panel's order, so put them back in it
         // (resolving any member the request lacks as at queueing).
+        if self.pairwise_panel(&panel).await? {
+            return self
+                .run_pairwise_panel_training(request, panel, progress)
+                .await;
+        }
         let mut request = request;
         request.member_versions = self
             .member_versions(&panel, &request.member_versions)

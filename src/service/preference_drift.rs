@@ -187,7 +187,7 @@ pub(super) mod sim {
 
     /// A version trained on `rows` with seed `rep`.
     pub fn version(rep: u64, rows: &[Comparison]) -> PreferenceVersion {
-        let trained = train_cell(RubricName::parse("overall").unwrap(), rows, rep).unwrap();
+        let trained = train_cell(RubricName::parse("overall").unwrap(), rows, None, rep).unwrap();
         PreferenceVersion {
             key: CellKey {
                 judge: JudgeName::parse("j").unwrap(),

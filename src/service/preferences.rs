@@ -16,8 +16,8 @@ use super::training::Progress;
 use crate::domain::calibration::Job;
 use crate::domain::comparisons::Comparison;
 use crate::domain::preference::{
-    self as pref, Figures, LENGTH_COVARIATES, MIN_LABELLED, NewPreference, PreferenceReport,
-    PreferenceVersion, Reliability, Served,
+    self as pref, Figures, LENGTH_COVARIATES, MIN_LABELLED, NewPreference, PanelMember,
+    PreferenceReport, PreferenceVersion, Reliability, Served,
 };
 use crate::domain::training::{Plan, TrainingRequest, VersionChoice};
 use crate::domain::{CellKey, CovariateName, GroupName, JudgeVersion, Problem, RubricName};
@@ -58,15 +58,27 @@ fn digest(rows: &[Comparison]) -> String {
     crate::auth::hex(&h.finalize())
 }
 
+/// A pairwise panel's comparisons: each comparison's members' verdicts (in member order,
+/// beside the comparisons), and each member's judge, judge version and comparisons in the
+/// rubric before the join.
+pub struct PanelRows<'a> {
+    pub verdicts: &'a [Vec<(f64, Option<f64>)>],
+    pub members: Vec<(String, Option<String>, usize)>,
+}
+
 /// One cell's version from all its comparisons of one judge version: the map on the labelled
 /// ones (the covariates all of them carry, per-system terms over their systems), the biases
-/// on every one (the judge's shares read the unlabelled verdicts too).
+/// on every one (the judge's shares read the unlabelled verdicts too). A panel's map reads its
+/// members' verdicts (`panel`), and its report gives each member's own map beside it.
 pub fn train_cell(
     rubric: RubricName,
     all: &[Comparison],
+    panel: Option<&PanelRows>,
     seed: u64,
 ) -> std::result::Result<NewPreference, String> {
-    let labelled: Vec<&Comparison> = all.iter().filter(|c| c.preference.is_some()).collect();
+    let labelled: Vec<usize> = (0..all.len())
+        .filter(|&i| all[i].preference.is_some())
+        .collect();
     let systems: Vec<&GroupName> = all
         .iter()
         .flat_map(|c| [&c.a, &c.b])
@@ -77,25 +89,58 @@ pub fn train_cell(
         systems.iter().enumerate().map(|(i, &s)| (s, i)).collect();
     let mut covariates: Vec<CovariateName> = labelled
         .first()
-        .map(|c| c.covariates.keys().cloned().collect())
+        .map(|&i| all[i].covariates.keys().cloned().collect())
         .unwrap_or_default();
-    for c in &labelled {
-        covariates.retain(|n| c.covariates.contains_key(n));
+    for &i in &labelled {
+        covariates.retain(|n| all[i].covariates.contains_key(n));
     }
-    let verdicts = |c: &Comparison| Verdicts {
-        verdict: c.verdict,
-        swapped: c.verdict_swapped,
-        covariates: covariates.iter().map(|n| c.covariates[n]).collect(),
-        systems: Some((index[&c.a], index[&c.b])),
+    let verdicts = |i: usize| {
+        let c = &all[i];
+        let base = match panel {
+            Some(p) => Verdicts::of_panel(p.verdicts[i].clone()),
+            None => Verdicts::of(c.verdict, c.verdict_swapped),
+        };
+        Verdicts {
+            covariates: covariates.iter().map(|n| c.covariates[n]).collect(),
+            systems: Some((index[&c.a], index[&c.b])),
+            ..base
+        }
     };
     let rows: Vec<Labelled> = labelled
         .iter()
-        .map(|c| Labelled {
-            verdicts: verdicts(c),
-            preference: c.preference.unwrap_or(0.5),
+        .map(|&i| Labelled {
+            verdicts: verdicts(i),
+            preference: all[i].preference.unwrap_or(0.5),
         })
         .collect();
     let choice = preference::choose(&rows, Some(systems.len()), FOLDS, seed)?;
+    // Each panel member's own map, on the same labelled comparisons and folds.
+    let mut members = Vec::new();
+    for (m, (judge, judge_version, comparisons)) in
+        panel.iter().flat_map(|p| &p.members).enumerate()
+    {
+        let own: Vec<Labelled> = rows
+            .iter()
+            .map(|r| {
+                let (v, s) = r.verdicts.members[m];
+                Labelled {
+                    verdicts: Verdicts::of(v, s).with_inputs(&r.verdicts),
+                    preference: r.preference,
+                }
+            })
+            .collect();
+        let alone = preference::choose(&own, Some(systems.len()), FOLDS, seed)?;
+        members.push(PanelMember {
+            judge: judge.clone(),
+            judge_version: judge_version.clone(),
+            comparisons: *comparisons,
+            alone: Figures {
+                inputs: alone.candidate.name(),
+                log_loss: alone.cross_fit.held_out.log_loss,
+                accuracy: alone.cross_fit.held_out.accuracy,
+            },
+        });
+    }
     // The band the drift alarm counts misses of: the people's preference around the held-out
     // predictions, per bin of the verdict (the CV construction, as for judge scores).
     let levels: Vec<(f64, f64)> = rows
@@ -205,6 +250,7 @@ pub fn train_cell(
             reliability,
             biases,
             served: Some(served),
+            panel: members,
         },
     })
 }
@@ -372,7 +418,7 @@ impl Service {
                     serde_json::json!({"step": "choosing the calibrated preference", "rubric": rubric.as_str()})
                         .to_string(),
                 );
-                out.push(train_cell(rubric, &rows, seed)?);
+                out.push(train_cell(rubric, &rows, None, seed)?);
                 progress.set((k + 1) as f64 / total);
             }
             Ok(out)

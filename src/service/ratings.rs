@@ -12,6 +12,7 @@ use judgecal_stats::pairwise::ratings::RatingError;
 use judgecal_stats::rng::{Rng, SeedableRng};
 
 use super::Service;
+use super::pairwise_panels::member_verdicts;
 use crate::domain::comparisons::Comparison;
 use crate::domain::ratings::RatingsRequest;
 use crate::domain::{CovariateName, GroupName, ItemId, JudgeVersion, Problem};
@@ -129,21 +130,27 @@ fn label_plan(
     }
 }
 
-/// The comparison as the statistics read it, `index` numbering the systems.
+/// The comparison as the statistics read it, `index` numbering the systems; a panel's with
+/// its members' verdicts (`members`, in member order; empty for a judge's).
 fn compared(
     c: &Comparison,
+    members: &[(f64, Option<f64>)],
     index: &BTreeMap<&GroupName, usize>,
     covariates: &[CovariateName],
     controls: &[CovariateName],
     preference: Option<f64>,
 ) -> Option<Compared> {
     let value = |n: &CovariateName| c.covariates.get(n).copied();
+    let base = if members.is_empty() {
+        Verdicts::of(c.verdict, c.verdict_swapped)
+    } else {
+        Verdicts::of_panel(members.to_vec())
+    };
     Some(Compared {
         verdicts: Verdicts {
-            verdict: c.verdict,
-            swapped: c.verdict_swapped,
             covariates: covariates.iter().map(value).collect::<Option<_>>()?,
             systems: Some((*index.get(&c.a)?, *index.get(&c.b)?)),
+            ..base
         },
         controls: controls.iter().map(value).collect::<Option<_>>()?,
         preference,
@@ -156,18 +163,61 @@ impl Service {
         let key = request.batch.key.clone();
         let version = request.batch.judge_version.clone();
         let run = &request.batch.comparisons;
-        // An anchor the run also carries is the run's: its preference, if any, counts once.
-        let mut anchors = match self
-            .store
-            .cell_comparisons(&key, version.as_ref(), true)
-            .await
-        {
-            Err(Error::NotFound(_)) => {
-                return Err(Error::NotFound(format!(
-                    "cell {key} has no comparisons; upload some, with the people's preference on some of them, with POST /v1/comparisons"
-                )));
+        // A panel's run is rated against its members' labelled comparisons, joined, and reads
+        // each comparison's members' verdicts.
+        let panel = self.store.panel(&key.judge).await?;
+        let (mut anchors, mut anchor_members, run_members) = match &panel {
+            Some(p) => {
+                if version.is_some() {
+                    return Err(Error::rejected(
+                        "the ratings request was refused",
+                        vec![Problem::at(
+                            None,
+                            "judge_version",
+                            format!(
+                                "{} is a panel: its version reads each member's judge version it was trained on",
+                                p.name
+                            ),
+                        )],
+                    ));
+                }
+                let (members, joined) = self.panel_anchors(p, &key).await?;
+                let run_members =
+                    member_verdicts(&p.name, &members, &request.batch.rows, &request.members)
+                        .map_err(|e| Error::rejected("the ratings request was refused", e))?;
+                (joined.rows, joined.verdicts, run_members)
             }
-            other => other?,
+            None => {
+                if let Some(&row) = request.members.keys().min() {
+                    return Err(Error::rejected(
+                        "the ratings request was refused",
+                        vec![Problem::at(
+                            Some(row),
+                            "verdicts",
+                            format!(
+                                "{} is a judge, not a panel: give its verdict in verdict",
+                                key.judge
+                            ),
+                        )],
+                    ));
+                }
+                // An anchor the run also carries is the run's: its preference, if any, counts
+                // once.
+                let anchors = match self
+                    .store
+                    .cell_comparisons(&key, version.as_ref(), true)
+                    .await
+                {
+                    Err(Error::NotFound(_)) => {
+                        return Err(Error::NotFound(format!(
+                            "cell {key} has no comparisons; upload some, with the people's preference on some of them, with POST /v1/comparisons"
+                        )));
+                    }
+                    other => other?,
+                };
+                let n = anchors.len();
+                (anchors, vec![Vec::new(); n], vec![Vec::new(); run.len()])
+            }
         };
         let in_run: HashSet<ItemId> = {
             let stored: HashSet<&ItemId> = anchors.iter().map(|c| &c.item_id).collect();
@@ -176,7 +226,13 @@ impl Service {
                 .map(|c| c.item_id.clone())
                 .collect()
         };
+        let kept: Vec<bool> = anchors
+            .iter()
+            .map(|c| !in_run.contains(&c.item_id))
+            .collect();
         anchors.retain(|c| !in_run.contains(&c.item_id));
+        let mut keep = kept.iter();
+        anchor_members.retain(|_| keep.next().copied().unwrap_or(false));
         if anchors.is_empty() {
             return Err(Error::conflict(
                 format!(
@@ -206,7 +262,8 @@ impl Service {
         let controls = request.control.clone();
         let anchor_rows: Vec<Compared> = anchors
             .iter()
-            .filter_map(|c| compared(c, &index, &covariates, &controls, c.preference))
+            .zip(&anchor_members)
+            .filter_map(|(c, m)| compared(c, m, &index, &covariates, &controls, c.preference))
             .collect();
         if anchor_rows.is_empty() {
             return Err(Error::conflict(
@@ -219,8 +276,9 @@ impl Service {
         }
         let run_rows: Vec<Compared> = run
             .iter()
-            .map(|c| {
-                compared(c, &index, &covariates, &controls, c.preference)
+            .zip(&run_members)
+            .map(|(c, m)| {
+                compared(c, m, &index, &covariates, &controls, c.preference)
                     .ok_or_else(|| Error::Internal("a checked comparison lost a field".into()))
             })
             .collect::<Result<_>>()?;

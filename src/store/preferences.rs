@@ -100,6 +100,17 @@ impl Store {
         sorted.sort_by(|a, b| a.rubric.cmp(&b.rubric));
         let mut stored = Vec::with_capacity(sorted.len());
         for v in sorted {
+            // A pairwise panel's cell holds no comparisons: its first version makes it.
+            sqlx::query(
+                "INSERT INTO cells (id, judge, rubric, anchor_count, updated_at_ms)
+                 VALUES ($1, $2, $3, 0, $4) ON CONFLICT (judge, rubric) DO NOTHING",
+            )
+            .bind(uuid::Uuid::new_v4().to_string())
+            .bind(judge.as_str())
+            .bind(v.rubric.as_str())
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
             let (cell_id, version) =
                 next_version(&mut tx, judge, &v.rubric, Versions::Preferences).await?;
             let id = uuid::Uuid::new_v4().to_string();

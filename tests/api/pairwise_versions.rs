@@ -291,9 +291,9 @@ async fn a_pairwise_cells_drift_alarm_watches_the_calibrated_preferences_misses(
 
 on_both_backends!(a_pairwise_cells_drift_alarm_watches_the_calibrated_preferences_misses);
 
-async fn a_panel_of_pairwise_judges_is_refused_naming_the_member(backend: Backend) {
+async fn a_panel_mixing_pairwise_and_scoring_judges_is_refused_naming_the_member(backend: Backend) {
     let app = TestApp::new(backend).await;
-    // Defined before its member held anything, the panel trains into a refusal that says why.
+    // Defined before its members held anything, the panel trains into a refusal that says why.
     let res = app
         .json(
             "POST",
@@ -313,10 +313,22 @@ async fn a_panel_of_pairwise_judges_is_refused_naming_the_member(backend: Backen
     assert_error(&res, 409, "conflict");
     let message = res.body["error"]["message"].as_str().unwrap();
     assert!(
-        message.contains("pair-judge holds pairwise comparisons"),
+        message.contains("pair-judge hold pairwise comparisons")
+            && message.contains("other has no comparisons"),
         "{message}"
     );
-    // A new panel with it is not defined.
+    // A judge of scores beside a pairwise judge: a new panel of both is not defined.
+    let anchors: Vec<Value> = (0..30)
+        .map(|i| json!({"item_id": format!("s{i}"), "judge_score": 1 + i % 5, "reference_score": 1 + i % 5}))
+        .collect();
+    let res = app
+        .json(
+            "POST",
+            "/v1/anchors",
+            &json!({"judge": "other", "rubric": "overall", "anchors": anchors}),
+        )
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
     let res = app
         .json(
             "POST",
@@ -326,7 +338,24 @@ async fn a_panel_of_pairwise_judges_is_refused_naming_the_member(backend: Backen
         .await;
     let details = assert_error(&res, 409, "conflict");
     assert_eq!(details[0]["field"], "judges[1]", "{details:?}");
+    assert!(
+        res.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("judge scores are held by other")
+    );
     assert_error(&app.get("/v1/panels/pair-panel-2").await, 404, "not_found");
+    // The first panel, trained again, names the member's scores.
+    let res = app
+        .json(
+            "POST",
+            "/v1/judges/pair-panel/calibrations",
+            &json!({"method": "auto"}),
+        )
+        .await;
+    assert_error(&res, 409, "conflict");
+    let message = res.body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("other holds judge scores"), "{message}");
 }
 
-on_both_backends!(a_panel_of_pairwise_judges_is_refused_naming_the_member);
+on_both_backends!(a_panel_mixing_pairwise_and_scoring_judges_is_refused_naming_the_member);

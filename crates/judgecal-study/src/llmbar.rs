@@ -29,6 +29,8 @@ pub(crate) fn read(path: &Path) -> Result<Vec<serde_json::Value>, String> {
 /// whether the experts preferred output 1.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Pair {
+    /// Its row in the set's file (the same pair in every judge's file).
+    pub row: usize,
     pub first: Option<f64>,
     /// With output 2 shown first, already mapped back (1 still means output 1).
     pub swapped: Option<f64>,
@@ -41,7 +43,7 @@ pub struct Pair {
 pub fn pairs(dir: &Path, set: &str, judge: &str) -> Result<Vec<Pair>, String> {
     let rows = read(&dir.join(set).join(format!("{judge}.json")))?;
     let mut out = Vec::with_capacity(rows.len());
-    for row in rows {
+    for (index, row) in rows.into_iter().enumerate() {
         let text = |k: &str| row[k].as_str().map_or(0, |s| s.chars().count()) as f64;
         let (a, b) = (text("output_1"), text("output_2"));
         let Some(label) = row["label"].as_i64() else {
@@ -57,6 +59,7 @@ pub fn pairs(dir: &Path, set: &str, judge: &str) -> Result<Vec<Pair>, String> {
             continue;
         }
         out.push(Pair {
+            row: index,
             first,
             swapped,
             lengths: (a, b),

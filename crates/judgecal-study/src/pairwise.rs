@@ -41,6 +41,7 @@ pub fn labelled(p: &Pair) -> Labelled {
             swapped,
             covariates: vec![(p.lengths.0 / p.lengths.1).ln()],
             systems: None,
+            members: Vec::new(),
         },
         preference: f64::from(u8::from(p.experts_prefer_1)),
     }
@@ -147,7 +148,99 @@ pub fn report(dir: &Path, folds: usize, seed: u64) -> Result<String, String> {
             "| {judge} | {read} | {first} | {people_first} | {flips} | {longer} | {people_longer} |\n"
         ));
     }
-    Ok(format!("{held}\n{bias}"))
+    Ok(format!("{held}\n{bias}\n{}", panels(dir, folds, seed)?))
+}
+
+/// The pairs of `set` that every judge of `judges` gave a verdict on (by their row in the
+/// set's files, the same answers' lengths), as a panel's labelled comparisons: each judge's
+/// verdicts in the order of `judges`, the log length ratio, the experts' label.
+pub fn panel_rows(dir: &Path, set: &str, judges: &[&str]) -> Result<Vec<Labelled>, String> {
+    let mut by_judge = Vec::with_capacity(judges.len());
+    for judge in judges {
+        let of: std::collections::HashMap<usize, Pair> = pairs(dir, set, judge)?
+            .into_iter()
+            .map(|p| (p.row, p))
+            .collect();
+        by_judge.push(of);
+    }
+    let mut rows: Vec<usize> = by_judge[0].keys().copied().collect();
+    rows.sort_unstable();
+    Ok(rows
+        .into_iter()
+        .filter_map(|row| {
+            let judged: Vec<&Pair> = by_judge
+                .iter()
+                .map(|j| j.get(&row))
+                .collect::<Option<_>>()?;
+            let first = judged[0];
+            if judged.iter().any(|p| p.lengths != first.lengths) {
+                return None;
+            }
+            let members = judged
+                .iter()
+                .map(|&p| {
+                    let v = labelled(p).verdicts;
+                    (v.verdict, v.swapped)
+                })
+                .collect();
+            Some(Labelled {
+                verdicts: Verdicts {
+                    covariates: vec![(first.lengths.0 / first.lengths.1).ln()],
+                    ..Verdicts::of_panel(members)
+                },
+                preference: f64::from(u8::from(first.experts_prefer_1)),
+            })
+        })
+        .collect())
+}
+
+/// `auto`'s held-out figures for `rows` (its lowest-loss map over the candidates), as a cell.
+fn chosen(rows: &[Labelled], folds: usize, seed: u64) -> Result<(HeldOut, String), String> {
+    let choice = preference::choose(rows, None, folds, seed)?;
+    Ok((choice.cross_fit.held_out, choice.candidate.name()))
+}
+
+/// A pairwise panel's table: per set, on the pairs all four judges judged, each judge's own
+/// calibrated preference (`auto`'s choice) against the panel of four and the panel without
+/// GPT-4, each `auto`'s choice, held out on the same folds.
+pub fn panels(dir: &Path, folds: usize, seed: u64) -> Result<String, String> {
+    let cell = |h: &HeldOut| format!("{:.3} / {:.1}%", h.log_loss, 100.0 * h.accuracy);
+    let mut out = format!(
+        "| set | pairs | {} | panel of four | panel without GPT-4 |\n|---|---:|{}---|---|\n",
+        JUDGES.join(" | "),
+        "---|".repeat(JUDGES.len())
+    );
+    for set in SETS {
+        let rows = panel_rows(dir, set, &JUDGES)?;
+        let alone = |m: usize| -> Vec<Labelled> {
+            rows.iter()
+                .map(|r| {
+                    let (v, s) = r.verdicts.members[m];
+                    Labelled {
+                        verdicts: Verdicts::of(v, s).with_inputs(&r.verdicts),
+                        preference: r.preference,
+                    }
+                })
+                .collect()
+        };
+        let mut line = format!("| {set} | {} |", rows.len());
+        for m in 0..JUDGES.len() {
+            line.push_str(&format!(" {} |", cell(&chosen(&alone(m), folds, seed)?.0)));
+        }
+        let (four, _) = chosen(&rows, folds, seed)?;
+        let without: Vec<Labelled> = rows
+            .iter()
+            .map(|r| Labelled {
+                verdicts: Verdicts::of_panel(r.verdicts.members[1..].to_vec())
+                    .with_inputs(&r.verdicts),
+                preference: r.preference,
+            })
+            .collect();
+        let (three, _) = chosen(&without, folds, seed)?;
+        line.push_str(&format!(" {} | {} |\n", cell(&four), cell(&three)));
+        out.push_str(&line);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -156,6 +249,7 @@ mod tests {
 
     fn pair(first: Option<f64>, swapped: Option<f64>, a: f64, b: f64, prefer_1: bool) -> Pair {
         Pair {
+            row: 0,
             first,
             swapped,
             lengths: (a, b),

@@ -187,6 +187,7 @@ impl World {
             swapped: Some(call(seen - self.position)),
             covariates: vec![ratio],
             systems: Some((a, b)),
+            members: Vec::new(),
         };
         (
             Compared {

@@ -29,6 +29,9 @@ const INTERCEPT_SD: f64 = 10.0;
 /// the terms are shrunk across systems as much as the anchors say.
 const SYSTEM_SDS: [f64; 6] = [0.05, 0.1, 0.2, 0.4, 0.8, 1.6];
 
+/// One panel member's verdict and its swapped verdict.
+pub type Judgement = (f64, Option<f64>);
+
 /// What the judge said of one comparison.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Verdicts {
@@ -40,6 +43,45 @@ pub struct Verdicts {
     pub covariates: Vec<f64>,
     /// The two systems compared (indices), which a map with per-system terms reads.
     pub systems: Option<(usize, usize)>,
+    /// A panel's comparison: every member's verdict and swapped verdict, in member order
+    /// (then `verdict` and `swapped` are their means, which the raw figures and the biases
+    /// read); empty for one judge's.
+    pub members: Vec<(f64, Option<f64>)>,
+}
+
+impl Verdicts {
+    /// One judge's verdicts.
+    pub fn of(verdict: f64, swapped: Option<f64>) -> Self {
+        Verdicts {
+            verdict,
+            swapped,
+            covariates: Vec::new(),
+            systems: None,
+            members: Vec::new(),
+        }
+    }
+
+    /// These verdicts with `other`'s covariates and systems.
+    pub fn with_inputs(self, other: &Verdicts) -> Self {
+        Verdicts {
+            covariates: other.covariates.clone(),
+            systems: other.systems,
+            ..self
+        }
+    }
+
+    /// A panel's verdicts: `members`' (in member order), with `verdict` their first orders'
+    /// mean and `swapped` the mean of the swapped verdicts given (none given: `None`).
+    pub fn of_panel(members: Vec<(f64, Option<f64>)>) -> Self {
+        let n = members.len().max(1) as f64;
+        let verdict = members.iter().map(|m| m.0).sum::<f64>() / n;
+        let given: Vec<f64> = members.iter().filter_map(|m| m.1).collect();
+        let swapped = (!given.is_empty()).then(|| given.iter().sum::<f64>() / given.len() as f64);
+        Verdicts {
+            members,
+            ..Verdicts::of(verdict, swapped)
+        }
+    }
 }
 
 /// One comparison with the people's preference.
@@ -113,12 +155,15 @@ pub struct SystemTerms {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PreferenceMap {
     pub inputs: Inputs,
+    /// A panel's map reads each of its `members` judges' verdicts (0: one judge's map).
+    #[serde(default)]
+    pub members: usize,
     pub systems: Option<SystemTerms>,
     /// The covariates' means and sds over the anchors it was fitted on.
     pub centre: Vec<f64>,
     pub scale: Vec<f64>,
     /// The weights: intercept, verdict, then (both orders) the swapped verdict and its missing
-    /// indicator, then (with covariates) each standardised covariate, then (per-system terms)
+    /// indicator (a panel's map: these per member, in member order), then (with covariates) each standardised covariate, then (per-system terms)
     /// one per system, added where the system is a and taken away where it is b.
     pub weights: Vec<f64>,
     /// Their covariance at the mode (the inverse of the posterior's curvature), row-major.
@@ -126,19 +171,25 @@ pub struct PreferenceMap {
 }
 
 /// The inputs of one comparison as (weight index, value), `centre`/`scale` standardising its
-/// covariates.
+/// covariates; `members` judges' verdicts for a panel's map (0: the judge's own).
 fn features(
     v: &Verdicts,
     inputs: Inputs,
+    members: usize,
     systems: Option<usize>,
     centre: &[f64],
     scale: &[f64],
 ) -> Vec<(usize, f64)> {
-    let mut x = vec![1.0, v.verdict - 0.5];
-    if inputs != Inputs::Verdict {
-        match v.swapped {
-            Some(s) => x.extend([s - 0.5, 0.0]),
-            None => x.extend([0.0, 1.0]),
+    let single = [(v.verdict, v.swapped)];
+    let judged: &[(f64, Option<f64>)] = if members == 0 { &single } else { &v.members };
+    let mut x = vec![1.0];
+    for &(verdict, swapped) in judged {
+        x.push(verdict - 0.5);
+        if inputs != Inputs::Verdict {
+            match swapped {
+                Some(s) => x.extend([s - 0.5, 0.0]),
+                None => x.extend([0.0, 1.0]),
+            }
         }
     }
     if inputs == Inputs::WithCovariates {
@@ -167,6 +218,7 @@ impl PreferenceMap {
         features(
             v,
             self.inputs,
+            self.members,
             self.systems.map(|s| s.count),
             &self.centre,
             &self.scale,
@@ -184,8 +236,10 @@ impl PreferenceMap {
         if self.inputs != Inputs::WithCovariates {
             return Vec::new();
         }
+        // The intercept, then one verdict and two swapped columns per judge read.
+        let first = 1 + 3 * self.members.max(1);
         (0..self.centre.len())
-            .map(|k| self.weights[4 + k] / self.scale[k])
+            .map(|k| self.weights[first + k] / self.scale[k])
             .collect()
     }
 }
@@ -212,6 +266,10 @@ pub fn fit_with(
     {
         return Err("every comparison must carry the same covariates".into());
     }
+    let members = rows[0].verdicts.members.len();
+    if rows.iter().any(|r| r.verdicts.members.len() != members) {
+        return Err("every comparison must carry the verdicts of the same panel members".into());
+    }
     if let Some(s) = systems {
         let named = |r: &Labelled| matches!(r.verdicts.systems, Some((a, b)) if a < s.count && b < s.count && a != b);
         if !rows.iter().all(named) {
@@ -233,9 +291,9 @@ pub fn fit_with(
     let count = systems.map(|s| s.count);
     let xs: Vec<Vec<(usize, f64)>> = rows
         .iter()
-        .map(|r| features(&r.verdicts, inputs, count, &centre, &scale))
+        .map(|r| features(&r.verdicts, inputs, members, count, &centre, &scale))
         .collect();
-    let base = features(&rows[0].verdicts, inputs, None, &centre, &scale).len();
+    let base = features(&rows[0].verdicts, inputs, members, None, &centre, &scale).len();
     let d = base + count.unwrap_or(0);
     let precision = |j: usize| {
         let sd = match (j, systems) {
@@ -311,6 +369,7 @@ pub fn fit_with(
     Ok((
         PreferenceMap {
             inputs,
+            members,
             systems,
             centre,
             scale,
@@ -602,6 +661,7 @@ mod tests {
                         swapped: Some(swapped),
                         covariates: vec![ratio],
                         systems: None,
+                        members: Vec::new(),
                     },
                     preference,
                 }
@@ -623,6 +683,7 @@ mod tests {
                         swapped: None,
                         covariates: vec![],
                         systems: None,
+                        members: Vec::new(),
                     },
                     preference: f64::from(u8::from(rng.random::<f64>() < p)),
                 }
@@ -724,5 +785,76 @@ mod tests {
             both < alone + 0.01 && with < both + 0.01,
             "{alone} {both} {with}"
         );
+    }
+
+    /// A panel's map reads each member's verdicts: two judges that see the answers' quality
+    /// gap through independent noise (one favouring the answer shown first) and one that
+    /// guesses. Held out, the panel's map beats each member's own map, and the guessing
+    /// member's weight is zero within its error.
+    #[test]
+    fn a_panel_map_weighs_its_members_and_beats_each_alone() {
+        let mut rng = Rng::seed_from_u64(11);
+        let call = |x: f64| f64::from(u8::from(x > 0.0));
+        let rows: Vec<Labelled> = (0..3_000)
+            .map(|_| {
+                let q = standard_normal(&mut rng);
+                let first = q + standard_normal(&mut rng);
+                let second = q + standard_normal(&mut rng);
+                let members = vec![
+                    (call(first + 0.6), Some(call(first - 0.6))),
+                    (call(second), None),
+                    (call(standard_normal(&mut rng)), None),
+                ];
+                let preference = f64::from(u8::from(rng.random::<f64>() < sigmoid(2.0 * q)));
+                Labelled {
+                    verdicts: Verdicts::of_panel(members),
+                    preference,
+                }
+            })
+            .collect();
+        let panel = choose(&rows, None, 5, 2).expect("the panel's map");
+        assert_eq!(panel.map.members, 3);
+        let alone: Vec<f64> = (0..3)
+            .map(|m| {
+                let own: Vec<Labelled> = rows
+                    .iter()
+                    .map(|r| {
+                        let (v, s) = r.verdicts.members[m];
+                        Labelled {
+                            verdicts: Verdicts::of(v, s),
+                            preference: r.preference,
+                        }
+                    })
+                    .collect();
+                choose(&own, None, 5, 2)
+                    .expect("alone")
+                    .cross_fit
+                    .held_out
+                    .log_loss
+            })
+            .collect();
+        let best = alone.iter().copied().fold(f64::INFINITY, f64::min);
+        let loss = panel.cross_fit.held_out.log_loss;
+        eprintln!(
+            "panel {loss:.4} ({}), alone {alone:?}",
+            panel.candidate.name()
+        );
+        assert!(loss < best - 0.01, "panel {loss}, best member {best}");
+        // The guesser's verdict: weight index 1 + 3 per member before it (both orders read).
+        let d = panel.map.weights.len();
+        let j = if panel.map.inputs == Inputs::Verdict {
+            3
+        } else {
+            7
+        };
+        let (w, se) = (panel.map.weights[j], panel.map.covariance[j * d + j].sqrt());
+        assert!(w.abs() < 3.0 * se, "the guesser's weight {w} ± {se}");
+        // A map fitted on a panel's rows refuses rows of another panel size.
+        let mut mixed = rows[..50].to_vec();
+        mixed.push(Labelled {
+            verdicts: Verdicts::of(1.0, None),
+            preference: 1.0,
+        });
+        assert!(fit(&mixed, Inputs::Verdict).is_err());
     }
 }
