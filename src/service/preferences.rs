@@ -114,30 +114,26 @@ pub fn train_cell(
         })
         .collect();
     let choice = preference::choose(&rows, Some(systems.len()), FOLDS, seed)?;
-    // Each panel member's own map, on the same labelled comparisons and folds.
+    // Each panel member's own map (`auto` weighed each member alone beside the panel, on the
+    // same folds): its lowest held-out log-loss.
     let mut members = Vec::new();
     for (m, (judge, judge_version, comparisons)) in
         panel.iter().flat_map(|p| &p.members).enumerate()
     {
-        let own: Vec<Labelled> = rows
+        let (candidate, alone) = choice
+            .candidates
             .iter()
-            .map(|r| {
-                let (v, s) = r.verdicts.members[m];
-                Labelled {
-                    verdicts: Verdicts::of(v, s).with_inputs(&r.verdicts),
-                    preference: r.preference,
-                }
-            })
-            .collect();
-        let alone = preference::choose(&own, Some(systems.len()), FOLDS, seed)?;
+            .filter(|(c, _)| c.alone == Some(m))
+            .min_by(|a, b| a.1.log_loss.total_cmp(&b.1.log_loss))
+            .ok_or_else(|| format!("no map of panel member {judge} alone"))?;
         members.push(PanelMember {
             judge: judge.clone(),
             judge_version: judge_version.clone(),
             comparisons: *comparisons,
             alone: Figures {
-                inputs: alone.candidate.name(),
-                log_loss: alone.cross_fit.held_out.log_loss,
-                accuracy: alone.cross_fit.held_out.accuracy,
+                inputs: candidate.name(),
+                log_loss: alone.log_loss,
+                accuracy: alone.accuracy,
             },
         });
     }

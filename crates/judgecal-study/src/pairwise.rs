@@ -202,11 +202,12 @@ fn chosen(rows: &[Labelled], folds: usize, seed: u64) -> Result<(HeldOut, String
 
 /// A pairwise panel's table: per set, on the pairs all four judges judged, each judge's own
 /// calibrated preference (`auto`'s choice) against the panel of four and the panel without
-/// GPT-4, each `auto`'s choice, held out on the same folds.
+/// GPT-4, each `auto`'s choice among the panel's maps and each member's alone (members
+/// numbered in the panel's order: GPT-4, ChatGPT, LLaMA2, PaLM2), held out on the same folds.
 pub fn panels(dir: &Path, folds: usize, seed: u64) -> Result<String, String> {
     let cell = |h: &HeldOut| format!("{:.3} / {:.1}%", h.log_loss, 100.0 * h.accuracy);
     let mut out = format!(
-        "| set | pairs | {} | panel of four | panel without GPT-4 |\n|---|---:|{}---|---|\n",
+        "| set | pairs | {} | panel of four | its choice | panel without GPT-4 | its choice |\n|---|---:|{}---|---|---|---|\n",
         JUDGES.join(" | "),
         "---|".repeat(JUDGES.len())
     );
@@ -227,7 +228,7 @@ pub fn panels(dir: &Path, folds: usize, seed: u64) -> Result<String, String> {
         for m in 0..JUDGES.len() {
             line.push_str(&format!(" {} |", cell(&chosen(&alone(m), folds, seed)?.0)));
         }
-        let (four, _) = chosen(&rows, folds, seed)?;
+        let (four, four_choice) = chosen(&rows, folds, seed)?;
         let without: Vec<Labelled> = rows
             .iter()
             .map(|r| Labelled {
@@ -236,8 +237,12 @@ pub fn panels(dir: &Path, folds: usize, seed: u64) -> Result<String, String> {
                 preference: r.preference,
             })
             .collect();
-        let (three, _) = chosen(&without, folds, seed)?;
-        line.push_str(&format!(" {} | {} |\n", cell(&four), cell(&three)));
+        let (three, three_choice) = chosen(&without, folds, seed)?;
+        line.push_str(&format!(
+            " {} | {four_choice} | {} | {three_choice} |\n",
+            cell(&four),
+            cell(&three)
+        ));
         out.push_str(&line);
     }
     Ok(out)

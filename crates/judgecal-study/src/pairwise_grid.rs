@@ -36,11 +36,14 @@ pub struct World {
     pub run: usize,
     /// The run's labelled share on the labelled path.
     pub labelled: f64,
+    /// 0: one judge; n ≥ 2: a panel of n judges, each seeing the gap through its own noise
+    /// (`noise` each) with the same biases, whose calibrated preference reads every member.
+    pub panel: usize,
 }
 
 /// The grid's rows: the ranges (2–50 systems: two alone, a weak judge favouring one, first-position win rates near 50–86%,
 /// a length bias, a favoured system, 0–30% ties, 200–2,000 anchors, runs of 1,000–100,000).
-pub const GRID: [World; 8] = [
+pub const GRID: [World; 10] = [
     World {
         systems: 2,
         position: 2.5,
@@ -52,6 +55,7 @@ pub const GRID: [World; 8] = [
         anchors: 200,
         run: 1_000,
         labelled: 0.05,
+        panel: 0,
     },
     World {
         systems: 5,
@@ -64,6 +68,7 @@ pub const GRID: [World; 8] = [
         anchors: 200,
         run: 1_000,
         labelled: 0.1,
+        panel: 0,
     },
     World {
         systems: 5,
@@ -76,6 +81,7 @@ pub const GRID: [World; 8] = [
         anchors: 200,
         run: 10_000,
         labelled: 0.02,
+        panel: 0,
     },
     World {
         systems: 20,
@@ -88,6 +94,7 @@ pub const GRID: [World; 8] = [
         anchors: 500,
         run: 10_000,
         labelled: 0.02,
+        panel: 0,
     },
     World {
         systems: 20,
@@ -100,6 +107,7 @@ pub const GRID: [World; 8] = [
         anchors: 2_000,
         run: 10_000,
         labelled: 0.02,
+        panel: 0,
     },
     World {
         systems: 20,
@@ -112,6 +120,7 @@ pub const GRID: [World; 8] = [
         anchors: 1_000,
         run: 10_000,
         labelled: 0.02,
+        panel: 0,
     },
     World {
         systems: 50,
@@ -124,6 +133,7 @@ pub const GRID: [World; 8] = [
         anchors: 2_000,
         run: 10_000,
         labelled: 0.02,
+        panel: 0,
     },
     World {
         systems: 50,
@@ -136,6 +146,34 @@ pub const GRID: [World; 8] = [
         anchors: 2_000,
         run: 100_000,
         labelled: 0.002,
+        panel: 0,
+    },
+    // Panels: two weak judges, and three judges of 20 systems.
+    World {
+        systems: 5,
+        position: 1.0,
+        length: 0.5,
+        favour: 1.0,
+        favour_sd: 0.0,
+        noise: 2.5,
+        ties: 0.1,
+        anchors: 200,
+        run: 1_000,
+        labelled: 0.05,
+        panel: 2,
+    },
+    World {
+        systems: 20,
+        position: 1.0,
+        length: 0.5,
+        favour: 1.0,
+        favour_sd: 0.0,
+        noise: 1.5,
+        ties: 0.1,
+        anchors: 1_000,
+        run: 10_000,
+        labelled: 0.02,
+        panel: 3,
     },
 ];
 
@@ -171,7 +209,7 @@ impl World {
         let favour = self.favour * (f64::from(u8::from(a == 1)) - f64::from(u8::from(b == 1)))
             + own[a]
             - own[b];
-        let seen = z + self.noise * standard_normal(rng) + self.length * ratio + favour;
+        let biased = z + self.length * ratio + favour;
         let band = self.tie_band();
         let call = |x: f64| {
             if x > band {
@@ -182,12 +220,20 @@ impl World {
                 0.5
             }
         };
+        let mut judge = || {
+            let seen = biased + self.noise * standard_normal(rng);
+            (call(seen + self.position), Some(call(seen - self.position)))
+        };
+        let base = if self.panel == 0 {
+            let (v, s) = judge();
+            Verdicts::of(v, s)
+        } else {
+            Verdicts::of_panel((0..self.panel).map(|_| judge()).collect())
+        };
         let verdicts = Verdicts {
-            verdict: call(seen + self.position),
-            swapped: Some(call(seen - self.position)),
             covariates: vec![ratio],
             systems: Some((a, b)),
-            members: Vec::new(),
+            ..base
         };
         (
             Compared {
@@ -325,14 +371,20 @@ fn repetitions(world: &World, reps: &[usize], seed: u64) -> Counts {
             .map(|_| world.comparison(&theta, &own, &mut rng))
             .collect();
         for (comp, y) in &run {
-            let v = comp.verdicts.verdict;
+            // A panel's judge columns are its first member's.
+            let (v, s) = comp
+                .verdicts
+                .members
+                .first()
+                .copied()
+                .unwrap_or((comp.verdicts.verdict, comp.verdicts.swapped));
             c.agreement += if (v - 0.5).abs() < 1e-9 || (y - 0.5).abs() < 1e-9 {
                 0.5
             } else {
                 f64::from(u8::from((v > 0.5) == (*y > 0.5)))
             } / world.run as f64;
             // The answer shown first: a in the first order, b in the swapped one.
-            let s = comp.verdicts.swapped.unwrap_or(v);
+            let s = s.unwrap_or(v);
             c.first_wins += (v + 1.0 - s) / 2.0 / world.run as f64;
         }
         let plain: Vec<Compared> = run.iter().map(|(c, _)| c.clone()).collect();
@@ -419,7 +471,7 @@ pub fn report(reps: usize, seed: u64, rows: &[usize]) -> Result<String, String> 
         return Err(format!("the grid has rows 1 to {}; got {r}", GRID.len()));
     }
     let mut out = String::from(
-        "| systems | judge: first-position wins | agrees with people | favoured system | ties | anchors | run | run labelled | rating intervals cover: plain / labelled | rank intervals jointly: plain / labelled | plain width ÷ anchors alone | labelled width ÷ plain | win rates cover: plain / labelled | failed reps |\n|---:|---|---|---|---|---:|---:|---:|---|---|---|---|---|---:|\n",
+        "| systems | judge (panel: its members) | judge: first-position wins | agrees with people | favoured system | ties | anchors | run | run labelled | rating intervals cover: plain / labelled | rank intervals jointly: plain / labelled | plain width ÷ anchors alone | labelled width ÷ plain | win rates cover: plain / labelled | failed reps |\n|---:|---|---|---|---|---|---:|---:|---:|---|---|---|---|---|---:|\n",
     );
     for (i, w) in GRID.iter().enumerate() {
         if !rows.is_empty() && !rows.contains(&(i + 1)) {
@@ -438,8 +490,13 @@ pub fn report(reps: usize, seed: u64, rows: &[usize]) -> Result<String, String> 
             "— (the anchors alone rate no system finitely)".into()
         };
         out.push_str(&format!(
-            "| {} | {:.0}% | {:.0}% | {} | {:.0}% | {} | {} | {:.1}% | {:.1}% / {:.1}% | {:.1}% / {:.1}% | {ratio} | {:.3} | {:.1}% / {:.1}% | {} |\n",
+            "| {} | {} | {:.0}% | {:.0}% | {} | {:.0}% | {} | {} | {:.1}% | {:.1}% / {:.1}% | {:.1}% / {:.1}% | {ratio} | {:.3} | {:.1}% / {:.1}% | {} |\n",
             w.systems,
+            if w.panel == 0 {
+                "one".to_owned()
+            } else {
+                format!("a panel of {}", w.panel)
+            },
             100.0 * c.first_wins / (c.reps + c.failures).max(1) as f64,
             100.0 * c.agreement / (c.reps + c.failures).max(1) as f64,
             if w.favour_sd > 0.0 {

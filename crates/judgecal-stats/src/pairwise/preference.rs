@@ -116,31 +116,48 @@ impl Inputs {
     }
 }
 
-/// One candidate map: its inputs, and whether it adds a term per system (the judge favouring
-/// a system beyond what people do).
+/// One candidate map: its inputs, whether it adds a term per system (the judge favouring a
+/// system beyond what people do), and, for a panel, whether it reads one member alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Candidate {
     pub inputs: Inputs,
     pub systems: bool,
+    /// A panel's map reading only this member's verdicts (its index): `auto` weighs each
+    /// member alone beside the panel, so the panel is served no worse than its best member
+    /// held out.
+    pub alone: Option<usize>,
 }
+
+const PER_SYSTEM: &str = " + per-system terms";
 
 impl Candidate {
     pub fn name(self) -> String {
+        let mut name = self.inputs.name().to_owned();
         if self.systems {
-            format!("{} + per-system terms", self.inputs.name())
-        } else {
-            self.inputs.name().to_owned()
+            name.push_str(PER_SYSTEM);
         }
+        if let Some(m) = self.alone {
+            name.push_str(&format!(" (member {} alone)", m + 1));
+        }
+        name
     }
 
     /// The candidate `name` names (a stored version's choice).
     pub fn parse(name: &str) -> Option<Candidate> {
-        let (inputs, systems) = match name.strip_suffix(" + per-system terms") {
+        let (name, alone) = match name.strip_suffix(" alone)").and_then(|n| n.rsplit_once(" (member ")) {
+            Some((rest, m)) => (rest, Some(m.parse::<usize>().ok()?.checked_sub(1)?)),
+            None => (name, None),
+        };
+        let (inputs, systems) = match name.strip_suffix(PER_SYSTEM) {
             Some(inputs) => (inputs, true),
             None => (name, false),
         };
         let inputs = Inputs::ALL.into_iter().find(|i| i.name() == inputs)?;
-        Some(Candidate { inputs, systems })
+        Some(Candidate {
+            inputs,
+            systems,
+            alone,
+        })
     }
 }
 
@@ -155,9 +172,12 @@ pub struct SystemTerms {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PreferenceMap {
     pub inputs: Inputs,
-    /// A panel's map reads each of its `members` judges' verdicts (0: one judge's map).
+    /// A panel's map reads each of its `members` judges' verdicts (0: one judge's map), or
+    /// only member `alone`'s.
     #[serde(default)]
     pub members: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alone: Option<usize>,
     pub systems: Option<SystemTerms>,
     /// The covariates' means and sds over the anchors it was fitted on.
     pub centre: Vec<f64>,
@@ -180,8 +200,25 @@ fn features(
     centre: &[f64],
     scale: &[f64],
 ) -> Vec<(usize, f64)> {
+    features_reading(v, inputs, members, None, systems, centre, scale)
+}
+
+/// As [`features`], reading only member `alone` of a panel's verdicts where given.
+fn features_reading(
+    v: &Verdicts,
+    inputs: Inputs,
+    members: usize,
+    alone: Option<usize>,
+    systems: Option<usize>,
+    centre: &[f64],
+    scale: &[f64],
+) -> Vec<(usize, f64)> {
     let single = [(v.verdict, v.swapped)];
-    let judged: &[(f64, Option<f64>)] = if members == 0 { &single } else { &v.members };
+    let judged: &[(f64, Option<f64>)] = match alone {
+        Some(m) => std::slice::from_ref(&v.members[m]),
+        None if members == 0 => &single,
+        None => &v.members,
+    };
     let mut x = vec![1.0];
     for &(verdict, swapped) in judged {
         x.push(verdict - 0.5);
@@ -215,10 +252,11 @@ fn dot(x: &[(usize, f64)], w: &[f64]) -> f64 {
 impl PreferenceMap {
     /// The map's inputs of one comparison, as (weight index, value).
     pub fn features(&self, v: &Verdicts) -> Vec<(usize, f64)> {
-        features(
+        features_reading(
             v,
             self.inputs,
             self.members,
+            self.alone,
             self.systems.map(|s| s.count),
             &self.centre,
             &self.scale,
@@ -237,7 +275,8 @@ impl PreferenceMap {
             return Vec::new();
         }
         // The intercept, then one verdict and two swapped columns per judge read.
-        let first = 1 + 3 * self.members.max(1);
+        let read = if self.alone.is_some() { 1 } else { self.members.max(1) };
+        let first = 1 + 3 * read;
         (0..self.centre.len())
             .map(|k| self.weights[first + k] / self.scale[k])
             .collect()
@@ -370,6 +409,7 @@ pub fn fit_with(
         PreferenceMap {
             inputs,
             members,
+            alone: None,
             systems,
             centre,
             scale,
@@ -405,12 +445,14 @@ pub fn fit_candidate(
     candidate: Candidate,
     systems: usize,
 ) -> Result<PreferenceMap, String> {
+    let members = rows.first().map_or(0, |r| r.verdicts.members.len());
+    let read = reading(rows, candidate.alone);
     let terms = if candidate.systems {
-        Some(system_terms(rows, candidate.inputs, systems)?)
+        Some(system_terms(&read, candidate.inputs, systems)?)
     } else {
         None
     };
-    fit_with(rows, candidate.inputs, terms).map(|(map, _)| map)
+    fit_with(&read, candidate.inputs, terms).map(|(map, _)| map.reading_member(members, candidate.alone))
 }
 
 /// Held-out figures of a preference.
@@ -594,25 +636,29 @@ pub fn choose_among(
     let per_system = systems.filter(|&k| k >= 2);
     let mut fits: Vec<(Candidate, Option<SystemTerms>, CrossFit)> = Vec::new();
     let wanted = |c: Candidate| only.is_none_or(|o| o == c);
-    for &inputs in &candidates {
-        let plain = Candidate {
-            inputs,
-            systems: false,
-        };
-        if wanted(plain) {
-            fits.push((plain, None, cross_fit(rows, inputs, None, folds, seed)?));
-        }
-        let with_systems = Candidate {
-            inputs,
-            systems: true,
-        };
-        if let Some(count) = per_system.filter(|_| wanted(with_systems)) {
-            let terms = system_terms(rows, inputs, count)?;
-            fits.push((
-                with_systems,
-                Some(terms),
-                cross_fit(rows, inputs, Some(terms), folds, seed)?,
-            ));
+    // A panel's rows: the panel's map and each member's alone.
+    let members = rows.first().map_or(0, |r| r.verdicts.members.len());
+    for alone in std::iter::once(None).chain((0..members).map(Some)) {
+        let read = reading(rows, alone);
+        for &inputs in &candidates {
+            let plain = Candidate {
+                inputs,
+                systems: false,
+                alone,
+            };
+            if wanted(plain) {
+                let fit = cross_fit(&read, inputs, None, folds, seed)?;
+                fits.push((plain, None, fit.reading_member(members, alone)));
+            }
+            let with_systems = Candidate {
+                systems: true,
+                ..plain
+            };
+            if let Some(count) = per_system.filter(|_| wanted(with_systems)) {
+                let terms = system_terms(&read, inputs, count)?;
+                let fit = cross_fit(&read, inputs, Some(terms), folds, seed)?;
+                fits.push((with_systems, Some(terms), fit.reading_member(members, alone)));
+            }
         }
     }
     if let (Some(o), true) = (only, fits.is_empty()) {
@@ -626,13 +672,55 @@ pub fn choose_among(
         .into_iter()
         .min_by(|a, b| a.2.held_out.log_loss.total_cmp(&b.2.held_out.log_loss))
         .ok_or("no candidate to choose from")?;
-    let (map, _) = fit_with(rows, candidate.inputs, terms)?;
+    let (map, _) = fit_with(&reading(rows, candidate.alone), candidate.inputs, terms)?;
     Ok(Choice {
         candidate,
-        map,
+        map: map.reading_member(members, candidate.alone),
         cross_fit,
         candidates: table,
     })
+}
+
+/// The rows a candidate reading member `alone` of a panel fits: that member's verdicts as one
+/// judge's (the rows themselves where `alone` is `None`).
+fn reading(rows: &[Labelled], alone: Option<usize>) -> std::borrow::Cow<'_, [Labelled]> {
+    match alone {
+        None => std::borrow::Cow::Borrowed(rows),
+        Some(m) => std::borrow::Cow::Owned(
+            rows.iter()
+                .map(|r| {
+                    let (v, s) = r.verdicts.members[m];
+                    Labelled {
+                        verdicts: Verdicts::of(v, s).with_inputs(&r.verdicts),
+                        preference: r.preference,
+                    }
+                })
+                .collect(),
+        ),
+    }
+}
+
+impl PreferenceMap {
+    /// This map, fitted on member `alone`'s verdicts as one judge's, made to read that member
+    /// of a panel of `members` (unchanged where `alone` is `None`).
+    fn reading_member(mut self, members: usize, alone: Option<usize>) -> Self {
+        if alone.is_some() {
+            self.members = members;
+            self.alone = alone;
+        }
+        self
+    }
+}
+
+impl CrossFit {
+    fn reading_member(mut self, members: usize, alone: Option<usize>) -> Self {
+        self.maps = self
+            .maps
+            .into_iter()
+            .map(|m| m.reading_member(members, alone))
+            .collect();
+        self
+    }
 }
 
 #[cfg(test)]
@@ -725,7 +813,16 @@ mod tests {
     fn a_stored_choice_is_fitted_again_alone_or_refused_where_the_rows_cannot_feed_it() {
         for inputs in Inputs::ALL {
             for systems in [false, true] {
-                let c = Candidate { inputs, systems };
+                let c = Candidate {
+                    inputs,
+                    systems,
+                    alone: None,
+                };
+                assert_eq!(Candidate::parse(&c.name()), Some(c));
+                let c = Candidate {
+                    alone: Some(2),
+                    ..c
+                };
                 assert_eq!(Candidate::parse(&c.name()), Some(c));
             }
         }
@@ -734,6 +831,7 @@ mod tests {
         let only = Candidate {
             inputs: Inputs::BothOrders,
             systems: false,
+            alone: None,
         };
         let chosen = choose_among(&rows, None, 5, 0, Some(only)).expect("fitted");
         assert_eq!((chosen.candidate, chosen.candidates.len()), (only, 1));
