@@ -111,3 +111,47 @@ def test_a_pairwise_judge_version_is_checked_for_a_silent_change(server):
         with pytest.raises(InvalidInput) as bad:
             jc.check("checked-judge", "overall", [{"item_id": "c1", "judge_score": 3.0}], judge_version="v1")
         assert (bad.value.details[0].row, bad.value.details[0].field) == (1, "judge_score")
+
+
+def test_a_panel_of_pairwise_judges_trains_and_rates_a_run_from_every_members_verdicts(server):
+    import math
+    import random
+
+    from judgecal.frames import ratings_frame
+
+    rng = random.Random(9)
+    truth = {"x": 0.0, "y": 1.5, "z": -1.0}
+    names = sorted(truth)
+    members = ["pp-a", "pp-b"]
+
+    def rows(n: int, start: int, labelled: bool) -> list[dict]:
+        out = []
+        for i in range(n):
+            a, b = rng.sample(names, 2)
+            u = rng.random()
+            z = truth[a] - truth[b] + math.log(u / (1 - u))
+            row = {"item_id": f"pp{start + i}", "a": a, "b": b,
+                   "verdicts": {m: "a" if z + rng.gauss(0, 1.2) > 0 else "b" for m in members}}
+            if labelled:
+                row["preference"] = "a" if z > 0 else "b"
+            out.append(row)
+        return out
+
+    anchors = rows(400, 0, True)
+    with Client(server.url, server.key) as jc:
+        for m in members:
+            own = [{k: v for k, v in r.items() if k != "verdicts"} | {"verdict": r["verdicts"][m]}
+                   for r in anchors]
+            jc.upload_comparisons(m, "overall", own)
+        jc.create_panel("pp-jury", members)
+        jc.train("pp-jury", "auto", progress=False, timeout=120)
+        version = jc.preferences("pp-jury", "overall").versions[0]
+        assert [m.judge for m in version.panel] == members
+        frame = ratings_frame(jc.ratings("pp-jury", "overall", rows(2000, 10_000, False), baseline="x"))
+        for _, r in frame.iterrows():
+            assert r["lo"] <= truth[r["system"]] <= r["hi"], frame
+        run = rows(3, 20_000, False)
+        del run[1]["verdicts"]["pp-b"]
+        with pytest.raises(InvalidInput) as bad:
+            jc.ratings("pp-jury", "overall", run)
+        assert (bad.value.details[0].row, bad.value.details[0].field) == (2, "verdicts.pp-b")

@@ -78,7 +78,9 @@ class Client:
         covariates the ratings control for (their coefficients come back in `controls`).
         `target_half_width` asks for a label plan: `plan.label` names the run's comparisons to
         send to people for every rating's half-width to reach it. `frames.ratings_frame` makes
-        it a table."""
+        it a table. A pairwise panel's run (`judge` a panel of pairwise judges) gives each
+        row's `verdicts` ({member: verdict}) and `verdicts_swapped` in place of `verdict` and
+        `verdict_swapped`."""
         ...
     def cells(self) -> models.CellsResponse:
         """GET /v1/cells: every (judge, rubric) cell with its anchors and active version."""
@@ -125,7 +127,9 @@ class Client:
     def create_panel(self, name: str, judges: Sequence[str]) -> models.PanelDto:
         """POST /v1/panels: several judges whose scores of an item are fused into one
         calibrated score. The panel's name then serves wherever a judge's does: train it with
-        `start_training(name)`, and send items as {"scores": {judge: score, ...}}."""
+        `start_training(name)`, and send items as {"scores": {judge: score, ...}}. A panel of
+        pairwise judges (each with its verdicts of the same comparisons) trains with `auto`
+        and rates runs whose rows carry {"verdicts": {judge: verdict, ...}}."""
         ...
     def panels(self) -> models.PanelsResponse: ...
     def panel(self, name: str) -> models.PanelDto: ...
@@ -267,7 +271,9 @@ class AsyncClient:
         covariates the ratings control for (their coefficients come back in `controls`).
         `target_half_width` asks for a label plan: `plan.label` names the run's comparisons to
         send to people for every rating's half-width to reach it. `frames.ratings_frame` makes
-        it a table."""
+        it a table. A pairwise panel's run (`judge` a panel of pairwise judges) gives each
+        row's `verdicts` ({member: verdict}) and `verdicts_swapped` in place of `verdict` and
+        `verdict_swapped`."""
         ...
     async def cells(self) -> models.CellsResponse:
         """GET /v1/cells: every (judge, rubric) cell with its anchors and active version."""
@@ -314,7 +320,9 @@ class AsyncClient:
     async def create_panel(self, name: str, judges: Sequence[str]) -> models.PanelDto:
         """POST /v1/panels: several judges whose scores of an item are fused into one
         calibrated score. The panel's name then serves wherever a judge's does: train it with
-        `start_training(name)`, and send items as {"scores": {judge: score, ...}}."""
+        `start_training(name)`, and send items as {"scores": {judge: score, ...}}. A panel of
+        pairwise judges (each with its verdicts of the same comparisons) trains with `auto`
+        and rates runs whose rows carry {"verdicts": {judge: verdict, ...}}."""
         ...
     async def panels(self) -> models.PanelsResponse: ...
     async def panel(self, name: str) -> models.PanelDto: ...

@@ -1217,6 +1217,19 @@ class PanelInputDto(BaseModel):
     mse: float
 
 
+class PanelMember(BaseModel):
+    """
+    One member of a pairwise panel's version: the judge version of its comparisons fitted, its
+    comparisons in the rubric before the join, and its own calibrated preference (`auto` over
+    its verdicts alone) held out on the joined labelled comparisons, beside the panel's.
+    """
+
+    alone: Figures
+    comparisons: int = Field(..., ge=0)
+    judge: str
+    judge_version: str | None = None
+
+
 class PanelPlanRequest(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
@@ -1496,6 +1509,141 @@ class RankedPairDto(BaseModel):
     standard_error: float
 
 
+class Preference2(Enum):
+    """
+    Optional: the people's preference ("a", "b", "tie", or a share of raters preferring a). A row without it is an unlabelled verdict, stored for later labels; an item has one preference whichever judge version judged it, and a later row's preference labels the item's rows stored without one.
+    """
+
+    a = 'a'
+    b = 'b'
+    tie = 'tie'
+
+
+class Preference3(RootModel[float]):
+    root: float = Field(..., examples=['a'], ge=0.0, le=1.0)
+    """
+    Optional: the people's preference ("a", "b", "tie", or a share of raters preferring a). A row without it is an unlabelled verdict, stored for later labels; an item has one preference whichever judge version judged it, and a later row's preference labels the item's rows stored without one.
+    """
+
+
+class Verdict5(Enum):
+    """
+    The judge's verdict, a shown first: "a", "b", "tie", or the probability that a's answer is the better (a judge's log-probabilities). A tie counts one half for each side.
+    """
+
+    a = 'a'
+    b = 'b'
+    tie = 'tie'
+
+
+class Verdict6(RootModel[float]):
+    root: float = Field(..., examples=['a'], ge=0.0, le=1.0)
+    """
+    The judge's verdict, a shown first: "a", "b", "tie", or the probability that a's answer is the better (a judge's log-probabilities). A tie counts one half for each side.
+    """
+
+
+class VerdictSwapped4(Enum):
+    """
+    Optional: the judge's verdict with b shown first, already mapped back ("a" still means a). Where the two orders disagree the judge favours a position.
+    """
+
+    a = 'a'
+    b = 'b'
+    tie = 'tie'
+
+
+class VerdictSwapped5(RootModel[float]):
+    root: float = Field(..., examples=['a'], ge=0.0, le=1.0)
+    """
+    Optional: the judge's verdict with b shown first, already mapped back ("a" still means a). Where the two orders disagree the judge favours a position.
+    """
+
+
+class RatedComparison(BaseModel):
+    """
+    One comparison of the run: a comparison row (`POST /v1/comparisons`) of a judge, with
+    `verdict`; of a pairwise panel, with `verdicts` and `verdicts_swapped` in its place.
+    """
+
+    a: str = Field(
+        ...,
+        examples=['BART'],
+        max_length=64,
+        min_length=1,
+        pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
+    )
+    """
+    A system (model) whose answer was compared, named like judges.
+    """
+    b: str = Field(
+        ...,
+        examples=['BART'],
+        max_length=64,
+        min_length=1,
+        pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
+    )
+    """
+    A system (model) whose answer was compared, named like judges.
+    """
+    covariates: (
+        dict[
+            constr(pattern=r'^[A-Za-z0-9][A-Za-z0-9._:-]*$', min_length=1, max_length=64),
+            Covariates,
+        ]
+        | None
+    ) = Field(None, examples=[{'length': 812}], max_length=16)
+    """
+    Optional numeric inputs beside the judge score, by name (a response's length in tokens, its count of markdown headers). A calibration trained with `covariates` corrects at the judge score and these values; in CSV, one column `covariate.<name>` each (empty: not given).
+    """
+    item_id: str = Field(
+        ...,
+        examples=['story-17'],
+        max_length=256,
+        min_length=1,
+        pattern='^[^\\u0000-\\u001F\\u007F]+$',
+    )
+    """
+    The item's id: 1 to 256 characters, no control characters; one anchor per item, cell and judge version.
+    """
+    preference: Preference2 | Preference3 | None = Field(None, examples=['a'])
+    """
+    Optional: the people's preference ("a", "b", "tie", or a share of raters preferring a). A row without it is an unlabelled verdict, stored for later labels; an item has one preference whichever judge version judged it, and a later row's preference labels the item's rows stored without one.
+    """
+    rater: str | None = Field(
+        None,
+        examples=['labeller-7'],
+        max_length=64,
+        min_length=1,
+        pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
+    )
+    """
+    Optional: who gave the preference, named like judges.
+    """
+    verdict: Verdict5 | Verdict6 | None = Field(None, examples=['a'])
+    """
+    The judge's verdict, a shown first: "a", "b", "tie", or the probability that a's answer is the better (a judge's log-probabilities). A tie counts one half for each side.
+    """
+    verdict_swapped: VerdictSwapped4 | VerdictSwapped5 | None = Field(
+        None, examples=['a']
+    )
+    """
+    Optional: the judge's verdict with b shown first, already mapped back ("a" still means a). Where the two orders disagree the judge favours a position.
+    """
+    verdicts: dict[str, Any] | None = Field(
+        None, examples=[{'claude': 'b', 'gpt-4o': 'a'}]
+    )
+    """
+    A pairwise panel's run: every member's verdict, by name (`{"gpt-4o": "a", "claude":
+    0.3}`), each an outcome as `verdict` is; required there, in place of `verdict`.
+    """
+    verdicts_swapped: dict[str, Any] | None = None
+    """
+    A pairwise panel's run: the members' verdicts with b shown first, mapped back, by name
+    (any members; each also in `verdicts`).
+    """
+
+
 class RatingsCalibrationDto(BaseModel):
     candidates: list[CalibrationCandidateDto]
     chosen: str
@@ -1530,7 +1678,7 @@ class RatingsRequestBody(BaseModel):
     """
     The system whose rating is 0; one of the run's systems.
     """
-    comparisons: list[ComparisonRow] = Field(..., min_length=1)
+    comparisons: list[RatedComparison] = Field(..., min_length=1)
     """
     The run (at most 500,000 comparisons).
     """
@@ -3206,6 +3354,12 @@ class PreferenceVersionDto(BaseModel):
     The judge version whose comparisons it read (absent: those without one).
     """
     labelled: int
+    panel: list[PanelMember] | None = None
+    """
+    A pairwise panel's version: its members in the order its map reads them, each with the
+    judge version fitted, its comparisons before the join, and its own map's held-out
+    figures on the panel's labelled comparisons (does the panel beat its best member?).
+    """
     raw: Figures
     """
     The raw verdict as the probability that people prefer a (a hard verdict read as 95%

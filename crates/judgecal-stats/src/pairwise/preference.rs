@@ -144,7 +144,10 @@ impl Candidate {
 
     /// The candidate `name` names (a stored version's choice).
     pub fn parse(name: &str) -> Option<Candidate> {
-        let (name, alone) = match name.strip_suffix(" alone)").and_then(|n| n.rsplit_once(" (member ")) {
+        let (name, alone) = match name
+            .strip_suffix(" alone)")
+            .and_then(|n| n.rsplit_once(" (member "))
+        {
             Some((rest, m)) => (rest, Some(m.parse::<usize>().ok()?.checked_sub(1)?)),
             None => (name, None),
         };
@@ -275,7 +278,11 @@ impl PreferenceMap {
             return Vec::new();
         }
         // The intercept, then one verdict and two swapped columns per judge read.
-        let read = if self.alone.is_some() { 1 } else { self.members.max(1) };
+        let read = if self.alone.is_some() {
+            1
+        } else {
+            self.members.max(1)
+        };
         let first = 1 + 3 * read;
         (0..self.centre.len())
             .map(|k| self.weights[first + k] / self.scale[k])
@@ -452,7 +459,8 @@ pub fn fit_candidate(
     } else {
         None
     };
-    fit_with(&read, candidate.inputs, terms).map(|(map, _)| map.reading_member(members, candidate.alone))
+    fit_with(&read, candidate.inputs, terms)
+        .map(|(map, _)| map.reading_member(members, candidate.alone))
 }
 
 /// Held-out figures of a preference.
@@ -657,7 +665,11 @@ pub fn choose_among(
             if let Some(count) = per_system.filter(|_| wanted(with_systems)) {
                 let terms = system_terms(&read, inputs, count)?;
                 let fit = cross_fit(&read, inputs, Some(terms), folds, seed)?;
-                fits.push((with_systems, Some(terms), fit.reading_member(members, alone)));
+                fits.push((
+                    with_systems,
+                    Some(terms),
+                    fit.reading_member(members, alone),
+                ));
             }
         }
     }
