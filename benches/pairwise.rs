@@ -5,13 +5,15 @@
 //! statistics alone beside it, and again once the cell is trained (its version's choice
 //! fitted again instead of `auto` over every candidate); and training a cell of 10,000
 //! labelled comparisons through a job (aim: under 5 s); and uploading 10,000 labelled
-//! comparisons into the trained cell (stored, then checked by its drift alarm).
+//! comparisons into the trained cell (stored, then checked by its drift alarm); and a
+//! three-member panel's training on the same 10,000 (its maps and each member's alone).
 //!
 //!     cargo bench --bench pairwise
 
 mod common;
 
-use judgecal_stats::pairwise::preference::{self, Labelled, Verdicts};
+use judgecal_stats::pairwise::choice;
+use judgecal_stats::pairwise::preference::{Labelled, Verdicts};
 use judgecal_stats::pairwise::rate::{self, Compared, FOLDS};
 use judgecal_stats::rng::{Rng, RngExt, SeedableRng};
 use serde_json::{Value, json};
@@ -68,13 +70,44 @@ fn main() {
     let mut times = Vec::new();
     for _ in 0..3 {
         let start = std::time::Instant::now();
-        let choice = preference::choose(&labelled, Some(SYSTEMS), FOLDS, 0).expect("choice");
+        let choice = choice::choose(&labelled, Some(SYSTEMS), FOLDS, 0).expect("choice");
         times.push(start.elapsed().as_secs_f64() * 1e3);
         assert!(!choice.candidates.is_empty());
     }
     times.sort_by(f64::total_cmp);
     common::report(
         "pairwise training: auto over 10,000 labelled comparisons of 50 systems",
+        &times,
+    );
+
+    // A panel of three: the judge above, and two more whose verdicts differ from its first
+    // order on 20% and 30% of comparisons; `auto` weighs the panel's maps and each member's.
+    let flip = |v: f64, p: f64, rng: &mut Rng| if rng.random::<f64>() < p { 1.0 - v } else { v };
+    let panel: Vec<Labelled> = labelled
+        .iter()
+        .map(|r| {
+            let (v, s) = (r.verdicts.verdict, r.verdicts.swapped);
+            let members = vec![
+                (v, s),
+                (flip(v, 0.2, &mut rng), None),
+                (flip(v, 0.3, &mut rng), None),
+            ];
+            Labelled {
+                verdicts: Verdicts::of_panel(members).with_inputs(&r.verdicts),
+                preference: r.preference,
+            }
+        })
+        .collect();
+    let mut times = Vec::new();
+    for _ in 0..3 {
+        let start = std::time::Instant::now();
+        let choice = choice::choose(&panel, Some(SYSTEMS), FOLDS, 0).expect("choice");
+        times.push(start.elapsed().as_secs_f64() * 1e3);
+        assert!(choice.candidates.len() > 6);
+    }
+    times.sort_by(f64::total_cmp);
+    common::report(
+        "pairwise panel training: auto over 10,000 labelled comparisons of 50 systems, 3 members (the panel's maps and each member's alone)",
         &times,
     );
 

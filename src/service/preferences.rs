@@ -1,6 +1,6 @@
 //! Training pairwise cells (`POST /v1/judges/{judge}/calibrations` on a judge whose cells hold
 //! comparisons): `auto` chooses the calibrated preference by held-out log-loss
-//! (`judgecal_stats::pairwise::preference::choose`), and each version records the choice, its
+//! (`judgecal_stats::pairwise::choice::choose`), and each version records the choice, its
 //! held-out calibration and the judge's biases beside the people's
 //! (`judgecal_stats::pairwise::bias`). The versions are read back by the cell's report route,
 //! its picture and the metrics.
@@ -26,7 +26,8 @@ use crate::store::ComparisonCell;
 use judgecal_stats::Corrected;
 use judgecal_stats::conformal::Intervals;
 use judgecal_stats::pairwise::bias::{Biases, Judged};
-use judgecal_stats::pairwise::preference::{self, Labelled, Verdicts};
+use judgecal_stats::pairwise::choice;
+use judgecal_stats::pairwise::preference::{Labelled, Verdicts};
 use judgecal_stats::pairwise::rate::FOLDS;
 
 /// Bins of the held-out calibration picture.
@@ -113,7 +114,7 @@ pub fn train_cell(
             preference: all[i].preference.unwrap_or(0.5),
         })
         .collect();
-    let choice = preference::choose(&rows, Some(systems.len()), FOLDS, seed)?;
+    let choice = choice::choose(&rows, Some(systems.len()), FOLDS, seed)?;
     // Each panel member's own map (`auto` weighed each member alone beside the panel, on the
     // same folds): its lowest held-out log-loss.
     let mut members = Vec::new();
@@ -156,7 +157,7 @@ pub fn train_cell(
         map: choice.map.clone(),
         intervals: Intervals::of(&levels, &held_out, seed),
     };
-    let figures = |inputs: String, h: &preference::HeldOut| Figures {
+    let figures = |inputs: String, h: &choice::HeldOut| Figures {
         inputs,
         log_loss: h.log_loss,
         accuracy: h.accuracy,
@@ -240,7 +241,7 @@ pub fn train_cell(
                 .iter()
                 .map(|(c, h)| figures(c.name(), h))
                 .collect(),
-            raw: figures("raw verdict".into(), &preference::raw(&rows)),
+            raw: figures("raw verdict".into(), &choice::raw(&rows)),
             covariates,
             systems: systems.into_iter().cloned().collect(),
             reliability,

@@ -13,7 +13,8 @@
 use std::path::Path;
 
 use judgecal_stats::pairwise::bias::{Biases, Judged, Share};
-use judgecal_stats::pairwise::preference::{self, HeldOut, Inputs, Labelled, Verdicts};
+use judgecal_stats::pairwise::choice::{self, HeldOut};
+use judgecal_stats::pairwise::preference::{Inputs, Labelled, Verdicts};
 
 use crate::llmbar::{JUDGES, Pair, SETS, pairs};
 
@@ -126,7 +127,7 @@ pub fn report(dir: &Path, folds: usize, seed: u64) -> Result<String, String> {
             let rows: Vec<Labelled> = pairs.iter().map(labelled).collect();
             let fitted = Inputs::ALL
                 .iter()
-                .map(|&i| preference::held_out(&rows, i, folds, seed))
+                .map(|&i| choice::held_out(&rows, i, folds, seed))
                 .collect::<Result<Vec<_>, _>>()?;
             let best = Inputs::ALL
                 .iter()
@@ -136,7 +137,7 @@ pub fn report(dir: &Path, folds: usize, seed: u64) -> Result<String, String> {
             held.push_str(&format!(
                 "| {judge} | {set} | {} | {} | {} | {} | {} | {best} |\n",
                 rows.len(),
-                cell(&preference::raw(&rows)),
+                cell(&choice::raw(&rows)),
                 cell(&fitted[0]),
                 cell(&fitted[1]),
                 cell(&fitted[2]),
@@ -196,7 +197,7 @@ pub fn panel_rows(dir: &Path, set: &str, judges: &[&str]) -> Result<Vec<Labelled
 
 /// `auto`'s held-out figures for `rows` (its lowest-loss map over the candidates), as a cell.
 fn chosen(rows: &[Labelled], folds: usize, seed: u64) -> Result<(HeldOut, String), String> {
-    let choice = preference::choose(rows, None, folds, seed)?;
+    let choice = choice::choose(rows, None, folds, seed)?;
     Ok((choice.cross_fit.held_out, choice.candidate.name()))
 }
 

@@ -9,6 +9,7 @@
 //! many such predictions and a few labels (prediction-powered).
 
 pub mod bias;
+pub mod choice;
 pub mod powered;
 pub mod preference;
 pub mod rate;

@@ -9,8 +9,9 @@
 //! cannot enter the labelled set. Each system's win rates (against the baseline, over the
 //! field) come from the same predictions and labels (`win_rate`).
 
+use super::choice::{self, Choice};
 use super::powered::{self, Observed, Powered, Predicted};
-use super::preference::{self, Candidate, Choice, Labelled, Verdicts};
+use super::preference::{Candidate, Labelled, Verdicts};
 use super::ratings::RatingError;
 use super::win_rate::{WinRate, win_rate};
 
@@ -102,8 +103,8 @@ pub fn rate(
             })
         })
         .collect::<Result<_, RateError>>()?;
-    let choice = preference::choose_among(&rows, Some(known), FOLDS, seed, candidate)
-        .map_err(RateError::Map)?;
+    let choice =
+        choice::choose_among(&rows, Some(known), FOLDS, seed, candidate).map_err(RateError::Map)?;
     let predicted = |c: &Compared, p: f64| -> Result<Predicted, RateError> {
         let (a, b) = systems(c)?;
         Ok(Predicted {
