@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::Service;
 use super::jobs::Trained;
-use super::preferences::{PanelRows, train_cell};
+use super::preferences::{PanelRows, train_blocking, train_cell};
 use super::training::Progress;
 use crate::domain::calibration::Job;
 use crate::domain::comparisons::Comparison;
@@ -406,17 +406,11 @@ impl Service {
             .iter()
             .map(|(j, v)| (j.to_string(), v.as_ref().map(|v| v.as_str().to_owned())))
             .collect();
-        let preferences = crate::error::blocking("the training thread", move || {
-            let total = cells.len().max(1) as f64;
-            let mut out = Vec::with_capacity(cells.len());
-            for (k, (rubric, joined)) in cells.into_iter().enumerate() {
-                if progress.cancel.load(std::sync::atomic::Ordering::Relaxed) {
-                    return Err("cancelled".to_owned());
-                }
-                progress.set_detail(
-                    serde_json::json!({"step": "choosing the panel's calibrated preference", "rubric": rubric.as_str()})
-                        .to_string(),
-                );
+        let preferences = train_blocking(
+            cells,
+            "choosing the panel's calibrated preference",
+            progress,
+            move |rubric, joined: JoinedComparisons| {
                 let rows = PanelRows {
                     verdicts: &joined.verdicts,
                     members: members
@@ -425,13 +419,10 @@ impl Service {
                         .map(|((j, v), &n)| (j.clone(), v.clone(), n))
                         .collect(),
                 };
-                out.push(train_cell(rubric, &joined.rows, Some(&rows), seed)?);
-                progress.set((k + 1) as f64 / total);
-            }
-            Ok(out)
-        })
-        .await?
-        .map_err(Error::Internal)?;
+                train_cell(rubric, &joined.rows, Some(&rows), seed)
+            },
+        )
+        .await?;
         Ok(Trained {
             versions: Vec::new(),
             preferences,

@@ -252,6 +252,33 @@ pub fn train_cell(
     })
 }
 
+/// Trains each rubric's rows (`train`) off the async runtime, reporting `step` and progress
+/// and stopping where the job is cancelled.
+pub(super) async fn train_blocking<T: Send + 'static>(
+    cells: Vec<(RubricName, T)>,
+    step: &'static str,
+    progress: Arc<Progress>,
+    train: impl Fn(RubricName, T) -> std::result::Result<NewPreference, String> + Send + 'static,
+) -> Result<Vec<NewPreference>> {
+    crate::error::blocking("the training thread", move || {
+        let total = cells.len().max(1) as f64;
+        let mut out = Vec::with_capacity(cells.len());
+        for (k, (rubric, rows)) in cells.into_iter().enumerate() {
+            if progress.cancel.load(std::sync::atomic::Ordering::Relaxed) {
+                return Err("cancelled".to_owned());
+            }
+            progress.set_detail(
+                serde_json::json!({"step": step, "rubric": rubric.as_str()}).to_string(),
+            );
+            out.push(train(rubric, rows)?);
+            progress.set((k + 1) as f64 / total);
+        }
+        Ok(out)
+    })
+    .await?
+    .map_err(Error::Internal)
+}
+
 impl Service {
     /// Queues the training of a judge whose cells hold comparisons: `auto` only, no
     /// covariates named (the map reads those the comparisons carry), one judge version, each
@@ -404,24 +431,13 @@ impl Service {
             }
             cells.push((rubric.clone(), rows));
         }
-        let versions = crate::error::blocking("the training thread", move || {
-            let total = cells.len().max(1) as f64;
-            let mut out = Vec::with_capacity(cells.len());
-            for (k, (rubric, rows)) in cells.into_iter().enumerate() {
-                if progress.cancel.load(std::sync::atomic::Ordering::Relaxed) {
-                    return Err("cancelled".to_owned());
-                }
-                progress.set_detail(
-                    serde_json::json!({"step": "choosing the calibrated preference", "rubric": rubric.as_str()})
-                        .to_string(),
-                );
-                out.push(train_cell(rubric, &rows, None, seed)?);
-                progress.set((k + 1) as f64 / total);
-            }
-            Ok(out)
-        })
-        .await?
-        .map_err(Error::Internal)?;
+        let versions = train_blocking(
+            cells,
+            "choosing the calibrated preference",
+            progress,
+            move |rubric, rows| train_cell(rubric, &rows, None, seed),
+        )
+        .await?;
         Ok(Trained {
             versions: Vec::new(),
             preferences: versions,

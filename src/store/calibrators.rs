@@ -159,6 +159,27 @@ pub(super) async fn succeed_held_job(
     Ok(held == 1)
 }
 
+/// Makes cell (`judge`, `rubric`) where it does not exist: a panel's, whose first version
+/// makes it (it holds no anchors or comparisons of its own).
+pub(super) async fn ensure_cell(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    judge: &JudgeName,
+    rubric: &RubricName,
+    now: i64,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO cells (id, judge, rubric, anchor_count, updated_at_ms)
+         VALUES ($1, $2, $3, 0, $4) ON CONFLICT (judge, rubric) DO NOTHING",
+    )
+    .bind(uuid::Uuid::new_v4().to_string())
+    .bind(judge.as_str())
+    .bind(rubric.as_str())
+    .bind(now)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
 /// The two kinds of numbered versions a cell may hold.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Versions {
@@ -261,16 +282,7 @@ impl Store {
         for v in sorted {
             if v.fusion.is_some() {
                 // A panel's cell holds no anchors: its first version makes it.
-                sqlx::query(
-                    "INSERT INTO cells (id, judge, rubric, anchor_count, updated_at_ms)
-                     VALUES ($1, $2, $3, 0, $4) ON CONFLICT (judge, rubric) DO NOTHING",
-                )
-                .bind(uuid::Uuid::new_v4().to_string())
-                .bind(judge.as_str())
-                .bind(v.rubric.as_str())
-                .bind(now)
-                .execute(&mut *tx)
-                .await?;
+                ensure_cell(&mut tx, judge, &v.rubric, now).await?;
             }
             let (cell_id, version) =
                 next_version(&mut tx, judge, &v.rubric, Versions::Calibrators).await?;

@@ -5,7 +5,7 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 
 use super::Store;
-use super::calibrators::{Versions, next_version, succeed_held_job};
+use super::calibrators::{Versions, ensure_cell, next_version, succeed_held_job};
 use crate::domain::calibration::JobId;
 use crate::domain::comparisons::Comparison;
 use crate::domain::preference::{NewPreference, PreferenceReport, PreferenceVersion};
@@ -101,16 +101,7 @@ impl Store {
         let mut stored = Vec::with_capacity(sorted.len());
         for v in sorted {
             // A pairwise panel's cell holds no comparisons: its first version makes it.
-            sqlx::query(
-                "INSERT INTO cells (id, judge, rubric, anchor_count, updated_at_ms)
-                 VALUES ($1, $2, $3, 0, $4) ON CONFLICT (judge, rubric) DO NOTHING",
-            )
-            .bind(uuid::Uuid::new_v4().to_string())
-            .bind(judge.as_str())
-            .bind(v.rubric.as_str())
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
+            ensure_cell(&mut tx, judge, &v.rubric, now).await?;
             let (cell_id, version) =
                 next_version(&mut tx, judge, &v.rubric, Versions::Preferences).await?;
             let id = uuid::Uuid::new_v4().to_string();
