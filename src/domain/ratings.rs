@@ -80,7 +80,7 @@ fn take_member_verdicts(
                     field,
                     "must be an object {member: verdict}",
                 ));
-                return Vec::new();
+                return None;
             };
             map.iter()
                 .filter_map(|(name, value)| {
@@ -98,20 +98,28 @@ fn take_member_verdicts(
                     }
                 })
                 .collect::<Vec<_>>()
+                .into()
         };
         let first = read(&verdicts, "verdicts", problems);
         let second = swapped
             .filter(|s| !s.is_null())
-            .map(|s| read(&s, "verdicts_swapped", problems))
+            .and_then(|s| read(&s, "verdicts_swapped", problems))
             .unwrap_or_default();
-        if first.is_empty() {
-            problems.push(Problem::at(
-                Some(row),
-                "verdicts",
-                "give at least one member's verdict, as {member: verdict}",
-            ));
-            continue;
-        }
+        let first = match first {
+            Some(f) if !f.is_empty() => f,
+            _ => {
+                if verdicts.as_object().is_some_and(|m| m.is_empty()) {
+                    problems.push(Problem::at(
+                        Some(row),
+                        "verdicts",
+                        "give at least one member's verdict, as {member: verdict}",
+                    ));
+                }
+                // The row's other fields are still checked, as one judge's row.
+                obj.insert("verdict".into(), Value::from(0.5));
+                continue;
+            }
+        };
         for (name, _) in &second {
             if !first.iter().any(|(m, _)| m == name) {
                 problems.push(Problem::at(
@@ -320,6 +328,47 @@ mod tests {
             vec![
                 (Some(2), "covariates.length".into()),
                 (None, "baseline".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn a_panels_row_is_read_from_verdicts_and_each_bad_member_named_once() {
+        let ok = parse(json!({
+            "judge": "jury", "rubric": "overall",
+            "comparisons": [{"item_id": "p1", "a": "x", "b": "y",
+                             "verdicts": {"m1": "a", "m2": 0.0}, "verdicts_swapped": {"m1": "b"}}]
+        }))
+        .expect("a panel's row");
+        // Checked as one judge's row whose verdict is the members' mean.
+        assert_eq!(ok.batch.comparisons[0].verdict, 0.5);
+        let mut members = ok.members[&1].clone();
+        members.sort_by(|a, b| a.0.cmp(&b.0));
+        let names: Vec<(&str, f64, Option<f64>)> = members
+            .iter()
+            .map(|(m, v, s)| (m.as_str(), *v, *s))
+            .collect();
+        assert_eq!(names, [("m1", 1.0, Some(0.0)), ("m2", 0.0, None)]);
+        let named = fields(json!({
+            "judge": "jury", "rubric": "overall",
+            "comparisons": [
+                {"item_id": "p1", "a": "x", "b": "y", "verdicts": "a"},
+                {"item_id": "p2", "a": "x", "b": "y", "verdicts": {}},
+                {"item_id": "p3", "a": "x", "b": "y", "verdicts": {"m1": "maybe"}},
+                {"item_id": "p4", "a": "x", "b": "y", "verdicts": {"m1": "a"}, "verdict": "a"},
+                {"item_id": "p5", "a": "x", "b": "y", "verdicts": {"m1": "a"}, "verdicts_swapped": {"m2": "a"}},
+                {"item_id": "p6", "a": "x", "b": "y", "verdict": "a", "verdicts_swapped": {"m2": "a"}}
+            ]
+        }));
+        assert_eq!(
+            named,
+            vec![
+                (Some(1), "verdicts".into()),
+                (Some(2), "verdicts".into()),
+                (Some(3), "verdicts.m1".into()),
+                (Some(4), "verdict".into()),
+                (Some(5), "verdicts_swapped.m2".into()),
+                (Some(6), "verdicts_swapped".into()),
             ]
         );
     }

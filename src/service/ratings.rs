@@ -189,14 +189,26 @@ impl Service {
             }
             None => {
                 if let Some(&row) = request.members.keys().min() {
+                    let panels: Vec<String> = self
+                        .store
+                        .panels()
+                        .await?
+                        .into_iter()
+                        .map(|p| p.name.to_string())
+                        .collect();
                     return Err(Error::rejected(
                         "the ratings request was refused",
                         vec![Problem::at(
                             Some(row),
                             "verdicts",
                             format!(
-                                "{} is a judge, not a panel: give its verdict in verdict",
-                                key.judge
+                                "{} is not a panel, so its comparisons give verdict; verdicts ({{member: verdict}}) is for a panel's (panels defined: {})",
+                                key.judge,
+                                if panels.is_empty() {
+                                    "none".to_owned()
+                                } else {
+                                    panels.join(", ")
+                                }
                             ),
                         )],
                     ));
