@@ -115,3 +115,27 @@ def test_an_arena_hard_file_trains_a_pairwise_cell_and_shows_its_biases(server, 
     flips = frame[frame.diagnostic == "flip"].iloc[0]
     assert flips.estimate > 0.2, frame
     assert set(frame[frame.diagnostic == "favouritism"].source) == {"base", "mine", "other"}
+
+
+def test_several_judges_rows_join_into_a_panels_run_rows():
+    from judgecal.pairwise_files import panel
+
+    x = [{"item_id": "p1", "a": "m1", "b": "m2", "verdict": "a", "verdict_swapped": "b",
+          "covariates": {"length_diff": 3.0}},
+         {"item_id": "p2", "a": "m1", "b": "m3", "verdict": "b", "preference": "b"},
+         {"item_id": "p3", "a": "m2", "b": "m3", "verdict": "tie"}]
+    y = [{"item_id": "p2", "a": "m1", "b": "m3", "verdict": 0.2},
+         {"item_id": "p1", "a": "m1", "b": "m2", "verdict": "a", "preference": "a"}]
+    read = panel({"x": x, "y": y})
+    assert read.skipped == 1  # p3: y did not judge it
+    assert read.rows == [
+        {"item_id": "p1", "a": "m1", "b": "m2", "verdicts": {"x": "a", "y": "a"},
+         "verdicts_swapped": {"x": "b"}, "preference": "a", "covariates": {"length_diff": 3.0}},
+        {"item_id": "p2", "a": "m1", "b": "m3", "verdicts": {"x": "b", "y": 0.2}, "preference": "b"},
+    ]
+    import pytest
+
+    with pytest.raises(ValueError, match="item p1"):
+        panel({"x": x, "y": [dict(y[1], a="m2", b="m1")]})
+    with pytest.raises(ValueError, match="item p2"):
+        panel({"x": x, "y": [dict(y[0], preference="a")]})

@@ -197,3 +197,43 @@ def mt_bench_pairs(judgments: Records, *, human: Records | None = None, turn: in
         row["item_id"] = f"{r['question_id']}:t{t}:{m1}:{m2}"
         read.rows.append(row)
     return read
+
+
+def panel(members: Mapping[str, Iterable[Mapping[str, Any]]]) -> Read:
+    """Several pairwise judges' rows of the same comparisons (each as a reader above gives
+    them, or as `upload_comparisons` takes them), keyed by judge, joined on `item_id` into a
+    pairwise panel's `ratings` rows: `verdicts` and `verdicts_swapped` by judge, with the first
+    judge's `a`, `b` and `covariates` and the people's `preference` where any judge's row has
+    it. `skipped` counts the items some judge did not judge (a panel's run needs every
+    member's verdict). An item whose judges compare other systems, or give other preferences,
+    raises ValueError naming it; upload each judge's own rows under its name to train the
+    panel."""
+    names = list(members)
+    if len(names) < 2:
+        raise ValueError(f"a panel has 2 or more judges; got {names}")
+    by_judge = [{row["item_id"]: row for row in members[n]} for n in names]
+    first, rest = by_judge[0], by_judge[1:]
+    every = [set(first)] + [set(j) for j in rest]
+    kept = sorted(set.intersection(*every))
+    skipped = len(set.union(*every)) - len(kept)
+    rows: list[dict[str, Any]] = []
+    for item in kept:
+        judged = [j[item] for j in by_judge]
+        head = judged[0]
+        pairs = {(r["a"], r["b"]) for r in judged}
+        if len(pairs) > 1:
+            raise ValueError(f"item {item}: the judges compare other systems: {sorted(pairs)}")
+        labels = {r["preference"] for r in judged if r.get("preference") is not None}
+        if len(labels) > 1:
+            raise ValueError(f"item {item}: the judges' rows give other preferences: {sorted(map(str, labels))}")
+        row: dict[str, Any] = {"item_id": item, "a": head["a"], "b": head["b"],
+                               "verdicts": {n: r["verdict"] for n, r in zip(names, judged)}}
+        swapped = {n: r["verdict_swapped"] for n, r in zip(names, judged) if r.get("verdict_swapped") is not None}
+        if swapped:
+            row["verdicts_swapped"] = swapped
+        if labels:
+            row["preference"] = labels.pop()
+        if head.get("covariates"):
+            row["covariates"] = head["covariates"]
+        rows.append(row)
+    return Read(rows, skipped)
