@@ -100,6 +100,7 @@ fn take_member_verdicts(
                 .collect::<Vec<_>>()
                 .into()
         };
+        let before = problems.len();
         let first = read(&verdicts, "verdicts", problems);
         let second = swapped
             .filter(|s| !s.is_null())
@@ -108,7 +109,8 @@ fn take_member_verdicts(
         let first = match first {
             Some(f) if !f.is_empty() => f,
             _ => {
-                if verdicts.as_object().is_some_and(|m| m.is_empty()) {
+                // An empty object, or one of nulls: nothing named what is wrong yet.
+                if problems.len() == before {
                     problems.push(Problem::at(
                         Some(row),
                         "verdicts",
@@ -354,6 +356,7 @@ mod tests {
             "comparisons": [
                 {"item_id": "p1", "a": "x", "b": "y", "verdicts": "a"},
                 {"item_id": "p2", "a": "x", "b": "y", "verdicts": {}},
+                {"item_id": "p2n", "a": "x", "b": "y", "verdicts": {"m1": null}},
                 {"item_id": "p3", "a": "x", "b": "y", "verdicts": {"m1": "maybe"}},
                 {"item_id": "p4", "a": "x", "b": "y", "verdicts": {"m1": "a"}, "verdict": "a"},
                 {"item_id": "p5", "a": "x", "b": "y", "verdicts": {"m1": "a"}, "verdicts_swapped": {"m2": "a"}},
@@ -365,10 +368,11 @@ mod tests {
             vec![
                 (Some(1), "verdicts".into()),
                 (Some(2), "verdicts".into()),
-                (Some(3), "verdicts.m1".into()),
-                (Some(4), "verdict".into()),
-                (Some(5), "verdicts_swapped.m2".into()),
-                (Some(6), "verdicts_swapped".into()),
+                (Some(3), "verdicts".into()),
+                (Some(4), "verdicts.m1".into()),
+                (Some(5), "verdict".into()),
+                (Some(6), "verdicts_swapped.m2".into()),
+                (Some(7), "verdicts_swapped".into()),
             ]
         );
     }
