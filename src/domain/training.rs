@@ -104,6 +104,16 @@ pub enum Plan {
     Auto(AutoOptions),
 }
 
+impl Plan {
+    /// The seed of the job's folds and draws.
+    pub fn seed(&self) -> u64 {
+        match self {
+            Plan::Method(job) => job.split.seed,
+            Plan::Auto(options) => options.split.seed,
+        }
+    }
+}
+
 /// A checked training request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TrainingRequest {

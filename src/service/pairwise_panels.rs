@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::Service;
 use super::jobs::Trained;
-use super::preferences::{PanelRows, train_blocking, train_cell};
+use super::preferences::{PanelRows, newest_version, train_blocking, train_cell};
 use super::training::Progress;
 use crate::domain::calibration::Job;
 use crate::domain::comparisons::Comparison;
@@ -208,14 +208,7 @@ impl Service {
                     }
                     v.clone()
                 }
-                None => cells
-                    .iter()
-                    .max_by(|a, b| {
-                        a.first_at_ms
-                            .cmp(&b.first_at_ms)
-                            .then(a.judge_version.cmp(&b.judge_version))
-                    })
-                    .and_then(|c| c.judge_version.clone()),
+                None => newest_version(&cells),
             };
             out.push((judge.clone(), chosen));
         }
@@ -339,6 +332,25 @@ impl Service {
         })
     }
 
+    /// What a pairwise panel's training reads: each member's judge version and the rubrics
+    /// with enough labelled comparisons every member judged (refused as `refusal` otherwise),
+    /// resolved alike when the job is queued and when it runs.
+    async fn resolve_training(
+        &self,
+        panel: &Panel,
+        request: &TrainingRequest,
+        refusal: &str,
+    ) -> Result<(Vec<(JudgeName, Option<JudgeVersion>)>, Vec<RubricName>)> {
+        let versions = self
+            .member_comparison_versions(panel, &request.member_versions)
+            .await?;
+        let rubrics = self
+            .trainable_rubrics(panel, &versions, request.rubrics.as_deref())
+            .await?
+            .map_err(|p| Error::rejected(refusal, p))?;
+        Ok((versions, rubrics))
+    }
+
     /// Queues a pairwise panel's training: `auto` only, each member's judge version resolved
     /// and kept in the job's request.
     pub(super) async fn submit_pairwise_panel_training(
@@ -360,13 +372,9 @@ impl Service {
                 )],
             ));
         }
-        let versions = self
-            .member_comparison_versions(&panel, &request.member_versions)
+        let (versions, rubrics) = self
+            .resolve_training(&panel, &request, "the training request was refused")
             .await?;
-        let rubrics = self
-            .trainable_rubrics(&panel, &versions, request.rubrics.as_deref())
-            .await?
-            .map_err(|p| Error::rejected("the training request was refused", p))?;
         self.queue(TrainingRequest {
             rubrics: Some(rubrics),
             member_versions: versions,
@@ -384,17 +392,14 @@ impl Service {
         panel: Panel,
         progress: Arc<Progress>,
     ) -> Result<Trained> {
-        let versions = self
-            .member_comparison_versions(&panel, &request.member_versions)
+        let (versions, rubrics) = self
+            .resolve_training(
+                &panel,
+                &request,
+                "the comparisons changed since the job was queued",
+            )
             .await?;
-        let rubrics = self
-            .trainable_rubrics(&panel, &versions, request.rubrics.as_deref())
-            .await?
-            .map_err(|p| Error::rejected("the comparisons changed since the job was queued", p))?;
-        let seed = match &request.plan {
-            Plan::Auto(options) => options.split.seed,
-            Plan::Method(job) => job.split.seed,
-        };
+        let seed = request.plan.seed();
         let mut cells = Vec::with_capacity(rubrics.len());
         for rubric in rubrics {
             let joined = self

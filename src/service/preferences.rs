@@ -252,6 +252,18 @@ pub fn train_cell(
     })
 }
 
+/// The judge version of `cells` whose first comparison arrived last (`None`: unversioned).
+pub(super) fn newest_version(cells: &[ComparisonCell]) -> Option<JudgeVersion> {
+    cells
+        .iter()
+        .max_by(|a, b| {
+            a.first_at_ms
+                .cmp(&b.first_at_ms)
+                .then(a.judge_version.cmp(&b.judge_version))
+        })
+        .and_then(|c| c.judge_version.clone())
+}
+
 /// Trains each rubric's rows (`train`) off the async runtime, reporting `step` and progress
 /// and stopping where the job is cancelled.
 pub(super) async fn train_blocking<T: Send + 'static>(
@@ -311,14 +323,7 @@ impl Service {
         }
         let judge_version = match &request.judge_version {
             VersionChoice::Exactly(v) => v.clone(),
-            VersionChoice::Newest => cells
-                .iter()
-                .max_by(|a, b| {
-                    a.first_at_ms
-                        .cmp(&b.first_at_ms)
-                        .then(a.judge_version.cmp(&b.judge_version))
-                })
-                .and_then(|c| c.judge_version.clone()),
+            VersionChoice::Newest => newest_version(&cells),
         };
         let of_version: Vec<&ComparisonCell> = cells
             .iter()
@@ -401,10 +406,7 @@ impl Service {
         request: TrainingRequest,
         progress: Arc<Progress>,
     ) -> Result<Trained> {
-        let seed = match &request.plan {
-            Plan::Auto(options) => options.split.seed,
-            Plan::Method(job) => job.split.seed,
-        };
+        let seed = request.plan.seed();
         let version = request.judge_version.exactly().cloned();
         let mut cells = Vec::new();
         for rubric in request.rubrics.iter().flatten() {

@@ -223,10 +223,7 @@ pub fn train_covariates(
     progress: &Progress,
 ) -> Result<Vec<NewVersion>, CalibrateError> {
     with_run(progress, |run| {
-        let seed = match plan {
-            Plan::Method(job) => job.split.seed,
-            Plan::Auto(options) => options.split.seed,
-        };
+        let seed = plan.seed();
         run.detail(
             serde_json::json!({"step": "fitting the covariate layer", "covariates": names})
                 .to_string(),
