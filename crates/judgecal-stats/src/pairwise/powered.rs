@@ -111,8 +111,10 @@ struct Layout {
     k: usize,
     baseline: usize,
     controls: usize,
-    /// Each control's mean and sd over the run, to solve in standard units.
-    centre: Vec<f64>,
+    /// Each control's sd over the run, to solve in standard units. A control is a difference
+    /// between a's answer and b's (0: equal style), so it is scaled but never centred: the
+    /// run's mean difference is not 0 where a run lists its longer answers first, and a centred
+    /// control would leave the ratings at that mean style instead of at equal style.
     scale: Vec<f64>,
 }
 
@@ -139,7 +141,7 @@ impl Layout {
         }
         let free = self.k - 1;
         for (t, v) in c.controls.iter().enumerate() {
-            x.push((free + t, (v - self.centre[t]) / self.scale[t]));
+            x.push((free + t, v / self.scale[t]));
         }
         x
     }
@@ -268,18 +270,17 @@ pub fn fit(
         ));
     }
     connected(k, run, baseline)?;
-    let (mut centre, mut scale) = (vec![0.0; controls], vec![1.0; controls]);
-    for t in 0..controls {
-        let values: Vec<f64> = run.iter().map(|c| c.controls[t]).collect();
-        centre[t] = crate::stats::mean(&values);
-        let sd = crate::stats::sample_variance(&values).sqrt();
-        scale[t] = if sd > 0.0 { sd } else { 1.0 };
-    }
+    let scale = (0..controls)
+        .map(|t| {
+            let values: Vec<f64> = run.iter().map(|c| c.controls[t]).collect();
+            let sd = crate::stats::sample_variance(&values).sqrt();
+            if sd > 0.0 { sd } else { 1.0 }
+        })
+        .collect();
     let layout = Layout {
         k,
         baseline,
         controls,
-        centre,
         scale,
     };
     let d = layout.dimension();
@@ -686,5 +687,66 @@ mod tests {
         eprintln!("controlled: ratings {ratings:.3}, coefficient {control:.3}");
         assert!((0.93..=0.97).contains(&ratings), "ratings {ratings}");
         assert!((0.93..=0.97).contains(&control), "coefficient {control}");
+    }
+
+    /// Style control where the run lists the longer answer first, as AlpacaEval's layout
+    /// does: every comparison puts a system (as a) against the baseline (as b), and each
+    /// system's answers are longer than the baseline's by its own amount (0.5 to 1.5 sd), so
+    /// the run's mean length difference is far from 0. People prefer a with chance
+    /// σ(θ_a − θ_b + 0.5·z). The controlled ratings are the ratings at equal length, θ: over
+    /// 300 worlds their 95% intervals cover 93–97%. Measured: 94.3%; with the control centred
+    /// on the run's mean, as it was before, 17.9% (each rating sat at the run's mean length
+    /// difference, off by γ times it).
+    #[test]
+    fn controlled_ratings_are_at_equal_style_where_the_run_lists_longer_answers_first() {
+        let mut rng = Rng::seed_from_u64(14);
+        let (k, gamma) = (4, 0.5);
+        let (mut covered, mut total) = (0usize, 0usize);
+        for _ in 0..300 {
+            let theta: Vec<f64> = (0..k)
+                .map(|i| {
+                    if i == 0 {
+                        0.0
+                    } else {
+                        standard_normal(&mut rng)
+                    }
+                })
+                .collect();
+            let longer: Vec<f64> = (0..k).map(|i| 0.5 * i as f64).collect();
+            let draw = |rng: &mut Rng| {
+                let a = rng.random_range(1..k);
+                let z = longer[a] + standard_normal(rng);
+                let gap = theta[a] + gamma * z;
+                let y = f64::from(u8::from(rng.random::<f64>() < ratings_sigmoid(gap)));
+                let seen = 2.0 * (y - 0.5) + gap + gamma * z + standard_normal(rng);
+                let comparison = Predicted {
+                    a,
+                    b: 0,
+                    predicted: 0.25 + 0.5 * f64::from(u8::from(seen > 0.0)),
+                    controls: vec![z],
+                };
+                (comparison, y)
+            };
+            let run: Vec<Predicted> = (0..3_000).map(|_| draw(&mut rng).0).collect();
+            let labelled: Vec<Observed> = (0..500)
+                .map(|_| {
+                    let (comparison, preference) = draw(&mut rng);
+                    Observed {
+                        comparison,
+                        preference,
+                    }
+                })
+                .collect();
+            let fit = fit(k, &run, &labelled, 0, 1).expect("fit");
+            let intervals = fit.ratings.intervals(0.95);
+            for i in 1..k {
+                let (lo, hi) = intervals[i];
+                covered += usize::from(lo <= theta[i] && theta[i] <= hi);
+                total += 1;
+            }
+        }
+        let rate = covered as f64 / total as f64;
+        eprintln!("controlled, longer answers first: ratings {rate:.3}");
+        assert!((0.93..=0.97).contains(&rate), "ratings {rate}");
     }
 }
