@@ -113,9 +113,28 @@ pub(super) mod sim {
 
     const STRENGTHS: [f64; 5] = [0.0, 0.4, 0.8, -0.4, 1.2];
 
+    /// How the judge sees an item: the sd of its own error for the item, the sd of its repeat
+    /// noise (drawn afresh on every asking), its push towards the answer shown first, and
+    /// whether it answers a share (a probability, as from logprobs) instead of a winner.
+    #[derive(Debug, Clone, Copy)]
+    pub struct Judge {
+        pub error: f64,
+        pub repeat: f64,
+        pub push: f64,
+        pub shares: bool,
+    }
+
+    /// The judge the drift tests draw: error sd 0.6, repeat noise sd 0.5, a push of 0.5.
+    pub const USUAL: Judge = Judge {
+        error: 0.6,
+        repeat: 0.5,
+        push: 0.5,
+        shares: false,
+    };
+
     /// One prompt of five Bradley–Terry systems: the quality gap is the strengths' difference
     /// plus logistic noise, people prefer the better answer (a tie where the gap is under
-    /// 0.2), and the judge sees the gap with an error of its own for the item (sd 0.6).
+    /// 0.2), and the judge sees the gap with an error of its own for the item.
     #[derive(Debug, Clone)]
     pub struct Item {
         pub id: usize,
@@ -123,9 +142,15 @@ pub(super) mod sim {
         pub b: usize,
         pub gap: f64,
         pub judge_error: f64,
+        pub judge: Judge,
     }
 
+    /// `n` items numbered from `from`, judged by the usual judge.
     pub fn items(n: usize, from: usize, rng: &mut Rng) -> Vec<Item> {
+        items_by(&USUAL, n, from, rng)
+    }
+
+    pub fn items_by(judge: &Judge, n: usize, from: usize, rng: &mut Rng) -> Vec<Item> {
         (0..n)
             .map(|i| {
                 let a = rng.random_range(0..5);
@@ -136,20 +161,29 @@ pub(super) mod sim {
                     a,
                     b,
                     gap: STRENGTHS[a] - STRENGTHS[b] + (u / (1.0 - u)).ln(),
-                    judge_error: 0.6 * standard_normal(rng),
+                    judge_error: judge.error * standard_normal(rng),
+                    judge: *judge,
                 }
             })
             .collect()
     }
 
-    /// The judge asked once more about `item` in both orders: its own error, repeat noise
-    /// (sd 0.5, drawn afresh on every asking), pushed 0.5 towards the answer shown first and
-    /// `lean` towards a in both orders (0 for the judge the versions are trained on).
+    /// The judge asked once more about `item` in both orders: its own error, its repeat
+    /// noise, its push towards the answer shown first and `lean` towards a in both orders (0
+    /// for the judge the versions are trained on).
     pub fn judged(item: &Item, lean: f64, rng: &mut Rng) -> (f64, f64) {
-        let push = 0.5;
-        let seen = item.gap + item.judge_error + 0.5 * standard_normal(rng) + lean;
-        let call = |x: f64| if x > 0.0 { 1.0 } else { 0.0 };
-        (call(seen + push), call(seen - push))
+        let j = item.judge;
+        let seen = item.gap + item.judge_error + j.repeat * standard_normal(rng) + lean;
+        let call = |x: f64| {
+            if j.shares {
+                1.0 / (1.0 + (-1.5 * x).exp())
+            } else if x > 0.0 {
+                1.0
+            } else {
+                0.0
+            }
+        };
+        (call(seen + j.push), call(seen - j.push))
     }
 
     /// `items` judged, with the people's preference (`overturned`: the
