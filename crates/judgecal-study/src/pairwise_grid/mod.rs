@@ -3,47 +3,24 @@
 //! labelled set; labelled: with a share of the run labelled too), how often every rank
 //! interval holds at once, how wide the plain intervals are against Bradley–Terry on the
 //! anchors' preferences alone, and how often the win rates' intervals (against the baseline,
-//! over the field) cover.
-//!
-//! A world: K systems with ratings θ ~ N(0, 1) (the baseline, system 0, at 0). A comparison
-//! draws a pair uniformly and a quality gap z = θ_a − θ_b + logistic noise: people prefer a
-//! when z > 0, so P(a) = σ(θ_a − θ_b), and call a tie with chance `ties` (counted ½, which
-//! moves the truth: the truth is the Bradley–Terry fit to every pair's expected outcome,
-//! equally weighted). The judge sees z with normal noise (`noise`), plus `position` towards
-//! the answer shown first, `length` per unit of the log length ratio (which tracks z a
-//! little), and `favour` towards system 1; it calls a tie inside a band that gives the ties'
-//! share, and judges both orders.
+//! over the field) cover; where the ratings control for length, how often the length
+//! coefficient's interval covers; where the run is labelled over several looks, how often an
+//! interval covers at every look. The worlds are in `world`.
 
-use judgecal_stats::pairwise::preference::Verdicts;
+mod world;
+
+pub use world::{PLAIN, World};
+
 use judgecal_stats::pairwise::rate::{self, Compared};
 use judgecal_stats::pairwise::ratings::{self, Outcome};
-use judgecal_stats::rng::{Rng, RngExt, SeedableRng};
-use judgecal_stats::stats::standard_normal;
+use judgecal_stats::rng::{Rng, SeedableRng};
 
-/// One row of the grid.
-#[derive(Debug, Clone, Copy)]
-pub struct World {
-    pub systems: usize,
-    pub position: f64,
-    pub length: f64,
-    pub favour: f64,
-    /// The sd of each system's own favouritism by the judge (drawn per replication, normal):
-    /// several systems each biased its own way.
-    pub favour_sd: f64,
-    pub noise: f64,
-    pub ties: f64,
-    pub anchors: usize,
-    pub run: usize,
-    /// The run's labelled share on the labelled path.
-    pub labelled: f64,
-    /// 0: one judge; n ≥ 2: a panel of n judges, each seeing the gap through its own noise
-    /// (`noise` each) with the same biases, whose calibrated preference reads every member.
-    pub panel: usize,
-}
-
-/// The grid's rows: the ranges (2–50 systems: two alone, a weak judge favouring one, first-position win rates near 50–86%,
-/// a length bias, a favoured system, 0–30% ties, 200–2,000 anchors, runs of 1,000–100,000).
-pub const GRID: [World; 10] = [
+/// The grid's rows: the ranges (2–50 systems: two alone, a weak judge favouring one,
+/// first-position win rates near 50–86%, a length bias, a favoured system, 0–30% ties,
+/// 200–2,000 anchors, runs of 1,000–100,000), panels (rows 9, 10), style control (11, 12),
+/// labels from raters who differ, in batches (13, 14), and a user who rates the run after
+/// each of four labelling batches (15).
+pub const GRID: [World; 15] = [
     World {
         systems: 2,
         position: 2.5,
@@ -56,6 +33,7 @@ pub const GRID: [World; 10] = [
         run: 1_000,
         labelled: 0.05,
         panel: 0,
+        ..PLAIN
     },
     World {
         systems: 5,
@@ -69,6 +47,7 @@ pub const GRID: [World; 10] = [
         run: 1_000,
         labelled: 0.1,
         panel: 0,
+        ..PLAIN
     },
     World {
         systems: 5,
@@ -82,6 +61,7 @@ pub const GRID: [World; 10] = [
         run: 10_000,
         labelled: 0.02,
         panel: 0,
+        ..PLAIN
     },
     World {
         systems: 20,
@@ -95,6 +75,7 @@ pub const GRID: [World; 10] = [
         run: 10_000,
         labelled: 0.02,
         panel: 0,
+        ..PLAIN
     },
     World {
         systems: 20,
@@ -108,6 +89,7 @@ pub const GRID: [World; 10] = [
         run: 10_000,
         labelled: 0.02,
         panel: 0,
+        ..PLAIN
     },
     World {
         systems: 20,
@@ -121,6 +103,7 @@ pub const GRID: [World; 10] = [
         run: 10_000,
         labelled: 0.02,
         panel: 0,
+        ..PLAIN
     },
     World {
         systems: 50,
@@ -134,6 +117,7 @@ pub const GRID: [World; 10] = [
         run: 10_000,
         labelled: 0.02,
         panel: 0,
+        ..PLAIN
     },
     World {
         systems: 50,
@@ -147,6 +131,7 @@ pub const GRID: [World; 10] = [
         run: 100_000,
         labelled: 0.002,
         panel: 0,
+        ..PLAIN
     },
     // Panels: two weak judges, and three judges of 20 systems.
     World {
@@ -161,6 +146,7 @@ pub const GRID: [World; 10] = [
         run: 1_000,
         labelled: 0.05,
         panel: 2,
+        ..PLAIN
     },
     World {
         systems: 20,
@@ -174,117 +160,88 @@ pub const GRID: [World; 10] = [
         run: 10_000,
         labelled: 0.02,
         panel: 3,
+        ..PLAIN
+    },
+    // Style control: people prefer the longer answer (0.3 log-odds per unit of the log
+    // length ratio), the systems differ in length, the judge rewards length more, and the
+    // ratings control for it. Over the field, and in AlpacaEval's layout (every system
+    // against the baseline, as a), where the run's mean length difference is not 0.
+    World {
+        systems: 20,
+        position: 1.0,
+        length: 0.5,
+        favour: 1.0,
+        ties: 0.1,
+        anchors: 1_000,
+        run: 10_000,
+        labelled: 0.02,
+        people_length: 0.3,
+        verbose: 0.5,
+        controlled: true,
+        ..PLAIN
+    },
+    World {
+        systems: 5,
+        position: 1.0,
+        length: 0.5,
+        favour: 1.0,
+        noise: 1.0,
+        ties: 0.1,
+        anchors: 400,
+        run: 2_000,
+        labelled: 0.05,
+        people_length: 0.3,
+        verbose: 0.7,
+        controlled: true,
+        against_baseline: true,
+        ..PLAIN
+    },
+    // Raters who differ: each batch of 50 labels is one rater's, whose taste for each system
+    // is N(0, 0.5²) log-odds. 20 systems (10 raters label the anchors, 4 the run), and a weak
+    // judge of 5 systems (4 raters, 2).
+    World {
+        systems: 20,
+        position: 1.0,
+        length: 0.5,
+        favour: 1.0,
+        ties: 0.1,
+        anchors: 500,
+        run: 10_000,
+        labelled: 0.02,
+        rater_sd: 0.5,
+        rater_batch: 50,
+        ..PLAIN
+    },
+    World {
+        systems: 5,
+        position: 1.0,
+        length: 0.5,
+        favour: 1.0,
+        noise: 2.5,
+        ties: 0.1,
+        anchors: 200,
+        run: 1_000,
+        labelled: 0.1,
+        rater_sd: 0.5,
+        rater_batch: 50,
+        ..PLAIN
+    },
+    // A user who rates the run after each of four labelling batches of 100 (a weak judge, so
+    // that the labels move the answer).
+    World {
+        systems: 5,
+        position: 1.0,
+        length: 0.5,
+        favour: 1.0,
+        noise: 2.5,
+        ties: 0.1,
+        anchors: 200,
+        run: 10_000,
+        labelled: 0.04,
+        looks: 4,
+        ..PLAIN
     },
 ];
-
-fn sigmoid(x: f64) -> f64 {
-    1.0 / (1.0 + (-x).exp())
-}
-
-/// A standard logistic draw.
-fn logistic(rng: &mut Rng) -> f64 {
-    let u: f64 = rng.random::<f64>().clamp(1e-12, 1.0 - 1e-12);
-    (u / (1.0 - u)).ln()
-}
-
-impl World {
-    /// The half-width of the judge's tie band: its seen gap is about normal with sd
-    /// √(π²/3·spread + noise²); the band holds `ties` of it.
-    fn tie_band(&self) -> f64 {
-        let sd = (std::f64::consts::PI.powi(2) / 3.0 + 1.0 + self.noise * self.noise).sqrt();
-        judgecal_stats::stats::normal_quantile(0.5 + self.ties / 2.0) * sd
-    }
-
-    fn comparison(&self, theta: &[f64], own: &[f64], rng: &mut Rng) -> (Compared, f64) {
-        let k = self.systems;
-        let a = rng.random_range(0..k);
-        let b = (a + rng.random_range(1..k)) % k;
-        let z = theta[a] - theta[b] + logistic(rng);
-        let y = if rng.random::<f64>() < self.ties {
-            0.5
-        } else {
-            f64::from(u8::from(z > 0.0))
-        };
-        let ratio = 0.2 * z + standard_normal(rng);
-        let favour = self.favour * (f64::from(u8::from(a == 1)) - f64::from(u8::from(b == 1)))
-            + own[a]
-            - own[b];
-        let biased = z + self.length * ratio + favour;
-        let band = self.tie_band();
-        let call = |x: f64| {
-            if x > band {
-                1.0
-            } else if x < -band {
-                0.0
-            } else {
-                0.5
-            }
-        };
-        let mut judge = || {
-            let seen = biased + self.noise * standard_normal(rng);
-            (call(seen + self.position), Some(call(seen - self.position)))
-        };
-        let base = if self.panel == 0 {
-            let (v, s) = judge();
-            Verdicts::of(v, s)
-        } else {
-            Verdicts::of_panel((0..self.panel).map(|_| judge()).collect())
-        };
-        let verdicts = Verdicts {
-            covariates: vec![ratio],
-            systems: Some((a, b)),
-            ..base
-        };
-        (
-            Compared {
-                verdicts,
-                controls: vec![],
-                preference: None,
-            },
-            y,
-        )
-    }
-
-    /// A pair's expected outcome for a: a tie ½, else σ(θ_a − θ_b).
-    fn expected(&self, theta: &[f64], a: usize, b: usize) -> f64 {
-        self.ties / 2.0 + (1.0 - self.ties) * sigmoid(theta[a] - theta[b])
-    }
-
-    /// Each system's true win rate against the baseline (none for the baseline) and over
-    /// the field (opponents drawn uniformly).
-    fn win_rates(&self, theta: &[f64]) -> Vec<[Option<f64>; 2]> {
-        let k = self.systems;
-        (0..k)
-            .map(|s| {
-                let field = (0..k)
-                    .filter(|&b| b != s)
-                    .map(|b| self.expected(theta, s, b))
-                    .sum::<f64>()
-                    / (k - 1) as f64;
-                [(s != 0).then(|| self.expected(theta, s, 0)), Some(field)]
-            })
-            .collect()
-    }
-
-    /// The truth: Bradley–Terry on every ordered pair's expected outcome.
-    fn truth(&self, theta: &[f64]) -> Vec<f64> {
-        let k = self.systems;
-        let mut outcomes = Vec::new();
-        for a in 0..k {
-            for b in 0..k {
-                if a != b {
-                    outcomes.push(Outcome {
-                        a,
-                        b,
-                        a_better: self.expected(theta, a, b),
-                    });
-                }
-            }
-        }
-        ratings::fit(k, &outcomes, 0).map_or_else(|_| theta.to_vec(), |r| r.ratings)
-    }
-}
-
 /// One world's counts over its repetitions.
 #[derive(Debug, Clone, Default)]
 pub struct Counts {
@@ -301,6 +258,10 @@ pub struct Counts {
     /// plain and labelled.
     pub wins_covered: [usize; 2],
     pub wins: [usize; 2],
+    /// The length coefficient's intervals that covered, plain and labelled (controlled rows).
+    pub control_covered: [usize; 2],
+    /// The labelled path's rating intervals that covered at every look (rows of several).
+    pub every_look: usize,
     pub failures: usize,
 }
 
@@ -313,14 +274,14 @@ impl Counts {
             self.covered[p] += o.covered[p];
             self.ranks_held[p] += o.ranks_held[p];
             self.width[p] += o.width[p];
+            self.wins_covered[p] += o.wins_covered[p];
+            self.wins[p] += o.wins[p];
+            self.control_covered[p] += o.control_covered[p];
         }
         self.intervals += o.intervals;
         self.alone_width += o.alone_width;
         self.alone_rated += o.alone_rated;
-        for p in 0..2 {
-            self.wins_covered[p] += o.wins_covered[p];
-            self.wins[p] += o.wins[p];
-        }
+        self.every_look += o.every_look;
         self.failures += o.failures;
         self
     }
@@ -336,40 +297,46 @@ pub fn run(world: &World, reps: usize, seed: u64) -> Counts {
     .fold(Counts::default(), Counts::add)
 }
 
+/// Draws `n` comparisons of `world`; the first `labelled` carry the people's preference, by
+/// a new rater every `rater_batch` of them.
+fn comparisons(
+    world: &World,
+    d: &world::Drawn,
+    n: usize,
+    labelled: usize,
+    rng: &mut Rng,
+) -> Vec<(Compared, f64)> {
+    let mut taste = vec![0.0; world.systems];
+    (0..n)
+        .map(|i| {
+            if i < labelled && i % world.rater_batch.max(1) == 0 {
+                taste = world.rater(rng);
+            } else if i == labelled {
+                taste = vec![0.0; world.systems];
+            }
+            let (mut c, y) = world.comparison(d, &taste, rng);
+            if i < labelled {
+                c.preference = Some(y);
+            }
+            (c, y)
+        })
+        .collect()
+}
+
 /// The repetitions `reps` (numbers) of `world`.
 fn repetitions(world: &World, reps: &[usize], seed: u64) -> Counts {
     let mut c = Counts::default();
     let k = world.systems;
     for &rep in reps {
         let mut rng = Rng::seed_from_u64(seed ^ (rep as u64).wrapping_mul(0x9E37_79B9));
-        let theta: Vec<f64> = (0..k)
-            .map(|i| {
-                if i == 0 {
-                    0.0
-                } else {
-                    standard_normal(&mut rng)
-                }
-            })
+        let d = world.draw(&mut rng);
+        let (truth, gamma) = world.truth(&d);
+        let anchors: Vec<Compared> = comparisons(world, &d, world.anchors, world.anchors, &mut rng)
+            .into_iter()
+            .map(|(c, _)| c)
             .collect();
-        // Drawn only where asked for, so the other rows' draws stay as they were.
-        let own: Vec<f64> = if world.favour_sd > 0.0 {
-            (0..k)
-                .map(|_| world.favour_sd * standard_normal(&mut rng))
-                .collect()
-        } else {
-            vec![0.0; k]
-        };
-        let truth = world.truth(&theta);
-        let anchors: Vec<Compared> = (0..world.anchors)
-            .map(|_| {
-                let (mut c, y) = world.comparison(&theta, &own, &mut rng);
-                c.preference = Some(y);
-                c
-            })
-            .collect();
-        let mut run: Vec<(Compared, f64)> = (0..world.run)
-            .map(|_| world.comparison(&theta, &own, &mut rng))
-            .collect();
+        let labelled_n = (world.labelled * world.run as f64).round() as usize;
+        let run = comparisons(world, &d, world.run, labelled_n, &mut rng);
         for (comp, y) in &run {
             // A panel's judge columns are its first member's.
             let (v, s) = comp
@@ -387,34 +354,58 @@ fn repetitions(world: &World, reps: &[usize], seed: u64) -> Counts {
             let s = s.unwrap_or(v);
             c.first_wins += (v + 1.0 - s) / 2.0 / world.run as f64;
         }
-        let plain: Vec<Compared> = run.iter().map(|(c, _)| c.clone()).collect();
-        let labelled_n = (world.labelled * world.run as f64).round() as usize;
-        for (comp, y) in run.iter_mut().take(labelled_n) {
-            comp.preference = Some(*y);
-        }
         let labelled: Vec<Compared> = run.into_iter().map(|(c, _)| c).collect();
+        // The plain path: the run's labels withheld; and the labelled path at each look.
+        let at_look = |look: usize| -> Vec<Compared> {
+            let shown = labelled_n * look / world.looks.max(1);
+            labelled
+                .iter()
+                .enumerate()
+                .map(|(i, comp)| Compared {
+                    preference: comp.preference.filter(|_| i < shown),
+                    ..comp.clone()
+                })
+                .collect()
+        };
+        let options = rate::RateOptions {
+            seed: seed ^ rep as u64,
+            controls: usize::from(world.controlled),
+            ..rate::RateOptions::default()
+        };
         let mut ok = true;
-        for (path, rows) in [plain, labelled].iter().enumerate() {
-            match rate::rate(
-                k,
-                k,
-                &anchors,
-                rows,
-                &rate::RateOptions {
-                    seed: seed ^ rep as u64,
-                    ..rate::RateOptions::default()
-                },
-            ) {
+        let mut every_look = vec![true; k];
+        for look in 1..world.looks {
+            match rate::rate(k, k, &anchors, &at_look(look), &options) {
+                Ok(rated) => {
+                    let intervals = rated.powered.ratings.intervals(0.95);
+                    for (i, held) in every_look.iter_mut().enumerate().skip(1) {
+                        let (lo, hi) = intervals[i];
+                        *held &= lo <= truth[i] && truth[i] <= hi;
+                    }
+                }
+                Err(_) => ok = false,
+            }
+        }
+        for (path, rows) in [at_look(0), labelled].iter().enumerate() {
+            match rate::rate(k, k, &anchors, rows, &options) {
                 Ok(rated) => {
                     let r = &rated.powered.ratings;
                     let intervals = r.intervals(0.95);
                     for i in 1..k {
                         let (lo, hi) = intervals[i];
-                        c.covered[path] += usize::from(lo <= truth[i] && truth[i] <= hi);
+                        let inside = lo <= truth[i] && truth[i] <= hi;
+                        c.covered[path] += usize::from(inside);
                         c.width[path] += hi - lo;
                         if path == 0 {
                             c.intervals += 1;
+                        } else {
+                            c.every_look += usize::from(inside && every_look[i]);
                         }
+                    }
+                    if let (Some(g), Some(&(estimate, se))) =
+                        (gamma, rated.powered.controls.first())
+                    {
+                        c.control_covered[path] += usize::from((estimate - g).abs() <= 1.96 * se);
                     }
                     let ranks = r.rank_intervals(0.95, 2_000, &mut rng).ranks;
                     let mut order: Vec<usize> = (0..k).collect();
@@ -424,7 +415,7 @@ fn repetitions(world: &World, reps: &[usize], seed: u64) -> Counts {
                         best <= rank + 1 && rank < worst
                     });
                     c.ranks_held[path] += usize::from(held);
-                    let truths = world.win_rates(&theta);
+                    let truths = world.win_rates(&d);
                     let z = judgecal_stats::stats::normal_quantile(0.975);
                     for (s, rates) in rated.win_rates.iter().enumerate() {
                         for (rate, truth) in rates.iter().zip(truths[s]) {
@@ -443,6 +434,8 @@ fn repetitions(world: &World, reps: &[usize], seed: u64) -> Counts {
             c.failures += 1;
             continue;
         }
+        // Bradley–Terry on the anchors' preferences alone, for the width (not where the
+        // ratings control for length: that fit has no control).
         let outcomes: Vec<Outcome> = anchors
             .iter()
             .filter_map(|a| {
@@ -454,7 +447,9 @@ fn repetitions(world: &World, reps: &[usize], seed: u64) -> Counts {
                 })
             })
             .collect();
-        if let Ok(alone) = ratings::fit(k, &outcomes, 0) {
+        if !world.controlled
+            && let Ok(alone) = ratings::fit(k, &outcomes, 0)
+        {
             c.alone_rated += 1;
             c.alone_width += (1..k)
                 .map(|i| 2.0 * 1.96 * alone.standard_error(i))
@@ -465,13 +460,41 @@ fn repetitions(world: &World, reps: &[usize], seed: u64) -> Counts {
     c
 }
 
+/// What a row adds to the first rows' worlds, in words.
+fn features(w: &World) -> String {
+    let mut said = Vec::new();
+    if w.controlled {
+        said.push(format!(
+            "people prefer length by {} log-odds, systems' lengths sd {}; controlled",
+            w.people_length, w.verbose
+        ));
+    }
+    if w.against_baseline {
+        said.push("every system against the baseline".to_owned());
+    }
+    if w.rater_sd > 0.0 {
+        said.push(format!(
+            "raters' tastes N(0, {}²), batches of {}",
+            w.rater_sd, w.rater_batch
+        ));
+    }
+    if w.looks > 1 {
+        said.push(format!("rated after each of {} labelling batches", w.looks));
+    }
+    if said.is_empty() {
+        "—".to_owned()
+    } else {
+        said.join("; ")
+    }
+}
+
 /// The grid's table, Markdown: every row, or only `rows` (numbered from 1).
 pub fn report(reps: usize, seed: u64, rows: &[usize]) -> Result<String, String> {
     if let Some(r) = rows.iter().find(|&&r| r == 0 || r > GRID.len()) {
         return Err(format!("the grid has rows 1 to {}; got {r}", GRID.len()));
     }
     let mut out = String::from(
-        "| systems | judge (panel: its members) | judge: first-position wins | agrees with people | favoured system | ties | anchors | run | run labelled | rating intervals cover: plain / labelled | rank intervals jointly: plain / labelled | plain width ÷ anchors alone | labelled width ÷ plain | win rates cover: plain / labelled | failed reps |\n|---:|---|---|---|---|---|---:|---:|---:|---|---|---|---|---|---:|\n",
+        "| row | systems | judge (panel: its members) | judge: first-position wins | agrees with people | favoured system | ties | anchors | run | run labelled | also | rating intervals cover: plain / labelled | rank intervals jointly: plain / labelled | plain width ÷ anchors alone | labelled width ÷ plain | win rates cover: plain / labelled | length coefficient covers: plain / labelled | labelled covers at every look | failed reps |\n|---:|---:|---|---|---|---|---|---:|---:|---:|---|---|---|---|---|---|---|---|---:|\n",
     );
     for (i, w) in GRID.iter().enumerate() {
         if !rows.is_empty() && !rows.contains(&(i + 1)) {
@@ -486,11 +509,28 @@ pub fn report(reps: usize, seed: u64, rows: &[usize]) -> Result<String, String> 
                 (c.width[0] / reps_done) / (c.alone_width / c.alone_rated as f64),
                 c.alone_rated
             )
+        } else if w.controlled {
+            "— (controlled)".into()
         } else {
             "— (the anchors alone rate no system finitely)".into()
         };
+        let control = if w.controlled {
+            format!(
+                "{:.1}% / {:.1}%",
+                share(c.control_covered[0], c.reps),
+                share(c.control_covered[1], c.reps)
+            )
+        } else {
+            "—".into()
+        };
+        let looks = if w.looks > 1 {
+            format!("{:.1}%", share(c.every_look, c.intervals))
+        } else {
+            "—".into()
+        };
         out.push_str(&format!(
-            "| {} | {} | {:.0}% | {:.0}% | {} | {:.0}% | {} | {} | {:.1}% | {:.1}% / {:.1}% | {:.1}% / {:.1}% | {ratio} | {:.3} | {:.1}% / {:.1}% | {} |\n",
+            "| {} | {} | {} | {:.0}% | {:.0}% | {} | {:.0}% | {} | {} | {:.1}% | {} | {:.1}% / {:.1}% | {:.1}% / {:.1}% | {ratio} | {:.3} | {:.1}% / {:.1}% | {control} | {looks} | {} |\n",
+            i + 1,
             w.systems,
             if w.panel == 0 {
                 "one".to_owned()
@@ -508,6 +548,7 @@ pub fn report(reps: usize, seed: u64, rows: &[usize]) -> Result<String, String> 
             w.anchors,
             w.run,
             100.0 * w.labelled,
+            features(w),
             share(c.covered[0], c.intervals),
             share(c.covered[1], c.intervals),
             share(c.ranks_held[0], c.reps),
@@ -519,29 +560,4 @@ pub fn report(reps: usize, seed: u64, rows: &[usize]) -> Result<String, String> 
         ));
     }
     Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn without_ties_the_truth_is_the_worlds_ratings_and_ties_pull_it_in() {
-        let theta = [0.0, 1.2, -0.7, 2.0];
-        let world = World {
-            systems: 4,
-            ties: 0.0,
-            ..GRID[0]
-        };
-        let truth = world.truth(&theta);
-        for (t, r) in theta.iter().zip(&truth) {
-            assert!((t - r).abs() < 1e-6, "{truth:?}");
-        }
-        // A third of the comparisons tied: every expected outcome is nearer ½, so every
-        // rating is nearer the baseline's, in the same order.
-        let tied = World { ties: 0.3, ..world }.truth(&theta);
-        for (t, r) in theta.iter().zip(&tied).skip(1) {
-            assert!(r.abs() < t.abs() && r.signum() == t.signum(), "{tied:?}");
-        }
-    }
 }
