@@ -4,9 +4,19 @@
 //! label seed (each look's label plan draws its items from it) and every label seen so far
 //! (a later look must carry each earlier label unchanged: dropping an inconvenient label, or
 //! changing its reference, would let the looks be chosen by their answers). A look past the
-//! plan is refused. Without a session, `/v1/rank`'s guarantee is for the one look it answers.
+//! plan is refused. Without a session, `/v1/rank`'s guarantee is for the one look it answers,
+//! and it takes no `round` or `rounds`.
+//!
+//! A session is also bound to what it looks at. Each run it has looked at belongs to it, by a
+//! fingerprint of the run's items and judge scores (`fingerprint`): another session's look at
+//! the same run is refused, so that a user who re-asks cannot open a fresh session, and with
+//! it a fresh error budget, for each look. And every label a look carries must be of an item
+//! one of the session's label plans drew (`Drawn`): the labelled path's guarantee assumes the
+//! labelled items were drawn at random, not chosen.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+
+use sha2::{Digest, Sha256};
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -43,6 +53,75 @@ fn item_key(run: &RunItems, i: usize) -> String {
     match &run.ids {
         Some(ids) => ids[i].clone(),
         None => format!("#{}", i + 1),
+    }
+}
+
+/// Every item of `run` by its name in [`Seen`] and [`Drawn`].
+pub fn item_keys(run: &RunItems) -> Vec<String> {
+    (0..run.scores.len()).map(|i| item_key(run, i)).collect()
+}
+
+/// A run's fingerprint: SHA-256 over its items' names and judge scores, in order, never its
+/// labels (a later look adds labels to the same run).
+pub fn fingerprint(run: &RunItems) -> String {
+    let mut hash = Sha256::new();
+    for (key, score) in item_keys(run).iter().zip(&run.scores) {
+        hash.update((key.len() as u64).to_le_bytes());
+        hash.update(key.as_bytes());
+        hash.update(score.to_bits().to_le_bytes());
+    }
+    hash.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The items the session's label plans drew: run name → item names (as in [`Seen`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Drawn(pub BTreeMap<String, BTreeSet<String>>);
+
+impl Drawn {
+    /// The problems of a look whose runs carry labels of items no label plan of this session
+    /// drew (labels seen at an earlier look, from before sessions kept their draws, pass).
+    pub fn check(&self, seen: &Seen, runs: &[(String, RunItems)]) -> Vec<Problem> {
+        let mut problems = Vec::new();
+        for (i, (name, run)) in runs.iter().enumerate() {
+            let (drawn, earlier) = (self.0.get(name), seen.0.get(name));
+            let outside: Vec<String> = run
+                .references()
+                .iter()
+                .zip(item_keys(run))
+                .filter(|(y, key)| {
+                    y.is_some()
+                        && !drawn.is_some_and(|d| d.contains(key))
+                        && !earlier.is_some_and(|e| e.contains_key(key))
+                })
+                .map(|(_, key)| key)
+                .collect();
+            if let Some(first) = outside.first() {
+                problems.push(Problem::at(
+                    None,
+                    &format!("runs[{i}].items"),
+                    format!(
+                        "{} labelled item(s) of run {name:?} (the first: item {first}) were not drawn by a label plan of this session; a session's labels are the items its plans draw (ask a look for `labels` to get a plan), because its guarantee assumes the labelled items were drawn at random, not chosen. Send them as anchors, or rank with them once through /v1/rank",
+                        outside.len()
+                    ),
+                ));
+            }
+        }
+        problems
+    }
+
+    /// These draws and a look's plan: `plan[k]` the items drawn from `runs[k]` (positions).
+    pub fn after(&self, runs: &[(String, Vec<String>)], plan: &[Vec<usize>]) -> Drawn {
+        let mut out = self.clone();
+        for ((name, keys), items) in runs.iter().zip(plan) {
+            if items.is_empty() {
+                continue;
+            }
+            out.0
+                .entry(name.clone())
+                .or_default()
+                .extend(items.iter().filter_map(|&i| keys.get(i).cloned()));
+        }
+        out
     }
 }
 
@@ -119,6 +198,7 @@ pub struct RankSession {
     /// Looks taken.
     pub looks: usize,
     pub seen: Seen,
+    pub drawn: Drawn,
     pub created_at_ms: i64,
     pub updated_at_ms: i64,
 }
@@ -184,6 +264,55 @@ mod tests {
     }
 
     #[test]
+    fn labels_must_be_of_drawn_items_and_a_run_is_known_by_its_items_and_scores() {
+        let keys = vec![(
+            "a".to_owned(),
+            vec!["x".to_owned(), "y".to_owned(), "z".to_owned()],
+        )];
+        let drawn = Drawn::default().after(&keys, &[vec![2, 0]]);
+        let labelled =
+            |refs: &[Option<f64>]| vec![("a".to_owned(), run(Some(&["x", "y", "z"]), refs))];
+        let seen = Seen::default();
+        assert!(
+            drawn
+                .check(&seen, &labelled(&[Some(1.0), None, Some(2.0)]))
+                .is_empty()
+        );
+        // y was not drawn: named, with the run's field.
+        let problems = drawn.check(&seen, &labelled(&[Some(1.0), Some(3.0), None]));
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].field, "runs[0].items");
+        assert!(problems[0].problem.contains("item y"), "{problems:?}");
+        // Nothing drawn from a run at all: every label of it refused; a label seen before
+        // sessions kept their draws passes.
+        let other = vec![("b".to_owned(), run(None, &[Some(1.0), Some(2.0)]))];
+        assert!(
+            drawn.check(&seen, &other)[0]
+                .problem
+                .starts_with("2 labelled")
+        );
+        let earlier = Seen::default().after(&[("b".to_owned(), run(None, &[Some(1.0), None]))]);
+        assert!(
+            drawn.check(&earlier, &other)[0]
+                .problem
+                .starts_with("1 labelled")
+        );
+        // The fingerprint reads items and scores, never labels.
+        let plain = run(Some(&["x", "y"]), &[None, None]);
+        let with_label = run(Some(&["x", "y"]), &[Some(4.0), None]);
+        assert_eq!(fingerprint(&plain), fingerprint(&with_label));
+        let mut moved = plain.clone();
+        moved.scores[1] = 3.5;
+        assert_ne!(fingerprint(&plain), fingerprint(&moved));
+        assert_ne!(
+            fingerprint(&plain),
+            fingerprint(&run(Some(&["x", "w"]), &[None, None]))
+        );
+        assert_ne!(fingerprint(&plain), fingerprint(&run(None, &[None, None])));
+        assert_eq!(fingerprint(&plain).len(), 64);
+    }
+
+    #[test]
     fn a_session_refuses_a_look_past_its_plan() {
         let mut s = RankSession {
             id: Uuid::nil(),
@@ -200,6 +329,7 @@ mod tests {
             },
             looks: 0,
             seen: Seen::default(),
+            drawn: Drawn::default(),
             created_at_ms: 0,
             updated_at_ms: 0,
         };

@@ -198,6 +198,9 @@ pub struct RawRankOptions {
     pub round: Option<usize>,
     pub rounds: Option<usize>,
     pub labels: Option<RawLabels>,
+    /// A look of a ranking session, which binds `round` and `rounds`; a plain ranking takes
+    /// neither (its guarantee is for its one look).
+    pub session: bool,
 }
 
 /// A label plan, as asked for.
@@ -281,6 +284,17 @@ impl RankRequest {
                 )),
             }
         }
+        if !options.session {
+            for (field, given) in [("round", options.round), ("rounds", options.rounds)] {
+                if given.is_some() {
+                    problems.push(Problem::at(
+                        None,
+                        field,
+                        "looks are planned and bound only in a ranking session: open one with POST /v1/rank/sessions (its `rounds`) and send each look to POST /v1/rank/sessions/{id}/looks. A plain ranking answers one look, at the full level",
+                    ));
+                }
+            }
+        }
         rank.rounds = options.rounds.unwrap_or(1);
         rank.round = options.round.unwrap_or(1);
         if !(1..=MAX_ROUNDS).contains(&rank.rounds) {
@@ -312,7 +326,7 @@ impl RankRequest {
                     None,
                     "rounds",
                     format!(
-                        "labels are for a later look, and this is look {} of {}: plan the looks from the start (for example rounds = 2 on the first call, then round = 2 with the labels)",
+                        "labels are for a later look, and this is look {} of {}: plan the looks from the start in a ranking session (POST /v1/rank/sessions with rounds = 2 or more), and ask its looks for labels",
                         rank.round, rank.rounds
                     ),
                 ));

@@ -4,8 +4,9 @@ use uuid::Uuid;
 
 use super::{RankRequest, Served, Service};
 use crate::domain::CellKey;
-use crate::domain::rank_session::{RankSession, SessionPlan};
+use crate::domain::rank_session::{RankSession, SessionPlan, fingerprint, item_keys};
 use crate::error::{Error, Result};
+use crate::store::Recorded;
 use judgecal_stats::runlevel::rank::Ranking;
 
 impl Service {
@@ -30,14 +31,28 @@ impl Service {
 
     /// Answers `request` as the next look of `session` (the request's round, rounds, level,
     /// error rate, label seed and version are the session's) and records the look with the
-    /// labels it carries. 409 where the look drops or changes a label an earlier look saw, or
-    /// where another look was recorded since `session` was read (nothing is recorded: ask
-    /// again). A request that fails records nothing, so it spends no look.
+    /// labels it carries and the items its label plan draws, binding its runs to the session.
+    /// 409 where the look drops or changes a label an earlier look saw, carries a label of an
+    /// item no plan of the session drew, looks at a run another session holds, or where
+    /// another look was recorded since `session` was read (nothing is recorded: ask again). A
+    /// request that fails records nothing, so it spends no look.
     pub async fn rank_look(
         &self,
         session: &RankSession,
         request: RankRequest,
     ) -> Result<(Served, Ranking, RankSession)> {
+        let fingerprints: Vec<(String, String)> = request
+            .runs
+            .iter()
+            .map(|(name, run)| (name.clone(), fingerprint(run)))
+            .collect();
+        let held = self
+            .store
+            .rank_runs_held_elsewhere(session, &fingerprints)
+            .await?;
+        if let Some((run, other)) = held.first() {
+            return Err(held_elsewhere(session, run, &other.to_string()));
+        }
         let problems = session.seen.check(&request.runs);
         if !problems.is_empty() {
             return Err(Error::conflict(
@@ -48,23 +63,67 @@ impl Service {
                 problems,
             ));
         }
-        let seen = session.seen.after(&request.runs);
-        let (served, ranking) = self.rank(request).await?;
-        if !self.store.record_rank_look(session, &seen).await? {
+        let problems = session.drawn.check(&session.seen, &request.runs);
+        if !problems.is_empty() {
             return Err(Error::conflict(
                 format!(
-                    "another look of ranking session {} was recorded while this one was answered; read the session and ask again",
+                    "this look of ranking session {} labels items its label plans did not draw",
                     session.id
                 ),
-                vec![],
+                problems,
             ));
+        }
+        let keys: Vec<(String, Vec<String>)> = request
+            .runs
+            .iter()
+            .map(|(name, run)| (name.clone(), item_keys(run)))
+            .collect();
+        let seen = session.seen.after(&request.runs);
+        let (served, ranking) = self.rank(request).await?;
+        let drawn = match &ranking.allocation {
+            Some(plan) => session.drawn.after(&keys, &plan.items),
+            None => session.drawn.clone(),
+        };
+        match self
+            .store
+            .record_rank_look(session, &seen, &drawn, &fingerprints)
+            .await?
+        {
+            Recorded::Done => {}
+            Recorded::Raced => {
+                return Err(Error::conflict(
+                    format!(
+                        "another look of ranking session {} was recorded while this one was answered; read the session and ask again",
+                        session.id
+                    ),
+                    vec![],
+                ));
+            }
+            Recorded::Held {
+                run,
+                session: other,
+            } => {
+                return Err(held_elsewhere(session, &run, &other));
+            }
         }
         let after = RankSession {
             looks: session.looks + 1,
             seen,
+            drawn,
             updated_at_ms: crate::domain::now_ms(),
             ..session.clone()
         };
         Ok((served, ranking, after))
     }
+}
+
+/// The refusal of a look at a run another session holds.
+fn held_elsewhere(session: &RankSession, run: &str, other: &str) -> Error {
+    Error::conflict(
+        format!(
+            "run {run:?} (the same items and judge scores) belongs to ranking session {other}, which looked at it first; a second session on the same runs would start a fresh error budget for the same question. Continue that session (POST /v1/rank/sessions/{other}/looks), or rank once without a session (POST /v1/rank: its guarantee is for that one look). This look of session {} spent nothing",
+            session.id
+        ),
+        vec![],
+    )
 }

@@ -26,6 +26,7 @@ pub use jobs::{ClaimedJob, FinishedJob, Lease};
 pub use judge_versions::{SharedItem, VersionAnchors};
 pub use keys::StoredKey;
 pub use preferences::ComparisonCell;
+pub use rank_sessions::Recorded;
 
 use std::path::Path;
 

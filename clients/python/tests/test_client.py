@@ -79,12 +79,11 @@ def test_rank_orders_runs_with_known_gaps_and_plans_labels_for_the_tie(trained, 
     rng = random.Random(11)
     js = [rng.uniform(1, 3.5) for _ in range(600)]
     run = lambda shift: [{"id": f"p{i}", "score": j + shift} for i, j in enumerate(js)]  # noqa: E731
-    r = client.rank(
-        "j1",
-        "coherence",
+    session = client.open_rank_session("j1", "coherence", 2, seed=1)
+    r = client.rank_look(
+        session.id,
         {"mid": run(0.0), "top": run(1.0), "twin": run(0.0)},
-        rounds=2,
-        labels={"min_gap": 0.02, "seed": 1},
+        labels={"min_gap": 0.02},
     )
     assert r.order[0] == "top" and r.top == ["top"], r.order
     ranks = {x.name: x.rank for x in r.runs}

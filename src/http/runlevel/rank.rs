@@ -83,21 +83,22 @@ pub struct RankBody {
     #[serde(default)]
     assume_missing_at_random: Option<bool>,
     /// Of the intervals (default 0.95): with `familywise`, every pair's interval and every
-    /// rank interval hold together at this level, over all `rounds` looks.
+    /// rank interval hold together at this level (in a session, over all its looks).
     #[schema(minimum = 0.5, maximum = 0.999, example = 0.95)]
     level: Option<f64>,
     /// `familywise` (default: max-t intervals that hold for all pairs at once) or `per_pair`
     /// (each pair's interval on its own; rank intervals then hold only pair by pair).
     #[schema(value_type = Option<String>, example = "familywise", pattern = "^(familywise|per_pair)$")]
     error: Option<String>,
-    /// This look (default 1). Each look is made at level 1 − (1 − level)/rounds.
+    /// Refused: looks are bound only in a ranking session (`POST /v1/rank/sessions`). A plain
+    /// ranking answers one look, at the full level.
     #[schema(minimum = 1, maximum = 10)]
     round: Option<usize>,
-    /// The looks planned in all, fixed before the first (default 1). To label and ask again,
-    /// plan 2 or more from the start.
+    /// Refused, as `round` is: a session plans its looks.
     #[schema(minimum = 1, maximum = 10)]
     rounds: Option<usize>,
-    /// Plan labels for the next look: which items of which runs to label.
+    /// Refused: a label plan is for a later look, which only a ranking session binds (ask a
+    /// session's look for `labels`).
     labels: Option<LabelsBody>,
 }
 
@@ -269,10 +270,13 @@ pub struct RankResponse {
 /// interval that holds for all pairs together (`error`: `familywise`, max-t over joint draws of
 /// every run's error: the runs' own noise, the corrector's shared error, the groups' bias and
 /// the labelled runs' sampling, correlated where they labelled the same items), and each run a
-/// rank interval that covers its true rank jointly with the others. `labels` returns which
-/// items of which runs to label so that the pairs left open are resolved: labels go to the
-/// runs of close pairs, none to runs already set apart. A user who labels and asks again plans
-/// the looks (`rounds`) from the start; each look spends 1/rounds of the error rate.
+/// rank interval that covers its true rank jointly with the others. A session's look with
+/// `labels` returns which items of which runs to label so that the pairs left open are
+/// resolved: labels go to the runs of close pairs, none to runs already set apart. A plain
+/// ranking answers one look: a
+/// user who labels and asks again opens a ranking session (`POST /v1/rank/sessions`), which
+/// plans the looks from the start (each spends 1/rounds of the error rate), draws the items to
+/// label and binds the runs; `round`, `rounds` and `labels` are refused here.
 #[utoipa::path(
     post, path = "/v1/rank", tag = "correction",
     request_body = RankBody,
@@ -375,6 +379,7 @@ fn parse(body: RankBody) -> Result<RankRequest, ApiError> {
             error: body.error,
             round: body.round,
             rounds: body.rounds,
+            session: false,
             labels: body.labels.map(|l| RawLabels {
                 budget: l.budget,
                 min_gap: l.min_gap,

@@ -78,8 +78,10 @@ pub struct LookBody {
 
 /// Opens a ranking session: a user who labels and asks again fixes the looks first, and every
 /// look's claims then hold together at `level` (each look spends 1/rounds of the error rate).
-/// The session binds the looks (one past the plan is refused), the label seed and every label
-/// seen (a later look must carry each unchanged).
+/// The session binds the looks (one past the plan is refused), the label seed, every label
+/// seen (a later look must carry each unchanged), the items its label plans draw (a label of
+/// any other item is refused) and the runs its looks see (another session's look at them is
+/// refused).
 #[utoipa::path(
     post, path = "/v1/rank/sessions", tag = "correction",
     request_body = OpenSessionBody,
@@ -183,8 +185,9 @@ pub async fn rank_session(
 }
 
 /// The session's next look: `/v1/rank`'s answer at round looks + 1 of the planned rounds,
-/// with the session's level, error rate, label seed and version, recorded with its labels.
-/// A request refused (bad input, no calibration) spends no look.
+/// with the session's level, error rate, label seed and version, recorded with its labels and
+/// its plan's draw; its runs become the session's. A request refused (bad input, no
+/// calibration, a label outside the draws, a run another session holds) spends no look.
 #[utoipa::path(
     post, path = "/v1/rank/sessions/{id}/looks", tag = "correction",
     params(("id" = String, Path)),
@@ -192,7 +195,7 @@ pub async fn rank_session(
     responses(
         (status = 200, body = RankResponse),
         (status = 404, description = "No such session, or no calibration to answer it", body = ErrorBody),
-        (status = 409, description = "Every planned look is taken; the look drops or changes a label an earlier look saw (named by run and item); or another look was recorded meanwhile", body = ErrorBody),
+        (status = 409, description = "Every planned look is taken; the look drops or changes a label an earlier look saw, or labels an item no plan of the session drew (named by run and item); a run belongs to another session (named); or another look was recorded meanwhile", body = ErrorBody),
         (status = 422, description = "Bad id, run, name, score, reference, id, cluster or labels", body = ErrorBody),
     ),
     security(("api_key" = ["correct"]))
@@ -223,6 +226,7 @@ pub async fn rank_look(
             error: Some(session.plan.error.clone()),
             round: Some(round),
             rounds: Some(session.plan.rounds),
+            session: true,
             labels: body.labels.map(|l| RawLabels {
                 budget: l.budget,
                 min_gap: l.min_gap,

@@ -808,9 +808,6 @@ class Endpoints:
         groups: Mapping[str, str] | None = None,
         level: float | None = None,
         error: str | None = None,
-        round: int | None = None,
-        rounds: int | None = None,
-        labels: Mapping[str, Any] | None = None,
         version: int | None = None,
         judge_versions: Mapping[str, str] | None = None,
         hold: Mapping[str, float] | None = None,
@@ -818,11 +815,11 @@ class Endpoints:
     ) -> models.RankResponse:
         """POST /v1/rank: 2 to 50 runs (name -> scores, items or a run body) ranked by their
         de-biased means, with intervals for every pair that hold together, rank intervals and
-        the runs tied with the top. `groups` names each run's system; `labels` (`budget`,
-        `min_gap`, `power`, `seed`) asks which items of which runs to label next, for a later
-        `round` of the `rounds` planned from the start; `version` as in `estimate`;
-        `judge_versions` names the judge version that scored each run; `hold` and
-        `assume_missing_at_random` as in `estimate`, for every run."""
+        the runs tied with the top, for this one look. `groups` names each run's system;
+        `version` as in `estimate`; `judge_versions` names the judge version that scored each
+        run; `hold` and `assume_missing_at_random` as in `estimate`, for every run. To label
+        and ask again, open a session (`open_rank_session`): its looks (`rank_look`) plan the
+        labels and bind the runs."""
         runs_body = [
             {"name": name, **run_body(run, (groups or {}).get(name), (judge_versions or {}).get(name))}
             for name, run in runs.items()
@@ -831,9 +828,6 @@ class Endpoints:
             {"judge": judge, "rubric": rubric, "runs": runs_body},
             level=level,
             error=error,
-            round=round,
-            rounds=rounds,
-            labels=dict(labels) if labels is not None else None,
             version=version,
             hold=dict(hold) if hold is not None else None,
             assume_missing_at_random=assume_missing_at_random,
@@ -853,8 +847,9 @@ class Endpoints:
     ) -> models.RankSessionDto:
         """POST /v1/rank/sessions: a ranking session of `rounds` looks, fixed now. Each
         look (`rank_look`) is round k of `rounds`, so the claims of every look hold together at
-        `level`; the session keeps the label seed and every label seen, and refuses a look past
-        the plan."""
+        `level`; the session keeps the label seed, every label seen and the items its plans
+        drew, and refuses a look past the plan. The runs its looks see are bound to it: another
+        session's look at them is refused (409)."""
         body = with_options(
             {"judge": judge, "rubric": rubric, "rounds": rounds},
             level=level,
@@ -884,8 +879,10 @@ class Endpoints:
     ) -> models.RankResponse:
         """POST /v1/rank/sessions/{id}/looks: the session's next look, `rank`'s answer with
         the session's round, level, error rate, label seed and version. Every label an earlier
-        look carried must come again unchanged (409 naming run and item otherwise);
-        `assume_missing_at_random` as in `estimate`."""
+        look carried must come again unchanged, and every label must be of an item a plan of
+        the session drew (409 naming run and item otherwise); `labels` (`budget`, `min_gap`,
+        `power`) asks which items to label for the next look; `assume_missing_at_random` as in
+        `estimate`."""
         runs_body = [
             {"name": name, **run_body(run, (groups or {}).get(name), (judge_versions or {}).get(name))}
             for name, run in runs.items()

@@ -187,20 +187,21 @@ class Client:
         `judge_version_b`) are each corrected by their own version's calibration; `hold` and
         `assume_missing_at_random` as in `estimate`, for both runs."""
         ...
-    def rank(self, judge: str, rubric: str, runs: Mapping[str, Any], *, groups: Mapping[str, str] | None=None, level: float | None=None, error: str | None=None, round: int | None=None, rounds: int | None=None, labels: Mapping[str, Any] | None=None, version: int | None=None, judge_versions: Mapping[str, str] | None=None, hold: Mapping[str, float] | None=None, assume_missing_at_random: bool | None=None) -> models.RankResponse:
+    def rank(self, judge: str, rubric: str, runs: Mapping[str, Any], *, groups: Mapping[str, str] | None=None, level: float | None=None, error: str | None=None, version: int | None=None, judge_versions: Mapping[str, str] | None=None, hold: Mapping[str, float] | None=None, assume_missing_at_random: bool | None=None) -> models.RankResponse:
         """POST /v1/rank: 2 to 50 runs (name -> scores, items or a run body) ranked by their
         de-biased means, with intervals for every pair that hold together, rank intervals and
-        the runs tied with the top. `groups` names each run's system; `labels` (`budget`,
-        `min_gap`, `power`, `seed`) asks which items of which runs to label next, for a later
-        `round` of the `rounds` planned from the start; `version` as in `estimate`;
-        `judge_versions` names the judge version that scored each run; `hold` and
-        `assume_missing_at_random` as in `estimate`, for every run."""
+        the runs tied with the top, for this one look. `groups` names each run's system;
+        `version` as in `estimate`; `judge_versions` names the judge version that scored each
+        run; `hold` and `assume_missing_at_random` as in `estimate`, for every run. To label
+        and ask again, open a session (`open_rank_session`): its looks (`rank_look`) plan the
+        labels and bind the runs."""
         ...
     def open_rank_session(self, judge: str, rubric: str, rounds: int, *, level: float | None=None, error: str | None=None, seed: int | None=None, version: int | None=None) -> models.RankSessionDto:
         """POST /v1/rank/sessions: a ranking session of `rounds` looks, fixed now. Each
         look (`rank_look`) is round k of `rounds`, so the claims of every look hold together at
-        `level`; the session keeps the label seed and every label seen, and refuses a look past
-        the plan."""
+        `level`; the session keeps the label seed, every label seen and the items its plans
+        drew, and refuses a look past the plan. The runs its looks see are bound to it: another
+        session's look at them is refused (409)."""
         ...
     def rank_session(self, session_id: str) -> models.RankSessionDto:
         """GET /v1/rank/sessions/{id}: the session's plan, looks taken and left, labels seen."""
@@ -208,8 +209,10 @@ class Client:
     def rank_look(self, session_id: str, runs: Mapping[str, Any], *, groups: Mapping[str, str] | None=None, labels: Mapping[str, Any] | None=None, judge_versions: Mapping[str, str] | None=None, assume_missing_at_random: bool | None=None) -> models.RankResponse:
         """POST /v1/rank/sessions/{id}/looks: the session's next look, `rank`'s answer with
         the session's round, level, error rate, label seed and version. Every label an earlier
-        look carried must come again unchanged (409 naming run and item otherwise);
-        `assume_missing_at_random` as in `estimate`."""
+        look carried must come again unchanged, and every label must be of an item a plan of
+        the session drew (409 naming run and item otherwise); `labels` (`budget`, `min_gap`,
+        `power`) asks which items to label for the next look; `assume_missing_at_random` as in
+        `estimate`."""
         ...
 
 
@@ -380,20 +383,21 @@ class AsyncClient:
         `judge_version_b`) are each corrected by their own version's calibration; `hold` and
         `assume_missing_at_random` as in `estimate`, for both runs."""
         ...
-    async def rank(self, judge: str, rubric: str, runs: Mapping[str, Any], *, groups: Mapping[str, str] | None=None, level: float | None=None, error: str | None=None, round: int | None=None, rounds: int | None=None, labels: Mapping[str, Any] | None=None, version: int | None=None, judge_versions: Mapping[str, str] | None=None, hold: Mapping[str, float] | None=None, assume_missing_at_random: bool | None=None) -> models.RankResponse:
+    async def rank(self, judge: str, rubric: str, runs: Mapping[str, Any], *, groups: Mapping[str, str] | None=None, level: float | None=None, error: str | None=None, version: int | None=None, judge_versions: Mapping[str, str] | None=None, hold: Mapping[str, float] | None=None, assume_missing_at_random: bool | None=None) -> models.RankResponse:
         """POST /v1/rank: 2 to 50 runs (name -> scores, items or a run body) ranked by their
         de-biased means, with intervals for every pair that hold together, rank intervals and
-        the runs tied with the top. `groups` names each run's system; `labels` (`budget`,
-        `min_gap`, `power`, `seed`) asks which items of which runs to label next, for a later
-        `round` of the `rounds` planned from the start; `version` as in `estimate`;
-        `judge_versions` names the judge version that scored each run; `hold` and
-        `assume_missing_at_random` as in `estimate`, for every run."""
+        the runs tied with the top, for this one look. `groups` names each run's system;
+        `version` as in `estimate`; `judge_versions` names the judge version that scored each
+        run; `hold` and `assume_missing_at_random` as in `estimate`, for every run. To label
+        and ask again, open a session (`open_rank_session`): its looks (`rank_look`) plan the
+        labels and bind the runs."""
         ...
     async def open_rank_session(self, judge: str, rubric: str, rounds: int, *, level: float | None=None, error: str | None=None, seed: int | None=None, version: int | None=None) -> models.RankSessionDto:
         """POST /v1/rank/sessions: a ranking session of `rounds` looks, fixed now. Each
         look (`rank_look`) is round k of `rounds`, so the claims of every look hold together at
-        `level`; the session keeps the label seed and every label seen, and refuses a look past
-        the plan."""
+        `level`; the session keeps the label seed, every label seen and the items its plans
+        drew, and refuses a look past the plan. The runs its looks see are bound to it: another
+        session's look at them is refused (409)."""
         ...
     async def rank_session(self, session_id: str) -> models.RankSessionDto:
         """GET /v1/rank/sessions/{id}: the session's plan, looks taken and left, labels seen."""
@@ -401,8 +405,10 @@ class AsyncClient:
     async def rank_look(self, session_id: str, runs: Mapping[str, Any], *, groups: Mapping[str, str] | None=None, labels: Mapping[str, Any] | None=None, judge_versions: Mapping[str, str] | None=None, assume_missing_at_random: bool | None=None) -> models.RankResponse:
         """POST /v1/rank/sessions/{id}/looks: the session's next look, `rank`'s answer with
         the session's round, level, error rate, label seed and version. Every label an earlier
-        look carried must come again unchanged (409 naming run and item otherwise);
-        `assume_missing_at_random` as in `estimate`."""
+        look carried must come again unchanged, and every label must be of an item a plan of
+        the session drew (409 naming run and item otherwise); `labels` (`budget`, `min_gap`,
+        `power`) asks which items to label for the next look; `assume_missing_at_random` as in
+        `estimate`."""
         ...
 
 

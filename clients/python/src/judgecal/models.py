@@ -3968,16 +3968,16 @@ class RankBody(BaseModel):
     level: float | None = Field(None, examples=[0.95], ge=0.5, le=0.999)
     """
     Of the intervals (default 0.95): with `familywise`, every pair's interval and every
-    rank interval hold together at this level, over all `rounds` looks.
+    rank interval hold together at this level (in a session, over all its looks).
     """
     round: int | None = Field(None, ge=1, le=10)
     """
-    This look (default 1). Each look is made at level 1 − (1 − level)/rounds.
+    Refused: looks are bound only in a ranking session (`POST /v1/rank/sessions`). A plain
+    ranking answers one look, at the full level.
     """
     rounds: int | None = Field(None, ge=1, le=10)
     """
-    The looks planned in all, fixed before the first (default 1). To label and ask again,
-    plan 2 or more from the start.
+    Refused, as `round` is: a session plans its looks.
     """
     rubric: str = Field(
         ...,
