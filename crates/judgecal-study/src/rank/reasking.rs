@@ -15,7 +15,7 @@
 
 use super::{judge, with_labels};
 use crate::synthetic::stand_in_reference;
-use judgecal::domain::rank_session::{RankSession, Seen, SessionPlan};
+use judgecal::domain::rank_session::{Drawn, RankSession, Seen, SessionPlan};
 use judgecal_stats::rng::{Rng, SeedableRng, SliceRandom};
 use judgecal_stats::runlevel::rank::{self, RankSettings, Ranking};
 use judgecal_stats::runlevel::{AnswerSettings, Basis};
@@ -85,6 +85,7 @@ fn replicate(w: ReWorld, rep: u64) -> Result<(bool, bool, bool), String> {
         },
         looks: 0,
         seen: Seen::default(),
+        drawn: Drawn::default(),
         created_at_ms: 0,
         updated_at_ms: 0,
     };
