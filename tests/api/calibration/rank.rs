@@ -21,6 +21,20 @@ fn items(scores: &[f64]) -> Vec<Value> {
         .collect()
 }
 
+/// Opens a ranking session of `rounds` looks on j1/coherence, its labels seeded by `seed`: the
+/// session as answered.
+async fn open_session(app: &TestApp, rounds: usize, seed: u64) -> Value {
+    let res = app
+        .json(
+            "POST",
+            "/v1/rank/sessions",
+            &json!({"judge": "j1", "rubric": "coherence", "rounds": rounds, "seed": seed}),
+        )
+        .await;
+    assert_eq!(res.status, 201, "{}", res.body);
+    res.body
+}
+
 async fn a_clear_leader_is_ranked_first_and_labels_go_to_the_tie(backend: Backend) {
     let app = TestApp::new(backend).await;
     upload(&app, "j1", "coherence", 120, 0.5, 0.8).await;
@@ -38,18 +52,8 @@ async fn a_clear_leader_is_ranked_first_and_labels_go_to_the_tie(backend: Backen
     let open = |rounds: usize| {
         let app = &app;
         async move {
-            let res = app
-                .json(
-                    "POST",
-                    "/v1/rank/sessions",
-                    &json!({"judge": "j1", "rubric": "coherence", "rounds": rounds, "seed": 3}),
-                )
-                .await;
-            assert_eq!(res.status, 201, "{}", res.body);
-            format!(
-                "/v1/rank/sessions/{}/looks",
-                res.body["id"].as_str().unwrap()
-            )
+            let id = open_session(app, rounds, 3).await["id"].clone();
+            format!("/v1/rank/sessions/{}/looks", id.as_str().unwrap())
         }
     };
     let looks = open(2).await;
@@ -344,21 +348,7 @@ async fn a_ranking_session_binds_its_looks_and_labels(backend: Backend) {
         w.contains("one look") && w.contains("/v1/rank/sessions"),
         "{w}"
     );
-    let open = |seed: u64| {
-        let app = &app;
-        async move {
-            let res = app
-                .json(
-                    "POST",
-                    "/v1/rank/sessions",
-                    &json!({"judge": "j1", "rubric": "coherence", "rounds": 3, "seed": seed}),
-                )
-                .await;
-            assert_eq!(res.status, 201, "{}", res.body);
-            res.body
-        }
-    };
-    let opened = open(5).await;
+    let opened = open_session(&app, 3, 5).await;
     let id = opened["id"].as_str().unwrap().to_owned();
     assert_eq!(
         (opened["looks"].clone(), opened["looks_left"].clone()),
@@ -449,7 +439,10 @@ async fn a_ranking_session_binds_its_looks_and_labels(backend: Backend) {
     assert_eq!(got.body["looks"], 2, "{}", got.body);
     // Another session on the same runs (a user re-asking with a fresh error budget): its look
     // is refused, naming the session that holds them, and spends nothing.
-    let other = open(6).await["id"].as_str().unwrap().to_owned();
+    let other = open_session(&app, 3, 6).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let res = look(
         other.clone(),
         json!({"runs": [run("a", 0.0, &labels), run("b", 0.01, &[])]}),

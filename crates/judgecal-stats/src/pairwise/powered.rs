@@ -629,14 +629,18 @@ mod tests {
         assert!((300.0..1_200.0).contains(&asked), "{asked}");
     }
 
-    /// Style control: people prefer a with chance σ(θ_a − θ_b + 0.5·z), z the answers' length
-    /// difference, and the judge rewards length twice as much. Over 300 worlds the 95%
-    /// intervals of the ratings and of the length coefficient cover 93–97%. Measured: ratings
-    /// 95.1%, the coefficient 95.7%.
-    #[test]
-    fn a_controlled_covariates_coefficient_and_the_ratings_beside_it_cover() {
-        let mut rng = Rng::seed_from_u64(12);
-        let (k, gamma) = (4, 0.5);
+    /// Over 300 worlds of `k` systems (ratings θ ~ N(0, 1), the baseline at 0), each with a
+    /// run of 3,000 comparisons and 500 labelled ones drawn by `draw` (given θ: a comparison
+    /// with one control, and the people's preference), style-controlled ratings are fitted:
+    /// the share of rating intervals that cover θ, and of the control's within 1.96 se of
+    /// `gamma`.
+    fn controlled_coverage(
+        seed: u64,
+        k: usize,
+        gamma: f64,
+        draw: impl Fn(&[f64], &mut Rng) -> (Predicted, f64),
+    ) -> (f64, f64) {
+        let mut rng = Rng::seed_from_u64(seed);
         let (mut covered, mut total, mut coefficient) = (0usize, 0usize, 0usize);
         for _ in 0..300 {
             let theta: Vec<f64> = (0..k)
@@ -648,25 +652,10 @@ mod tests {
                     }
                 })
                 .collect();
-            let draw = |rng: &mut Rng| {
-                let a = rng.random_range(0..k);
-                let b = (a + rng.random_range(1..k)) % k;
-                let z = standard_normal(rng);
-                let gap = theta[a] - theta[b] + gamma * z;
-                let y = f64::from(u8::from(rng.random::<f64>() < ratings_sigmoid(gap)));
-                let seen = 2.0 * (y - 0.5) + gap + gamma * z + standard_normal(rng);
-                let comparison = Predicted {
-                    a,
-                    b,
-                    predicted: 0.25 + 0.5 * f64::from(u8::from(seen > 0.0)),
-                    controls: vec![z],
-                };
-                (comparison, y)
-            };
-            let run: Vec<Predicted> = (0..3_000).map(|_| draw(&mut rng).0).collect();
+            let run: Vec<Predicted> = (0..3_000).map(|_| draw(&theta, &mut rng).0).collect();
             let labelled: Vec<Observed> = (0..500)
                 .map(|_| {
-                    let (comparison, preference) = draw(&mut rng);
+                    let (comparison, preference) = draw(&theta, &mut rng);
                     Observed {
                         comparison,
                         preference,
@@ -683,7 +672,43 @@ mod tests {
             let (g, se) = fit.controls[0];
             coefficient += usize::from((g - gamma).abs() <= 1.96 * se);
         }
-        let (ratings, control) = (covered as f64 / total as f64, coefficient as f64 / 300.0);
+        (covered as f64 / total as f64, coefficient as f64 / 300.0)
+    }
+
+    /// A comparison of a and b whose answers differ in length by `z`: people prefer a with
+    /// chance σ(θ_a − θ_b + γ·z), and the judge, seeing the gap with noise, rewards length
+    /// twice as much; its prediction is a fixed reading of its verdict.
+    fn styled(
+        theta: &[f64],
+        (a, b, z): (usize, usize, f64),
+        gamma: f64,
+        rng: &mut Rng,
+    ) -> (Predicted, f64) {
+        let gap = theta[a] - theta[b] + gamma * z;
+        let y = f64::from(u8::from(rng.random::<f64>() < ratings_sigmoid(gap)));
+        let seen = 2.0 * (y - 0.5) + gap + gamma * z + standard_normal(rng);
+        let comparison = Predicted {
+            a,
+            b,
+            predicted: 0.25 + 0.5 * f64::from(u8::from(seen > 0.0)),
+            controls: vec![z],
+        };
+        (comparison, y)
+    }
+
+    /// Style control: people prefer a with chance σ(θ_a − θ_b + 0.5·z), z the answers' length
+    /// difference, and the judge rewards length twice as much. Over 300 worlds the 95%
+    /// intervals of the ratings and of the length coefficient cover 93–97%. Measured: ratings
+    /// 95.1%, the coefficient 95.7%.
+    #[test]
+    fn a_controlled_covariates_coefficient_and_the_ratings_beside_it_cover() {
+        let (k, gamma) = (4, 0.5);
+        let (ratings, control) = controlled_coverage(12, k, gamma, |theta, rng| {
+            let a = rng.random_range(0..k);
+            let b = (a + rng.random_range(1..k)) % k;
+            let z = standard_normal(rng);
+            styled(theta, (a, b, z), gamma, rng)
+        });
         eprintln!("controlled: ratings {ratings:.3}, coefficient {control:.3}");
         assert!((0.93..=0.97).contains(&ratings), "ratings {ratings}");
         assert!((0.93..=0.97).contains(&control), "coefficient {control}");
@@ -692,61 +717,22 @@ mod tests {
     /// Style control where the run lists the longer answer first, as AlpacaEval's layout
     /// does: every comparison puts a system (as a) against the baseline (as b), and each
     /// system's answers are longer than the baseline's by its own amount (0.5 to 1.5 sd), so
-    /// the run's mean length difference is far from 0. People prefer a with chance
-    /// σ(θ_a − θ_b + 0.5·z). The controlled ratings are the ratings at equal length, θ: over
-    /// 300 worlds their 95% intervals cover 93–97%. Measured: 94.3%; with the control centred
-    /// on the run's mean, as it was before, 17.9% (each rating sat at the run's mean length
-    /// difference, off by γ times it).
+    /// the run's mean length difference is far from 0. The controlled ratings are the ratings
+    /// at equal length, θ: over 300 worlds their 95% intervals cover 93–97%. Measured: 94.3%;
+    /// with the control centred on the run's mean, as it was before, 17.9% (each rating sat
+    /// at the run's mean length difference, off by γ times it).
     #[test]
     fn controlled_ratings_are_at_equal_style_where_the_run_lists_longer_answers_first() {
-        let mut rng = Rng::seed_from_u64(14);
         let (k, gamma) = (4, 0.5);
-        let (mut covered, mut total) = (0usize, 0usize);
-        for _ in 0..300 {
-            let theta: Vec<f64> = (0..k)
-                .map(|i| {
-                    if i == 0 {
-                        0.0
-                    } else {
-                        standard_normal(&mut rng)
-                    }
-                })
-                .collect();
-            let longer: Vec<f64> = (0..k).map(|i| 0.5 * i as f64).collect();
-            let draw = |rng: &mut Rng| {
-                let a = rng.random_range(1..k);
-                let z = longer[a] + standard_normal(rng);
-                let gap = theta[a] + gamma * z;
-                let y = f64::from(u8::from(rng.random::<f64>() < ratings_sigmoid(gap)));
-                let seen = 2.0 * (y - 0.5) + gap + gamma * z + standard_normal(rng);
-                let comparison = Predicted {
-                    a,
-                    b: 0,
-                    predicted: 0.25 + 0.5 * f64::from(u8::from(seen > 0.0)),
-                    controls: vec![z],
-                };
-                (comparison, y)
-            };
-            let run: Vec<Predicted> = (0..3_000).map(|_| draw(&mut rng).0).collect();
-            let labelled: Vec<Observed> = (0..500)
-                .map(|_| {
-                    let (comparison, preference) = draw(&mut rng);
-                    Observed {
-                        comparison,
-                        preference,
-                    }
-                })
-                .collect();
-            let fit = fit(k, &run, &labelled, 0, 1).expect("fit");
-            let intervals = fit.ratings.intervals(0.95);
-            for i in 1..k {
-                let (lo, hi) = intervals[i];
-                covered += usize::from(lo <= theta[i] && theta[i] <= hi);
-                total += 1;
-            }
-        }
-        let rate = covered as f64 / total as f64;
-        eprintln!("controlled, longer answers first: ratings {rate:.3}");
-        assert!((0.93..=0.97).contains(&rate), "ratings {rate}");
+        let longer: Vec<f64> = (0..k).map(|i| 0.5 * i as f64).collect();
+        let (ratings, control) = controlled_coverage(14, k, gamma, |theta, rng| {
+            let a = rng.random_range(1..k);
+            let z = longer[a] + standard_normal(rng);
+            styled(theta, (a, 0, z), gamma, rng)
+        });
+        eprintln!(
+            "controlled, longer answers first: ratings {ratings:.3}, coefficient {control:.3}"
+        );
+        assert!((0.93..=0.97).contains(&ratings), "ratings {ratings}");
     }
 }

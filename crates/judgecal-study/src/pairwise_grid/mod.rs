@@ -15,6 +15,16 @@ use judgecal_stats::pairwise::rate::{self, Compared};
 use judgecal_stats::pairwise::ratings::{self, Outcome};
 use judgecal_stats::rng::{Rng, SeedableRng};
 
+/// The judge most rows draw: first-position wins about 65%, a length bias, one system favoured
+/// by 1 log-odds, 10% ties.
+const USUAL: World = World {
+    position: 1.0,
+    length: 0.5,
+    favour: 1.0,
+    ties: 0.1,
+    ..PLAIN
+};
+
 /// The grid's rows: the ranges (2–50 systems: two alone, a weak judge favouring one,
 /// first-position win rates near 50–86%, a length bias, a favoured system, 0–30% ties,
 /// 200–2,000 anchors, runs of 1,000–100,000), panels (rows 9, 10), style control (11, 12),
@@ -26,141 +36,86 @@ pub const GRID: [World; 15] = [
         position: 2.5,
         length: 0.5,
         favour: 1.0,
-        favour_sd: 0.0,
         noise: 2.5,
         ties: 0.2,
-        anchors: 200,
-        run: 1_000,
         labelled: 0.05,
-        panel: 0,
         ..PLAIN
     },
     World {
-        systems: 5,
-        position: 0.0,
-        length: 0.0,
-        favour: 0.0,
-        favour_sd: 0.0,
-        noise: 0.5,
-        ties: 0.0,
-        anchors: 200,
-        run: 1_000,
         labelled: 0.1,
-        panel: 0,
         ..PLAIN
     },
     World {
-        systems: 5,
         position: 2.5,
         length: 0.5,
         favour: 1.0,
-        favour_sd: 0.0,
-        noise: 0.5,
         ties: 0.3,
-        anchors: 200,
         run: 10_000,
         labelled: 0.02,
-        panel: 0,
         ..PLAIN
     },
     World {
         systems: 20,
-        position: 1.0,
-        length: 0.5,
-        favour: 1.0,
-        favour_sd: 0.0,
-        noise: 0.5,
-        ties: 0.1,
         anchors: 500,
         run: 10_000,
         labelled: 0.02,
-        panel: 0,
-        ..PLAIN
+        ..USUAL
     },
     World {
         systems: 20,
         position: 1.0,
-        length: 0.0,
         favour: 0.5,
-        favour_sd: 0.0,
         noise: 2.5,
         ties: 0.1,
         anchors: 2_000,
         run: 10_000,
         labelled: 0.02,
-        panel: 0,
         ..PLAIN
     },
     World {
         systems: 20,
         position: 1.0,
         length: 0.5,
-        favour: 0.0,
         favour_sd: 0.7,
-        noise: 0.5,
         ties: 0.1,
         anchors: 1_000,
         run: 10_000,
         labelled: 0.02,
-        panel: 0,
         ..PLAIN
     },
     World {
         systems: 50,
-        position: 1.0,
-        length: 0.5,
-        favour: 1.0,
-        favour_sd: 0.0,
-        noise: 0.5,
-        ties: 0.1,
         anchors: 2_000,
         run: 10_000,
         labelled: 0.02,
-        panel: 0,
-        ..PLAIN
+        ..USUAL
     },
     World {
         systems: 50,
         position: 2.5,
         length: 0.5,
         favour: 1.0,
-        favour_sd: 0.0,
-        noise: 0.5,
         ties: 0.2,
         anchors: 2_000,
         run: 100_000,
         labelled: 0.002,
-        panel: 0,
         ..PLAIN
     },
     // Panels: two weak judges, and three judges of 20 systems.
     World {
-        systems: 5,
-        position: 1.0,
-        length: 0.5,
-        favour: 1.0,
-        favour_sd: 0.0,
         noise: 2.5,
-        ties: 0.1,
-        anchors: 200,
-        run: 1_000,
         labelled: 0.05,
         panel: 2,
-        ..PLAIN
+        ..USUAL
     },
     World {
         systems: 20,
-        position: 1.0,
-        length: 0.5,
-        favour: 1.0,
-        favour_sd: 0.0,
         noise: 1.5,
-        ties: 0.1,
         anchors: 1_000,
         run: 10_000,
         labelled: 0.02,
         panel: 3,
-        ..PLAIN
+        ..USUAL
     },
     // Style control: people prefer the longer answer (0.3 log-odds per unit of the log
     // length ratio), the systems differ in length, the judge rewards length more, and the
@@ -168,25 +123,16 @@ pub const GRID: [World; 15] = [
     // against the baseline, as a), where the run's mean length difference is not 0.
     World {
         systems: 20,
-        position: 1.0,
-        length: 0.5,
-        favour: 1.0,
-        ties: 0.1,
         anchors: 1_000,
         run: 10_000,
         labelled: 0.02,
         people_length: 0.3,
         verbose: 0.5,
         controlled: true,
-        ..PLAIN
+        ..USUAL
     },
     World {
-        systems: 5,
-        position: 1.0,
-        length: 0.5,
-        favour: 1.0,
         noise: 1.0,
-        ties: 0.1,
         anchors: 400,
         run: 2_000,
         labelled: 0.05,
@@ -194,52 +140,35 @@ pub const GRID: [World; 15] = [
         verbose: 0.7,
         controlled: true,
         against_baseline: true,
-        ..PLAIN
+        ..USUAL
     },
     // Raters who differ: each batch of 50 labels is one rater's, whose taste for each system
     // is N(0, 0.5²) log-odds. 20 systems (10 raters label the anchors, 4 the run), and a weak
     // judge of 5 systems (4 raters, 2).
     World {
         systems: 20,
-        position: 1.0,
-        length: 0.5,
-        favour: 1.0,
-        ties: 0.1,
         anchors: 500,
         run: 10_000,
         labelled: 0.02,
         rater_sd: 0.5,
         rater_batch: 50,
-        ..PLAIN
+        ..USUAL
     },
     World {
-        systems: 5,
-        position: 1.0,
-        length: 0.5,
-        favour: 1.0,
         noise: 2.5,
-        ties: 0.1,
-        anchors: 200,
-        run: 1_000,
         labelled: 0.1,
         rater_sd: 0.5,
         rater_batch: 50,
-        ..PLAIN
+        ..USUAL
     },
     // A user who rates the run after each of four labelling batches of 100 (a weak judge, so
     // that the labels move the answer).
     World {
-        systems: 5,
-        position: 1.0,
-        length: 0.5,
-        favour: 1.0,
         noise: 2.5,
-        ties: 0.1,
-        anchors: 200,
         run: 10_000,
         labelled: 0.04,
         looks: 4,
-        ..PLAIN
+        ..USUAL
     },
 ];
 /// One world's counts over its repetitions.
