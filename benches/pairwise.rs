@@ -121,6 +121,7 @@ fn main() {
             },
             controls: vec![],
             preference: labelled.then_some(y),
+            rater: None,
         }
     };
     let anchors: Vec<Compared> = (0..2_000).map(|_| compared(true, &mut rng)).collect();

@@ -85,7 +85,11 @@ pub(super) fn preference_schema() -> utoipa::openapi::schema::Schema {
 }
 
 pub(super) fn rater_schema() -> utoipa::openapi::schema::Object {
-    schema::rater_name("Optional: who gave the preference, named like judges.")
+    schema::rater_name(
+        "Optional: who gave the preference, named like judges. Ratings and win rates count \
+         raters, not labels, as the independent units (one rater's taste moves all of their \
+         labels); a label naming none is a rater of its own.",
+    )
 }
 
 #[derive(Serialize, ToSchema)]

@@ -154,6 +154,14 @@ fn compared(
         },
         controls: controls.iter().map(value).collect::<Option<_>>()?,
         preference,
+        // A key that tells the raters apart within this rating (the intervals count raters,
+        // not labels, as independent where raters are named).
+        rater: c.rater.as_ref().map(|r| {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::hash::DefaultHasher::new();
+            r.as_str().hash(&mut h);
+            h.finish()
+        }),
     })
 }
 
@@ -371,7 +379,7 @@ impl Service {
         });
         let r = &rated.powered.ratings;
         let intervals = r.intervals(level);
-        let z = judgecal_stats::stats::normal_quantile(0.5 + level / 2.0);
+        let z = r.quantile(level);
         let by_index: Vec<&GroupName> = {
             let mut v: Vec<(&GroupName, usize)> = index.iter().map(|(s, &i)| (*s, i)).collect();
             v.sort_by_key(|&(_, i)| i);
@@ -380,7 +388,7 @@ impl Service {
         let answer = |w: &Option<judgecal_stats::pairwise::win_rate::WinRate>| {
             w.map(|w| WinRateAnswer {
                 estimate: w.estimate,
-                interval: w.interval(z),
+                interval: w.interval(level),
                 comparisons: w.comparisons,
                 labelled: w.labelled,
             })

@@ -175,6 +175,33 @@ async fn ratings_recover_a_known_world_despite_a_judge_that_favours_one_system(b
         width(&same_baseline),
         width(&plain)
     );
+    // The same labels naming their raters (four, a hundred labels each) reach the statistics:
+    // the labelled part of the covariance is taken over raters, so the intervals move (here
+    // the raters do not differ, so not by much), and each still holds its truth.
+    let mut named = labelled.clone();
+    for (i, row) in named["comparisons"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .enumerate()
+        .take(400)
+    {
+        row["rater"] = json!(format!("rater-{}", i % 4));
+    }
+    let by_rater = app.json("POST", "/v1/ratings", &named).await;
+    assert_eq!(by_rater.status, 200, "{}", by_rater.body);
+    let (w, w0) = (width(&by_rater.body), width(&same_baseline));
+    assert!(
+        (w - w0).abs() > 1e-9 && (w / w0 - 1.0).abs() < 0.3,
+        "{w} vs {w0}"
+    );
+    for (system, truth) in TRUTH {
+        let (_, lo, hi, _) = rating(&by_rater.body, system);
+        assert!(
+            lo <= truth && truth <= hi,
+            "{system}: [{lo}, {hi}] misses {truth}"
+        );
+    }
 }
 
 /// The widest half-width of an answer's non-baseline ratings.

@@ -450,7 +450,7 @@ class ComparisonRow(BaseModel):
         pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
     )
     """
-    Optional: who gave the preference, named like judges.
+    Optional: who gave the preference, named like judges. Ratings and win rates count raters, not labels, as the independent units (one rater's taste moves all of their labels); a label naming none is a rater of its own.
     """
     verdict: Verdict3 | Verdict4 = Field(..., examples=['a'])
     """
@@ -1618,7 +1618,7 @@ class RatedComparison(BaseModel):
         pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
     )
     """
-    Optional: who gave the preference, named like judges.
+    Optional: who gave the preference, named like judges. Ratings and win rates count raters, not labels, as the independent units (one rater's taste moves all of their labels); a label naming none is a rater of its own.
     """
     verdict: Verdict5 | Verdict6 | None = Field(None, examples=['a'])
     """

@@ -22,6 +22,9 @@ pub struct Compared {
     pub verdicts: Verdicts,
     pub controls: Vec<f64>,
     pub preference: Option<f64>,
+    /// Who gave the preference, where named (any key that tells raters apart): the
+    /// intervals count raters as the independent units (`powered::Observed::rater`).
+    pub rater: Option<u64>,
 }
 
 /// Ratings with the preference map behind them.
@@ -121,6 +124,7 @@ pub fn rate(
             labelled.push(Observed {
                 comparison: predicted(c, choice.cross_fit.held_out_prediction(i, &c.verdicts))?,
                 preference: rows[i].preference,
+                rater: c.rater,
             });
         }
     }
@@ -132,6 +136,7 @@ pub fn rate(
             labelled.push(Observed {
                 comparison: p.clone(),
                 preference: y,
+                rater: c.rater,
             });
         }
         run_predicted.push(p);

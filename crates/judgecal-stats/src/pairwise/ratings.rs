@@ -28,7 +28,7 @@ use nalgebra::{DMatrix, DVector};
 
 use super::{log_sigmoid, sigmoid};
 use crate::rng::Rng;
-use crate::stats::{normal_quantile, quantile_sorted, standard_normal};
+use crate::stats::{normal_quantile, quantile_sorted, standard_normal, t_quantile};
 
 /// One comparison: systems `a` and `b` (indices into the systems) and the probability that
 /// a's answer is the better: 1, 0, ½ for a tie, or any share between.
@@ -86,6 +86,9 @@ pub struct Ratings {
     pub baseline: usize,
     /// Newton steps taken.
     pub iterations: usize,
+    /// The covariance's degrees of freedom where it was estimated from few independent
+    /// units (G named raters: G − 1), so that the intervals take Student's t; `None`: normal.
+    pub df: Option<f64>,
 }
 
 /// One pair's comparisons, oriented from its lower index: count, sum and sum of squares of
@@ -219,6 +222,7 @@ pub fn fit(k: usize, outcomes: &[Outcome], baseline: usize) -> Result<Ratings, R
         comparisons,
         baseline,
         iterations,
+        df: None,
     })
 }
 
@@ -348,9 +352,16 @@ impl Ratings {
             .sqrt()
     }
 
+    /// The two-sided quantile at `level`: normal, or Student's t on [`Ratings::df`].
+    pub fn quantile(&self, level: f64) -> f64 {
+        let p = 0.5 + level / 2.0;
+        self.df
+            .map_or_else(|| normal_quantile(p), |df| t_quantile(p, df))
+    }
+
     /// Each rating's own interval at `level` (the baseline's is [0, 0]).
     pub fn intervals(&self, level: f64) -> Vec<(f64, f64)> {
-        let z = normal_quantile(0.5 + level / 2.0);
+        let z = self.quantile(level);
         (0..self.ratings.len())
             .map(|i| {
                 let half = z * self.standard_error(i);
@@ -360,7 +371,7 @@ impl Ratings {
     }
 
     /// Rank intervals that hold jointly at `level`, from `draws` draws of the ratings' normal
-    /// law.
+    /// law (multivariate t on [`Ratings::df`] where it is set).
     pub fn rank_intervals(&self, level: f64, draws: usize, rng: &mut Rng) -> RankIntervals {
         let k = self.ratings.len();
         let free: Vec<usize> = (0..k).filter(|&i| i != self.baseline).collect();
@@ -375,7 +386,17 @@ impl Ratings {
                 let mut largest: Vec<f64> = (0..draws.max(1))
                     .map(|_| {
                         let z = DVector::from_fn(m, |_, _| standard_normal(rng));
-                        let x = &l * z;
+                        let x = match self.df {
+                            // A t draw: the normal one over the root of an independent
+                            // χ²_df / df (df whole: the count of raters less one).
+                            Some(df) => {
+                                let chi: f64 = (0..df.round().max(1.0) as usize)
+                                    .map(|_| standard_normal(rng).powi(2))
+                                    .sum();
+                                &l * z * (df / chi.max(f64::MIN_POSITIVE)).sqrt()
+                            }
+                            None => &l * z,
+                        };
                         let mut full = vec![0.0; k];
                         for (s, &i) in free.iter().enumerate() {
                             full[i] = x[s];
@@ -396,7 +417,7 @@ impl Ratings {
                 quantile_sorted(&largest, level)
             }
             // One system, or a covariance without a factor: each pair at its own level.
-            _ => normal_quantile(0.5 + level / 2.0),
+            _ => self.quantile(level),
         };
         let surely_above =
             |j: usize, i: usize| self.ratings[j] - self.ratings[i] > critical * se[i * k + j];

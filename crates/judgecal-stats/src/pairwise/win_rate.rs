@@ -9,8 +9,8 @@
 //! and variance λ²·Var_run(g)/N + Var_labelled(y − λĝ)/n. The labelled comparisons of the
 //! system are taken to be drawn as the run's of it are.
 
-use super::powered::{Observed, Predicted};
-use crate::stats::{mean, sample_variance};
+use super::powered::{Observed, Predicted, t_df};
+use crate::stats::{mean, normal_quantile, sample_variance, t_quantile};
 
 /// The fewest labelled comparisons a win rate is given from: with fewer, the labels' own
 /// spread is too poorly known for a normal interval (in the grid, intervals from 2–9 labels
@@ -27,11 +27,18 @@ pub struct WinRate {
     /// The labelled comparisons correcting it.
     pub labelled: usize,
     pub lambda: f64,
+    /// The labelled term's degrees of freedom where its labels came from few named raters
+    /// (`powered::t_df`); `None`: normal.
+    pub df: Option<f64>,
 }
 
 impl WinRate {
-    /// The interval at normal quantile `z`, inside [0, 1].
-    pub fn interval(&self, z: f64) -> (f64, f64) {
+    /// The interval at `level` (normal, or Student's t on `df`), inside [0, 1].
+    pub fn interval(&self, level: f64) -> (f64, f64) {
+        let p = 0.5 + level / 2.0;
+        let z = self
+            .df
+            .map_or_else(|| normal_quantile(p), |df| t_quantile(p, df));
         let half = z * self.standard_error;
         (
             (self.estimate - half).max(0.0),
@@ -55,6 +62,25 @@ fn oriented(system: usize, opponent: Option<usize>, a: usize, b: usize, x: f64) 
 
 /// `system`'s win rate against `opponent` (`None`: every other system), or `None` where the
 /// run has no such comparison or fewer than [`MIN_LABELLED`] are labelled.
+/// The variance of the mean of `values` where one rater's values may be alike (`raters`,
+/// aligned; `None`: a rater of that value alone): each rater's deviations from the mean are
+/// summed, and the sums' squares taken over the G raters, times G/(G − 1), over n²; and G.
+fn by_rater(values: &[f64], raters: &[Option<u64>]) -> (f64, usize) {
+    let n = values.len().max(1) as f64;
+    let m = mean(values);
+    let mut sums: std::collections::BTreeMap<(bool, u64), f64> = Default::default();
+    for (k, (v, rater)) in values.iter().zip(raters).enumerate() {
+        let key = match rater {
+            Some(id) => (true, *id),
+            None => (false, k as u64),
+        };
+        *sums.entry(key).or_default() += v - m;
+    }
+    let g = sums.len() as f64;
+    let variance = sums.values().map(|s| s * s).sum::<f64>() * (g / (g - 1.0).max(1.0)) / (n * n);
+    (variance, sums.len())
+}
+
 pub fn win_rate(
     system: usize,
     opponent: Option<usize>,
@@ -65,16 +91,21 @@ pub fn win_rate(
         .iter()
         .filter_map(|c| oriented(system, opponent, c.a, c.b, c.predicted))
         .collect();
-    let (y, g_hat): (Vec<f64>, Vec<f64>) = labelled
+    // Each labelled comparison of the system: its rater, outcome and prediction.
+    let rows: Vec<(Option<u64>, f64, f64)> = labelled
         .iter()
         .filter_map(|o| {
             let c = &o.comparison;
             Some((
+                o.rater,
                 oriented(system, opponent, c.a, c.b, o.preference)?,
                 oriented(system, opponent, c.a, c.b, c.predicted)?,
             ))
         })
-        .unzip();
+        .collect();
+    let raters: Vec<Option<u64>> = rows.iter().map(|r| r.0).collect();
+    let y: Vec<f64> = rows.iter().map(|r| r.1).collect();
+    let g_hat: Vec<f64> = rows.iter().map(|r| r.2).collect();
     let (big_n, n) = (g.len(), y.len());
     if big_n == 0 || n < MIN_LABELLED {
         return None;
@@ -95,14 +126,20 @@ pub fn win_rate(
     };
     let residual: Vec<f64> = y.iter().zip(&g_hat).map(|(y, g)| y - lambda * g).collect();
     let estimate = lambda * mean(&g) + mean(&residual);
-    let variance = lambda * lambda * sample_variance(&g) / big_n as f64
-        + sample_variance(&residual) / n as f64;
+    let (labelled_variance, df) = if raters.iter().any(Option::is_some) {
+        let (variance, units) = by_rater(&residual, &raters);
+        (variance, t_df(units))
+    } else {
+        (sample_variance(&residual) / n as f64, None)
+    };
+    let variance = lambda * lambda * sample_variance(&g) / big_n as f64 + labelled_variance;
     Some(WinRate {
         estimate: estimate.clamp(0.0, 1.0),
         standard_error: variance.max(0.0).sqrt(),
         comparisons: big_n,
         labelled: n,
         lambda,
+        df,
     })
 }
 
@@ -137,6 +174,7 @@ mod tests {
             .map(|c| Observed {
                 comparison: c.clone(),
                 preference: c.predicted,
+                rater: None,
             })
             .collect();
         let run: Vec<&Predicted> = run.iter().collect();

@@ -25,12 +25,32 @@ const USUAL: World = World {
     ..PLAIN
 };
 
+/// Raters who differ: each batch of 50 labels is one rater's, whose taste for each system is
+/// N(0, 0.5²) log-odds. 20 systems (10 raters label the anchors, 4 the run), and a weak judge
+/// of 5 systems (4 raters, 2).
+const MANY_RATERS: World = World {
+    systems: 20,
+    anchors: 500,
+    run: 10_000,
+    labelled: 0.02,
+    rater_sd: 0.5,
+    rater_batch: 50,
+    ..USUAL
+};
+const FEW_RATERS: World = World {
+    noise: 2.5,
+    labelled: 0.1,
+    rater_sd: 0.5,
+    rater_batch: 50,
+    ..USUAL
+};
+
 /// The grid's rows: the ranges (2–50 systems: two alone, a weak judge favouring one,
 /// first-position win rates near 50–86%, a length bias, a favoured system, 0–30% ties,
 /// 200–2,000 anchors, runs of 1,000–100,000), panels (rows 9, 10), style control (11, 12),
-/// labels from raters who differ, in batches (13, 14), and a user who rates the run after
-/// each of four labelling batches (15).
-pub const GRID: [World; 15] = [
+/// labels from raters who differ, in batches (13, 14; and naming them, 16, 17), and a user
+/// who rates the run after each of four labelling batches (15).
+pub const GRID: [World; 17] = [
     World {
         systems: 2,
         position: 2.5,
@@ -142,25 +162,9 @@ pub const GRID: [World; 15] = [
         against_baseline: true,
         ..USUAL
     },
-    // Raters who differ: each batch of 50 labels is one rater's, whose taste for each system
-    // is N(0, 0.5²) log-odds. 20 systems (10 raters label the anchors, 4 the run), and a weak
-    // judge of 5 systems (4 raters, 2).
-    World {
-        systems: 20,
-        anchors: 500,
-        run: 10_000,
-        labelled: 0.02,
-        rater_sd: 0.5,
-        rater_batch: 50,
-        ..USUAL
-    },
-    World {
-        noise: 2.5,
-        labelled: 0.1,
-        rater_sd: 0.5,
-        rater_batch: 50,
-        ..USUAL
-    },
+    // Raters who differ (not named).
+    MANY_RATERS,
+    FEW_RATERS,
     // A user who rates the run after each of four labelling batches of 100 (a weak judge, so
     // that the labels move the answer).
     World {
@@ -170,7 +174,17 @@ pub const GRID: [World; 15] = [
         looks: 4,
         ..USUAL
     },
+    // Rows 13 and 14 again, each label naming its rater: the intervals count raters.
+    World {
+        named: true,
+        ..MANY_RATERS
+    },
+    World {
+        named: true,
+        ..FEW_RATERS
+    },
 ];
+
 /// One world's counts over its repetitions.
 #[derive(Debug, Clone, Default)]
 pub struct Counts {
@@ -227,12 +241,13 @@ pub fn run(world: &World, reps: usize, seed: u64) -> Counts {
 }
 
 /// Draws `n` comparisons of `world`; the first `labelled` carry the people's preference, by
-/// a new rater every `rater_batch` of them.
+/// a new rater every `rater_batch` of them (numbered from `first_rater`, and named where the
+/// world names raters).
 fn comparisons(
     world: &World,
     d: &world::Drawn,
-    n: usize,
-    labelled: usize,
+    (n, labelled): (usize, usize),
+    first_rater: u64,
     rng: &mut Rng,
 ) -> Vec<(Compared, f64)> {
     let mut taste = vec![0.0; world.systems];
@@ -246,6 +261,9 @@ fn comparisons(
             let (mut c, y) = world.comparison(d, &taste, rng);
             if i < labelled {
                 c.preference = Some(y);
+                if world.named {
+                    c.rater = Some(first_rater + (i / world.rater_batch.max(1)) as u64);
+                }
             }
             (c, y)
         })
@@ -260,12 +278,13 @@ fn repetitions(world: &World, reps: &[usize], seed: u64) -> Counts {
         let mut rng = Rng::seed_from_u64(seed ^ (rep as u64).wrapping_mul(0x9E37_79B9));
         let d = world.draw(&mut rng);
         let (truth, gamma) = world.truth(&d);
-        let anchors: Vec<Compared> = comparisons(world, &d, world.anchors, world.anchors, &mut rng)
-            .into_iter()
-            .map(|(c, _)| c)
-            .collect();
+        let anchors: Vec<Compared> =
+            comparisons(world, &d, (world.anchors, world.anchors), 0, &mut rng)
+                .into_iter()
+                .map(|(c, _)| c)
+                .collect();
         let labelled_n = (world.labelled * world.run as f64).round() as usize;
-        let run = comparisons(world, &d, world.run, labelled_n, &mut rng);
+        let run = comparisons(world, &d, (world.run, labelled_n), 1 << 32, &mut rng);
         for (comp, y) in &run {
             // A panel's judge columns are its first member's.
             let (v, s) = comp
@@ -345,11 +364,10 @@ fn repetitions(world: &World, reps: &[usize], seed: u64) -> Counts {
                     });
                     c.ranks_held[path] += usize::from(held);
                     let truths = world.win_rates(&d);
-                    let z = judgecal_stats::stats::normal_quantile(0.975);
                     for (s, rates) in rated.win_rates.iter().enumerate() {
                         for (rate, truth) in rates.iter().zip(truths[s]) {
                             if let (Some(r), Some(t)) = (rate, truth) {
-                                let (lo, hi) = r.interval(z);
+                                let (lo, hi) = r.interval(0.95);
                                 c.wins_covered[path] += usize::from(lo <= t && t <= hi);
                                 c.wins[path] += 1;
                             }
@@ -403,8 +421,10 @@ fn features(w: &World) -> String {
     }
     if w.rater_sd > 0.0 {
         said.push(format!(
-            "raters' tastes N(0, {}²), batches of {}",
-            w.rater_sd, w.rater_batch
+            "raters' tastes N(0, {}²), batches of {}{}",
+            w.rater_sd,
+            w.rater_batch,
+            if w.named { ", raters named" } else { "" }
         ));
     }
     if w.looks > 1 {

@@ -53,6 +53,8 @@ pub struct World {
     /// system is N(0, rater_sd²) log-odds (0: raters do not differ).
     pub rater_sd: f64,
     pub rater_batch: usize,
+    /// Each label names its rater (`rater`), so that the intervals count raters.
+    pub named: bool,
     /// The run's labels arrive in this many equal batches, and the run is rated after each.
     pub looks: usize,
 }
@@ -76,6 +78,7 @@ pub const PLAIN: World = World {
     against_baseline: false,
     rater_sd: 0.0,
     rater_batch: 1,
+    named: false,
     looks: 1,
 };
 
@@ -222,6 +225,7 @@ impl World {
                 verdicts,
                 controls,
                 preference: None,
+                rater: None,
             },
             y,
         )
@@ -336,6 +340,7 @@ impl World {
                         controls: vec![ratio],
                     },
                     preference: expected,
+                    rater: None,
                 });
             }
         }
