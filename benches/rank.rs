@@ -112,18 +112,29 @@ fn runs() {
     };
     for judge in ["bench", "benchiso", "benchiso20k"] {
         for (labelled, labels) in cases(judge) {
-            let mut body = json!({"judge": judge, "rubric": "coherence", "runs": runs(labelled)});
-            if labels {
-                body["rounds"] = json!(2);
-                body["labels"] = json!({"min_gap": 0.1});
-            }
+            // A label plan is a ranking session's: its looks (eight of ten planned, each
+            // drawing a first sample) are timed, their binding of the runs included.
+            let (path, body) = if labels {
+                let id = std::sync::Mutex::new(String::new());
+                let open = json!({"judge": judge, "rubric": "coherence", "rounds": 10});
+                common::time_requests(&router, "/v1/rank/sessions", &open.to_string(), 1, |b| {
+                    let v: Value = serde_json::from_slice(b).expect("JSON");
+                    *id.lock().unwrap() = v["id"].as_str().expect("a session").to_owned();
+                });
+                let id = id.into_inner().unwrap();
+                let body = json!({"runs": runs(labelled), "labels": {"min_gap": 0.1}});
+                (format!("/v1/rank/sessions/{id}/looks"), body)
+            } else {
+                let body = json!({"judge": judge, "rubric": "coherence", "runs": runs(labelled)});
+                ("/v1/rank".to_owned(), body)
+            };
             let body = body.to_string();
             // The first request reads the version's anchors; the figures are of the ones after.
-            common::time_requests(&router, "/v1/rank", &body, 1, ok);
-            let times = common::time_requests(&router, "/v1/rank", &body, 7, ok);
+            common::time_requests(&router, &path, &body, 1, ok);
+            let times = common::time_requests(&router, &path, &body, 7, ok);
             let plan = match (labelled, labels) {
                 (0, false) => String::new(),
-                (0, true) => ", with a label plan".into(),
+                (0, true) => ", a session's look with a label plan".into(),
                 (m, _) => format!(", {m} labelled a run"),
             };
             common::report(

@@ -56,18 +56,22 @@ fn item_key(run: &RunItems, i: usize) -> String {
     }
 }
 
-/// Every item of `run` by its name in [`Seen`] and [`Drawn`].
-pub fn item_keys(run: &RunItems) -> Vec<String> {
-    (0..run.scores.len()).map(|i| item_key(run, i)).collect()
-}
-
-/// A run's fingerprint: SHA-256 over its items' names and judge scores, in order, never its
-/// labels (a later look adds labels to the same run).
+/// A run's fingerprint: SHA-256 over its items' ids (or positions) and judge scores, in
+/// order, never its labels (a later look adds labels to the same run).
 pub fn fingerprint(run: &RunItems) -> String {
     let mut hash = Sha256::new();
-    for (key, score) in item_keys(run).iter().zip(&run.scores) {
-        hash.update((key.len() as u64).to_le_bytes());
-        hash.update(key.as_bytes());
+    for (i, score) in run.scores.iter().enumerate() {
+        match &run.ids {
+            Some(ids) => {
+                hash.update([1u8]);
+                hash.update((ids[i].len() as u64).to_le_bytes());
+                hash.update(ids[i].as_bytes());
+            }
+            None => {
+                hash.update([0u8]);
+                hash.update((i as u64).to_le_bytes());
+            }
+        }
         hash.update(score.to_bits().to_le_bytes());
     }
     hash.finalize().iter().map(|b| format!("{b:02x}")).collect()
@@ -85,15 +89,15 @@ impl Drawn {
         for (i, (name, run)) in runs.iter().enumerate() {
             let (drawn, earlier) = (self.0.get(name), seen.0.get(name));
             let outside: Vec<String> = run
-                .references()
+                .reference
                 .iter()
-                .zip(item_keys(run))
-                .filter(|(y, key)| {
-                    y.is_some()
-                        && !drawn.is_some_and(|d| d.contains(key))
+                .enumerate()
+                .filter(|(_, y)| y.is_some())
+                .map(|(k, _)| item_key(run, k))
+                .filter(|key| {
+                    !drawn.is_some_and(|d| d.contains(key))
                         && !earlier.is_some_and(|e| e.contains_key(key))
                 })
-                .map(|(_, key)| key)
                 .collect();
             if let Some(first) = outside.first() {
                 problems.push(Problem::at(
@@ -109,17 +113,21 @@ impl Drawn {
         problems
     }
 
-    /// These draws and a look's plan: `plan[k]` the items drawn from `runs[k]` (positions).
-    pub fn after(&self, runs: &[(String, Vec<String>)], plan: &[Vec<usize>]) -> Drawn {
+    /// These draws and a look's plan: `plan[k]` the items drawn from `runs[k]` (positions; a
+    /// run as its name and item ids, if any).
+    pub fn after(&self, runs: &[(String, Option<Vec<String>>)], plan: &[Vec<usize>]) -> Drawn {
         let mut out = self.clone();
-        for ((name, keys), items) in runs.iter().zip(plan) {
+        for ((name, ids), items) in runs.iter().zip(plan) {
             if items.is_empty() {
                 continue;
             }
             out.0
                 .entry(name.clone())
                 .or_default()
-                .extend(items.iter().filter_map(|&i| keys.get(i).cloned()));
+                .extend(items.iter().map(|&i| match ids {
+                    Some(ids) => ids[i].clone(),
+                    None => format!("#{}", i + 1),
+                }));
         }
         out
     }
@@ -267,7 +275,7 @@ mod tests {
     fn labels_must_be_of_drawn_items_and_a_run_is_known_by_its_items_and_scores() {
         let keys = vec![(
             "a".to_owned(),
-            vec!["x".to_owned(), "y".to_owned(), "z".to_owned()],
+            Some(vec!["x".to_owned(), "y".to_owned(), "z".to_owned()]),
         )];
         let drawn = Drawn::default().after(&keys, &[vec![2, 0]]);
         let labelled =

@@ -4,7 +4,7 @@ use uuid::Uuid;
 
 use super::{RankRequest, Served, Service};
 use crate::domain::CellKey;
-use crate::domain::rank_session::{RankSession, SessionPlan, fingerprint, item_keys};
+use crate::domain::rank_session::{RankSession, SessionPlan, fingerprint};
 use crate::error::{Error, Result};
 use crate::store::Recorded;
 use judgecal_stats::runlevel::rank::Ranking;
@@ -73,11 +73,16 @@ impl Service {
                 problems,
             ));
         }
-        let keys: Vec<(String, Vec<String>)> = request
-            .runs
-            .iter()
-            .map(|(name, run)| (name.clone(), item_keys(run)))
-            .collect();
+        // The runs' ids name the items a label plan draws (only a look that asks for one).
+        let keys: Vec<(String, Option<Vec<String>>)> = if request.rank.labels.is_some() {
+            request
+                .runs
+                .iter()
+                .map(|(name, run)| (name.clone(), run.ids.clone()))
+                .collect()
+        } else {
+            Vec::new()
+        };
         let seen = session.seen.after(&request.runs);
         let (served, ranking) = self.rank(request).await?;
         let drawn = match &ranking.allocation {
