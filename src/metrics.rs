@@ -94,6 +94,7 @@ pub struct Metrics {
     pub drift_anchors: IntGaugeVec,
     pub drift_units: IntGaugeVec,
     pub drift_rho: GaugeVec,
+    pub drift_clustered: IntGaugeVec,
     pub drift_fleet_evalue_peak: GaugeVec,
     pub drift_fleet_miss_bound: GaugeVec,
     pub drift_fleet_alarm: IntGaugeVec,
@@ -329,11 +330,15 @@ impl Metrics {
             ),
             drift_units: int_gauge(
                 "judgecal_drift_units",
-                "Independent units behind judgecal_drift_evalue: the raters named, plus one per upload batch naming none",
+                "Independent units behind judgecal_drift_evalue: the raters named, plus one per upload batch naming none (each expected from the upload before it)",
             ),
             drift_rho: gauge(
                 "judgecal_drift_rho",
-                "How alike one unit's misses are taken to be (the intra-unit correlation the drift alarm bets its next anchor with, from the version's training units and the units checked since): a batch of n anchors naming no rater counts for about n/(1 + (n - 1)*rho) anchors",
+                "How alike one session's misses are taken to be (the intra-session correlation the drift alarm bets its next anchor with, from the version's training units and the sessions checked since; a session is one named rater's anchors in one upload, or an upload's anchors naming none): a session of n anchors counts for about n/(1 + (n - 1)*rho) anchors",
+            ),
+            drift_clustered: int_gauge(
+                "judgecal_drift_clustered",
+                "1 while uploads naming no rater miss together beyond what the drift alarm assumes (their misses are correlated two uploads apart: one labeller uploading many batches unnamed). The alarm's false-alarm rate then exceeds calibrators.drift_delta; name raters in the rows (the rater column) rather than reading drift into its alarm",
             ),
             drift_fleet_evalue_peak: gauge(
                 "judgecal_drift_fleet_evalue_peak",
@@ -525,6 +530,7 @@ impl Metrics {
             let _ = self.drift_anchors.remove_label_values(&labels);
             let _ = self.drift_units.remove_label_values(&labels);
             let _ = self.drift_rho.remove_label_values(&labels);
+            let _ = self.drift_clustered.remove_label_values(&labels);
             let _ = self.drift_fleet_evalue_peak.remove_label_values(&labels);
             let _ = self.drift_fleet_miss_bound.remove_label_values(&labels);
             let _ = self.drift_fleet_alarm.remove_label_values(&labels);
@@ -536,6 +542,9 @@ impl Metrics {
                 .with_label_values(&labels)
                 .set(d.units as i64);
             self.drift_rho.with_label_values(&labels).set(d.rho);
+            self.drift_clustered
+                .with_label_values(&labels)
+                .set(i64::from(d.clustered));
             self.drift_fleet_evalue_peak
                 .with_label_values(&labels)
                 .set(f.peak);

@@ -393,10 +393,13 @@ mod tests {
         // At most δ + the bound's own failure rate, with room for the count's noise.
         assert!(false_alarms <= 10, "{false_alarms}");
         assert!(delays.len() >= 85, "missed {missed}");
-        // The oracle, told what the alarm is not, is faster; the alarm is within ten times it.
+        // The oracle, told what the alarm is not, is faster; the alarm is within twelve times
+        // it (500 against 46 when this was written; 250, 5.4 times, before each upload naming
+        // no rater was expected from the one before it: a labeller who uploads twice is the
+        // ordinary case, and the alarm no longer calls their second upload drift).
         let oracle_median = oracle[oracle.len() / 2];
         assert!(
-            median.is_some_and(|d| d >= oracle_median && d <= 10 * oracle_median),
+            median.is_some_and(|d| d >= oracle_median && d <= 12 * oracle_median),
             "{median:?} against the oracle's {oracle_median}"
         );
     }

@@ -63,6 +63,9 @@ pub struct CellData {
     /// Each anchor's unit of independence (its rater, or its upload), in the same order; empty
     /// where not known (a panel's derived cells).
     pub units: Vec<Option<String>>,
+    /// Each anchor's upload time where it names no rater (the order of the uploads the drift
+    /// alarm expects one from the one before), in the same order; empty where not known.
+    pub uploads: Vec<Option<i64>>,
     pub digest: String,
 }
 
@@ -77,6 +80,10 @@ impl CellData {
                 .collect(),
             groups: anchors.iter().map(|a| a.group.clone()).collect(),
             units: anchors.iter().map(Anchor::unit).collect(),
+            uploads: anchors
+                .iter()
+                .map(|a| a.rater.is_none().then_some(a.reference_at_ms).flatten())
+                .collect(),
             digest: digest(anchors),
         }
     }
@@ -101,7 +108,7 @@ impl CellData {
     /// counted per unit for the drift alarm.
     fn intervals(&self, held_out: &[Option<Corrected>], seed: u64) -> Option<Intervals> {
         Intervals::of(&self.pairs, held_out, seed)
-            .map(|i| i.with_units(&self.pairs, held_out, &self.units, seed))
+            .map(|i| i.with_units(&self.pairs, held_out, (&self.units, &self.uploads), seed))
     }
 
     /// How the bias of a version with held-out predictions `held_out` varies between this
@@ -190,6 +197,7 @@ pub fn train_panel(
                 pairs: f.anchors.clone(),
                 groups: j.groups.clone(),
                 units: Vec::new(),
+                uploads: Vec::new(),
                 digest: digest(&j.anchors),
             })
             .collect();
@@ -245,6 +253,7 @@ pub fn train_covariates(
                 pairs: layer.anchors.clone(),
                 groups: c.groups.clone(),
                 units: c.units.clone(),
+                uploads: c.uploads.clone(),
                 digest: c.digest.clone(),
             })
             .collect();

@@ -48,7 +48,7 @@ use serde::{Deserialize, Serialize};
 
 use super::corrector::Corrected;
 use super::cv;
-use super::units::UnitSpread;
+use super::units::{PairSpread, UnitSpread};
 
 /// The intervals' nominal coverage.
 pub const LEVEL: f64 = 0.95;
@@ -356,29 +356,44 @@ impl Intervals {
     /// `held_out`) against their bands counted per unit, `units[i]` naming anchor i's (`None`
     /// where it is not known; such anchors are left out). `seed` is the one the intervals were
     /// made with: each held-out anchor's miss is the alarm's, its tie broken by its own u.
+    /// `order[i]` is anchor i's upload's place in upload order where it names no rater (`None`
+    /// where it names one, or where it is not known): consecutive such uploads make the pairs
+    /// of [`UnitSpread::chain`].
     pub fn with_units<K: Eq + std::hash::Hash>(
         mut self,
         pairs: &[(f64, f64)],
         held_out: &[Option<Corrected>],
-        units: &[Option<K>],
+        (units, order): (&[Option<K>], &[Option<i64>]),
         seed: u64,
     ) -> Self {
         let ties = held_out_ties(held_out.iter().flatten().count(), seed);
         let mut per: std::collections::HashMap<&K, (f64, f64)> = Default::default();
+        let mut uploads: std::collections::BTreeMap<i64, (f64, f64)> = Default::default();
         let held = pairs
             .iter()
             .zip(held_out)
-            .zip(units)
+            .zip(
+                units
+                    .iter()
+                    .zip(order.iter().chain(std::iter::repeat(&None))),
+            )
             .filter_map(|((p, c), unit)| c.as_ref().map(|c| (p, c, unit)));
-        for ((&(j, y), c, unit), &u) in held.zip(&ties) {
+        for ((&(j, y), c, (unit, place)), &u) in held.zip(&ties) {
             let (Some(unit), Some(missed)) = (unit.as_ref(), self.misses(j, y, c, u)) else {
                 continue;
             };
+            let x = f64::from(u8::from(missed));
             let counts = per.entry(unit).or_default();
             counts.0 += 1.0;
-            counts.1 += f64::from(u8::from(missed));
+            counts.1 += x;
+            if let Some(place) = place {
+                let counts = uploads.entry(*place).or_default();
+                counts.0 += 1.0;
+                counts.1 += x;
+            }
         }
-        let spread = UnitSpread::of(per.into_values());
+        let mut spread = UnitSpread::of(per.into_values());
+        spread.chain = PairSpread::of(&uploads.into_values().collect::<Vec<_>>());
         self.units = (spread.units >= 2.0).then_some(spread);
         self
     }

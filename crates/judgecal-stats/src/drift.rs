@@ -10,50 +10,83 @@
 //! its training anchors ([`crate::conformal::Intervals::miss_bound`], failing for
 //! one version in 1/[`BOUND_DELTA`]).
 //!
-//! **Units.** Anchors labelled by one rater (or in one labelling session) miss together: a
-//! harsh rater's references sit far from the judge's line on every item. The alarm's unit of
-//! independence is the *unit*: the anchor's `rater` where the upload names one, else its
-//! upload batch (anchors of one batch may share a rater; anchors of different batches with no
-//! rater named are assumed to come from different raters). Given its unit's earlier anchors, an
-//! anchor's chance of missing is modelled as beta-binomial: with the intra-unit correlation ρ
-//! of misses, the chance that the next anchor of a unit with m misses in n misses is
-//! (a·κ + m)/(κ + n), κ = (1 − ρ)/ρ. A unit of n anchors then carries about n/(1 + (n − 1)ρ)
-//! anchors' worth of evidence, however many batches it spans: a rater who returns with a
-//! second batch is expected to miss as the first batch did, which is what Ville's inequality
-//! needs (each anchor's miss chance given everything before it within the bound).
+//! **Sessions and raters.** Anchors labelled together miss together: a harsh rater's references
+//! sit far from the judge's line on every item, and a rater can be harsh one day and not the
+//! next. The alarm's smallest unit is the *session*: the anchors of one upload batch that one
+//! named rater labelled (the anchor's `rater`), or the batch's anchors naming none. Sessions
+//! nest in raters: a named rater's sessions are one rater across uploads. Each session is
+//! expected to miss at its *prior* q before its first anchor: the largest of
+//! - the rate a (a new rater, or an upload with nothing before it);
+//! - its rater's earlier sessions, a + z·(their miss share − a) with the credibility weight
+//!   z = nρ_R/(1 + (n − 1)ρ_R) of their n anchors (ρ_R: how alike one rater's anchors are);
+//! - the session before it in its stream (its rater's last, or for an upload naming no rater,
+//!   the upload before it: a labeller who uploads twice without naming themselves), the same
+//!   with ρ₁, the correlation of misses between consecutive sessions.
 //!
-//! ρ is estimated from the units' anchors older than the last [`LAG`] (the one-way ANOVA
-//! estimator of the intra-class correlation of misses), shrunk towards [`PRIOR_RHO`] with the
-//! weight of [`PRIOR_UNITS`] units: few units, or units of one anchor each, leave it near the
-//! prior; many independent batches bring it near 0, and each anchor of a batch then counts
-//! almost as one anchor. The lag keeps a change from discounting its own evidence: the first
-//! units after a jump would otherwise look like an outlying rater.
+//! Within a session, given its m misses in n anchors, the next anchor's chance is the
+//! beta-binomial's, (q·κ + m)/(κ + n) with κ = (1 − ρ_S)/ρ_S (ρ_S: how alike a session's
+//! anchors are), never below q (see "A session that has not missed"). Every expectation is a
+//! linear (credibility) one, so it needs only the correlations, not the law of raters'
+//! offsets; the largest of them is kept because a rater who drifts, or one who returns
+//! unnamed, is better predicted by the latest session than by all of them, and a stable one by
+//! all. This is what Ville's inequality needs: each anchor's miss chance given everything
+//! before it within the chance bet against.
+//!
+//! The correlations are estimated from sessions older than the last [`LAG`] anchors: ρ_S by the
+//! one-way ANOVA over sessions, ρ_R over raters (a session naming none its own rater), ρ₁ of a
+//! rater's consecutive sessions from the products of their misses around the mean
+//! ([`PairSpread`]), and ρ₁ of consecutive uploads naming no rater from the version's training
+//! uploads in order and from the lag-1 and lag-2 differences of the watch's (so that a change
+//! cannot pass for labellers who upload twice), each shrunk
+//! towards [`PRIOR_RHO`] with the weight of [`PRIOR_UNITS`] units and widened by
+//! [`RHO_MARGIN`]. Few units leave them near the prior; many independent uploads bring them near
+//! 0, and each anchor then counts almost as one. The lag keeps a change from discounting its own
+//! evidence.
+//!
+//! **Dependence it does not model.** Uploads naming no rater are expected from the one before
+//! only. Where one labeller uploads many batches unnamed, the correlation two uploads apart
+//! shows it: [`MissAlarm::clustered`] then says that misses cluster beyond what the alarm
+//! assumes (a state of its own, and `judgecal_drift_clustered`), so that an operator names raters
+//! instead of reading drift into it.
 //!
 //! **The training anchors' units.** A version's training anchors came in units too (their
 //! raters, or the uploads that stored them), and each was checked against the version's bands
 //! when it was trained ([`UnitSpread`], kept with the version's intervals). Under the null,
-//! new anchors are exchangeable with them, so their units' misses are earlier units like any
-//! other: the estimate starts from them, and a cell whose anchors came in many independent
-//! batches bets on a new batch's anchors nearly one by one from its first upload, instead of
-//! after [`LAG`] anchors and several batches. A version trained on one upload (or on anchors
-//! stored before units were kept) starts from the prior, as before.
+//! new anchors are exchangeable with them: ρ_S and ρ_R start from them, and a cell whose anchors
+//! came in many independent batches bets on a new batch's anchors nearly one by one from its
+//! first upload. A version trained on one upload (or on anchors stored before units were kept)
+//! starts from the prior.
 //!
-//! **A unit that has not missed.** Whatever the spread of units' miss rates, a unit whose
-//! anchors have not missed yet is expected to miss at most at a: its chance given no misses,
+//! **A session that has not missed.** Whatever the spread of sessions' miss rates, one whose
+//! anchors have not missed yet is expected to miss at most at q: its chance given no misses,
 //! E[p(1 − p)ⁿ]/E[(1 − p)ⁿ], is at most E[p] because p and (1 − p)ⁿ move in opposite
-//! directions. The beta-binomial's chance for such a unit, a·κ/(κ + n), is below a, and where
-//! raters' rates are skewed (most seldom miss, a few often: integer references) the units that
-//! do miss are then under-predicted; so no anchor's chance under the null is bet below a.
+//! directions. The beta-binomial's chance for such a session, q·κ/(κ + n), is below q, and where
+//! raters' rates are skewed (most seldom miss, a few often: integer references) the sessions
+//! that do miss are then under-predicted; so no anchor's chance under the null is bet below q.
 //!
-//! **A declared design effect.** Where an operator knows that a unit's anchors are no more
-//! alike than an intra-unit correlation ρ_max (`calibrators.drift_max_rho`: 0 where every
-//! anchor of a batch comes from a different labeller), the ρ bet with is at most ρ_max, and a
-//! large batch counts as its anchors from its first upload, instead of after enough units have
-//! shown that batches are independent. The declaration is an assumption the alarm cannot check:
-//! rater units declared independent raise false alarms (see docs/operations.md).
+//! **One rater.** A named rater's misses are bet on only while what they have won or lost
+//! stays within a factor [`RATER_CAP`] (√(1/δ) at δ = 0.01; a fleet's alarm keeps the same),
+//! and never below Wilson's lower bound
+//! (2 standard errors) on the rater's own miss share. Where raters' offsets are skewed (one in
+//! ten harsh, or a few far off on an integer scale), a version trained on a few dozen raters
+//! often has not met a harsh one, and its estimate of ρ is low when one comes: without these the
+//! first harsh rater alone could raise the alarm. Both are predictable (they depend on the past
+//! only), so the wealth stays a test martingale; at least two raters must carry the evidence.
+//! An upload naming no rater (it may be one labeller's) carries at most [`UPLOAD_CAP`]. Where
+//! a bound on the correlation is declared, the declaration stands for these rules and neither
+//! applies.
+//! The price is delay where raters are named: a change shows in each rater's anchors, and a rater
+//! whose anchors would have proved it alone stops at √(1/δ).
+//!
+//! **A declared design effect.** Where an operator knows that anchors are no more alike than ρ_max
+//! (`calibrators.drift_max_rho`: 0 where every anchor comes from a different labeller), every
+//! correlation bet with is at most ρ_max, and a large batch counts as its anchors from its first
+//! upload. The declaration is an assumption the alarm cannot check: raters declared independent
+//! raise false alarms (see docs/operations.md).
 //!
 //! **The bet.** The wealth is a mixture of [`MEMORIES`] test martingales, each the likelihood
-//! ratio of the same beta-binomial at a higher miss rate p̂ against the one at a. Each p̂ is
+//! ratio of the same model at a higher miss rate p̂ against the one at a (a session's prior moves
+//! by (1 − z)(p̂ − a): what its earlier sessions do not already carry). Each p̂ is
 //! the recent miss share with its own memory (an exponentially weighted count, half-lives of
 //! 25 to 400 anchors, shrunk towards a with [`PRIOR_ANCHORS`] pseudo-anchors), updated anchor by
 //! anchor, so a jump inside one batch is bet on within that batch: no bet waits for a later
@@ -64,7 +97,7 @@
 
 use std::collections::HashMap;
 
-pub use super::units::{PRIOR_RHO, PRIOR_UNITS, RHO_MARGIN, UnitSpread};
+pub use super::units::{PRIOR_RHO, PRIOR_UNITS, PairSpread, RHO_MARGIN, UnitSpread};
 
 /// The chance that a version's miss rate exceeds the bound the alarm tests against, over the
 /// draw of its training anchors. A cell's alarm is false with probability at most
@@ -83,8 +116,16 @@ const PRIOR_ANCHORS: f64 = 10.0;
 /// No p̂ bets on a miss rate above this.
 const MAX_RATE: f64 = 0.9;
 
-/// A unit's key: a rater's, or an upload batch's.
+/// A named rater's key.
 pub type UnitId = u64;
+
+/// A session needs this many pairs of sessions before it (at lag 2 in the stream of uploads
+/// naming no rater) before the alarm says whether misses cluster beyond what it assumes.
+const CLUSTER_PAIRS: f64 = 20.0;
+
+/// Standard errors above 0 at which the lag-2 correlation of uploads naming no rater says they
+/// cluster beyond what the alarm assumes (one-sided, about 1 in 1,000 healthy looks).
+const CLUSTER_Z: f64 = 3.09;
 
 /// One bet of the mixture.
 #[derive(Debug, Clone, PartialEq)]
@@ -104,37 +145,148 @@ impl Bet {
     }
 }
 
-/// A unit's chance of missing next at rate `rate`, intra-unit correlation `rho`, given its
-/// `m` misses in `n` anchors: the beta-binomial's, never below `rate` (see "A unit that has
-/// not missed" above).
-fn chance(rate: f64, rho: f64, m: f64, n: f64) -> f64 {
-    let kappa = (1.0 - rho) / rho;
-    ((rate * kappa + m) / (kappa + n)).max(rate)
+/// An anchor's chance of missing next, in a session expected to miss at `prior` whose anchors
+/// are alike as κ = (1 − ρ)/ρ says, given its `m` misses in `n` anchors: the beta-binomial's,
+/// never below `prior` (see "A session that has not missed" above).
+fn chance(prior: f64, kappa: f64, m: f64, n: f64) -> f64 {
+    ((prior * kappa + m) / (kappa + n)).max(prior)
 }
 
-/// A test martingale of "anchors miss at most at rate `alpha`", anchors independent across
-/// units.
+/// The most a named rater's anchors may win or lose (as a factor of the wealth): √(1/δ) at the
+/// default δ = 0.01, and no more for a fleet's alarm (δ/2K), whose threshold is reached through
+/// more raters, not through larger ones.
+const RATER_CAP: f64 = 10.0;
+
+/// The same for an upload naming no rater (it may be one labeller's): two uploads that prove a
+/// change reach the default threshold 1/δ = 100, one cannot.
+const UPLOAD_CAP: f64 = 30.0;
+
+/// Standard errors of a named rater's own miss share below which its next anchor's chance is
+/// never bet (Wilson's lower bound).
+const FLOOR_Z: f64 = 2.0;
+
+/// Wilson's lower bound on the miss rate behind `m` misses in `n` anchors, at [`FLOOR_Z`]
+/// standard errors (0 without anchors).
+fn lower_bound(m: f64, n: f64) -> f64 {
+    if n <= 0.0 {
+        return 0.0;
+    }
+    let (p, z2) = (m / n, FLOOR_Z * FLOOR_Z);
+    let centre = p + z2 / (2.0 * n);
+    let spread = FLOOR_Z * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
+    ((centre - spread) / (1.0 + z2 / n)).max(0.0)
+}
+
+/// The credibility weight of `n` earlier anchors alike as `rho` with the next: the share of
+/// their miss rate's distance from the rate that the next anchor's expectation keeps.
+fn credibility(n: f64, rho: f64) -> f64 {
+    if n <= 0.0 || rho <= 0.0 {
+        return 0.0;
+    }
+    n * rho / (1.0 + (n - 1.0) * rho)
+}
+
+/// The MA(1) coefficient the chain bets with is at most this: at 1 (a labeller effect as large
+/// as an upload's whole spread) its expectation would never forget an upload.
+const MAX_THETA: f64 = 0.5;
+
+/// Squared differences of consecutive uploads' miss shares (naming no rater) at lags 1 and 2.
+/// Their lag-1 covariance is half the difference of the two means where labellers span at most
+/// two uploads, whatever the level of misses does: a change moves both alike, so it cannot pass
+/// for labellers who upload twice (a covariance around the mean would call it one).
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Differences {
+    last: [Option<f64>; 2],
+    lag1: (f64, f64),
+    lag2: (f64, f64),
+}
+
+impl Differences {
+    fn add(&mut self, x: f64) {
+        if let Some(y) = self.last[0] {
+            self.lag1 = (self.lag1.0 + (x - y).powi(2), self.lag1.1 + 1.0);
+        }
+        if let Some(y) = self.last[1] {
+            self.lag2 = (self.lag2.0 + (x - y).powi(2), self.lag2.1 + 1.0);
+        }
+        self.last = [Some(x), self.last[0]];
+    }
+
+    /// The correlation of misses between consecutive uploads: the training uploads' pairs'
+    /// estimate and these differences', each weighted by its pairs, shrunk towards
+    /// [`PRIOR_RHO`] with the weight of [`PRIOR_UNITS`] pairs and widened by [`RHO_MARGIN`].
+    fn rho(&self, mu: f64, training: &PairSpread) -> f64 {
+        let (mut sum, mut weight) = (PRIOR_UNITS * PRIOR_RHO, PRIOR_UNITS);
+        if let Some(r) = training.estimate(mu) {
+            sum += training.pairs * r.max(0.0);
+            weight += training.pairs;
+        }
+        let variance = mu * (1.0 - mu);
+        if self.lag2.1 >= 2.0 && variance > 0.0 {
+            let covariance = (self.lag2.0 / self.lag2.1 - self.lag1.0 / self.lag1.1) / 2.0;
+            sum += self.lag2.1 * (covariance / variance).clamp(0.0, 1.0);
+            weight += self.lag2.1;
+        }
+        (RHO_MARGIN * sum / weight).min(0.99)
+    }
+}
+
+/// A named rater's sessions so far: anchors and misses in all, and in the last.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+struct Past {
+    all: (f64, f64),
+    last: (f64, f64),
+}
+
+/// A session waiting for [`LAG`] anchors after it before its misses join the estimates.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Pending {
+    /// Anchors seen when it ended.
+    ended: u64,
+    rater: Option<UnitId>,
+    session: (f64, f64),
+    /// The session before it in its stream, if any.
+    previous: Option<(f64, f64)>,
+    /// For a session naming no rater: the one two before it.
+    second: Option<(f64, f64)>,
+}
+
+/// A test martingale of "anchors miss at most at rate `alpha`", with sessions nested in raters
+/// and each session expected from its rater's earlier ones and the one before it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MissAlarm {
     alpha: f64,
     delta: f64,
-    /// The declared bound on the intra-unit correlation, if any.
+    /// The declared bound on every correlation, if any.
     max_rho: Option<f64>,
     bets: Vec<Bet>,
-    /// Per unit: anchors and misses so far.
-    units: HashMap<UnitId, (f64, f64)>,
-    /// The last [`LAG`] anchors, and per unit its anchors and misses before them.
-    recent: std::collections::VecDeque<(UnitId, bool)>,
+    /// Per named rater: its sessions so far.
+    raters: HashMap<UnitId, Past>,
+    /// The last two sessions naming no rater (the latest first), and what the chain expected
+    /// the latest to miss at.
+    unnamed: [Option<(f64, f64)>; 2],
+    chained: f64,
+    /// Sessions not yet older than the lag.
+    pending: std::collections::VecDeque<Pending>,
+    /// Over sessions older than the lag (and the version's training units): their spread,
+    /// their raters' (per rater, its lagged totals), and their consecutive pairs'.
+    sessions: UnitSpread,
+    rater_spread: UnitSpread,
     lagged: HashMap<UnitId, (f64, f64)>,
-    /// The units older than the lag, and the version's training units.
-    spread: UnitSpread,
+    returns: PairSpread,
+    /// The version's training uploads' consecutive pairs, and the watch's uploads' differences.
+    chain: PairSpread,
+    diffs: Differences,
+    /// Per named rater: the log wealth its anchors have won (or lost) so far.
+    gains: HashMap<UnitId, f64>,
+    /// Pairs of uploads naming no rater two apart: the diagnostic of clustering beyond lag 1.
+    second: PairSpread,
+    /// Independent units seen: named raters, and sessions naming none.
+    units: usize,
     /// log of the mixture's wealth (kept in logs: it can grow past f64 on a broken cell).
     log_wealth: f64,
     /// The largest log wealth so far.
     log_peak: f64,
-    /// The next unit id for a batch with no rater (counting down from the top, away from the
-    /// raters' ids).
-    next_batch: UnitId,
     /// Anchors seen.
     pub seen: u64,
     /// The anchor (1-based) that first brought the wealth to 1/δ.
@@ -158,100 +310,250 @@ impl MissAlarm {
                     log_wealth: 0.0,
                 })
                 .collect(),
-            units: HashMap::new(),
-            recent: std::collections::VecDeque::new(),
+            raters: HashMap::new(),
+            unnamed: [None, None],
+            chained: alpha,
+            pending: std::collections::VecDeque::new(),
+            sessions: UnitSpread::default(),
+            rater_spread: UnitSpread::default(),
             lagged: HashMap::new(),
-            spread: UnitSpread::default(),
+            returns: PairSpread::default(),
+            chain: PairSpread::default(),
+            diffs: Differences::default(),
+            gains: HashMap::new(),
+            second: PairSpread::default(),
+            units: 0,
             log_wealth: 0.0,
             log_peak: 0.0,
-            next_batch: UnitId::MAX,
             seen: 0,
             alarmed_at: None,
         }
     }
 
-    /// The same alarm, its units' intra-unit correlation declared to be at most `max_rho`
-    /// (`None`: estimated only).
+    /// The same alarm, every correlation declared to be at most `max_rho` (`None`: estimated
+    /// only).
     pub fn bounded(mut self, max_rho: Option<f64>) -> Self {
         self.max_rho = max_rho;
         self
     }
 
-    /// The same alarm, its estimate of ρ starting from the training anchors' units.
-    /// (Called before any anchor: the training units are summed with the watched ones, whose
-    /// ids are the alarm's own.)
+    /// The same alarm, its estimates of how alike a session's anchors are, and a rater's,
+    /// starting from the training anchors' units. (Called before any anchor.)
     pub fn with_history(mut self, history: Option<&UnitSpread>) -> Self {
-        self.spread = history.cloned().unwrap_or_default();
+        self.sessions = history.cloned().unwrap_or_default();
+        self.rater_spread = self.sessions.clone();
+        self.chain = self.sessions.chain.clone();
         self
     }
 
-    /// One anchor of unit `unit`: whether it fell outside the interval. Returns whether the
-    /// alarm is raised (it stays raised).
-    pub fn observe(&mut self, unit: UnitId, miss: bool) -> bool {
+    fn capped(&self, rho: f64) -> f64 {
+        self.max_rho.map_or(rho, |r| rho.min(r))
+    }
+
+    /// The miss rate the pairs' correlations are taken around: the lagged sessions', else the
+    /// tested rate.
+    fn mu(&self) -> f64 {
+        self.sessions.mean().unwrap_or(self.alpha)
+    }
+
+    /// What a new session of `rater` may be expected to miss at before its first anchor, each
+    /// with the weight of a lasting shift it already carries, and the chain's own expectation
+    /// (for a session naming no rater). The null bets the largest; each bet the largest of
+    /// them moved by its shift. The candidates: the rate; the credibility predictions from its
+    /// rater's earlier sessions and from its rater's last one; and, naming no rater, the
+    /// chain's: one labeller over two consecutive uploads makes uploads a moving average of
+    /// order 1 in labellers' effects, whose best linear one-step prediction is
+    /// c = a + θ·(the last upload's miss share − what the chain expected of it), θ the MA(1)
+    /// coefficient of the uploads' lag-1 correlation r (θ/(1 + θ²) = r). A lasting shift s
+    /// moves c by s·θ/(1 + θ), not by the last upload's whole credibility.
+    fn prior(&self, rater: Option<UnitId>) -> (Vec<(f64, f64)>, f64) {
         let a = self.alpha;
-        let rho = self.rho().max(1e-9);
-        let (n, m) = self.units.get(&unit).copied().unwrap_or((0.0, 0.0));
-        let x = f64::from(u8::from(miss));
-        let null = chance(a, rho, m, n);
-        for bet in &mut self.bets {
-            let alt = chance(bet.rate(a), rho, m, n);
-            bet.log_wealth += if miss {
-                (alt / null).ln()
-            } else {
-                ((1.0 - alt) / (1.0 - null)).ln()
-            };
-            bet.weight = bet.decay * bet.weight + 1.0;
-            bet.misses = bet.decay * bet.misses + x;
-        }
-        let top = self
-            .bets
-            .iter()
-            .map(|b| b.log_wealth)
-            .fold(f64::NEG_INFINITY, f64::max);
-        let mean: f64 = self
-            .bets
-            .iter()
-            .map(|b| (b.log_wealth - top).exp())
-            .sum::<f64>()
-            / self.bets.len() as f64;
-        self.log_wealth = top + mean.ln();
-        self.log_peak = self.log_peak.max(self.log_wealth);
-        self.units.insert(unit, (n + 1.0, m + x));
-        self.recent.push_back((unit, miss));
-        if self.recent.len() > LAG
-            && let Some((old, missed)) = self.recent.pop_front()
-        {
-            let (n, m) = self.lagged.get(&old).copied().unwrap_or((0.0, 0.0));
-            if n > 0.0 {
-                self.spread.add(n, m, -1.0);
-            } else {
-                self.spread.units += 1.0;
+        let mu = self.mu();
+        let within = self.rho();
+        let alike = |rho: f64| self.capped(rho).min(within);
+        let mut candidates = vec![(a, 0.0)];
+        let mut consider = |q: f64, z: f64| candidates.push((q, z));
+        let mut chained = a;
+        match rater {
+            Some(r) => {
+                if let Some(p) = self.raters.get(&r) {
+                    for ((n, m), rho) in [
+                        (p.all, alike(self.rater_spread.rho())),
+                        (p.last, alike(self.returns.rho(mu))),
+                    ] {
+                        let z = credibility(n, rho);
+                        consider(a + z * (m / n.max(1.0) - a), z);
+                    }
+                }
             }
-            let m = m + f64::from(u8::from(missed));
-            self.spread.add(n + 1.0, m, 1.0);
-            self.lagged.insert(old, (n + 1.0, m));
+            None => {
+                if let Some((n, m)) = self.unnamed[0] {
+                    let rho = alike(self.diffs.rho(mu, &self.chain));
+                    let r = (n * rho / (1.0 + (n - 1.0).max(0.0) * within.max(rho))).min(0.5);
+                    let theta = if r <= 0.0 {
+                        0.0
+                    } else {
+                        (1.0 - (1.0 - 4.0 * r * r).max(0.0).sqrt()) / (2.0 * r)
+                    }
+                    .min(MAX_THETA);
+                    chained = (a + theta * (m / n.max(1.0) - self.chained)).clamp(0.0, 1.0);
+                    consider(chained, theta / (1.0 + theta));
+                }
+            }
         }
-        self.seen += 1;
-        if self.alarmed_at.is_none() && self.log_peak >= (1.0 / self.delta).ln() {
-            self.alarmed_at = Some(self.seen);
+        (candidates, chained)
+    }
+
+    /// One session: the anchors of one upload batch that one named rater labelled (`rater`),
+    /// or those naming none, with whether each fell outside the interval. Returns whether the
+    /// alarm is raised (it stays raised).
+    pub fn observe_session(&mut self, rater: Option<UnitId>, misses: &[bool]) -> bool {
+        if misses.is_empty() {
+            return self.alarmed_at.is_some();
         }
+        let a = self.alpha;
+        let (candidates, chained) = self.prior(rater);
+        let prior = candidates.iter().map(|c| c.0).fold(a, f64::max);
+        let rho = self.rho().max(1e-9);
+        let kappa = (1.0 - rho) / rho;
+        let threshold = (1.0 / self.delta).ln();
+        let (mut n, mut m) = (0.0, 0.0);
+        // A named rater's anchors so far, and what they have won or lost (see "One rater").
+        let before = rater.map(|r| self.raters.get(&r).map_or((0.0, 0.0), |p| p.all));
+        let mut gain = rater
+            .and_then(|r| self.gains.get(&r).copied())
+            .unwrap_or(0.0);
+        let cap = if rater.is_some() {
+            RATER_CAP
+        } else {
+            UPLOAD_CAP
+        }
+        .ln();
+        for &miss in misses {
+            let x = f64::from(u8::from(miss));
+            let floor = before.map_or(0.0, |(n0, m0)| lower_bound(m0 + m, n0 + n));
+            let null = chance(prior, kappa, m, n).max(floor);
+            let betting = self.max_rho.is_some() || gain.abs() < cap;
+            let old = self.log_wealth;
+            for bet in &mut self.bets {
+                let step = bet.rate(a) - a;
+                let shifted = candidates
+                    .iter()
+                    .map(|&(q, z)| q + (1.0 - z) * step)
+                    .fold(prior, f64::max)
+                    .min(MAX_RATE.max(prior));
+                let alt = chance(shifted, kappa, m, n).max(null);
+                if betting {
+                    bet.log_wealth += if miss {
+                        (alt / null).ln()
+                    } else {
+                        ((1.0 - alt) / (1.0 - null)).ln()
+                    };
+                }
+                bet.weight = bet.decay * bet.weight + 1.0;
+                bet.misses = bet.decay * bet.misses + x;
+            }
+            let top = self
+                .bets
+                .iter()
+                .map(|b| b.log_wealth)
+                .fold(f64::NEG_INFINITY, f64::max);
+            let mean: f64 = self
+                .bets
+                .iter()
+                .map(|b| (b.log_wealth - top).exp())
+                .sum::<f64>()
+                / self.bets.len() as f64;
+            self.log_wealth = top + mean.ln();
+            gain += self.log_wealth - old;
+            self.log_peak = self.log_peak.max(self.log_wealth);
+            n += 1.0;
+            m += x;
+            self.seen += 1;
+            if self.alarmed_at.is_none() && self.log_peak >= threshold {
+                self.alarmed_at = Some(self.seen);
+            }
+        }
+        match rater {
+            Some(r) => {
+                self.gains.insert(r, gain);
+            }
+            None => self.chained = chained,
+        }
+        self.record(rater, (n, m));
         self.alarmed_at.is_some()
     }
 
-    /// A fresh unit id, for an upload batch that names no rater.
-    pub fn batch_unit(&mut self) -> UnitId {
-        self.next_batch -= 1;
-        self.next_batch
+    /// Keeps a session's misses: with its rater's, and waiting for the lag.
+    fn record(&mut self, rater: Option<UnitId>, session: (f64, f64)) {
+        let (previous, second) = match rater {
+            Some(r) => {
+                let past = self.raters.entry(r).or_default();
+                let previous = (past.all.0 > 0.0).then_some(past.last);
+                if past.all.0 == 0.0 {
+                    self.units += 1;
+                }
+                past.all = (past.all.0 + session.0, past.all.1 + session.1);
+                past.last = session;
+                (previous, None)
+            }
+            None => {
+                self.units += 1;
+                let [previous, second] = self.unnamed;
+                self.unnamed = [Some(session), previous];
+                (previous, second)
+            }
+        };
+        self.pending.push_back(Pending {
+            ended: self.seen,
+            rater,
+            session,
+            previous,
+            second,
+        });
+        while let Some(p) = self.pending.front().copied() {
+            if self.seen - p.ended < LAG as u64 {
+                break;
+            }
+            self.pending.pop_front();
+            self.lag(p);
+        }
     }
 
-    /// One upload batch whose anchors name no rater: one unit. Returns whether the alarm is
+    /// A session older than the lag joins the estimates.
+    fn lag(&mut self, p: Pending) {
+        let (n, m) = p.session;
+        self.sessions.units += 1.0;
+        self.sessions.add(n, m, 1.0);
+        match p.rater {
+            Some(r) => {
+                let (n0, m0) = self.lagged.get(&r).copied().unwrap_or((0.0, 0.0));
+                if n0 > 0.0 {
+                    self.rater_spread.add(n0, m0, -1.0);
+                } else {
+                    self.rater_spread.units += 1.0;
+                }
+                self.rater_spread.add(n0 + n, m0 + m, 1.0);
+                self.lagged.insert(r, (n0 + n, m0 + m));
+                if let Some(previous) = p.previous {
+                    self.returns.add(previous, p.session);
+                }
+            }
+            None => {
+                self.rater_spread.units += 1.0;
+                self.rater_spread.add(n, m, 1.0);
+                self.diffs.add(p.session.1 / p.session.0.max(1.0));
+                if let Some(second) = p.second {
+                    self.second.add(second, p.session);
+                }
+            }
+        }
+    }
+
+    /// One upload batch whose anchors name no rater: one session. Returns whether the alarm is
     /// raised.
     pub fn observe_batch(&mut self, misses: &[bool]) -> bool {
-        let unit = self.batch_unit();
-        for &m in misses {
-            self.observe(unit, m);
-        }
-        self.alarmed_at.is_some()
+        self.observe_session(None, misses)
     }
 
     /// The e-value: the wealth so far (≥ 1/δ raises the alarm).
@@ -265,15 +567,26 @@ impl MissAlarm {
         self.log_peak.exp()
     }
 
-    /// The independent units seen.
+    /// The independent units seen: named raters, and sessions naming none.
     pub fn units(&self) -> usize {
-        self.units.len()
+        self.units
     }
 
-    /// The intra-unit correlation of misses the next anchor would be bet with.
+    /// The intra-session correlation of misses the next anchor would be bet with.
     pub fn rho(&self) -> f64 {
-        let estimated = self.spread.rho();
-        self.max_rho.map_or(estimated, |r| estimated.min(r))
+        self.capped(self.sessions.rho())
+    }
+
+    /// Whether uploads naming no rater miss together beyond the next one (their correlation
+    /// two uploads apart is above 0 by more than [`CLUSTER_Z`] standard errors): the alarm
+    /// expects each from the one before only, so a labeller who uploads many batches without
+    /// naming themselves makes it too eager. Naming raters fixes it.
+    pub fn clustered(&self) -> bool {
+        if self.second.pairs < CLUSTER_PAIRS {
+            return false;
+        }
+        let size = self.sessions.anchors / self.sessions.units.max(1.0);
+        self.second.z(self.mu(), self.sessions.rho(), size) > CLUSTER_Z
     }
 }
 
@@ -310,8 +623,12 @@ pub struct Drift {
     pub peak: f64,
     /// Whether it has reached 1/δ since the activation (it stays raised until the next).
     pub alarm: bool,
-    /// The intra-unit correlation of misses the next anchor would be bet with.
+    /// The intra-session correlation of misses the next anchor would be bet with.
     pub rho: f64,
+    /// Whether uploads naming no rater miss together beyond what the alarm assumes (see
+    /// [`MissAlarm::clustered`]): its false-alarm rate is then not what it says, and the
+    /// uploads should name their raters.
+    pub clustered: bool,
 }
 
 /// A cell's two e-processes over the same checks: its own alarm, and the fleet's (tested
@@ -343,16 +660,21 @@ pub fn drift(
         .with_history(dependence.history);
     let mut raters: HashMap<&str, UnitId> = HashMap::new();
     for batch in batches {
-        let mut own: Option<UnitId> = None;
+        // The batch's sessions, in the order their first anchors came: one per named rater,
+        // and one for the anchors naming none.
+        let mut sessions: Vec<(Option<UnitId>, Vec<bool>)> = Vec::new();
         for (i, &miss) in batch.misses.iter().enumerate() {
-            let unit = match batch.raters.get(i).and_then(Option::as_deref) {
-                Some(r) => {
-                    let next = raters.len() as UnitId;
-                    *raters.entry(r).or_insert(next)
-                }
-                None => *own.get_or_insert_with(|| alarm.batch_unit()),
-            };
-            alarm.observe(unit, miss);
+            let rater = batch.raters.get(i).and_then(Option::as_deref).map(|r| {
+                let next = raters.len() as UnitId;
+                *raters.entry(r).or_insert(next)
+            });
+            match sessions.iter_mut().find(|(r, _)| *r == rater) {
+                Some((_, misses)) => misses.push(miss),
+                None => sessions.push((rater, vec![miss])),
+            }
+        }
+        for (rater, misses) in sessions {
+            alarm.observe_session(rater, &misses);
         }
     }
     Drift {
@@ -363,6 +685,7 @@ pub fn drift(
         peak: alarm.peak(),
         alarm: alarm.alarmed_at.is_some(),
         rho: alarm.rho(),
+        clustered: alarm.clustered(),
     }
 }
 
@@ -397,11 +720,26 @@ mod tests {
             .collect()
     }
 
+    /// A version's training units: twelve uploads of 100 naming no rater, missing at 5%, in
+    /// order (their consecutive pairs start the estimate of how alike one upload is to the
+    /// next).
+    fn training_uploads(rng: &mut Rng) -> UnitSpread {
+        let training: Vec<(f64, f64)> = (0..12)
+            .map(|_| {
+                let misses = (0..100).filter(|_| rng.random::<f64>() < 0.05).count();
+                (100.0, misses as f64)
+            })
+            .collect();
+        let mut history = UnitSpread::of(training.iter().copied());
+        history.chain = PairSpread::of(&training);
+        history
+    }
+
     /// Each anchor a unit of its own: anchors assumed independent.
     fn first_alarm(misses: &[bool]) -> Option<u64> {
         let mut alarm = MissAlarm::new(0.05, 0.01);
         for (t, &m) in misses.iter().enumerate() {
-            if alarm.observe(t as UnitId, m) {
+            if alarm.observe_session(Some(t as UnitId), &[m]) {
                 break;
             }
         }
@@ -526,29 +864,34 @@ mod tests {
         let a = 0.05;
         let mut alarm = MissAlarm::new(a, 0.01);
         // No history: every bet's rate is a, so the first factor is 1.
-        alarm.observe(0, true);
+        alarm.observe_session(Some(0), &[true]);
         assert_eq!(alarm.e_value(), 1.0);
-        // A second unit's first anchor: every bet has seen one miss, p̂ = (1 + 10a)/11; a new
-        // unit has no history, so its chance of missing is a under the null, p̂ under each bet.
+        // A second rater's first anchor: every bet has seen one miss, p̂ = (1 + 10a)/11; a
+        // new rater has no history, so its chance of missing is a under the null, p̂ under
+        // each bet.
         let p: f64 = (1.0 + PRIOR_ANCHORS * a) / (1.0 + PRIOR_ANCHORS);
         let second = (1.0 - p) / (1.0 - a);
-        alarm.observe(1, false);
+        alarm.observe_session(Some(1), &[false]);
         assert!((alarm.e_value() - second).abs() < 1e-12);
-        // A second anchor of unit 0 (one miss in one): beta-binomial at κ = (1 − ρ)/ρ with
-        // the prior ρ (two units of one anchor estimate nothing), each bet at its own p̂.
+        // A second session of rater 0 (one miss in one anchor before): expected at
+        // a + z(1 − a) with the credibility z = ρ of one earlier anchor at the prior ρ
+        // (nothing is older than the lag), under each bet at that + (1 − z)(p̂ − a).
+        // Her one miss in one anchor puts Wilson's lower bound at (1 + 2 − 2)/(1 + 4) = 0.2,
+        // above that expectation: the null bets 0.2, and each bet at least that.
         let rho = RHO_MARGIN * PRIOR_RHO;
-        let kappa = (1.0 - rho) / rho;
-        let null = (a * kappa + 1.0) / (kappa + 1.0);
+        let expected = a + rho * (1.0 - a);
+        assert!((lower_bound(1.0, 1.0) - 0.2).abs() < 1e-12);
+        let null = expected.max(0.2);
         let third: f64 = MEMORIES
             .iter()
             .map(|h| {
                 let d = 0.5f64.powf(1.0 / h);
                 let p = (d + PRIOR_ANCHORS * a) / (d + 1.0 + PRIOR_ANCHORS);
-                ((p * kappa + 1.0) / (kappa + 1.0)) / null
+                (expected + (1.0 - rho) * (p - a)).max(null) / null
             })
             .sum::<f64>()
             / MEMORIES.len() as f64;
-        alarm.observe(0, true);
+        alarm.observe_session(Some(0), &[true]);
         assert!(
             (alarm.e_value() - second * third).abs() < 1e-12,
             "{} against {}",
@@ -559,16 +902,81 @@ mod tests {
     }
 
     #[test]
-    fn a_unit_that_has_not_missed_is_never_bet_below_the_rate() {
-        // The beta-binomial's chance for 50 anchors without a miss at ρ = 0.1 is
-        // 0.05·9/(9 + 50) ≈ 0.0076; the bet's is the rate itself.
-        assert_eq!(chance(0.05, 0.1, 0.0, 50.0), 0.05);
-        // A unit that has missed: the beta-binomial's, (0.05·9 + 5)/(9 + 10).
-        assert!((chance(0.05, 0.1, 5.0, 10.0) - 5.45 / 19.0).abs() < 1e-12);
+    fn a_session_that_has_not_missed_is_never_bet_below_its_expectation() {
+        // The beta-binomial's chance for 50 anchors without a miss at ρ = 0.1 (κ = 9) is
+        // 0.05·9/(9 + 50) ≈ 0.0076; the bet's is the session's expectation itself.
+        assert_eq!(chance(0.05, 9.0, 0.0, 50.0), 0.05);
+        // A session that has missed: the beta-binomial's, (0.05·9 + 5)/(9 + 10).
+        assert!((chance(0.05, 9.0, 5.0, 10.0) - 5.45 / 19.0).abs() < 1e-12);
         // A declared bound caps the correlation bet with, not the estimate's floor.
         let alarm = MissAlarm::new(0.05, 0.01).bounded(Some(0.0));
         assert_eq!(alarm.rho(), 0.0);
         assert_eq!(MissAlarm::new(0.05, 0.01).rho(), RHO_MARGIN * PRIOR_RHO);
+        // Credibility: none without history or correlation; 50 anchors at ρ = 0.1 keep
+        // 5/5.9 of their distance from the rate.
+        assert_eq!(credibility(0.0, 0.1), 0.0);
+        assert_eq!(credibility(50.0, 0.0), 0.0);
+        assert!((credibility(50.0, 0.1) - 5.0 / 5.9).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_session_is_expected_from_the_upload_before_it_where_uploads_share_labellers() {
+        // Uploads naming no rater whose labeller uploads two consecutive batches of 50, each
+        // labeller missing at a rate from Beta(0.5, 9.5) (mean 5%: healthy), 40,000 anchors:
+        // expecting each upload from the one before keeps false alarms within δ = 1%.
+        // Upload after upload the chain's correlation is estimated; where labellers upload
+        // one batch each it is near 0, and a change is bet on as fast.
+        use rand_distr::{Beta, Distribution};
+        let law = Beta::new(0.5, 9.5).expect("valid Beta");
+        let mut rng = Rng::seed_from_u64(21);
+        let mut alarms = 0;
+        for _ in 0..300 {
+            let mut alarm = MissAlarm::new(0.05, 0.01);
+            let mut p = 0.05;
+            for b in 0..800 {
+                if b % 2 == 0 {
+                    p = law.sample(&mut rng);
+                }
+                let batch: Vec<bool> = (0..50).map(|_| rng.random::<f64>() < p).collect();
+                if alarm.observe_batch(&batch) {
+                    break;
+                }
+            }
+            alarms += usize::from(alarm.alarmed_at.is_some());
+        }
+        eprintln!("two batches per labeller, not named: {alarms} of 300 alarmed");
+        assert!(alarms <= 6, "{alarms} of 300");
+    }
+
+    #[test]
+    fn uploads_that_cluster_beyond_the_next_are_flagged_not_called_drift() {
+        // Labellers of five consecutive batches naming none, at rates from Beta(0.5, 9.5):
+        // the lag-2 correlation shows it within 20,000 anchors in nearly every watch;
+        // independent uploads are almost never flagged.
+        use rand_distr::{Beta, Distribution};
+        let law = Beta::new(0.5, 9.5).expect("valid Beta");
+        let mut rng = Rng::seed_from_u64(22);
+        let mut flagged = [0usize; 2];
+        for _ in 0..100 {
+            for (k, per) in [5usize, 1].into_iter().enumerate() {
+                let mut alarm = MissAlarm::new(0.05, 0.01);
+                let mut p = 0.05;
+                for b in 0..400 {
+                    if b % per == 0 {
+                        p = law.sample(&mut rng);
+                    }
+                    let batch: Vec<bool> = (0..50).map(|_| rng.random::<f64>() < p).collect();
+                    alarm.observe_batch(&batch);
+                }
+                flagged[k] += usize::from(alarm.clustered());
+            }
+        }
+        eprintln!(
+            "flagged as clustered: five batches per labeller {}, one {}",
+            flagged[0], flagged[1]
+        );
+        assert!(flagged[0] >= 90, "{flagged:?}");
+        assert!(flagged[1] <= 2, "{flagged:?}");
     }
 
     #[test]
@@ -580,18 +988,16 @@ mod tests {
         let mut alarm = MissAlarm::new(0.05, 0.01);
         for u in 0..2000 {
             let p: f64 = law.sample(&mut rng);
-            for _ in 0..50 {
-                alarm.observe(u, rng.random::<f64>() < p);
-            }
+            let batch: Vec<bool> = (0..50).map(|_| rng.random::<f64>() < p).collect();
+            alarm.observe_session(Some(u), &batch);
         }
         let expected = RHO_MARGIN / 11.0;
         assert!((alarm.rho() - expected).abs() < 0.015, "{}", alarm.rho());
         // Independent anchors: near 0 (the prior's weight fades with the units).
         let mut alarm = MissAlarm::new(0.05, 0.01);
         for u in 0..2000 {
-            for _ in 0..50 {
-                alarm.observe(u, rng.random::<f64>() < 0.05);
-            }
+            let batch: Vec<bool> = (0..50).map(|_| rng.random::<f64>() < 0.05).collect();
+            alarm.observe_session(Some(u), &batch);
         }
         assert!(alarm.rho() < 0.005, "{}", alarm.rho());
     }
@@ -611,62 +1017,81 @@ mod tests {
         let clustered = UnitSpread::of([(10.0, 10.0), (10.0, 0.0), (10.0, 0.0), (10.0, 0.0)]);
         let alarm = MissAlarm::new(0.05, 0.01).with_history(Some(&clustered));
         assert!(alarm.rho() > RHO_MARGIN * PRIOR_RHO, "{}", alarm.rho());
-        // A shifted batch of 500 (30% missing) after 1,000 healthy anchors in batches of
-        // 100, against a bound of 7.3%: starting from twelve independent training units of
-        // 100, the alarm fires inside the first shifted batch in most watches (64 of 100 when
-        // this was written); from the prior, in none: one unit of 500 carries too little.
+        // Two shifted uploads of 500 (30% missing) after 1,000 healthy anchors in uploads of
+        // 100, against a bound of 7.3%: starting from twelve independent training uploads of
+        // 100, the alarm fires inside them in most watches; from the prior, in few: an upload
+        // of 500 carries too little. (One upload alone never alarms: it may be one labeller's,
+        // and carries at most UPLOAD_CAP. Before that rule, 64 of 100 fired inside the first.)
         let mut rng = Rng::seed_from_u64(14);
         let mut inside = [0usize; 2];
         for _ in 0..100 {
-            let training: Vec<(f64, f64)> = (0..12)
-                .map(|_| {
-                    (
-                        100.0,
-                        (0..100).filter(|_| rng.random::<f64>() < 0.05).count() as f64,
-                    )
-                })
-                .collect();
-            let history = UnitSpread::of(training);
+            let history = training_uploads(&mut rng);
             let healthy: Vec<Vec<bool>> = (0..10)
                 .map(|_| (0..100).map(|_| rng.random::<f64>() < 0.05).collect())
                 .collect();
-            let shifted: Vec<bool> = (0..500).map(|_| rng.random::<f64>() < 0.3).collect();
+            let shifted: Vec<Vec<bool>> = (0..2)
+                .map(|_| (0..500).map(|_| rng.random::<f64>() < 0.3).collect())
+                .collect();
             for (k, history) in [None, Some(&history)].into_iter().enumerate() {
                 let mut alarm = MissAlarm::new(0.073, 0.01).with_history(history);
                 for batch in &healthy {
                     alarm.observe_batch(batch);
                 }
-                alarm.observe_batch(&shifted);
+                for batch in &shifted {
+                    alarm.observe_batch(batch);
+                }
                 inside[k] += usize::from(alarm.alarmed_at.is_some_and(|t| t > 1000));
             }
         }
         eprintln!(
-            "fired inside the shifted batch: from the prior {}, from the training units {}",
+            "fired inside the two shifted uploads: from the prior {}, from the training units {}",
             inside[0], inside[1]
         );
-        assert!(inside[1] >= 50, "{inside:?}");
+        assert!(inside[1] >= 80, "{inside:?}");
         assert!(inside[0] <= 5, "{inside:?}");
     }
 
     #[test]
     fn a_jump_inside_one_batch_is_bet_on_within_it() {
         // 1,000 healthy anchors in batches of 100 at 5%, tested against a bound of 7.3%,
-        // then batches of 100 missing at 20% (the review's scenario): the alarm fires within
-        // 600 anchors of the change in nearly every watch.
+        // then batches of 100 missing at 20% (the review's scenario), the version trained on
+        // twelve uploads of 100 naming no rater. Declared independent (drift_max_rho = 0), the
+        // alarm fires within 600 anchors of the change in nearly every watch. By default each
+        // upload is expected from the one before until the uploads show they are not alike,
+        // which is the price of not calling one labeller's two uploads drift: most watches
+        // still fire within 1,000 anchors.
         let mut rng = Rng::seed_from_u64(12);
-        let mut within = 0;
+        let (mut declared, mut within, mut later) = (0, 0, 0);
         for _ in 0..200 {
-            let mut alarm = MissAlarm::new(0.073, 0.01);
-            for _ in 0..10 {
-                let batch: Vec<bool> = (0..100).map(|_| rng.random::<f64>() < 0.05).collect();
-                alarm.observe_batch(&batch);
+            let history = training_uploads(&mut rng);
+            let mut alarms = [None, Some(0.0)].map(|max_rho| {
+                MissAlarm::new(0.073, 0.01)
+                    .bounded(max_rho)
+                    .with_history(Some(&history))
+            });
+            for b in 0..20 {
+                let p = if b < 10 { 0.05 } else { 0.2 };
+                let batch: Vec<bool> = (0..100).map(|_| rng.random::<f64>() < p).collect();
+                for alarm in &mut alarms {
+                    alarm.observe_batch(&batch);
+                }
             }
-            for _ in 0..6 {
-                let batch: Vec<bool> = (0..100).map(|_| rng.random::<f64>() < 0.2).collect();
-                alarm.observe_batch(&batch);
-            }
-            within += usize::from(alarm.alarmed_at.is_some_and(|t| t > 1000));
+            let fired =
+                |a: &MissAlarm, by: u64| a.alarmed_at.is_some_and(|t| t > 1000 && t <= 1000 + by);
+            declared += usize::from(fired(&alarms[1], 600));
+            within += usize::from(fired(&alarms[0], 600));
+            later += usize::from(fired(&alarms[0], 1000));
         }
-        assert!(within >= 190, "{within} of 200 fired within 600 anchors");
+        eprintln!(
+            "jump to 20%: declared independent {declared} of 200 within 600 anchors; by default {within} within 600, {later} within 1,000"
+        );
+        assert!(
+            declared >= 190,
+            "{declared} of 200 declared fired within 600 anchors"
+        );
+        assert!(
+            within >= 110 && later >= 180,
+            "by default {within} of 200 within 600, {later} within 1,000"
+        );
     }
 }

@@ -22,6 +22,10 @@ pub struct UnitSpread {
     pub misses: f64,
     pub squares: f64,
     pub sizes: f64,
+    /// Consecutive uploads naming no rater, in upload order (versions trained before these were
+    /// kept have none).
+    #[serde(default, skip_serializing_if = "PairSpread::is_empty")]
+    pub chain: PairSpread,
 }
 
 impl UnitSpread {
@@ -37,11 +41,16 @@ impl UnitSpread {
         out
     }
 
-    pub(super) fn add(&mut self, n: f64, m: f64, sign: f64) {
+    pub fn add(&mut self, n: f64, m: f64, sign: f64) {
         self.anchors += sign * n;
         self.misses += sign * m;
         self.squares += sign * m * m / n;
         self.sizes += sign * n * n;
+    }
+
+    /// The miss rate over the units' anchors, where they have any.
+    pub fn mean(&self) -> Option<f64> {
+        (self.anchors > 0.0).then(|| self.misses / self.anchors)
     }
 
     /// The one-way ANOVA estimate of the intra-unit correlation, where one can be made.
@@ -66,5 +75,74 @@ impl UnitSpread {
             None => PRIOR_RHO,
         };
         (RHO_MARGIN * shrunk).min(0.99)
+    }
+}
+
+/// The running sums behind the correlation of misses between a session and the one before it
+/// in its stream (the same rater's, or the previous upload naming none): over such pairs, their
+/// count and the sums of the products of their anchors and misses.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PairSpread {
+    pub pairs: f64,
+    misses: f64,
+    cross: f64,
+    anchors: f64,
+}
+
+impl PairSpread {
+    /// Over `sessions` (anchors, misses) in order, each with the one before it.
+    pub fn of(sessions: &[(f64, f64)]) -> Self {
+        let mut out = Self::default();
+        for w in sessions.windows(2) {
+            out.add(w[0], w[1]);
+        }
+        out
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pairs == 0.0
+    }
+
+    /// One pair: the earlier session's (anchors, misses), then the later's.
+    pub fn add(&mut self, (n0, m0): (f64, f64), (n1, m1): (f64, f64)) {
+        self.pairs += 1.0;
+        self.misses += m0 * m1;
+        self.cross += m0 * n1 + n0 * m1;
+        self.anchors += n0 * n1;
+    }
+
+    /// The covariance of two anchors' misses, one in each session of a pair, around the miss
+    /// rate `mu`, over the variance of one anchor's: a correlation, where one can be made.
+    pub fn estimate(&self, mu: f64) -> Option<f64> {
+        let variance = mu * (1.0 - mu);
+        (self.pairs >= 2.0 && self.anchors > 0.0 && variance > 0.0).then(|| {
+            let covariance =
+                (self.misses - mu * self.cross + mu * mu * self.anchors) / self.anchors;
+            (covariance / variance).clamp(-1.0, 1.0)
+        })
+    }
+
+    /// The correlation the next session is bet with: the estimate (floored at 0), shrunk
+    /// towards [`PRIOR_RHO`] with the weight of [`PRIOR_UNITS`] pairs, widened by
+    /// [`RHO_MARGIN`].
+    pub fn rho(&self, mu: f64) -> f64 {
+        let shrunk = match self.estimate(mu) {
+            Some(r) => {
+                (self.pairs * r.max(0.0) + PRIOR_UNITS * PRIOR_RHO) / (self.pairs + PRIOR_UNITS)
+            }
+            None => PRIOR_RHO,
+        };
+        (RHO_MARGIN * shrunk).min(0.99)
+    }
+
+    /// How many standard errors the estimate lies above 0, where sessions of `size` anchors
+    /// miss at `mu` with intra-session correlation `rho` and pairs are independent.
+    pub fn z(&self, mu: f64, rho: f64, size: f64) -> f64 {
+        let v = size * mu * (1.0 - mu) * (1.0 + (size - 1.0).max(0.0) * rho);
+        if self.pairs < 2.0 || v <= 0.0 {
+            return 0.0;
+        }
+        let covariance = self.misses - mu * self.cross + mu * mu * self.anchors;
+        covariance / (self.pairs.sqrt() * v)
     }
 }

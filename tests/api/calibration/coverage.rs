@@ -109,6 +109,7 @@ async fn named_raters_are_the_alarms_units(backend: Backend) {
     const FLEET: &str = r#"judgecal_drift_fleet_alarm{judge="j1",rubric="coherence"}"#;
     const FLEET_BOUND: &str = r#"judgecal_drift_fleet_miss_bound{judge="j1",rubric="coherence"}"#;
     const BOUND: &str = r#"judgecal_drift_miss_bound{judge="j1",rubric="coherence"}"#;
+    const CLUSTERED: &str = r#"judgecal_drift_clustered{judge="j1",rubric="coherence"}"#;
     let app = TestApp::new(backend).await;
     upload_to(&app, "fit", 200, 0.5, 0.8).await;
     trained(&app, "j1", json!({"method": "quantile_map"})).await;
@@ -136,6 +137,8 @@ async fn named_raters_are_the_alarms_units(backend: Backend) {
     let text = metrics(&app).await;
     assert_eq!(metric(&text, UNITS), Some(3.0), "{text}");
     assert_eq!(metric(&text, FLEET), Some(0.0), "{text}");
+    // Four uploads are too few to show clustering beyond the alarm's model.
+    assert_eq!(metric(&text, CLUSTERED), Some(0.0), "{text}");
     // The fleet's bound is at δ/(2K) = 0.01/400, above the cell's own (at 0.001).
     assert!(
         metric(&text, FLEET_BOUND).unwrap() > metric(&text, BOUND).unwrap(),
@@ -185,7 +188,7 @@ async fn a_declared_design_effect_counts_a_large_batch_in_full(backend: Backend)
 
 /// A version keeps the units its training anchors came in (here uploads naming no rater), and
 /// the drift alarm's estimate of how alike a unit's misses are starts from them: trained on
-/// eight uploads of 50, one shifted batch of 400 counts for far more than after a version
+/// eight uploads of 50, two shifted uploads of 200 count for far more than after a version
 /// trained on the same anchors in one upload, where one unit shows nothing and the alarm
 /// starts from its prior.
 async fn the_training_anchors_units_start_the_alarms_estimate(backend: Backend) {
@@ -205,11 +208,16 @@ async fn the_training_anchors_units_start_the_alarms_estimate(backend: Backend) 
         trained(&app, "j1", json!({"method": "quantile_map"})).await;
         let list = app.get("/v1/cells/j1/coherence/calibrators").await;
         let units = list.body["versions"][0]["intervals"]["training_units"].clone();
-        let shifted = upload_to(&app, "shifted", 400, 0.9, 0.8).await;
-        assert!(
-            shifted["coverage"]["share"].as_f64().unwrap() < 0.8,
-            "{shifted}"
-        );
+        // Two shifted uploads of 200: one upload, which may be one labeller's, never raises
+        // the alarm alone.
+        for part in ["shifted-a", "shifted-b"] {
+            let shifted = upload_to(&app, part, 200, 0.9, 0.8).await;
+            assert!(
+                shifted["coverage"]["share"].as_f64().unwrap() < 0.8,
+                "{shifted}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
         let text = metrics(&app).await;
         // The 400 checked anchors are too recent to count in the estimate yet (it reads
         // anchors older than the last 500): the gauge shows where it started, the training
@@ -247,8 +255,9 @@ async fn the_training_anchors_units_start_the_alarms_estimate(backend: Backend) 
     );
     // Eight units whose misses do not cluster: below the prior's 0.05 widened by 1.25.
     assert!(eight["rho"].as_f64().unwrap() < 0.05, "{eight}");
-    // One shifted batch raises the alarm (1/δ = 100) only where the estimate starts from the
-    // training units (e-values 227 and 4.6 when this was written).
+    // Two shifted uploads raise the alarm (1/δ = 100) only where the estimate starts from the
+    // training units (one shifted upload of 400 gave e-values 227 and 4.6 before one upload
+    // could carry at most a factor 30).
     assert!(*started >= 100.0 && *alone < 100.0, "{seen:?}");
     assert!(*started > 10.0 * alone.max(1.0), "{seen:?}");
 }

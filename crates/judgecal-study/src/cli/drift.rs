@@ -63,6 +63,17 @@ pub struct DriftArgs {
     /// before it kept them).
     #[arg(long)]
     pub grid_no_history: bool,
+    /// The labelling designs instead (issue 57's table): false alarms, the fleet alert and
+    /// delays where raters differ, return, drift or are not named (`--grid-runs`,
+    /// `--grid-horizon`, `--grid-fleet`, `--grid-fleets` apply; `--designs-only` picks rows
+    /// by number, from 1).
+    #[arg(long)]
+    pub designs: bool,
+    #[arg(long, value_delimiter = ',')]
+    pub designs_only: Vec<usize>,
+    /// Designs: watches per delay cell.
+    #[arg(long, default_value_t = 400)]
+    pub designs_delay_runs: usize,
 }
 
 pub(super) fn drift(a: DriftArgs) -> Result<(), String> {
@@ -71,6 +82,9 @@ pub(super) fn drift(a: DriftArgs) -> Result<(), String> {
     a.flow.apply(&mut candidates.flow);
     if a.grid {
         return grid(a, candidates);
+    }
+    if a.designs {
+        return designs(a, candidates);
     }
     let methods = if a.methods.is_empty() {
         vec![
@@ -142,6 +156,47 @@ fn grid(a: DriftArgs, candidates: judgecal_stats::Candidates) -> Result<(), Stri
         "{}",
         grid::table(&opts, &worlds, &alarms, &delays, fleet.as_ref())
     );
+    eprintln!("{:.0} s", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+fn designs(a: DriftArgs, candidates: judgecal_stats::Candidates) -> Result<(), String> {
+    use crate::drift::designs::{self, Design};
+    use crate::drift::world::{self, Version};
+    let version = Version {
+        method: judgecal_stats::Method::QuantileMap,
+        candidates: &candidates,
+        train: a.anchors.max(200),
+        seed: a.seed,
+    };
+    let opts = designs::Options {
+        runs: a.grid_runs,
+        horizon: a.grid_horizon,
+        fleet: a.grid_fleet,
+        fleets: a.grid_fleets,
+        fleet_horizon: 5000,
+        delay_runs: a.designs_delay_runs,
+        healthy: 1000,
+        cap: 10_000,
+        seed: a.seed,
+    };
+    let all = Design::all();
+    let chosen: Vec<Design> = if a.designs_only.is_empty() {
+        all
+    } else {
+        a.designs_only
+            .iter()
+            .filter_map(|&k| all.get(k.wrapping_sub(1)).copied())
+            .collect()
+    };
+    let started = std::time::Instant::now();
+    let progress = |s: &str| eprintln!("{s}");
+    let mut rows = Vec::new();
+    for integer in [true, false] {
+        let w = world::world(version, integer)?;
+        rows.extend(designs::run(&opts, &w, &chosen, &progress));
+    }
+    print!("{}", designs::table(&opts, &rows));
     eprintln!("{:.0} s", started.elapsed().as_secs_f64());
     Ok(())
 }

@@ -26,23 +26,28 @@
 //! alarms and left out.
 
 use judgecal_stats::conformal::Intervals;
-use judgecal_stats::cv::Split;
 use judgecal_stats::drift::{BOUND_DELTA, MissAlarm, UnitId, UnitSpread};
 use judgecal_stats::rng::{Rng, RngExt, SeedableRng};
-use judgecal_stats::stats::{mean, normal_quantile, quantile, sample_variance};
-use judgecal_stats::{Candidates, Cell, Method, Run};
+use judgecal_stats::stats::quantile;
+use judgecal_stats::{Candidates, Method};
 
 use super::super::parallel;
-use super::super::synthetic::{JudgeModel, stand_in_reference};
+pub use super::world::World;
+use super::world::{OFFSETS, RATER_SHARE, Version};
 
 /// The false-alarm probability of each cell's alarm.
 const DELTA: f64 = 0.01;
 
-/// Rater offsets' quantiles.
-const OFFSETS: usize = 64;
-
-/// The rater offset's variance, as a share of the residual variance.
-const RATER_SHARE: f64 = 0.2;
+/// Builds a world: trains the version, then measures its miss rates.
+pub fn world(opts: &GridOptions, integer: bool) -> Result<World, String> {
+    let version = Version {
+        method: opts.method,
+        candidates: &opts.candidates,
+        train: opts.train,
+        seed: opts.seed,
+    };
+    super::world::world(version, integer)
+}
 
 #[derive(Debug, Clone)]
 pub struct GridOptions {
@@ -74,20 +79,6 @@ pub struct GridOptions {
     /// the service's does (`false`: from the watch's units alone, as before they were kept).
     pub history: bool,
     pub seed: u64,
-}
-
-/// A version's miss rates.
-#[derive(Debug, Clone)]
-pub struct World {
-    pub reference: &'static str,
-    pub free: f64,
-    pub by_offset: Vec<f64>,
-    /// The mean of `by_offset`: the miss rate where raters add offsets.
-    pub rated: f64,
-    /// The version's bound, as the service tests against.
-    pub bound: f64,
-    /// Per change: its name and the miss rate after it.
-    pub changes: Vec<(&'static str, f64)>,
 }
 
 /// How a watch's anchors depend on each other.
@@ -154,104 +145,6 @@ pub struct Fleet {
     pub held_out: usize,
     /// Per rule: name, the bound, fleets with a failed bound, with any alarm, with either.
     pub rules: Vec<(String, f64, usize, usize, usize)>,
-}
-
-fn version_misses(
-    model: &judgecal_stats::Model,
-    intervals: &Intervals,
-    pairs: &[(f64, f64)],
-    rng: &mut Rng,
-) -> Result<f64, String> {
-    let js: Vec<f64> = pairs.iter().map(|p| p.0).collect();
-    let corrected = model.correct(&js)?;
-    let mut missed = 0usize;
-    for (c, &(j, y)) in corrected.iter().zip(pairs) {
-        let miss = intervals
-            .misses(j, y, c, rng.random())
-            .ok_or("a version without an interval")?;
-        missed += usize::from(miss);
-    }
-    Ok(missed as f64 / pairs.len().max(1) as f64)
-}
-
-/// Builds a world: trains the version, then measures its miss rates.
-pub fn world(opts: &GridOptions, integer: bool) -> Result<World, String> {
-    let mut rng = Rng::seed_from_u64(opts.seed ^ u64::from(integer));
-    let scale = (1.0, 5.0);
-    let judge = JudgeModel::default();
-    let weak = JudgeModel::weak();
-    let reference = |t: f64| {
-        let y = t.clamp(scale.0, scale.1);
-        if integer { y.round() } else { y }
-    };
-    // Items: (truth, the judge's score, the weak judge's).
-    let items = |n: usize, rng: &mut Rng| -> Vec<(f64, f64, f64)> {
-        stand_in_reference(n, scale, rng)
-            .into_iter()
-            .map(|t| (t, judge.draw(t, scale, rng), weak.draw(t, scale, rng)))
-            .collect()
-    };
-    let train: Vec<(f64, f64)> = items(opts.train, &mut rng)
-        .iter()
-        .map(|&(t, j, _)| (j, reference(t)))
-        .collect();
-    let cells = [Cell {
-        pairs: train,
-        scale,
-    }];
-    let never = std::sync::atomic::AtomicBool::new(false);
-    let run = Run::new(&never, &|_| {});
-    let split = Split {
-        scheme: opts.method.default_scheme(),
-        seed: opts.seed,
-    };
-    let (models, held_out) = opts
-        .candidates
-        .get(opts.method)
-        .train(&cells, split, &run)?;
-    let model = &models[0];
-    let intervals = Intervals::of(&cells[0].pairs, &held_out[0], opts.seed)
-        .ok_or("the version has no conformal band")?;
-    let fresh = items(100_000, &mut rng);
-    let healthy: Vec<(f64, f64)> = fresh.iter().map(|&(t, j, _)| (j, reference(t))).collect();
-    let free = version_misses(model, &intervals, &healthy, &mut rng)?;
-    let js: Vec<f64> = healthy.iter().map(|p| p.0).collect();
-    let residuals: Vec<f64> = model
-        .correct(&js)?
-        .iter()
-        .zip(&healthy)
-        .map(|(c, &(_, y))| y - c.score)
-        .collect();
-    let offset_sd = (RATER_SHARE * sample_variance(&residuals)).sqrt();
-    let by_offset = (0..OFFSETS)
-        .map(|k| {
-            let o = offset_sd * normal_quantile((k as f64 + 0.5) / OFFSETS as f64);
-            let pairs: Vec<(f64, f64)> = fresh[..20_000]
-                .iter()
-                .map(|&(t, j, _)| (j, reference(t + o)))
-                .collect();
-            version_misses(model, &intervals, &pairs, &mut rng)
-        })
-        .collect::<Result<Vec<f64>, String>>()?;
-    let sd = sample_variance(&healthy.iter().map(|p| p.1).collect::<Vec<_>>()).sqrt();
-    let mut changes = Vec::new();
-    for (name, shift) in [("shift +0.5 sd", 0.5), ("shift +1.0 sd", 1.0)] {
-        let pairs: Vec<(f64, f64)> = healthy.iter().map(|&(j, y)| (j + shift * sd, y)).collect();
-        changes.push((name, version_misses(model, &intervals, &pairs, &mut rng)?));
-    }
-    let switched: Vec<(f64, f64)> = fresh.iter().map(|&(t, _, w)| (w, reference(t))).collect();
-    changes.push((
-        "judge switch",
-        version_misses(model, &intervals, &switched, &mut rng)?,
-    ));
-    Ok(World {
-        reference: if integer { "integer" } else { "quarter points" },
-        free,
-        rated: mean(&by_offset),
-        by_offset,
-        bound: intervals.miss_bound(BOUND_DELTA),
-        changes,
-    })
 }
 
 /// The version's training anchors' units, as the service counts them when it trains: `train`
@@ -323,19 +216,20 @@ fn healthy_watch(
     let (mut seen, mut b, mut rater, mut p) = (0usize, 0usize, 0 as UnitId, w.free);
     while seen < horizon {
         let unit = match dependence {
-            Dependence::Independent => alarm.batch_unit(),
+            Dependence::Independent => None,
             Dependence::Rater { batches, named } => {
                 if b.is_multiple_of(batches) {
                     rater += 1;
                     p = w.by_offset[rng.random_range(0..OFFSETS)];
                 }
-                if named { rater } else { alarm.batch_unit() }
+                named.then_some(rater)
             }
         };
-        for _ in 0..batch.min(horizon - seen) {
-            if alarm.observe(unit, rng.random::<f64>() < p) {
-                return (alarm.alarmed_at, alarm.units());
-            }
+        let misses: Vec<bool> = (0..batch.min(horizon - seen))
+            .map(|_| rng.random::<f64>() < p)
+            .collect();
+        if alarm.observe_session(unit, &misses) {
+            return (alarm.alarmed_at, alarm.units());
         }
         seen += batch;
         b += 1;
@@ -454,27 +348,26 @@ pub fn delays(opts: &GridOptions, w: &World) -> Vec<Delay> {
                             .bounded(opts.max_rho)
                             .with_history(history.as_ref());
                         let (mut s, mut oracle) = (0.0f64, None);
-                        let mut unit = alarm.batch_unit();
-                        let mut fired = None;
+                        let mut batch_misses = Vec::with_capacity(batch);
                         for i in 0..opts.healthy + opts.cap {
-                            if i % batch == 0 {
-                                unit = alarm.batch_unit();
-                            }
                             let p = if i < opts.healthy { w.free } else { after };
                             let m = rng.random::<f64>() < p;
-                            if fired.is_none() && alarm.observe(unit, m) {
-                                fired = Some(i as i64 + 1 - opts.healthy as i64);
-                            }
+                            batch_misses.push(m);
                             if oracle.is_none() {
                                 s = (s + if m { hit } else { miss }).max(0.0);
                                 if s >= h {
                                     oracle = Some(i as i64 + 1 - opts.healthy as i64);
                                 }
                             }
-                            if fired.is_some() && oracle.is_some() {
-                                break;
+                            if batch_misses.len() == batch || i + 1 == opts.healthy + opts.cap {
+                                alarm.observe_session(None, &batch_misses);
+                                batch_misses.clear();
+                                if alarm.alarmed_at.is_some() && oracle.is_some() {
+                                    break;
+                                }
                             }
                         }
+                        let fired = alarm.alarmed_at.map(|t| t as i64 - opts.healthy as i64);
                         got.push((fired, oracle));
                     }
                     got
@@ -569,9 +462,8 @@ pub fn fleet(opts: &GridOptions, w: &World, held_out: usize) -> Fleet {
                             rater += 1;
                             p = (rate * relative[rng.random_range(0..OFFSETS)]).min(1.0);
                         }
-                        for _ in 0..50 {
-                            alarm.observe(rater, rng.random::<f64>() < p);
-                        }
+                        let misses: Vec<bool> = (0..50).map(|_| rng.random::<f64>() < p).collect();
+                        alarm.observe_session(Some(rater), &misses);
                         seen += 50;
                     }
                     any_alarm |= alarm.alarmed_at.is_some();
@@ -724,6 +616,9 @@ mod tests {
     fn one_rater_uploading_many_batches_raises_few_false_alarms_only_when_named() {
         // Integer references (a skewed discrete scale), raters whose offsets are 20% of the
         // residual variance each uploading 5 batches of 50, misses at exactly the tested rate.
+        // Not named, five uploads of one labeller are beyond the alarm's chain, which expects
+        // an upload from the one before only: 14% of watches alarm (more before uploads were
+        // chained), and `clustered` says so (drift::tests::uploads_that_cluster_...).
         let opts = quick();
         let w = world(&opts, true).expect("the world builds");
         let cells = alarms(&opts, &w, &|_| {});
@@ -740,7 +635,7 @@ mod tests {
             rate(false)
         );
         assert!(rate(true) <= 0.02, "{}", rate(true));
-        assert!(rate(false) >= 0.2, "{}", rate(false));
+        assert!(rate(false) >= 0.1, "{}", rate(false));
     }
 
     #[test]

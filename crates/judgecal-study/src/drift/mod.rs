@@ -21,8 +21,10 @@
 //! for the same items (HANNA: the next judge of the list; synthetic: a judge of slope 0.4 and
 //! twice the noise). The delay is the number of streamed anchors until the alarm.
 
+pub mod designs;
 pub mod grid;
 pub mod scenario;
+pub mod world;
 
 use std::sync::atomic::AtomicBool;
 
@@ -286,8 +288,13 @@ pub fn run(opts: &Options, progress: &dyn Fn(&str)) -> Result<Vec<Row>, String> 
                 let units: Vec<Option<usize>> = (0..cells[0].pairs.len())
                     .map(|i| Some(i / opts.batch.max(1)))
                     .collect();
-                let intervals =
-                    intervals.with_units(&cells[0].pairs, &held_out[0], &units, opts.seed);
+                let places: Vec<Option<i64>> = units.iter().map(|u| u.map(|b| b as i64)).collect();
+                let intervals = intervals.with_units(
+                    &cells[0].pairs,
+                    &held_out[0],
+                    (&units, &places),
+                    opts.seed,
+                );
                 let bound = intervals.miss_bound(BOUND_DELTA);
                 let after = alarm_misses(model, &intervals, &stream, &mut rng)?;
                 // Before: the method's own interval where it has one, else the band.

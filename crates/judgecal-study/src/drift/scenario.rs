@@ -48,26 +48,26 @@ pub fn scenario(
             let (models, held_out) = candidates.get(method).train(&cells, split, &run)?;
             // The training anchors were uploaded in batches of 100 too.
             let units: Vec<Option<usize>> = (0..1000).map(|i| Some(i / 100)).collect();
+            let order: Vec<Option<i64>> = units.iter().map(|u| u.map(|b| b as i64)).collect();
             let intervals = Intervals::of(&cells[0].pairs, &held_out[0], seed)
                 .ok_or("the version has no conformal band")?
-                .with_units(&cells[0].pairs, &held_out[0], &units, seed);
+                .with_units(&cells[0].pairs, &held_out[0], (&units, &order), seed);
             let mut alarm = MissAlarm::new(intervals.miss_bound(BOUND_DELTA), DELTA)
                 .with_history(intervals.units.as_ref());
-            let mut seen = 0i64;
             for b in 0..(1000 + cap) / 100 {
                 let shift = if b < 10 { 0.0 } else { 0.8 };
                 let batch = pairs(100, shift, &mut rng);
                 let js: Vec<f64> = batch.iter().map(|p| p.0).collect();
                 let corrected = models[0].correct(&js)?;
-                let unit = alarm.batch_unit();
+                let mut misses = Vec::with_capacity(batch.len());
                 for (c, &(j, y)) in corrected.iter().zip(&batch) {
                     let missed = intervals
                         .misses(j, y, c, rng.random())
                         .ok_or("a version without an interval")?;
-                    seen += 1;
-                    if alarm.observe(unit, missed) {
-                        return Ok(Some(seen - 1000));
-                    }
+                    misses.push(missed);
+                }
+                if alarm.observe_batch(&misses) {
+                    return Ok(alarm.alarmed_at.map(|t| t as i64 - 1000));
                 }
             }
             Ok(None)
