@@ -41,6 +41,45 @@ pub enum Runs {
     New,
 }
 
+/// How the systems' biases u_g are drawn (each with sd about τ).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Biases {
+    Normal,
+    /// τ·(E − 1), E exponential: skewed (skewness 2), a long tail on one side.
+    Skewed,
+    /// τ·z, but one system in [`OUTLYING_ONE_IN`] (at random, known or new) sits at ±4 τ.
+    Outlying,
+    /// Two points, sd τ: one system in five at 2 τ, the others at −τ/2.
+    TwoPoint,
+}
+
+/// How often a system's bias is an outlier in [`Biases::Outlying`].
+const OUTLYING_ONE_IN: u32 = 12;
+
+impl Biases {
+    fn draw(self, rng: &mut Rng, tau: f64) -> f64 {
+        match self {
+            Biases::Normal => tau * standard_normal(rng),
+            Biases::Skewed => tau * (-(1.0 - rng.random::<f64>()).ln() - 1.0),
+            Biases::Outlying => {
+                if rng.random_range(0..OUTLYING_ONE_IN) == 0 {
+                    let sign = if rng.random::<bool>() { 1.0 } else { -1.0 };
+                    4.0 * tau * sign
+                } else {
+                    tau * standard_normal(rng)
+                }
+            }
+            Biases::TwoPoint => {
+                if rng.random_range(0..5) == 0 {
+                    2.0 * tau
+                } else {
+                    -0.5 * tau
+                }
+            }
+        }
+    }
+}
+
 /// One cell of the grid.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct World {
@@ -59,6 +98,14 @@ pub struct World {
     /// Rubrics of the judge trained together (1: the cell alone); the others' slopes step up
     /// to `slope` + 0.1, each with biases of its own, and the answers are the first's.
     pub rubrics: usize,
+    pub biases: Biases,
+    /// Systems' own reference noise, which the judge does not see: system g of G adds
+    /// N(0, (spread·g/(G − 1))²) to its references (0: every system alike).
+    pub spread: f64,
+    /// Known runs are of two systems drawn at random (`false`: the first two).
+    pub any_system: bool,
+    /// Run A is of the noisiest known system (the last), B of any other.
+    pub noisiest: bool,
 }
 
 impl World {
@@ -73,6 +120,10 @@ impl World {
         anchors: 500,
         run: 400,
         rubrics: 1,
+        biases: Biases::Normal,
+        spread: 0.0,
+        any_system: false,
+        noisiest: false,
     };
 
     pub fn label(&self) -> String {
@@ -103,6 +154,20 @@ impl World {
                 "{} rubrics pooled, {} anchors and runs of {}",
                 self.rubrics, self.anchors, self.run
             ));
+        } else if self.any_system {
+            parts.push(format!("{} anchors and runs of {}", self.anchors, self.run));
+        }
+        match self.biases {
+            Biases::Normal => {}
+            Biases::Skewed => parts.push("skewed biases".into()),
+            Biases::Outlying => parts.push(format!("one system in {OUTLYING_ONE_IN} at ±4 τ")),
+            Biases::TwoPoint => parts.push("two-point biases (one system in five far)".into()),
+        }
+        if self.spread > 0.0 {
+            parts.push(format!("systems' own noise sd 0–{}", self.spread));
+        }
+        if self.noisiest {
+            parts.push("run A of the noisiest system".into());
         }
         parts.join(", ")
     }
@@ -137,6 +202,19 @@ pub fn cells() -> Vec<World> {
             }
         }
     }
+    // Few groups where one system in five is far from the others (issue 57): two-point biases.
+    for groups in [2, 3, 4, 5] {
+        for runs in [Runs::Known, Runs::New] {
+            out.push(World {
+                groups,
+                tau: 0.5,
+                runs,
+                biases: Biases::TwoPoint,
+                any_system: true,
+                ..World::BASE
+            });
+        }
+    }
     for labels in [3, 5, 10, 50] {
         out.push(World {
             labels,
@@ -158,12 +236,52 @@ pub fn cells() -> Vec<World> {
             ..World::BASE
         });
     }
+    out.extend(weak_real());
     for clusters in [2, 5, 20] {
         out.push(World {
             clusters,
             labels: 50,
             ..World::BASE
         });
+    }
+    out
+}
+
+/// A weak judge shaped like issue 57's held-back real set: 12 systems of 100 items (half
+/// anchors, half the run), slopes 0.1 and 0.2, systems' biases normal, skewed or with an
+/// outlier, each system's references as noisy as its own (sd 0–1.2 beyond what the judge
+/// sees) or all alike, runs of any two systems (and of the noisiest against any other).
+pub fn weak_real() -> Vec<World> {
+    let mut out = Vec::new();
+    for slope in [0.1, 0.2] {
+        for biases in [Biases::Normal, Biases::Skewed, Biases::Outlying] {
+            for spread in [0.0, 1.2] {
+                // Run A of the noisiest system too, where systems' noise differs.
+                let of_noisiest = spread > 0.0 && biases == Biases::Normal;
+                for (runs, noisiest) in [
+                    (Runs::Known, false),
+                    (Runs::Known, true),
+                    (Runs::New, false),
+                ] {
+                    if noisiest && !of_noisiest {
+                        continue;
+                    }
+                    out.push(World {
+                        slope,
+                        noisiest,
+                        groups: 12,
+                        tau: 0.3,
+                        runs,
+                        anchors: 600,
+                        run: 50,
+                        biases,
+                        spread,
+                        any_system: true,
+                        ..World::BASE
+                    });
+                }
+            }
+        }
     }
     out
 }
@@ -239,16 +357,22 @@ fn inside((lo, hi): (f64, f64), x: f64) -> usize {
 fn replicate(w: &World, method: Method, rep: u64) -> Result<Counts, String> {
     let mut rng = Rng::seed_from_u64(rep.wrapping_mul(0x9E37_79B9).wrapping_add(17));
     let biases: Vec<f64> = (0..w.groups)
-        .map(|_| w.tau * standard_normal(&mut rng))
+        .map(|_| w.biases.draw(&mut rng, w.tau))
         .collect();
+    // System g's own reference noise (the last index: a new system's, drawn as one of theirs).
+    let noise_sd = |g: usize| w.spread * g as f64 / (w.groups.max(2) - 1) as f64;
     let mut pairs = Vec::with_capacity(w.anchors);
     let mut names = Vec::with_capacity(w.anchors);
     for i in 0..w.anchors {
         let g = (w.groups > 0).then_some(i % w.groups.max(1));
         let q = quality(&mut rng, w);
+        let own = match g {
+            Some(g) if w.spread > 0.0 => noise_sd(g) * standard_normal(&mut rng),
+            _ => 0.0,
+        };
         pairs.push((
             judge(&mut rng, w, q),
-            reference(w, q, g.map_or(0.0, |g| biases[g])),
+            reference(w, q, g.map_or(0.0, |g| biases[g]) + own),
         ));
         names.push(g.map(|g| format!("g{g}")));
     }
@@ -280,19 +404,44 @@ fn replicate(w: &World, method: Method, rep: u64) -> Result<Counts, String> {
     let (model, bias) = train_pooled_with_groups(method, &cells, &group_names, rep, &fit_run)?;
     let cell = cells.swap_remove(0);
     // The runs: two systems answering the same prompts.
+    let (k_a, k_b) = if w.any_system {
+        let a = if w.noisiest {
+            w.groups - 1
+        } else {
+            rng.random_range(0..w.groups)
+        };
+        (a, (a + rng.random_range(1..w.groups)) % w.groups)
+    } else {
+        (0, 1)
+    };
     let (u_a, u_b, g_a, g_b) = match w.runs {
         Runs::Ungrouped => (0.0, 0.0, None, None),
-        Runs::Known => (biases[0], biases[1], Some("g0"), Some("g1")),
+        Runs::Known => (
+            biases[k_a],
+            biases[k_b],
+            Some(format!("g{k_a}")),
+            Some(format!("g{k_b}")),
+        ),
         Runs::New => (
-            w.tau * standard_normal(&mut rng),
-            w.tau * standard_normal(&mut rng),
-            Some("new-a"),
-            Some("new-b"),
+            w.biases.draw(&mut rng, w.tau),
+            w.biases.draw(&mut rng, w.tau),
+            Some("new-a".to_owned()),
+            Some("new-b".to_owned()),
+        ),
+    };
+    // A run's own noise: its system's, or a new system's drawn as one of the anchors'.
+    let (sd_a, sd_b) = match w.runs {
+        _ if w.spread == 0.0 => (0.0, 0.0),
+        Runs::Ungrouped => (0.0, 0.0),
+        Runs::Known => (noise_sd(k_a), noise_sd(k_b)),
+        Runs::New => (
+            noise_sd(rng.random_range(0..w.groups)),
+            noise_sd(rng.random_range(0..w.groups)),
         ),
     };
     let n = w.run;
     let cluster_of: Vec<u64> = (0..n).map(|i| (i * w.clusters.max(1) / n) as u64).collect();
-    let mut draw = |u: f64| -> (Vec<f64>, Vec<f64>) {
+    let mut draw = |u: f64, sd: f64| -> (Vec<f64>, Vec<f64>) {
         let shared: Vec<f64> = (0..w.clusters.max(1))
             .map(|_| {
                 if w.clusters > 0 {
@@ -305,15 +454,20 @@ fn replicate(w: &World, method: Method, rep: u64) -> Result<Counts, String> {
         (0..n)
             .map(|i| {
                 let q = quality(&mut rng, w);
+                let own = if sd > 0.0 {
+                    sd * standard_normal(&mut rng)
+                } else {
+                    0.0
+                };
                 (
                     judge(&mut rng, w, q),
-                    reference(w, q, u + shared[cluster_of[i] as usize]),
+                    reference(w, q, u + own + shared[cluster_of[i] as usize]),
                 )
             })
             .unzip()
     };
-    let (j_a, y_a) = draw(u_a);
-    let (j_b, y_b) = draw(u_b);
+    let (j_a, y_a) = draw(u_a, sd_a);
+    let (j_b, y_b) = draw(u_b, sd_b);
     let ids: Vec<String> = (0..n).map(|i| format!("p{i}")).collect();
     let mut order: Vec<usize> = (0..n).collect();
     order.shuffle(&mut rng);
@@ -338,7 +492,10 @@ fn replicate(w: &World, method: Method, rep: u64) -> Result<Counts, String> {
         input_loading: Vec::new(),
         conditional: false,
     };
-    let (a, b) = (items(&j_a, &y_a, g_a), items(&j_b, &y_b, g_b));
+    let (a, b) = (
+        items(&j_a, &y_a, g_a.as_deref()),
+        items(&j_b, &y_b, g_b.as_deref()),
+    );
     let settings = AnswerSettings {
         seed: rep,
         ..AnswerSettings::default()

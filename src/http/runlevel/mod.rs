@@ -443,8 +443,18 @@ pub(super) fn render(note: &Note, subject: impl Fn(usize) -> String) -> String {
             interval.1
         ),
         Warning::GroupsUnmeasured => "the version's anchors name fewer than two groups: system-specific bias (a judge rating one system's outputs differently from another's at the same score) is not accounted for; upload anchors with `group` set to the system whose output was judged, from several systems, and retrain".to_owned(),
-        Warning::GroupsConservative { groups } => format!(
-            "the version's anchors name {groups} groups: too few to estimate how the judge's bias varies between systems, so the conservative rule applies (the group's own bias unshrunk, or the whole between-group spread for a new system)"
+        Warning::GroupsConservative { groups, new } => format!(
+            "the version's anchors name {groups} groups: too few to estimate how the judge's bias varies between systems, so the conservative rule applies (the group's own bias unshrunk, or the whole between-group spread for a new system){}",
+            if *new {
+                format!("; a new system's interval takes its bias as a normal draw like the {groups} known systems', and cannot see one far from them all (where one system in five is far, it covers 81-93%): label a sample of the run")
+            } else {
+                String::new()
+            }
+        ),
+        Warning::GroupsOutlying { outlying, groups } => format!(
+            "a new system's bias is taken as a normal draw like the {groups} known systems', but {} lie{} further from the others than normal biases allow: a new system could sit as far, and its interval would not cover it; label a sample of the run (the labelled path needs no such assumption)",
+            outlying.join(", "),
+            if outlying.len() == 1 { "s" } else { "" }
         ),
         Warning::PlanShort { reached, open } => format!(
             "{name}the label plan reaches {reached} of the {open} open pairs' targets: the others need more labels than the budget or the runs' items allow"

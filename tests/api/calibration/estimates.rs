@@ -405,6 +405,12 @@ async fn groups_are_stored_measured_and_used_by_run_level_answers(backend: Backe
     assert!(f(&groups["tau"]) > 0.1, "{groups}");
     let residual = |k: usize| f(&groups["groups"][k]["mean_residual"]);
     assert!(residual(7) > residual(0) + 0.4, "{groups}");
+    // Each group's own residual variance, and evenly spread biases: none lies far from the rest.
+    assert!(f(&groups["groups"][0]["variance"]) > 0.0, "{groups}");
+    assert!(
+        (0..8).all(|k| groups["groups"][k]["outlying"] == false),
+        "{groups}"
+    );
 
     let scores: Vec<f64> = (0..300).map(|i| 2.0 + 2.0 * (i as f64) / 300.0).collect();
     let estimate = |group: Value| {
@@ -445,6 +451,10 @@ async fn groups_are_stored_measured_and_used_by_run_level_answers(backend: Backe
         "{new}"
     );
     assert!(!said(&high) && !said(&none), "{high} {none}");
+    assert!(
+        !new.to_string().contains("further from the others"),
+        "{new}"
+    );
     // A known group's own bias moves its estimate; a new one's is a wider draw.
     assert!(
         f(&high["estimate"]) > f(&low["estimate"]) + 0.4,

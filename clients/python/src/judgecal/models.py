@@ -819,9 +819,21 @@ class GroupResidual(BaseModel):
     """
     Mean of reference − corrected over them.
     """
+    outlying: bool | None = None
+    """
+    Its mean lies further from the other groups' than normal biases allow (each group
+    against the rest, Student's t, 5% family-wise where none is far): a run of it keeps its
+    own mean, unshrunk, and a new group's answer says the biases look non-normal.
+    """
     standard_error: float
     """
-    Its standard error (pooled within-group spread over √anchors).
+    Its standard error: the group's residual variance (`variance`) over anchors, rooted.
+    """
+    variance: float | None = None
+    """
+    The group's own residual variance, moderated toward the pooled one (weighed as 10 more
+    anchors at the pooled variance); 0 in versions trained before it, which pooled every
+    group's.
     """
 
 
@@ -3139,6 +3151,11 @@ class GroupBias(BaseModel):
     ungrouped: int = Field(..., ge=0)
     """
     Held-out anchors without a group (not counted above).
+    """
+    within: float | None = None
+    """
+    The pooled within-group residual variance (0 in versions trained before groups kept
+    their own).
     """
 
 

@@ -86,6 +86,20 @@ impl<'a> Anchored<'a> {
         })
     }
 
+    /// The variance of a reference of `run` around its corrected score, from the corrector's
+    /// `noise_var`: scaled to its group's own where the anchors know it (systems differ in
+    /// it), none where the run's references are conditioned on.
+    fn noise_of(&self, run: &RunItems, noise_var: f64) -> f64 {
+        if run.conditional {
+            return 0.0;
+        }
+        let ratio = self
+            .basis
+            .groups
+            .map_or(1.0, |g| g.noise_ratio(run.group.as_deref()));
+        noise_var * ratio
+    }
+
     /// The group term of a run of `group`.
     fn group_shift(&self, group: Option<&str>) -> BiasShift {
         self.basis
@@ -256,10 +270,9 @@ impl<'a> Anchored<'a> {
         } else {
             self.corrector_term(&[&run.scores], &[1.0], settings)?
         };
-        let noise = if run.conditional { 0.0 } else { t.noise_var };
         let mut e = inference::plain(
             corrected,
-            noise,
+            self.noise_of(run, t.noise_var),
             t.variance,
             run.clusters.as_deref(),
             settings.level,
@@ -372,8 +385,8 @@ impl<'a> Anchored<'a> {
                 pairs.as_deref(),
                 (a.clusters.as_deref(), b.clusters.as_deref()),
                 (
-                    if a.conditional { 0.0 } else { t.noise_var },
-                    if b.conditional { 0.0 } else { t.noise_var },
+                    anchored.noise_of(a, t.noise_var),
+                    anchored.noise_of(b, t.noise_var),
                 ),
                 t.variance,
                 settings.estimand,

@@ -35,11 +35,21 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::stats::{
-    bisect, chi_square_quantile, mean, normal_cdf, sample_variance, standard_normal,
+    bisect, chi_square_quantile, mean, normal_cdf, sample_variance, standard_normal, t_quantile,
 };
 
 /// Below this many groups, τ² is not estimated (see the module's rules).
 pub const MIN_GROUPS: usize = 5;
+
+/// The pooled within-group variance's weight in a group's own, in degrees of freedom: a group of
+/// n anchors weighs its own n − 1 against these (a moderated variance, as limma's). Few anchors
+/// lean on the pool; a hundred mostly speak for themselves.
+pub const VARIANCE_PRIOR_DF: f64 = 10.0;
+
+/// The chance, where the groups' biases are normal, that any of them is flagged outlying: each
+/// group's distance from the others (their τ̂ and weighted mean) over its standard deviation,
+/// against Student's t on G − 2 degrees of freedom at this over 2G (Bonferroni).
+pub const OUTLIER_ALPHA: f64 = 0.05;
 
 /// One group's held-out residuals.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -49,8 +59,18 @@ pub struct GroupResidual {
     pub anchors: usize,
     /// Mean of reference − corrected over them.
     pub mean_residual: f64,
-    /// Its standard error (pooled within-group spread over √anchors).
+    /// Its standard error: the group's residual variance (`variance`) over anchors, rooted.
     pub standard_error: f64,
+    /// The group's own residual variance, moderated toward the pooled one (weighed as 10 more
+    /// anchors at the pooled variance); 0 in versions trained before it, which pooled every
+    /// group's.
+    #[serde(default)]
+    pub variance: f64,
+    /// Its mean lies further from the other groups' than normal biases allow (each group
+    /// against the rest, Student's t, 5% family-wise where none is far): a run of it keeps its
+    /// own mean, unshrunk, and a new group's answer says the biases look non-normal.
+    #[serde(default)]
+    pub outlying: bool,
 }
 
 /// A version's measure of how its bias varies between groups.
@@ -73,6 +93,10 @@ pub struct GroupBias {
     pub rule: String,
     /// Held-out anchors without a group (not counted above).
     pub ungrouped: usize,
+    /// The pooled within-group residual variance (0 in versions trained before groups kept
+    /// their own).
+    #[serde(default)]
+    pub within: f64,
 }
 
 /// The group of a run, as far as the answer is concerned.
@@ -234,6 +258,29 @@ fn paule_mandel(b: &[f64], s2: &[f64]) -> f64 {
     bisect(0.0, hi, 100, |t2| q(t2) > 0.0)
 }
 
+/// Which of the group means `b` (squared standard errors `s2`) lie further from the others
+/// than normal biases allow ([`OUTLIER_ALPHA`]); none below [`MIN_GROUPS`] groups, where the
+/// others are too few to say what normal is.
+fn outlying(b: &[f64], s2: &[f64]) -> Vec<bool> {
+    let g = b.len();
+    if g < MIN_GROUPS {
+        return vec![false; g];
+    }
+    let limit = t_quantile(1.0 - OUTLIER_ALPHA / (2.0 * g as f64), (g - 2) as f64);
+    (0..g)
+        .map(|k| {
+            let (ob, os): (Vec<f64>, Vec<f64>) =
+                (0..g).filter(|&i| i != k).map(|i| (b[i], s2[i])).unzip();
+            let t2 = paule_mandel(&ob, &os);
+            let w: Vec<f64> = os.iter().map(|s| 1.0 / (s + t2).max(1e-300)).collect();
+            let sw: f64 = w.iter().sum();
+            let mu = w.iter().zip(&ob).map(|(w, b)| w * b).sum::<f64>() / sw;
+            let sd = (t2 + s2[k] + 1.0 / sw).sqrt();
+            sd > 0.0 && ((b[k] - mu) / sd).abs() > limit
+        })
+        .collect()
+}
+
 /// τ's grid and posterior weights, and the per-τ quantities every term needs.
 struct Posterior {
     /// (weight, τ², μ̂_τ, 1/Σw).
@@ -291,15 +338,30 @@ impl GroupBias {
         let within = if dof > 0.0 { ss / dof } else { 0.0 };
         let groups: Vec<GroupResidual> = by
             .iter()
-            .map(|(g, rs)| GroupResidual {
-                group: (*g).to_owned(),
-                anchors: rs.len(),
-                mean_residual: mean(rs),
-                standard_error: (within / rs.len() as f64).sqrt(),
+            .map(|(g, rs)| {
+                let own = rs.len() as f64 - 1.0;
+                let variance = if own > 0.0 {
+                    (VARIANCE_PRIOR_DF * within + own * sample_variance(rs))
+                        / (VARIANCE_PRIOR_DF + own)
+                } else {
+                    within
+                };
+                GroupResidual {
+                    group: (*g).to_owned(),
+                    anchors: rs.len(),
+                    mean_residual: mean(rs),
+                    standard_error: (variance / rs.len() as f64).sqrt(),
+                    variance,
+                    outlying: false,
+                }
             })
             .collect();
         let b: Vec<f64> = groups.iter().map(|g| g.mean_residual).collect();
         let s2: Vec<f64> = groups.iter().map(|g| g.standard_error.powi(2)).collect();
+        let mut groups = groups;
+        for (g, out) in groups.iter_mut().zip(outlying(&b, &s2)) {
+            g.outlying = out;
+        }
         Some(Self {
             mean: mean(&b),
             tau: paule_mandel(&b, &s2).sqrt(),
@@ -313,7 +375,27 @@ impl GroupBias {
             .into(),
             groups,
             ungrouped,
+            within,
         })
+    }
+
+    /// The groups flagged outlying, by name.
+    pub fn outlying(&self) -> Vec<&str> {
+        self.groups
+            .iter()
+            .filter(|g| g.outlying)
+            .map(|g| g.group.as_str())
+            .collect()
+    }
+
+    /// How much noisier a reference of `group`'s is around its corrected score than the
+    /// anchors' pooled within-group noise: its moderated variance over the pooled one (1 for a
+    /// new group, whose noise is taken as the anchors', or in versions trained before).
+    pub fn noise_ratio(&self, group: Option<&str>) -> f64 {
+        match self.find(group) {
+            Some((_, g)) if g.variance > 0.0 && self.within > 0.0 => g.variance / self.within,
+            _ => 1.0,
+        }
     }
 
     /// τ's posterior under a flat prior on [0, τ_max], from the restricted likelihood; below
@@ -524,7 +606,7 @@ fn side(group: Option<&GroupResidual>, t2: f64, pooled: bool) -> (f64, f64, f64)
     match group {
         Some(g) => {
             let s2 = g.standard_error.powi(2);
-            let shrink = if !pooled {
+            let shrink = if !pooled || g.outlying {
                 1.0
             } else if t2 + s2 > 0.0 {
                 t2 / (t2 + s2)
@@ -679,5 +761,68 @@ mod tests {
         assert!(GroupBias::of(&[1.0, 2.0], &[Some("a"), Some("a")]).is_none());
         // A mixture of one point mass is that point.
         assert!(BiasShift::none().quantile(0.975, 0.0).abs() < 1e-9);
+    }
+
+    /// 12 groups of `n` residuals, bias u_g ~ N(0, 0.3²) with group 0's set to `first`
+    /// (`None`: drawn too), noise sd 0.8 but `first_sd` in group 0.
+    fn twelve(rng: &mut Rng, n: usize, first: Option<f64>, first_sd: f64) -> (GroupBias, f64) {
+        let mut us: Vec<f64> = (0..12).map(|_| 0.3 * standard_normal(rng)).collect();
+        if let Some(u) = first {
+            us[0] = u;
+        }
+        let (mut r, mut g) = (Vec::new(), Vec::new());
+        for (i, u) in us.iter().enumerate() {
+            let sd = if i == 0 { first_sd } else { 0.8 };
+            for _ in 0..n {
+                r.push(u + sd * standard_normal(rng));
+                g.push(format!("g{i}"));
+            }
+        }
+        let names: Vec<Option<&str>> = g.iter().map(|s| Some(s.as_str())).collect();
+        (GroupBias::of(&r, &names).unwrap(), us[0])
+    }
+
+    #[test]
+    fn a_group_noisier_than_the_rest_is_measured_by_its_own_noise() {
+        // Group 0's residual sd is 1.6 against the others' 0.8 (50 anchors each): the pooled
+        // variance, (11·0.64 + 2.56)/12 = 0.80, is under a third of its own (2.56), and put
+        // its known interval at z ≈ 1.96/1.79 (73%). Its own, moderated ((10·0.80 + 49·2.56)/59
+        // = 2.26), brings it to 93–97% over 1,000 draws (binomial sd 0.7 points); a run of it
+        // is 2.8 times noisier than the pooled variance says.
+        let mut rng = Rng::seed_from_u64(5);
+        let mut covered = 0;
+        let mut ratio = 0.0;
+        for _ in 0..1000 {
+            let (b, u0) = twelve(&mut rng, 50, None, 1.6);
+            covered += usize::from(covers(&b.shift(Some("g0")), u0));
+            ratio += b.noise_ratio(Some("g0")) / 1000.0;
+            assert_eq!(b.noise_ratio(Some("unseen")), 1.0);
+        }
+        let rate = covered as f64 / 1000.0;
+        eprintln!("a noisy group's own bias covered {rate:.3}, noise ratio {ratio:.2}");
+        assert!((0.93..=0.97).contains(&rate), "{rate}");
+        assert!((2.6..=3.1).contains(&ratio), "{ratio}");
+    }
+
+    #[test]
+    fn a_group_far_from_the_others_is_flagged_and_kept_unshrunk() {
+        // 12 groups of 50 (s_g = 0.11), τ = 0.3, 1,000 draws each (binomial sd 0.7 points):
+        // with normal biases some group is flagged in at most 7% of draws (OUTLIER_ALPHA is
+        // 5%: τ̂ from 11 groups makes it approximate); with group 0 at 6 τ it is flagged in
+        // at least 95%, and then its interval, unshrunk, covers it 93–97%.
+        let mut rng = Rng::seed_from_u64(9);
+        let (mut normal, mut far, mut covered) = (0, 0, 0);
+        for _ in 0..1000 {
+            let (b, _) = twelve(&mut rng, 50, None, 0.8);
+            normal += usize::from(!b.outlying().is_empty());
+            let (b, u0) = twelve(&mut rng, 50, Some(1.8), 0.8);
+            far += usize::from(b.outlying() == ["g0"]);
+            covered += usize::from(covers(&b.shift(Some("g0")), u0));
+        }
+        let [normal, far, covered] = [normal, far, covered].map(|c| c as f64 / 1000.0);
+        eprintln!("flagged: normal biases {normal:.3}, one at 6 τ {far:.3} (covered {covered:.3})");
+        assert!(normal <= 0.07, "{normal}");
+        assert!(far >= 0.95, "{far}");
+        assert!((0.93..=0.97).contains(&covered), "{covered}");
     }
 }

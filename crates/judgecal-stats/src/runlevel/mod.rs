@@ -265,6 +265,8 @@ pub struct GroupAnswer {
     pub groups: usize,
     /// `random_effects` or `conservative` (fewer than 5 groups).
     pub rule: Option<String>,
+    /// The groups whose bias lies further from the others' than normal biases allow.
+    pub outlying: Vec<String>,
 }
 
 impl GroupAnswer {
@@ -276,6 +278,9 @@ impl GroupAnswer {
             tau: bias.map(|b| b.tau),
             groups: bias.map_or(0, |b| b.groups.len()),
             rule: bias.map(|b| b.rule.clone()),
+            outlying: bias.map_or_else(Vec::new, |b| {
+                b.outlying().into_iter().map(str::to_owned).collect()
+            }),
         }
     }
 

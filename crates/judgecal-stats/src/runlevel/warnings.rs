@@ -26,8 +26,14 @@ pub enum Warning {
     /// accounted for.
     GroupsUnmeasured,
     /// Too few groups to estimate how the bias varies between systems: the conservative rule
-    /// applied.
-    GroupsConservative { groups: usize },
+    /// applied (`new`: to a new group, whose bias it takes as a normal draw like theirs).
+    GroupsConservative { groups: usize, new: bool },
+    /// A new group's bias is taken as a normal draw like the known groups', but these lie
+    /// further from the others than normal biases allow: a new system could too.
+    GroupsOutlying {
+        outlying: Vec<String>,
+        groups: usize,
+    },
     /// A label plan that reaches only `reached` of the `open` pairs' targets.
     PlanShort { reached: usize, open: usize },
 }
@@ -70,7 +76,14 @@ pub fn of_run(e: &RunEstimate, level: f64) -> Vec<Warning> {
 pub fn of_group(g: &GroupAnswer) -> Option<Warning> {
     match (g.term, g.rule.as_deref()) {
         (GroupTerm::Unmeasured, _) => Some(Warning::GroupsUnmeasured),
-        (_, Some("conservative")) => Some(Warning::GroupsConservative { groups: g.groups }),
+        (term, Some("conservative")) => Some(Warning::GroupsConservative {
+            groups: g.groups,
+            new: term == GroupTerm::New,
+        }),
+        (GroupTerm::New, _) if !g.outlying.is_empty() => Some(Warning::GroupsOutlying {
+            outlying: g.outlying.clone(),
+            groups: g.groups,
+        }),
         _ => None,
     }
 }
@@ -97,4 +110,50 @@ pub fn of_runs(runs: &[&RunEstimate], group: Option<&GroupAnswer>, level: f64) -
         });
     }
     notes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(term: GroupTerm, rule: &str, outlying: &[&str]) -> GroupAnswer {
+        GroupAnswer {
+            term,
+            shift: 0.0,
+            variance: 0.01,
+            tau: Some(0.3),
+            groups: 12,
+            rule: Some(rule.into()),
+            outlying: outlying.iter().map(|s| (*s).to_owned()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_new_systems_answer_says_when_a_known_one_lies_far_from_the_rest() {
+        let far = Warning::GroupsOutlying {
+            outlying: vec!["sys-3".into()],
+            groups: 12,
+        };
+        assert_eq!(
+            of_group(&answer(GroupTerm::New, "random_effects", &["sys-3"])),
+            Some(far)
+        );
+        // A known system's own bias needs no normal spread; nor do biases none of which is far.
+        assert_eq!(
+            of_group(&answer(GroupTerm::Known, "random_effects", &["sys-3"])),
+            None
+        );
+        assert_eq!(
+            of_group(&answer(GroupTerm::New, "random_effects", &[])),
+            None
+        );
+        // Under the conservative rule a new system's answer says what it cannot see.
+        assert_eq!(
+            of_group(&answer(GroupTerm::New, "conservative", &[])),
+            Some(Warning::GroupsConservative {
+                groups: 12,
+                new: true
+            })
+        );
+    }
 }
