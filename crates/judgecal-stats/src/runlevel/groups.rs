@@ -787,8 +787,9 @@ mod tests {
         // Group 0's residual sd is 1.6 against the others' 0.8 (50 anchors each): the pooled
         // variance, (11·0.64 + 2.56)/12 = 0.80, is under a third of its own (2.56), and put
         // its known interval at z ≈ 1.96/1.79 (73%). Its own, moderated ((10·0.80 + 49·2.56)/59
-        // = 2.26), brings it to 93–97% over 1,000 draws (binomial sd 0.7 points); a run of it
-        // is 2.8 times noisier than the pooled variance says.
+        // = 2.26, still pulled a little toward the pool: z ≈ 1.96·√(2.26/2.56), 93%), brings it
+        // to 92–97% over 1,000 draws (binomial sd 0.8 points; measured 92.7%); a run of it is
+        // 2.8 times noisier than the pooled variance says.
         let mut rng = Rng::seed_from_u64(5);
         let mut covered = 0;
         let mut ratio = 0.0;
@@ -800,7 +801,7 @@ mod tests {
         }
         let rate = covered as f64 / 1000.0;
         eprintln!("a noisy group's own bias covered {rate:.3}, noise ratio {ratio:.2}");
-        assert!((0.93..=0.97).contains(&rate), "{rate}");
+        assert!((0.92..=0.97).contains(&rate), "{rate}");
         assert!((2.6..=3.1).contains(&ratio), "{ratio}");
     }
 
