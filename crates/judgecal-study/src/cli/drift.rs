@@ -74,6 +74,9 @@ pub struct DriftArgs {
     /// Designs: watches per delay cell.
     #[arg(long, default_value_t = 400)]
     pub designs_delay_runs: usize,
+    /// Designs: the judge's shift whose delay is measured, in reference sd.
+    #[arg(long, default_value_t = 0.5)]
+    pub designs_shift: f64,
 }
 
 pub(super) fn drift(a: DriftArgs) -> Result<(), String> {
@@ -168,6 +171,7 @@ fn designs(a: DriftArgs, candidates: judgecal_stats::Candidates) -> Result<(), S
         candidates: &candidates,
         train: a.anchors.max(200),
         seed: a.seed,
+        shift: a.designs_shift,
     };
     let opts = designs::Options {
         runs: a.grid_runs,
@@ -179,6 +183,7 @@ fn designs(a: DriftArgs, candidates: judgecal_stats::Candidates) -> Result<(), S
         healthy: 1000,
         cap: 10_000,
         seed: a.seed,
+        shift: a.designs_shift,
     };
     let all = Design::all();
     let chosen: Vec<Design> = if a.designs_only.is_empty() {

@@ -20,7 +20,7 @@
 //!
 //! Per design: false alarms over `horizon` anchors in `runs` watches; the fleet alert (`fleet`
 //! cells of `fleet_horizon` anchors each, alerting at 2K/δ); the delay after the judge's scores
-//! shift by +0.5 reference sd at anchor `healthy` (the same design going on), by default and
+//! shift by +0.5 reference sd (or `--designs-shift`) at anchor `healthy` (the same design going on), by default and
 //! with independence declared (`calibrators.drift_max_rho = 0`), beside a CUSUM that knows
 //! the miss rate before and after, its threshold set on the design's own healthy watches.
 
@@ -294,6 +294,8 @@ pub struct Options {
     pub healthy: usize,
     pub cap: usize,
     pub seed: u64,
+    /// The judge's shift, in reference sd (as the world was built with).
+    pub shift: f64,
 }
 
 /// One design's figures.
@@ -371,7 +373,7 @@ fn cusum_steps(before: f64, after: f64) -> (f64, f64) {
     ((after / before).ln(), ((1.0 - after) / (1.0 - before)).ln())
 }
 
-/// Delays after the +0.5 sd shift: by default, with independence declared, and the oracle's.
+/// Delays after the shift: by default, with independence declared, and the oracle's.
 fn delays(
     opts: &Options,
     w: &World,
@@ -453,13 +455,14 @@ fn delays(
 /// The rows, in Markdown.
 pub fn table(opts: &Options, rows: &[Row]) -> String {
     let mut out = format!(
-        "Drift alarm by labelling design, δ = {DELTA}, batches of {BATCH}, named raters of {PER_RATER} batches, versions trained on {TRAIN} anchors of {} raters; false alarms over {} anchors, {} watches, miss rate at the tested rate; fleet: {} cells of {} anchors alerting at 2K/δ, {} fleets; delay after the judge shifts +0.5 sd at anchor {} (median over {} watches, within {}; an alarm before the change counts as never):\n\n| references | design | tested rate → after | false alarms | watches past 2K/δ | fleets alerting | delay (default) | delay (independence declared) | oracle CUSUM | default / oracle |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n",
+        "Drift alarm by labelling design, δ = {DELTA}, batches of {BATCH}, named raters of {PER_RATER} batches, versions trained on {TRAIN} anchors of {} raters; false alarms over {} anchors, {} watches, miss rate at the tested rate; fleet: {} cells of {} anchors alerting at 2K/δ, {} fleets; delay after the judge shifts +{} sd at anchor {} (median over {} watches, within {}; an alarm before the change counts as never):\n\n| references | design | tested rate → after | false alarms | watches past 2K/δ | fleets alerting | delay (default) | delay (independence declared) | oracle CUSUM | default / oracle |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n",
         TRAIN / BATCH,
         opts.horizon,
         opts.runs,
         opts.fleet,
         opts.fleet_horizon,
         opts.fleets,
+        opts.shift,
         opts.healthy,
         opts.delay_runs,
         opts.cap
@@ -503,6 +506,7 @@ mod tests {
             candidates: &Candidates::default(),
             train: 1200,
             seed: 7,
+            shift: 0.5,
         };
         world(version, integer).expect("the world builds")
     }
@@ -530,5 +534,39 @@ mod tests {
             }
         }
         assert!(failed.is_empty(), "{failed:?}");
+    }
+
+    #[test]
+    fn named_raters_who_return_after_a_change_carry_its_evidence() {
+        // Quarter-point references, named raters of five batches with offsets at 20% of the
+        // residual variance; the judge shifts +0.5 sd after 1,000 anchors (this version's
+        // misses 0.089 → 0.208). Before returning raters were bet on by their own excess, their
+        // later sessions lost what first sessions won: 104 of 200 watches alarmed within 10,000
+        // anchors, median 7,550. Now 145 of 200, median 4,050 (the oracle CUSUM's: 1,069).
+        let w = world_of(false);
+        let design = Design::Offsets { share: SHARE };
+        let opts = Options {
+            runs: 0,
+            horizon: 0,
+            fleet: 0,
+            fleets: 0,
+            fleet_horizon: 0,
+            delay_runs: 200,
+            healthy: 1000,
+            cap: 10_000,
+            seed: 5,
+            shift: 0.5,
+        };
+        let rates = (design.rate(&w, false), design.rate(&w, true));
+        let [default, _, oracle] = delays(&opts, &w, design, rates, 5);
+        let detected = default.iter().filter(|d| d.is_some()).count();
+        eprintln!(
+            "misses {:.3} -> {:.3}: detected in {detected} of 200 within 10,000 anchors, median {:?} (oracle {:?})",
+            rates.0,
+            rates.1,
+            median(&default),
+            median(&oracle)
+        );
+        assert!(detected >= 130, "{detected}");
     }
 }

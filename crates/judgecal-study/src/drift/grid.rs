@@ -45,6 +45,7 @@ pub fn world(opts: &GridOptions, integer: bool) -> Result<World, String> {
         candidates: &opts.candidates,
         train: opts.train,
         seed: opts.seed,
+        shift: 0.5,
     };
     super::world::world(version, integer)
 }

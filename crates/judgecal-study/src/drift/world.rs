@@ -24,6 +24,8 @@ pub struct Version<'a> {
     pub candidates: &'a Candidates,
     pub train: usize,
     pub seed: u64,
+    /// The judge's shift after a change, in reference sd (`shifted_curve`; 0.5 in the grid).
+    pub shift: f64,
 }
 
 /// The offsets (in residual sd) the miss-rate curves are measured at: `-CURVE_SPAN..=CURVE_SPAN`
@@ -47,14 +49,15 @@ pub struct World {
     /// Per change: its name and the miss rate after it.
     pub changes: Vec<(&'static str, f64)>,
     /// The miss rate where a rater adds an offset of k·[`CURVE_STEP`] residual sd, for k in
-    /// −40..=40; and the same after the judge's scores shift by +0.5 reference sd.
+    /// −40..=40; and the same after the judge's scores shift by the version's `shift` (in
+    /// reference sd).
     pub curve: Vec<f64>,
     pub shifted_curve: Vec<f64>,
 }
 
 impl World {
     /// The miss rate at an offset of `o` residual sd (linear between the measured offsets,
-    /// flat beyond them), healthy or after the +0.5 sd shift.
+    /// flat beyond them), healthy or after the shift.
     pub fn at(&self, o: f64, shifted: bool) -> f64 {
         let c = if shifted {
             &self.shifted_curve
@@ -158,7 +161,7 @@ pub fn world(opts: Version<'_>, integer: bool) -> Result<World, String> {
     ));
     let residual_sd = sample_variance(&residuals).sqrt();
     let mut curves = [Vec::new(), Vec::new()];
-    for (c, shift) in curves.iter_mut().zip([0.0, 0.5 * sd]) {
+    for (c, shift) in curves.iter_mut().zip([0.0, opts.shift * sd]) {
         for k in -CURVE_SPAN..=CURVE_SPAN {
             let o = residual_sd * CURVE_STEP * f64::from(k);
             let pairs: Vec<(f64, f64)> = fresh[..CURVE_ANCHORS]
