@@ -146,3 +146,44 @@ impl PairSpread {
         covariance / (self.pairs.sqrt() * v)
     }
 }
+
+/// Squared differences of consecutive uploads' miss shares (naming no rater) at lags 1 and 2.
+/// Their lag-1 covariance is half the difference of the two means where labellers span at most
+/// two uploads, whatever the level of misses does: a change moves both alike, so it cannot pass
+/// for labellers who upload twice (a covariance around the mean would call it one).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Differences {
+    last: [Option<f64>; 2],
+    lag1: (f64, f64),
+    lag2: (f64, f64),
+}
+
+impl Differences {
+    pub(crate) fn add(&mut self, x: f64) {
+        if let Some(y) = self.last[0] {
+            self.lag1 = (self.lag1.0 + (x - y).powi(2), self.lag1.1 + 1.0);
+        }
+        if let Some(y) = self.last[1] {
+            self.lag2 = (self.lag2.0 + (x - y).powi(2), self.lag2.1 + 1.0);
+        }
+        self.last = [Some(x), self.last[0]];
+    }
+
+    /// The correlation of misses between consecutive uploads: the training uploads' pairs'
+    /// estimate and these differences', each weighted by its pairs, shrunk towards
+    /// [`PRIOR_RHO`] with the weight of [`PRIOR_UNITS`] pairs and widened by [`RHO_MARGIN`].
+    pub(crate) fn rho(&self, mu: f64, training: &PairSpread) -> f64 {
+        let (mut sum, mut weight) = (PRIOR_UNITS * PRIOR_RHO, PRIOR_UNITS);
+        if let Some(r) = training.estimate(mu) {
+            sum += training.pairs * r.max(0.0);
+            weight += training.pairs;
+        }
+        let variance = mu * (1.0 - mu);
+        if self.lag2.1 >= 2.0 && variance > 0.0 {
+            let covariance = (self.lag2.0 / self.lag2.1 - self.lag1.0 / self.lag1.1) / 2.0;
+            sum += self.lag2.1 * (covariance / variance).clamp(0.0, 1.0);
+            weight += self.lag2.1;
+        }
+        (RHO_MARGIN * sum / weight).min(0.99)
+    }
+}
