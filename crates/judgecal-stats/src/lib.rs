@@ -13,6 +13,7 @@
 //! - `quality`: the three questions (mean error, MAE and Pearson, KL and W1); `stats`: shared
 //!   numerical helpers.
 
+pub mod agreement;
 pub mod bayes;
 pub mod bridge;
 pub mod conformal;
