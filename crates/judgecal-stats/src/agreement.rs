@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::quality::pearson;
-use crate::stats::normal_quantile;
+use crate::stats::{average_ranks, normal_quantile};
 
 /// The intervals' level.
 pub const LEVEL: f64 = 0.95;
@@ -58,26 +58,6 @@ fn fisher(r: f64, se: f64) -> Option<[f64; 2]> {
     Some([(centre - z() * se).tanh(), (centre + z() * se).tanh()])
 }
 
-/// The 1-based mid-ranks of `xs` (ties share the mean of their ranks).
-pub fn mid_ranks(xs: &[f64]) -> Vec<f64> {
-    let mut order: Vec<usize> = (0..xs.len()).collect();
-    order.sort_by(|&a, &b| xs[a].total_cmp(&xs[b]));
-    let mut ranks = vec![0.0; xs.len()];
-    let mut i = 0;
-    while i < order.len() {
-        let mut k = i;
-        while k + 1 < order.len() && xs[order[k + 1]] == xs[order[i]] {
-            k += 1;
-        }
-        let rank = (i + k) as f64 / 2.0 + 1.0;
-        for &o in &order[i..=k] {
-            ranks[o] = rank;
-        }
-        i = k + 1;
-    }
-    ranks
-}
-
 /// Kendall's τ-b, where both sides vary.
 fn tau_b(x: &[f64], y: &[f64]) -> Option<f64> {
     kendalls::tau_b_with_comparator(x, y, |a: &f64, b: &f64| a.total_cmp(b))
@@ -98,7 +78,7 @@ pub fn correlations(x: &[f64], y: &[f64]) -> Option<Correlations> {
     }
     let m = n as f64;
     let r = pearson(x, y);
-    let s = pearson(&mid_ranks(x), &mid_ranks(y));
+    let s = pearson(&average_ranks(x), &average_ranks(y));
     let t = tau_b(x, y)?;
     let figure = |value: f64, variance: f64, dof: f64| Figure {
         value,
@@ -223,7 +203,7 @@ mod tests {
         let (x, y) = ([1.0, 2.0, 2.0, 3.0], [1.0, 3.0, 2.0, 3.0]);
         let c = correlations(&x, &y).expect("both vary");
         assert!((c.kendall.value - 0.8).abs() < 1e-12, "{}", c.kendall.value);
-        assert_eq!(mid_ranks(&x), vec![1.0, 2.5, 2.5, 4.0]);
+        assert_eq!(average_ranks(&x), vec![1.0, 2.5, 2.5, 4.0]);
         let s = pearson(&[1.0, 2.5, 2.5, 4.0], &[1.0, 3.5, 2.0, 3.5]);
         assert!((c.spearman.value - s).abs() < 1e-12);
         // Only Pearson's interval exists with four pairs (n − 3 = 1, n − 4 = 0).
