@@ -8,6 +8,7 @@ use uuid::Uuid;
 
 use super::covariates::Covariates;
 use super::{CellKey, JudgeName, JudgeVersion, Problem, RubricName};
+use judgecal_stats::agreement::report::HeldOutRow;
 use judgecal_stats::conformal::Intervals;
 use judgecal_stats::covariates::{InputError, Layer};
 use judgecal_stats::panel::fusion::Fusion;
@@ -258,6 +259,8 @@ pub struct NewVersion {
     /// A version trained with covariates: how the judge score and the item's covariates
     /// become the score `model` corrects.
     pub covariate_layer: Option<Layer>,
+    /// Its anchors with their cross-fitted corrections, what the agreement report reads.
+    pub held_out: Option<Vec<HeldOutRow>>,
 }
 
 /// One immutable calibrator version of a cell.

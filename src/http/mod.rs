@@ -1,6 +1,7 @@
 //! The HTTP API: routes, middleware and the mapping of service results to responses. Nothing
 //! else in the crate imports this module.
 
+mod agreement;
 mod anchors;
 mod calibration;
 mod comparisons;
@@ -64,6 +65,7 @@ fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(calibration::versions))
         .routes(routes!(calibration::activate))
         .routes(routes!(calibration::report))
+        .routes(routes!(agreement::agreement))
         .routes(routes!(judge_versions::list))
         .routes(routes!(judge_versions::rescore))
         .routes(routes!(judge_versions::bridge))

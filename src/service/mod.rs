@@ -1,6 +1,7 @@
 //! The service layer: what the HTTP handlers and the CLI call. It validates, talks to the
 //! store, and keeps the metrics in step. No HTTP types here.
 
+pub mod agreement;
 pub mod bridges;
 mod comparisons;
 mod corrections;

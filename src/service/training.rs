@@ -11,6 +11,7 @@ use crate::domain::calibration::{JudgeRange, NewVersion};
 use crate::domain::panel::Joined;
 use crate::domain::training::Plan;
 use crate::domain::{Anchor, GroupName, RubricName, Scale};
+use judgecal_stats::agreement::report::HeldOutRow;
 use judgecal_stats::bayes::FitOptions;
 use judgecal_stats::conformal::Intervals;
 use judgecal_stats::covariates::{LayerOptions, Row, fit_layer};
@@ -55,6 +56,8 @@ impl Progress {
 /// One cell's snapshot, as the job read it.
 pub struct CellData {
     pub rubric: RubricName,
+    /// Each anchor's item id, in item order.
+    pub items: Vec<String>,
     pub scale: Scale,
     /// (judge score, reference score), in item order.
     pub pairs: Vec<(f64, f64)>,
@@ -74,6 +77,10 @@ impl CellData {
         Self {
             rubric,
             scale,
+            items: anchors
+                .iter()
+                .map(|a| a.item_id.as_str().to_owned())
+                .collect(),
             pairs: anchors
                 .iter()
                 .map(|a| (a.judge_score, a.reference_score))
@@ -101,7 +108,27 @@ impl CellData {
             fusion: None,
             covariate_layer: None,
             judge_range: JudgeRange::of(self.pairs.iter().map(|p| p.0)),
+            held_out: None,
         }
+    }
+
+    /// Its anchors beside their held-out predictions `held_out`, for the agreement report.
+    fn held_out_rows(&self, held_out: &[Option<Corrected>]) -> Vec<HeldOutRow> {
+        self.pairs
+            .iter()
+            .enumerate()
+            .map(|(i, &(judge, reference))| {
+                let c = held_out.get(i).copied().flatten();
+                HeldOutRow {
+                    item_id: self.items.get(i).cloned().unwrap_or_default(),
+                    group: self.groups.get(i).cloned().flatten().map(|g| g.to_string()),
+                    judge_score: judge,
+                    reference_score: reference,
+                    corrected: c.map(|c| c.score).filter(|s| s.is_finite()),
+                    band: c.and_then(|c| c.predictive).map(|(lo, hi)| [lo, hi]),
+                }
+            })
+            .collect()
     }
 
     /// The intervals of a version with held-out predictions `held_out`, its anchors' misses
@@ -194,6 +221,13 @@ pub fn train_panel(
             .map(|((j, scale), f)| CellData {
                 rubric: j.rubric.clone(),
                 scale: *scale,
+                // The members' anchors come member after member, each in item order.
+                items: j
+                    .anchors
+                    .iter()
+                    .take(j.rows.len())
+                    .map(|a| a.item_id.as_str().to_owned())
+                    .collect(),
                 pairs: f.anchors.clone(),
                 groups: j.groups.clone(),
                 units: Vec::new(),
@@ -250,6 +284,7 @@ pub fn train_covariates(
             .map(|(c, layer)| CellData {
                 rubric: c.rubric.clone(),
                 scale: c.scale,
+                items: c.items.clone(),
                 pairs: layer.anchors.clone(),
                 groups: c.groups.clone(),
                 units: c.units.clone(),
@@ -260,6 +295,10 @@ pub fn train_covariates(
         let mut trained = train_on(&fused, plan, &run.part(0.4, 1.0))?;
         for ((v, layer), c) in trained.iter_mut().zip(layers).zip(cells) {
             v.judge_range = JudgeRange::of(c.pairs.iter().map(|p| p.0));
+            // The report compares the raw judge, not the layer's score, with the reference.
+            for (row, p) in v.held_out.iter_mut().flatten().zip(&c.pairs) {
+                row.judge_score = p.0;
+            }
             v.covariate_layer = Some(layer);
         }
         Ok(trained)
@@ -307,6 +346,7 @@ fn train_on(cells: &[CellData], plan: &Plan, run: &Run) -> Result<Vec<NewVersion
                     ),
                     intervals: c.intervals(held, job.split.seed),
                     groups: c.group_bias(held),
+                    held_out: Some(c.held_out_rows(held)),
                     ..c.version(model)
                 })
                 .collect()
@@ -320,6 +360,7 @@ fn train_on(cells: &[CellData], plan: &Plan, run: &Run) -> Result<Vec<NewVersion
                     evaluation: chosen.evaluation,
                     intervals: c.intervals(&chosen.held_out, options.split.seed),
                     groups: c.group_bias(&chosen.held_out),
+                    held_out: Some(c.held_out_rows(&chosen.held_out)),
                     decision: Some(chosen.decision),
                     ..c.version(chosen.model)
                 }

@@ -11,6 +11,7 @@ use crate::domain::calibration::{
 };
 use crate::domain::{Anchor, CellKey, JudgeName, JudgeVersion, RubricName, now_ms};
 use crate::error::{Error, Result};
+use judgecal_stats::agreement::report::HeldOutRow;
 use judgecal_stats::{Method, Model};
 
 fn corrupt(what: &str) -> Error {
@@ -294,9 +295,9 @@ impl Store {
                 "INSERT INTO calibrators (id, cell_id, version, method, job_id, anchor_count,
                      anchor_digest, params, diagnostics, evaluation, decision, intervals, passed,
                      failure, created_at_ms, groups, judge_version, fusion, judge_min, judge_max,
-                     covariate_layer)
+                     covariate_layer, held_out)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
-                     $18, $19, $20, $21)",
+                     $18, $19, $20, $21, $22)",
             )
             .bind(&id)
             .bind(&cell_id)
@@ -320,6 +321,7 @@ impl Store {
             .bind(v.judge_range.map(|r| r.min))
             .bind(v.judge_range.map(|r| r.max))
             .bind(v.covariate_layer.as_ref().map(to_json).transpose()?)
+            .bind(v.held_out.as_ref().map(to_json).transpose()?)
             .execute(&mut *tx)
             .await?;
             let active = failure.is_none() || force;
@@ -388,6 +390,19 @@ impl Store {
             .await?
             .as_ref()
             .map(version_from_row)
+            .transpose()
+    }
+
+    /// A version's anchors with their held-out corrections (`None` for a version trained
+    /// before they were kept).
+    pub async fn held_out(&self, id: CalibratorId) -> Result<Option<Vec<HeldOutRow>>> {
+        let raw: Option<String> =
+            sqlx::query_scalar("SELECT held_out FROM calibrators WHERE id = $1")
+                .bind(id.to_string())
+                .fetch_optional(&self.pool)
+                .await?
+                .flatten();
+        raw.map(|r| serde_json::from_str(&r).map_err(|_| corrupt("held-out rows")))
             .transpose()
     }
 

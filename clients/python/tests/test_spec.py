@@ -29,6 +29,7 @@ CALLS = {
     "preferences": "preferences",
     "activate": "activate",
     "report": "report_svg",
+    "agreement": "agreement",
     "compare": "compare",
     "correct": "correct",
     "estimate": "estimate",

@@ -1,6 +1,7 @@
 //! Training jobs, calibrator versions and /v1/correct on both backends, and the job queue
 //! shared by several processes on one database. The helpers here are shared by the modules.
 
+mod agreement;
 mod covariates;
 mod coverage;
 mod estimates;

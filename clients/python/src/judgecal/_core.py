@@ -700,6 +700,31 @@ class Endpoints:
             )
         )
 
+    def agreement(
+        self,
+        judge: str,
+        rubric: str,
+        *,
+        version: int | None = None,
+        judge_version: str | None = None,
+        group: str | None = None,
+        top: int | None = None,
+    ) -> models.AgreementResponse:
+        """GET how well the judge agrees with the reference on a version's anchors (the
+        active one's, `version`'s, or the newest of `judge_version`'s; one `group` only
+        where given): the raw judge and the held-out corrected scores side by side
+        (Pearson, Spearman, Kendall, and κs on a discrete scale, each with a 95% interval),
+        the bias by judge level and by system, and the `top` largest disagreements.
+        `frames.agreement_frames` makes them tables."""
+        return self._send(
+            Request(
+                "GET",
+                f"/v1/cells/{seg(judge)}/{seg(rubric)}/agreement",
+                model(models.AgreementResponse),
+                params={"version": version, "judge_version": judge_version, "group": group, "top": top},
+            )
+        )
+
     def report_svg(self, judge: str, rubric: str) -> str:
         return self._send(Request("GET", f"/v1/cells/{seg(judge)}/{seg(rubric)}/report.svg", text))
 

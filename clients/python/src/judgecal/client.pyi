@@ -162,6 +162,14 @@ class Client:
         favouritism), each with a 95% interval. `frames.biases_frame` makes them a table."""
         ...
     def activate(self, judge: str, rubric: str, version: int) -> models.VersionDto: ...
+    def agreement(self, judge: str, rubric: str, *, version: int | None=None, judge_version: str | None=None, group: str | None=None, top: int | None=None) -> models.AgreementResponse:
+        """GET how well the judge agrees with the reference on a version's anchors (the
+        active one's, `version`'s, or the newest of `judge_version`'s; one `group` only
+        where given): the raw judge and the held-out corrected scores side by side
+        (Pearson, Spearman, Kendall, and κs on a discrete scale, each with a 95% interval),
+        the bias by judge level and by system, and the `top` largest disagreements.
+        `frames.agreement_frames` makes them tables."""
+        ...
     def report_svg(self, judge: str, rubric: str) -> str: ...
     def correct(self, judge: str, rubric: str, scores: Sequence[float] | None=None, *, items: Sequence[Mapping[str, Any]] | None=None, version: int | None=None, judge_version: str | None=None) -> models.CorrectResponse:
         """POST /v1/correct: corrected scores with their intervals (`items` to get ids back;
@@ -358,6 +366,14 @@ class AsyncClient:
         favouritism), each with a 95% interval. `frames.biases_frame` makes them a table."""
         ...
     async def activate(self, judge: str, rubric: str, version: int) -> models.VersionDto: ...
+    async def agreement(self, judge: str, rubric: str, *, version: int | None=None, judge_version: str | None=None, group: str | None=None, top: int | None=None) -> models.AgreementResponse:
+        """GET how well the judge agrees with the reference on a version's anchors (the
+        active one's, `version`'s, or the newest of `judge_version`'s; one `group` only
+        where given): the raw judge and the held-out corrected scores side by side
+        (Pearson, Spearman, Kendall, and κs on a discrete scale, each with a 95% interval),
+        the bias by judge level and by system, and the `top` largest disagreements.
+        `frames.agreement_frames` makes them tables."""
+        ...
     async def report_svg(self, judge: str, rubric: str) -> str: ...
     async def correct(self, judge: str, rubric: str, scores: Sequence[float] | None=None, *, items: Sequence[Mapping[str, Any]] | None=None, version: int | None=None, judge_version: str | None=None) -> models.CorrectResponse:
         """POST /v1/correct: corrected scores with their intervals (`items` to get ids back;

@@ -275,3 +275,66 @@ def biases_frame(preferences: Any) -> "pd.DataFrame":
         rows.append({"diagnostic": "favouritism", "source": f.system, "estimate": f.estimate,
                      "lo": f.interval[0], "hi": f.interval[1], "comparisons": f.comparisons})
     return pd.DataFrame(rows, columns=["diagnostic", "source", "estimate", "lo", "hi", "comparisons"])
+
+
+def _figure(prefix: str, f: Any) -> dict[str, Any]:
+    if f is None:
+        return {prefix: None, f"{prefix}_lo": None, f"{prefix}_hi": None}
+    lo, hi = f.interval if f.interval is not None else (None, None)
+    return {prefix: f.value, f"{prefix}_lo": lo, f"{prefix}_hi": hi}
+
+
+def agreement_frames(report: Any) -> dict[str, "pd.DataFrame"]:
+    """An `agreement` answer as tables, by name:
+
+    - `figures`: one row per (`scores`: `raw` or `corrected`, `figure`: `pearson`,
+      `spearman`, `kendall`, `cohen_kappa`, `quadratic_kappa`) with `value`, `lo`, `hi`
+      (95%) and `n`;
+    - `confusion_raw`, `confusion_corrected`: the κs' confusion matrices (rows: the score's
+      level, columns: the reference's), where the reference scale is discrete;
+    - `by_level`: `from`, `to`, `n`, `raw`, `raw_lo`, `raw_hi`, `corrected`, ... (bias =
+      score − reference);
+    - `by_group`: the same per `group`;
+    - `disagreements`: the listed items, largest miss first."""
+    pd = _pandas()
+    figures: list[dict[str, Any]] = []
+    confusions: dict[str, "pd.DataFrame"] = {}
+    for scores, a in [("raw", report.raw), ("corrected", report.corrected)]:
+        named = [("pearson", a.pearson), ("spearman", a.spearman), ("kendall", a.kendall)]
+        if a.kappa is not None:
+            named += [("cohen_kappa", a.kappa.cohen), ("quadratic_kappa", a.kappa.quadratic)]
+            counts = [[int(getattr(c, "root", c)) for c in row] for row in a.kappa.confusion]
+            confusions[f"confusion_{scores}"] = pd.DataFrame(
+                counts, index=a.kappa.levels, columns=a.kappa.levels
+            )
+        for name, f in named:
+            value = _figure("value", f)
+            figures.append({"scores": scores, "figure": name, "value": value["value"],
+                            "lo": value["value_lo"], "hi": value["value_hi"], "n": a.n})
+
+    def bias(b: Any) -> dict[str, Any]:
+        return {"n": b.n, **_figure("raw", b.raw), **_figure("corrected", b.corrected)}
+
+    return {
+        "figures": pd.DataFrame(figures, columns=["scores", "figure", "value", "lo", "hi", "n"]),
+        **confusions,
+        "by_level": pd.DataFrame([{"from": s.from_, "to": s.to, **bias(s.bias)} for s in report.by_level]),
+        "by_group": pd.DataFrame([{"group": s.group, **bias(s.bias)} for s in report.by_group]),
+        "disagreements": pd.DataFrame(
+            [
+                {
+                    "item_id": d.item_id,
+                    "group": d.group,
+                    "judge_score": d.judge_score,
+                    "reference_score": d.reference_score,
+                    "corrected": d.corrected,
+                    "error": d.error,
+                    "band_lo": d.band[0] if d.band else None,
+                    "band_hi": d.band[1] if d.band else None,
+                    "outside": d.outside,
+                }
+                for d in report.disagreements
+            ],
+            columns=["item_id", "group", "judge_score", "reference_score", "corrected", "error", "band_lo", "band_hi", "outside"],
+        ),
+    }

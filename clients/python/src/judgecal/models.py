@@ -670,6 +670,30 @@ class DiagnosticsDto(BaseModel):
     """
 
 
+class Disagreement(BaseModel):
+    """
+    One anchor the corrected score misses by much.
+    """
+
+    band: list[float] | None = None
+    """
+    The held-out 95% predictive band, and whether the reference lies outside it.
+    """
+    corrected: float
+    """
+    The held-out corrected score.
+    """
+    error: float
+    """
+    Reference − corrected.
+    """
+    group: str | None = None
+    item_id: str
+    judge_score: float
+    outside: bool | None = None
+    reference_score: float
+
+
 class EstimateScores(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
@@ -784,6 +808,18 @@ class Favouritism(BaseModel):
     estimate: float
     interval: list[float]
     system: str
+
+
+class Figure(BaseModel):
+    """
+    One figure and its interval (`None` where too few items give one).
+    """
+
+    interval: list[float] | None = None
+    """
+    Lower and upper ends of the 95% interval.
+    """
+    value: float
 
 
 class Figures(BaseModel):
@@ -1043,6 +1079,28 @@ class JudgeVersionsResponse(BaseModel):
     """
     Oldest first.
     """
+
+
+class ConfusionItem(RootModel[int]):
+    root: int = Field(..., ge=0)
+
+
+class Kappas(BaseModel):
+    """
+    Agreement on a discrete scale: the confusion matrix (rows: the judge's level; columns: the
+    reference's) and the two κs.
+    """
+
+    cohen: Figure
+    confusion: list[list[ConfusionItem]]
+    """
+    counts[i][k]: items the judge put at `levels[i]` and the reference at `levels[k]`.
+    """
+    levels: list[float]
+    """
+    Both sides' levels, in order: the rows' and the columns' labels.
+    """
+    quadratic: Figure
 
 
 class LabelsBody(BaseModel):
@@ -2589,6 +2647,21 @@ class WinRateDto(BaseModel):
     """
 
 
+class Agreement(BaseModel):
+    """
+    How one kind of score agrees with the reference.
+    """
+
+    kappa: Kappas | None = None
+    kendall: Figure | None = None
+    n: int = Field(..., ge=0)
+    """
+    Items compared.
+    """
+    pearson: Figure | None = None
+    spearman: Figure | None = None
+
+
 class AnchorBatchRequest(BaseModel):
     """
     One cell's anchors as JSON. CSV uploads (`text/csv`) carry the columns
@@ -2698,6 +2771,19 @@ class BayesOptions(BaseModel):
     """
     Warm-up iterations per chain.
     """
+
+
+class Bias(BaseModel):
+    """
+    The mean bias (score − reference) of a slice of anchors, raw and corrected.
+    """
+
+    corrected: Figure | None = None
+    n: int = Field(..., ge=0)
+    """
+    Anchors in the slice.
+    """
+    raw: Figure | None = None
 
 
 class Biases(BaseModel):
@@ -3303,6 +3389,16 @@ class LabelPlanDto(BaseModel):
     """
 
 
+class LevelBias(BaseModel):
+    """
+    The bias where the judge gave scores from `from` to `to` (one level where they are equal).
+    """
+
+    bias: Bias
+    from_: float = Field(..., alias='from')
+    to: float
+
+
 class PanelPlanDto(BaseModel):
     best_single: SubPanelPlanDto
     """
@@ -3516,6 +3612,15 @@ class RunEstimateDto(BaseModel):
     variance: VarianceDto
 
 
+class SystemBias(BaseModel):
+    """
+    The bias on one system's outputs (the anchors' group).
+    """
+
+    bias: Bias
+    group: str
+
+
 class SystemRatingDto(BaseModel):
     comparisons: int = Field(..., ge=0)
     """
@@ -3626,6 +3731,70 @@ class TrainingRequestDoc(
     ]
 ):
     root: IdentityTraining | QuantileMapTraining | BayesTraining | FlowTraining | IsotonicTraining | AutoTraining
+
+
+class AgreementResponse(BaseModel):
+    """
+    The agreement report of one calibrator version, over the anchors it was fitted on.
+    """
+
+    bias: Bias
+    """
+    Mean bias (score − reference), raw and corrected, over all anchors.
+    """
+    by_group: list[SystemBias]
+    """
+    The bias by the anchors' group (system).
+    """
+    by_level: list[LevelBias]
+    """
+    The bias by the judge's score level (by ten bins of about equal size where the judge
+    gives more than 21 distinct scores).
+    """
+    corrected: Agreement
+    """
+    The held-out corrected scores (each from a fit that did not see the anchor) against
+    the reference, over the held-out anchors; `kappa` with each at its nearest level.
+    """
+    disagreements: list[Disagreement]
+    """
+    The held-out anchors the corrected score misses most, largest |reference − corrected|
+    first, with the held-out band and whether the reference lies outside it.
+    """
+    group: str | None = None
+    """
+    The group the report is restricted to, where the request named one.
+    """
+    held_out: int = Field(..., ge=0)
+    judge: str
+    judge_version: str | None = None
+    levels: list[float] | None = None
+    """
+    The reference's levels where its scale is discrete (at most 21): what the κs use.
+    """
+    method: str
+    n: int = Field(..., ge=0)
+    """
+    Anchors read, and of them those with a held-out corrected score (every anchor under
+    k-fold cross-fitting; the test share under a holdout split).
+    """
+    raw: Agreement
+    """
+    The raw judge score against the reference, over every anchor: `pearson`, `spearman`,
+    `kendall` (each `{value, interval}`), and `kappa` on a discrete reference scale (the
+    judge's scores at their nearest reference level; none where the judge uses another
+    scale).
+    """
+    rubric: str
+    version: int
+    """
+    The version read, its method and the judge version it was trained on.
+    """
+    warnings: list[str]
+    """
+    What a reader could take wrongly from the figures: where many anchors share one judge
+    score, the corrected side's rank figures order fold noise among them.
+    """
 
 
 class CompareBody(BaseModel):

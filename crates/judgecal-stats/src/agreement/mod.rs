@@ -6,14 +6,18 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod report;
+
 use crate::quality::pearson;
 use crate::stats::{average_ranks, normal_quantile};
 
 /// The intervals' level.
 pub const LEVEL: f64 = 0.95;
 
-/// A scale with more distinct levels than this on either side gets no κ (it is not discrete).
-pub const MAX_LEVELS: usize = 11;
+/// A scale with more distinct levels than this on either side gets no κ (it is not discrete):
+/// 21 holds a 0–20 scale, and the mean of up to five ratings on 1–5 (HANNA's references are
+/// means of three, 13 levels).
+pub const MAX_LEVELS: usize = 21;
 
 /// One figure and its interval (`None` where too few items give one).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -160,12 +164,6 @@ pub fn kappas(x: &[f64], y: &[f64]) -> Option<Kappas> {
     if x.len() != y.len() || x.is_empty() {
         return None;
     }
-    let distinct = |v: &[f64]| {
-        let mut d: Vec<f64> = v.to_vec();
-        d.sort_by(f64::total_cmp);
-        d.dedup();
-        d
-    };
     if distinct(x).len() > MAX_LEVELS || distinct(y).len() > MAX_LEVELS {
         return None;
     }
@@ -187,6 +185,39 @@ pub fn kappas(x: &[f64], y: &[f64]) -> Option<Kappas> {
         cohen,
         quadratic,
     })
+}
+
+/// The distinct values of `v`, in order.
+pub fn distinct(v: &[f64]) -> Vec<f64> {
+    let mut d: Vec<f64> = v.to_vec();
+    d.sort_by(f64::total_cmp);
+    d.dedup();
+    d
+}
+
+/// Each of `x` at the nearest of `levels` (sorted; the lower one on a tie), where every `x`
+/// lies within half a mean step of the levels' span: a score on the same scale as the levels.
+/// `None` where one lies further out (another scale), or with fewer than two levels.
+pub fn on_grid(x: &[f64], levels: &[f64]) -> Option<Vec<f64>> {
+    let (&lo, &hi) = (levels.first()?, levels.last()?);
+    if levels.len() < 2 {
+        return None;
+    }
+    let half = (hi - lo) / (levels.len() - 1) as f64 / 2.0;
+    x.iter()
+        .map(|&v| {
+            if !(lo - half..=hi + half).contains(&v) {
+                return None;
+            }
+            let mut best = lo;
+            for &l in levels {
+                if (v - l).abs() < (v - best).abs() {
+                    best = l;
+                }
+            }
+            Some(best)
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -230,9 +261,47 @@ mod tests {
             k.quadratic.value
         );
         // Too many levels for a κ; constant sides for correlations.
-        let many: Vec<f64> = (0..20).map(f64::from).collect();
+        let many: Vec<f64> = (0..30).map(f64::from).collect();
         assert!(kappas(&many, &many).is_none());
         assert!(correlations(&[1.0; 5], &[1.0, 2.0, 3.0, 4.0, 5.0]).is_none());
+    }
+
+    #[test]
+    fn kendall_on_a_large_tied_sample_equals_its_count_over_the_table() {
+        // 200,000 pairs on five levels each (tie groups of ~40,000, where the crate's
+        // variance terms overflow 64 bits): τ-b = (C − D)/√((n0 − n1)(n0 − n2)), counted
+        // here over the 5×5 table.
+        let mut rng = Rng::seed_from_u64(5802);
+        let (x, y) = draw(&mut rng, 200_000, 0.5, true);
+        let mut table = [[0f64; 5]; 5];
+        for (&a, &b) in x.iter().zip(&y) {
+            table[a as usize][b as usize] += 1.0;
+        }
+        let (mut concordant, mut discordant) = (0.0, 0.0);
+        for (i, k) in (0..5).flat_map(|i| (0..5).map(move |k| (i, k))) {
+            for (i2, k2) in (i + 1..5).flat_map(|i2| (0..5).map(move |k2| (i2, k2))) {
+                let pairs = table[i][k] * table[i2][k2];
+                match k2.cmp(&k) {
+                    std::cmp::Ordering::Greater => concordant += pairs,
+                    std::cmp::Ordering::Less => discordant += pairs,
+                    std::cmp::Ordering::Equal => {}
+                }
+            }
+        }
+        let n = x.len() as f64;
+        let pairs = |t: f64| t * (t - 1.0) / 2.0;
+        let rows: f64 = table.iter().map(|r| pairs(r.iter().sum())).sum();
+        let cols: f64 = (0..5)
+            .map(|k| pairs(table.iter().map(|r| r[k]).sum()))
+            .sum();
+        let all = pairs(n);
+        let expected = (concordant - discordant) / ((all - rows) * (all - cols)).sqrt();
+        let c = correlations(&x, &y).expect("both vary");
+        assert!(
+            (c.kendall.value - expected).abs() < 1e-12,
+            "{} vs {expected}",
+            c.kendall.value
+        );
     }
 
     /// Bivariate normal pairs at correlation `rho`, each side cut to five levels where

@@ -1,0 +1,150 @@
+//! GET /v1/cells/{judge}/{rubric}/agreement: how well the judge agrees with the reference,
+//! raw and corrected, where it is biased and the items it misses most (issue 58).
+
+use axum::extract::State;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use super::AppState;
+use super::anchors::judge_version;
+use super::error::{ApiError, ErrorBody};
+use super::extract::{AnyKey, Authorized, Path, Query, cell_key};
+use super::schema;
+use crate::domain::{GroupName, Problem};
+use crate::service::agreement::AgreementQuery;
+use judgecal_stats::agreement::report::{Agreement, Bias, Disagreement, LevelBias, SystemBias};
+
+/// Disagreements listed when the request names no `top`.
+const DEFAULT_TOP: usize = 20;
+/// The most a request may list.
+const MAX_TOP: usize = 1000;
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct AgreementParams {
+    /// A version to report instead of the active one.
+    version: Option<i64>,
+    /// Instead, the newest version trained on this judge version.
+    #[param(schema_with = schema::judge_version)]
+    judge_version: Option<String>,
+    /// Only the anchors of this group (system).
+    group: Option<String>,
+    /// Disagreements to list, 0 to 1000 (default 20).
+    #[param(minimum = 0, maximum = 1000)]
+    top: Option<usize>,
+}
+
+/// The agreement report of one calibrator version, over the anchors it was fitted on.
+#[derive(Serialize, ToSchema)]
+pub struct AgreementResponse {
+    pub judge: String,
+    pub rubric: String,
+    /// The version read, its method and the judge version it was trained on.
+    pub version: i64,
+    pub method: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judge_version: Option<String>,
+    /// The group the report is restricted to, where the request named one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// Anchors read, and of them those with a held-out corrected score (every anchor under
+    /// k-fold cross-fitting; the test share under a holdout split).
+    pub n: usize,
+    pub held_out: usize,
+    /// The reference's levels where its scale is discrete (at most 21): what the κs use.
+    pub levels: Option<Vec<f64>>,
+    /// The raw judge score against the reference, over every anchor: `pearson`, `spearman`,
+    /// `kendall` (each `{value, interval}`), and `kappa` on a discrete reference scale (the
+    /// judge's scores at their nearest reference level; none where the judge uses another
+    /// scale).
+    pub raw: Agreement,
+    /// The held-out corrected scores (each from a fit that did not see the anchor) against
+    /// the reference, over the held-out anchors; `kappa` with each at its nearest level.
+    pub corrected: Agreement,
+    /// Mean bias (score − reference), raw and corrected, over all anchors.
+    pub bias: Bias,
+    /// The bias by the judge's score level (by ten bins of about equal size where the judge
+    /// gives more than 21 distinct scores).
+    pub by_level: Vec<LevelBias>,
+    /// The bias by the anchors' group (system).
+    pub by_group: Vec<SystemBias>,
+    /// The held-out anchors the corrected score misses most, largest |reference − corrected|
+    /// first, with the held-out band and whether the reference lies outside it.
+    pub disagreements: Vec<Disagreement>,
+    /// What a reader could take wrongly from the figures: where many anchors share one judge
+    /// score, the corrected side's rank figures order fold noise among them.
+    pub warnings: Vec<String>,
+}
+
+/// How well the judge agrees with the reference on the anchors a version was fitted on: the
+/// raw judge and the cross-fitted (held-out) corrections side by side, each with Pearson's,
+/// Spearman's and Kendall's correlations and, on a discrete reference scale, Cohen's and the
+/// quadratic-weighted κ with the confusion matrix; every figure with its 95% interval. Then
+/// the bias by judge-score level and by system with 95% intervals, and the items the
+/// reference disagrees with most. The active version's, or `version`'s, or the newest of
+/// `judge_version`'s; over one `group` where named.
+#[utoipa::path(
+    get, path = "/v1/cells/{judge}/{rubric}/agreement", tag = "calibration",
+    params(("judge" = String, Path), ("rubric" = String, Path), AgreementParams),
+    responses(
+        (status = 200, body = AgreementResponse),
+        (status = 404, description = "No such cell, version, judge version or group; or no active calibrator", body = ErrorBody),
+        (status = 409, description = "The version was trained before versions kept their held-out corrections", body = ErrorBody),
+    ),
+    security(("api_key" = []))
+)]
+pub async fn agreement(
+    State(state): State<AppState>,
+    _auth: Authorized<AnyKey>,
+    Path((judge, rubric)): Path<(String, String)>,
+    Query(params): Query<AgreementParams>,
+) -> Result<axum::Json<AgreementResponse>, ApiError> {
+    let key = cell_key(&judge, &rubric)?;
+    let mut problems = Vec::new();
+    let top = params.top.unwrap_or(DEFAULT_TOP);
+    if top > MAX_TOP {
+        problems.push(Problem::at(
+            None,
+            "top",
+            format!("{top} is more than the {MAX_TOP} a report lists"),
+        ));
+    }
+    let group = params
+        .group
+        .as_deref()
+        .map(GroupName::parse)
+        .transpose()
+        .map_err(|e| problems.push(Problem::at(None, "group", e)))
+        .ok()
+        .flatten();
+    if !problems.is_empty() {
+        return Err(ApiError::invalid("the request was refused", problems));
+    }
+    let query = AgreementQuery {
+        version: params.version,
+        judge_version: judge_version(params.judge_version.as_deref(), "judge_version")?,
+        group,
+        top,
+    };
+    let a = state.service.agreement(&key, &query).await?;
+    let r = a.report;
+    Ok(axum::Json(AgreementResponse {
+        judge: key.judge.to_string(),
+        rubric: key.rubric.to_string(),
+        version: a.version.version,
+        method: a.version.method().as_str().to_owned(),
+        judge_version: a.version.judge_version.map(String::from),
+        group: query.group.map(String::from),
+        n: r.n,
+        held_out: r.held_out,
+        levels: r.levels,
+        raw: r.raw,
+        corrected: r.corrected,
+        bias: r.bias,
+        by_level: r.by_level,
+        by_group: r.by_group,
+        disagreements: r.disagreements,
+        warnings: r.warnings,
+    }))
+}

@@ -1,0 +1,76 @@
+//! A cell's agreement report (issue 58): how the raw judge and its held-out corrections agree
+//! with the reference, read from what a version kept of its anchors when it was trained.
+
+use super::Service;
+use super::versions::train_hint;
+use crate::domain::calibration::CalibratorVersion;
+use crate::domain::{CellKey, GroupName, JudgeVersion};
+use crate::error::{Error, Result};
+use judgecal_stats::agreement::report::Report;
+
+/// Which version's report, and of which anchors.
+#[derive(Debug, Clone, Default)]
+pub struct AgreementQuery {
+    /// A version by number (default: the active one).
+    pub version: Option<i64>,
+    /// Instead, the newest version trained on this judge version.
+    pub judge_version: Option<JudgeVersion>,
+    /// Only the anchors of this group (system).
+    pub group: Option<GroupName>,
+    /// How many disagreements to list.
+    pub top: usize,
+}
+
+/// A report beside the version it reads.
+pub struct Agreement {
+    pub version: CalibratorVersion,
+    pub report: Report,
+}
+
+impl Service {
+    /// The agreement report of `key`'s version that `query` names.
+    pub async fn agreement(&self, key: &CellKey, query: &AgreementQuery) -> Result<Agreement> {
+        let version = match (query.version, &query.judge_version) {
+            (Some(n), _) => self.store.version(key, n).await?.ok_or_else(|| {
+                Error::NotFound(format!(
+                    "cell {key} has no calibrator version {n}; GET /v1/cells/{}/{}/calibrators lists them",
+                    key.judge, key.rubric
+                ))
+            })?,
+            (None, Some(jv)) => self
+                .store
+                .versions(key)
+                .await?
+                .into_iter()
+                .find(|v| v.judge_version.as_ref() == Some(jv))
+                .ok_or_else(|| {
+                    Error::NotFound(format!(
+                        "cell {key} has no calibrator trained on judge version {jv}; {}",
+                        train_hint(&key.judge)
+                    ))
+                })?,
+            (None, None) => self.corrector(key, None).await?.version.clone(),
+        };
+        let rows = self.store.held_out(version.id).await?.ok_or_else(|| {
+            Error::conflict(
+                format!(
+                    "version {} of {key} was trained before versions kept their held-out corrections; {} to get a report",
+                    version.version,
+                    train_hint(&key.judge)
+                ),
+                vec![],
+            )
+        })?;
+        let top = query.top;
+        let report = match &query.group {
+            None => Report::of(&rows, top),
+            Some(g) => Report::of_group(&rows, g.as_str(), top).ok_or_else(|| {
+                Error::NotFound(format!(
+                    "version {} of {key} holds no anchors of group {g}",
+                    version.version
+                ))
+            })?,
+        };
+        Ok(Agreement { version, report })
+    }
+}
