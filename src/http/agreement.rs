@@ -12,7 +12,7 @@ use super::extract::{AnyKey, Authorized, Path, Query, cell_key};
 use super::schema;
 use crate::domain::{GroupName, Problem};
 use crate::service::agreement::AgreementQuery;
-use judgecal_stats::agreement::report::{Agreement, Bias, Disagreement, LevelBias, SystemBias};
+use judgecal_stats::agreement::report::Report;
 
 /// Disagreements listed when the request names no `top`.
 const DEFAULT_TOP: usize = 20;
@@ -48,33 +48,11 @@ pub struct AgreementResponse {
     /// The group the report is restricted to, where the request named one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
-    /// Anchors read, and of them those with a held-out corrected score (every anchor under
-    /// k-fold cross-fitting; the test share under a holdout split).
-    pub n: usize,
-    pub held_out: usize,
-    /// The reference's levels where its scale is discrete (at most 21): what the κs use.
-    pub levels: Option<Vec<f64>>,
-    /// The raw judge score against the reference, over every anchor: `pearson`, `spearman`,
-    /// `kendall` (each `{value, interval}`), and `kappa` on a discrete reference scale (the
-    /// judge's scores at their nearest reference level; none where the judge uses another
-    /// scale).
-    pub raw: Agreement,
-    /// The held-out corrected scores (each from a fit that did not see the anchor) against
-    /// the reference, over the held-out anchors; `kappa` with each at its nearest level.
-    pub corrected: Agreement,
-    /// Mean bias (score − reference), raw and corrected, over all anchors.
-    pub bias: Bias,
-    /// The bias by the judge's score level (by ten bins of about equal size where the judge
-    /// gives more than 21 distinct scores).
-    pub by_level: Vec<LevelBias>,
-    /// The bias by the anchors' group (system).
-    pub by_group: Vec<SystemBias>,
-    /// The held-out anchors the corrected score misses most, largest |reference − corrected|
-    /// first, with the held-out band and whether the reference lies outside it.
-    pub disagreements: Vec<Disagreement>,
-    /// What a reader could take wrongly from the figures: where many anchors share one judge
-    /// score, the corrected side's rank figures order fold noise among them.
-    pub warnings: Vec<String>,
+    /// The report: `n`, `held_out`, `levels`, `raw` and `corrected` (the judge score and the
+    /// held-out corrected score against the reference), `bias`, `by_level`, `by_group`,
+    /// `disagreements` and `warnings`.
+    #[serde(flatten)]
+    pub report: Report,
 }
 
 /// How well the judge agrees with the reference on the anchors a version was fitted on: the
@@ -128,7 +106,6 @@ pub async fn agreement(
         top,
     };
     let a = state.service.agreement(&key, &query).await?;
-    let r = a.report;
     Ok(axum::Json(AgreementResponse {
         judge: key.judge.to_string(),
         rubric: key.rubric.to_string(),
@@ -136,15 +113,6 @@ pub async fn agreement(
         method: a.version.method().as_str().to_owned(),
         judge_version: a.version.judge_version.map(String::from),
         group: query.group.map(String::from),
-        n: r.n,
-        held_out: r.held_out,
-        levels: r.levels,
-        raw: r.raw,
-        corrected: r.corrected,
-        bias: r.bias,
-        by_level: r.by_level,
-        by_group: r.by_group,
-        disagreements: r.disagreements,
-        warnings: r.warnings,
+        report: a.report,
     }))
 }

@@ -276,13 +276,15 @@ proptest! {
     #[test]
     fn query_strings_and_path_segments(
         a in uri_component(), b in uri_component(), c in uri_component(),
-        key in prop::sample::select(vec!["limit", "cursor", "version", "force", "replace", "x"]),
+        key in prop::sample::select(vec!["limit", "cursor", "version", "force", "replace", "top", "group", "x"]),
     ) {
         let query = format!("?{key}={a}&{key}={b}");
         for (method, path) in [
             ("GET", format!("/v1/cells/j1/coherence/anchors{query}")),
             ("GET", format!("/v1/cells/{a}/{b}/anchors?limit={c}&cursor={a}")),
             ("GET", format!("/v1/cells/j1/coherence/report.svg{query}")),
+            ("GET", format!("/v1/cells/j1/coherence/agreement{query}")),
+            ("GET", format!("/v1/cells/{a}/{b}/agreement?top={c}&group={a}")),
             ("GET", format!("/v1/cells/{a}/{b}/calibrators")),
             ("GET", format!("/v1/cells/{a}/{b}/preferences")),
             ("GET", format!("/v1/jobs/{a}")),

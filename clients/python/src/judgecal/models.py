@@ -3733,67 +3733,68 @@ class TrainingRequestDoc(
     root: IdentityTraining | QuantileMapTraining | BayesTraining | FlowTraining | IsotonicTraining | AutoTraining
 
 
-class AgreementResponse(BaseModel):
+class AgreementReport(BaseModel):
+    """
+    The report.
+    """
+
+    bias: Bias
+    by_group: list[SystemBias]
+    """
+    By the anchors' group, where any names one.
+    """
+    by_level: list[LevelBias]
+    """
+    By the judge's level where it gives at most [`MAX_LEVELS`] distinct scores, else by
+    [`BINS`] bins of about equal size.
+    """
+    corrected: Agreement
+    """
+    The held-out corrected scores against the reference, over the held-out anchors.
+    """
+    disagreements: list[Disagreement]
+    """
+    The held-out anchors by how far the reference lies from the corrected score, largest
+    first.
+    """
+    held_out: int = Field(..., ge=0)
+    """
+    Of them, those with a held-out corrected score.
+    """
+    levels: list[float] | None = None
+    """
+    The reference's levels where its scale is discrete (what the κs use).
+    """
+    n: int = Field(..., ge=0)
+    """
+    Anchors read.
+    """
+    raw: Agreement
+    """
+    The raw judge against the reference, over every anchor.
+    """
+    warnings: list[str]
+    """
+    What a reader could take wrongly from the figures.
+    """
+
+
+class AgreementResponse(AgreementReport):
     """
     The agreement report of one calibrator version, over the anchors it was fitted on.
     """
 
-    bias: Bias
-    """
-    Mean bias (score − reference), raw and corrected, over all anchors.
-    """
-    by_group: list[SystemBias]
-    """
-    The bias by the anchors' group (system).
-    """
-    by_level: list[LevelBias]
-    """
-    The bias by the judge's score level (by ten bins of about equal size where the judge
-    gives more than 21 distinct scores).
-    """
-    corrected: Agreement
-    """
-    The held-out corrected scores (each from a fit that did not see the anchor) against
-    the reference, over the held-out anchors; `kappa` with each at its nearest level.
-    """
-    disagreements: list[Disagreement]
-    """
-    The held-out anchors the corrected score misses most, largest |reference − corrected|
-    first, with the held-out band and whether the reference lies outside it.
-    """
     group: str | None = None
     """
     The group the report is restricted to, where the request named one.
     """
-    held_out: int = Field(..., ge=0)
     judge: str
     judge_version: str | None = None
-    levels: list[float] | None = None
-    """
-    The reference's levels where its scale is discrete (at most 21): what the κs use.
-    """
     method: str
-    n: int = Field(..., ge=0)
-    """
-    Anchors read, and of them those with a held-out corrected score (every anchor under
-    k-fold cross-fitting; the test share under a holdout split).
-    """
-    raw: Agreement
-    """
-    The raw judge score against the reference, over every anchor: `pearson`, `spearman`,
-    `kendall` (each `{value, interval}`), and `kappa` on a discrete reference scale (the
-    judge's scores at their nearest reference level; none where the judge uses another
-    scale).
-    """
     rubric: str
     version: int
     """
     The version read, its method and the judge version it was trained on.
-    """
-    warnings: list[str]
-    """
-    What a reader could take wrongly from the figures: where many anchors share one judge
-    score, the corrected side's rank figures order fold noise among them.
     """
 
 

@@ -85,6 +85,7 @@ pub struct Disagreement {
 
 /// The report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = AgreementReport)]
 pub struct Report {
     /// Anchors read.
     pub n: usize,
