@@ -40,6 +40,11 @@ pub struct Favouritism {
 /// The judge's biases beside the people's; a share nothing could be read for is `None`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Biases {
+    /// How often the judge's winner is the people's, over the labelled comparisons (a tie on
+    /// one side agrees by half; `None` in versions trained before it was measured). Swap
+    /// consistency is 1 − `flips`.
+    #[serde(default)]
+    pub agreement: Option<Share>,
     pub judge_first: Option<Share>,
     pub people_first: Option<Share>,
     pub flips: Option<Share>,

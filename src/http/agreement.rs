@@ -19,6 +19,10 @@ const DEFAULT_TOP: usize = 20;
 /// The most a request may list.
 const MAX_TOP: usize = 1000;
 
+fn group_param() -> utoipa::openapi::schema::Object {
+    schema::group_name("Only the anchors of this group (system).")
+}
+
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
@@ -28,7 +32,7 @@ pub struct AgreementParams {
     /// Instead, the newest version trained on this judge version.
     #[param(schema_with = schema::judge_version)]
     judge_version: Option<String>,
-    /// Only the anchors of this group (system).
+    #[param(schema_with = group_param)]
     group: Option<String>,
     /// Disagreements to list, 0 to 1000 (default 20).
     #[param(minimum = 0, maximum = 1000)]

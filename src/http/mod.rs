@@ -17,6 +17,7 @@ mod ratings;
 mod rubrics;
 mod runlevel;
 mod schema;
+pub mod ui;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -113,7 +114,13 @@ pub fn router(service: Arc<Service>, settings: &Settings) -> Router {
             deadline,
         ));
     let (v1, operations) = routes();
+    // The report pages (not API operations, so not in the document) share the API's limits.
+    let pages = Router::new()
+        .route("/ui", axum::routing::get(ui::index))
+        .route("/ui/", axum::routing::get(ui::index))
+        .route("/ui/cells/{judge}/{rubric}", axum::routing::get(ui::cell));
     let v1 = Router::from(v1)
+        .merge(pages)
         .layer(limits)
         .layer(DefaultBodyLimit::max(settings.server.max_body_bytes));
     // Shared, not cloned: the middleware's state is cloned for every request.

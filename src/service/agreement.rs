@@ -30,6 +30,20 @@ pub struct Agreement {
 impl Service {
     /// The agreement report of `key`'s version that `query` names.
     pub async fn agreement(&self, key: &CellKey, query: &AgreementQuery) -> Result<Agreement> {
+        let pairwise = match self.store.preference_versions(key).await {
+            Ok(versions) => !versions.is_empty(),
+            Err(Error::NotFound(_)) => false,
+            Err(e) => return Err(e),
+        };
+        if pairwise {
+            return Err(Error::conflict(
+                format!(
+                    "cell {key} holds pairwise comparisons: how its judge agrees with people (the agreement rate, swap flips, first-shown and longer-answer wins, each system's favouritism) is in GET /v1/cells/{}/{}/preferences, under biases",
+                    key.judge, key.rubric
+                ),
+                vec![],
+            ));
+        }
         let version = match (query.version, &query.judge_version) {
             (Some(n), _) => self.store.version(key, n).await?.ok_or_else(|| {
                 Error::NotFound(format!(

@@ -212,6 +212,7 @@ pub fn train_cell(
         })
     };
     let biases = pref::Biases {
+        agreement: share(b.agreement),
         judge_first: share(b.judge_first),
         people_first: share(b.people_first),
         flips: share(b.flips),

@@ -131,6 +131,22 @@ async fn a_pairwise_cell_trains_with_auto_and_reports_its_judges_biases(backend:
     assert!(contains(&b["people_first"]["interval"], 0.5), "{b}");
     assert!(b["flips"]["estimate"].as_f64().unwrap() > 0.1, "{b}");
     assert_eq!(b["length_covariate"], "length_diff");
+    // The judge agrees with people on 1,000 labelled comparisons, better than a coin and
+    // short of always.
+    assert_eq!(b["agreement"]["comparisons"], 1_000);
+    let agree = b["agreement"]["estimate"].as_f64().unwrap();
+    assert!((0.55..0.95).contains(&agree), "{b}");
+    // A pairwise cell's agreement report is its biases: /agreement says where.
+    let elsewhere = app.get("/v1/cells/pair-judge/overall/agreement").await;
+    assert_eq!(elsewhere.status, 409, "{}", elsewhere.body);
+    assert!(
+        elsewhere.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("/preferences"),
+        "{}",
+        elsewhere.body
+    );
     assert!(contains(&b["judge_longer"]["interval"], 0.5), "{b}");
     assert!(contains(&b["people_longer"]["interval"], 0.5), "{b}");
     let favour = |system: &str| {

@@ -2,6 +2,7 @@
 //! disagreement found, and the refusals.
 
 use serde_json::{Value, json};
+use sqlx::Connection;
 
 use super::*;
 use crate::common::{Backend, TestApp, assert_error};
@@ -171,6 +172,25 @@ async fn the_report_shows_the_rows_figures_and_the_planted_miss(backend: Backend
         .get("/v1/cells/j1/coherence/agreement?judge_version=v9")
         .await;
     assert_error(&unversioned, 404, "not_found");
+
+    // A version stored before versions kept their held-out rows (migration 20) has no report,
+    // and says to train again.
+    sqlx::any::install_default_drivers();
+    let mut conn = sqlx::AnyConnection::connect(&app.settings.database.url)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE calibrators SET held_out = NULL")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    conn.close().await.unwrap();
+    let old = app.get("/v1/cells/j1/coherence/agreement").await;
+    assert_error(&old, 409, "conflict");
+    let message = old.body["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("POST /v1/judges/j1/calibrations"),
+        "{message}"
+    );
 }
 
 on_both_backends!(the_report_shows_the_rows_figures_and_the_planted_miss);

@@ -9,6 +9,7 @@ mod jobs;
 mod judge_versions;
 mod methods;
 mod new_user;
+mod pages;
 mod panels;
 mod rank;
 mod training;

@@ -253,7 +253,8 @@ def _win_rate(name: str, w: Any) -> dict[str, Any]:
 
 def biases_frame(preferences: Any) -> "pd.DataFrame":
     """A pairwise cell's newest version's bias diagnostics (a `preferences` answer) as one row
-    per estimate: `diagnostic` (`first_position`, `flip`, `longer_answer`, `favouritism`),
+    per estimate: `diagnostic` (`agreement`: the judge's winner is the people's,
+    `first_position`, `flip`, `longer_answer`, `favouritism`),
     `source` (`judge`, `people`, or the system for favouritism), `estimate`, `lo`, `hi` (95%)
     and `comparisons`. Diagnostics the version could not read (no length covariate, no
     labels) are left out."""
@@ -261,6 +262,7 @@ def biases_frame(preferences: Any) -> "pd.DataFrame":
     b = preferences.versions[0].biases
     rows: list[dict[str, Any]] = []
     for diagnostic, source, share in [
+        ("agreement", "judge", b.agreement),
         ("first_position", "judge", b.judge_first),
         ("first_position", "people", b.people_first),
         ("flip", "judge", b.flips),

@@ -2791,6 +2791,7 @@ class Biases(BaseModel):
     The judge's biases beside the people's; a share nothing could be read for is `None`.
     """
 
+    agreement: Share | None = None
     favouritism: list[Favouritism]
     flips: Share | None = None
     judge_first: Share | None = None

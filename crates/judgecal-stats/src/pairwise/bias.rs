@@ -1,5 +1,6 @@
 //! A pairwise judge's biases beside the people's, each with a 95% interval: how often the
-//! answer shown first wins (the judge: over both orders where given; the people: answer a,
+//! judge agrees with the people (over the labelled comparisons), how often the answer shown
+//! first wins (the judge: over both orders where given; the people: answer a,
 //! which the judge's own verdict shows first), how often the winner flips when the answers
 //! swap places, how often the longer answer wins (judge and people), and each system's
 //! favouritism: the judge's mean preference for it minus the people's, over the labelled
@@ -61,6 +62,10 @@ pub struct Favouritism {
 /// Every diagnostic; a share with no comparison to read is `None`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Biases {
+    /// How often the judge's winner is the people's, over the labelled comparisons: per
+    /// comparison j·y + (1 − j)(1 − y) for the judge's preference j (both orders' mean) and the
+    /// people's y, so a tie on one side agrees by half.
+    pub agreement: Option<Share>,
     pub judge_first: Option<Share>,
     pub people_first: Option<Share>,
     pub flips: Option<Share>,
@@ -158,6 +163,10 @@ impl Biases {
             })
             .collect();
         Self {
+            agreement: share(rows.iter().filter_map(|r| {
+                let j = r.judge();
+                r.preference.map(|y| (j * y + (1.0 - j) * (1.0 - y), 1.0))
+            })),
             judge_first: share(rows.iter().map(first_wins)),
             people_first: share(rows.iter().filter_map(|r| r.preference.map(|y| (y, 1.0)))),
             flips: share(rows.iter().filter_map(|r| {
@@ -226,9 +235,10 @@ mod tests {
             .collect()
     }
 
-    /// Every estimate of `b` as a list: the five shares, then the favouritism of systems 0–4.
+    /// Every estimate of `b` as a list: the six shares, then the favouritism of systems 0–4.
     fn estimates(b: &Biases) -> Vec<Option<(f64, [f64; 2])>> {
         let shares = [
+            b.agreement,
             b.judge_first,
             b.people_first,
             b.flips,
@@ -247,7 +257,8 @@ mod tests {
 
     #[test]
     fn every_interval_covers_the_worlds_truth_93_to_97_percent() {
-        const NAMES: [&str; 10] = [
+        const NAMES: [&str; 11] = [
+            "agreement",
             "judge first",
             "people first",
             "flips",
@@ -266,7 +277,7 @@ mod tests {
             const REPS: usize = 1_000;
             // Favouritism is not given for a system with too few labelled comparisons: its
             // coverage counts the replications that give it.
-            let (mut covered, mut given) = ([0usize; 10], [0usize; 10]);
+            let (mut covered, mut given) = ([0usize; 11], [0usize; 11]);
             for _ in 0..REPS {
                 let got = estimates(&Biases::of(&world(n, position, &mut rng), 5));
                 for (k, (g, t)) in got.iter().zip(&truth).enumerate() {
@@ -299,7 +310,7 @@ mod tests {
                 );
             }
             // The world's biases are found: the judge favours system 0 and disfavours 3.
-            let fav = |k: usize| truth[5 + k].expect("favouritism").0;
+            let fav = |k: usize| truth[6 + k].expect("favouritism").0;
             assert!(fav(0) > 0.05 && fav(3) < -0.03, "{:?}", truth);
         }
     }
@@ -328,6 +339,11 @@ mod tests {
         // a is longer in each: the judge's mean over both orders is 1, 0.75, 0.5.
         assert!((b.judge_longer.expect("longer").estimate - 0.75).abs() < 1e-12);
         assert_eq!(b.people_longer.expect("people longer").comparisons, 2);
+        // Agreement over the two labelled: the judge's 1 against the people's 1 agrees; its
+        // 0.75 against a tie agrees by 0.75·0.5 + 0.25·0.5 = 0.5.
+        let agreement = b.agreement.expect("two labelled");
+        assert_eq!(agreement.comparisons, 2);
+        assert!((agreement.estimate - 0.75).abs() < 1e-12);
         assert!(b.favouritism.is_empty());
         assert!(Biases::of(&[], 3).judge_first.is_none());
     }

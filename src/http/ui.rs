@@ -1,0 +1,397 @@
+//! Report pages for people (issue 58): `GET /ui/` lists every cell and panel with its status,
+//! `GET /ui/cells/{judge}/{rubric}` shows one cell: its calibration picture, the agreement
+//! report's tables and its versions. Server-rendered HTML with inline SVG and inline CSS, no
+//! script and no external asset, so a page works offline and behind a proxy. The numbers are
+//! the API's, formatted to three decimals.
+//!
+//! A browser cannot send an `Authorization` header by itself: where API keys are on, the pages
+//! also take the key from a `judgecal_key` cookie.
+
+use std::fmt::Write;
+
+use axum::extract::{FromRequestParts, State};
+use axum::http::header::{AUTHORIZATION, COOKIE};
+use axum::http::request::Parts;
+use axum::response::Html;
+
+use super::AppState;
+use super::error::ApiError;
+use super::extract::{Path, cell_key};
+use crate::domain::CellKey;
+use crate::domain::calibration::CalibratorVersion;
+use crate::error::Error;
+use crate::service::agreement::AgreementQuery;
+use judgecal_stats::agreement::Figure;
+use judgecal_stats::agreement::report::{Agreement, Bias, Report};
+
+/// The cookie a browser sends the API key in.
+pub const KEY_COOKIE: &str = "judgecal_key";
+
+/// Disagreements a cell page lists.
+const PAGE_TOP: usize = 10;
+
+/// A caller with any valid key, from the `Authorization` header or the `judgecal_key` cookie.
+pub struct Reader;
+
+impl FromRequestParts<AppState> for Reader {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let header = parts
+            .headers
+            .get(AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let cookie = parts
+            .headers
+            .get_all(COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
+            .filter_map(|c| c.trim().split_once('='))
+            .find(|(name, _)| *name == KEY_COOKIE)
+            .map(|(_, key)| format!("Bearer {key}"));
+        let principal = state
+            .service
+            .authorize(header.or(cookie).as_deref(), None)
+            .await?;
+        tracing::Span::current().record("key", principal.label());
+        Ok(Reader)
+    }
+}
+
+/// `s` with HTML's five special characters escaped.
+fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A figure as the pages print it: its value and interval to three decimals, `–` where none.
+fn num(v: f64) -> String {
+    format!("{v:.3}")
+}
+
+fn figure(f: Option<&Figure>) -> String {
+    match f {
+        None => "–".to_owned(),
+        Some(Figure {
+            value,
+            interval: Some([lo, hi]),
+        }) => format!("{} [{}, {}]", num(*value), num(*lo), num(*hi)),
+        Some(Figure { value, .. }) => num(*value),
+    }
+}
+
+const STYLE: &str = "body{font:15px/1.45 system-ui,sans-serif;margin:1.5rem auto;max-width:72rem;\
+padding:0 1rem;color:#1d1d1f}h1{font-size:1.5rem}h2{font-size:1.15rem;margin-top:2rem}\
+table{border-collapse:collapse;margin:.5rem 0}th,td{padding:.25rem .6rem;border-bottom:1px solid #ddd;\
+text-align:right}th:first-child,td:first-child{text-align:left}thead th{background:#f4f4f6}\
+.bad{color:#b00020;font-weight:600}.note{color:#555;max-width:60rem}svg{max-width:100%;height:auto}\
+a{color:#0b57d0}";
+
+/// A whole page.
+fn page(title: &str, body: &str) -> Html<String> {
+    Html(format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{t} · judgecal</title><style>{STYLE}</style></head><body>{body}</body></html>",
+        t = esc(title)
+    ))
+}
+
+/// A table of `head` and `rows` (each cell already HTML).
+fn table(head: &[&str], rows: &[Vec<String>]) -> String {
+    let mut out = String::from("<table><thead><tr>");
+    for h in head {
+        let _ = write!(out, "<th>{}</th>", esc(h));
+    }
+    out.push_str("</tr></thead><tbody>");
+    for r in rows {
+        out.push_str("<tr>");
+        for c in r {
+            let _ = write!(out, "<td>{c}</td>");
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</tbody></table>");
+    out
+}
+
+fn cell_link(key: &CellKey) -> String {
+    format!(
+        "<a href=\"/ui/cells/{j}/{r}\">{j} / {r}</a>",
+        j = esc(key.judge.as_str()),
+        r = esc(key.rubric.as_str())
+    )
+}
+
+/// Every cell and panel with its status.
+pub async fn index(State(state): State<AppState>, _r: Reader) -> Result<Html<String>, ApiError> {
+    let service = &state.service;
+    let mut rows = Vec::new();
+    for c in service.cells().await? {
+        let versions = match service.versions(&c.key).await {
+            Ok(v) => v,
+            Err(Error::NotFound(_)) => Vec::new(),
+            Err(e) => return Err(e.into()),
+        };
+        let active = versions.iter().find(|v| v.active);
+        let judge_versions = service.judge_versions(&c.key).await.map_or(0, |v| v.len());
+        let canary = active.and_then(CalibratorVersion::beta).map(|b| b.canary);
+        let coverage = active
+            .and_then(|v| v.intervals.as_ref())
+            .and_then(|i| i.held_out_coverage);
+        rows.push(vec![
+            cell_link(&c.key),
+            if c.comparison_count > 0 {
+                format!("{} comparisons", c.comparison_count)
+            } else {
+                c.anchor_count.to_string()
+            },
+            active.map_or("none".to_owned(), |v| v.version.to_string()),
+            active.map_or("–".to_owned(), |v| v.method().as_str().to_owned()),
+            match canary {
+                Some(true) => "<span class=\"bad\">fired</span>".to_owned(),
+                Some(false) => "quiet".to_owned(),
+                None => "–".to_owned(),
+            },
+            coverage.map_or("–".to_owned(), |c| format!("{:.1}%", 100.0 * c)),
+            judge_versions.to_string(),
+        ]);
+    }
+    let panels: Vec<Vec<String>> = service
+        .panels()
+        .await?
+        .iter()
+        .map(|p| {
+            let members: Vec<&str> = p.judges.iter().map(|j| j.as_str()).collect();
+            vec![esc(p.name.as_str()), esc(&members.join(", "))]
+        })
+        .collect();
+    let mut body = String::from("<h1>judgecal: cells</h1>");
+    body.push_str(&table(
+        &[
+            "cell",
+            "anchors",
+            "active version",
+            "method",
+            "β canary",
+            "held-out band coverage",
+            "judge versions",
+        ],
+        &rows,
+    ));
+    body.push_str("<h2>Panels</h2>");
+    if panels.is_empty() {
+        body.push_str("<p class=\"note\">No panels.</p>");
+    } else {
+        body.push_str(&table(&["panel", "members"], &panels));
+    }
+    body.push_str(
+        "<p class=\"note\">Drift alarms and the review rate are on <code>/metrics</code>; \
+         <code>judgecal openapi</code> prints the API's description.</p>",
+    );
+    Ok(page("cells", &body))
+}
+
+fn agreement_rows(a: &Agreement, name: &str) -> Vec<String> {
+    vec![
+        esc(name),
+        a.n.to_string(),
+        figure(a.pearson.as_ref()),
+        figure(a.spearman.as_ref()),
+        figure(a.kendall.as_ref()),
+        figure(a.kappa.as_ref().map(|k| &k.cohen)),
+        figure(a.kappa.as_ref().map(|k| &k.quadratic)),
+    ]
+}
+
+fn bias_cells(b: &Bias) -> [String; 3] {
+    [
+        b.n.to_string(),
+        figure(b.raw.as_ref()),
+        figure(b.corrected.as_ref()),
+    ]
+}
+
+/// The agreement report's tables.
+fn report_html(r: &Report) -> String {
+    let mut out = String::from("<h2>Agreement with the reference</h2>");
+    let _ = write!(
+        out,
+        "<p class=\"note\">{} anchors, {} with a held-out corrected score (from a fit that did \
+         not see them). 95% intervals in brackets.</p>",
+        r.n, r.held_out
+    );
+    out.push_str(&table(
+        &[
+            "scores",
+            "n",
+            "Pearson",
+            "Spearman",
+            "Kendall τ-b",
+            "Cohen κ",
+            "quadratic κ",
+        ],
+        &[
+            agreement_rows(&r.raw, "raw judge"),
+            agreement_rows(&r.corrected, "corrected (held out)"),
+        ],
+    ));
+    for w in &r.warnings {
+        let _ = write!(out, "<p class=\"note\">{}</p>", esc(w));
+    }
+    out.push_str("<h2>Bias (score − reference) by system</h2>");
+    let mut groups: Vec<Vec<String>> = r
+        .by_group
+        .iter()
+        .map(|g| {
+            let mut row = vec![esc(&g.group)];
+            row.extend(bias_cells(&g.bias));
+            row
+        })
+        .collect();
+    let mut all = vec!["all".to_owned()];
+    all.extend(bias_cells(&r.bias));
+    groups.push(all);
+    out.push_str(&table(&["system", "n", "raw", "corrected"], &groups));
+    out.push_str("<h2>Bias by judge score</h2>");
+    let levels: Vec<Vec<String>> = r
+        .by_level
+        .iter()
+        .map(|l| {
+            let at = if l.from == l.to {
+                num(l.from)
+            } else {
+                format!("{}–{}", num(l.from), num(l.to))
+            };
+            let mut row = vec![at];
+            row.extend(bias_cells(&l.bias));
+            row
+        })
+        .collect();
+    out.push_str(&table(&["judge score", "n", "raw", "corrected"], &levels));
+    out.push_str("<h2>Largest disagreements</h2>");
+    let misses: Vec<Vec<String>> = r
+        .disagreements
+        .iter()
+        .map(|d| {
+            vec![
+                esc(&d.item_id),
+                esc(d.group.as_deref().unwrap_or("–")),
+                num(d.judge_score),
+                num(d.reference_score),
+                num(d.corrected),
+                d.band.map_or("–".to_owned(), |[lo, hi]| {
+                    format!("[{}, {}]", num(lo), num(hi))
+                }),
+                match d.outside {
+                    Some(true) => "<span class=\"bad\">outside</span>".to_owned(),
+                    Some(false) => "inside".to_owned(),
+                    None => "–".to_owned(),
+                },
+            ]
+        })
+        .collect();
+    out.push_str(&table(
+        &[
+            "item",
+            "system",
+            "judge",
+            "reference",
+            "corrected",
+            "band",
+            "reference",
+        ],
+        &misses,
+    ));
+    out
+}
+
+/// One cell: its picture, its agreement report and its versions.
+pub async fn cell(
+    State(state): State<AppState>,
+    _r: Reader,
+    Path((judge, rubric)): Path<(String, String)>,
+) -> Result<Html<String>, ApiError> {
+    let key = cell_key(&judge, &rubric)?;
+    let service = &state.service;
+    let versions = service.versions(&key).await?;
+    let mut body = format!(
+        "<p><a href=\"/ui/\">all cells</a></p><h1>{} / {}</h1>",
+        esc(key.judge.as_str()),
+        esc(key.rubric.as_str())
+    );
+    match service.report_svg(&key, None).await {
+        // The picture is the service's own SVG: inline, with no XML prologue.
+        Ok(svg) => {
+            let start = svg.find("<svg").unwrap_or(0);
+            body.push_str("<h2>Calibration</h2>");
+            body.push_str(&svg[start..]);
+        }
+        Err(e) => {
+            let _ = write!(
+                body,
+                "<p class=\"note\">No picture: {}</p>",
+                esc(&e.to_string())
+            );
+        }
+    }
+    let query = AgreementQuery {
+        top: PAGE_TOP,
+        ..AgreementQuery::default()
+    };
+    match service.agreement(&key, &query).await {
+        Ok(a) => body.push_str(&report_html(&a.report)),
+        Err(e) => {
+            let _ = write!(
+                body,
+                "<p class=\"note\">No agreement report: {}</p>",
+                esc(&e.to_string())
+            );
+        }
+    }
+    body.push_str("<h2>Versions</h2>");
+    let rows: Vec<Vec<String>> = versions
+        .iter()
+        .map(|v| {
+            vec![
+                v.version.to_string(),
+                v.method().as_str().to_owned(),
+                if v.active { "active" } else { "" }.to_owned(),
+                match &v.failure {
+                    None => "passed".to_owned(),
+                    Some(f) => format!("<span class=\"bad\">{}</span>", esc(f)),
+                },
+                esc(v.judge_version.as_ref().map_or("–", |j| j.as_str())),
+                v.anchor_count.to_string(),
+                v.evaluation.as_ref().map_or("–".to_owned(), |e| {
+                    format!("{} → {}", num(e.raw.mae), num(e.calibrated.mae))
+                }),
+            ]
+        })
+        .collect();
+    body.push_str(&table(
+        &[
+            "version",
+            "method",
+            "",
+            "diagnostics",
+            "judge version",
+            "anchors",
+            "held-out MAE raw → corrected",
+        ],
+        &rows,
+    ));
+    Ok(page(&format!("{judge} / {rubric}"), &body))
+}
