@@ -325,17 +325,26 @@ impl Report {
                 .then_with(|| a.item_id.cmp(&b.item_id))
         });
         disagreements.truncate(top);
+        let raw = agreement(&judge, &reference, levels.as_deref());
+        let mut warnings: Vec<String> = tie_warning(rows).into_iter().collect();
+        if let (Some(l), None) = (&levels, &raw.kappa) {
+            warnings.push(format!(
+                "no raw kappa: the judge's scores reach beyond the reference's levels ({} to {}) by more than half a step, so they are read as another scale",
+                l[0],
+                l[l.len() - 1]
+            ));
+        }
         Self {
             n: rows.len(),
             held_out: corrected.len(),
-            raw: agreement(&judge, &reference, levels.as_deref()),
+            raw,
             corrected: agreement(&corrected, &held_reference, levels.as_deref()),
             levels,
             bias: biases(std::slice::from_ref(&all))[0],
             by_level,
             by_group,
             disagreements,
-            warnings: tie_warning(rows).into_iter().collect(),
+            warnings,
         }
     }
 
@@ -429,6 +438,11 @@ mod tests {
             .collect();
         let w = Report::of(&wide, 0);
         assert!(w.raw.kappa.is_none() && w.raw.pearson.is_some());
+        assert!(
+            w.warnings.iter().any(|m| m.starts_with("no raw kappa")),
+            "{:?}",
+            w.warnings
+        );
         assert!(w.disagreements.is_empty());
         assert_eq!(Report::of_group(&rows, "x", 5).map(|r| r.n), Some(2));
         // Two of the four held-out anchors share judge score 1 (and two 3): a warning.
