@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::covariates::{self, Covariates};
 use super::raw::{RawField, batch_size, read_csv, text_field, unknown_fields};
+use super::repeats;
 use super::{
     Anchor, CellKey, GroupName, ItemId, JudgeName, JudgeVersion, Problem, RaterName, RubricName,
     Scale,
@@ -34,10 +35,15 @@ pub const CSV_COLUMNS: [&str; 5] = [
 
 /// The optional columns of a CSV upload, and optional fields of a JSON anchor row; a CSV may
 /// also have any number of covariate columns, `covariate.<name>`.
-pub const OPTIONAL_COLUMNS: [&str; 3] = [GROUP_COLUMN, RATER_COLUMN, JUDGE_VERSION_COLUMN];
+pub const OPTIONAL_COLUMNS: [&str; 4] = [
+    GROUP_COLUMN,
+    RATER_COLUMN,
+    JUDGE_VERSION_COLUMN,
+    repeats::FIELD,
+];
 
 /// The fields a JSON anchor row may have.
-const ROW_FIELDS: [&str; 7] = [
+const ROW_FIELDS: [&str; 8] = [
     "item_id",
     "judge_score",
     "reference_score",
@@ -45,6 +51,7 @@ const ROW_FIELDS: [&str; 7] = [
     RATER_COLUMN,
     JUDGE_VERSION_COLUMN,
     covariates::FIELD,
+    repeats::FIELD,
 ];
 
 /// The fields of the JSON envelope.
@@ -67,6 +74,8 @@ pub struct RawAnchor {
     pub judge_version: RawField,
     /// Its covariates, read and checked (their problems are in `problems`).
     pub covariates: Covariates,
+    /// Its further scores by the same judge version, read and checked.
+    pub repeats: Vec<f64>,
     /// Problems found while reading the row (a field the row may not have, a bad covariate),
     /// reported with the rest of the batch's.
     pub problems: Vec<Problem>,
@@ -82,6 +91,8 @@ pub struct Uploaded {
     pub group: Option<GroupName>,
     pub rater: Option<RaterName>,
     pub covariates: Covariates,
+    /// Further scores of the item by the same judge version (the row's own, never its item's).
+    pub repeats: Vec<f64>,
 }
 
 impl Uploaded {
@@ -120,6 +131,7 @@ impl Uploaded {
             judge_version: judge_version.cloned(),
             reference_at_ms: None,
             covariates,
+            repeats: self.repeats.clone(),
         })
     }
 }
@@ -213,8 +225,14 @@ pub fn rows_from_json(body: &Value) -> Result<Vec<RawAnchor>, Vec<Problem>> {
             };
             let covariates =
                 covariates::from_json(Some(i + 1), item.get(covariates::FIELD), &mut problems);
+            let repeats = repeats::from_json(Some(i + 1), repeats::FIELD, item.get(repeats::FIELD))
+                .unwrap_or_else(|p| {
+                    problems.push(p);
+                    Vec::new()
+                });
             RawAnchor {
                 covariates,
+                repeats,
                 problems,
                 row: i + 1,
                 judge: judge.clone(),
@@ -251,9 +269,14 @@ pub fn rows_from_csv(body: &[u8]) -> Result<Vec<RawAnchor>, Vec<Problem>> {
         "an anchor upload",
         |columns, record, row| {
             let field = |name: &str| columns.field(record, name);
-            let (covariates, problems) = columns.covariates(record, row);
+            let (covariates, mut problems) = columns.covariates(record, row);
+            let repeats = repeats::from_csv(row, &field(repeats::FIELD)).unwrap_or_else(|p| {
+                problems.push(p);
+                Vec::new()
+            });
             RawAnchor {
                 covariates,
+                repeats,
                 problems,
                 row,
                 judge: field("judge"),
@@ -463,6 +486,7 @@ pub fn validate(
             group,
             rater,
             covariates: raw.covariates,
+            repeats: raw.repeats,
         });
         cell.rows.push(row);
     }

@@ -21,6 +21,7 @@ pub struct StoredRow {
     pub group: Option<GroupName>,
     pub rater: Option<RaterName>,
     pub covariates: Covariates,
+    pub repeats: Vec<f64>,
     pub created_at_ms: i64,
 }
 
@@ -149,7 +150,8 @@ pub fn plan_cell(
                     && s.reference_score == anchor.reference_score
                     && s.group == anchor.group
                     && s.rater == anchor.rater
-                    && s.covariates == anchor.covariates =>
+                    && s.covariates == anchor.covariates
+                    && s.repeats == anchor.repeats =>
             {
                 plan.unchanged += 1;
             }
@@ -178,6 +180,13 @@ pub fn plan_cell(
                                 "; stored covariates {}, this batch's {}",
                                 covariates::describe(&s.covariates),
                                 covariates::describe(&anchor.covariates)
+                            )
+                        } + &if s.repeats == anchor.repeats {
+                            String::new()
+                        } else {
+                            format!(
+                                "; stored repeats {:?}, this batch's {:?}",
+                                s.repeats, anchor.repeats
                             )
                         },
                     ));
@@ -234,6 +243,7 @@ mod tests {
                     group: None,
                     rater: None,
                     covariates: Covariates::new(),
+                    repeats: Vec::new(),
                 })
                 .collect(),
             rows: (1..=rows.len()).collect(),
@@ -249,6 +259,7 @@ mod tests {
             group: Some(GroupName::parse("sys-a").unwrap()),
             rater: None,
             covariates: Covariates::new(),
+            repeats: Vec::new(),
             created_at_ms: created,
         }
     }

@@ -21,6 +21,9 @@ pub enum ItemInputs {
     /// A panel's items: each member's score, by name. The items' judge scores are placeholders
     /// until the service fuses these for the served version.
     Members(Vec<MemberScores>),
+    /// Each item's further scores by the same judge version (empty for an item scored once);
+    /// some item has some. The service corrects each item at its scores' one-score equivalent.
+    Repeats(Vec<Vec<f64>>),
 }
 
 impl ItemInputs {
@@ -36,6 +39,14 @@ impl ItemInputs {
     pub fn members(&self) -> Option<&[MemberScores]> {
         match self {
             ItemInputs::Members(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// Each item's further scores, where some item carries repeats.
+    pub fn repeats(&self) -> Option<&[Vec<f64>]> {
+        match self {
+            ItemInputs::Repeats(r) => Some(r),
             _ => None,
         }
     }

@@ -14,6 +14,7 @@ pub mod preference;
 pub mod rank_session;
 pub mod ratings;
 pub mod raw;
+pub mod repeats;
 pub mod runlevel;
 pub mod training;
 
@@ -323,6 +324,9 @@ pub struct Anchor {
     /// Numeric inputs beside the judge score (a response's length), where the uploader gave
     /// them; an item's re-scored rows share its row's unless they give their own.
     pub covariates: covariates::Covariates,
+    /// Further scores of the item by the same judge version (the judge re-asked); empty where
+    /// the row carries none. `judge_score` is the one the corrector is fitted on.
+    pub repeats: Vec<f64>,
 }
 
 impl Anchor {

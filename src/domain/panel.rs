@@ -294,6 +294,7 @@ mod tests {
             rater: None,
             judge_version: None,
             reference_at_ms: None,
+            repeats: Vec::new(),
             covariates: Default::default(),
         }
     }

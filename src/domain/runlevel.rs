@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use super::covariates::{self, Covariates};
 use super::inputs::ItemInputs;
 use super::panel::parse_member_scores;
+use super::repeats;
 use super::{CellKey, GroupName, ItemId, JudgeName, JudgeVersion, Problem, RubricName};
 use judgecal_stats::runlevel::inference::Estimand;
 use judgecal_stats::runlevel::rank::{ErrorRate, LabelGoal, MAX_RUNS, RankSettings};
@@ -384,6 +385,8 @@ pub struct RawItem {
     pub members: Option<BTreeMap<String, f64>>,
     /// A judge's item: its covariates.
     pub covariates: Option<BTreeMap<String, f64>>,
+    /// A judge's item: its further scores by the same judge version.
+    pub repeats: Option<Vec<f64>>,
     pub reference: Option<f64>,
     pub cluster: Option<String>,
 }
@@ -494,7 +497,11 @@ fn parse_items(
     let with_id = items.iter().filter(|i| i.id.is_some()).count();
     let with_cluster = items.iter().filter(|i| i.cluster.is_some()).count();
     let with_covariates = items.iter().any(|i| i.covariates.is_some());
+    let with_repeats = items
+        .iter()
+        .any(|i| i.repeats.as_ref().is_some_and(|r| !r.is_empty()));
     let mut item_covariates = Vec::new();
+    let mut item_repeats = Vec::new();
     for (i, item) in items.iter().enumerate() {
         let row = Some(i + 1);
         if panel && item.covariates.is_some() {
@@ -503,6 +510,22 @@ fn parse_items(
                 &field(covariates::FIELD),
                 "a panel's items carry members' `scores`; covariates are for a judge's items",
             ));
+        }
+        if with_repeats {
+            if panel || with_covariates {
+                problems.push(Problem::at(
+                    row,
+                    &field(repeats::FIELD),
+                    "repeats are for a judge's items without covariates (a panel's or a covariate version's items carry one score each)",
+                ));
+            }
+            let given = item.repeats.clone().unwrap_or_default();
+            item_repeats.push(
+                repeats::check(row, &field(repeats::FIELD), given).unwrap_or_else(|p| {
+                    problems.push(p);
+                    Vec::new()
+                }),
+            );
         }
         if with_covariates {
             item_covariates.push(match &item.covariates {
@@ -613,6 +636,8 @@ fn parse_items(
         ))
     } else if with_covariates {
         ItemInputs::Covariates(item_covariates)
+    } else if with_repeats {
+        ItemInputs::Repeats(item_repeats)
     } else {
         ItemInputs::Score
     };
@@ -638,6 +663,7 @@ fn parse_items(
         group: None,
         extra_noise: 0.0,
         input_loading: Vec::new(),
+        noise_ratio: None,
         conditional: false,
     };
     (run, inputs)
@@ -707,6 +733,7 @@ mod tests {
             score: Some(score),
             members: None,
             covariates: None,
+            repeats: None,
             reference,
             cluster: None,
         }
@@ -776,6 +803,29 @@ mod tests {
         let named: Vec<(Option<usize>, &str)> =
             problems.iter().map(|p| (p.row, p.field.as_str())).collect();
         assert_eq!(named, [(Some(2), "covariates")]);
+        // Repeats: one item's make every item's entry; with covariates they are refused, and a
+        // bad score is named by its row.
+        let with_repeats = |score: f64, r: Vec<f64>| RawItem {
+            repeats: Some(r),
+            ..item(None, score, None)
+        };
+        let (inputs, problems) = parse(vec![
+            with_repeats(3.0, vec![4.0, 3.0]),
+            item(None, 2.0, None),
+        ]);
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(inputs.repeats(), Some(&[vec![4.0, 3.0], vec![]][..]));
+        let (_, problems) = parse(vec![
+            with_repeats(3.0, vec![f64::NAN]),
+            RawItem {
+                repeats: Some(vec![2.0]),
+                ..with_length(3.0, Some(9.0))
+            },
+        ]);
+        let named: Vec<(Option<usize>, &str)> =
+            problems.iter().map(|p| (p.row, p.field.as_str())).collect();
+        assert!(named.contains(&(Some(1), "repeats")), "{named:?}");
+        assert!(named.contains(&(Some(2), "repeats")), "{named:?}");
     }
 
     #[test]

@@ -51,6 +51,13 @@ pub struct AnchorRow {
     /// A re-scored row that gives none takes its item's stored covariates.
     #[schema(schema_with = schema::covariates)]
     covariates: Option<std::collections::BTreeMap<String, f64>>,
+    /// Further scores of the item by the same judge version (the judge asked again), at most
+    /// 100; in CSV one column of scores separated by `;`, e.g. `3;4`. They measure the judge's
+    /// repeat (test–retest) noise, shown by the agreement report and used when runs carry
+    /// repeats; `judge_score` alone is what the corrector is fitted on. A row's own: a
+    /// re-scored row does not take its item's.
+    #[schema(example = json!([3.0, 3.5]), max_items = 100)]
+    repeats: Option<Vec<f64>>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -76,6 +83,9 @@ pub struct AnchorDto {
     #[schema(schema_with = schema::covariates)]
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub covariates: std::collections::BTreeMap<String, f64>,
+    /// Further scores of the item by the same judge version; absent where it has none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub repeats: Vec<f64>,
 }
 
 fn group_schema() -> utoipa::openapi::schema::Object {
@@ -315,6 +325,7 @@ pub async fn list_anchors(
                     .into_iter()
                     .map(|(k, v)| (String::from(k), v))
                     .collect(),
+                repeats: a.repeats,
             })
             .collect(),
         next_cursor: page.next_cursor,

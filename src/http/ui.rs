@@ -281,6 +281,28 @@ fn report_html(r: &Report) -> String {
         })
         .collect();
     out.push_str(&table(&["judge score", "n", "raw", "corrected"], &levels));
+    if let Some(rep) = &r.repeats {
+        out.push_str("<h2>Repeat noise (the judge re-asked)</h2>");
+        let _ = write!(
+            out,
+            "<p class=\"note\">{} anchors carry {} scores in all. Within-item variance of one \
+             score {}; {}% of the judge scores' variance, {}% of the judge's own error.</p>",
+            rep.items,
+            rep.scores,
+            figure(Some(&rep.within)),
+            num(100.0 * rep.noise_share),
+            num(100.0 * rep.share_of_judge_error)
+        );
+        let rows: Vec<Vec<String>> = rep
+            .by_repeats
+            .iter()
+            .map(|g| vec![g.k.to_string(), num(g.residual_ratio)])
+            .collect();
+        out.push_str(&table(
+            &["scores per item", "error variance / one score's"],
+            &rows,
+        ));
+    }
     out.push_str("<h2>Largest disagreements</h2>");
     let misses: Vec<Vec<String>> = r
         .disagreements

@@ -73,7 +73,7 @@ impl Service {
     }
 
     /// The anchors `loaded` could have been fitted on, read once per version.
-    async fn basis(&self, loaded: Arc<Loaded>) -> Result<(Arc<Loaded>, Arc<Cell>)> {
+    pub(super) async fn basis(&self, loaded: Arc<Loaded>) -> Result<(Arc<Loaded>, Arc<Cell>)> {
         let key = loaded.version.key.clone();
         let anchors = loaded
             .anchors
@@ -122,6 +122,7 @@ impl Service {
                 held: false,
                 unused_covariates: None,
                 unread_covariates: None,
+                repeats: None,
             });
         }
         if version.is_some() {
@@ -149,6 +150,7 @@ impl Service {
             held: false,
             unused_covariates: None,
             unread_covariates: None,
+            repeats: None,
         })
     }
 
@@ -378,6 +380,8 @@ impl Service {
             },
         )
         .await?;
+        self.apply_repeats(&mut served, vec![("", &mut run, &request.inputs)])
+            .await?;
         let basis = self.basis(served.loaded.clone()).await?;
         let n = run.scores.len();
         let settings = request.settings;
@@ -425,6 +429,8 @@ impl Service {
             },
         )
         .await?;
+        self.apply_repeats(&mut served, vec![("a.", &mut a, ia), ("b.", &mut b, ib)])
+            .await?;
         let n = a.scores.len() + b.scores.len();
         let (bases, _) = self.bases(&served.runs).await?;
         let answer = if bases.len() == 1 {
@@ -497,6 +503,15 @@ impl Service {
                 hold: &request.hold,
                 missing_at_random: request.assume_missing_at_random,
             },
+        )
+        .await?;
+        self.apply_repeats(
+            &mut served,
+            runs.iter_mut()
+                .zip(&request.inputs)
+                .zip(&prefixes)
+                .map(|((run, inputs), p)| (p.as_str(), run, inputs))
+                .collect(),
         )
         .await?;
         let (settings, how) = (request.settings, request.rank);
@@ -590,6 +605,8 @@ pub struct Served {
     /// Items of a version trained with covariates carried others it does not read (a name it
     /// was not trained with, or one it did not keep): the version's number and those names.
     pub unread_covariates: Option<(i64, Vec<String>)>,
+    /// Items carried repeats: how they were read.
+    pub repeats: Option<super::repeat_noise::RepeatUse>,
 }
 
 /// How the runs' items are read: covariates held at fixed values, and whether a panel's

@@ -63,6 +63,9 @@ pub struct CellData {
     pub pairs: Vec<(f64, f64)>,
     /// Each anchor's group, in the same order.
     pub groups: Vec<Option<GroupName>>,
+    /// Each anchor's further scores by its judge version, in the same order; empty where not
+    /// known (a panel's derived cells).
+    pub repeats: Vec<Vec<f64>>,
     /// Each anchor's unit of independence (its rater, or its upload), in the same order; empty
     /// where not known (a panel's derived cells).
     pub units: Vec<Option<String>>,
@@ -86,6 +89,7 @@ impl CellData {
                 .map(|a| (a.judge_score, a.reference_score))
                 .collect(),
             groups: anchors.iter().map(|a| a.group.clone()).collect(),
+            repeats: anchors.iter().map(|a| a.repeats.clone()).collect(),
             units: anchors.iter().map(Anchor::unit).collect(),
             uploads: anchors
                 .iter()
@@ -126,6 +130,7 @@ impl CellData {
                     reference_score: reference,
                     corrected: c.map(|c| c.score).filter(|s| s.is_finite()),
                     band: c.and_then(|c| c.predictive).map(|(lo, hi)| [lo, hi]),
+                    repeats: self.repeats.get(i).cloned().unwrap_or_default(),
                 }
             })
             .collect()
@@ -169,6 +174,11 @@ pub fn digest(anchors: &[Anchor]) -> String {
             h.update([2]);
             h.update(name.as_str().as_bytes());
             h.update(value.to_bits().to_le_bytes());
+        }
+        // And repeats.
+        for r in &a.repeats {
+            h.update([3]);
+            h.update(r.to_bits().to_le_bytes());
         }
     }
     crate::auth::hex(&h.finalize())
@@ -230,6 +240,7 @@ pub fn train_panel(
                     .collect(),
                 pairs: f.anchors.clone(),
                 groups: j.groups.clone(),
+                repeats: Vec::new(),
                 units: Vec::new(),
                 uploads: Vec::new(),
                 digest: digest(&j.anchors),
@@ -287,6 +298,7 @@ pub fn train_covariates(
                 items: c.items.clone(),
                 pairs: layer.anchors.clone(),
                 groups: c.groups.clone(),
+                repeats: c.repeats.clone(),
                 units: c.units.clone(),
                 uploads: c.uploads.clone(),
                 digest: c.digest.clone(),

@@ -16,6 +16,9 @@ pub struct Loaded {
     /// The anchors it could have been fitted on (stored no later than the version), read on
     /// its first run-level estimate.
     pub anchors: tokio::sync::OnceCell<Arc<judgecal_stats::Cell>>,
+    /// The repeats among the anchors it was fitted on, read on the first run that carries
+    /// repeats.
+    pub repeats: tokio::sync::OnceCell<Arc<judgecal_stats::repeats::WithinItem>>,
 }
 
 impl Loaded {
@@ -265,6 +268,7 @@ impl Service {
         Ok(Arc::new(Loaded {
             version: CalibratorVersion { model, ..v },
             anchors: tokio::sync::OnceCell::new(),
+            repeats: tokio::sync::OnceCell::new(),
         }))
     }
 
@@ -700,6 +704,7 @@ mod tests {
                 judge_range: None,
             },
             anchors: tokio::sync::OnceCell::new(),
+            repeats: tokio::sync::OnceCell::new(),
         })
     }
 

@@ -10,6 +10,7 @@ use super::{Store, many_values, placeholder_list, placeholder_rows};
 use crate::domain::anchors::CellBatch;
 use crate::domain::covariates::{self, Covariates};
 use crate::domain::ingest::{CellPlan, Refusals, StoredRow, plan_cell};
+use crate::domain::repeats;
 use crate::domain::{
     Anchor, CellKey, CellSummary, ItemId, JudgeName, JudgeVersion, RaterName, Rubric, RubricName,
     Scale, now_ms,
@@ -239,7 +240,7 @@ impl Store {
     ) -> Result<Vec<StoredRow>> {
         const COLUMNS: &str =
             "SELECT judge_version, item_id, judge_score, reference_score, group_name, created_at_ms, rater,
-                 covariates
+                 covariates, repeats
              FROM anchors WHERE cell_id = $1";
         let mut stored = Vec::new();
         if stored_count == 0 {
@@ -275,6 +276,7 @@ impl Store {
                     created_at_ms: r.try_get(5)?,
                     rater: rater_of(r.try_get(6)?)?,
                     covariates: covariates_of(r.try_get(7)?)?,
+                    repeats: repeats_of(r.try_get(8)?)?,
                 });
             }
         }
@@ -320,8 +322,8 @@ impl Store {
         for chunk in inserts.chunks(CHUNK) {
             let sql = format!(
                 "INSERT INTO anchors (cell_id, judge_version, item_id, judge_score, reference_score,
-                     updated_at_ms, group_name, created_at_ms, rater, covariates) VALUES {}",
-                placeholder_rows(chunk.len(), 10, 1)
+                     updated_at_ms, group_name, created_at_ms, rater, covariates, repeats) VALUES {}",
+                placeholder_rows(chunk.len(), 11, 1)
             );
             let mut q = sqlx::query(many_values(backend, sql));
             for (a, created) in chunk {
@@ -335,7 +337,8 @@ impl Store {
                     .bind(a.group.as_ref().map(|g| g.as_str().to_owned()))
                     .bind(*created)
                     .bind(a.rater.as_ref().map(|r| r.as_str().to_owned()))
-                    .bind(covariates::to_stored(&a.covariates));
+                    .bind(covariates::to_stored(&a.covariates))
+                    .bind(repeats::to_stored(&a.repeats));
             }
             q.execute(&mut **tx).await?;
         }
@@ -418,7 +421,7 @@ impl Store {
         let (item, version) = after.unwrap_or(("", ""));
         let rows = sqlx::query(
             "SELECT a.item_id, a.judge_score, a.reference_score, a.group_name, a.rater, a.judge_version,
-                 a.covariates, CAST(NULL AS BIGINT) AS reference_at_ms
+                 a.covariates, a.repeats, CAST(NULL AS BIGINT) AS reference_at_ms
              FROM anchors a WHERE a.cell_id = $1 AND (a.item_id > $2 OR (a.item_id = $3 AND a.judge_version > $4))
                  AND ($5 = '' OR a.judge_version = $6)
              ORDER BY a.item_id, a.judge_version LIMIT $7",
@@ -496,7 +499,7 @@ impl Store {
 }
 
 /// An anchor from a row with the columns `item_id, judge_score, reference_score, group_name,
-/// rater, judge_version, covariates, reference_at_ms` by name.
+/// rater, judge_version, covariates, repeats, reference_at_ms` by name.
 pub(super) fn anchor_of_named(r: &AnyRow) -> Result<Anchor> {
     Ok(Anchor {
         item_id: ItemId::parse(&r.try_get::<String, _>("item_id")?)
@@ -509,7 +512,13 @@ pub(super) fn anchor_of_named(r: &AnyRow) -> Result<Anchor> {
             .map_err(|_| bad_row("judge version"))?,
         reference_at_ms: r.try_get("reference_at_ms")?,
         covariates: covariates_of(r.try_get("covariates")?)?,
+        repeats: repeats_of(r.try_get("repeats")?)?,
     })
+}
+
+/// Stored repeats, read back.
+pub(super) fn repeats_of(raw: Option<String>) -> Result<Vec<f64>> {
+    repeats::from_stored(raw.as_deref()).map_err(|_| bad_row("repeats"))
 }
 
 /// Stored covariates, read back.

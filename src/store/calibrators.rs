@@ -231,7 +231,7 @@ impl Store {
     ) -> Result<Vec<(RubricName, Vec<Anchor>)>> {
         let rows = sqlx::query(
             "SELECT c.rubric, a.item_id, a.judge_score, a.reference_score, a.group_name, a.rater,
-                 a.judge_version, a.covariates,
+                 a.judge_version, a.covariates, a.repeats,
                  (SELECT MIN(b.updated_at_ms) FROM anchors b WHERE b.cell_id = a.cell_id AND b.item_id = a.item_id) AS reference_at_ms
              FROM anchors a JOIN cells c ON c.id = a.cell_id
              WHERE c.judge = $1 AND a.judge_version = $2 ORDER BY c.rubric, a.item_id",

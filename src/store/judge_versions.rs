@@ -121,7 +121,7 @@ impl Store {
         let cell_id = self.cell_id(key).await?;
         let rows = sqlx::query(
             "SELECT a.item_id, a.judge_score, a.reference_score, a.group_name, a.rater, a.judge_version,
-                 a.covariates, CAST(NULL AS BIGINT) AS reference_at_ms
+                 a.covariates, a.repeats, CAST(NULL AS BIGINT) AS reference_at_ms
              FROM anchors a WHERE a.cell_id = $1 AND a.judge_version = $2",
         )
         .bind(&cell_id)

@@ -75,3 +75,24 @@ def test_the_figures_equal_scipy_and_sklearn_on_hanna(hanna, client, cell):
     assert corrected.loc["pearson", "n"] == len(rows)
     misses = frames["disagreements"]["error"].abs().to_list()
     assert len(misses) == 5 and misses == sorted(misses, reverse=True)
+
+
+def test_the_repeat_noise_is_the_pooled_within_item_variance_of_the_demo_rows(client):
+    # The demo's ChatGPT rows carry its other HANNA prompt variants as repeats.
+    rows = pd.read_csv(HANNA)
+    rows = rows[(rows["judge"] == "ChatGPT") & (rows["rubric"] == "surprise")]
+    upload_frame(client, rows, progress=False)
+    client.train("ChatGPT", "isotonic", progress=False, timeout=300)
+    report = client.agreement("ChatGPT", "surprise", top=0)
+    items = [
+        np.array([j] + [float(s) for s in str(r).split(";")])
+        for j, r in zip(rows["judge_score"], rows["repeats"])
+        if isinstance(r, str) and r
+    ]
+    squares = sum(((s - s.mean()) ** 2).sum() for s in items)
+    dof = sum(len(s) - 1 for s in items)
+    assert report.repeats.items == len(items)
+    assert report.repeats.within.value == pytest.approx(squares / dof, abs=1e-9)
+    frame = agreement_frames(report)["repeats"]
+    assert list(frame["k"]) == [1, 2, 3, 5, 10]
+    assert frame["residual_ratio"].iloc[0] == 1.0 and frame["residual_ratio"].is_monotonic_decreasing

@@ -31,6 +31,7 @@ pub mod pairwise;
 pub mod panel;
 pub mod quality;
 pub mod quantile;
+pub mod repeats;
 pub mod report;
 pub mod rng;
 pub mod runlevel;

@@ -490,6 +490,7 @@ fn replicate(w: &World, method: Method, rep: u64) -> Result<Counts, String> {
         group: group.map(str::to_owned),
         extra_noise: 0.0,
         input_loading: Vec::new(),
+        noise_ratio: None,
         conditional: false,
     };
     let (a, b) = (

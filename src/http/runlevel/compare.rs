@@ -93,6 +93,10 @@ pub struct CompareResponse {
     /// or `held` (at the covariates `hold` names: a length-controlled answer); absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     covariates: Option<&'static str>,
+    /// Items carried repeats: the judge's within-item variance used and what it did; absent
+    /// otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    repeats: Option<super::RepeatsDto>,
     warnings: Vec<String>,
 }
 
@@ -169,6 +173,7 @@ pub async fn compare(
         group: group(&c.group),
         plan: plan(c.advice, settings.target),
         covariates: covariates_read(&served),
+        repeats: super::repeats_read(&served),
         warnings,
     }))
 }

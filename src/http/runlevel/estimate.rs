@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{
-    PlanDto, RunEstimateDto, RunItemDto, covariates_read, group_schema, identify,
+    DesignDto, PlanDto, RunEstimateDto, RunItemDto, covariates_read, group_schema, identify,
     mismatch_warnings, name_span, plan, raw_run, rendered, run_dto,
 };
 use crate::domain::runlevel::{RawRunWithGroup, RawSettings};
@@ -14,6 +14,7 @@ use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::{Authorized, CorrectScope, Json};
 use crate::http::schema;
 use crate::service::EstimateRequest;
+use judgecal_stats::repeats::Costs;
 use judgecal_stats::runlevel::warnings;
 
 /// The body of POST /v1/estimate: the cell, the run (`scores` or `items`, not both) and how
@@ -59,6 +60,12 @@ pub struct EstimateBody {
     /// would reach it, and about how many, or that the run's own size is the limit.
     #[schema(exclusive_minimum = 0.0, example = 0.05)]
     target_half_width: Option<f64>,
+    /// With `target_half_width`: what one more score of one item by the judge (`judge`) and
+    /// one label (`label`) cost, in any one unit. The plan then weighs re-asking the judge
+    /// against labelling (`plan.design`): every item scored k times and n of them labelled at
+    /// random, the cheapest k. Needs the judge's repeat noise measured (anchors or this run's
+    /// items with `repeats`).
+    costs: Option<Costs>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -77,6 +84,10 @@ pub struct EstimateResponse {
     /// or `held` (at the covariates `hold` names: a length-controlled answer); absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     covariates: Option<&'static str>,
+    /// Items carried repeats: the judge's within-item variance used and what it did; absent
+    /// otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    repeats: Option<super::RepeatsDto>,
     /// What a reader of the interval must know: extrapolation, a left-out term, a transport
     /// check that found bias.
     warnings: Vec<String>,
@@ -130,7 +141,21 @@ pub async fn estimate(
     )
     .map_err(|p| ApiError::invalid("the estimate request was refused", p))?;
     let settings = request.settings;
+    if let Some(c) = body.costs {
+        check_costs(c, settings.target)
+            .map_err(|p| ApiError::invalid("the estimate request was refused", p))?;
+    }
     let (served, e) = state.service.estimate(request).await?;
+    let mut plan = plan(e.advice, settings.target);
+    if let (Some(costs), Some(target), Some(p)) = (body.costs, settings.target, plan.as_mut())
+        && p.outcome != "reached"
+    {
+        let advice = state
+            .service
+            .design(&served, &e, target, settings.level, costs)
+            .await?;
+        p.design = Some(DesignDto::of(advice, target));
+    }
     let (judge, rubric, version, method) = identify(&served.loaded);
     let notes = warnings::of_runs(&[&e], None, settings.level);
     let mut warnings = mismatch_warnings(&served);
@@ -141,11 +166,46 @@ pub async fn estimate(
         method,
         level: settings.level,
         run: run_dto(&e),
-        plan: plan(e.advice, settings.target),
+        plan,
         covariates: covariates_read(&served),
+        repeats: super::repeats_read(&served),
         warnings: {
             warnings.extend(rendered(&notes, |_| String::new()));
             warnings
         },
     }))
+}
+
+/// Costs that can be planned with: each finite and not negative, not both 0, and a target.
+fn check_costs(c: Costs, target: Option<f64>) -> Result<(), Vec<crate::domain::Problem>> {
+    use crate::domain::Problem;
+    let mut problems = Vec::new();
+    for (field, x) in [("costs.judge", c.judge), ("costs.label", c.label)] {
+        if !(x.is_finite() && x >= 0.0) {
+            problems.push(Problem::at(
+                None,
+                field,
+                format!("must be a finite number ≥ 0, got {x}"),
+            ));
+        }
+    }
+    if problems.is_empty() && c.judge == 0.0 && c.label == 0.0 {
+        problems.push(Problem::at(
+            None,
+            "costs",
+            "a judge call and a label cannot both cost nothing",
+        ));
+    }
+    if target.is_none() {
+        problems.push(Problem::at(
+            None,
+            "costs",
+            "plans for a target: give target_half_width too",
+        ));
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems)
+    }
 }

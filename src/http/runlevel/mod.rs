@@ -43,6 +43,13 @@ pub struct RunItemDto {
     /// A judge's item: its covariates, for a version trained with them.
     #[schema(schema_with = schema::covariates)]
     pub(super) covariates: Option<std::collections::BTreeMap<String, f64>>,
+    /// A judge's item: its further scores by the same judge version (the judge asked again),
+    /// at most 100. The item is corrected for a judge averaged over its scores (less noisy
+    /// than one score: its mean is read at its one-score equivalent), and the run's interval
+    /// carries the noise left. The judge's within-item variance is measured on the version's
+    /// anchors' repeats and the request's together (`repeats` in the answer).
+    #[schema(example = json!([3.0, 4.0]), max_items = 100)]
+    pub(super) repeats: Option<Vec<f64>>,
     /// The item's reference score, where this item of the run was labelled. The labelled
     /// items must be a uniform random sample of the run, at least 3.
     pub(super) reference: Option<f64>,
@@ -59,6 +66,7 @@ impl From<RunItemDto> for RawItem {
             score: i.score,
             members: i.scores,
             covariates: i.covariates,
+            repeats: i.repeats,
             reference: i.reference,
             cluster: i.cluster,
         }
@@ -155,6 +163,38 @@ pub(super) fn covariates_read(served: &crate::service::Served) -> Option<&'stati
         .iter()
         .any(|r| r.version.covariate_layer.is_some())
         .then_some(if served.held { "held" } else { "as_given" })
+}
+
+/// How the items' repeats (further scores of an item by the same judge version) were read.
+/// Each item is corrected at the one-score equivalent of its scores' mean: the corrector was
+/// fitted on one score per anchor, and a mean of k scores, less noisy, says more about the
+/// reference. The run's noise term is scaled to what k scores leave.
+#[derive(Serialize, ToSchema)]
+pub struct RepeatsDto {
+    /// The judge's within-item (test–retest) variance of one score, with its 95% interval.
+    within: judgecal_stats::agreement::Figure,
+    /// Items with repeats it was measured on: among the version's anchors and in this request.
+    anchor_items: usize,
+    request_items: usize,
+    /// That variance as a share of the judge scores' variance over the anchors (1 − the
+    /// test–retest reliability).
+    noise_share: f64,
+    /// The mean over the request's items of their error variance (a reference around its
+    /// corrected score) as a share of a one-score item's: 1 without repeats.
+    residual_ratio: f64,
+}
+
+pub(super) fn repeats_read(served: &crate::service::Served) -> Option<RepeatsDto> {
+    served.repeats.map(|r| RepeatsDto {
+        within: judgecal_stats::agreement::Figure {
+            value: r.within.variance,
+            interval: Some(r.within.interval),
+        },
+        anchor_items: r.anchor_items,
+        request_items: r.run_items,
+        noise_share: r.model.noise_share(),
+        residual_ratio: r.residual_ratio,
+    })
 }
 
 pub(super) fn group_schema() -> utoipa::openapi::schema::Object {
@@ -257,6 +297,62 @@ pub struct PlanDto {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) needed: Option<usize>,
     pub(super) message: String,
+    /// With `costs`: re-asking the judge against labelling.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) design: Option<DesignDto>,
+}
+
+/// Re-asking the judge against labelling, for a run's target half-width: every item scored
+/// `repeats` times (the judge asked again) and `labels` of them labelled at random, whose
+/// labelled-path half-width reaches the target, at the least cost.
+#[derive(Serialize, ToSchema)]
+pub struct DesignDto {
+    /// The cheapest design (absent where the judge's repeat noise is not measured).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    best: Option<judgecal_stats::repeats::Design>,
+    /// Every design considered, one per number of scores per item from the run's own to 20.
+    options: Vec<judgecal_stats::repeats::Design>,
+    message: String,
+}
+
+impl DesignDto {
+    pub(super) fn of(
+        advice: std::result::Result<crate::service::DesignAdvice, String>,
+        target: f64,
+    ) -> Self {
+        match advice {
+            Err(message) => Self {
+                best: None,
+                options: Vec::new(),
+                message,
+            },
+            Ok(a) => {
+                let best = a.designs[a.best];
+                let at_current = a.designs[0];
+                let message = if best.repeats == a.current {
+                    format!(
+                        "labelling is the cheaper way to ±{target}: about {} labelled items of this run at {} score(s) per item (cost {:.4}); re-asking the judge costs more than the labels it saves",
+                        best.labels, best.repeats, best.cost
+                    )
+                } else {
+                    format!(
+                        "re-asking is cheaper: score every item {} times and label about {} of them (cost {:.4}), against {} labels at {} score(s) per item (cost {:.4})",
+                        best.repeats,
+                        best.labels,
+                        best.cost,
+                        at_current.labels,
+                        at_current.repeats,
+                        at_current.cost
+                    )
+                };
+                Self {
+                    best: Some(best),
+                    options: a.designs,
+                    message,
+                }
+            }
+        }
+    }
 }
 
 /// One run's de-biased mean.
@@ -370,11 +466,13 @@ pub(super) fn plan(advice: Option<Advice>, target: Option<f64>) -> Option<PlanDt
     let target = target?;
     Some(match advice? {
         Advice::Reached => PlanDto {
+            design: None,
             outcome: "reached",
             needed: None,
             message: format!("the interval is already within ±{target}"),
         },
         Advice::Anchors(n) => PlanDto {
+            design: None,
             outcome: "more_anchors",
             needed: Some(n),
             message: format!(
@@ -382,6 +480,7 @@ pub(super) fn plan(advice: Option<Advice>, target: Option<f64>) -> Option<PlanDt
             ),
         },
         Advice::Labels(n) => PlanDto {
+            design: None,
             outcome: "more_labelled",
             needed: Some(n),
             message: format!(
@@ -389,6 +488,7 @@ pub(super) fn plan(advice: Option<Advice>, target: Option<f64>) -> Option<PlanDt
             ),
         },
         Advice::RunSize => PlanDto {
+            design: None,
             outcome: "run_size",
             needed: None,
             message: format!(

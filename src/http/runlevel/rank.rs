@@ -259,6 +259,10 @@ pub struct RankResponse {
     /// or `held` (at the covariates `hold` names: a length-controlled answer); absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     covariates: Option<&'static str>,
+    /// Items carried repeats: the judge's within-item variance used and what it did; absent
+    /// otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    repeats: Option<super::RepeatsDto>,
     warnings: Vec<String>,
 }
 
@@ -358,6 +362,7 @@ pub(super) async fn answer(
             .map(|a| label_plan(a, how.round + 1, &names, &ids)),
         session: after.map(Into::into),
         covariates: super::covariates_read(&served),
+        repeats: super::repeats_read(&served),
         warnings,
     })
 }

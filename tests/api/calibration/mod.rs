@@ -12,6 +12,7 @@ mod new_user;
 mod pages;
 mod panels;
 mod rank;
+mod repeats;
 mod training;
 mod walkthroughs;
 

@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: The service's default `limits.max_batch_anchors`; a smaller limit is found from its 413.
 CHUNK = 100_000
-COLUMNS = ("judge", "rubric", "item_id", "judge_score", "reference_score", "group")
+COLUMNS = ("judge", "rubric", "item_id", "judge_score", "reference_score", "group", "repeats")
 
 
 def _pandas() -> Any:
@@ -31,6 +31,15 @@ def _chunks(frame: "pd.DataFrame", size: int) -> Iterator["pd.DataFrame"]:
         yield frame.iloc[start : start + size]
 
 
+def _repeats_cell(value: Any) -> str:
+    """A `repeats` cell as the CSV upload takes it: scores separated by `;`, empty for none."""
+    if isinstance(value, (list, tuple)):
+        return ";".join(repr(float(v)) for v in value)
+    if value is None or (isinstance(value, float) and value != value):
+        return ""
+    return str(value)
+
+
 def anchor_frame(
     frame: "pd.DataFrame",
     *,
@@ -40,11 +49,13 @@ def anchor_frame(
     judge_score: str = "judge_score",
     reference_score: str = "reference_score",
     group: str | None = "group",
+    repeats: str | None = "repeats",
 ) -> "pd.DataFrame":
     """The anchor columns the service takes, from `frame`'s columns (renamed by the keyword
     arguments), with `judge` and `rubric` filled in where the frame has no such column, and
-    every `covariate.<name>` column kept (an empty cell: not given). Rows without a reference
-    are dropped: they are not anchors."""
+    every `covariate.<name>` column kept (an empty cell: not given). A `repeats` column (an
+    item's further scores by the same judge version: a list, or scores separated by `;`) is
+    kept. Rows without a reference are dropped: they are not anchors."""
     pd = _pandas()
     out = pd.DataFrame(
         {
@@ -60,6 +71,8 @@ def anchor_frame(
         raise ValueError("every anchor needs a judge and a rubric: give them as columns or arguments")
     if group and group in frame:
         out["group"] = frame[group]
+    if repeats and repeats in frame:
+        out["repeats"] = frame[repeats].map(_repeats_cell)
     for column in frame.columns:
         if isinstance(column, str) and column.startswith("covariate."):
             out[column] = frame[column]
@@ -297,7 +310,10 @@ def agreement_frames(report: Any) -> dict[str, "pd.DataFrame"]:
     - `by_level`: `from`, `to`, `n`, `raw`, `raw_lo`, `raw_hi`, `corrected`, ... (bias =
       score − reference);
     - `by_group`: the same per `group`;
-    - `disagreements`: the listed items, largest miss first."""
+    - `disagreements`: the listed items, largest miss first;
+    - `repeats` (where the anchors carry repeats): one row per k scores per item, with its
+      `residual_ratio` and the judge's within-item variance (`within`, `within_lo`,
+      `within_hi`) and its `noise_share` on every row."""
     pd = _pandas()
     figures: list[dict[str, Any]] = []
     confusions: dict[str, "pd.DataFrame"] = {}
@@ -317,9 +333,18 @@ def agreement_frames(report: Any) -> dict[str, "pd.DataFrame"]:
     def bias(b: Any) -> dict[str, Any]:
         return {"n": b.n, **_figure("raw", b.raw), **_figure("corrected", b.corrected)}
 
+    repeats: dict[str, "pd.DataFrame"] = {}
+    if getattr(report, "repeats", None) is not None:
+        r = report.repeats
+        within = _figure("within", r.within)
+        repeats["repeats"] = pd.DataFrame(
+            [{"k": g.k, "residual_ratio": g.residual_ratio, **within, "noise_share": r.noise_share}
+             for g in r.by_repeats]
+        )
     return {
         "figures": pd.DataFrame(figures, columns=["scores", "figure", "value", "lo", "hi", "n"]),
         **confusions,
+        **repeats,
         "by_level": pd.DataFrame([{"from": s.from_, "to": s.to, **bias(s.bias)} for s in report.by_level]),
         "by_group": pd.DataFrame([{"group": s.group, **bias(s.bias)} for s in report.by_group]),
         "disagreements": pd.DataFrame(

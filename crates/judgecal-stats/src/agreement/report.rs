@@ -11,6 +11,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Figure, Kappas, LEVEL, MAX_LEVELS, correlations, distinct, kappas, on_grid};
+use crate::repeats::{OneScore, RepeatReport, Repeats, WithinItem};
 use crate::stats::{mean, sample_variance, t_quantile};
 
 /// One anchor of a version as the report reads it, in the order the version saw them.
@@ -25,6 +26,9 @@ pub struct HeldOutRow {
     pub corrected: Option<f64>,
     /// That fit's 95% predictive band for the item's reference, where it gives one.
     pub band: Option<[f64; 2]>,
+    /// Further scores of the item by the same judge version (the judge re-asked).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repeats: Vec<f64>,
 }
 
 /// How one kind of score agrees with the reference.
@@ -106,6 +110,8 @@ pub struct Report {
     /// The held-out anchors by how far the reference lies from the corrected score, largest
     /// first.
     pub disagreements: Vec<Disagreement>,
+    /// The judge's repeat (test–retest) noise, where at least two anchors carry repeats.
+    pub repeats: Option<RepeatReport>,
     /// What a reader could take wrongly from the figures.
     pub warnings: Vec<String>,
 }
@@ -145,6 +151,22 @@ fn tie_warning(rows: &[HeldOutRow]) -> Option<String> {
             held.len()
         )
     })
+}
+
+/// The repeat noise the anchors' repeats measure, beside the one-score judge of `pairs`.
+fn repeat_report(rows: &[HeldOutRow], pairs: &[(f64, f64)]) -> Option<RepeatReport> {
+    let all: Vec<Vec<f64>> = rows
+        .iter()
+        .filter(|r| !r.repeats.is_empty())
+        .map(|r| {
+            std::iter::once(r.judge_score)
+                .chain(r.repeats.iter().copied())
+                .collect()
+        })
+        .collect();
+    let measured = WithinItem::of(all.iter().map(Vec::as_slice)).estimate(LEVEL)?;
+    let judge = OneScore::of(pairs)?;
+    Some(Repeats::new(measured.variance, judge).report(&measured))
 }
 
 /// Judge-score bins where the judge's scale is not discrete.
@@ -334,7 +356,14 @@ impl Report {
                 l[l.len() - 1]
             ));
         }
+        let pairs: Vec<(f64, f64)> = judge
+            .iter()
+            .copied()
+            .zip(reference.iter().copied())
+            .collect();
+        let repeats = repeat_report(rows, &pairs);
         Self {
+            repeats,
             n: rows.len(),
             held_out: corrected.len(),
             raw,
@@ -381,6 +410,7 @@ mod tests {
             reference_score: reference,
             corrected,
             band: corrected.map(|c| [c - 1.0, c + 1.0]),
+            repeats: Vec::new(),
         }
     }
 

@@ -88,7 +88,8 @@ impl<'a> Anchored<'a> {
 
     /// The variance of a reference of `run` around its corrected score, from the corrector's
     /// `noise_var`: scaled to its group's own where the anchors know it (systems differ in
-    /// it), none where the run's references are conditioned on.
+    /// it) and to its items' number of scores, none where the run's references are
+    /// conditioned on.
     fn noise_of(&self, run: &RunItems, noise_var: f64) -> f64 {
         if run.conditional {
             return 0.0;
@@ -97,7 +98,7 @@ impl<'a> Anchored<'a> {
             .basis
             .groups
             .map_or(1.0, |g| g.noise_ratio(run.group.as_deref()));
-        noise_var * ratio
+        noise_var * ratio * run.noise_ratio.unwrap_or(1.0)
     }
 
     /// The group term of a run of `group`.

@@ -61,6 +61,10 @@ pub struct RunItems {
     /// (`covariates::Layer::loading`); |u|² adds to the mean's variance, and two runs of one
     /// layer covary by u_a·u_b. Empty: none.
     pub input_loading: Vec<f64>,
+    /// Items scored several times by the judge, corrected at their scores' one-score
+    /// equivalent (`repeats`): the mean over the items of a reference's variance around its
+    /// corrected score, as a share of a one-score item's (below 1). `None`: 1.
+    pub noise_ratio: Option<f64>,
     /// The answer is the mean over the items of the reference expected at their inputs (a
     /// covariate held at a fixed value: no item has that reference), not the mean of their
     /// references: the references' noise around it is no part of its error.

@@ -310,6 +310,7 @@ pub fn with_labels(
                 group: Some(name.clone()),
                 extra_noise: 0.0,
                 input_loading: Vec::new(),
+                noise_ratio: None,
                 conditional: false,
             }
         })

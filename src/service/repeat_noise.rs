@@ -1,0 +1,242 @@
+//! Runs whose items carry repeats (issue 58): each item's scores become one score, the
+//! one-score equivalent of their mean, which the version's corrector (fitted on one-score
+//! anchors) reads; the run's noise term is scaled to what k scores leave. The judge's
+//! within-item variance is measured on the version's anchors' repeats and the request's.
+
+use std::sync::Arc;
+
+use super::Service;
+use super::runlevel::Served;
+use super::versions::Loaded;
+use crate::domain::Problem;
+use crate::domain::inputs::ItemInputs;
+use crate::domain::repeats;
+use crate::error::{Error, Result};
+use judgecal_stats::agreement::LEVEL;
+use judgecal_stats::repeats::{
+    Costs, Design, MAX_REPEATS, NoiseEstimate, OneScore, Repeats, WithinItem, cheapest,
+};
+use judgecal_stats::runlevel::{RunEstimate, RunItems};
+
+/// A run as [`Service::apply_repeats`] reads it: its field prefix, its items and their inputs.
+pub(super) type RunRepeats<'a> = (&'a str, &'a mut RunItems, &'a ItemInputs);
+
+impl Service {
+    /// Reads the repeats of `runs` (`runs[i]` served by `served.runs[i]`), the runs of each
+    /// version together, after [`Service::prepare_runs`] has checked their scores; the answer's
+    /// `repeats` is the first version's that read any.
+    pub(super) async fn apply_repeats(
+        &self,
+        served: &mut Served,
+        mut runs: Vec<RunRepeats<'_>>,
+    ) -> Result<()> {
+        let mut versions: Vec<Arc<Loaded>> = Vec::new();
+        for l in served.runs.iter().take(runs.len()) {
+            if !versions.iter().any(|v| v.version.id == l.version.id) {
+                versions.push(l.clone());
+            }
+        }
+        for loaded in versions {
+            let group: Vec<&mut RunRepeats<'_>> = runs
+                .iter_mut()
+                .zip(&served.runs)
+                .filter(|(_, l)| l.version.id == loaded.version.id)
+                .map(|(r, _)| r)
+                .collect();
+            let used = self.read_repeats(&loaded, group).await?;
+            if served.repeats.is_none() {
+                served.repeats = used;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What the runs' repeats did to an answer.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RepeatUse {
+    /// The within-item variance used, pooled over the version's anchors and the request.
+    pub within: NoiseEstimate,
+    /// Items with repeats among the version's anchors, and among the request's runs.
+    pub anchor_items: usize,
+    pub run_items: usize,
+    /// The judge model the items were read with.
+    pub model: Repeats,
+    /// The fewest scores an item of the request carries (what a plan starts from).
+    pub fewest: usize,
+    /// The mean over the request's items of their residual variance as a share of a one-score
+    /// item's.
+    pub residual_ratio: f64,
+}
+
+impl Service {
+    /// The repeats of the anchors `loaded` was fitted on, read once per version (none for a
+    /// version trained before they were kept).
+    async fn anchor_repeats(&self, loaded: &Loaded) -> Result<Arc<WithinItem>> {
+        Ok(loaded
+            .repeats
+            .get_or_try_init(|| async {
+                let rows = self
+                    .store
+                    .held_out(loaded.version.id)
+                    .await?
+                    .unwrap_or_default();
+                let items: Vec<Vec<f64>> = rows
+                    .iter()
+                    .filter(|r| !r.repeats.is_empty())
+                    .map(|r| repeats::all(r.judge_score, &r.repeats))
+                    .collect();
+                Ok::<_, Error>(Arc::new(WithinItem::of(items.iter().map(Vec::as_slice))))
+            })
+            .await?
+            .clone())
+    }
+
+    /// Reads the repeats of `runs` (each with its inputs and field prefix), all served by
+    /// `loaded`: each item's score becomes its one-score equivalent and each run's noise ratio
+    /// is set. `None` where no item carries repeats; 422 where the version is a panel's or
+    /// reads covariates, or where nothing measures the judge's within-item variance.
+    async fn read_repeats(
+        &self,
+        loaded: &Arc<Loaded>,
+        mut runs: Vec<&mut RunRepeats<'_>>,
+    ) -> Result<Option<RepeatUse>> {
+        if runs.iter().all(|(_, _, inputs)| inputs.repeats().is_none()) {
+            return Ok(None);
+        }
+        let field = |prefix: &str| format!("{prefix}items");
+        let refuse = |prefix: &str, message: String| {
+            Err(Error::rejected(
+                "the request was refused",
+                vec![Problem::at(
+                    None,
+                    &format!("{}.{}", field(prefix), repeats::FIELD),
+                    message,
+                )],
+            ))
+        };
+        let v = &loaded.version;
+        if v.fusion.is_some() || v.covariate_layer.is_some() {
+            let prefix = runs
+                .iter()
+                .find(|r| r.2.repeats().is_some())
+                .map_or("", |r| r.0);
+            return refuse(
+                prefix,
+                "version read its judge scores through a panel's fusion or a covariate layer; repeats are read by a judge's own version".to_owned(),
+            );
+        }
+        let mut request = WithinItem::default();
+        for (_, run, inputs) in runs.iter() {
+            if let Some(more) = inputs.repeats() {
+                for (score, r) in run.scores.iter().zip(more) {
+                    request.add(&repeats::all(*score, r));
+                }
+            }
+        }
+        let anchors = self.anchor_repeats(loaded).await?;
+        let run_items = request.items();
+        let pooled = request.merged(&anchors);
+        let (_, cell) = self.basis(loaded.clone()).await?;
+        let (Some(within), Some(judge)) = (pooled.estimate(LEVEL), OneScore::of(&cell.pairs))
+        else {
+            let prefix = runs
+                .iter()
+                .find(|r| r.2.repeats().is_some())
+                .map_or("", |r| r.0);
+            return refuse(
+                prefix,
+                "the judge's within-item variance needs at least two items with repeats (in this request or among the version's anchors) and anchors whose judge scores and references vary".to_owned(),
+            );
+        };
+        let model = Repeats::new(within.variance, judge);
+        let (mut fewest, mut ratio_sum, mut items) = (usize::MAX, 0.0, 0usize);
+        for (_, run, inputs) in runs.iter_mut() {
+            let Some(more) = inputs.repeats() else {
+                fewest = 1;
+                ratio_sum += run.scores.len() as f64;
+                items += run.scores.len();
+                continue;
+            };
+            let mut run_ratio = 0.0;
+            for (score, r) in run.scores.iter_mut().zip(more) {
+                let k = (r.len() + 1) as f64;
+                let mean = (*score + r.iter().sum::<f64>()) / k;
+                *score = model.expand(mean, k);
+                run_ratio += model.residual_ratio(k);
+                fewest = fewest.min(r.len() + 1);
+            }
+            let n = run.scores.len().max(1) as f64;
+            run.noise_ratio = Some(run_ratio / n);
+            ratio_sum += run_ratio;
+            items += run.scores.len();
+        }
+        Ok(Some(RepeatUse {
+            within,
+            anchor_items: anchors.items(),
+            run_items,
+            model,
+            fewest: fewest.min(MAX_REPEATS),
+            residual_ratio: ratio_sum / items.max(1) as f64,
+        }))
+    }
+}
+
+/// Whether re-asking the judge or labelling reaches a run's target at the lower cost.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DesignAdvice {
+    /// For each number of scores per item, from the run's to [`MAX_REPEATS`], the labels it
+    /// needs and what it costs; `best` the cheapest.
+    pub designs: Vec<Design>,
+    pub best: usize,
+    /// The designs start from this many scores per item (the run's fewest).
+    pub current: usize,
+}
+
+impl Service {
+    /// The cheapest way to a half-width of `target` for the run answered by `e` (served as
+    /// `served` says), given `costs`: every item asked k times and n of them labelled (the
+    /// labelled path). `Err` says why there is none: nothing measures the judge's repeat
+    /// noise.
+    pub async fn design(
+        &self,
+        served: &Served,
+        e: &RunEstimate,
+        target: f64,
+        level: f64,
+        costs: Costs,
+    ) -> Result<std::result::Result<DesignAdvice, String>> {
+        let (model, current, ratio) = match served.repeats {
+            Some(r) => (r.model, r.fewest, r.residual_ratio),
+            None => {
+                let anchors = self.anchor_repeats(&served.loaded).await?;
+                let (_, cell) = self.basis(served.loaded.clone()).await?;
+                match (anchors.estimate(LEVEL), OneScore::of(&cell.pairs)) {
+                    (Some(w), Some(judge)) => (Repeats::new(w.variance, judge), 1, 1.0),
+                    _ => {
+                        return Ok(Err(
+                            "the judge's repeat noise is not measured: upload anchors with `repeats` (an item's further scores by the same judge version) and retrain, or send the run's items with theirs".to_owned(),
+                        ));
+                    }
+                }
+            }
+        };
+        let m = &e.mean;
+        let (n, big_n) = (m.labelled as f64, m.n as f64);
+        // The variance of a reference around a corrected score of the run, from its sampling
+        // term: (1/n − 1/N)·S² on the labelled path, S²/N on the plain one.
+        let s2 = if m.labelled > 0 && n < big_n {
+            m.variance.sampling / (1.0 / n - 1.0 / big_n)
+        } else {
+            m.variance.sampling * big_n
+        };
+        let q = judgecal_stats::stats::normal_quantile(0.5 + level / 2.0);
+        let s2_one = s2 / ratio.max(f64::MIN_POSITIVE);
+        let (designs, best) = cheapest(&model, current, s2_one, m.n, target, q, costs);
+        Ok(Ok(DesignAdvice {
+            designs,
+            best,
+            current,
+        }))
+    }
+}

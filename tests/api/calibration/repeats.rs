@@ -1,0 +1,202 @@
+//! Judge repeat noise (issue 58): anchors and run items carrying repeats, on both backends. The
+//! within-item variance computed here from the uploaded scores, the run's noise term scaled by
+//! what k scores leave, the plan weighing re-asks against labels, and the refusals.
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::common::{Backend, TestApp, assert_error};
+
+/// 300 anchors: reference y on 1–5, the item's own judge score 0.4 + 0.8·y + 0.4·u, each
+/// asking adding noise of sd 0.6; the first 150 items asked three times. Returns the rows and
+/// each item's scores.
+fn anchors() -> (Vec<Value>, Vec<Vec<f64>>) {
+    let mut noise = Normals(5802);
+    let mut scores = Vec::new();
+    let rows = (0..300)
+        .map(|i| {
+            let y = (3.0 + noise.next()).clamp(1.0, 5.0);
+            let own = 0.4 + 0.8 * y + 0.4 * noise.next();
+            let k = if i < 150 { 3 } else { 1 };
+            let s: Vec<f64> = (0..k).map(|_| own + 0.6 * noise.next()).collect();
+            scores.push(s.clone());
+            let mut row = json!({"item_id": format!("item-{i:03}"), "judge_score": s[0], "reference_score": y});
+            if k > 1 {
+                row["repeats"] = json!(s[1..]);
+            }
+            row
+        })
+        .collect();
+    (rows, scores)
+}
+
+/// The pooled within-item variance of items' scores (each item's sample variance weighted by
+/// its k − 1).
+fn within(items: &[Vec<f64>]) -> f64 {
+    let (mut ss, mut df) = (0.0, 0.0);
+    for s in items.iter().filter(|s| s.len() > 1) {
+        let m = s.iter().sum::<f64>() / s.len() as f64;
+        ss += s.iter().map(|x| (x - m).powi(2)).sum::<f64>();
+        df += (s.len() - 1) as f64;
+    }
+    ss / df
+}
+
+async fn estimate(app: &TestApp, body: Value) -> Value {
+    let res = app.json("POST", "/v1/estimate", &body).await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    res.body
+}
+
+async fn repeats_are_measured_reported_and_used(backend: Backend) {
+    let app = TestApp::new(backend).await;
+    let (rows, scores) = anchors();
+    stored(
+        &app,
+        json!({"judge": "j1", "rubric": "coherence", "anchors": rows}),
+    )
+    .await;
+    // A batch with one bad repeat is refused whole, naming its row and field.
+    let bad = app
+        .csv(
+            "/v1/anchors",
+            "judge,rubric,item_id,judge_score,reference_score,repeats\nj1,coherence,new-1,3,3,3;4\nj1,coherence,new-2,3,3,3;x\n",
+        )
+        .await;
+    let details = assert_error(&bad, 422, "invalid_input");
+    assert_eq!(named(&details), [(2, "repeats")]);
+    assert_eq!(app.cell_count("j1", "coherence").await, Some(300));
+    // CSV repeats are stored and listed.
+    let ok = app
+        .csv(
+            "/v1/anchors",
+            "judge,rubric,item_id,judge_score,reference_score,repeats\nj1,rest,x-1,3,3,3;4\nj1,rest,x-2,2,2,\n",
+        )
+        .await;
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    let listed = app.get("/v1/cells/j1/rest/anchors").await;
+    assert_eq!(listed.body["anchors"][0]["repeats"], json!([3.0, 4.0]));
+    assert!(
+        listed.body["anchors"][1].get("repeats").is_none(),
+        "{}",
+        listed.body
+    );
+
+    let job = finished(
+        &app,
+        &train(
+            &app,
+            "j1",
+            json!({"method": "bayes", "rubrics": ["coherence"], "options": quick()}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+
+    // The agreement report measures the within-item variance from the anchors' repeats.
+    let report = app.get("/v1/cells/j1/coherence/agreement").await;
+    assert_eq!(report.status, 200, "{}", report.body);
+    let r = &report.body["repeats"];
+    assert_eq!(
+        (r["items"].as_u64(), r["scores"].as_u64()),
+        (Some(150), Some(450))
+    );
+    let value = r["within"]["value"].as_f64().unwrap();
+    assert!((value - within(&scores)).abs() < 1e-9, "{r}");
+    let [lo, hi] = [0, 1].map(|i| r["within"]["interval"][i].as_f64().unwrap());
+    assert!(lo < value && value < hi && (lo..hi).contains(&0.36), "{r}");
+    let ratios: Vec<f64> = r["by_repeats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["residual_ratio"].as_f64().unwrap())
+        .collect();
+    assert_eq!(ratios[0], 1.0);
+    assert!(ratios.windows(2).all(|w| w[1] < w[0]), "{ratios:?}");
+
+    // A run of 60 items: first with one score each, then each asked three times.
+    let mut noise = Normals(77);
+    let run: Vec<Vec<f64>> = (0..60)
+        .map(|_| {
+            let own = 0.4 + 0.8 * (3.0 + noise.next()).clamp(1.0, 5.0) + 0.4 * noise.next();
+            (0..3).map(|_| own + 0.6 * noise.next()).collect()
+        })
+        .collect();
+    let one: Vec<Value> = run.iter().map(|s| json!({"score": s[0]})).collect();
+    let three: Vec<Value> = run
+        .iter()
+        .map(|s| json!({"score": s[0], "repeats": s[1..]}))
+        .collect();
+    let base = json!({"judge": "j1", "rubric": "coherence"});
+    let with = |items: &Vec<Value>| {
+        let mut b = base.clone();
+        b["items"] = json!(items);
+        b
+    };
+    let single = estimate(&app, with(&one)).await;
+    assert!(single.get("repeats").is_none(), "{single}");
+    let averaged = estimate(&app, with(&three)).await;
+    let used = &averaged["repeats"];
+    assert_eq!(
+        (
+            used["anchor_items"].as_u64(),
+            used["request_items"].as_u64()
+        ),
+        (Some(150), Some(60))
+    );
+    // Pooled over the anchors' and the run's repeats.
+    let pooled = within(&scores.iter().chain(&run).cloned().collect::<Vec<_>>());
+    assert!(
+        (used["within"]["value"].as_f64().unwrap() - pooled).abs() < 1e-9,
+        "{used}"
+    );
+    // The run's noise term is the one-score term times what three scores leave.
+    let ratio = used["residual_ratio"].as_f64().unwrap();
+    assert!(ratio > 0.3 && ratio < 1.0, "{used}");
+    let sampling = |e: &Value| e["variance"]["sampling"].as_f64().unwrap();
+    assert!(
+        (sampling(&averaged) / sampling(&single) - ratio).abs() < 1e-9,
+        "{} {} {ratio}",
+        sampling(&averaged),
+        sampling(&single)
+    );
+
+    // The plan weighs re-asking against labelling: a dear judge call keeps three scores, a
+    // cheap one asks more.
+    let plan = |judge: f64| {
+        let mut b = with(&three);
+        b["target_half_width"] = json!(0.05);
+        b["costs"] = json!({"judge": judge, "label": 1.0});
+        b
+    };
+    let dear = estimate(&app, plan(10.0)).await;
+    let design = &dear["plan"]["design"];
+    assert_eq!(design["best"]["repeats"], 3, "{dear}");
+    assert_eq!(design["options"][0]["repeats"], 3, "{design}");
+    let cheap = estimate(&app, plan(1e-6)).await;
+    let best = &cheap["plan"]["design"]["best"];
+    assert!(best["repeats"].as_u64().unwrap() > 3, "{cheap}");
+    assert!(
+        best["labels"].as_u64() < design["best"]["labels"].as_u64(),
+        "{cheap}"
+    );
+
+    // Refusals: costs without a target, a bad repeat (named by row).
+    let mut b = with(&three);
+    b["costs"] = json!({"judge": 1.0, "label": 1.0});
+    let res = app.json("POST", "/v1/estimate", &b).await;
+    assert_eq!(
+        named(&assert_error(&res, 422, "invalid_input")),
+        [(0, "costs")]
+    );
+    let mut broken = three.clone();
+    broken[4]["repeats"] = json!([1e300]);
+    let res = app.json("POST", "/v1/estimate", &with(&broken)).await;
+    assert_eq!(
+        named(&assert_error(&res, 422, "invalid_input")),
+        [(5, "repeats")]
+    );
+}
+
+on_both_backends!(repeats_are_measured_reported_and_used);
