@@ -664,6 +664,7 @@ fn parse_items(
         extra_noise: 0.0,
         input_loading: Vec::new(),
         noise_ratio: None,
+        given_scores: None,
         conditional: false,
     };
     (run, inputs)

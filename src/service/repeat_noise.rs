@@ -159,15 +159,18 @@ impl Service {
                 continue;
             };
             let mut run_ratio = 0.0;
+            let mut given = Vec::with_capacity(run.scores.len());
             for (score, r) in run.scores.iter_mut().zip(more) {
                 let k = (r.len() + 1) as f64;
                 let mean = (*score + r.iter().sum::<f64>()) / k;
+                given.push(mean);
                 *score = model.expand(mean, k);
                 run_ratio += model.residual_ratio(k);
                 fewest = fewest.min(r.len() + 1);
             }
             let n = run.scores.len().max(1) as f64;
             run.noise_ratio = Some(run_ratio / n);
+            run.given_scores = Some(given);
             ratio_sum += run_ratio;
             items += run.scores.len();
         }

@@ -491,6 +491,7 @@ fn replicate(w: &World, method: Method, rep: u64) -> Result<Counts, String> {
         extra_noise: 0.0,
         input_loading: Vec::new(),
         noise_ratio: None,
+        given_scores: None,
         conditional: false,
     };
     let (a, b) = (

@@ -137,6 +137,22 @@ async fn repeats_are_measured_reported_and_used(backend: Backend) {
     let single = estimate(&app, with(&one)).await;
     assert!(single.get("repeats").is_none(), "{single}");
     let averaged = estimate(&app, with(&three)).await;
+    // The support check reads the items' mean scores, not their one-score equivalents (which
+    // lie further out by design).
+    let means: Vec<f64> = run.iter().map(|s| s.iter().sum::<f64>() / 3.0).collect();
+    let range = scores
+        .iter()
+        .map(|s| s[0])
+        .fold((f64::MAX, f64::MIN), |(lo, hi), j| (lo.min(j), hi.max(j)));
+    let outside = means
+        .iter()
+        .filter(|m| !(range.0..=range.1).contains(*m))
+        .count() as f64
+        / 60.0;
+    assert!(
+        (averaged["support"]["outside_share"].as_f64().unwrap() - outside).abs() < 1e-12,
+        "{averaged}"
+    );
     let used = &averaged["repeats"];
     assert_eq!(
         (

@@ -764,6 +764,7 @@ class Endpoints:
         judge_version: str | None = None,
         hold: Mapping[str, float] | None = None,
         assume_missing_at_random: bool | None = None,
+        costs: Mapping[str, float] | None = None,
     ) -> models.EstimateResponse:
         """POST /v1/estimate: one run's de-biased mean with its interval. `run` is a list of
         judge scores, a list of items (`score`, optional `id`, `reference`, `cluster`,
@@ -773,7 +774,10 @@ class Endpoints:
         length-controlled estimate, for a version trained with them). A panel's run whose
         members score its partial items differently from its complete ones (a judge that fails
         on hard items) is refused naming the member; `assume_missing_at_random=True` answers it
-        anyway, for a member whose absence depends only on what the others scored."""
+        anyway, for a member whose absence depends only on what the others scored. Items may
+        carry `repeats` (further scores by the same judge version); with `target_half_width`,
+        `costs={"judge": c, "label": c}` weighs re-asking the judge against labelling
+        (`plan.design`)."""
         body = with_options(
             {"judge": judge, "rubric": rubric, **run_body(run, group)},
             level=level,
@@ -782,6 +786,7 @@ class Endpoints:
             judge_version=judge_version,
             hold=dict(hold) if hold is not None else None,
             assume_missing_at_random=assume_missing_at_random,
+            costs=dict(costs) if costs is not None else None,
         )
         return self._send(Request("POST", "/v1/estimate", model(models.EstimateResponse), json=body))
 

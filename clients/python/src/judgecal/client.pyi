@@ -177,7 +177,7 @@ class Client:
         active version or `version`. `judge_version` names the judge version
         that gave the scores: its own calibration serves them, else `warnings` says so."""
         ...
-    def estimate(self, judge: str, rubric: str, run: Any, *, group: str | None=None, level: float | None=None, version: int | None=None, target_half_width: float | None=None, judge_version: str | None=None, hold: Mapping[str, float] | None=None, assume_missing_at_random: bool | None=None) -> models.EstimateResponse:
+    def estimate(self, judge: str, rubric: str, run: Any, *, group: str | None=None, level: float | None=None, version: int | None=None, target_half_width: float | None=None, judge_version: str | None=None, hold: Mapping[str, float] | None=None, assume_missing_at_random: bool | None=None, costs: Mapping[str, float] | None=None) -> models.EstimateResponse:
         """POST /v1/estimate: one run's de-biased mean with its interval. `run` is a list of
         judge scores, a list of items (`score`, optional `id`, `reference`, `cluster`,
         `covariates`), or the run's body; `group` the system that produced it; `version` a
@@ -186,7 +186,10 @@ class Client:
         length-controlled estimate, for a version trained with them). A panel's run whose
         members score its partial items differently from its complete ones (a judge that fails
         on hard items) is refused naming the member; `assume_missing_at_random=True` answers it
-        anyway, for a member whose absence depends only on what the others scored."""
+        anyway, for a member whose absence depends only on what the others scored. Items may
+        carry `repeats` (further scores by the same judge version); with `target_half_width`,
+        `costs={"judge": c, "label": c}` weighs re-asking the judge against labelling
+        (`plan.design`)."""
         ...
     def compare(self, judge: str, rubric: str, a: Any, b: Any, *, group_a: str | None=None, group_b: str | None=None, level: float | None=None, estimand: str | None=None, version: int | None=None, target_half_width: float | None=None, judge_version_a: str | None=None, judge_version_b: str | None=None, hold: Mapping[str, float] | None=None, assume_missing_at_random: bool | None=None) -> models.CompareResponse:
         """POST /v1/compare: mean(A) − mean(B), de-biased, with its interval and p-value.
@@ -381,7 +384,7 @@ class AsyncClient:
         active version or `version`. `judge_version` names the judge version
         that gave the scores: its own calibration serves them, else `warnings` says so."""
         ...
-    async def estimate(self, judge: str, rubric: str, run: Any, *, group: str | None=None, level: float | None=None, version: int | None=None, target_half_width: float | None=None, judge_version: str | None=None, hold: Mapping[str, float] | None=None, assume_missing_at_random: bool | None=None) -> models.EstimateResponse:
+    async def estimate(self, judge: str, rubric: str, run: Any, *, group: str | None=None, level: float | None=None, version: int | None=None, target_half_width: float | None=None, judge_version: str | None=None, hold: Mapping[str, float] | None=None, assume_missing_at_random: bool | None=None, costs: Mapping[str, float] | None=None) -> models.EstimateResponse:
         """POST /v1/estimate: one run's de-biased mean with its interval. `run` is a list of
         judge scores, a list of items (`score`, optional `id`, `reference`, `cluster`,
         `covariates`), or the run's body; `group` the system that produced it; `version` a
@@ -390,7 +393,10 @@ class AsyncClient:
         length-controlled estimate, for a version trained with them). A panel's run whose
         members score its partial items differently from its complete ones (a judge that fails
         on hard items) is refused naming the member; `assume_missing_at_random=True` answers it
-        anyway, for a member whose absence depends only on what the others scored."""
+        anyway, for a member whose absence depends only on what the others scored. Items may
+        carry `repeats` (further scores by the same judge version); with `target_half_width`,
+        `costs={"judge": c, "label": c}` weighs re-asking the judge against labelling
+        (`plan.design`)."""
         ...
     async def compare(self, judge: str, rubric: str, a: Any, b: Any, *, group_a: str | None=None, group_b: str | None=None, level: float | None=None, estimand: str | None=None, version: int | None=None, target_half_width: float | None=None, judge_version_a: str | None=None, judge_version_b: str | None=None, hold: Mapping[str, float] | None=None, assume_missing_at_random: bool | None=None) -> models.CompareResponse:
         """POST /v1/compare: mean(A) − mean(B), de-biased, with its interval and p-value.

@@ -71,6 +71,10 @@ class AnchorDto(BaseModel):
     """
     The trusted score; inside the rubric's scale (1–5 unless set with PUT /v1/rubrics).
     """
+    repeats: list[float] | None = None
+    """
+    Further scores of the item by the same judge version; absent where it has none.
+    """
 
 
 class AnchorPageResponse(BaseModel):
@@ -149,6 +153,14 @@ class AnchorRow(BaseModel):
     Leave it out (in CSV, empty) on an item the cell already holds a reference for (an
     anchor item re-scored by a new judge version): the stored reference is used, and its
     group when the row names none. An item has one reference whichever version scored it.
+    """
+    repeats: list[float] | None = Field(None, examples=[[3.0, 3.5]], max_length=100)
+    """
+    Further scores of the item by the same judge version (the judge asked again), at most
+    100; in CSV one column of scores separated by `;`, e.g. `3;4`. They measure the judge's
+    repeat (test–retest) noise, shown by the agreement report and used when runs carry
+    repeats; `judge_score` alone is what the corrector is fitted on. A row's own: a
+    re-scored row does not take its item's.
     """
 
 
@@ -580,6 +592,21 @@ class CorrectedDto(BaseModel):
     """
 
 
+class Costs(BaseModel):
+    """
+    What a judge call and a label cost, in any one unit.
+    """
+
+    judge: float = Field(..., ge=0.0)
+    """
+    One more score of one item by the judge.
+    """
+    label: float = Field(..., ge=0.0)
+    """
+    One item labelled by people.
+    """
+
+
 class CovariateInputDto(BaseModel):
     centre: float
     name: str
@@ -650,6 +677,36 @@ class DeleteResponse(BaseModel):
     """
 
 
+class Design(BaseModel):
+    """
+    One way to reach a run's target: every item scored `repeats` times and `labels` of them
+    labelled at random.
+    """
+
+    cost: float
+    """
+    What it costs beyond what the run has: (repeats − the run's) judge calls per item, and
+    every label.
+    """
+    labels: int = Field(..., ge=0)
+    repeats: int = Field(..., ge=0)
+
+
+class DesignDto(BaseModel):
+    """
+    Re-asking the judge against labelling, for a run's target half-width: every item scored
+    `repeats` times (the judge asked again) and `labels` of them labelled at random, whose
+    labelled-path half-width reaches the target, at the least cost.
+    """
+
+    best: Design | None = None
+    message: str
+    options: list[Design]
+    """
+    Every design considered, one per number of scores per item from the run's own to 20.
+    """
+
+
 class DiagnosticsDto(BaseModel):
     """
     A sampled fit's convergence as a version reports it; a figure that is not finite (the R̂
@@ -705,6 +762,7 @@ class EstimateScores(BaseModel):
     it. By default a run whose members score its partial items differently from its
     complete ones (a judge that fails on hard items) is refused, naming the member.
     """
+    costs: Costs | None = None
     group: str | None = Field(
         None,
         examples=['BART'],
@@ -1405,6 +1463,7 @@ class PlanDto(BaseModel):
     What would bring the half-width to `target_half_width`.
     """
 
+    design: DesignDto | None = None
     message: str
     needed: int | None = Field(None, ge=0)
     """
@@ -1826,6 +1885,79 @@ class Reliability(BaseModel):
     predicted: float
 
 
+class RepeatGain(BaseModel):
+    """
+    What k scores of an item are worth.
+    """
+
+    k: int = Field(..., ge=0)
+    residual_ratio: float
+
+
+class RepeatReport(BaseModel):
+    """
+    The judge's repeat noise as one cell's anchors measure it.
+    """
+
+    by_repeats: list[RepeatGain]
+    """
+    For an item scored k times: its error variance as a share of a one-score item's.
+    """
+    items: int = Field(..., ge=0)
+    """
+    Anchors with at least two scores, and their scores in all.
+    """
+    noise_share: float
+    """
+    That variance as a share of the judge scores' variance over the anchors (1 − the
+    test–retest reliability).
+    """
+    removable: float
+    """
+    The share of a corrected one-score item's error variance that averaging many scores
+    of it would remove.
+    """
+    scores: int = Field(..., ge=0)
+    share_of_judge_error: float
+    """
+    Its share of the judge's own error: the judge scores' variance beyond what the
+    reference explains (a straight line's R²).
+    """
+    within: Figure
+    """
+    The within-item (test–retest) variance of one score, with its 95% interval.
+    """
+
+
+class RepeatsDto(BaseModel):
+    """
+    How the items' repeats (further scores of an item by the same judge version) were read.
+    Each item is corrected at the one-score equivalent of its scores' mean: the corrector was
+    fitted on one score per anchor, and a mean of k scores, less noisy, says more about the
+    reference. The run's noise term is scaled to what k scores leave.
+    """
+
+    anchor_items: int = Field(..., ge=0)
+    """
+    Items with repeats it was measured on: among the version's anchors and in this request.
+    """
+    noise_share: float
+    """
+    That variance as a share of the judge scores' variance over the anchors (1 − the
+    test–retest reliability).
+    """
+    request_items: int = Field(..., ge=0)
+    residual_ratio: float
+    """
+    The mean over the request's items of their error variance (a reference around its
+    corrected score) as a share of a one-score item's: 1 without repeats.
+    """
+    within: Figure
+    """
+    The judge's within-item (test–retest) variance of one score, with its 95% interval.
+    """
+
+
 class RescoreResponse(BaseModel):
     bridge_items: int | None = Field(None, ge=0)
     """
@@ -1986,6 +2118,14 @@ class RunItemDto(BaseModel):
     """
     The item's reference score, where this item of the run was labelled. The labelled
     items must be a uniform random sample of the run, at least 3.
+    """
+    repeats: list[float] | None = Field(None, examples=[[3.0, 4.0]], max_length=100)
+    """
+    A judge's item: its further scores by the same judge version (the judge asked again),
+    at most 100. The item is corrected for a judge averaged over its scores (less noisy
+    than one score: its mean is read at its one-score equivalent), and the run's interval
+    carries the noise left. The judge's within-item variance is measured on the version's
+    anchors' repeats and the request's together (`repeats` in the answer).
     """
     score: float | None = Field(None, examples=[3.5])
     """
@@ -3070,6 +3210,7 @@ class EstimateItems(BaseModel):
     it. By default a run whose members score its partial items differently from its
     complete ones (a judge that fails on hard items) is refused, naming the member.
     """
+    costs: Costs | None = None
     group: str | None = Field(
         None,
         examples=['BART'],
@@ -3774,6 +3915,7 @@ class AgreementReport(BaseModel):
     """
     The raw judge against the reference, over every anchor.
     """
+    repeats: RepeatReport | None = None
     warnings: list[str]
     """
     What a reader could take wrongly from the figures.
@@ -3909,6 +4051,7 @@ class CompareResponse(BaseModel):
     t or normal centred on `difference` with its standard error): an approximation, not a
     posterior; on every path.
     """
+    repeats: RepeatsDto | None = None
     rubric: str
     variance: VarianceDto
     version: int
@@ -3937,6 +4080,7 @@ class EstimateResponse(RunEstimateDto):
     level: float
     method: str
     plan: PlanDto | None = None
+    repeats: RepeatsDto | None = None
     rubric: str
     version: int
     """
@@ -4212,6 +4356,7 @@ class RankResponse(BaseModel):
     """
     Every pair, A before B as sent.
     """
+    repeats: RepeatsDto | None = None
     resolved: int = Field(..., ge=0)
     round: int = Field(..., ge=0)
     rounds: int = Field(..., ge=0)

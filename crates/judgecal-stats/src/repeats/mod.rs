@@ -306,8 +306,10 @@ pub struct RepeatGain {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Costs {
     /// One more score of one item by the judge.
+    #[schema(minimum = 0.0)]
     pub judge: f64,
     /// One item labelled by people.
+    #[schema(minimum = 0.0)]
     pub label: f64,
 }
 

@@ -292,7 +292,7 @@ impl<'a> Anchored<'a> {
     /// One run's estimate: labelled where it has labelled items, plain otherwise.
     fn estimate(&self, run: &RunItems, settings: &AnswerSettings) -> Result<RunEstimate> {
         let corrected = self.corrected(&run.scores)?;
-        let support = self.support(&run.scores);
+        let support = self.support(run.given_scores.as_deref().unwrap_or(&run.scores));
         let labelled = run.labelled();
         if labelled > 0 && labelled < MIN_LABELLED {
             return Err(CalibrateError::TooFew(format!(

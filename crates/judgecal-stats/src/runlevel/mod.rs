@@ -65,6 +65,9 @@ pub struct RunItems {
     /// equivalent (`repeats`): the mean over the items of a reference's variance around its
     /// corrected score, as a share of a one-score item's (below 1). `None`: 1.
     pub noise_ratio: Option<f64>,
+    /// Where `scores` are one-score equivalents: each item's judge score as given (the mean of
+    /// its scores), which the support check reads. `None`: `scores`.
+    pub given_scores: Option<Vec<f64>>,
     /// The answer is the mean over the items of the reference expected at their inputs (a
     /// covariate held at a fixed value: no item has that reference), not the mean of their
     /// references: the references' noise around it is no part of its error.

@@ -311,6 +311,7 @@ pub fn with_labels(
                 extra_noise: 0.0,
                 input_loading: Vec::new(),
                 noise_ratio: None,
+                given_scores: None,
                 conditional: false,
             }
         })
