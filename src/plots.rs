@@ -51,7 +51,7 @@ pub enum Kind {
     /// A filled region: its points trace the outline (an upper edge, then the lower edge
     /// back).
     Area,
-    /// Vertical error bars: each pair of points is one bar's two ends.
+    /// Error bars: each pair of points is one bar's two ends (vertical or horizontal).
     Bars,
 }
 
@@ -105,6 +105,8 @@ pub struct Panel {
     pub series: Vec<Series>,
     /// Names for the integer ticks 0, 1, … of the x axis (categories); none: numbers.
     pub x_names: Vec<String>,
+    /// The same for the y axis.
+    pub y_names: Vec<String>,
 }
 
 impl Panel {
@@ -133,6 +135,7 @@ impl Panel {
             y: span(|p| p.1),
             series,
             x_names: Vec::new(),
+            y_names: Vec::new(),
         }
     }
 }
@@ -157,20 +160,35 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, p: &Panel) -> D
         let (plot, strip) = area.split_vertically(height - LEGEND_HEIGHT);
         (plot, Some(strip))
     };
+    // Category names on the y axis (a long list of systems reads down, not across), the label
+    // area as wide as the longest.
+    let longest = p
+        .y_names
+        .iter()
+        .map(|n| n.chars().count())
+        .max()
+        .unwrap_or(0) as u32;
+    let y_area = if longest == 0 {
+        48
+    } else {
+        (16 + 7 * longest).min(140)
+    };
     let mut chart = ChartBuilder::on(&plot)
         .caption(&p.title, ("sans-serif", 16))
         .margin(8)
         .x_label_area_size(36)
-        .y_label_area_size(48)
+        .y_label_area_size(y_area)
         .build_cartesian_2d(p.x.0..p.x.1, p.y.0..p.y.1)?;
-    let names = |x: &f64| {
+    let name_of = |names: &[String], x: f64| {
         let k = x.round();
         if (x - k).abs() < 1e-6 && k >= 0.0 {
-            p.x_names.get(k as usize).cloned().unwrap_or_default()
+            names.get(k as usize).cloned().unwrap_or_default()
         } else {
             String::new()
         }
     };
+    let names = |x: &f64| name_of(&p.x_names, *x);
+    let y_names = |y: &f64| name_of(&p.y_names, *y);
     let mut mesh = chart.configure_mesh();
     mesh.x_desc(&p.x_label)
         .y_desc(&p.y_label)
@@ -178,6 +196,10 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, p: &Panel) -> D
         .light_line_style(WHITE.mix(0.0));
     if !p.x_names.is_empty() {
         mesh.x_labels(p.x_names.len() + 2).x_label_formatter(&names);
+    }
+    if !p.y_names.is_empty() {
+        mesh.y_labels(p.y_names.len() + 2)
+            .y_label_formatter(&y_names);
     }
     mesh.draw()?;
     let inside = |&(x, y): &(f64, f64)| {
@@ -189,9 +211,10 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, p: &Panel) -> D
         let pts: Vec<(f64, f64)> = s.points.iter().copied().filter(inside).collect();
         match &s.kind {
             Kind::Points(Mark::Dot) => {
+                let opacity = dot_opacity(pts.len());
                 chart.draw_series(
                     pts.iter()
-                        .map(|&c| Circle::new(c, 2, colour.mix(0.5).filled())),
+                        .map(|&c| Circle::new(c, 2, colour.mix(opacity).filled())),
                 )?;
             }
             Kind::Points(Mark::Cross) => {
@@ -249,6 +272,12 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, p: &Panel) -> D
         }
     }
     Ok(())
+}
+
+/// How opaque each of `n` dots is drawn: half up to 200, fainter beyond (down to a tenth), so
+/// that where hundreds pile up the pile reads darker than a few scattered dots.
+fn dot_opacity(n: usize) -> f64 {
+    (0.5 * (200.0 / n.max(1) as f64).sqrt()).clamp(0.1, 0.5)
 }
 
 /// The height of a panel's legend strip, in pixels.
@@ -318,6 +347,10 @@ pub struct CellPicture<'a> {
     pub curve: &'a [CurvePoint],
     /// Each group's held-out mean residual (reference − corrected) and its standard error.
     pub groups: &'a [(String, f64, f64)],
+    /// The anchors' held-out corrections, where the version kept them: (input, reference, the
+    /// corrected score of a fit that did not see the anchor). Empty: the residuals panel
+    /// shows `corrected`, which the fit saw.
+    pub held_out: &'a [(f64, f64, f64)],
 }
 
 /// `values` spread for display where they pile up: on a scale with few distinct levels (at
@@ -395,11 +428,22 @@ pub fn cell_report(c: &CellPicture) -> Figure {
         series,
     );
     left.y = (lo - 0.2, hi + 0.2);
-    let resid: Vec<(f64, f64)> = xs
-        .iter()
-        .zip(c.pairs.iter().zip(c.corrected))
-        .map(|(&x, (&(_, y), &k))| (x, k - y))
-        .collect();
+    let (resid, corrected_name): (Vec<(f64, f64)>, &str) = if c.held_out.is_empty() {
+        let resid = xs
+            .iter()
+            .zip(c.pairs.iter().zip(c.corrected))
+            .map(|(&x, (&(_, y), &k))| (x, k - y))
+            .collect();
+        (resid, "corrected (in sample)")
+    } else {
+        let hx = jitter(&c.held_out.iter().map(|h| h.0).collect::<Vec<_>>());
+        let resid = hx
+            .iter()
+            .zip(c.held_out)
+            .map(|(&x, &(_, y, k))| (x, k - y))
+            .collect();
+        (resid, "corrected (held out)")
+    };
     let raw_resid: Vec<(f64, f64)> = xs
         .iter()
         .zip(c.pairs)
@@ -411,29 +455,30 @@ pub fn cell_report(c: &CellPicture) -> Figure {
         "residual",
         vec![
             Series::points("uncorrected", colour::RAW, Mark::Cross, raw_resid),
-            Series::points("corrected", colour::BAYES, Mark::Dot, resid),
+            Series::points(corrected_name, colour::BAYES, Mark::Dot, resid),
             Series::line("", colour::REFERENCE, true, vec![(x_lo, 0.0), (x_hi, 0.0)]),
         ],
     );
     let mut panels = vec![left, right];
     if !c.groups.is_empty() {
+        // One row per group, read down: eleven systems' names fit, as they would not across.
         let g = c.groups.len() as f64;
         let means: Vec<(f64, f64)> = c
             .groups
             .iter()
             .enumerate()
-            .map(|(k, (_, m, _))| (k as f64, *m))
+            .map(|(k, (_, m, _))| (*m, k as f64))
             .collect();
         let bars: Vec<(f64, f64)> = c
             .groups
             .iter()
             .enumerate()
-            .flat_map(|(k, (_, m, se))| [(k as f64, m - 1.96 * se), (k as f64, m + 1.96 * se)])
+            .flat_map(|(k, (_, m, se))| [(m - 1.96 * se, k as f64), (m + 1.96 * se, k as f64)])
             .collect();
         let mut bias = Panel::fitted(
             "Held-out bias by group",
-            "group",
             "reference − corrected",
+            "",
             vec![
                 Series {
                     name: "95% interval".into(),
@@ -446,12 +491,12 @@ pub fn cell_report(c: &CellPicture) -> Figure {
                     "",
                     colour::REFERENCE,
                     true,
-                    vec![(-0.5, 0.0), (g - 0.5, 0.0)],
+                    vec![(0.0, -0.5), (0.0, g - 0.5)],
                 ),
             ],
         );
-        bias.x = (-0.5, g - 0.5);
-        bias.x_names = c.groups.iter().map(|(n, _, _)| n.clone()).collect();
+        bias.y = (-0.5, g - 0.5);
+        bias.y_names = c.groups.iter().map(|(n, _, _)| n.clone()).collect();
         panels.push(bias);
     }
     Figure {
@@ -638,6 +683,8 @@ mod tests {
                 }
             })
             .collect();
+        let held_out: Vec<(f64, f64, f64)> =
+            pairs.iter().map(|&(j, y)| (j, y, 0.6 + 0.75 * j)).collect();
         let groups = [
             ("sys-a".to_owned(), 0.1, 0.05),
             ("sys-b".to_owned(), -0.2, 0.05),
@@ -650,6 +697,7 @@ mod tests {
             corrected: &corrected,
             curve: &curve,
             groups: &groups,
+            held_out: &held_out,
         });
         assert_eq!(f.panels.len(), 3);
         let s = svg(&f).unwrap();
@@ -659,9 +707,16 @@ mod tests {
             "sys-a",
             "sys-b",
             "Held-out bias by group",
+            "corrected (held out)",
         ] {
             assert!(s.contains(text), "{text} missing");
         }
+        // The groups read down the bias panel: one row each, their names on the y axis.
+        assert_eq!(f.panels[2].y_names, ["sys-a", "sys-b"]);
+        assert_eq!(f.panels[2].y, (-0.5, 1.5));
+        // Dots grow fainter where hundreds pile up, so that a pile reads darker.
+        assert_eq!((dot_opacity(50), dot_opacity(200)), (0.5, 0.5));
+        assert!((dot_opacity(800) - 0.25).abs() < 1e-12 && dot_opacity(100_000) == 0.1);
         // The anchors spread around their 5 levels, not in 5 columns.
         let xs: std::collections::BTreeSet<i64> = f.panels[0].series[1]
             .points

@@ -661,6 +661,19 @@ impl Service {
             v.method(),
             pairs.len()
         );
+        // The residuals panel shows the held-out corrections where the version kept them (a
+        // covariate version's rows hold the raw judge score, not the layer's input: not those).
+        let held_out: Vec<(f64, f64, f64)> = if v.covariate_layer.is_none() {
+            self.store
+                .held_out(v.id)
+                .await?
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|r| r.corrected.map(|c| (r.judge_score, r.reference_score, c)))
+                .collect()
+        } else {
+            Vec::new()
+        };
         crate::plots::svg(&crate::plots::cell_report(&crate::plots::CellPicture {
             title,
             scale: (scale.min, scale.max),
@@ -669,6 +682,7 @@ impl Service {
             corrected: &corrected,
             curve: &curve,
             groups: &groups,
+            held_out: &held_out,
         }))
         .map_err(Error::Internal)
     }

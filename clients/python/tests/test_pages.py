@@ -89,6 +89,8 @@ def test_a_page_loads_without_errors_and_shows_the_apis_numbers(site, path):
     for g in report.by_group:
         assert figure(g.bias.corrected) in shown, g.group
     assert report.disagreements[0].item_id in shown
+    # The demo's ChatGPT rows carry repeats: the page shows the judge's repeat noise.
+    assert figure(report.repeats.within) in shown
     assert "<svg" in dom
 
 
