@@ -21,6 +21,7 @@ use crate::domain::CellKey;
 use crate::domain::calibration::CalibratorVersion;
 use crate::error::Error;
 use crate::service::agreement::AgreementQuery;
+use crate::service::coverage::DriftEvidence;
 use judgecal_stats::agreement::Figure;
 use judgecal_stats::agreement::report::{Agreement, Bias, Report};
 
@@ -340,6 +341,59 @@ fn report_html(r: &Report) -> String {
     out
 }
 
+/// The most recent batches the drift table lists.
+const DRIFT_ROWS: usize = 30;
+
+/// The drift alarm's evidence over time: each checked batch with the e-value after it.
+fn drift_html(e: &DriftEvidence) -> String {
+    let mut out = String::from("<h2>Drift alarm</h2>");
+    let last = e.path.last();
+    let _ = write!(
+        out,
+        "<p class=\"note\">Version {}: {} anchors in {} batches checked against its 95% \
+         bands since it was activated, tested against a miss rate of {}. The alarm fires when \
+         the e-value reaches {}; it now stands at {} (peak {}){}.</p>",
+        e.version,
+        last.map_or(0, |d| d.anchors),
+        e.batches.len(),
+        num(last.map_or(0.0, |d| d.miss_bound)),
+        num(e.threshold),
+        num(last.map_or(1.0, |d| d.e_value)),
+        num(last.map_or(1.0, |d| d.peak)),
+        if last.is_some_and(|d| d.alarm) {
+            ": <span class=\"bad\">raised</span>"
+        } else {
+            ""
+        }
+    );
+    let from = e.path.len().saturating_sub(DRIFT_ROWS);
+    let rows: Vec<Vec<String>> = e
+        .batches
+        .iter()
+        .zip(&e.path)
+        .enumerate()
+        .skip(from)
+        .map(|(i, (&(checked, missed), d))| {
+            vec![
+                (i + 1).to_string(),
+                checked.to_string(),
+                missed.to_string(),
+                num(d.e_value),
+                if d.alarm {
+                    "<span class=\"bad\">raised</span>".to_owned()
+                } else {
+                    String::new()
+                },
+            ]
+        })
+        .collect();
+    out.push_str(&table(
+        &["batch", "anchors", "missed", "e-value after", "alarm"],
+        &rows,
+    ));
+    out
+}
+
 /// One cell: its picture, its agreement report and its versions.
 pub async fn cell(
     State(state): State<AppState>,
@@ -379,6 +433,20 @@ pub async fn cell(
             let _ = write!(
                 body,
                 "<p class=\"note\">No agreement report: {}</p>",
+                esc(&e.to_string())
+            );
+        }
+    }
+    match service.drift_evidence(&key).await {
+        Ok(Some(e)) => body.push_str(&drift_html(&e)),
+        Ok(None) => body.push_str(
+            "<h2>Drift alarm</h2><p class=\"note\">No anchors have been checked against the active \
+             version since it was activated: upload a labelled batch to watch it.</p>",
+        ),
+        Err(e) => {
+            let _ = write!(
+                body,
+                "<p class=\"note\">No drift evidence: {}</p>",
                 esc(&e.to_string())
             );
         }

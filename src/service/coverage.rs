@@ -23,7 +23,9 @@ use crate::error::{Error, Result};
 use crate::metrics::Scope;
 use crate::store::{BatchCoverage, CellIngest};
 use judgecal_stats::conformal::{Intervals, tie_break};
-use judgecal_stats::drift::{BOUND_DELTA, CheckedBatch, Dependence, Watch, drift};
+use judgecal_stats::drift::{
+    BOUND_DELTA, CheckedBatch, Dependence, Drift, Watch, drift, drift_path,
+};
 
 /// `judgecal_anchor_coverage` covers the newest checks of a cell's active version, whole
 /// batches, until at least this many anchors.
@@ -107,7 +109,69 @@ fn misses(loaded: &Loaded, anchors: &[Anchor]) -> Result<(CheckedBatch, i64)> {
     Ok((batch, inside))
 }
 
+/// A cell's drift alarm after each batch checked against its active version since the version
+/// was activated: the evidence over time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DriftEvidence {
+    /// The active version's number.
+    pub version: i64,
+    /// The e-value at which the alarm fires, 1/δ.
+    pub threshold: f64,
+    /// Per batch: anchors checked and how many missed the interval.
+    pub batches: Vec<(usize, usize)>,
+    /// The alarm after each batch.
+    pub path: Vec<Drift>,
+}
+
 impl Service {
+    /// The drift alarm's evidence over time for `key`'s active version (`None` where no batch
+    /// has been checked against it since its activation).
+    pub async fn drift_evidence(&self, key: &CellKey) -> Result<Option<DriftEvidence>> {
+        let Some(cell) = self
+            .store
+            .misses_since_activation(Some(key))
+            .await?
+            .into_iter()
+            .next()
+        else {
+            return Ok(None);
+        };
+        let version = self.corrector(key, None).await?.version.version;
+        let known = self
+            .bounds
+            .lock()
+            .ok()
+            .and_then(|b| b.get(&cell.calibrator).copied());
+        let (delta, max_rho) = (self.drift_delta, self.drift_max_rho);
+        let nominal = 1.0 - judgecal_stats::conformal::LEVEL;
+        let evidence = crate::error::blocking("replaying the drift alarm", move || {
+            let bound = known.map_or_else(
+                || {
+                    cell.intervals
+                        .as_ref()
+                        .map_or(nominal, |i| i.miss_bound(BOUND_DELTA))
+                },
+                |b| b.cell,
+            );
+            let dependence = Dependence {
+                max_rho,
+                history: cell.intervals.as_ref().and_then(|i| i.units.as_ref()),
+            };
+            DriftEvidence {
+                version,
+                threshold: 1.0 / delta,
+                batches: cell
+                    .batches
+                    .iter()
+                    .map(|b| (b.misses.len(), b.misses.iter().filter(|m| **m).count()))
+                    .collect(),
+                path: drift_path(&cell.batches, bound, delta, dependence),
+            }
+        })
+        .await?;
+        Ok(Some(evidence))
+    }
+
     /// Checks each cell's newly stored anchors against the version it serves, records the
     /// result and updates the gauges. The anchors are stored already: a failure here is
     /// logged, never returned.

@@ -647,10 +647,39 @@ pub fn drift(
     delta: f64,
     dependence: Dependence<'_>,
 ) -> Drift {
+    let mut last = None;
+    replay(batches, miss_bound, delta, dependence, |d| last = Some(d));
+    last.unwrap_or_else(|| {
+        let alarm = MissAlarm::new(miss_bound, delta);
+        snapshot(&alarm, 0, miss_bound)
+    })
+}
+
+/// The alarm as it stood after each of `batches` (the evidence over time a report draws): the
+/// last is [`drift`]'s.
+pub fn drift_path(
+    batches: &[CheckedBatch],
+    miss_bound: f64,
+    delta: f64,
+    dependence: Dependence<'_>,
+) -> Vec<Drift> {
+    let mut path = Vec::with_capacity(batches.len());
+    replay(batches, miss_bound, delta, dependence, |d| path.push(d));
+    path
+}
+
+fn replay(
+    batches: &[CheckedBatch],
+    miss_bound: f64,
+    delta: f64,
+    dependence: Dependence<'_>,
+    mut after: impl FnMut(Drift),
+) {
     let mut alarm = MissAlarm::new(miss_bound, delta)
         .bounded(dependence.max_rho)
         .with_history(dependence.history);
     let mut raters: HashMap<&str, UnitId> = HashMap::new();
+    let mut anchors = 0;
     for batch in batches {
         // The batch's sessions, in the order their first anchors came: one per named rater,
         // and one for the anchors naming none.
@@ -668,9 +697,14 @@ pub fn drift(
         for (rater, misses) in sessions {
             alarm.observe_session(rater, &misses);
         }
+        anchors += batch.misses.len();
+        after(snapshot(&alarm, anchors, miss_bound));
     }
+}
+
+fn snapshot(alarm: &MissAlarm, anchors: usize, miss_bound: f64) -> Drift {
     Drift {
-        anchors: batches.iter().map(|b| b.misses.len()).sum(),
+        anchors,
         units: alarm.units(),
         miss_bound,
         e_value: alarm.e_value(),
@@ -1085,5 +1119,26 @@ mod tests {
             within >= 110 && later >= 180,
             "by default {within} of 200 within 600, {later} within 1,000"
         );
+    }
+
+    #[test]
+    fn the_path_is_the_alarm_after_each_batch() {
+        // Batches of 20 missing 5% then 40%, half of them naming one of two raters.
+        let batches: Vec<CheckedBatch> = (0..12)
+            .map(|b| CheckedBatch {
+                misses: (0..20).map(|i| i < if b < 6 { 1 } else { 8 }).collect(),
+                raters: (0..20)
+                    .map(|i| (i % 2 == 0).then(|| format!("r{}", b % 2)))
+                    .collect(),
+            })
+            .collect();
+        let path = drift_path(&batches, 0.05, 0.01, Dependence::default());
+        assert_eq!(path.len(), 12);
+        for (i, d) in path.iter().enumerate() {
+            assert_eq!(*d, drift(&batches[..=i], 0.05, 0.01, Dependence::default()));
+            assert_eq!(d.anchors, 20 * (i + 1));
+        }
+        assert!(path[11].alarm && !path[0].alarm && path[11].e_value > path[5].e_value);
+        assert_eq!(drift(&[], 0.05, 0.01, Dependence::default()).anchors, 0);
     }
 }

@@ -63,6 +63,22 @@ async fn anchors_off_the_active_intervals_lower_the_coverage(backend: Backend) {
     let bound = metric(&text, BOUND).unwrap();
     assert!(bound > 0.05 && bound < 0.3, "{text}");
     assert_eq!(metric(&text, DRIFT_ANCHORS), Some(300.0));
+    // The cell's page shows the evidence over time: eleven batches, the e-value after the last
+    // the gauge's, the alarm raised.
+    let page = app.get("/ui/cells/j1/coherence").await;
+    let html = page.body.as_str().unwrap();
+    let drift = &html[html.find("<h2>Drift alarm</h2>").expect("a drift section")..];
+    let drift = &drift[..drift.find("<h2>Versions</h2>").unwrap()];
+    assert!(drift.contains("300 anchors in 11 batches"), "{drift}");
+    let evalue = format!("{:.3}", metric(&text, EVALUE).unwrap());
+    assert!(
+        drift.contains(&format!("now stands at {evalue}")),
+        "{evalue}: {drift}"
+    );
+    assert!(
+        drift.contains("<td>11</td><td>20</td>") && drift.contains("raised"),
+        "{drift}"
+    );
     // A re-sent batch stores nothing new and is not counted twice.
     let again = upload_to(&app, "shifted3", 20, 1.7, 0.8).await;
     assert!(again.get("coverage").is_none(), "{again}");
