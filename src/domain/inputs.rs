@@ -7,6 +7,8 @@
 //! of input is one variant here, read by the one layer in front of the corrector
 //! (`service::layered` for covariates, the panel's fusion for members).
 
+use std::collections::BTreeMap;
+
 use super::covariates::Covariates;
 use super::panel::MemberScores;
 
@@ -55,4 +57,27 @@ impl ItemInputs {
     pub fn is_panel(&self) -> bool {
         matches!(self, ItemInputs::Members(_))
     }
+}
+
+/// One item of a run as sent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawItem {
+    pub id: Option<String>,
+    /// A judge's score.
+    pub score: Option<f64>,
+    /// A panel's item: each member's score, by name.
+    pub members: Option<BTreeMap<String, f64>>,
+    /// A judge's item: its covariates.
+    pub covariates: Option<BTreeMap<String, f64>>,
+    /// A judge's item: its further scores by the same judge version.
+    pub repeats: Option<Vec<f64>>,
+    pub reference: Option<f64>,
+    pub cluster: Option<String>,
+}
+
+/// A run as sent: bare scores, or items.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RawRun {
+    Scores(Vec<f64>),
+    Items(Vec<RawItem>),
 }

@@ -115,6 +115,36 @@ pub fn from_stored(raw: Option<&str>) -> Result<Vec<f64>, serde_json::Error> {
     raw.map_or(Ok(Vec::new()), serde_json::from_str)
 }
 
+/// A run's items' repeats where any item carries some (an entry per item, empty for one that
+/// gives none), each checked, its problem at its row and `{prefix}repeats`; refused where the
+/// items carry one score each (`one_score`: a panel's items, or items with covariates).
+pub fn of_run(
+    prefix: &str,
+    given: Vec<Option<Vec<f64>>>,
+    one_score: bool,
+    problems: &mut Vec<Problem>,
+) -> Option<Vec<Vec<f64>>> {
+    if given.iter().all(|r| r.as_ref().is_none_or(Vec::is_empty)) {
+        return None;
+    }
+    let field = format!("{prefix}{FIELD}");
+    let checked = given.into_iter().enumerate().map(|(i, r)| {
+        let (row, r) = (Some(i + 1), r.unwrap_or_default());
+        if one_score && !r.is_empty() {
+            problems.push(Problem::at(
+                row,
+                &field,
+                "repeats are for a judge's items without covariates (a panel's or a covariate version's items carry one score each)",
+            ));
+        }
+        check(row, &field, r).unwrap_or_else(|p| {
+            problems.push(p);
+            Vec::new()
+        })
+    });
+    Some(checked.collect())
+}
+
 /// One item's scores in all: its score and its repeats.
 pub fn all(score: f64, repeats: &[f64]) -> Vec<f64> {
     std::iter::once(score)

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::covariates::{self, Covariates};
 use super::inputs::ItemInputs;
+pub use super::inputs::{RawItem, RawRun};
 use super::panel::parse_member_scores;
 use super::repeats;
 use super::{CellKey, GroupName, ItemId, JudgeName, JudgeVersion, Problem, RubricName};
@@ -375,29 +376,6 @@ impl RankRequest {
     }
 }
 
-/// One item of a run as sent.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RawItem {
-    pub id: Option<String>,
-    /// A judge's score.
-    pub score: Option<f64>,
-    /// A panel's item: each member's score, by name.
-    pub members: Option<BTreeMap<String, f64>>,
-    /// A judge's item: its covariates.
-    pub covariates: Option<BTreeMap<String, f64>>,
-    /// A judge's item: its further scores by the same judge version.
-    pub repeats: Option<Vec<f64>>,
-    pub reference: Option<f64>,
-    pub cluster: Option<String>,
-}
-
-/// A run as sent: bare scores, or items.
-#[derive(Debug, Clone, PartialEq)]
-pub enum RawRun {
-    Scores(Vec<f64>),
-    Items(Vec<RawItem>),
-}
-
 /// The interval's level, the planning target and what a comparison estimates, as sent.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RawSettings {
@@ -497,11 +475,13 @@ fn parse_items(
     let with_id = items.iter().filter(|i| i.id.is_some()).count();
     let with_cluster = items.iter().filter(|i| i.cluster.is_some()).count();
     let with_covariates = items.iter().any(|i| i.covariates.is_some());
-    let with_repeats = items
-        .iter()
-        .any(|i| i.repeats.as_ref().is_some_and(|r| !r.is_empty()));
+    let item_repeats = repeats::of_run(
+        prefix,
+        items.iter().map(|i| i.repeats.clone()).collect(),
+        panel || with_covariates,
+        problems,
+    );
     let mut item_covariates = Vec::new();
-    let mut item_repeats = Vec::new();
     for (i, item) in items.iter().enumerate() {
         let row = Some(i + 1);
         if panel && item.covariates.is_some() {
@@ -510,22 +490,6 @@ fn parse_items(
                 &field(covariates::FIELD),
                 "a panel's items carry members' `scores`; covariates are for a judge's items",
             ));
-        }
-        if with_repeats {
-            if panel || with_covariates {
-                problems.push(Problem::at(
-                    row,
-                    &field(repeats::FIELD),
-                    "repeats are for a judge's items without covariates (a panel's or a covariate version's items carry one score each)",
-                ));
-            }
-            let given = item.repeats.clone().unwrap_or_default();
-            item_repeats.push(
-                repeats::check(row, &field(repeats::FIELD), given).unwrap_or_else(|p| {
-                    problems.push(p);
-                    Vec::new()
-                }),
-            );
         }
         if with_covariates {
             item_covariates.push(match &item.covariates {
@@ -636,8 +600,8 @@ fn parse_items(
         ))
     } else if with_covariates {
         ItemInputs::Covariates(item_covariates)
-    } else if with_repeats {
-        ItemInputs::Repeats(item_repeats)
+    } else if let Some(r) = item_repeats {
+        ItemInputs::Repeats(r)
     } else {
         ItemInputs::Score
     };

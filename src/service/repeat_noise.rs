@@ -6,7 +6,6 @@
 use std::sync::Arc;
 
 use super::Service;
-use super::runlevel::Served;
 use super::versions::Loaded;
 use crate::domain::Problem;
 use crate::domain::inputs::ItemInputs;
@@ -22,33 +21,32 @@ use judgecal_stats::runlevel::{RunEstimate, RunItems};
 pub(super) type RunRepeats<'a> = (&'a str, &'a mut RunItems, &'a ItemInputs);
 
 impl Service {
-    /// Reads the repeats of `runs` (`runs[i]` served by `served.runs[i]`), the runs of each
-    /// version together, after [`Service::prepare_runs`] has checked their scores; the answer's
-    /// `repeats` is the first version's that read any.
+    /// Reads the repeats of `runs` (`runs[i]` served by `versions[i]`), the runs of each
+    /// version together, after `prepare_runs` has checked their scores. Returns the first
+    /// version's reading that read any (the answer's `repeats`).
     pub(super) async fn apply_repeats(
         &self,
-        served: &mut Served,
+        versions: &[Arc<Loaded>],
         mut runs: Vec<RunRepeats<'_>>,
-    ) -> Result<()> {
-        let mut versions: Vec<Arc<Loaded>> = Vec::new();
-        for l in served.runs.iter().take(runs.len()) {
-            if !versions.iter().any(|v| v.version.id == l.version.id) {
-                versions.push(l.clone());
+    ) -> Result<Option<RepeatUse>> {
+        let mut distinct: Vec<Arc<Loaded>> = Vec::new();
+        for l in versions.iter().take(runs.len()) {
+            if !distinct.iter().any(|v| v.version.id == l.version.id) {
+                distinct.push(l.clone());
             }
         }
-        for loaded in versions {
+        let mut first = None;
+        for loaded in distinct {
             let group: Vec<&mut RunRepeats<'_>> = runs
                 .iter_mut()
-                .zip(&served.runs)
+                .zip(versions)
                 .filter(|(_, l)| l.version.id == loaded.version.id)
                 .map(|(r, _)| r)
                 .collect();
             let used = self.read_repeats(&loaded, group).await?;
-            if served.repeats.is_none() {
-                served.repeats = used;
-            }
+            first = first.or(used);
         }
-        Ok(())
+        Ok(first)
     }
 }
 
@@ -197,23 +195,23 @@ pub struct DesignAdvice {
 }
 
 impl Service {
-    /// The cheapest way to a half-width of `target` for the run answered by `e` (served as
-    /// `served` says), given `costs`: every item asked k times and n of them labelled (the
+    /// The cheapest way to a half-width of `target` for the run answered by `e` (by `loaded`,
+    /// its items' repeats read as `used` says), given `costs`: every item asked k times and n of them labelled (the
     /// labelled path). `Err` says why there is none: nothing measures the judge's repeat
     /// noise.
     pub async fn design(
         &self,
-        served: &Served,
+        (loaded, used): (&Arc<Loaded>, Option<RepeatUse>),
         e: &RunEstimate,
         target: f64,
         level: f64,
         costs: Costs,
     ) -> Result<std::result::Result<DesignAdvice, String>> {
-        let (model, current, ratio) = match served.repeats {
+        let (model, current, ratio) = match used {
             Some(r) => (r.model, r.fewest, r.residual_ratio),
             None => {
-                let anchors = self.anchor_repeats(&served.loaded).await?;
-                let (_, cell) = self.basis(served.loaded.clone()).await?;
+                let anchors = self.anchor_repeats(loaded).await?;
+                let (_, cell) = self.basis(loaded.clone()).await?;
                 match (anchors.estimate(LEVEL), OneScore::of(&cell.pairs)) {
                     (Some(w), Some(judge)) => (Repeats::new(w.variance, judge), 1, 1.0),
                     _ => {

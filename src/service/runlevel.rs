@@ -380,7 +380,8 @@ impl Service {
             },
         )
         .await?;
-        self.apply_repeats(&mut served, vec![("", &mut run, &request.inputs)])
+        served.repeats = self
+            .apply_repeats(&served.runs, vec![("", &mut run, &request.inputs)])
             .await?;
         let basis = self.basis(served.loaded.clone()).await?;
         let n = run.scores.len();
@@ -429,7 +430,8 @@ impl Service {
             },
         )
         .await?;
-        self.apply_repeats(&mut served, vec![("a.", &mut a, ia), ("b.", &mut b, ib)])
+        served.repeats = self
+            .apply_repeats(&served.runs, vec![("a.", &mut a, ia), ("b.", &mut b, ib)])
             .await?;
         let n = a.scores.len() + b.scores.len();
         let (bases, _) = self.bases(&served.runs).await?;
@@ -505,15 +507,16 @@ impl Service {
             },
         )
         .await?;
-        self.apply_repeats(
-            &mut served,
-            runs.iter_mut()
-                .zip(&request.inputs)
-                .zip(&prefixes)
-                .map(|((run, inputs), p)| (p.as_str(), run, inputs))
-                .collect(),
-        )
-        .await?;
+        served.repeats = self
+            .apply_repeats(
+                &served.runs,
+                runs.iter_mut()
+                    .zip(&request.inputs)
+                    .zip(&prefixes)
+                    .map(|((run, inputs), p)| (p.as_str(), run, inputs))
+                    .collect(),
+            )
+            .await?;
         let (settings, how) = (request.settings, request.rank);
         let (bases, index) = self.bases(&served.runs).await?;
         // Joint draws for every pair are heavier than one comparison: always off the runtime.

@@ -639,50 +639,43 @@ pub struct Dependence<'a> {
     pub history: Option<&'a UnitSpread>,
 }
 
-/// Replays `batches` in order through a fresh alarm against the miss rate `miss_bound`: each
-/// named rater is one unit across batches, each batch's anchors naming none another.
-pub fn drift(
-    batches: &[CheckedBatch],
-    miss_bound: f64,
-    delta: f64,
-    dependence: Dependence<'_>,
-) -> Drift {
-    let mut last = None;
-    replay(batches, miss_bound, delta, dependence, |d| last = Some(d));
-    last.unwrap_or_else(|| {
-        let alarm = MissAlarm::new(miss_bound, delta);
-        snapshot(&alarm, 0, miss_bound)
-    })
+/// Replays the batches `b` in order through a fresh alarm against the miss rate `miss_bound`:
+/// each named rater is one unit across batches, each batch's anchors naming none another.
+pub fn drift(b: &[CheckedBatch], miss_bound: f64, delta: f64, d: Dependence<'_>) -> Drift {
+    replay(b, miss_bound, delta, d, None)
 }
 
-/// The alarm as it stood after each of `batches` (the evidence over time a report draws): the
-/// last is [`drift`]'s.
-pub fn drift_path(
-    batches: &[CheckedBatch],
-    miss_bound: f64,
-    delta: f64,
-    dependence: Dependence<'_>,
-) -> Vec<Drift> {
-    let mut path = Vec::with_capacity(batches.len());
-    replay(batches, miss_bound, delta, dependence, |d| path.push(d));
+/// The alarm as it stood after each of `batches` (the evidence over time a report draws).
+pub fn drift_path(b: &[CheckedBatch], bound: f64, delta: f64, d: Dependence<'_>) -> Vec<Drift> {
+    let mut path = Vec::with_capacity(b.len());
+    replay(b, bound, delta, d, Some(&mut path));
     path
 }
 
+/// [`drift`], each step's alarm pushed to `path` where given.
 fn replay(
     batches: &[CheckedBatch],
     miss_bound: f64,
     delta: f64,
     dependence: Dependence<'_>,
-    mut after: impl FnMut(Drift),
-) {
+    mut path: Option<&mut Vec<Drift>>,
+) -> Drift {
     let mut alarm = MissAlarm::new(miss_bound, delta)
         .bounded(dependence.max_rho)
         .with_history(dependence.history);
-    let mut raters: HashMap<&str, UnitId> = HashMap::new();
-    let mut anchors = 0;
+    let (mut raters, mut anchors): (HashMap<&str, UnitId>, usize) = (HashMap::new(), 0);
+    let snapshot = |alarm: &MissAlarm, anchors| Drift {
+        anchors,
+        units: alarm.units(),
+        miss_bound,
+        e_value: alarm.e_value(),
+        peak: alarm.peak(),
+        alarm: alarm.alarmed_at.is_some(),
+        rho: alarm.rho(),
+        clustered: alarm.clustered(),
+    };
     for batch in batches {
-        // The batch's sessions, in the order their first anchors came: one per named rater,
-        // and one for the anchors naming none.
+        // The batch's sessions by first anchor: one per named rater, one for those naming none.
         let mut sessions: Vec<(Option<UnitId>, Vec<bool>)> = Vec::new();
         for (i, &miss) in batch.misses.iter().enumerate() {
             let rater = batch.raters.get(i).and_then(Option::as_deref).map(|r| {
@@ -698,21 +691,11 @@ fn replay(
             alarm.observe_session(rater, &misses);
         }
         anchors += batch.misses.len();
-        after(snapshot(&alarm, anchors, miss_bound));
+        if let Some(p) = path.as_deref_mut() {
+            p.push(snapshot(&alarm, anchors));
+        }
     }
-}
-
-fn snapshot(alarm: &MissAlarm, anchors: usize, miss_bound: f64) -> Drift {
-    Drift {
-        anchors,
-        units: alarm.units(),
-        miss_bound,
-        e_value: alarm.e_value(),
-        peak: alarm.peak(),
-        alarm: alarm.alarmed_at.is_some(),
-        rho: alarm.rho(),
-        clustered: alarm.clustered(),
-    }
+    snapshot(&alarm, anchors)
 }
 
 #[cfg(test)]

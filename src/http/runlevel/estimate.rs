@@ -152,7 +152,13 @@ pub async fn estimate(
     {
         let advice = state
             .service
-            .design(&served, &e, target, settings.level, costs)
+            .design(
+                (&served.loaded, served.repeats),
+                &e,
+                target,
+                settings.level,
+                costs,
+            )
             .await?;
         p.design = Some(DesignDto::of(advice, target));
     }
