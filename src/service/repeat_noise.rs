@@ -102,26 +102,25 @@ impl Service {
         if runs.iter().all(|(_, _, inputs)| inputs.repeats().is_none()) {
             return Ok(None);
         }
-        let field = |prefix: &str| format!("{prefix}items");
-        let refuse = |prefix: &str, message: String| {
+        // Problems name the first run that carries repeats.
+        let prefix = runs
+            .iter()
+            .find(|r| r.2.repeats().is_some())
+            .map_or("", |r| r.0);
+        let refuse = |message: &str| {
             Err(Error::rejected(
                 "the request was refused",
                 vec![Problem::at(
                     None,
-                    &format!("{}.{}", field(prefix), repeats::FIELD),
+                    &format!("{prefix}items.{}", repeats::FIELD),
                     message,
                 )],
             ))
         };
         let v = &loaded.version;
         if v.fusion.is_some() || v.covariate_layer.is_some() {
-            let prefix = runs
-                .iter()
-                .find(|r| r.2.repeats().is_some())
-                .map_or("", |r| r.0);
             return refuse(
-                prefix,
-                "version read its judge scores through a panel's fusion or a covariate layer; repeats are read by a judge's own version".to_owned(),
+                "the version reads its judge scores through a panel's fusion or a covariate layer; repeats are read by a judge's own version",
             );
         }
         let mut request = WithinItem::default();
@@ -138,13 +137,8 @@ impl Service {
         let (_, cell) = self.basis(loaded.clone()).await?;
         let (Some(within), Some(judge)) = (pooled.estimate(LEVEL), OneScore::of(&cell.pairs))
         else {
-            let prefix = runs
-                .iter()
-                .find(|r| r.2.repeats().is_some())
-                .map_or("", |r| r.0);
             return refuse(
-                prefix,
-                "the judge's within-item variance needs at least two items with repeats (in this request or among the version's anchors) and anchors whose judge scores and references vary".to_owned(),
+                "the judge's within-item variance needs at least two items with repeats (in this request or among the version's anchors) and anchors whose judge scores and references vary",
             );
         };
         let model = Repeats::new(within.variance, judge);
