@@ -152,6 +152,17 @@ pub async fn index(State(state): State<AppState>, _r: Reader) -> Result<Html<Str
         let coverage = active
             .and_then(|v| v.intervals.as_ref())
             .and_then(|i| i.held_out_coverage);
+        // The drift alarm as a replay of the checks since the active version's activation.
+        let drift = match service.drift_evidence(&c.key).await {
+            Ok(Some(e)) => e.path.last().map_or("–".to_owned(), |d| {
+                if d.alarm {
+                    format!("<span class=\"bad\">raised</span> (e = {})", num(d.e_value))
+                } else {
+                    format!("quiet (e = {})", num(d.e_value))
+                }
+            }),
+            _ => "–".to_owned(),
+        };
         rows.push(vec![
             cell_link(&c.key),
             if c.comparison_count > 0 {
@@ -167,6 +178,7 @@ pub async fn index(State(state): State<AppState>, _r: Reader) -> Result<Html<Str
                 None => "–".to_owned(),
             },
             coverage.map_or("–".to_owned(), |c| format!("{:.1}%", 100.0 * c)),
+            drift,
             judge_versions.to_string(),
         ]);
     }
@@ -188,6 +200,7 @@ pub async fn index(State(state): State<AppState>, _r: Reader) -> Result<Html<Str
             "method",
             "β canary",
             "held-out band coverage",
+            "drift alarm",
             "judge versions",
         ],
         &rows,
@@ -341,6 +354,92 @@ fn report_html(r: &Report) -> String {
     out
 }
 
+/// The judge versions a cell has seen, and the bridge from each to the next (the newest
+/// `BRIDGE_ROWS`): how far the old calibration's corrected mean moved on the items both scored.
+async fn bridges_html(service: &crate::service::Service, key: &CellKey) -> String {
+    let mut versions = match service.judge_versions(key).await {
+        Ok(v) => v,
+        Err(e) => {
+            return format!(
+                "<p class=\"note\">No judge versions: {}</p>",
+                esc(&e.to_string())
+            );
+        }
+    };
+    if versions.len() < 2 {
+        return String::new();
+    }
+    versions.sort_by_key(|v| v.anchors.first_at_ms);
+    let mut out = String::from("<h2>Judge versions and bridges</h2>");
+    let label =
+        |v: Option<&crate::domain::JudgeVersion>| esc(v.map_or("(unversioned)", |j| j.as_str()));
+    let seen: Vec<Vec<String>> = versions
+        .iter()
+        .map(|v| {
+            vec![
+                label(v.anchors.judge_version.as_ref()),
+                v.anchors.anchor_count.to_string(),
+                v.calibrated.map_or("–".to_owned(), |c| c.to_string()),
+            ]
+        })
+        .collect();
+    out.push_str(&table(
+        &["judge version", "anchors", "calibrated by version"],
+        &seen,
+    ));
+    let mut rows = Vec::new();
+    let from = versions.len().saturating_sub(BRIDGE_ROWS + 1);
+    for pair in versions[from..].windows(2) {
+        let (a, b) = (
+            pair[0].anchors.judge_version.as_ref(),
+            pair[1].anchors.judge_version.as_ref(),
+        );
+        let mut row = vec![format!("{} → {}", label(a), label(b))];
+        match service.bridge(key, a, b, None).await {
+            Ok(answer) => {
+                let br = &answer.bridge;
+                row.extend([
+                    br.items.to_string(),
+                    br.raw.as_ref().map_or("–".to_owned(), |r| num(r.mean)),
+                    br.corrected.as_ref().map_or("–".to_owned(), |c| {
+                        format!("{} [{}, {}]", num(c.mean), num(c.lo), num(c.hi))
+                    }),
+                    num(br.tolerance),
+                    br.verdict.as_str().to_owned(),
+                    esc(&br.reason),
+                ]);
+            }
+            Err(e) => {
+                row.extend([
+                    "–".to_owned(),
+                    "–".to_owned(),
+                    "–".to_owned(),
+                    "–".to_owned(),
+                    "–".to_owned(),
+                ]);
+                row.push(esc(&e.to_string()));
+            }
+        }
+        rows.push(row);
+    }
+    out.push_str(&table(
+        &[
+            "bridge",
+            "shared items",
+            "raw shift",
+            "corrected shift",
+            "tolerance",
+            "verdict",
+            "why",
+        ],
+        &rows,
+    ));
+    out
+}
+
+/// The most recent bridges the page lists.
+const BRIDGE_ROWS: usize = 10;
+
 /// The most recent batches the drift table lists.
 const DRIFT_ROWS: usize = 30;
 
@@ -451,6 +550,7 @@ pub async fn cell(
             );
         }
     }
+    body.push_str(&bridges_html(service, &key).await);
     body.push_str("<h2>Versions</h2>");
     let rows: Vec<Vec<String>> = versions
         .iter()

@@ -79,6 +79,13 @@ async fn anchors_off_the_active_intervals_lower_the_coverage(backend: Backend) {
         drift.contains("<td>11</td><td>20</td>") && drift.contains("raised"),
         "{drift}"
     );
+    let index = app.get("/ui/").await;
+    let listed = format!("<span class=\"bad\">raised</span> (e = {evalue})");
+    assert!(
+        index.body.as_str().unwrap().contains(&listed),
+        "{listed}: {}",
+        index.body
+    );
     // A re-sent batch stores nothing new and is not counted twice.
     let again = upload_to(&app, "shifted3", 20, 1.7, 0.8).await;
     assert!(again.get("coverage").is_none(), "{again}");

@@ -137,6 +137,25 @@ async fn a_judge_change_end_to_end(backend: Backend) {
     assert!((bridge.body["raw"]["mean"].as_f64().unwrap() - 0.6).abs() < 1e-9);
     assert!((bridge.body["raw"]["rank_correlation"].as_f64().unwrap() - 1.0).abs() < 1e-9);
     assert!((bridge.body["tolerance"].as_f64().unwrap() - 0.1).abs() < 1e-12);
+    // The cell's page lists both judge versions and the same bridge.
+    let page = app.get("/ui/cells/j/r").await;
+    let html = page.body.as_str().unwrap();
+    let part = &html[html
+        .find("<h2>Judge versions and bridges</h2>")
+        .expect("a bridges section")..];
+    let c = &bridge.body["corrected"];
+    let shift = format!(
+        "{:.3} [{:.3}, {:.3}]",
+        c["mean"].as_f64().unwrap(),
+        c["lo"].as_f64().unwrap(),
+        c["hi"].as_f64().unwrap()
+    );
+    assert!(
+        part.contains("<td>v1 → v2</td><td>200</td><td>0.600</td>")
+            && part.contains(&shift)
+            && part.contains("<td>refit</td>"),
+        "{shift}: {part}"
+    );
     // A version the cell's anchors do not carry (a typo, or a `#` cut off a URL) is a 404
     // naming those that exist, not a bridge of no items.
     let unknown = app.get("/v1/cells/j/r/bridge?from=v1&to=v9").await;
