@@ -17,18 +17,27 @@ pub enum Scope {
     Correct,
     /// Start and watch calibration jobs.
     Train,
+    /// Scrape `GET /metrics` where `auth.protect_metrics` puts it behind a key.
+    Metrics,
     /// Everything, including rubric scales.
     Admin,
 }
 
 impl Scope {
-    pub const ALL: [Scope; 4] = [Scope::Ingest, Scope::Correct, Scope::Train, Scope::Admin];
+    pub const ALL: [Scope; 5] = [
+        Scope::Ingest,
+        Scope::Correct,
+        Scope::Train,
+        Scope::Metrics,
+        Scope::Admin,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Scope::Ingest => "ingest",
             Scope::Correct => "correct",
             Scope::Train => "train",
+            Scope::Metrics => "metrics",
             Scope::Admin => "admin",
         }
     }
@@ -46,7 +55,9 @@ impl FromStr for Scope {
         Scope::ALL
             .into_iter()
             .find(|scope| scope.as_str() == s)
-            .ok_or_else(|| format!("unknown scope {s:?}; one of ingest, correct, train, admin"))
+            .ok_or_else(|| {
+                format!("unknown scope {s:?}; one of ingest, correct, train, metrics, admin")
+            })
     }
 }
 
@@ -58,6 +69,8 @@ pub enum Principal {
     Key {
         prefix: String,
         scopes: Vec<Scope>,
+        /// When the key stops working (Unix ms), where it was made with an expiry.
+        expires_at_ms: Option<i64>,
     },
 }
 
@@ -68,6 +81,14 @@ impl Principal {
             Principal::Key { scopes, .. } => {
                 scopes.contains(&Scope::Admin) || scopes.contains(&scope)
             }
+        }
+    }
+
+    /// Whether the key has expired at `now_ms`.
+    pub fn expired(&self, now_ms: i64) -> bool {
+        match self {
+            Principal::Anonymous => false,
+            Principal::Key { expires_at_ms, .. } => expires_at_ms.is_some_and(|e| now_ms >= e),
         }
     }
 
@@ -102,8 +123,9 @@ pub fn new_key() -> (String, String) {
     (format!("jc_{secret}"), prefix)
 }
 
-/// Remembers recently seen keys so that a busy client costs one store look-up a minute, not
-/// one a request.
+/// Remembers recently seen keys so that a busy client costs one store look-up every
+/// `auth.key_cache_secs` (2 s by default), not one a request; a revoked key is refused once
+/// its entry is that old.
 pub struct KeyCache {
     ttl: Duration,
     entries: Mutex<HashMap<String, (Instant, Option<Principal>)>>,
@@ -149,14 +171,19 @@ mod tests {
         let admin = Principal::Key {
             prefix: "p".into(),
             scopes: vec![Scope::Admin],
+            expires_at_ms: None,
         };
         let ingest = Principal::Key {
             prefix: "p".into(),
             scopes: vec![Scope::Ingest],
+            expires_at_ms: Some(1_000),
         };
         assert!(Scope::ALL.iter().all(|s| admin.allows(*s)));
         assert!(ingest.allows(Scope::Ingest));
         assert!(!ingest.allows(Scope::Correct));
+        assert!(!ingest.allows(Scope::Metrics));
+        assert!(!ingest.expired(999) && ingest.expired(1_000));
+        assert!(!admin.expired(i64::MAX));
     }
 
     #[test]

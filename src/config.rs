@@ -29,7 +29,12 @@ pub struct ServerSettings {
     pub bind: String,
     pub request_timeout_secs: u64,
     pub max_body_bytes: usize,
+    pub max_upload_bytes: usize,
     pub max_concurrent_requests: usize,
+    pub max_concurrent_per_key: usize,
+    pub max_connections: usize,
+    pub header_read_timeout_secs: u64,
+    pub shutdown_timeout_secs: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -37,6 +42,7 @@ pub struct ServerSettings {
 pub struct DatabaseSettings {
     pub url: String,
     pub max_connections: u32,
+    pub acquire_timeout_millis: u64,
     pub migrate_on_start: bool,
 }
 
@@ -44,6 +50,8 @@ pub struct DatabaseSettings {
 #[serde(deny_unknown_fields)]
 pub struct AuthSettings {
     pub disabled: bool,
+    pub key_cache_secs: u64,
+    pub protect_metrics: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -160,9 +168,23 @@ impl Settings {
                 self.server.request_timeout_secs as usize,
             ),
             ("server.max_body_bytes", self.server.max_body_bytes),
+            ("server.max_upload_bytes", self.server.max_upload_bytes),
             (
                 "server.max_concurrent_requests",
                 self.server.max_concurrent_requests,
+            ),
+            (
+                "server.max_concurrent_per_key",
+                self.server.max_concurrent_per_key,
+            ),
+            ("server.max_connections", self.server.max_connections),
+            (
+                "server.header_read_timeout_secs",
+                self.server.header_read_timeout_secs as usize,
+            ),
+            (
+                "database.acquire_timeout_millis",
+                self.database.acquire_timeout_millis as usize,
             ),
             (
                 "database.max_connections",
@@ -223,6 +245,10 @@ impl Settings {
 
     pub fn request_timeout(&self) -> Duration {
         Duration::from_secs(self.server.request_timeout_secs)
+    }
+
+    pub fn acquire_timeout(&self) -> Duration {
+        Duration::from_millis(self.database.acquire_timeout_millis)
     }
 
     /// Settings for tests and tools: the built-in defaults with the given database.

@@ -23,6 +23,9 @@ pub enum Error {
     Storage(#[from] sqlx::Error),
     #[error("migrations failed")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+    /// Work that ran past its deadline (a drawing); retrying later may succeed.
+    #[error("{0}")]
+    TimedOut(String),
     #[error("{0}")]
     Internal(String),
 }

@@ -15,6 +15,7 @@ pub mod jobs;
 pub mod metrics;
 pub mod plots;
 pub mod progress;
+pub mod serve;
 pub mod service;
 pub mod startup;
 pub mod store;

@@ -100,6 +100,7 @@ pub struct Metrics {
     pub drift_fleet_alarm: IntGaugeVec,
     pub judge_version_mismatch: IntCounterVec,
     pub judge_changed: IntGaugeVec,
+    pub calibrator_unreadable: IntGaugeVec,
     /// The cells the coverage gauges are set for, to drop those whose version changed.
     coverage_cells: Arc<Mutex<HashSet<CellKey>>>,
     /// The cells the drift gauges are set for.
@@ -153,6 +154,10 @@ impl Metrics {
             judge_changed: int_gauge(
                 "judgecal_judge_changed",
                 "The cell's latest silent-change check under the same judge version label: 1 the corrected mean moved beyond the tolerance (refit), 2 undecided with its shift beyond the tolerance (re-score more items), 0 otherwise",
+            ),
+            calibrator_unreadable: int_gauge(
+                "judgecal_calibrator_unreadable",
+                "1 where the version a cell serves could not be read from the store: it is skipped, not served (retrain the cell or activate another version)",
             ),
             http_requests: counter(
                 "judgecal_http_requests_total",
@@ -405,6 +410,16 @@ impl Metrics {
             self.pairwise_favoured
                 .with_label_values(&labels)
                 .set(favoured);
+        }
+    }
+
+    /// Whether the version `key` serves could not be read (its gauge is dropped once it can).
+    pub fn set_unreadable(&self, key: &CellKey, unreadable: bool) {
+        let labels = [key.judge.as_str(), key.rubric.as_str()];
+        if unreadable {
+            self.calibrator_unreadable.with_label_values(&labels).set(1);
+        } else {
+            let _ = self.calibrator_unreadable.remove_label_values(&labels);
         }
     }
 

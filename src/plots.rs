@@ -173,12 +173,15 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, p: &Panel) -> D
     } else {
         (16 + 7 * longest).min(140)
     };
+    // Drawn within drawable ranges; a point outside them is left out (a band clamped to them),
+    // as plotters maps a far point past i32.
+    let (xr, yr) = (drawable(p.x), drawable(p.y));
     let mut chart = ChartBuilder::on(&plot)
         .caption(&p.title, ("sans-serif", 16))
         .margin(8)
         .x_label_area_size(36)
         .y_label_area_size(y_area)
-        .build_cartesian_2d(p.x.0..p.x.1, p.y.0..p.y.1)?;
+        .build_cartesian_2d(xr.clone(), yr.clone())?;
     let name_of = |names: &[String], x: f64| {
         let k = x.round();
         if (x - k).abs() < 1e-6 && k >= 0.0 {
@@ -202,10 +205,9 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, p: &Panel) -> D
             .y_label_formatter(&y_names);
     }
     mesh.draw()?;
-    let inside = |&(x, y): &(f64, f64)| {
-        x.is_finite() && y.is_finite() && x >= p.x.0 && x <= p.x.1 && y >= p.y.0 && y <= p.y.1
-    };
-    let clamp = |(x, y): (f64, f64)| (x.clamp(p.x.0, p.x.1), y.clamp(p.y.0, p.y.1));
+    let inside =
+        |&(x, y): &(f64, f64)| (xr.start..=xr.end).contains(&x) && (yr.start..=yr.end).contains(&y);
+    let clamp = |(x, y): (f64, f64)| (x.clamp(xr.start, xr.end), y.clamp(yr.start, yr.end));
     for s in &p.series {
         let colour = s.colour;
         let pts: Vec<(f64, f64)> = s.points.iter().copied().filter(inside).collect();
@@ -302,6 +304,33 @@ fn size(f: &Figure) -> (u32, u32) {
     (420 * columns as u32, 360 * rows as u32 + 30)
 }
 
+/// A range an axis can be drawn over: finite, of a width its ticks can step across. plotters
+/// steps its ticks by adding a width to a bound, which never ends where the width is infinite
+/// (an overflowed span) or lost below the bound's precision: such a range is redrawn around its
+/// middle.
+fn drawable((lo, hi): (f64, f64)) -> std::ops::Range<f64> {
+    const MAX: f64 = 1e12;
+    let (lo, hi) = (
+        if lo.is_finite() {
+            lo.clamp(-MAX, MAX)
+        } else {
+            -MAX
+        },
+        if hi.is_finite() {
+            hi.clamp(-MAX, MAX)
+        } else {
+            MAX
+        },
+    );
+    let magnitude = lo.abs().max(hi.abs()).max(1.0);
+    if hi - lo >= 1e-6 * magnitude {
+        return lo..hi;
+    }
+    let middle = lo / 2.0 + hi / 2.0;
+    let half = 1e-3 * magnitude;
+    middle - half..middle + half
+}
+
 /// The figure as an SVG document.
 pub fn svg(f: &Figure) -> Result<String, String> {
     font_ready()?;
@@ -311,6 +340,33 @@ pub fn svg(f: &Figure) -> Result<String, String> {
         draw_figure(root, f).map_err(|e| format!("drawing {}: {e}", f.title))?;
     }
     Ok(out)
+}
+
+/// Drawings run at most this many at once, each on a blocking thread: a runaway one holds one
+/// slot, never the runtime.
+static DRAWING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
+
+/// How long a drawing may take before its request is answered 503.
+pub const DRAW_WITHIN: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// Draws `figure` as SVG off the async runtime, within [`DRAW_WITHIN`] (waiting for a slot
+/// included).
+pub async fn draw_svg(figure: Figure) -> crate::error::Result<String> {
+    let work = async {
+        let _slot = DRAWING
+            .acquire()
+            .await
+            .map_err(|_| crate::error::Error::Internal("the drawing slots are closed".into()))?;
+        crate::error::blocking("drawing a picture", move || svg(&figure))
+            .await?
+            .map_err(crate::error::Error::Internal)
+    };
+    tokio::time::timeout(DRAW_WITHIN, work).await.map_err(|_| {
+        crate::error::Error::TimedOut(format!(
+            "the picture took longer than {} s to draw",
+            DRAW_WITHIN.as_secs()
+        ))
+    })?
 }
 
 /// Writes the figure as `stem.svg` and `stem.png`.
@@ -663,6 +719,23 @@ mod tests {
         let png = std::fs::read(dir.path().join("fig.png")).unwrap();
         assert_eq!(&png[1..4], b"PNG");
         assert!(dir.path().join("fig.svg").exists());
+    }
+
+    #[test]
+    fn ranges_are_drawable_whatever_the_data() {
+        assert_eq!(super::drawable((1.0, 5.0)), 1.0..5.0);
+        for (lo, hi) in [
+            (-1e308, 1e308),
+            (f64::NEG_INFINITY, f64::NAN),
+            (1e9, 1e9),
+            (3.0, 3.0),
+            (5.0, 1.0),
+        ] {
+            let r = super::drawable((lo, hi));
+            assert!(r.start.is_finite() && r.end.is_finite(), "{lo} {hi}: {r:?}");
+            let magnitude = r.start.abs().max(r.end.abs()).max(1.0);
+            assert!(r.end - r.start >= 1e-6 * magnitude, "{lo} {hi}: {r:?}");
+        }
     }
 
     /// A cell on an integer scale: 300 anchors at 5 judge levels, a fitted line and band, two

@@ -19,6 +19,7 @@ pub struct Application {
     router: Router,
     service: Arc<Service>,
     background: Vec<tokio::task::JoinHandle<()>>,
+    bounds: crate::serve::Bounds,
 }
 
 impl Application {
@@ -26,8 +27,12 @@ impl Application {
     /// the calibrator cache, starts the background tasks (training workers, cache refresh) and
     /// binds `server.bind` (port 0 picks a free port; `address()` tells which).
     pub async fn build(settings: Settings) -> Result<Self> {
-        let store =
-            Store::connect(&settings.database.url, settings.database.max_connections).await?;
+        let store = Store::connect(
+            &settings.database.url,
+            settings.database.max_connections,
+            settings.acquire_timeout(),
+        )
+        .await?;
         if settings.database.migrate_on_start {
             store.migrate().await?;
         }
@@ -56,12 +61,20 @@ impl Application {
         let address = listener
             .local_addr()
             .map_err(|e| Error::Internal(format!("cannot read the bound address: {e}")))?;
+        let bounds = crate::serve::Bounds {
+            header_read_timeout: std::time::Duration::from_secs(
+                settings.server.header_read_timeout_secs,
+            ),
+            max_connections: settings.server.max_connections,
+            shutdown_timeout: std::time::Duration::from_secs(settings.server.shutdown_timeout_secs),
+        };
         Ok(Self {
             listener,
             address,
             router,
             service,
             background,
+            bounds,
         })
     }
 
@@ -78,16 +91,15 @@ impl Application {
         &self.service
     }
 
-    /// Serves until `shutdown` resolves, then lets requests in flight finish.
+    /// Serves until `shutdown` resolves, then lets requests in flight finish (for at most
+    /// `server.shutdown_timeout_secs`).
     pub async fn run_until_stopped(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         tracing::info!(address = %self.address, "judgecal listening");
         let store = self.service.store().clone();
-        axum::serve(self.listener, self.router)
-            .with_graceful_shutdown(shutdown)
-            .await?;
+        crate::serve::serve(self.listener, self.router, self.bounds, shutdown).await;
         // Workers put running jobs back in the queue for another process.
         self.service.stop_background();
         for handle in self.background {

@@ -88,9 +88,21 @@ pub enum KeysCommand {
         /// ingest, correct, train or admin; repeat or comma-separate for several.
         #[arg(long = "scope", required = true, value_delimiter = ',')]
         scopes: Vec<Scope>,
-        /// A note saying whose key it is.
+        /// A note saying whose key it is (`keys revoke` takes it too).
         #[arg(long, default_value = "")]
         name: String,
+        /// The key stops working this many days from now.
+        #[arg(long)]
+        expires_in_days: Option<u32>,
+    },
+    /// List every key: prefix, name, scopes, and when it was made, expires or was revoked.
+    List,
+    /// Revoke a key, named by the key itself, its prefix (as `keys list` shows it) or its
+    /// name (every live key of that name). Every replica refuses it within
+    /// auth.key_cache_secs.
+    Revoke {
+        /// The key, its prefix (`jc_1a2b3c4d`) or its name.
+        which: String,
     },
 }
 
@@ -116,9 +128,7 @@ pub async fn run(cli: Cli) -> ExitCode {
     let result = match command {
         Command::Serve { demo } => serve(settings, demo).await,
         Command::Migrate => migrate(&settings).await,
-        Command::Keys {
-            command: KeysCommand::Create { scopes, name },
-        } => create_key(settings, &scopes, &name).await,
+        Command::Keys { command } => keys(settings, command).await,
         Command::Openapi | Command::Evaluate(_) => unreachable!("handled above"),
     };
     match result {
@@ -206,18 +216,53 @@ async fn announce_demo(
 }
 
 async fn migrate(settings: &Settings) -> crate::Result<()> {
-    let store = Store::connect(&settings.database.url, 1).await?;
+    let store = Store::connect(&settings.database.url, 1, settings.acquire_timeout()).await?;
     store.migrate().await?;
     println!("migrations applied");
     Ok(())
 }
 
-async fn create_key(settings: Settings, scopes: &[Scope], name: &str) -> crate::Result<()> {
-    let store = Store::connect(&settings.database.url, 1).await?;
+/// `judgecal keys …`: the store is migrated first, so a fresh database takes a first key.
+async fn keys(settings: Settings, command: KeysCommand) -> crate::Result<()> {
+    let store = Store::connect(&settings.database.url, 1, settings.acquire_timeout()).await?;
     store.migrate().await?;
     let service = crate::service::Service::new(store, crate::metrics::Metrics::new(), &settings);
-    let key = service.create_key(scopes, name).await?;
-    println!("{key}");
-    eprintln!("Store this key now: judgecal keeps only its hash and cannot show it again.");
+    match command {
+        KeysCommand::Create {
+            scopes,
+            name,
+            expires_in_days,
+        } => {
+            let key = service
+                .create_expiring_key(&scopes, &name, expires_in_days)
+                .await?;
+            println!("{key}");
+            eprintln!("Store this key now: judgecal keeps only its hash and cannot show it again.");
+        }
+        KeysCommand::List => {
+            println!("prefix\tname\tscopes\tcreated\texpires\trevoked");
+            let when = |ms: Option<i64>| ms.map_or_else(|| "-".to_owned(), crate::domain::rfc3339);
+            for k in service.keys().await? {
+                println!(
+                    "{}\t{}\t{}\t{}\t{}\t{}",
+                    k.prefix,
+                    if k.name.is_empty() { "-" } else { &k.name },
+                    k.scopes,
+                    when(Some(k.created_at_ms)),
+                    when(k.expires_at_ms),
+                    when(k.revoked_at_ms),
+                );
+            }
+        }
+        KeysCommand::Revoke { which } => {
+            for k in service.revoke_key(&which).await? {
+                println!("revoked {} ({})", k.prefix, k.name);
+            }
+            eprintln!(
+                "Every replica refuses it within auth.key_cache_secs ({} s).",
+                settings.auth.key_cache_secs
+            );
+        }
+    }
     Ok(())
 }

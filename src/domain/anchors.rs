@@ -307,15 +307,7 @@ fn score_field(row: usize, name: &str, f: &RawField) -> Result<f64, Problem> {
             ));
         }
     };
-    if x.is_finite() {
-        Ok(x)
-    } else {
-        Err(Problem::at(
-            Some(row),
-            name,
-            format!("must be a finite number, got {x}"),
-        ))
-    }
+    super::bounded(x).map_err(|e| Problem::at(Some(row), name, e))
 }
 
 /// The rubric names a batch refers to, so the caller can look their scales up first.

@@ -80,12 +80,8 @@ impl CorrectionRequest {
             .ok()
             .flatten();
         for (i, s) in scores.iter().enumerate() {
-            if !s.is_finite() {
-                problems.push(Problem::at(
-                    Some(i + 1),
-                    score_field,
-                    "must be a finite number",
-                ));
+            if let Err(e) = super::bounded(*s) {
+                problems.push(Problem::at(Some(i + 1), score_field, e));
             }
         }
         let ids: Option<Vec<ItemId>> = ids.map(|ids| {

@@ -33,7 +33,10 @@ pub fn check_value(row: Option<usize>, name: &str, x: f64) -> Result<f64, Proble
         Err(Problem::at(
             row,
             &field_of(name),
-            format!("must be a finite number within ±1e12, got {x}"),
+            format!(
+                "must be a finite number within ±1e12, got {}",
+                super::shown(x)
+            ),
         ))
     }
 }
@@ -111,7 +114,10 @@ pub fn from_map(
                         problems.push(Problem::at(
                             row,
                             &at,
-                            format!("must be a finite number within ±1e12, got {x}"),
+                            format!(
+                                "must be a finite number within ±1e12, got {}",
+                                super::shown(x)
+                            ),
                         ));
                     }
                     None

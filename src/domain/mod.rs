@@ -143,7 +143,12 @@ name_type!(
 );
 
 /// An item's id inside one cell: any non-empty text up to 256 characters, no control
-/// characters.
+/// characters, stored in Unicode's composed form (NFC), so that one id typed with a composed or
+/// a decomposed accent is one item. An id whose look differs from its text is refused rather
+/// than stored as a second item: one with invisible characters (zero-width spaces, joiners,
+/// direction marks, a byte-order mark, a soft hyphen), compatibility forms (full-width letters,
+/// a non-breaking space: what NFKC would change), a dash or minus that looks like `-`, or a
+/// leading or trailing space.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(transparent)]
 pub struct ItemId(String);
@@ -164,11 +169,78 @@ impl ItemId {
         if raw.chars().any(char::is_control) {
             return Err("item_id contains a control character".into());
         }
-        Ok(Self(raw.to_owned()))
+        if raw.starts_with(char::is_whitespace) || raw.ends_with(char::is_whitespace) {
+            return Err("item_id starts or ends with a space; send it without".into());
+        }
+        if raw.is_ascii() {
+            return Ok(Self(raw.to_owned()));
+        }
+        use unicode_normalization::UnicodeNormalization;
+        if let Some(c) = raw.chars().find(|&c| invisible(c)) {
+            return Err(format!(
+                "item_id contains the invisible character U+{:04X}; send the id without it",
+                u32::from(c)
+            ));
+        }
+        if let Some(c) = raw.chars().find(|&c| dash_like(c)) {
+            return Err(format!(
+                "item_id contains U+{:04X}, which looks like '-': send '-' (U+002D)",
+                u32::from(c)
+            ));
+        }
+        let composed: String = raw.nfc().collect();
+        let plain: String = raw.nfkc().collect();
+        if plain != composed {
+            return Err(format!(
+                "item_id contains compatibility characters (full-width letters, a non-breaking \
+                 space, a ligature) that look like others: send its plain form {plain:?}"
+            ));
+        }
+        Ok(Self(composed))
+    }
+
+    /// An id as the store holds it, read back as it is: ids stored before the look-alike rule
+    /// (a leading space, say) stay readable, listable and deletable.
+    pub fn from_stored(raw: String) -> Result<Self, String> {
+        if raw.is_empty() {
+            return Err("item_id is empty".into());
+        }
+        Ok(Self(raw))
     }
     pub fn as_str(&self) -> &str {
         &self.0
     }
+}
+
+/// A character that prints as nothing: format characters and fillers.
+fn invisible(c: char) -> bool {
+    matches!(
+        u32::from(c),
+        0x00AD
+            | 0x034F
+            | 0x061C
+            | 0x115F
+            | 0x1160
+            | 0x17B4
+            | 0x17B5
+            | 0x180B..=0x180F
+            | 0x200B..=0x200F
+            | 0x202A..=0x202E
+            | 0x2060..=0x206F
+            | 0x3164
+            | 0xFE00..=0xFE0F
+            | 0xFEFF
+            | 0xFFA0
+    )
+}
+
+/// A dash or minus sign other than the ASCII hyphen-minus (full-width ones are compatibility
+/// forms, refused as such).
+fn dash_like(c: char) -> bool {
+    matches!(
+        u32::from(c),
+        0x2010..=0x2015 | 0x2212 | 0xFE58 | 0xFE63 | 0x2E3A | 0x2E3B
+    )
 }
 
 /// The version of a judge that gave a score: an opaque label the platform controls (a model
@@ -257,6 +329,34 @@ impl fmt::Display for CellKey {
     }
 }
 
+/// The largest magnitude of any score the service reads: judge scores, references, repeats,
+/// panel members' scores and rubric scales' bounds. Sums of squares over a million anchors
+/// stay finite (a judge score of 1e308 made a version's held-out figures overflow to NaN, and
+/// a scale of ±1e308 a picture's axis infinite).
+pub const MAX_MAGNITUDE: f64 = 1e9;
+
+/// `x` if it is a finite number within ±[`MAX_MAGNITUDE`], else what is wrong with it.
+pub fn bounded(x: f64) -> Result<f64, String> {
+    if x.is_finite() && x.abs() <= MAX_MAGNITUDE {
+        Ok(x)
+    } else {
+        Err(format!(
+            "must be a finite number within ±1e9, got {}",
+            shown(x)
+        ))
+    }
+}
+
+/// A number as a message shows it: plain where short, in exponent form where huge or tiny (1e308
+/// printed plainly is 309 digits).
+pub fn shown(x: f64) -> String {
+    if x != 0.0 && x.is_finite() && !(1e-4..1e6).contains(&x.abs()) {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
+    }
+}
+
 /// The closed range reference scores of a rubric live in.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Scale {
@@ -268,13 +368,15 @@ impl Scale {
     /// What a rubric gets when it is first seen without a `PUT /v1/rubrics/{rubric}`.
     pub const DEFAULT: Scale = Scale { min: 1.0, max: 5.0 };
 
+    /// A scale: both bounds within ±1e9, `max` above `min` by at least a millionth of their
+    /// magnitude (a narrower one cannot be drawn or binned).
     pub fn new(min: f64, max: f64) -> Result<Self, Vec<Problem>> {
         let mut problems = Vec::new();
-        if !min.is_finite() {
-            problems.push(Problem::at(None, "min", "must be a finite number"));
+        if let Err(e) = bounded(min) {
+            problems.push(Problem::at(None, "min", e));
         }
-        if !max.is_finite() {
-            problems.push(Problem::at(None, "max", "must be a finite number"));
+        if let Err(e) = bounded(max) {
+            problems.push(Problem::at(None, "max", e));
         }
         if problems.is_empty() && min >= max {
             problems.push(Problem::at(
@@ -282,12 +384,27 @@ impl Scale {
                 "max",
                 format!("must be greater than min ({min}); got {max}"),
             ));
+        } else if problems.is_empty() && max - min < 1e-6 * min.abs().max(max.abs()).max(1.0) {
+            problems.push(Problem::at(
+                None,
+                "max",
+                format!(
+                    "must exceed min ({min}) by at least a millionth of the scale's magnitude; got {max}"
+                ),
+            ));
         }
         if problems.is_empty() {
             Ok(Self { min, max })
         } else {
             Err(problems)
         }
+    }
+
+    /// A scale as the store holds it, read back as it was set: one stored before the bounds
+    /// of [`Scale::new`] stays readable (a start-up must never fail on it), and the pictures
+    /// draw it within drawable ranges.
+    pub fn from_stored(min: f64, max: f64) -> Option<Self> {
+        (min.is_finite() && max.is_finite() && min < max).then_some(Self { min, max })
     }
 
     pub fn contains(&self, x: f64) -> bool {
@@ -358,9 +475,44 @@ pub fn now_ms() -> i64 {
     i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
 }
 
+/// Unix milliseconds as RFC 3339 (UTC).
+pub fn rfc3339(ms: i64) -> String {
+    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn item_ids_are_composed_and_look_alikes_refused() {
+        // One id typed composed and decomposed is one item.
+        let composed = ItemId::parse("caf\u{e9}-1").unwrap();
+        assert_eq!(ItemId::parse("cafe\u{301}-1").unwrap(), composed);
+        assert_eq!(composed.as_str(), "caf\u{e9}-1");
+        assert_eq!(ItemId::parse("story 17").unwrap().as_str(), "story 17");
+        assert_eq!(ItemId::parse("物語-1").unwrap().as_str(), "物語-1");
+        // Each look-alike of "story-1" is refused, naming what is off.
+        for (id, says) in [
+            ("story\u{2010}1", "U+2010"),
+            ("story\u{2212}1", "U+2212"),
+            ("ｓｔｏｒｙ-1", "plain form \"story-1\""),
+            ("story-1\u{200B}", "U+200B"),
+            ("story\u{a0}1", "plain form \"story 1\""),
+            (" story-1", "starts or ends"),
+            ("story-1\u{a0}", "starts or ends"),
+            ("\u{feff}story-1", "U+FEFF"),
+        ] {
+            let e = ItemId::parse(id).unwrap_err();
+            assert!(e.contains(says), "{id:?}: {e}");
+        }
+    }
 
     #[test]
     fn names_accept_plain_identifiers_and_reject_the_rest() {

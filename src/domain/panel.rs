@@ -32,7 +32,7 @@ pub fn parse_member_scores(
                 .filter_map(|(name, score)| {
                     // The field's name is built only for a problem: a batch has 100,000s.
                     let at = || format!("{field}.{name}");
-                    if !(score.is_finite() && score.abs() <= 1e9) {
+                    if super::bounded(score).is_err() {
                         problems.push(Problem::at(
                             row,
                             &at(),

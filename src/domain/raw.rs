@@ -197,6 +197,19 @@ pub fn batch_size(n: usize, max: usize, field: &str) -> Result<(), Vec<Problem>>
     Err(vec![Problem::at(None, field, problem)])
 }
 
+/// The records of a CSV body after its header, counted without keeping any (an upload over the
+/// row limit is refused on this count). Bytes are not decoded (the rows' reader names bad
+/// text), so reading stops only at the end.
+pub fn count_csv_records(body: &[u8]) -> usize {
+    let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(body);
+    let mut record = csv::ByteRecord::new();
+    let mut n = 0;
+    while let Ok(true) = reader.read_byte_record(&mut record) {
+        n += 1;
+    }
+    n
+}
+
 /// Reads a CSV upload: checks its header ([`CsvHeader::read`]) and makes each record a row
 /// with `row_of` (given the header, the record and its 1-based row). An unreadable header or
 /// record is a problem; every one is reported together.
@@ -226,6 +239,17 @@ pub fn read_csv<T>(
     let mut problems = Vec::new();
     for (i, record) in reader.records().enumerate() {
         match record {
+            // No field of any row may hold a line break: one that does began with a quote
+            // that was never closed, which swallowed the lines after it.
+            Ok(r) if r.iter().any(|f| f.contains(['\n', '\r'])) => {
+                problems.push(Problem::at(
+                    Some(i + 1),
+                    "record",
+                    "a quoted field starts here and is never closed: it runs across the lines \
+                     after it. Close the quote, or write a quote inside a field as \"\"",
+                ));
+                break;
+            }
             Ok(r) => rows.push(row_of(&columns, &r, i + 1)),
             Err(e) => problems.push(Problem::at(
                 Some(i + 1),

@@ -15,7 +15,7 @@ pub const CSV_SEPARATOR: char = ';';
 /// The most further scores one item may carry.
 pub const MAX_PER_ITEM: usize = 100;
 /// The largest magnitude a score may take (as a run's scores).
-const MAX_ABS: f64 = 1e9;
+const MAX_ABS: f64 = super::MAX_MAGNITUDE;
 
 /// An item's further scores, checked: at most [`MAX_PER_ITEM`], each finite within ±1e9.
 pub fn check(row: Option<usize>, field: &str, scores: Vec<f64>) -> Result<Vec<f64>, Problem> {
@@ -36,7 +36,7 @@ pub fn check(row: Option<usize>, field: &str, scores: Vec<f64>) -> Result<Vec<f6
             format!(
                 "score {} is {}: each must be a finite number within ±1e9",
                 i + 1,
-                scores[i]
+                super::shown(scores[i])
             ),
         )),
         None => Ok(scores),

@@ -172,7 +172,7 @@ impl CompareRequest {
 
 /// The largest judge score a run-level request takes: its sums and squares over a run stay
 /// finite (a score of 1e221 made a ranking's estimates overflow to NaN).
-pub const MAX_SCORE: f64 = 1e9;
+pub const MAX_SCORE: f64 = super::MAX_MAGNITUDE;
 
 /// K runs to rank, asked for.
 #[derive(Debug, Clone, PartialEq)]
@@ -524,12 +524,8 @@ fn parse_items(
                 "missing: a judge's item gives `score`, a panel's `scores`",
             )),
         }
-        if item.reference.is_some_and(|r| !r.is_finite()) {
-            problems.push(Problem::at(
-                row,
-                &field("reference"),
-                "must be a finite number",
-            ));
+        if let Some(Err(e)) = item.reference.map(super::bounded) {
+            problems.push(Problem::at(row, &field("reference"), e));
         }
         match &item.id {
             Some(id) => {

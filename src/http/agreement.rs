@@ -2,6 +2,7 @@
 //! raw and corrected, where it is biased and the items it misses most (issue 58).
 
 use axum::extract::State;
+use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -10,6 +11,7 @@ use super::anchors::judge_version;
 use super::error::{ApiError, ErrorBody};
 use super::extract::{AnyKey, Authorized, Path, Query, cell_key};
 use super::schema;
+use crate::auth::Scope;
 use crate::domain::{GroupName, Problem};
 use crate::service::agreement::AgreementQuery;
 use judgecal_stats::agreement::report::Report;
@@ -34,7 +36,9 @@ pub struct AgreementParams {
     judge_version: Option<String>,
     #[param(schema_with = group_param)]
     group: Option<String>,
-    /// Disagreements to list, 0 to 1000 (default 20).
+    /// Disagreements to list, 0 to 1000 (default 20). They name items with their references:
+    /// only a key that may list anchors (`ingest` or `admin`) gets them; for other keys the
+    /// default is 0 and a larger `top` is refused with 403.
     #[param(minimum = 0, maximum = 1000)]
     top: Option<usize>,
 }
@@ -71,6 +75,7 @@ pub struct AgreementResponse {
     params(("judge" = String, Path), ("rubric" = String, Path), AgreementParams),
     responses(
         (status = 200, body = AgreementResponse),
+        (status = 403, description = "top > 0 from a key without the `ingest` scope", body = ErrorBody),
         (status = 404, description = "No such cell, version, judge version or group; or no active calibrator", body = ErrorBody),
         (status = 409, description = "The version was trained before versions kept their held-out corrections", body = ErrorBody),
     ),
@@ -78,13 +83,29 @@ pub struct AgreementResponse {
 )]
 pub async fn agreement(
     State(state): State<AppState>,
-    _auth: Authorized<AnyKey>,
+    Authorized(caller, _): Authorized<AnyKey>,
     Path((judge, rubric)): Path<(String, String)>,
     Query(params): Query<AgreementParams>,
 ) -> Result<axum::Json<AgreementResponse>, ApiError> {
     let key = cell_key(&judge, &rubric)?;
+    // Item-level rows (ids, groups, references) are what `GET .../anchors` lists: only for a
+    // key that may list anchors.
+    let items_allowed = caller.allows(Scope::Ingest);
+    if !items_allowed && params.top.is_some_and(|t| t > 0) {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            format!(
+                "key {} lacks the `ingest` scope that listing items needs (top > 0 names anchors \
+                 with their references); ask with top=0 for the report without them",
+                caller.label()
+            ),
+        ));
+    }
     let mut problems = Vec::new();
-    let top = params.top.unwrap_or(DEFAULT_TOP);
+    let top = params
+        .top
+        .unwrap_or(if items_allowed { DEFAULT_TOP } else { 0 });
     if top > MAX_TOP {
         problems.push(Problem::at(
             None,

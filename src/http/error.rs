@@ -19,7 +19,8 @@ pub struct ErrorBody {
 pub struct ErrorDetail {
     /// Stable, machine-readable: `invalid_input`, `conflict`, `not_found`, `unauthorized`,
     /// `forbidden`, `malformed_json`, `unsupported_media_type`, `payload_too_large`,
-    /// `method_not_allowed`, `too_many_requests`, `timeout`, `internal`.
+    /// `method_not_allowed`, `too_many_requests`, `timeout`, `store_unavailable` (503 with
+    /// Retry-After: the database cannot be reached; retry), `internal`.
     pub code: String,
     /// What to fix, for a person.
     pub message: String,
@@ -70,6 +71,16 @@ impl ApiError {
         }
     }
 
+    /// 503: the database did not answer within `database.acquire_timeout_millis`.
+    pub fn store_unavailable() -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "store_unavailable",
+            "the database cannot be reached just now; retry after the Retry-After header's \
+             seconds (an upload sent again is stored once)",
+        )
+    }
+
     pub fn not_found(message: impl Into<String>) -> Self {
         Self::new(StatusCode::NOT_FOUND, "not_found", message)
     }
@@ -99,6 +110,14 @@ impl From<Error> for ApiError {
                 ..Self::new(StatusCode::CONFLICT, "conflict", message)
             },
             Error::NotFound(message) => Self::not_found(message),
+            Error::Storage(ref cause) if crate::store::unreachable(cause) => {
+                tracing::warn!(error = ?e, "the store is out of reach");
+                Self::store_unavailable()
+            }
+            Error::TimedOut(message) => {
+                tracing::warn!(%message, "work ran past its deadline");
+                Self::new(StatusCode::SERVICE_UNAVAILABLE, "timeout", message)
+            }
             Error::Storage(_) | Error::Migrate(_) | Error::Internal(_) => {
                 // 5xx bodies stay generic; the cause chain goes to the log.
                 tracing::error!(error = ?e, "request failed");
@@ -119,6 +138,7 @@ impl From<AuthFailure> for ApiError {
                 Self::new(StatusCode::UNAUTHORIZED, "unauthorized", m)
             }
             AuthFailure::Forbidden(m) => Self::new(StatusCode::FORBIDDEN, "forbidden", m),
+            AuthFailure::Unavailable => Self::store_unavailable(),
         }
     }
 }
@@ -144,6 +164,11 @@ impl IntoResponse for ApiError {
                 response
                     .headers_mut()
                     .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            }
+            StatusCode::SERVICE_UNAVAILABLE => {
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("2"));
             }
             _ => {}
         }

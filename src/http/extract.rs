@@ -13,7 +13,7 @@ use serde::de::DeserializeOwned;
 
 use super::AppState;
 use super::error::ApiError;
-use crate::auth::Scope;
+use crate::auth::{Principal, Scope};
 use crate::domain::anchors::{self, RawAnchor};
 use crate::domain::comparisons::{self, RawComparison};
 use crate::domain::{CellKey, JudgeName, Problem, RubricName};
@@ -215,52 +215,112 @@ fn content_type(headers: &HeaderMap) -> &str {
         .unwrap_or("")
 }
 
-/// An upload's body, within the deadline for receiving it (`http::deadline`).
-async fn upload_body<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, ApiError> {
+/// What an upload may bring: `server.max_upload_bytes` of body, `limits.max_batch_anchors`
+/// rows.
+#[derive(Debug, Clone, Copy)]
+pub struct UploadLimits {
+    pub max_bytes: usize,
+    pub max_rows: usize,
+}
+
+fn too_large(max: usize) -> ApiError {
+    ApiError::from_status(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!(
+            "the upload is over server.max_upload_bytes ({max} bytes); split it into batches of at most \
+             limits.max_batch_anchors rows"
+        ),
+    )
+}
+
+/// An upload's body, within the deadline for receiving it (`http::deadline`) and at most
+/// `max` bytes: a body that says it is larger is refused before any of it is read, one that
+/// turns out larger as soon as it passes the bound.
+async fn upload_body(req: Request, max: usize) -> Result<Bytes, ApiError> {
+    use http_body_util::BodyExt;
+    let declared = req
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max as u64) {
+        return Err(too_large(max));
+    }
     let within = req.extensions().get::<super::BodyDeadline>().copied();
-    let body = Bytes::from_request(req, state);
-    match within {
+    let body = http_body_util::Limited::new(req.into_body(), max).collect();
+    let collected = match within {
         Some(super::BodyDeadline(limit)) => tokio::time::timeout(limit, body)
             .await
             .map_err(|_| super::timed_out())?,
         None => body.await,
+    };
+    match collected {
+        Ok(c) => Ok(c.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(too_large(max)),
+        Err(e) => Err(ApiError::from_status(
+            StatusCode::BAD_REQUEST,
+            format!("the body could not be read: {e}"),
+        )),
     }
-    .map_err(bytes_rejection)
 }
 
 /// An upload's rows as read, or every problem of its body.
 type Rows<T> = Result<Vec<T>, Vec<Problem>>;
 
-/// Reads an upload's body as JSON or CSV with the batch's own readers; `what` names the batch
-/// in its errors ("anchor", "comparison").
-async fn read_upload<S: Send + Sync, T>(
-    req: Request,
-    state: &S,
-    what: &str,
+/// How an upload's rows are read: the JSON envelope's array of rows (`field`) and the readers of
+/// each format; `what` names the batch in its errors ("anchor", "comparison").
+struct UploadFormat<T> {
+    what: &'static str,
+    field: &'static str,
     from_json: fn(&serde_json::Value) -> Rows<T>,
     from_csv: fn(&[u8]) -> Rows<T>,
+}
+
+/// Reads an upload's body as JSON or CSV with the batch's own readers. A batch of more rows than
+/// `limits.max_rows` is refused on its count, before its rows are made (JSON rows past the limit
+/// are skipped unparsed, CSV records counted without being kept), so memory follows the rows
+/// accepted, not the body.
+async fn read_upload<T>(
+    req: Request,
+    limits: UploadLimits,
+    format: &UploadFormat<T>,
 ) -> Result<Vec<T>, ApiError> {
     let kind = content_type(req.headers()).to_ascii_lowercase();
+    let what = format.what;
     let refused = |p| {
         ApiError::invalid(
             format!("the {what} batch was refused; nothing was stored"),
             p,
         )
     };
+    let over = |n: usize| {
+        crate::domain::raw::batch_size(n, limits.max_rows, format.field)
+            .err()
+            .map(refused)
+    };
     match kind.as_str() {
         "application/json" => {
-            let body = upload_body(req, state).await?;
-            let value: serde_json::Value = serde_json::from_slice(&body).map_err(|e| {
-                ApiError::from_status(
-                    StatusCode::BAD_REQUEST,
-                    format!("the body is not valid JSON: {e}"),
-                )
-            })?;
-            from_json(&value).map_err(refused)
+            let body = upload_body(req, limits.max_bytes).await?;
+            let (value, rows) =
+                capped_envelope(&body, format.field, limits.max_rows).map_err(|e| {
+                    ApiError::from_status(
+                        StatusCode::BAD_REQUEST,
+                        format!("the body is not valid JSON: {e}"),
+                    )
+                })?;
+            drop(body);
+            if rows > limits.max_rows {
+                return Err(over(rows).unwrap_or_else(|| too_large(limits.max_bytes)));
+            }
+            (format.from_json)(&value).map_err(refused)
         }
         "text/csv" => {
-            let body = upload_body(req, state).await?;
-            from_csv(&body).map_err(refused)
+            let body = upload_body(req, limits.max_bytes).await?;
+            let rows = crate::domain::raw::count_csv_records(&body);
+            if rows > limits.max_rows {
+                return Err(over(rows).unwrap_or_else(|| too_large(limits.max_bytes)));
+            }
+            (format.from_csv)(&body).map_err(refused)
         }
         other => Err(ApiError::from_status(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -276,38 +336,173 @@ async fn read_upload<S: Send + Sync, T>(
     }
 }
 
-impl<S: Send + Sync> FromRequest<S> for AnchorUpload {
+/// Parses an upload's JSON envelope with its array `field` read row by row: the first
+/// `max_rows` rows are kept as values, the rest only counted. Returns the envelope (with the
+/// kept rows) and how many rows the array held. Anything but an object comes back as `null`
+/// and a `field` that is no array as `null`, for the batch's reader to name.
+fn capped_envelope(
+    body: &[u8],
+    field: &'static str,
+    max_rows: usize,
+) -> Result<(serde_json::Value, usize), serde_json::Error> {
+    use serde::de::DeserializeSeed;
+    let mut rows = 0;
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let value = capped::Envelope {
+        field,
+        max_rows,
+        rows: &mut rows,
+    }
+    .deserialize(&mut de)?;
+    de.end()?;
+    Ok((value, rows))
+}
+
+/// The visitors of [`capped_envelope`].
+mod capped {
+    use std::fmt;
+
+    use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+    use serde_json::{Map, Value};
+
+    /// The envelope: an object whose `field` is read by [`Rows`].
+    pub struct Envelope<'a> {
+        pub field: &'static str,
+        pub max_rows: usize,
+        pub rows: &'a mut usize,
+    }
+
+    impl<'de> DeserializeSeed<'de> for Envelope<'_> {
+        type Value = Value;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+
+    /// Anything but what a visitor wants is skipped and read as `null`.
+    macro_rules! others_are_null {
+        () => {
+            fn visit_bool<E>(self, _: bool) -> Result<Value, E> {
+                Ok(Value::Null)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Value, E> {
+                Ok(Value::Null)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Value, E> {
+                Ok(Value::Null)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Value, E> {
+                Ok(Value::Null)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Value, E> {
+                Ok(Value::Null)
+            }
+            fn visit_unit<E>(self) -> Result<Value, E> {
+                Ok(Value::Null)
+            }
+        };
+    }
+
+    impl<'de> Visitor<'de> for Envelope<'_> {
+        type Value = Value;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an upload object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+            let mut out = Map::new();
+            while let Some(key) = map.next_key::<String>()? {
+                let value = if key == self.field {
+                    map.next_value_seed(Rows {
+                        max_rows: self.max_rows,
+                        rows: &mut *self.rows,
+                    })?
+                } else {
+                    map.next_value::<Value>()?
+                };
+                out.insert(key, value);
+            }
+            Ok(Value::Object(out))
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(Value::Null)
+        }
+        others_are_null!();
+    }
+
+    /// The rows: the first `max_rows` kept, every one counted.
+    struct Rows<'a> {
+        max_rows: usize,
+        rows: &'a mut usize,
+    }
+
+    impl<'de> DeserializeSeed<'de> for Rows<'_> {
+        type Value = Value;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Rows<'_> {
+        type Value = Value;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an array of rows")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+            let mut kept = Vec::new();
+            loop {
+                if *self.rows < self.max_rows {
+                    match seq.next_element::<Value>()? {
+                        Some(v) => kept.push(v),
+                        None => break,
+                    }
+                } else if seq.next_element::<IgnoredAny>()?.is_none() {
+                    break;
+                }
+                *self.rows += 1;
+            }
+            Ok(Value::Array(kept))
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            Ok(Value::Null)
+        }
+        others_are_null!();
+    }
+}
+
+impl FromRequest<AppState> for AnchorUpload {
     type Rejection = ApiError;
 
-    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        read_upload(
-            req,
-            state,
-            "anchor",
-            anchors::rows_from_json,
-            anchors::rows_from_csv,
-        )
-        .await
-        .map(AnchorUpload)
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
+        let format = UploadFormat {
+            what: "anchor",
+            field: "anchors",
+            from_json: anchors::rows_from_json,
+            from_csv: anchors::rows_from_csv,
+        };
+        read_upload(req, state.uploads, &format)
+            .await
+            .map(AnchorUpload)
     }
 }
 
 /// A comparison upload: `application/json` (one cell) or `text/csv` (any number of cells).
 pub struct ComparisonUpload(pub Vec<RawComparison>);
 
-impl<S: Send + Sync> FromRequest<S> for ComparisonUpload {
+impl FromRequest<AppState> for ComparisonUpload {
     type Rejection = ApiError;
 
-    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        read_upload(
-            req,
-            state,
-            "comparison",
-            comparisons::rows_from_json,
-            comparisons::rows_from_csv,
-        )
-        .await
-        .map(ComparisonUpload)
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
+        let format = UploadFormat {
+            what: "comparison",
+            field: "comparisons",
+            from_json: comparisons::rows_from_json,
+            from_csv: comparisons::rows_from_csv,
+        };
+        read_upload(req, state.uploads, &format)
+            .await
+            .map(ComparisonUpload)
     }
 }
 
@@ -330,8 +525,9 @@ scope_marker!(AdminScope, Some(Scope::Admin));
 scope_marker!(TrainScope, Some(Scope::Train));
 scope_marker!(CorrectScope, Some(Scope::Correct));
 
-/// A caller whose API key holds `N`'s scope.
-pub struct Authorized<N>(PhantomData<N>);
+/// A caller whose API key holds `N`'s scope: who it is, for routes whose answer depends on
+/// what else the key may read.
+pub struct Authorized<N>(pub Principal, pub PhantomData<N>);
 
 impl<N: Needs> FromRequestParts<AppState> for Authorized<N> {
     type Rejection = ApiError;
@@ -343,6 +539,6 @@ impl<N: Needs> FromRequestParts<AppState> for Authorized<N> {
             .and_then(|v| v.to_str().ok());
         let principal = state.service.authorize(header, N::SCOPE).await?;
         tracing::Span::current().record("key", principal.label());
-        Ok(Authorized(PhantomData))
+        Ok(Authorized(principal, PhantomData))
     }
 }

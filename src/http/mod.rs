@@ -44,6 +44,10 @@ use error::ApiError;
 #[derive(Clone)]
 pub struct AppState {
     pub service: Arc<Service>,
+    /// `auth.protect_metrics`: `/metrics` needs a key with the `metrics` scope.
+    pub protect_metrics: bool,
+    /// What an anchor or comparison upload may bring.
+    pub uploads: extract::UploadLimits,
 }
 
 /// Every route of the API, each with its OpenAPI operation (from the handler's
@@ -113,16 +117,19 @@ pub fn router(service: Arc<Service>, settings: &Settings) -> Router {
             settings.request_timeout(),
             deadline,
         ));
+    let shares = Arc::new(KeyShares::new(settings.server.max_concurrent_per_key));
     let (v1, operations) = routes();
     // The report pages (not API operations, so not in the document) share the API's limits.
     let pages = Router::new()
         .route("/ui", axum::routing::get(ui::index))
         .route("/ui/", axum::routing::get(ui::index))
         .route("/ui/cells/{judge}/{rubric}", axum::routing::get(ui::cell));
-    let v1 = Router::from(v1)
-        .merge(pages)
-        .layer(limits)
-        .layer(DefaultBodyLimit::max(settings.server.max_body_bytes));
+    let mut v1 = Router::from(v1).merge(pages).layer(limits);
+    if !settings.auth.disabled {
+        // Without keys every caller is the same one: the global limit is its share.
+        v1 = v1.layer(middleware::from_fn_with_state(shares, per_key_share));
+    }
+    let v1 = v1.layer(DefaultBodyLimit::max(settings.server.max_body_bytes));
     // Shared, not cloned: the middleware's state is cloned for every request.
     let metrics = Arc::new(service.metrics().clone());
     Router::from(operations)
@@ -133,7 +140,14 @@ pub fn router(service: Arc<Service>, settings: &Settings) -> Router {
         .layer(TraceLayer::new_for_http().make_span_with(request_span))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
-        .with_state(AppState { service })
+        .with_state(AppState {
+            service,
+            protect_metrics: settings.auth.protect_metrics && !settings.auth.disabled,
+            uploads: extract::UploadLimits {
+                max_bytes: settings.server.max_upload_bytes,
+                max_rows: settings.limits.max_batch_anchors,
+            },
+        })
 }
 
 fn route_of(req: &Request) -> String {
@@ -182,6 +196,77 @@ async fn track_request(State(metrics): State<Arc<Metrics>>, req: Request, next: 
         .with_label_values(&labels)
         .observe(started.elapsed().as_secs_f64());
     response
+}
+
+/// Requests in flight per caller (by the `Authorization` header as sent, so a key costs no
+/// store look-up here; callers without one share one count).
+struct KeyShares {
+    limit: usize,
+    in_flight: std::sync::Mutex<std::collections::HashMap<String, usize>>,
+}
+
+impl KeyShares {
+    fn new(limit: usize) -> Self {
+        Self {
+            limit,
+            in_flight: std::sync::Mutex::default(),
+        }
+    }
+
+    /// A slot for `caller`, or `None` where it holds its share already.
+    fn take(self: &Arc<Self>, caller: String) -> Option<KeySlot> {
+        let mut counts = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        let count = counts.entry(caller.clone()).or_insert(0);
+        if *count >= self.limit {
+            return None;
+        }
+        *count += 1;
+        Some(KeySlot {
+            shares: self.clone(),
+            caller,
+        })
+    }
+}
+
+/// One request's place in its caller's share, given back when the request ends.
+struct KeySlot {
+    shares: Arc<KeyShares>,
+    caller: String,
+}
+
+impl Drop for KeySlot {
+    fn drop(&mut self) {
+        let mut counts = self
+            .shares
+            .in_flight
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(count) = counts.get_mut(&self.caller) {
+            *count -= 1;
+            if *count == 0 {
+                counts.remove(&self.caller);
+            }
+        }
+    }
+}
+
+/// 429 for a caller past `server.max_concurrent_per_key` requests in flight, so that one
+/// client's trickling uploads cannot take every other client's share of the global limit.
+async fn per_key_share(State(shares): State<Arc<KeyShares>>, req: Request, next: Next) -> Response {
+    let caller = req
+        .headers()
+        .get(axum::http::header::AUTHORIZATION)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        .unwrap_or_default();
+    let Some(_slot) = shares.take(caller) else {
+        return ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too_many_requests",
+            "this API key has server.max_concurrent_per_key requests in flight; retry shortly",
+        )
+        .into_response();
+    };
+    next.run(req).await
 }
 
 /// The time an anchor upload has to arrive: its body, not its storing (`deadline`).
@@ -252,13 +337,4 @@ async fn method_not_allowed(req: Request) -> ApiError {
     )
 }
 
-/// Unix milliseconds as RFC 3339 (UTC).
-pub(crate) fn rfc3339(ms: i64) -> String {
-    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
-        .ok()
-        .and_then(|t| {
-            t.format(&time::format_description::well_known::Rfc3339)
-                .ok()
-        })
-        .unwrap_or_default()
-}
+pub(crate) use crate::domain::rfc3339;

@@ -32,7 +32,7 @@ pub const KEY_COOKIE: &str = "judgecal_key";
 const PAGE_TOP: usize = 10;
 
 /// A caller with any valid key, from the `Authorization` header or the `judgecal_key` cookie.
-pub struct Reader;
+pub struct Reader(crate::auth::Principal);
 
 impl FromRequestParts<AppState> for Reader {
     type Rejection = ApiError;
@@ -57,7 +57,7 @@ impl FromRequestParts<AppState> for Reader {
             .authorize(header.or(cookie).as_deref(), None)
             .await?;
         tracing::Span::current().record("key", principal.label());
-        Ok(Reader)
+        Ok(Reader(principal))
     }
 }
 
@@ -239,7 +239,7 @@ fn bias_cells(b: &Bias) -> [String; 3] {
 }
 
 /// The agreement report's tables.
-fn report_html(r: &Report) -> String {
+fn report_html(r: &Report, items_allowed: bool) -> String {
     let mut out = String::from("<h2>Agreement with the reference</h2>");
     let _ = write!(
         out,
@@ -318,6 +318,13 @@ fn report_html(r: &Report) -> String {
         ));
     }
     out.push_str("<h2>Largest disagreements</h2>");
+    if !items_allowed {
+        out.push_str(
+            "<p class=\"note\">Listing items with their references needs a key with the \
+             <code>ingest</code> scope.</p>",
+        );
+        return out;
+    }
     let misses: Vec<Vec<String>> = r
         .disagreements
         .iter()
@@ -496,7 +503,7 @@ fn drift_html(e: &DriftEvidence) -> String {
 /// One cell: its picture, its agreement report and its versions.
 pub async fn cell(
     State(state): State<AppState>,
-    _r: Reader,
+    Reader(caller): Reader,
     Path((judge, rubric)): Path<(String, String)>,
 ) -> Result<Html<String>, ApiError> {
     let key = cell_key(&judge, &rubric)?;
@@ -522,12 +529,14 @@ pub async fn cell(
             );
         }
     }
+    // Items with their references only for a key that may list anchors, as the API.
+    let items_allowed = caller.allows(crate::auth::Scope::Ingest);
     let query = AgreementQuery {
-        top: PAGE_TOP,
+        top: if items_allowed { PAGE_TOP } else { 0 },
         ..AgreementQuery::default()
     };
     match service.agreement(&key, &query).await {
-        Ok(a) => body.push_str(&report_html(&a.report)),
+        Ok(a) => body.push_str(&report_html(&a.report, items_allowed)),
         Err(e) => {
             let _ = write!(
                 body,

@@ -41,6 +41,12 @@ async fn refresh(service: Arc<Service>, every: Duration) {
         if let Err(e) = service.refresh_calibrators().await {
             tracing::warn!(error = ?e, "calibrator refresh failed; serving the cached versions");
         }
+        // Batches whose upload's process stopped before checking them, given the upload time
+        // to check its own.
+        let stalled = crate::domain::now_ms() - crate::service::PENDING_CHECK_GRACE_MS;
+        if let Err(e) = service.drain_pending_checks(stalled).await {
+            tracing::warn!(error = ?e, "queued drift checks not drained");
+        }
         if let Err(e) = service.refresh_coverage().await {
             tracing::warn!(error = ?e, "anchor coverage refresh failed");
         }

@@ -444,14 +444,17 @@ impl Service {
                 ));
                 continue;
             }
-            let Some(judge_score) = item.judge_score.filter(|s| s.is_finite()) else {
+            let Some(judge_score) = item
+                .judge_score
+                .filter(|s| crate::domain::bounded(*s).is_ok())
+            else {
                 problems.push(Problem::at(
                     Some(i + 1),
                     "judge_score",
                     if item.judge_score.is_none() {
                         "is missing: a check re-scores anchor items with the judge's new score"
                     } else {
-                        "must be a finite number"
+                        "must be a finite number within ±1e9"
                     },
                 ));
                 continue;

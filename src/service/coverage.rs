@@ -31,6 +31,10 @@ use judgecal_stats::drift::{
 /// batches, until at least this many anchors.
 pub const COVERAGE_WINDOW: i64 = 200;
 
+/// How long a stored batch's check is left to its upload's process before the refresh of any
+/// replica takes it over.
+pub const PENDING_CHECK_GRACE_MS: i64 = 30_000;
+
 /// The fleet-wide drift alert's size and rate.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FleetAlert {
@@ -173,30 +177,24 @@ impl Service {
     }
 
     /// Checks each cell's newly stored anchors against the version it serves, records the
-    /// result and updates the gauges. The anchors are stored already: a failure here is
-    /// logged, never returned.
+    /// result and updates the gauges. The anchors are stored already, with their check queued
+    /// in the same transaction: a failure here is logged, never returned, and the check is
+    /// left queued for the next refresh (`drain_pending_checks`).
     pub(super) async fn check_coverage(&self, outcomes: &mut [CellIngest]) {
         let mut touched = Vec::new();
         for outcome in outcomes.iter_mut() {
-            if outcome.stored.is_empty() {
+            let Some(pending) = outcome.pending.clone() else {
                 continue;
-            }
-            // The version the store says is active, loaded now if this process has not yet
-            // (a flow just trained here is still being tabulated by the refresh).
-            let loaded = match self.corrector(&outcome.key, None).await {
-                Ok(loaded) => loaded,
-                Err(Error::NotFound(_)) => continue,
-                Err(e) => {
-                    tracing::warn!(cell = %outcome.key, error = ?e, "could not load the active version to check the batch");
-                    continue;
-                }
             };
-            // Anchors of another judge version than the version was trained on are no evidence
-            // about it: the bridge compares versions.
-            if loaded.version.judge_version != outcome.judge_version {
-                continue;
-            }
-            match self.check_batch(loaded, outcome.stored.clone()).await {
+            let checked = self
+                .check_stored(
+                    &outcome.key,
+                    outcome.judge_version.as_ref(),
+                    &pending,
+                    outcome.stored.clone(),
+                )
+                .await;
+            match checked {
                 Ok(Some(c)) => {
                     outcome.coverage = Some(c);
                     touched.push(outcome.key.clone());
@@ -204,39 +202,88 @@ impl Service {
                 Ok(None) => {}
                 Err(e) => tracing::warn!(
                     cell = %outcome.key, error = ?e,
-                    "could not check the batch against the active version's intervals"
+                    "could not check the batch against the active version's intervals; left queued for the next refresh"
                 ),
             }
         }
-        // Only the cells this upload touched: the others' gauges have not moved, and the
-        // refresh timer keeps every cell's (an upload's cost does not grow with the fleet).
-        for key in &touched {
+        self.refresh_touched(&touched).await;
+    }
+
+    /// Checks the batches whose upload stored them but did not record their check (its process
+    /// stopped between the two), stored before `before_ms`: at start and on the refresh timer.
+    /// Returns how many it recorded.
+    pub async fn drain_pending_checks(&self, before_ms: i64) -> Result<usize> {
+        let mut touched = Vec::new();
+        for check in self.store.pending_checks(before_ms).await? {
+            let anchors = self.store.pending_anchors(&check).await?;
+            let judge_version = check.judge_version.clone();
+            if self
+                .check_stored(&check.key, judge_version.as_ref(), &check.id, anchors)
+                .await?
+                .is_some()
+            {
+                tracing::info!(cell = %check.key, "checked a batch stored by an upload that stopped before its check");
+                touched.push(check.key);
+            }
+        }
+        self.refresh_touched(&touched).await;
+        Ok(touched.len())
+    }
+
+    /// Only the cells an upload touched: the others' gauges have not moved, and the refresh
+    /// timer keeps every cell's (an upload's cost does not grow with the fleet).
+    async fn refresh_touched(&self, touched: &[CellKey]) {
+        for key in touched {
             if let Err(e) = self.refresh_coverage_of(Some(key)).await {
                 tracing::warn!(cell = %key, error = ?e, "anchor coverage gauges not refreshed");
             }
         }
     }
 
-    async fn check_batch(
+    /// Checks `anchors`, stored in `key` under `judge_version`, against the version the cell
+    /// serves, and records the check while taking `pending` off the outbox. `None` where there
+    /// is nothing to record (no version serves, it was trained on another judge version, it has
+    /// no intervals, or another process recorded the check first).
+    async fn check_stored(
         &self,
-        loaded: std::sync::Arc<Loaded>,
+        key: &CellKey,
+        judge_version: Option<&crate::domain::JudgeVersion>,
+        pending: &str,
         anchors: Vec<Anchor>,
     ) -> Result<Option<BatchCoverage>> {
-        if loaded.version.intervals.is_none() {
+        // The version the store says is active, loaded now if this process has not yet (a
+        // flow just trained here is still being tabulated by the refresh).
+        let loaded = match self.corrector(key, None).await {
+            Ok(loaded) => loaded,
+            Err(Error::NotFound(_)) => {
+                self.store.complete_check(pending, None).await?;
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
+        };
+        // Anchors of another judge version than the version was trained on are no evidence
+        // about it: the bridge compares versions.
+        if loaded.version.judge_version.as_ref() != judge_version
+            || loaded.version.intervals.is_none()
+        {
+            self.store.complete_check(pending, None).await?;
             return Ok(None);
         }
         // A flow's corrections off its table run libtorch: off the async runtime.
-        let version = loaded.version.version;
-        let id = loaded.version.id;
+        let (version, id) = (loaded.version.version, loaded.version.id);
         let (batch, inside) = crate::error::blocking("checking a batch's coverage", move || {
             misses(&loaded, &anchors)
         })
         .await??;
         if batch.misses.is_empty() {
+            self.store.complete_check(pending, None).await?;
             return Ok(None);
         }
-        self.store.record_coverage(id, &batch, inside).await?;
-        Ok(Some(BatchCoverage {
+        let recorded = self
+            .store
+            .complete_check(pending, Some((id, &batch, inside)))
+            .await?;
+        Ok(recorded.then_some(BatchCoverage {
             version,
             checked: batch.misses.len() as i64,
             inside,

@@ -131,9 +131,10 @@ fn job_error_text(e: &Error) -> String {
                 .collect();
             format!("{message}: {}", what.join("; "))
         }
-        Error::Conflict { message, .. } | Error::NotFound(message) | Error::Internal(message) => {
-            message.clone()
-        }
+        Error::Conflict { message, .. }
+        | Error::NotFound(message)
+        | Error::TimedOut(message)
+        | Error::Internal(message) => message.clone(),
         Error::Storage(_) | Error::Migrate(_) => {
             "the store failed while training (see the service log); submit the job again".into()
         }
@@ -293,12 +294,18 @@ impl Service {
         self.queue(request).await
     }
 
-    /// Stores a checked, resolved request as a queued job and wakes a worker.
+    /// Stores a checked, resolved request as a queued job and wakes a worker; where an
+    /// identical request is still queued, that job (its snapshot is taken when it starts, so
+    /// it sees every anchor uploaded before).
     pub(super) async fn queue(&self, request: TrainingRequest) -> Result<Job> {
-        let id = JobId::new();
-        self.store.insert_job(id, &request).await?;
-        self.job_queued.notify_one();
-        tracing::info!(job_id = %id, judge = %request.judge, method = %request.kind(), "training job queued");
+        let fresh = JobId::new();
+        let id = self.store.insert_job(fresh, &request).await?;
+        if id == fresh {
+            self.job_queued.notify_one();
+            tracing::info!(job_id = %id, judge = %request.judge, method = %request.kind(), "training job queued");
+        } else {
+            tracing::info!(job_id = %id, judge = %request.judge, "the same training request is queued already: its job answers");
+        }
         self.job(id).await
     }
 
@@ -465,7 +472,12 @@ impl Service {
         } else {
             (JobState::Failed, job_error_text(error))
         };
-        if self.store.end_job(job.id, owner, state, &text).await? {
+        let max_attempts = self.jobs.max_attempts;
+        if self
+            .store
+            .end_job(job.id, owner, state, &text, max_attempts)
+            .await?
+        {
             self.count_finished_jobs().await?;
         }
         Ok(())

@@ -7,6 +7,7 @@ mod comparisons;
 mod corrections;
 pub mod coverage;
 mod jobs;
+mod keys;
 mod layered;
 pub mod pairwise_panels;
 mod pairwise_versions;
@@ -22,8 +23,9 @@ mod versions;
 
 pub use crate::domain::runlevel::{CompareRequest, EstimateRequest, RankRequest};
 pub use corrections::Correction;
-pub use coverage::COVERAGE_WINDOW;
+pub use coverage::{COVERAGE_WINDOW, PENDING_CHECK_GRACE_MS};
 pub use jobs::Trained;
+pub use keys::{AuthFailure, KeyInfo};
 pub use ratings::{CandidateFigures, Control, RatingsAnswer, SystemRating, WinRateAnswer};
 pub use repeat_noise::DesignAdvice;
 pub use runlevel::Served;
@@ -35,7 +37,7 @@ use std::time::Duration;
 
 use tokio::sync::{Notify, watch};
 
-use crate::auth::{self, KeyCache, Principal, Scope};
+use crate::auth::{self, KeyCache};
 use crate::config::{JobSettings, LimitSettings, Settings};
 use crate::domain::anchors::{self, RawAnchor};
 use crate::domain::training::TrainingRequest;
@@ -45,7 +47,7 @@ use crate::domain::{
 };
 use crate::error::{Error, Result, blocking};
 use crate::metrics::Metrics;
-use crate::store::{CellIngest, Store, StoredKey};
+use crate::store::{CellIngest, Store};
 
 /// The HANNA slice bundled for the demo (MIT; see demo/hanna/README.md).
 pub const DEMO_ANCHORS_CSV: &str = include_str!("../../demo/hanna/anchors.csv");
@@ -64,15 +66,6 @@ pub struct IngestReport {
 pub struct AnchorPage {
     pub anchors: Vec<Anchor>,
     pub next_cursor: Option<String>,
-}
-
-/// Why a caller was turned away.
-#[derive(Debug, Clone, PartialEq)]
-pub enum AuthFailure {
-    /// No key, or one the service does not know.
-    Unauthenticated(String),
-    /// A good key without the scope.
-    Forbidden(String),
 }
 
 pub struct Service {
@@ -111,7 +104,7 @@ impl Service {
             limits: settings.limits.clone(),
             jobs: settings.jobs.clone(),
             auth_disabled: settings.auth.disabled,
-            keys: KeyCache::new(Duration::from_secs(60)),
+            keys: KeyCache::new(Duration::from_secs(settings.auth.key_cache_secs)),
             calibrators: versions::Cache::default(),
             scales: versions::Scales::default(),
             job_queued: Notify::new(),
@@ -337,6 +330,11 @@ impl Service {
             self.metrics.set_cell_anchors(&cell.key, cell.anchor_count);
         }
         self.refresh_calibrators().await?;
+        // Every batch stored and not yet checked: the process that stored it is gone. A failure
+        // leaves them queued for the refresh timer; it never stops a start.
+        if let Err(e) = self.drain_pending_checks(now_ms() + 1).await {
+            tracing::warn!(error = ?e, "queued drift checks not drained at start");
+        }
         self.refresh_coverage().await?;
         self.refresh_checks().await?;
         self.count_finished_jobs().await
@@ -372,81 +370,6 @@ impl Service {
             jobs.push(self.submit_training(request).await?.id);
         }
         Ok(jobs)
-    }
-
-    /// Creates an API key with the given scopes; the key is returned once and stored hashed.
-    pub async fn create_key(&self, scopes: &[Scope], name: &str) -> Result<String> {
-        if scopes.is_empty() {
-            return Err(Error::invalid(
-                "the key was refused",
-                vec![Problem::at(None, "scope", "give at least one scope")],
-            ));
-        }
-        let (key, prefix) = auth::new_key();
-        let scopes = scopes
-            .iter()
-            .map(|s| s.as_str())
-            .collect::<Vec<_>>()
-            .join(",");
-        let stored = StoredKey {
-            id: uuid::Uuid::new_v4().to_string(),
-            prefix,
-            scopes,
-        };
-        self.store
-            .insert_key(&stored, &auth::hash_key(&key), name, now_ms())
-            .await?;
-        Ok(key)
-    }
-
-    /// Resolves an `Authorization` header value to a principal that holds `scope` (any valid
-    /// key where `scope` is `None`).
-    pub async fn authorize(
-        &self,
-        header: Option<&str>,
-        scope: Option<Scope>,
-    ) -> Result<Principal, AuthFailure> {
-        if self.auth_disabled {
-            return Ok(Principal::Anonymous);
-        }
-        let Some(header) = header else {
-            return Err(AuthFailure::Unauthenticated(
-                "no API key: send `Authorization: Bearer <key>` (create one with `judgecal keys create`)".into(),
-            ));
-        };
-        let Some(key) = header.strip_prefix("Bearer ").map(str::trim) else {
-            return Err(AuthFailure::Unauthenticated(
-                "the Authorization header must be `Bearer <key>`".into(),
-            ));
-        };
-        let hash = auth::hash_key(key);
-        let principal = match self.keys.get(&hash) {
-            Some(cached) => cached,
-            None => {
-                let found = self.store.key_by_hash(&hash).await.map_err(|e| {
-                    tracing::error!(error = ?e, "API key look-up failed");
-                    AuthFailure::Unauthenticated(
-                        "the API key could not be checked; try again".into(),
-                    )
-                })?;
-                let principal = found.map(|k| Principal::Key {
-                    scopes: auth::parse_scopes(&k.scopes).unwrap_or_default(),
-                    prefix: k.prefix,
-                });
-                self.keys.put(hash, principal.clone());
-                principal
-            }
-        };
-        match principal {
-            None => Err(AuthFailure::Unauthenticated("unknown API key".into())),
-            Some(p) => match scope {
-                Some(scope) if !p.allows(scope) => Err(AuthFailure::Forbidden(format!(
-                    "key {} lacks the `{scope}` scope this request needs",
-                    p.label()
-                ))),
-                _ => Ok(p),
-            },
-        }
     }
 }
 

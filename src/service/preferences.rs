@@ -565,9 +565,9 @@ impl Service {
                 })
                 .collect(),
         };
-        crate::plots::svg(&crate::plots::pairwise_report(&picture))
+        crate::plots::draw_svg(crate::plots::pairwise_report(&picture))
+            .await
             .map(Some)
-            .map_err(Error::Internal)
     }
 
     /// Puts every pairwise cell's newest version into the metrics.

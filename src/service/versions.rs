@@ -298,10 +298,26 @@ impl Service {
         self.scales.replace(self.store.rubric_scales().await?);
         let seen = self.calibrators.seen();
         for (key, id) in self.store.active_calibrators().await? {
-            if current.get(&key) != Some(&id)
-                && let Some(v) = self.store.calibrator(id).await?
-            {
-                self.install(v, seen).await?;
+            if current.get(&key) == Some(&id) {
+                continue;
+            }
+            // A version that cannot be read is skipped and reported, never a reason to stop:
+            // one bad version must not keep every replica from starting.
+            let installed = match self.store.calibrator(id).await {
+                Ok(Some(v)) => self.install(v, seen).await.map(|_| ()),
+                Ok(None) => Ok(()),
+                Err(e) => Err(e),
+            };
+            match installed {
+                Ok(()) => self.metrics.set_unreadable(&key, false),
+                Err(Error::Internal(why)) => {
+                    tracing::error!(
+                        cell = %key, calibrator = %id, why,
+                        "the version this cell serves cannot be read: skipped (retrain the cell or activate another version)"
+                    );
+                    self.metrics.set_unreadable(&key, true);
+                }
+                Err(e) => return Err(e),
             }
         }
         let settings = self.store.judge_settings().await?;
@@ -321,9 +337,20 @@ impl Service {
             let loaded = match (held.get(&slot), active) {
                 (Some(l), _) if l.version.id == id => l.clone(),
                 (_, Some(active)) => active,
-                _ => match self.store.calibrator(id).await? {
-                    Some(v) => Self::load(v).await?,
-                    None => continue,
+                _ => match self.store.calibrator(id).await {
+                    Ok(Some(v)) => match Self::load(v).await {
+                        Ok(loaded) => loaded,
+                        Err(e) => {
+                            tracing::error!(cell = %slot.0, calibrator = %id, error = %e, "a judge version's calibration cannot be read: skipped");
+                            continue;
+                        }
+                    },
+                    Ok(None) => continue,
+                    Err(Error::Internal(why)) => {
+                        tracing::error!(cell = %slot.0, calibrator = %id, why, "a judge version's calibration cannot be read: skipped");
+                        continue;
+                    }
+                    Err(e) => return Err(e),
                 },
             };
             fresh.insert(slot, loaded);
@@ -674,7 +701,7 @@ impl Service {
         } else {
             Vec::new()
         };
-        crate::plots::svg(&crate::plots::cell_report(&crate::plots::CellPicture {
+        crate::plots::draw_svg(crate::plots::cell_report(&crate::plots::CellPicture {
             title,
             scale: (scale.min, scale.max),
             input,
@@ -684,7 +711,7 @@ impl Service {
             groups: &groups,
             held_out: &held_out,
         }))
-        .map_err(Error::Internal)
+        .await
     }
 }
 

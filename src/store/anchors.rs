@@ -34,6 +34,9 @@ pub struct CellIngest {
     pub stored: Vec<Anchor>,
     /// How the stored anchors fared against the version the cell served (set by the service).
     pub coverage: Option<super::BatchCoverage>,
+    /// The outbox row of the stored anchors' check, where any were stored
+    /// (`Store::complete_check` takes it).
+    pub pending: Option<String>,
 }
 
 pub(super) fn bad_row(what: &str) -> Error {
@@ -44,8 +47,8 @@ fn rubric_from_row(row: &AnyRow) -> Result<Rubric> {
     let name: String = row.try_get("name")?;
     Ok(Rubric {
         name: RubricName::parse(&name).map_err(|_| bad_row("rubric name"))?,
-        scale: Scale::new(row.try_get("scale_min")?, row.try_get("scale_max")?)
-            .map_err(|_| bad_row("rubric scale"))?,
+        scale: Scale::from_stored(row.try_get("scale_min")?, row.try_get("scale_max")?)
+            .ok_or_else(|| bad_row("rubric scale"))?,
         description: row.try_get("description")?,
         updated_at_ms: row.try_get("updated_at_ms")?,
     })
@@ -216,8 +219,21 @@ impl Store {
             if !refusals.is_empty() {
                 continue;
             }
-            outcomes
-                .push(Self::write_plan(self.backend, &mut tx, cell, &cell_id, &plan, now).await?);
+            let mut outcome =
+                Self::write_plan(self.backend, &mut tx, cell, &cell_id, &plan, now).await?;
+            if !outcome.stored.is_empty() {
+                outcome.pending = Some(
+                    Self::queue_check(
+                        &mut tx,
+                        &cell_id,
+                        cell.judge_version.as_ref(),
+                        &outcome.stored,
+                        now,
+                    )
+                    .await?,
+                );
+            }
+            outcomes.push(outcome);
         }
         if let Some(refused) = refusals.into_error() {
             tx.rollback().await?;
@@ -365,6 +381,7 @@ impl Store {
             anchor_count,
             stored: inserts.into_iter().map(|(a, _)| a.clone()).collect(),
             coverage: None,
+            pending: None,
         })
     }
 
@@ -502,7 +519,7 @@ impl Store {
 /// rater, judge_version, covariates, repeats, reference_at_ms` by name.
 pub(super) fn anchor_of_named(r: &AnyRow) -> Result<Anchor> {
     Ok(Anchor {
-        item_id: ItemId::parse(&r.try_get::<String, _>("item_id")?)
+        item_id: ItemId::from_stored(r.try_get::<String, _>("item_id")?)
             .map_err(|_| bad_row("item id"))?,
         judge_score: r.try_get("judge_score")?,
         reference_score: r.try_get("reference_score")?,

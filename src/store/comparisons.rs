@@ -254,7 +254,7 @@ pub(super) fn stored_row(r: &sqlx::any::AnyRow) -> Result<StoredComparison> {
     Ok(StoredComparison {
         judge_version: JudgeVersion::from_stored(&version).map_err(|_| bad("judge version"))?,
         comparison: Comparison {
-            item_id: ItemId::parse(&item).map_err(|_| bad("item id"))?,
+            item_id: ItemId::from_stored(item).map_err(|_| bad("item id"))?,
             a: group_of(Some(r.try_get(2)?))?.ok_or_else(|| bad("system"))?,
             b: group_of(Some(r.try_get(3)?))?.ok_or_else(|| bad("system"))?,
             verdict: r.try_get(4)?,

@@ -94,6 +94,19 @@ impl Store {
         batch: &CheckedBatch,
         inside: i64,
     ) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        Self::insert_coverage(&mut tx, calibrator, batch, inside).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The row of [`Store::record_coverage`], inside `tx`.
+    pub(super) async fn insert_coverage(
+        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+        calibrator: CalibratorId,
+        batch: &CheckedBatch,
+        inside: i64,
+    ) -> Result<()> {
         let checked = batch.misses.len() as i64;
         let (misses, raters) = encode_batch(batch)?;
         sqlx::query(
@@ -108,7 +121,7 @@ impl Store {
         .bind(now_ms())
         .bind(misses)
         .bind(raters)
-        .execute(&self.pool)
+        .execute(&mut **tx)
         .await?;
         Ok(())
     }

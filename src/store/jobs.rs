@@ -80,22 +80,48 @@ fn job_from_row(row: &AnyRow) -> Result<Job> {
 
 impl Store {
     /// Queues a training job.
-    pub async fn insert_job(&self, id: JobId, request: &TrainingRequest) -> Result<()> {
-        let now = now_ms();
+    /// Queues `request` as job `id`, unless an identical request is queued already: then that
+    /// job's id. The unique index on `queued_key` among queued jobs settles simultaneous
+    /// requests on both backends.
+    pub async fn insert_job(&self, id: JobId, request: &TrainingRequest) -> Result<JobId> {
         let json = request.to_json().to_string();
-        sqlx::query(
-            "INSERT INTO jobs (id, judge, method, request, state, created_at_ms, updated_at_ms)
-             VALUES ($1, $2, $3, $4, 'queued', $5, $6)",
-        )
-        .bind(id.to_string())
-        .bind(request.judge.as_str())
-        .bind(request.kind().as_str())
-        .bind(json)
-        .bind(now)
-        .bind(now)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
+        let key = crate::auth::hash_key(&format!("{}\0{json}", request.judge.as_str()));
+        // Twice at most: the queued twin may start between the insert and the look-up.
+        for _ in 0..2 {
+            let now = now_ms();
+            let inserted = sqlx::query(
+                "INSERT INTO jobs (id, judge, method, request, state, created_at_ms, updated_at_ms,
+                     queued_key)
+                 VALUES ($1, $2, $3, $4, 'queued', $5, $6, $7)
+                 ON CONFLICT (queued_key) WHERE state = 'queued' DO NOTHING",
+            )
+            .bind(id.to_string())
+            .bind(request.judge.as_str())
+            .bind(request.kind().as_str())
+            .bind(&json)
+            .bind(now)
+            .bind(now)
+            .bind(&key)
+            .execute(&self.pool)
+            .await?
+            .rows_affected();
+            if inserted == 1 {
+                return Ok(id);
+            }
+            let twin: Option<String> =
+                sqlx::query("SELECT id FROM jobs WHERE queued_key = $1 AND state = 'queued'")
+                    .bind(&key)
+                    .fetch_optional(&self.pool)
+                    .await?
+                    .map(|r| r.try_get(0))
+                    .transpose()?;
+            if let Some(twin) = twin.as_deref().and_then(JobId::parse) {
+                return Ok(twin);
+            }
+        }
+        Err(Error::Internal(
+            "a training request's queued twin kept changing; send it again".into(),
+        ))
     }
 
     /// A job with the versions it produced.
@@ -221,8 +247,9 @@ impl Store {
     /// Puts a job this process holds back in the queue (at shutdown), for any process to take.
     pub async fn release_job(&self, id: JobId, owner: &str) -> Result<()> {
         sqlx::query(
+            // Back in the queue without its key: a twin queued meanwhile keeps its own.
             "UPDATE jobs SET state = 'queued', lease_owner = NULL, lease_expires_at_ms = NULL,
-                 attempts = attempts - 1, progress = 0, updated_at_ms = $1
+                 attempts = attempts - 1, progress = 0, updated_at_ms = $1, queued_key = NULL
              WHERE id = $2 AND lease_owner = $3 AND state = 'running'",
         )
         .bind(now_ms())
@@ -234,24 +261,29 @@ impl Store {
     }
 
     /// Ends a job this process holds as failed or cancelled, with `error`; `false` when
-    /// `owner` no longer holds it.
+    /// `owner` no longer holds it. Its attempts are counted up to `max_attempts`: the claim
+    /// that finds a job past them gives it up without attempting it.
     pub async fn end_job(
         &self,
         id: JobId,
         owner: &str,
         state: JobState,
         error: &str,
+        max_attempts: i64,
     ) -> Result<bool> {
         let now = now_ms();
         let done = sqlx::query(
             "UPDATE jobs SET state = $1, error = $2, finished_at_ms = $3, updated_at_ms = $4,
-                 lease_owner = NULL, lease_expires_at_ms = NULL
-             WHERE id = $5 AND lease_owner = $6 AND state = 'running'",
+                 lease_owner = NULL, lease_expires_at_ms = NULL,
+                 attempts = CASE WHEN attempts > $5 THEN $6 ELSE attempts END
+             WHERE id = $7 AND lease_owner = $8 AND state = 'running'",
         )
         .bind(state.as_str())
         .bind(error)
         .bind(now)
         .bind(now)
+        .bind(max_attempts)
+        .bind(max_attempts)
         .bind(id.to_string())
         .bind(owner)
         .execute(&self.pool)

@@ -72,7 +72,7 @@ impl Store {
         rows.iter()
             .map(|r| {
                 Ok(SharedItem {
-                    item_id: ItemId::parse(&r.try_get::<String, _>(0)?)
+                    item_id: ItemId::from_stored(r.try_get::<String, _>(0)?)
                         .map_err(|_| bad_row("item id"))?,
                     from_score: r.try_get(1)?,
                     to_score: r.try_get(2)?,
@@ -105,7 +105,8 @@ impl Store {
         rows.iter()
             .map(|r| {
                 Ok((
-                    ItemId::parse(&r.try_get::<String, _>(0)?).map_err(|_| bad_row("item id"))?,
+                    ItemId::from_stored(r.try_get::<String, _>(0)?)
+                        .map_err(|_| bad_row("item id"))?,
                     group_of(r.try_get(1)?)?,
                 ))
             })

@@ -14,6 +14,7 @@ mod jobs;
 mod judge_versions;
 mod keys;
 mod panels;
+mod pending_checks;
 mod preference_coverage;
 mod preferences;
 mod rank_sessions;
@@ -25,6 +26,7 @@ pub use coverage::{BatchCoverage, CellMisses, CoverageWindow};
 pub use jobs::{ClaimedJob, FinishedJob, Lease};
 pub use judge_versions::{SharedItem, VersionAnchors};
 pub use keys::StoredKey;
+pub use pending_checks::PendingCheck;
 pub use preferences::ComparisonCell;
 pub use rank_sessions::Recorded;
 
@@ -52,8 +54,14 @@ pub struct Store {
 
 impl Store {
     /// Connects to `url`. For SQLite the file and its folder are created when missing, and the
-    /// database is put in WAL mode so readers do not wait on the writer.
-    pub async fn connect(url: &str, max_connections: u32) -> Result<Self> {
+    /// database is put in WAL mode so readers do not wait on the writer. A request waits at most
+    /// `acquire_timeout` for a connection (then `Error::Storage` of a timed-out pool, which
+    /// `http` answers 503). A server that cannot be reached is named, without its password.
+    pub async fn connect(
+        url: &str,
+        max_connections: u32,
+        acquire_timeout: std::time::Duration,
+    ) -> Result<Self> {
         sqlx::any::install_default_drivers();
         let backend = if url.starts_with("sqlite:") {
             Backend::Sqlite
@@ -87,9 +95,15 @@ impl Store {
         }
         let pool = AnyPoolOptions::new()
             .max_connections(max_connections)
-            .acquire_timeout(std::time::Duration::from_secs(10))
+            .acquire_timeout(acquire_timeout)
             .connect(&url)
-            .await?;
+            .await
+            .map_err(|e| {
+                crate::Error::Internal(format!(
+                    "cannot connect to the database at {} (database.url): {e}",
+                    redacted(&url)
+                ))
+            })?;
         if backend == Backend::Sqlite {
             sqlx::query("PRAGMA journal_mode = WAL")
                 .execute(&pool)
@@ -128,6 +142,34 @@ impl Store {
     pub async fn close(&self) {
         self.pool.close().await;
     }
+}
+
+/// `url` without its password, for messages: `postgres://user@host:port/db`.
+pub fn redacted(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let authority = match authority.rsplit_once('@') {
+        Some((user, host)) => format!("{}@{host}", user.split(':').next().unwrap_or("")),
+        None => authority.to_owned(),
+    };
+    let path = path.split('?').next().unwrap_or("");
+    format!("{scheme}://{authority}{path}")
+}
+
+/// Whether a store failure is the store being out of reach (a connection refused, cut or timed
+/// out, the pool exhausted past its wait): retrying later may succeed, so `http` answers 503
+/// with Retry-After instead of 500.
+pub fn unreachable(e: &sqlx::Error) -> bool {
+    matches!(
+        e,
+        sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::Io(_)
+            | sqlx::Error::Tls(_)
+            | sqlx::Error::WorkerCrashed
+    )
 }
 
 /// `($1,$2,$3),($4,$5,$6)...`: the placeholder list of a multi-row statement. Only the shape is
@@ -193,6 +235,22 @@ fn placeholder_list(n: usize, first: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn urls_lose_their_password_in_messages() {
+        assert_eq!(
+            super::redacted("postgres://app:s3cret@db.internal:5432/judgecal?sslmode=require"),
+            "postgres://app@db.internal:5432/judgecal"
+        );
+        assert_eq!(
+            super::redacted("postgres://db:5432/x"),
+            "postgres://db:5432/x"
+        );
+        assert_eq!(
+            super::redacted("sqlite://data/judgecal.db?mode=rwc"),
+            "sqlite://data/judgecal.db"
+        );
+    }
+
     #[test]
     fn placeholders_number_rows_then_columns() {
         assert_eq!(super::placeholder_rows(2, 2, 3), "($3,$4),($5,$6)");

@@ -97,7 +97,11 @@ async fn auth_disabled_lets_anonymous_callers_in(backend: Backend) {
 }
 
 async fn every_refusal_has_the_error_shape(backend: Backend) {
-    let app = TestApp::with(backend, |s| s.server.max_body_bytes = 4096).await;
+    let app = TestApp::with(backend, |s| {
+        s.server.max_body_bytes = 4096;
+        s.server.max_upload_bytes = 4096;
+    })
+    .await;
     let res = app
         .send(
             app.request("POST", "/v1/anchors")

@@ -18,3 +18,4 @@ mod pairwise_versions;
 mod preferences;
 mod ratings;
 mod replicas;
+mod safety;

@@ -439,3 +439,123 @@ async fn a_job_read_as_succeeded_is_served_by_the_process_that_answered() {
     }
     drop(runner);
 }
+
+/// A process killed with SIGKILL at random moments while a client keeps uploading to a watched
+/// cell (issue 87): an upload commits its anchors and queues their drift check in one
+/// transaction, so a kill between the commit and the check leaves the check queued, and the
+/// next start takes it. Afterwards nothing is left queued, and every anchor stored after the
+/// training was checked exactly once, in one check per stored batch.
+async fn every_stored_batch_is_checked_once_across_sigkills(database: &str, kills: usize) {
+    let client = reqwest::Client::new();
+    let mut replica = Replica::start(database).await;
+    let (status, res) = send(
+        &client,
+        "POST",
+        replica.url("/v1/anchors"),
+        json!({"judge": "watched", "rubric": "load", "anchors": anchors("seed", 200)}),
+    )
+    .await;
+    assert_eq!(status, 200, "{res}");
+    let id = queue(&client, &replica, "watched", json!({"method": "identity"})).await;
+    let job = wait_for(&client, &replica, &id, Duration::from_secs(60), finished).await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+    sqlx::any::install_default_drivers();
+    let mut conn = sqlx::AnyConnection::connect(database).await.unwrap();
+    let count = |sql: &'static str| sqlx::query_scalar::<_, i64>(sql);
+    let mut left_queued = 0;
+    // A seeded stream of moments to kill at, 50 to 650 ms into each round.
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    for round in 0..kills {
+        let stop = Arc::new(AtomicBool::new(false));
+        let uploader = tokio::spawn(keep_uploading_from(
+            replica.base.clone(),
+            "watched".into(),
+            round,
+            stop.clone(),
+        ));
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        tokio::time::sleep(Duration::from_millis(50 + state % 600)).await;
+        replica.kill();
+        stop.store(true, Ordering::Relaxed);
+        uploader.await.unwrap();
+        left_queued += count("SELECT COUNT(*) FROM pending_checks")
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+        // The restart checks what the killed process stored and did not check.
+        replica = Replica::start(database).await;
+    }
+    eprintln!(
+        "{kills} kills: {left_queued} stored batches were left unchecked by a kill and checked by the restart"
+    );
+    let pending = count("SELECT COUNT(*) FROM pending_checks")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    let stored = count("SELECT COUNT(*) FROM anchors WHERE item_id NOT LIKE 'seed-%'")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    let checked = count("SELECT CAST(COALESCE(SUM(checked), 0) AS BIGINT) FROM anchor_coverage")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    let checks = count("SELECT COUNT(*) FROM anchor_coverage")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    let batches = stored_ids(&client, &replica, "watched")
+        .await
+        .iter()
+        .filter(|id| !id.starts_with("seed-"))
+        .map(|id| id.rsplit_once('-').unwrap().0.to_owned())
+        .collect::<BTreeSet<_>>()
+        .len() as i64;
+    assert_eq!(pending, 0, "checks left queued after the restart");
+    assert!(stored > 0, "no batch was stored between the kills");
+    assert_eq!(checked, stored, "anchors checked against anchors stored");
+    assert_eq!(checks, batches, "checks against batches stored");
+}
+
+/// As `keep_uploading` to cell (`judge`, "load"), with batch ids of `round` (so each round
+/// stores new items).
+async fn keep_uploading_from(base: String, judge: String, round: usize, stop: Arc<AtomicBool>) {
+    let client = reqwest::Client::new();
+    let mut batch = 0;
+    while !stop.load(Ordering::Relaxed) {
+        let rows = anchors(&format!("r{round}b{batch}"), 20);
+        batch += 1;
+        let sent = client
+            .post(format!("{base}/v1/anchors"))
+            .json(&json!({"judge": judge, "rubric": "load", "anchors": rows}))
+            .send()
+            .await;
+        match sent {
+            Ok(res) => assert!(res.status().as_u16() < 500, "{}", res.status()),
+            Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stored_batches_are_checked_once_across_sigkills_on_postgres() {
+    let database = crate::common::fresh_postgres_database().await;
+    every_stored_batch_is_checked_once_across_sigkills(&database, kills()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stored_batches_are_checked_once_across_sigkills_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let database = format!("sqlite://{}/judgecal.db", dir.path().display());
+    every_stored_batch_is_checked_once_across_sigkills(&database, kills()).await;
+}
+
+/// Kills per backend: 8 in the suite, `JUDGECAL_TEST_KILLS` for a longer replay.
+fn kills() -> usize {
+    std::env::var("JUDGECAL_TEST_KILLS")
+        .ok()
+        .and_then(|k| k.parse().ok())
+        .unwrap_or(8)
+}
