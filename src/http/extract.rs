@@ -233,9 +233,13 @@ fn too_large(max: usize) -> ApiError {
     )
 }
 
+/// The most of an over-long upload read and thrown away so that its client, still sending,
+/// reads the 413 instead of a broken pipe; past it the connection is dropped.
+const DRAIN_BYTES: u64 = 1 << 30;
+
 /// An upload's body, within the deadline for receiving it (`http::deadline`) and at most
-/// `max` bytes: a body that says it is larger is refused before any of it is read, one that
-/// turns out larger as soon as it passes the bound.
+/// `max` bytes kept: past the bound (or where `Content-Length` says it will be) the rest is read
+/// and thrown away, and the answer is 413, so memory never holds more than `max`.
 async fn upload_body(req: Request, max: usize) -> Result<Bytes, ApiError> {
     use http_body_util::BodyExt;
     let declared = req
@@ -243,24 +247,45 @@ async fn upload_body(req: Request, max: usize) -> Result<Bytes, ApiError> {
         .get(axum::http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > max as u64) {
-        return Err(too_large(max));
-    }
     let within = req.extensions().get::<super::BodyDeadline>().copied();
-    let body = http_body_util::Limited::new(req.into_body(), max).collect();
-    let collected = match within {
-        Some(super::BodyDeadline(limit)) => tokio::time::timeout(limit, body)
+    let mut body = req.into_body();
+    let read = async move {
+        let mut over = declared.is_some_and(|n| n > max as u64);
+        let capacity = if over { 0 } else { declared.unwrap_or(0) as usize };
+        let mut kept = Vec::with_capacity(capacity);
+        let mut seen = 0u64;
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| {
+                ApiError::from_status(
+                    StatusCode::BAD_REQUEST,
+                    format!("the body could not be read: {e}"),
+                )
+            })?;
+            let Ok(data) = frame.into_data() else {
+                continue;
+            };
+            seen += data.len() as u64;
+            if !over && kept.len() + data.len() > max {
+                over = true;
+                kept = Vec::new();
+            }
+            if !over {
+                kept.extend_from_slice(&data);
+            } else if seen > DRAIN_BYTES {
+                break;
+            }
+        }
+        if over {
+            Err(too_large(max))
+        } else {
+            Ok(Bytes::from(kept))
+        }
+    };
+    match within {
+        Some(super::BodyDeadline(limit)) => tokio::time::timeout(limit, read)
             .await
             .map_err(|_| super::timed_out())?,
-        None => body.await,
-    };
-    match collected {
-        Ok(c) => Ok(c.to_bytes()),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(too_large(max)),
-        Err(e) => Err(ApiError::from_status(
-            StatusCode::BAD_REQUEST,
-            format!("the body could not be read: {e}"),
-        )),
+        None => read.await,
     }
 }
 
@@ -277,8 +302,8 @@ struct UploadFormat<T> {
 }
 
 /// Reads an upload's body as JSON or CSV with the batch's own readers. A batch of more rows than
-/// `limits.max_rows` is refused on its count, before its rows are made (JSON rows past the limit
-/// are skipped unparsed, CSV records counted without being kept), so memory follows the rows
+/// `limits.max_rows` is refused on its count, taken before any row is made (JSON walked without
+/// keeping a value, CSV records counted without being kept), so memory follows the rows
 /// accepted, not the body.
 async fn read_upload<T>(
     req: Request,
@@ -301,17 +326,19 @@ async fn read_upload<T>(
     match kind.as_str() {
         "application/json" => {
             let body = upload_body(req, limits.max_bytes).await?;
-            let (value, rows) =
-                capped_envelope(&body, format.field, limits.max_rows).map_err(|e| {
-                    ApiError::from_status(
-                        StatusCode::BAD_REQUEST,
-                        format!("the body is not valid JSON: {e}"),
-                    )
-                })?;
-            drop(body);
+            let malformed = |e: serde_json::Error| {
+                ApiError::from_status(
+                    StatusCode::BAD_REQUEST,
+                    format!("the body is not valid JSON: {e}"),
+                )
+            };
+            // Counted first, keeping nothing: a batch over the limit costs only its body.
+            let rows = json_rows(&body, format.field).map_err(malformed)?;
             if rows > limits.max_rows {
                 return Err(over(rows).unwrap_or_else(|| too_large(limits.max_bytes)));
             }
+            let value: serde_json::Value = serde_json::from_slice(&body).map_err(malformed)?;
+            drop(body);
             (format.from_json)(&value).map_err(refused)
         }
         "text/csv" => {
@@ -336,138 +363,116 @@ async fn read_upload<T>(
     }
 }
 
-/// Parses an upload's JSON envelope with its array `field` read row by row: the first
-/// `max_rows` rows are kept as values, the rest only counted. Returns the envelope (with the
-/// kept rows) and how many rows the array held. Anything but an object comes back as `null`
-/// and a `field` that is no array as `null`, for the batch's reader to name.
-fn capped_envelope(
-    body: &[u8],
-    field: &'static str,
-    max_rows: usize,
-) -> Result<(serde_json::Value, usize), serde_json::Error> {
+/// How many rows an upload's JSON envelope holds in its array `field`, counted without keeping
+/// any (0 where the body is no object or `field` no array: the batch's reader names that).
+fn json_rows(body: &[u8], field: &'static str) -> Result<usize, serde_json::Error> {
     use serde::de::DeserializeSeed;
     let mut rows = 0;
     let mut de = serde_json::Deserializer::from_slice(body);
-    let value = capped::Envelope {
+    counting::Envelope {
         field,
-        max_rows,
         rows: &mut rows,
     }
     .deserialize(&mut de)?;
     de.end()?;
-    Ok((value, rows))
+    Ok(rows)
 }
 
-/// The visitors of [`capped_envelope`].
-mod capped {
+/// The visitors of [`json_rows`]: they walk the body and keep nothing.
+mod counting {
     use std::fmt;
 
     use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-    use serde_json::{Map, Value};
 
-    /// The envelope: an object whose `field` is read by [`Rows`].
+    /// The envelope: an object whose `field` is counted by [`Rows`].
     pub struct Envelope<'a> {
         pub field: &'static str,
-        pub max_rows: usize,
         pub rows: &'a mut usize,
     }
 
     impl<'de> DeserializeSeed<'de> for Envelope<'_> {
-        type Value = Value;
-        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
             d.deserialize_any(self)
         }
     }
 
-    /// Anything but what a visitor wants is skipped and read as `null`.
-    macro_rules! others_are_null {
+    /// Anything but what a visitor wants is skipped.
+    macro_rules! others_are_skipped {
         () => {
-            fn visit_bool<E>(self, _: bool) -> Result<Value, E> {
-                Ok(Value::Null)
+            fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+                Ok(())
             }
-            fn visit_i64<E>(self, _: i64) -> Result<Value, E> {
-                Ok(Value::Null)
+            fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+                Ok(())
             }
-            fn visit_u64<E>(self, _: u64) -> Result<Value, E> {
-                Ok(Value::Null)
+            fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+                Ok(())
             }
-            fn visit_f64<E>(self, _: f64) -> Result<Value, E> {
-                Ok(Value::Null)
+            fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+                Ok(())
             }
-            fn visit_str<E>(self, _: &str) -> Result<Value, E> {
-                Ok(Value::Null)
+            fn visit_str<E>(self, _: &str) -> Result<(), E> {
+                Ok(())
             }
-            fn visit_unit<E>(self) -> Result<Value, E> {
-                Ok(Value::Null)
+            fn visit_unit<E>(self) -> Result<(), E> {
+                Ok(())
             }
         };
     }
 
     impl<'de> Visitor<'de> for Envelope<'_> {
-        type Value = Value;
+        type Value = ();
         fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             f.write_str("an upload object")
         }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-            let mut out = Map::new();
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
             while let Some(key) = map.next_key::<String>()? {
-                let value = if key == self.field {
+                if key == self.field {
                     map.next_value_seed(Rows {
-                        max_rows: self.max_rows,
                         rows: &mut *self.rows,
-                    })?
+                    })?;
                 } else {
-                    map.next_value::<Value>()?
-                };
-                out.insert(key, value);
+                    map.next_value::<IgnoredAny>()?;
+                }
             }
-            Ok(Value::Object(out))
+            Ok(())
         }
-        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
             while seq.next_element::<IgnoredAny>()?.is_some() {}
-            Ok(Value::Null)
+            Ok(())
         }
-        others_are_null!();
+        others_are_skipped!();
     }
 
-    /// The rows: the first `max_rows` kept, every one counted.
+    /// The rows, counted.
     struct Rows<'a> {
-        max_rows: usize,
         rows: &'a mut usize,
     }
 
     impl<'de> DeserializeSeed<'de> for Rows<'_> {
-        type Value = Value;
-        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
             d.deserialize_any(self)
         }
     }
 
     impl<'de> Visitor<'de> for Rows<'_> {
-        type Value = Value;
+        type Value = ();
         fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             f.write_str("an array of rows")
         }
-        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-            let mut kept = Vec::new();
-            loop {
-                if *self.rows < self.max_rows {
-                    match seq.next_element::<Value>()? {
-                        Some(v) => kept.push(v),
-                        None => break,
-                    }
-                } else if seq.next_element::<IgnoredAny>()?.is_none() {
-                    break;
-                }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {
                 *self.rows += 1;
             }
-            Ok(Value::Array(kept))
+            Ok(())
         }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
             while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-            Ok(Value::Null)
+            Ok(())
         }
-        others_are_null!();
+        others_are_skipped!();
     }
 }
 
