@@ -88,7 +88,7 @@ impl CorrectionRequest {
             ids.iter()
                 .enumerate()
                 .filter_map(|(i, id)| {
-                    ItemId::parse(id)
+                    ItemId::named(id)
                         .map_err(|e| problems.push(Problem::at(Some(i + 1), "id", e)))
                         .ok()
                 })

@@ -156,24 +156,14 @@ pub struct ItemId(String);
 impl ItemId {
     pub const MAX_LEN: usize = 256;
 
+    /// An id to store an item under (an anchor's, a comparison's).
     pub fn parse(raw: &str) -> Result<Self, String> {
-        if raw.is_empty() {
-            return Err("item_id is empty".into());
-        }
-        if raw.chars().count() > Self::MAX_LEN {
-            return Err(format!(
-                "item_id is longer than {} characters",
-                Self::MAX_LEN
-            ));
-        }
-        if raw.chars().any(char::is_control) {
-            return Err("item_id contains a control character".into());
-        }
+        let named = Self::named(raw)?;
         if raw.starts_with(char::is_whitespace) || raw.ends_with(char::is_whitespace) {
             return Err("item_id starts or ends with a space; send it without".into());
         }
         if raw.is_ascii() {
-            return Ok(Self(raw.to_owned()));
+            return Ok(named);
         }
         use unicode_normalization::UnicodeNormalization;
         if let Some(c) = raw.chars().find(|&c| invisible(c)) {
@@ -188,15 +178,38 @@ impl ItemId {
                 u32::from(c)
             ));
         }
-        let composed: String = raw.nfc().collect();
         let plain: String = raw.nfkc().collect();
-        if plain != composed {
+        if plain != named.0 {
             return Err(format!(
                 "item_id contains compatibility characters (full-width letters, a non-breaking \
                  space, a ligature) that look like others: send its plain form {plain:?}"
             ));
         }
-        Ok(Self(composed))
+        Ok(named)
+    }
+
+    /// An id a request names to pair or echo items (a run's items, a correction's, a check's
+    /// re-scored anchor items), not to store one: the same length and character rules and the
+    /// same composed form as [`ItemId::parse`], so it pairs with what was stored, without the
+    /// look-alike refusals that keep a second item from being stored.
+    pub fn named(raw: &str) -> Result<Self, String> {
+        if raw.is_empty() {
+            return Err("item_id is empty".into());
+        }
+        if raw.chars().count() > Self::MAX_LEN {
+            return Err(format!(
+                "item_id is longer than {} characters",
+                Self::MAX_LEN
+            ));
+        }
+        if raw.chars().any(char::is_control) {
+            return Err("item_id contains a control character".into());
+        }
+        if raw.is_ascii() {
+            return Ok(Self(raw.to_owned()));
+        }
+        use unicode_normalization::UnicodeNormalization;
+        Ok(Self(raw.nfc().collect()))
     }
 
     /// An id as the store holds it, read back as it is: ids stored before the look-alike rule

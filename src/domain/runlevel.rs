@@ -529,7 +529,7 @@ fn parse_items(
         }
         match &item.id {
             Some(id) => {
-                if let Err(e) = ItemId::parse(id) {
+                if let Err(e) = ItemId::named(id) {
                     problems.push(Problem::at(row, &field("id"), e));
                 } else if let Some(first) = seen.insert(id.as_str(), i + 1) {
                     problems.push(Problem::at(

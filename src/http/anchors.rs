@@ -33,8 +33,8 @@ pub struct AnchorBatchRequest {
 pub struct AnchorRow {
     #[schema(schema_with = schema::item_id)]
     item_id: String,
-    /// The LLM judge's score; any finite number.
-    #[schema(example = 3.25)]
+    /// The LLM judge's score; a finite number within ±1e9.
+    #[schema(example = 3.25, minimum = -1e9, maximum = 1e9)]
     judge_score: f64,
     /// The trusted score; inside the rubric's scale (1–5 unless set with PUT /v1/rubrics).
     /// Leave it out (in CSV, empty) on an item the cell already holds a reference for (an
@@ -64,7 +64,7 @@ pub struct AnchorRow {
 pub struct AnchorDto {
     #[schema(schema_with = schema::item_id)]
     pub item_id: String,
-    /// The LLM judge's score; any finite number.
+    /// The LLM judge's score.
     #[schema(example = 3.25)]
     pub judge_score: f64,
     /// The trusted score; inside the rubric's scale (1–5 unless set with PUT /v1/rubrics).
@@ -170,7 +170,7 @@ pub struct CoverageDto {
     responses(
         (status = 200, description = "Stored (or found unchanged)", body = IngestResponse),
         (status = 409, description = "Anchors stored with other scores; nothing stored", body = ErrorBody),
-        (status = 413, description = "Body over server.max_body_bytes", body = ErrorBody),
+        (status = 413, description = "Body over server.max_upload_bytes", body = ErrorBody),
         (status = 415, description = "Neither JSON nor CSV", body = ErrorBody),
         (status = 422, description = "Invalid rows; nothing stored", body = ErrorBody),
     ),

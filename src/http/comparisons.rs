@@ -141,7 +141,7 @@ pub struct ComparisonCellDto {
     responses(
         (status = 200, description = "Stored (or found unchanged)", body = ComparisonIngestResponse),
         (status = 409, description = "Comparisons stored with other values, another pair or preference for an item, or a cell that holds judge scores; nothing stored", body = ErrorBody),
-        (status = 413, description = "Body over server.max_body_bytes", body = ErrorBody),
+        (status = 413, description = "Body over server.max_upload_bytes", body = ErrorBody),
         (status = 415, description = "Neither JSON nor CSV", body = ErrorBody),
         (status = 422, description = "Invalid rows; nothing stored", body = ErrorBody),
     ),

@@ -339,7 +339,7 @@ pub async fn check(
         .enumerate()
         .filter_map(|(i, item)| {
             let row = i + 1;
-            let item_id = ItemId::parse(&item.item_id)
+            let item_id = ItemId::named(&item.item_id)
                 .map_err(|e| problems.push(Problem::at(Some(row), "item_id", e)))
                 .ok();
             let mut outcome = |name: &str, v: Option<&serde_json::Value>| {

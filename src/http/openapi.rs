@@ -185,12 +185,18 @@ impl Modify for Refusals {
                     );
                 }
                 if path.starts_with("/v1/") {
-                    add("401", "No API key, or an unknown one");
+                    add("401", "No API key, or an unknown, revoked or expired one");
                     if let Some(scope) = scopes.first() {
                         add("403", &format!("The key lacks the {scope} scope"));
                     }
-                    add("429", "Over server.max_concurrent_requests; retry later");
-                    add("503", "Not answered within server.request_timeout_secs");
+                    add(
+                        "429",
+                        "Over server.max_concurrent_requests, or this key over server.max_concurrent_per_key; retry after Retry-After",
+                    );
+                    add(
+                        "503",
+                        "Not answered within server.request_timeout_secs (`timeout`), or the store is out of reach (`store_unavailable`); retry after Retry-After",
+                    );
                 }
             }
         }

@@ -51,7 +51,10 @@ pub fn item_id() -> Object {
         .pattern(Some("^[^\\u0000-\\u001F\\u007F]+$"))
         .examples(["story-17"])
         .description(Some(
-            "The item's id: 1 to 256 characters, no control characters; one anchor per item, cell and judge version.",
+            "The item's id: 1 to 256 characters, no control characters; one anchor per item, cell and judge version. \
+             Stored in Unicode's composed form (NFC); an uploaded id with an invisible character, a compatibility form \
+             (full-width letters, a non-breaking space), a dash that looks like '-', or a leading or trailing space is \
+             refused (422).",
         ))
         .build()
 }

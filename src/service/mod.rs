@@ -318,6 +318,9 @@ impl Service {
         item_id: &str,
         version: Option<&JudgeVersion>,
     ) -> Result<i64> {
+        // The id as stored: in its composed form.
+        let composed = crate::domain::ItemId::named(item_id);
+        let item_id = composed.as_ref().map_or(item_id, |id| id.as_str());
         let count = self.store.delete_anchor(key, item_id, version).await?;
         self.metrics.set_cell_anchors(key, count);
         Ok(count)

@@ -41,11 +41,11 @@ class AnchorDto(BaseModel):
         pattern='^[^\\u0000-\\u001F\\u007F]+$',
     )
     """
-    The item's id: 1 to 256 characters, no control characters; one anchor per item, cell and judge version.
+    The item's id: 1 to 256 characters, no control characters; one anchor per item, cell and judge version. Stored in Unicode's composed form (NFC); an uploaded id with an invisible character, a compatibility form (full-width letters, a non-breaking space), a dash that looks like '-', or a leading or trailing space is refused (422).
     """
     judge_score: float = Field(..., examples=[3.25])
     """
-    The LLM judge's score; any finite number.
+    The LLM judge's score.
     """
     judge_version: str | None = Field(
         None,
@@ -121,11 +121,11 @@ class AnchorRow(BaseModel):
         pattern='^[^\\u0000-\\u001F\\u007F]+$',
     )
     """
-    The item's id: 1 to 256 characters, no control characters; one anchor per item, cell and judge version.
+    The item's id: 1 to 256 characters, no control characters; one anchor per item, cell and judge version. Stored in Unicode's composed form (NFC); an uploaded id with an invisible character, a compatibility form (full-width letters, a non-breaking space), a dash that looks like '-', or a leading or trailing space is refused (422).
     """
-    judge_score: float = Field(..., examples=[3.25])
+    judge_score: float = Field(..., examples=[3.25], ge=-1000000000.0, le=1000000000.0)
     """
-    The LLM judge's score; any finite number.
+    The LLM judge's score; a finite number within ±1e9.
     """
     judge_version: str | None = Field(
         None,
@@ -259,7 +259,7 @@ class CheckItem(BaseModel):
         pattern='^[^\\u0000-\\u001F\\u007F]+$',
     )
     """
-    The item's id: 1 to 256 characters, no control characters; one anchor per item, cell and judge version.
+    The item's id: 1 to 256 characters, no control characters; one anchor per item, cell and judge version. Stored in Unicode's composed form (NFC); an uploaded id with an invisible character, a compatibility form (full-width letters, a non-breaking space), a dash that looks like '-', or a leading or trailing space is refused (422).
     """
     judge_score: float | None = Field(None, examples=[3.0])
     """
@@ -448,7 +448,7 @@ class ComparisonRow(BaseModel):
         pattern='^[^\\u0000-\\u001F\\u007F]+$',
     )
     """
-    The item's id: 1 to 256 characters, no control characters; one anchor per item, cell and judge version.
+    The item's id: 1 to 256 characters, no control characters; one anchor per item, cell and judge version. Stored in Unicode's composed form (NFC); an uploaded id with an invisible character, a compatibility form (full-width letters, a non-breaking space), a dash that looks like '-', or a leading or trailing space is refused (422).
     """
     preference: Preference | Preference1 | None = Field(None, examples=['a'])
     """
@@ -1733,7 +1733,7 @@ class RatedComparison(BaseModel):
         pattern='^[^\\u0000-\\u001F\\u007F]+$',
     )
     """
-    The item's id: 1 to 256 characters, no control characters; one anchor per item, cell and judge version.
+    The item's id: 1 to 256 characters, no control characters; one anchor per item, cell and judge version. Stored in Unicode's composed form (NFC); an uploaded id with an invisible character, a compatibility form (full-width letters, a non-breaking space), a dash that looks like '-', or a leading or trailing space is refused (422).
     """
     preference: Preference2 | Preference3 | None = Field(None, examples=['a'])
     """
@@ -3187,7 +3187,8 @@ class ErrorDetail(BaseModel):
     """
     Stable, machine-readable: `invalid_input`, `conflict`, `not_found`, `unauthorized`,
     `forbidden`, `malformed_json`, `unsupported_media_type`, `payload_too_large`,
-    `method_not_allowed`, `too_many_requests`, `timeout`, `internal`.
+    `method_not_allowed`, `too_many_requests`, `timeout`, `store_unavailable` (503 with
+    Retry-After: the database cannot be reached; retry), `internal`.
     """
     details: list[ProblemDto]
     """
