@@ -251,7 +251,11 @@ async fn upload_body(req: Request, max: usize) -> Result<Bytes, ApiError> {
     let mut body = req.into_body();
     let read = async move {
         let mut over = declared.is_some_and(|n| n > max as u64);
-        let capacity = if over { 0 } else { declared.unwrap_or(0) as usize };
+        let capacity = if over {
+            0
+        } else {
+            declared.unwrap_or(0) as usize
+        };
         let mut kept = Vec::with_capacity(capacity);
         let mut seen = 0u64;
         while let Some(frame) = body.frame().await {

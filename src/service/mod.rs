@@ -17,6 +17,7 @@ mod preferences;
 mod rank_sessions;
 mod ratings;
 mod repeat_noise;
+mod report;
 mod runlevel;
 mod training;
 mod versions;

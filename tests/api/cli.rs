@@ -258,3 +258,71 @@ fn evaluate_cross_validates_every_cell_and_names_a_bad_row() {
         "{err}"
     );
 }
+
+#[test]
+fn keys_are_listed_and_revoked_by_name_or_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let create = |name: &str| {
+        let out = judgecal(dir.path())
+            .args(["keys", "create", "--scope", "correct", "--name", name])
+            .args(["--expires-in-days", "30"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    };
+    let (platform, labellers) = (create("platform"), create("labellers"));
+    let list = || {
+        let out = judgecal(dir.path())
+            .args(["keys", "list"])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let listed = list();
+    // Prefixes and names, never the keys themselves.
+    assert!(
+        listed.contains(&platform[..11]) && listed.contains("labellers"),
+        "{listed}"
+    );
+    assert!(!listed.contains(&platform) && !listed.contains(&labellers));
+    let row = |listed: &str, prefix: &str| {
+        listed
+            .lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap()
+            .split('\t')
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(row(&listed, &platform[..11])[5], "-", "not revoked yet");
+    assert_ne!(row(&listed, &platform[..11])[4], "-", "it expires");
+    // By name...
+    let out = judgecal(dir.path())
+        .args(["keys", "revoke", "platform"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&platform[..11]));
+    // ...and by prefix; a second revocation names nothing live.
+    let out = judgecal(dir.path())
+        .args(["keys", "revoke", &labellers[..11]])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let out = judgecal(dir.path())
+        .args(["keys", "revoke", "platform"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no live key"));
+    let listed = list();
+    for key in [&platform, &labellers] {
+        assert_ne!(row(&listed, &key[..11])[5], "-", "{listed}");
+    }
+}
