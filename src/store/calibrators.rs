@@ -23,6 +23,37 @@ fn to_json<T: serde::Serialize>(value: &T) -> Result<String> {
         .map_err(|e| Error::Internal(format!("cannot encode a calibrator: {e}")))
 }
 
+/// A figure as stored, where it reads back: a non-finite number is written as `null`, which a
+/// number does not read from, so a report that does not round-trip is not stored (logged as
+/// `what`) rather than stored unreadable.
+fn readable<T: serde::Serialize + serde::de::DeserializeOwned>(
+    value: Option<&T>,
+    what: &str,
+) -> Result<Option<String>> {
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    let json = to_json(value)?;
+    if serde_json::from_str::<T>(&json).is_ok() {
+        Ok(Some(json))
+    } else {
+        tracing::warn!(
+            what,
+            "a version's figure is not a finite number: not stored"
+        );
+        Ok(None)
+    }
+}
+
+/// An optional report read back, or `None` (logged) where it does not read: a version with an
+/// unreadable report is still served.
+fn optional<T: serde::de::DeserializeOwned>(json: Option<String>, what: &str) -> Option<T> {
+    let json = json?;
+    serde_json::from_str(&json)
+        .map_err(|e| tracing::warn!(what, error = %e, "a stored version's report is unreadable: left out"))
+        .ok()
+}
+
 const VERSION_COLUMNS: &str = "cal.id, c.judge, c.rubric, cal.version, cal.method, cal.job_id, \
      cal.anchor_count, cal.anchor_digest, cal.params, cal.diagnostics, cal.evaluation, \
      cal.decision, cal.intervals, cal.groups, cal.failure, cal.created_at_ms, cal.judge_version, \
@@ -67,16 +98,12 @@ fn version_from_row(row: &AnyRow) -> Result<CalibratorVersion> {
         anchor_count: row.try_get("anchor_count")?,
         anchor_digest: row.try_get("anchor_digest")?,
         model: Model::from_params(method, params).map_err(|_| corrupt(method.as_str()))?,
-        evaluation: serde_json::from_str(&evaluation).map_err(|_| corrupt("evaluation"))?,
-        decision: decision
-            .map(|d| serde_json::from_str(&d).map_err(|_| corrupt("decision")))
-            .transpose()?,
+        evaluation: optional(Some(evaluation), "evaluation").flatten(),
+        decision: optional(decision, "decision"),
         intervals: intervals
             .map(|i| serde_json::from_str(&i).map_err(|_| corrupt("intervals")))
             .transpose()?,
-        groups: groups
-            .map(|g| serde_json::from_str(&g).map_err(|_| corrupt("groups")))
-            .transpose()?,
+        groups: optional(groups, "groups"),
         failure: row.try_get("failure")?,
         created_at_ms: row.try_get("created_at_ms")?,
         active: active_id.as_deref() == Some(id.as_str()),
@@ -290,7 +317,14 @@ impl Store {
             let calibrator = CalibratorId::new();
             let id = calibrator.to_string();
             let params = v.model.params().map_err(Error::Internal)?.to_string();
-            let failure = v.model.failure();
+            let intervals = readable(v.intervals.as_ref(), "intervals")?;
+            // A version whose bands do not read back is stored failed, never served.
+            let intervals_readable = v.intervals.is_none() || intervals.is_some();
+            let failure = v.model.failure().or_else(|| {
+                (v.intervals.is_some() && intervals.is_none()).then(|| {
+                    "its 95% predictive bands are not finite numbers (are the anchors' scores extreme?); not served".to_owned()
+                })
+            });
             sqlx::query(
                 "INSERT INTO calibrators (id, cell_id, version, method, job_id, anchor_count,
                      anchor_digest, params, diagnostics, evaluation, decision, intervals, passed,
@@ -309,22 +343,22 @@ impl Store {
             .bind(params)
             // The model's diagnostics are in `params` (migration 6); the column stays empty.
             .bind("{}")
-            .bind(to_json(&v.evaluation)?)
-            .bind(v.decision.as_ref().map(to_json).transpose()?)
-            .bind(v.intervals.as_ref().map(to_json).transpose()?)
+            .bind(readable(v.evaluation.as_ref(), "evaluation")?.unwrap_or_else(|| "null".into()))
+            .bind(readable(v.decision.as_ref(), "decision")?)
+            .bind(intervals)
             .bind(i64::from(failure.is_none()))
             .bind(failure.clone())
             .bind(now)
-            .bind(v.groups.as_ref().map(to_json).transpose()?)
+            .bind(readable(v.groups.as_ref(), "groups")?)
             .bind(JudgeVersion::stored(judge_version))
             .bind(v.fusion.as_ref().map(to_json).transpose()?)
             .bind(v.judge_range.map(|r| r.min))
             .bind(v.judge_range.map(|r| r.max))
             .bind(v.covariate_layer.as_ref().map(to_json).transpose()?)
-            .bind(v.held_out.as_ref().map(to_json).transpose()?)
+            .bind(readable(v.held_out.as_ref(), "held-out rows")?)
             .execute(&mut *tx)
             .await?;
-            let active = failure.is_none() || force;
+            let active = failure.is_none() || (force && intervals_readable);
             if active {
                 set_active(&mut tx, &cell_id, &id, now).await?;
             }
@@ -540,4 +574,27 @@ fn all_failed(stored: &[CalibratorVersion]) -> String {
          warm-up and draws, or activate one with force=true",
         reasons.join("; ")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    #[derive(serde::Serialize, serde::Deserialize)]
+    struct Figure {
+        mae: f64,
+    }
+
+    #[test]
+    fn figures_that_do_not_read_back_are_not_stored() {
+        let finite = super::readable(Some(&Figure { mae: 0.5 }), "figure").unwrap();
+        assert_eq!(finite.as_deref(), Some(r#"{"mae":0.5}"#));
+        for x in [f64::NAN, f64::INFINITY] {
+            assert_eq!(
+                super::readable(Some(&Figure { mae: x }), "figure").unwrap(),
+                None
+            );
+        }
+        // Read back, an unreadable report is left out, never an error.
+        assert!(super::optional::<Figure>(Some(r#"{"mae":null}"#.into()), "figure").is_none());
+        assert!(super::optional::<Figure>(Some(r#"{"mae":1.5}"#.into()), "figure").is_some());
+    }
 }

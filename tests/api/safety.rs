@@ -30,18 +30,33 @@ fn rows(n: usize) -> Vec<Value> {
     anchors(n, 0.5, 0.9)
 }
 
+/// `rows(n)` with item ids `{prefix}-item-…`, a batch after the first.
+fn prefixed(prefix: &str, n: usize) -> Vec<Value> {
+    rows(n)
+        .into_iter()
+        .map(|mut r| {
+            r["item_id"] = json!(format!("{prefix}-{}", r["item_id"].as_str().unwrap()));
+            r
+        })
+        .collect()
+}
+
+/// `POST /v1/anchors` of `rows` to cell (j, r).
+async fn post_anchors(app: &TestApp, rows: &[Value]) -> crate::common::Response {
+    app.json(
+        "POST",
+        "/v1/anchors",
+        &json!({"judge": "j", "rubric": "r", "anchors": rows}),
+    )
+    .await
+}
+
 async fn huge_numbers_are_refused_at_the_door(backend: Backend) {
     let app = TestApp::new(backend).await;
     let mut batch = rows(60);
     batch.push(json!({"item_id": "huge-1", "judge_score": 1e308, "reference_score": 3.0}));
     batch.push(json!({"item_id": "huge-2", "judge_score": -2e9, "reference_score": 3.0}));
-    let res = app
-        .json(
-            "POST",
-            "/v1/anchors",
-            &json!({"judge": "j", "rubric": "r", "anchors": batch}),
-        )
-        .await;
+    let res = post_anchors(&app, &batch).await;
     let details = assert_error(&res, 422, "invalid_input");
     assert_eq!(
         named(&details),
@@ -111,16 +126,24 @@ async fn a_version_that_cannot_be_read_never_stops_a_start(backend: Backend) {
     upload(&app, "j", "good", 60, 0.5, 0.9).await;
     upload(&app, "j", "bad", 60, 0.5, 0.9).await;
     trained(&app, "j", json!({"method": "identity"})).await;
-    // A version stored by an older build with a figure that overflowed to null.
+    // Versions stored by an older build: one whose model cannot be read, one whose held-out
+    // figures overflowed to null.
+    raw_execute(
+        &app,
+        "UPDATE calibrators SET params = '[broken' WHERE cell_id =
+             (SELECT id FROM cells WHERE rubric = 'bad')",
+    )
+    .await;
     raw_execute(
         &app,
         "UPDATE calibrators SET evaluation = '{\"raw\": null}' WHERE cell_id =
-             (SELECT id FROM cells WHERE rubric = 'bad')",
+             (SELECT id FROM cells WHERE rubric = 'good')",
     )
     .await;
     let (settings, dir) = (app.settings.clone(), app.take_dir());
     drop(app);
-    // The restart skips the unreadable version, reports it, and serves the other cell.
+    // The restart skips the unreadable version, reports it, and serves the other cell without
+    // its unreadable figures.
     let app = TestApp::on(settings, dir).await;
     let text = metrics(&app).await;
     assert!(
@@ -136,6 +159,8 @@ async fn a_version_that_cannot_be_read_never_stops_a_start(backend: Backend) {
         )
         .await;
     assert_eq!(res.status, 200, "{}", res.body);
+    let versions = app.get("/v1/cells/j/good/calibrators").await;
+    assert_eq!(versions.status, 200, "{}", versions.body);
 }
 
 async fn a_picture_of_an_extreme_stored_scale_is_drawn(backend: Backend) {
@@ -358,13 +383,7 @@ async fn a_batch_stored_but_not_checked_is_checked_once_at_the_next_start(backen
     trained(&app, "j", json!({"method": "identity"})).await;
     // A batch stored as an upload stores it, by a process that stops before its check: the
     // store's write alone.
-    let batch: Vec<Value> = anchors(40, 0.5, 0.9)
-        .into_iter()
-        .map(|mut r| {
-            r["item_id"] = json!(format!("late-{}", r["item_id"].as_str().unwrap()));
-            r
-        })
-        .collect();
+    let batch: Vec<Value> = prefixed("late", 40);
     let rows = judgecal::domain::anchors::rows_from_json(
         &json!({"judge": "j", "rubric": "r", "anchors": batch}),
     )
@@ -382,13 +401,7 @@ async fn a_batch_stored_but_not_checked_is_checked_once_at_the_next_start(backen
     let coverage = "SELECT CAST(COALESCE(SUM(checked), 0) AS BIGINT) FROM anchor_coverage";
     assert_eq!(raw_count(&app, coverage).await, 0);
     // The client's retry finds the batch unchanged: it stores nothing and checks nothing.
-    let res = app
-        .json(
-            "POST",
-            "/v1/anchors",
-            &json!({"judge": "j", "rubric": "r", "anchors": batch}),
-        )
-        .await;
+    let res = post_anchors(&app, &batch).await;
     assert_eq!(res.body["unchanged"], 40, "{}", res.body);
     // The next start checks it, once.
     let (settings, dir) = (app.settings.clone(), app.take_dir());
@@ -403,20 +416,8 @@ async fn a_batch_stored_but_not_checked_is_checked_once_at_the_next_start(backen
     let again = TestApp::on(settings, None).await;
     assert_eq!(raw_count(&again, coverage).await, 40);
     // An upload checks its own batch: its coverage is in its answer, and nothing is queued.
-    let fresh: Vec<Value> = anchors(30, 0.5, 0.9)
-        .into_iter()
-        .map(|mut r| {
-            r["item_id"] = json!(format!("fresh-{}", r["item_id"].as_str().unwrap()));
-            r
-        })
-        .collect();
-    let res = again
-        .json(
-            "POST",
-            "/v1/anchors",
-            &json!({"judge": "j", "rubric": "r", "anchors": fresh}),
-        )
-        .await;
+    let fresh: Vec<Value> = prefixed("fresh", 30);
+    let res = post_anchors(&again, &fresh).await;
     assert_eq!(
         res.body["cells"][0]["coverage"]["checked"], 30,
         "{}",
@@ -438,13 +439,7 @@ async fn uploads_are_bounded_by_bytes_and_rows_before_they_are_read(backend: Bac
     })
     .await;
     // Over the row limit: refused on the count, naming it, in both formats.
-    let res = app
-        .json(
-            "POST",
-            "/v1/anchors",
-            &json!({"judge": "j", "rubric": "r", "anchors": rows(120)}),
-        )
-        .await;
+    let res = post_anchors(&app, &rows(120)).await;
     let details = assert_error(&res, 422, "invalid_input");
     assert_eq!(named(&details), [(0, "anchors")]);
     assert!(
@@ -465,13 +460,7 @@ async fn uploads_are_bounded_by_bytes_and_rows_before_they_are_read(backend: Bac
             .contains("80 anchors")
     );
     // An upload within the rows is not held to the other routes' body limit.
-    let res = app
-        .json(
-            "POST",
-            "/v1/anchors",
-            &json!({"judge": "j", "rubric": "r", "anchors": rows(40)}),
-        )
-        .await;
+    let res = post_anchors(&app, &rows(40)).await;
     assert_eq!(res.status, 200, "{}", res.body);
     // Over the upload's bytes: 413, whatever it holds.
     let big = json!({"judge": "j", "rubric": "r", "anchors": rows(40), "pad": "x".repeat(70_000)});
