@@ -247,6 +247,9 @@ async fn upload_body(req: Request, max: usize) -> Result<Bytes, ApiError> {
         .get(axum::http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > DRAIN_BYTES) {
+        return Err(too_large(max));
+    }
     let within = req.extensions().get::<super::BodyDeadline>().copied();
     let mut body = req.into_body();
     let read = async move {

@@ -198,11 +198,13 @@ async fn track_request(State(metrics): State<Arc<Metrics>>, req: Request, next: 
     response
 }
 
-/// Requests in flight per caller (by the `Authorization` header as sent, so a key costs no
-/// store look-up here; callers without one share one count).
+/// Requests in flight per caller, by a hash of the `Authorization` header as sent (a key costs
+/// no store look-up here and is not kept; callers without one share one count).
 struct KeyShares {
     limit: usize,
-    in_flight: std::sync::Mutex<std::collections::HashMap<String, usize>>,
+    in_flight: std::sync::Mutex<std::collections::HashMap<u64, usize>>,
+    /// Keyed at random per process.
+    hasher: std::collections::hash_map::RandomState,
 }
 
 impl KeyShares {
@@ -210,13 +212,14 @@ impl KeyShares {
         Self {
             limit,
             in_flight: std::sync::Mutex::default(),
+            hasher: std::collections::hash_map::RandomState::new(),
         }
     }
 
     /// A slot for `caller`, or `None` where it holds its share already.
-    fn take(self: &Arc<Self>, caller: String) -> Option<KeySlot> {
+    fn take(self: &Arc<Self>, caller: u64) -> Option<KeySlot> {
         let mut counts = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
-        let count = counts.entry(caller.clone()).or_insert(0);
+        let count = counts.entry(caller).or_insert(0);
         if *count >= self.limit {
             return None;
         }
@@ -231,7 +234,7 @@ impl KeyShares {
 /// One request's place in its caller's share, given back when the request ends.
 struct KeySlot {
     shares: Arc<KeyShares>,
-    caller: String,
+    caller: u64,
 }
 
 impl Drop for KeySlot {
@@ -253,11 +256,12 @@ impl Drop for KeySlot {
 /// 429 for a caller past `server.max_concurrent_per_key` requests in flight, so that one
 /// client's trickling uploads cannot take every other client's share of the global limit.
 async fn per_key_share(State(shares): State<Arc<KeyShares>>, req: Request, next: Next) -> Response {
-    let caller = req
-        .headers()
-        .get(axum::http::header::AUTHORIZATION)
-        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
-        .unwrap_or_default();
+    let caller = std::hash::BuildHasher::hash_one(
+        &shares.hasher,
+        req.headers()
+            .get(axum::http::header::AUTHORIZATION)
+            .map(|v| v.as_bytes()),
+    );
     let Some(_slot) = shares.take(caller) else {
         return ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,
