@@ -79,6 +79,16 @@ pub struct ComparisonBatch {
     pub rows: Vec<usize>,
 }
 
+/// Digits, one point, digits (`0.75`, `1.0`, `.5`): no sign, exponent or other spelling.
+fn is_plain_decimal(s: &str) -> bool {
+    let Some((whole, fraction)) = s.split_once('.') else {
+        return false;
+    };
+    !fraction.is_empty()
+        && whole.bytes().all(|b| b.is_ascii_digit())
+        && fraction.bytes().all(|b| b.is_ascii_digit())
+}
+
 /// A JSON value with nulls read as absent.
 fn optional(v: RawField) -> RawField {
     match v {
@@ -191,19 +201,33 @@ pub fn outcome_of(row: usize, name: &str, v: Option<&Value>) -> Result<Option<f6
     }
 }
 
-/// An outcome: `"a"` (1), `"b"` (0), `"tie"` (½) or a number in [0, 1].
+/// An outcome: `"a"` (1), `"b"` (0), `"tie"` (½) or a number in [0, 1]; in text (a CSV cell,
+/// a JSON string) the words exactly so, and a number only as a plain decimal with its point
+/// (`0.75`, `1.0`). A bare `0` or `1` in text is refused: a file that numbers its answers 0
+/// and 1 would otherwise be read backwards (1 is "a is better"), and `A`, `-0` or `1e0` are
+/// not what the spec allows.
 fn outcome(row: usize, name: &str, f: &RawField) -> Result<f64, Problem> {
     let bad = |what: String| Problem::at(Some(row), name, what);
     let x = match f {
         RawField::Number(x) => *x,
-        RawField::Text(s) if s.eq_ignore_ascii_case("a") => 1.0,
-        RawField::Text(s) if s.eq_ignore_ascii_case("b") => 0.0,
-        RawField::Text(s) if s.eq_ignore_ascii_case("tie") => 0.5,
-        RawField::Text(s) => s.parse::<f64>().map_err(|_| {
-            bad(format!(
-                "{s:?} is not an outcome: \"a\", \"b\", \"tie\" or the probability that a is better"
-            ))
-        })?,
+        RawField::Text(s) if s == "a" => 1.0,
+        RawField::Text(s) if s == "b" => 0.0,
+        RawField::Text(s) if s == "tie" => 0.5,
+        RawField::Text(s) if s == "0" || s == "1" => {
+            return Err(bad(format!(
+                "{s:?} is ambiguous: write \"a\" or \"b\" for the better answer, or the probability that a is better \
+                 with its decimal point ({s}.0); a file that numbers its answers 0 and 1 would be read backwards"
+            )));
+        }
+        RawField::Text(s) if is_plain_decimal(s) => s
+            .parse::<f64>()
+            .map_err(|_| bad(format!("{s:?} is not a number")))?,
+        RawField::Text(s) => {
+            return Err(bad(format!(
+                "{s:?} is not an outcome: \"a\", \"b\", \"tie\" (lower case) or the probability that a is better as a \
+                 plain decimal (0.75)"
+            )));
+        }
         RawField::Missing => return Err(bad("is missing".into())),
         RawField::Other(kind) => {
             return Err(bad(format!(
@@ -558,7 +582,7 @@ mod tests {
     #[test]
     fn outcomes_read_as_the_probability_that_a_is_better() {
         let cells = batch(json!({"judge": "gpt", "rubric": "help", "comparisons": [
-            {"item_id": "p1", "a": "m1", "b": "m2", "verdict": "a", "verdict_swapped": "tie", "preference": "B"},
+            {"item_id": "p1", "a": "m1", "b": "m2", "verdict": "a", "verdict_swapped": "tie", "preference": "b"},
             {"item_id": "p2", "a": "m1", "b": "m3", "verdict": 0.25, "covariates": {"length_diff": 120}},
         ]}))
         .expect("valid");
@@ -612,10 +636,10 @@ mod tests {
         let problems = validate(
             rows_from_csv(
                 b"judge,rubric,item_id,a,b,verdict,preference,judge_version\n\
-                  gpt,help,p1,m1,m2,a,1,\n\
+                  gpt,help,p1,m1,m2,a,1.0,\n\
                   gpt,help,p1,m1,m2,b,,\n\
                   gpt,help,p1,m2,m1,a,,v2\n\
-                  gpt,help,p1,m1,m2,a,0,v3\n",
+                  gpt,help,p1,m1,m2,a,0.0,v3\n",
             )
             .expect("header"),
             10,
@@ -631,6 +655,38 @@ mod tests {
         );
         let header = rows_from_csv(b"judge,rubric,item_id,a,b,verdit\n").expect_err("refused");
         assert_eq!(named(&header), [(None, "verdict"), (None, "verdit")]);
+    }
+
+    /// The spec's outcomes only: the words in lower case, numbers as JSON numbers or plain
+    /// decimals. A bare 0 or 1 in text is ambiguous (is 0 the first answer?) and refused.
+    #[test]
+    fn outcomes_are_read_strictly() {
+        for bad in [
+            "A", "Tie", "TIE", "1", "0", "-0", "1e0", "+0.5", "0.5.1", ".", "0,5",
+        ] {
+            let problems = batch(json!({"judge": "gpt", "rubric": "help", "comparisons": [
+                {"item_id": "p1", "a": "m1", "b": "m2", "verdict": bad},
+            ]}))
+            .expect_err(bad);
+            assert_eq!(named(&problems), [(Some(1), "verdict")], "{bad}");
+        }
+        let ambiguous = rows_from_csv(
+            b"judge,rubric,item_id,a,b,verdict
+gpt,help,p1,m1,m2,1
+",
+        )
+        .map(|rows| validate(rows, 10))
+        .expect("header")
+        .expect_err("refused");
+        assert!(ambiguous[0].problem.contains("ambiguous"), "{ambiguous:?}");
+        for (good, x) in [("0.75", 0.75), ("1.0", 1.0), (".5", 0.5), ("0.0", 0.0)] {
+            let cells = batch(json!({"judge": "gpt", "rubric": "help", "comparisons": [
+                {"item_id": "p1", "a": "m1", "b": "m2", "verdict": good, "preference": 1},
+            ]}))
+            .expect(good);
+            assert_eq!(cells[0].comparisons[0].verdict, x);
+            assert_eq!(cells[0].comparisons[0].preference, Some(1.0));
+        }
     }
 
     fn stored(version: Option<&str>, c: &Comparison) -> StoredComparison {
