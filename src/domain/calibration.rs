@@ -10,12 +10,13 @@ use super::covariates::Covariates;
 use super::{CellKey, JudgeName, JudgeVersion, Problem, RubricName};
 use judgecal_stats::agreement::report::HeldOutRow;
 use judgecal_stats::conformal::Intervals;
-use judgecal_stats::covariates::{InputError, Layer};
+use judgecal_stats::covariates::{InputError, Layer, Reach};
 use judgecal_stats::panel::fusion::Fusion;
 use judgecal_stats::quality::Comparison;
 use judgecal_stats::report::PosteriorReport;
 use judgecal_stats::runlevel::groups::GroupBias;
 use judgecal_stats::select::Decision;
+use judgecal_stats::warning::{Code, Warning};
 use judgecal_stats::{Corrected, Method, Model};
 
 macro_rules! id_type {
@@ -338,6 +339,124 @@ impl CalibratorVersion {
                 )
             })
             .collect()
+    }
+
+    /// The items' covariates against the anchors' range of each covariate the version reads:
+    /// a problem per value more than the range's width beyond it (a covariate on another
+    /// scale, or a typo, that the layer would extrapolate far; named by row and
+    /// `{field}.covariates.{name}`), and a warning per covariate with values outside it,
+    /// naming the covariate and the first items (`ids`, else rows counted from 1).
+    pub fn covariate_reach(
+        &self,
+        covariates: &[Covariates],
+        field: &str,
+        ids: Option<&[String]>,
+    ) -> Result<Vec<Warning>, Vec<Problem>> {
+        let Some(layer) = &self.covariate_layer else {
+            return Ok(Vec::new());
+        };
+        let at = |name: &str| {
+            let f = super::covariates::field_of(name);
+            if field.is_empty() {
+                f
+            } else {
+                format!("{field}.{f}")
+            }
+        };
+        let (mut problems, mut warnings) = (Vec::new(), Vec::new());
+        for input in &layer.inputs {
+            let Some([lo, hi]) = input.range else {
+                continue;
+            };
+            let mut outside = Vec::new();
+            for (i, c) in covariates.iter().enumerate() {
+                let Some(&x) = c
+                    .iter()
+                    .find(|(k, _)| k.as_str() == input.name)
+                    .map(|(_, v)| v)
+                else {
+                    continue;
+                };
+                match input.reach(x) {
+                    Reach::Inside => {}
+                    Reach::Outside => outside.push(i),
+                    Reach::Far => problems.push(Problem::at(
+                        Some(i + 1),
+                        &at(&input.name),
+                        format!(
+                            "{x} lies far outside the {} values version {} of {} was trained on, [{lo}, {hi}] \
+                             (more than the range's width beyond it): is it in another unit?",
+                            input.name, self.version, self.key
+                        ),
+                    )),
+                }
+            }
+            if !outside.is_empty() {
+                let named = outside.iter().map(|&i| match ids {
+                    Some(ids) => ids.get(i).cloned().unwrap_or_else(|| (i + 1).to_string()),
+                    None => (i + 1).to_string(),
+                });
+                warnings.push(
+                    Warning::new(
+                        Code::CovariateOutsideAnchors,
+                        format!(
+                            "{} of {} items carry a {} outside the values version {} was trained on, [{lo}, {hi}]: \
+                             their corrections extrapolate the covariate's coefficient; upload anchors covering them",
+                            outside.len(),
+                            covariates.len(),
+                            input.name,
+                            self.version
+                        ),
+                    )
+                    .at(at(&input.name))
+                    .items(named),
+                );
+            }
+        }
+        if problems.is_empty() {
+            Ok(warnings)
+        } else {
+            Err(problems)
+        }
+    }
+
+    /// The problems of a run's judge scores and their repeats (further scores of one item by
+    /// the judge) far outside the judge scores the version was trained on: one door for
+    /// both, so that a repeat of 99 is refused as a score of 99 is. Scores at `field`, repeats
+    /// at `{prefix}repeats`, by row.
+    pub fn far_inputs(
+        &self,
+        scores: &[f64],
+        repeats: Option<&[Vec<f64>]>,
+        field: &str,
+        prefix: &str,
+    ) -> Vec<Problem> {
+        let mut out = self.far_scores(scores, field);
+        let Some(range) = self.judge_range else {
+            return out;
+        };
+        for (i, item) in repeats.unwrap_or_default().iter().enumerate() {
+            if let Some((k, x)) = item
+                .iter()
+                .enumerate()
+                .find(|(_, x)| range.place(**x) == Placement::Far)
+            {
+                out.push(Problem::at(
+                    Some(i + 1),
+                    &format!("{prefix}repeats"),
+                    format!(
+                        "score {} is {x}: far outside the judge scores version {} of {} was trained on, [{}, {}], \
+                         as a judge score there would be; a repeat is another score of the item by the same judge",
+                        k + 1,
+                        self.version,
+                        self.key,
+                        range.min,
+                        range.max
+                    ),
+                ));
+            }
+        }
+        out
     }
 
     /// The rows of `scores` (0-based) outside the judge scores the version was trained on.

@@ -119,7 +119,7 @@ impl CorrectionRequest {
 
     /// The name of the field that holds the scores.
     pub fn field(&self) -> &'static str {
-        if self.ids.is_some() || self.inputs.is_panel() {
+        if self.ids.is_some() || self.inputs.is_panel() || self.inputs.covariates().is_some() {
             "items"
         } else {
             "scores"

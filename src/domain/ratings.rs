@@ -237,8 +237,30 @@ pub fn parse(mut body: Value) -> Result<RatingsRequest, Vec<Problem>> {
     let batch = match batches {
         Ok(mut batches) if batches.len() == 1 && problems.is_empty() => batches.remove(0),
         Ok(_) => return Err(problems),
-        Err(mut more) => {
-            problems.append(&mut more);
+        Err(more) => {
+            // A field the envelope lacks is named against the ratings request's fields (the
+            // settings were taken out before the comparisons were read).
+            let fields: Vec<&str> = ["judge", "rubric", "judge_version", "comparisons"]
+                .into_iter()
+                .chain(SETTINGS)
+                .collect();
+            problems.extend(more.into_iter().map(|p| {
+                if p.row.is_none()
+                    && p.problem
+                        .starts_with("is not a field of the comparison batch")
+                {
+                    Problem::at(
+                        None,
+                        &p.field,
+                        format!(
+                            "is not a field of a ratings request (its fields: {})",
+                            fields.join(", ")
+                        ),
+                    )
+                } else {
+                    p
+                }
+            }));
             return Err(problems);
         }
     };

@@ -11,9 +11,9 @@ use super::error::{ApiError, ErrorBody};
 use super::extract::{Authorized, CorrectScope, Json, ScoresOrItems};
 use super::schema;
 use crate::domain::Problem;
-use crate::domain::calibration::CalibratorVersion;
 use crate::domain::correction::{CorrectionRequest, RawItems};
 use judgecal_stats::Corrected;
+use judgecal_stats::warning::Warning;
 
 /// The body of POST /v1/correct: `scores`, or `items` to get ids back (not both).
 #[derive(Deserialize, ToSchema)]
@@ -223,49 +223,11 @@ pub struct CorrectResponse {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub judge_version: Option<String>,
     /// What a reader of these numbers must know (a judge version the calibration was not
-    /// trained on, scores outside the judge scores it was trained on); absent when there is
-    /// nothing to say.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub warnings: Vec<String>,
+    /// trained on, scores or covariates outside the anchors', covariates not used); empty
+    /// when there is nothing to say.
+    pub warnings: Vec<Warning>,
     /// One per input score, in order.
     pub results: Vec<CorrectedDto>,
-}
-
-/// The warning for `outside` scores outside the judge scores version `v` was trained on.
-fn outside_warning(v: &CalibratorVersion, outside: usize) -> Option<String> {
-    let range = v.judge_range.filter(|_| outside > 0)?;
-    Some(format!(
-        "{outside} scores lie outside the judge scores version {} was trained on, [{}, {}] (flagged \
-         `outside_anchors`): their corrections extrapolate or hold the end value; upload anchors covering them",
-        v.version, range.min, range.max
-    ))
-}
-
-/// The warning for items that carry covariates version `v` was not trained with.
-fn unused_covariates(
-    v: &CalibratorVersion,
-    given: &[crate::domain::covariates::Covariates],
-) -> Option<String> {
-    let kept: Vec<&str> = v
-        .covariate_layer
-        .iter()
-        .flat_map(|l| l.inputs.iter().map(|i| i.name.as_str()))
-        .collect();
-    let mut unused: Vec<&str> = given
-        .iter()
-        .flat_map(|c| c.keys().map(|k| k.as_str()))
-        .filter(|k| !kept.contains(k))
-        .collect();
-    unused.sort_unstable();
-    unused.dedup();
-    (!unused.is_empty()).then(|| {
-        format!(
-            "version {} does not correct at covariates {} (not trained with them, or not kept where they did not \
-             lower held-out error): they were not used",
-            v.version,
-            unused.join(", ")
-        )
-    })
 }
 
 /// Correct raw judge scores.
@@ -365,16 +327,7 @@ pub async fn correct(
             .any(|c| c.review.is_some())
             .then_some(routed),
         judge_version: v.judge_version.as_ref().map(|j| j.as_str().to_owned()),
-        warnings: correction
-            .mismatch
-            .iter()
-            .map(|m| m.warning(v.version))
-            .chain(outside_warning(v, correction.outside.len()))
-            .chain(unused_covariates(
-                v,
-                request.inputs.covariates().unwrap_or_default(),
-            ))
-            .collect(),
+        warnings: correction.warnings,
         results,
     }))
 }

@@ -3,6 +3,7 @@
 //! requests naming a version with no calibration.
 
 use axum::extract::State;
+use judgecal_stats::warning::Warning;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -198,6 +199,8 @@ pub struct BridgeResponse {
     pub calibrator: i64,
     #[serde(flatten)]
     pub bridge: Bridge,
+    /// What a reader of the verdict must know (`judge_reversed`); empty when nothing.
+    pub warnings: Vec<Warning>,
 }
 
 impl From<BridgeAnswer> for BridgeResponse {
@@ -206,6 +209,7 @@ impl From<BridgeAnswer> for BridgeResponse {
             from: version_text(a.from.as_ref()),
             to: version_text(a.to.as_ref()),
             calibrator: a.calibrator,
+            warnings: a.bridge.warnings(),
             bridge: a.bridge,
         }
     }
@@ -412,6 +416,7 @@ pub async fn get_check(
             from: version.clone(),
             to: version,
             calibrator: check.calibrator,
+            warnings: check.bridge.warnings(),
             bridge: check.bridge,
         },
     }))

@@ -15,6 +15,7 @@ use super::schema;
 use crate::domain::ratings;
 use crate::error::Error;
 use crate::service::{RatingsAnswer, WinRateAnswer};
+use judgecal_stats::warning::Warning;
 
 /// A run of comparisons to rate. The rows are comparison rows (`POST /v1/comparisons`);
 /// those with `preference` are labelled and enter the ratings prediction-powered.
@@ -198,6 +199,11 @@ pub struct RatingsResponse {
     /// With `target_half_width` only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plan: Option<PairwiseLabelPlanDto>,
+    /// What the ratings rest on that the request departs from: systems with few or no
+    /// labelled comparisons (`unlabelled_systems`, `underlabelled_systems`), a run unlike the
+    /// labelled set (`run_unlike_labelled`, `input_missing`), systems the judge puts beyond
+    /// every comparison (`unbounded_systems`), one rater (`single_rater`, `dominant_rater`).
+    pub warnings: Vec<Warning>,
 }
 
 fn pair<T: Copy>((a, b): (T, T)) -> [T; 2] {
@@ -257,6 +263,7 @@ impl From<RatingsAnswer> for RatingsResponse {
                 widest_half_width: p.widest_half_width,
                 expected_half_width: p.expected_half_width,
             }),
+            warnings: a.warnings,
         }
     }
 }
@@ -275,7 +282,7 @@ impl From<RatingsAnswer> for RatingsResponse {
     responses(
         (status = 200, description = "The ratings", body = RatingsResponse),
         (status = 404, description = "No such cell", body = ErrorBody),
-        (status = 409, description = "Fewer than 20 labelled comparisons of the run's systems (the cell's of the judge version and the run's)", body = ErrorBody),
+        (status = 409, description = "Fewer than 20 labelled comparisons of the run's systems (the cell's of the judge version and the run's), or a cell of judge scores", body = ErrorBody),
         (status = 422, description = "Invalid rows or settings, or systems the run does not join; every problem named", body = ErrorBody),
     ),
     security(("api_key" = ["correct"]))

@@ -147,6 +147,16 @@ pub async fn index(State(state): State<AppState>, _r: Reader) -> Result<Html<Str
             Err(e) => return Err(e.into()),
         };
         let active = versions.iter().find(|v| v.active);
+        // A pairwise cell's versions are its trained calibrated preferences: the newest serves.
+        let pairwise = if c.comparison_count > 0 {
+            service
+                .preference_versions(&c.key)
+                .await
+                .ok()
+                .and_then(|v| v.into_iter().next())
+        } else {
+            None
+        };
         let judge_versions = service.judge_versions(&c.key).await.map_or(0, |v| v.len());
         let canary = active.and_then(CalibratorVersion::beta).map(|b| b.canary);
         let coverage = active
@@ -170,8 +180,16 @@ pub async fn index(State(state): State<AppState>, _r: Reader) -> Result<Html<Str
             } else {
                 c.anchor_count.to_string()
             },
-            active.map_or("none".to_owned(), |v| v.version.to_string()),
-            active.map_or("–".to_owned(), |v| v.method().as_str().to_owned()),
+            match (&pairwise, active) {
+                (Some(p), _) => p.version.to_string(),
+                (None, Some(v)) => v.version.to_string(),
+                (None, None) => "none".to_owned(),
+            },
+            match (&pairwise, active) {
+                (Some(p), _) => esc(&p.report.chosen),
+                (None, Some(v)) => v.method().as_str().to_owned(),
+                (None, None) => "–".to_owned(),
+            },
             match canary {
                 Some(true) => "<span class=\"bad\">fired</span>".to_owned(),
                 Some(false) => "quiet".to_owned(),
@@ -263,7 +281,7 @@ fn report_html(r: &Report, items_allowed: bool) -> String {
         ],
     ));
     for w in &r.warnings {
-        let _ = write!(out, "<p class=\"note\">{}</p>", esc(w));
+        let _ = write!(out, "<p class=\"note\">{}</p>", esc(&w.message));
     }
     out.push_str("<h2>Bias (score − reference) by system</h2>");
     let mut groups: Vec<Vec<String>> = r
@@ -300,12 +318,12 @@ fn report_html(r: &Report, items_allowed: bool) -> String {
         let _ = write!(
             out,
             "<p class=\"note\">{} anchors carry {} scores in all. Within-item variance of one \
-             score {}; {}% of the judge scores' variance, {}% of the judge's own error.</p>",
+             score {}; {:.1}% of the judge scores' variance, {:.1}% of the judge's own error.</p>",
             rep.items,
             rep.scores,
             figure(Some(&rep.within)),
-            num(100.0 * rep.noise_share),
-            num(100.0 * rep.share_of_judge_error)
+            100.0 * rep.noise_share,
+            100.0 * rep.share_of_judge_error
         );
         let rows: Vec<Vec<String>> = rep
             .by_repeats
@@ -444,6 +462,63 @@ async fn bridges_html(service: &crate::service::Service, key: &CellKey) -> Strin
     out
 }
 
+/// A pairwise cell's page: its trained versions (the calibrated preference each chose, and
+/// what it was trained on), and where its judge's biases and ratings are read.
+async fn pairwise_html(
+    service: &crate::service::Service,
+    key: &CellKey,
+) -> Result<String, ApiError> {
+    let versions = match service.preference_versions(key).await {
+        Ok(v) => v,
+        Err(Error::NotFound(_)) => Vec::new(),
+        Err(e) => return Err(e.into()),
+    };
+    let mut out = format!(
+        "<p class=\"note\">A pairwise cell: its judge compares two systems' answers. Its judge's biases \
+         beside the people's are at <code>GET /v1/cells/{0}/{1}/preferences</code>; a run of its verdicts is \
+         rated with <code>POST /v1/ratings</code>. The agreement report and the calibration picture are of \
+         cells of scores.</p><h2>Versions</h2>",
+        esc(key.judge.as_str()),
+        esc(key.rubric.as_str())
+    );
+    if versions.is_empty() {
+        out.push_str(
+            "<p class=\"note\">No trained version: ratings choose the calibrated preference at each \
+             request; train one with <code>POST /v1/judges/&lt;judge&gt;/calibrations</code>.</p>",
+        );
+        return Ok(out);
+    }
+    // Newest first: the newest of each judge version serves that version's requests.
+    let mut seen = Vec::new();
+    let rows: Vec<Vec<String>> = versions
+        .iter()
+        .map(|v| {
+            let serves = !seen.contains(&&v.judge_version);
+            seen.push(&v.judge_version);
+            vec![
+                v.version.to_string(),
+                if serves { "serves" } else { "" }.to_owned(),
+                esc(&v.report.chosen),
+                esc(v.judge_version.as_ref().map_or("–", |j| j.as_str())),
+                v.comparison_count.to_string(),
+                v.labelled_count.to_string(),
+            ]
+        })
+        .collect();
+    out.push_str(&table(
+        &[
+            "version",
+            "state",
+            "calibrated preference",
+            "judge version",
+            "comparisons",
+            "labelled",
+        ],
+        &rows,
+    ));
+    Ok(out)
+}
+
 /// The most recent bridges the page lists.
 const BRIDGE_ROWS: usize = 10;
 
@@ -508,12 +583,21 @@ pub async fn cell(
 ) -> Result<Html<String>, ApiError> {
     let key = cell_key(&judge, &rubric)?;
     let service = &state.service;
-    let versions = service.versions(&key).await?;
     let mut body = format!(
         "<p><a href=\"/ui/\">all cells</a></p><h1>{} / {}</h1>",
         esc(key.judge.as_str()),
         esc(key.rubric.as_str())
     );
+    let pairwise = service
+        .cells()
+        .await?
+        .into_iter()
+        .any(|c| c.key == key && c.comparison_count > 0);
+    if pairwise {
+        body.push_str(&pairwise_html(service, &key).await?);
+        return Ok(page(&format!("{judge} / {rubric}"), &body));
+    }
+    let versions = service.versions(&key).await?;
     match service.report_svg(&key, None).await {
         // The picture is the service's own SVG: inline, with no XML prologue.
         Ok(svg) => {
@@ -584,7 +668,7 @@ pub async fn cell(
         &[
             "version",
             "method",
-            "",
+            "state",
             "diagnostics",
             "judge version",
             "anchors",

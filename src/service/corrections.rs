@@ -4,12 +4,15 @@ use std::sync::Arc;
 
 use super::Service;
 use super::panels::fuse_items;
-use super::versions::{Loaded, Mismatch};
+use super::versions::Loaded;
 use crate::domain::Problem;
+use crate::domain::calibration::CalibratorVersion;
 use crate::domain::correction::CorrectionRequest;
+use crate::domain::covariates::Covariates;
 use crate::error::{Error, Result};
 use judgecal_stats::Corrected;
 use judgecal_stats::panel::fusion::FusedScore;
+use judgecal_stats::warning::{Code, Warning};
 
 /// Corrected scores and the version that made them.
 pub struct Correction {
@@ -24,11 +27,59 @@ pub struct Correction {
     /// A version trained with covariates: each item's layer score, the score its corrector
     /// read (the reference expected at the item's judge score and covariates).
     pub layer: Option<Vec<f64>>,
-    /// Set where the request named a judge version that version was not trained on.
-    pub mismatch: Option<Mismatch>,
     /// The items (0-based) whose score the version's corrector read lies outside the judge
     /// scores it was trained on (its correction extrapolates, or holds the end value).
     pub outside: Vec<usize>,
+    /// What a reader of the numbers must know: a judge version the calibration was not
+    /// trained on, scores or covariates outside the anchors', covariates not used.
+    pub warnings: Vec<Warning>,
+}
+
+/// The warning for `outside` scores outside the judge scores version `v` was trained on.
+fn outside_warning(v: &CalibratorVersion, outside: usize) -> Option<Warning> {
+    let range = v.judge_range.filter(|_| outside > 0)?;
+    Some(Warning::new(
+        Code::OutsideAnchors,
+        format!(
+            "{outside} scores lie outside the judge scores version {} was trained on, [{}, {}] (flagged \
+             `outside_anchors`): their corrections extrapolate or hold the end value; upload anchors covering them",
+            v.version, range.min, range.max
+        ),
+    ))
+}
+
+/// The warning for items that carry covariates version `v` was not trained with.
+fn unused_covariates(v: &CalibratorVersion, given: &[Covariates]) -> Option<Warning> {
+    let kept: Vec<&str> = v
+        .covariate_layer
+        .iter()
+        .flat_map(|l| l.inputs.iter().map(|i| i.name.as_str()))
+        .collect();
+    let mut unused: Vec<&str> = given
+        .iter()
+        .flat_map(|c| c.keys().map(|k| k.as_str()))
+        .filter(|k| !kept.contains(k))
+        .collect();
+    unused.sort_unstable();
+    unused.dedup();
+    let field = unused
+        .first()
+        .map(|name| crate::domain::covariates::field_of(name));
+    (!unused.is_empty()).then(|| {
+        let w = Warning::new(
+            Code::CovariatesUnused,
+            format!(
+                "version {} does not correct at covariates {} (not trained with them, or not kept where they did not \
+                 lower held-out error): they were not used",
+                v.version,
+                unused.join(", ")
+            ),
+        );
+        match field {
+            Some(f) if unused.len() == 1 => w.at(f),
+            _ => w,
+        }
+    })
 }
 
 /// Batches up to this size are corrected on the request's own thread when they need only
@@ -109,7 +160,9 @@ impl Service {
             }
         }
         let outside_whole = loaded.version.outside_scores(whole);
-        // A version trained with covariates reads each item's layer score.
+        // A version trained with covariates reads each item's layer score, and checks its
+        // covariates against the anchors'.
+        let mut reach = Vec::new();
         let layer = match &loaded.version.covariate_layer {
             Some(l) if panel.is_none() && request.inputs.covariates().is_none() => {
                 let kept: Vec<String> = l.inputs.iter().map(|i| i.label()).collect();
@@ -133,10 +186,21 @@ impl Service {
                     ),
                 )]));
             }
-            Some(_) if panel.is_none() => loaded
-                .version
-                .layer_scores(whole, request.inputs.covariates().unwrap_or_default(), "")
-                .map_err(refused)?,
+            Some(_) if panel.is_none() => {
+                let given = request.inputs.covariates().unwrap_or_default();
+                let ids: Option<Vec<String>> = request
+                    .ids
+                    .as_ref()
+                    .map(|ids| ids.iter().map(|i| i.as_str().to_owned()).collect());
+                reach = loaded
+                    .version
+                    .covariate_reach(given, request.field(), ids.as_deref())
+                    .map_err(refused)?;
+                loaded
+                    .version
+                    .layer_scores(whole, given, "")
+                    .map_err(refused)?
+            }
             _ => None,
         };
         let whole: &[f64] = layer.as_deref().unwrap_or(whole);
@@ -212,6 +276,19 @@ impl Service {
                 .collect(),
         };
         self.metrics.count_corrections(key, model.method(), count);
+        let v = &loaded.version;
+        let warnings = served
+            .mismatch
+            .iter()
+            .map(|m| m.warning(v.version))
+            .chain(served.members)
+            .chain(outside_warning(v, outside.len()))
+            .chain(reach)
+            .chain(unused_covariates(
+                v,
+                request.inputs.covariates().unwrap_or_default(),
+            ))
+            .collect();
         Ok(Correction {
             version: loaded,
             results,
@@ -226,8 +303,8 @@ impl Service {
                     .collect()
             }),
             layer,
-            mismatch: served.mismatch,
             outside,
+            warnings,
         })
     }
 }

@@ -16,6 +16,7 @@ mod preference_drift;
 mod preferences;
 mod rank_sessions;
 mod ratings;
+mod ratings_checks;
 mod repeat_noise;
 mod report;
 mod runlevel;
@@ -263,7 +264,7 @@ impl Service {
         let max = self.limits.max_page_size;
         let limit = limit.unwrap_or(max.min(100));
         if limit == 0 || limit > max {
-            return Err(Error::invalid(
+            return Err(Error::rejected(
                 "the page request was refused",
                 vec![Problem::at(
                     None,
@@ -275,7 +276,7 @@ impl Service {
         let after = cursor
             .map(|c| {
                 decode_cursor(c).ok_or_else(|| {
-                    Error::invalid(
+                    Error::rejected(
                         "the page request was refused",
                         vec![Problem::at(
                             None,

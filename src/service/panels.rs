@@ -74,7 +74,7 @@ impl Service {
     /// are served by: its unversioned anchors where it has any, else its only judge version,
     /// else the one its active calibrations were trained on (409 naming the member and its
     /// versions where they differ, or where the member has no anchors).
-    async fn member_versions(
+    pub(super) async fn member_versions(
         &self,
         panel: &Panel,
         named: &[(JudgeName, Option<JudgeVersion>)],

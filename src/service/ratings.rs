@@ -10,6 +10,7 @@ use judgecal_stats::pairwise::preference::{Candidate, Inputs, Verdicts};
 use judgecal_stats::pairwise::rate::{self, Compared, RateError, RateOptions};
 use judgecal_stats::pairwise::ratings::RatingError;
 use judgecal_stats::rng::{Rng, SeedableRng};
+use judgecal_stats::warning::Warning;
 
 use super::Service;
 use super::pairwise_panels::member_verdicts;
@@ -80,6 +81,8 @@ pub struct RatingsAnswer {
     pub covariates: Vec<CovariateName>,
     /// With `target_half_width`: the labels that reach it.
     pub plan: Option<LabelPlan>,
+    /// What the rating rests on that the request departs from.
+    pub warnings: Vec<Warning>,
 }
 
 /// How many of the run's comparisons to label for every rating's half-width to reach the
@@ -253,6 +256,23 @@ impl Service {
         anchors.retain(|c| !in_run.contains(&c.item_id));
         let mut keep = kept.iter();
         anchor_members.retain(|_| keep.next().copied().unwrap_or(false));
+        if anchors.is_empty() && panel.is_none() {
+            // A cell of judge scores is said to be one: its runs are estimated.
+            let scores = self
+                .store
+                .cells()
+                .await?
+                .into_iter()
+                .any(|c| c.key == key && c.comparison_count == 0);
+            if scores {
+                return Err(Error::conflict(
+                    format!(
+                        "cell {key} holds judge scores, not comparisons: ratings rate a pairwise judge's verdicts; a run of its scores is estimated (POST /v1/estimate) or ranked (POST /v1/rank)"
+                    ),
+                    vec![],
+                ));
+            }
+        }
         if anchors.is_empty() {
             return Err(Error::conflict(
                 format!(
@@ -339,36 +359,59 @@ impl Service {
                 .filter(|c| c.inputs != Inputs::WithCovariates || v.report.covariates == covariates)
                 .map(|candidate| (v.version, candidate))
         });
+        // The labelled set as the statistics read it: the cell's labelled comparisons between
+        // the run's systems, and the run's own.
+        let labelled_set: Vec<&Comparison> = anchors
+            .iter()
+            .filter(|c| c.preference.is_some() && rated.contains(&c.a) && rated.contains(&c.b))
+            .chain(run.iter().filter(|c| c.preference.is_some()))
+            .collect();
+        // A judge's run without the swapped verdict where the map reads it is rated by the
+        // map on the first verdict alone (fitted on the same labels), not as if it were
+        // missing at random.
+        let lacks_swapped = panel.is_none() && run.iter().any(|c| c.verdict_swapped.is_none());
         let (k, known) = (rated.len(), names.len());
         let level = request.level;
-        let (rated, ranks, version) = crate::error::blocking("the ratings thread", move || {
-            let options = |candidate| RateOptions {
-                baseline,
-                controls: controls.len(),
-                seed: 0,
-                candidate,
-            };
-            let fitted = trained.and_then(|(n, c)| {
-                rate::rate(k, known, &anchor_rows, &run_rows, &options(Some(c)))
-                    .ok()
-                    .map(|r| (r, Some(n)))
-            });
-            let (rated, version) = match fitted {
-                Some(done) => done,
-                None => (
-                    rate::rate(k, known, &anchor_rows, &run_rows, &options(None))?,
-                    None,
-                ),
-            };
-            let ranks =
-                rated
-                    .powered
-                    .ratings
-                    .rank_intervals(level, RANK_DRAWS, &mut Rng::seed_from_u64(0));
-            Ok::<_, RateError>((rated, ranks, version))
-        })
-        .await?
-        .map_err(|e| rating_error(e, &index))?;
+        let (rated, ranks, version, reads_swapped) =
+            crate::error::blocking("the ratings thread", move || {
+                let options = |candidate| RateOptions {
+                    baseline,
+                    controls: controls.len(),
+                    seed: 0,
+                    candidate,
+                };
+                let fitted = trained.and_then(|(n, c)| {
+                    rate::rate(k, known, &anchor_rows, &run_rows, &options(Some(c)))
+                        .ok()
+                        .map(|r| (r, Some(n)))
+                });
+                let (mut rated, mut version) = match fitted {
+                    Some(done) => done,
+                    None => (
+                        rate::rate(k, known, &anchor_rows, &run_rows, &options(None))?,
+                        None,
+                    ),
+                };
+                let chosen = rated.choice.candidate;
+                let reads_swapped = chosen.inputs != Inputs::Verdict;
+                if reads_swapped && lacks_swapped {
+                    let first = Candidate {
+                        inputs: Inputs::Verdict,
+                        ..chosen
+                    };
+                    rated = rate::rate(k, known, &anchor_rows, &run_rows, &options(Some(first)))?;
+                    version = None;
+                }
+                let ranks = rated.powered.ratings.rank_intervals(
+                    level,
+                    RANK_DRAWS,
+                    &mut Rng::seed_from_u64(0),
+                );
+                Ok::<_, RateError>((rated, ranks, version, reads_swapped))
+            })
+            .await?
+            .map_err(|e| rating_error(e, &index))?;
+        let warnings = super::ratings_checks::check(run, &labelled_set, reads_swapped);
         let plan = request.target_half_width.map(|target| {
             let unlabelled: Vec<ItemId> = run
                 .iter()
@@ -438,6 +481,7 @@ impl Service {
                 .collect(),
             covariates,
             plan,
+            warnings,
         })
     }
 }

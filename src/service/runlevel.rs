@@ -117,6 +117,7 @@ impl Service {
                 runs: vec![resolved.loaded.clone(); judge_versions.len()],
                 loaded: resolved.loaded,
                 mismatches: resolved.mismatch.into_iter().collect(),
+                notes: resolved.members.into_iter().collect(),
                 partial_items: 0,
                 new_groups: Vec::new(),
                 held: false,
@@ -150,6 +151,7 @@ impl Service {
             held: false,
             unused_covariates: None,
             unread_covariates: None,
+            notes: Vec::new(),
             repeats: None,
         })
     }
@@ -268,11 +270,24 @@ impl Service {
             if let Some(version) = served.runs.get(i)
                 && version.version.covariate_layer.is_some()
             {
-                problems.extend(
-                    version
-                        .version
-                        .far_scores(&run.scores, &format!("{prefix}{field}")),
-                );
+                problems.extend(version.version.far_inputs(
+                    &run.scores,
+                    inputs.repeats(),
+                    &format!("{prefix}{field}"),
+                    prefix,
+                ));
+                let ids: Option<Vec<String>> = run
+                    .ids
+                    .as_ref()
+                    .map(|ids| ids.iter().map(|i| i.to_string()).collect());
+                match version.version.covariate_reach(
+                    covariates.unwrap_or_default(),
+                    &format!("{prefix}items"),
+                    ids.as_deref(),
+                ) {
+                    Ok(w) => served.notes.extend(w),
+                    Err(p) => problems.extend(p),
+                }
                 match layered(&version.version, run, covariates, hold, prefix) {
                     Ok(unread) => {
                         served.held = !hold.is_empty();
@@ -340,11 +355,12 @@ impl Service {
                     .push((prefix.trim_end_matches('.').to_owned(), group.to_owned()));
             }
             if let (Some(version), true) = (served.runs.get(i), problems.len() == before) {
-                problems.extend(
-                    version
-                        .version
-                        .far_scores(&run.scores, &format!("{prefix}{field}")),
-                );
+                problems.extend(version.version.far_inputs(
+                    &run.scores,
+                    inputs.repeats(),
+                    &format!("{prefix}{field}"),
+                    prefix,
+                ));
             }
         }
         if problems.is_empty() {
@@ -608,6 +624,9 @@ pub struct Served {
     /// Items of a version trained with covariates carried others it does not read (a name it
     /// was not trained with, or one it did not keep): the version's number and those names.
     pub unread_covariates: Option<(i64, Vec<String>)>,
+    /// Warnings decided while serving: a panel version's member versions, runs' covariates
+    /// outside the anchors' range of a covariate the version reads.
+    pub notes: Vec<judgecal_stats::warning::Warning>,
     /// Items carried repeats: how they were read.
     pub repeats: Option<super::repeat_noise::RepeatUse>,
 }

@@ -1,6 +1,7 @@
 //! Calibrator versions: listing, activation, and the in-memory cache of the versions cells
 //! serve (each process loads them from the store and picks up activations made elsewhere).
 
+use judgecal_stats::warning::{Code, Warning};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
@@ -84,7 +85,11 @@ pub struct Mismatch {
 
 impl Mismatch {
     /// What the answer's `warnings` say.
-    pub fn warning(&self, version: i64) -> String {
+    pub fn warning(&self, version: i64) -> Warning {
+        Warning::new(Code::JudgeVersionMismatch, self.message(version)).at("judge_version")
+    }
+
+    fn message(&self, version: i64) -> String {
         let served = JudgeVersion::describe(self.served.as_ref());
         let (judge, rubric) = (&self.key.judge, &self.key.rubric);
         match (&self.requested, self.own) {
@@ -115,6 +120,9 @@ impl Mismatch {
 pub struct Resolved {
     pub loaded: Arc<Loaded>,
     pub mismatch: Option<Mismatch>,
+    /// A panel's version trained on member judge versions other than those the members'
+    /// own untagged requests are served by now (`member_version_mismatch`).
+    pub members: Option<Warning>,
 }
 
 /// The rubrics' scales this process serves with (see `Service::scale_of`).
@@ -383,10 +391,12 @@ impl Service {
             },
             _ => self.corrector(key, version).await?,
         };
+        let members = self.member_mismatch(&loaded).await?;
         if loaded.version.judge_version.as_ref() == wanted {
             return Ok(Resolved {
                 loaded,
                 mismatch: None,
+                members,
             });
         }
         let mismatch = Mismatch {
@@ -421,7 +431,65 @@ impl Service {
         Ok(Resolved {
             loaded,
             mismatch: Some(mismatch),
+            members,
         })
+    }
+
+    /// Where a panel's version was trained on a member judge version other than the one the
+    /// panel's requests, which name no member version, are read as (the one a panel training
+    /// fits by default: each member's unversioned anchors where it has any, else its only
+    /// judge version, else the one its active calibrations were trained on): the warning
+    /// naming them. A panel trained with `member_versions` on a new member version serves the
+    /// panel's requests with it; the answer says so.
+    async fn member_mismatch(&self, loaded: &Loaded) -> Result<Option<Warning>> {
+        let Some(fusion) = loaded.version.fusion.as_ref() else {
+            return Ok(None);
+        };
+        let Some(panel) = self.store.panel(&loaded.version.key.judge).await? else {
+            return Ok(None);
+        };
+        // Where the defaults cannot be resolved (a member with no anchors, or several versions
+        // none of which serves alone), the training would have asked; nothing is said here.
+        let Ok(defaults) = self.member_versions(&panel, &[]).await else {
+            return Ok(None);
+        };
+        let mut differ = Vec::new();
+        for (member, trained) in fusion.members.iter().zip(&fusion.member_versions) {
+            let Some((_, now)) = defaults.iter().find(|(j, _)| j.as_str() == member) else {
+                continue;
+            };
+            let now = now.as_ref().map(|v| v.as_str().to_owned());
+            if now.as_deref() != trained.as_deref() {
+                differ.push((member.as_str(), trained.as_deref(), now));
+            }
+        }
+        if differ.is_empty() {
+            return Ok(None);
+        }
+        let said: Vec<String> = differ
+            .iter()
+            .map(|(m, trained, now)| {
+                format!(
+                    "{m}: trained on judge_version {}, its untagged scores read as {}",
+                    trained.unwrap_or("(none)"),
+                    now.as_deref().unwrap_or("(none)")
+                )
+            })
+            .collect();
+        Ok(Some(
+            Warning::new(
+                Code::MemberVersionMismatch,
+                format!(
+                    "version {} of panel {} was trained on member judge versions other than those the panel's requests \
+                     are read as ({}): the members' scores in this request were corrected as those versions' scores; \
+                     if they are not, pin the panel version trained on the members' defaults (`version`)",
+                    loaded.version.version,
+                    loaded.version.key.judge,
+                    said.join("; ")
+                ),
+            )
+            .at("scores"),
+        ))
     }
 
     /// The calibration trained on `judge_version` (`None`: the unversioned anchors) that

@@ -26,6 +26,31 @@ fn openapi_yaml_matches_the_code() {
     );
 }
 
+/// One vocabulary of warnings: every code the statistics can give is in the OpenAPI
+/// document's `WarningCode` and in docs/api.md's table, and nothing else is.
+#[test]
+fn every_warning_code_is_documented_once() {
+    use judgecal_stats::warning::CODES;
+    let spec = serde_json::to_value(judgecal::http::openapi::document()).unwrap();
+    let listed: Vec<&str> = spec["components"]["schemas"]["WarningCode"]["enum"]
+        .as_array()
+        .expect("WarningCode is an enum")
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let codes: Vec<&str> = CODES.iter().map(|(_, name)| *name).collect();
+    assert_eq!(listed, codes);
+    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/api.md"))
+        .expect("docs/api.md");
+    let table = &docs[docs.find("## Warnings").expect("a Warnings section")..];
+    for code in codes {
+        assert!(
+            table.contains(&format!("`{code}`")),
+            "{code} is not in docs/api.md's table of warnings"
+        );
+    }
+}
+
 #[test]
 fn a_bad_setting_stops_the_process_naming_its_key() {
     let dir = tempfile::tempdir().unwrap();

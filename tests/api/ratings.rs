@@ -294,6 +294,20 @@ async fn a_bad_request_is_refused_naming_what_to_fix(backend: Backend) {
         .json("POST", "/v1/comparisons", &run(world(300, 10_000, 300, 7)))
         .await;
     assert_eq!(anchors.status, 200, "{}", anchors.body);
+    // A misspelt setting is named against the ratings request's fields, settings included.
+    let mut body = run(world(30, 0, 0, 13));
+    body["baselin"] = json!("s0");
+    let details = assert_error(
+        &app.json("POST", "/v1/ratings", &body).await,
+        422,
+        "invalid_input",
+    );
+    assert_eq!(details[0]["field"], "baselin");
+    let problem = details[0]["problem"].as_str().unwrap();
+    assert!(
+        problem.contains("a ratings request") && problem.contains("baseline, level"),
+        "{problem}"
+    );
     // A baseline outside the run, a level out of range and a bad verdict: all named at once.
     let mut rows = world(100, 0, 0, 13);
     rows[4]["verdict"] = json!("left");

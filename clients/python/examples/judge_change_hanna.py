@@ -70,7 +70,7 @@ def main(url: str, key: str, path: str) -> None:
         c = jc.correct(judge, RUBRIC, [scores[(version, s)] for s in held], judge_version=version)
         e = jc.estimate(judge, RUBRIC, [scores[(version, s)] for s in held], judge_version=version)
         mean = sum(truth) / len(truth)
-        return mae([r.corrected for r in c.results], truth), e.estimate - mean, c.warnings or []
+        return mae([r.corrected for r in c.results], truth), e.estimate - mean, [w.message for w in c.warnings]
 
     m_old, bias_old, _ = held_out(OLD)
     print(f"   held out ({len(held)} stories): MAE {m_old:.3f}, error of the run mean {bias_old:+.3f}")

@@ -30,7 +30,8 @@ def test_a_judge_change_through_the_client(server):
         jc.train("jv", "isotonic", progress=False, timeout=120)
         assert jc.versions("jv", "coherence").versions[0].judge_version == "v1"
         stale = jc.correct("jv", "coherence", [3.0], judge_version="v2")
-        assert stale.warnings and "v2" in stale.warnings[0]
+        assert stale.warnings and "v2" in stale.warnings[0].message
+        assert stale.warnings[0].code.value == "judge_version_mismatch"
         plan = jc.rescore("jv", "coherence", "v2")
         assert plan.remaining == 150 and plan.from_ == "v1"
         ack = jc.upload_anchors("jv", "coherence", rows(150, 0.6, references=False), judge_version="v2")
@@ -39,7 +40,7 @@ def test_a_judge_change_through_the_client(server):
         assert bridge.verdict.value == "refit" and bridge.items == 150
         versions = jc.train("jv", "isotonic", progress=False, timeout=120)
         assert versions[0].version == 2
-        assert jc.correct("jv", "coherence", [3.0], judge_version="v2").warnings is None
+        assert jc.correct("jv", "coherence", [3.0], judge_version="v2").warnings == []
         both = jc.compare(
             "jv", "coherence", [2.0, 3.0, 3.5] * 10, [2.6, 3.6, 4.1] * 10,
             judge_version_a="v1", judge_version_b="v2",

@@ -27,6 +27,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::warning::{Code, Warning};
+
 use super::quality::{level_spacing, pearson};
 use super::stats::{average_ranks, least_squares, mean, sample_variance, t_quantile};
 
@@ -135,6 +137,9 @@ pub struct Bridge {
     pub more_items: Option<usize>,
     /// Why, in words.
     pub reason: String,
+    /// The new scores reverse the old order ([`reverses`]): `refit`, whatever the mean did.
+    #[serde(default)]
+    pub reversed: bool,
 }
 
 /// What a silent-change check found, as `judgecal_judge_changed` reads it.
@@ -169,6 +174,22 @@ impl Finding {
 }
 
 impl Bridge {
+    /// What a reader of the bridge must know beside its verdict.
+    pub fn warnings(&self) -> Vec<Warning> {
+        let Some(raw) = self.raw.filter(|_| self.reversed) else {
+            return Vec::new();
+        };
+        vec![Warning::new(
+            Code::JudgeReversed,
+            format!(
+                "the new scores reverse the old order (rank correlation {:+.3} on {} items): a mirrored or inverted \
+                 judge (a scale read backwards, a↔b swapped) is a change whatever its mean does; the old calibration \
+                 would correct these scores backwards",
+                raw.rank_correlation, self.items
+            ),
+        )]
+    }
+
     /// What the bridge says of a silent change.
     pub fn finding(&self) -> Finding {
         match (self.verdict, self.corrected) {
@@ -270,6 +291,22 @@ pub fn planned_items(sd_corrected: f64, tolerance: f64) -> Option<usize> {
     items_to_decide(0.0, sd, tolerance).map(|n| 3 * n.max(MIN_GROUP_ITEMS))
 }
 
+/// Whether re-scores reverse the old order: Spearman's ρ of old and new scores lies below 0
+/// by its one-sided (1 − α/2) bound, on the Fisher z scale with the Bonett–Wright variance
+/// (1 + ρ²/2)/(n − 3), on at least [`MIN_ITEMS`] items. The same judge re-scoring items
+/// correlates with itself (its repeat reliability), and a new version with the old one; a
+/// mirror (6 − score) keeps the mean and the bands by the mean of the two scores, so only
+/// the order shows it. Where the true ρ is 0 (a judge of pure noise both times) it fires at
+/// most α/2; where it is positive, less.
+pub fn reverses(rho: f64, n: usize) -> bool {
+    if n < MIN_ITEMS || !rho.is_finite() {
+        return false;
+    }
+    let z = rho.clamp(-1.0 + 1e-12, 1.0 - 1e-12).atanh();
+    let se = ((1.0 + rho * rho / 2.0) / (n as f64 - 3.0)).sqrt();
+    z + super::stats::normal_quantile(1.0 - ALPHA / 2.0) * se < 0.0
+}
+
 /// The bridge over `pairs` at `tolerance` (reference units).
 pub fn bridge(pairs: &[Pair], tolerance: f64) -> Bridge {
     let n = pairs.len();
@@ -287,6 +324,7 @@ pub fn bridge(pairs: &[Pair], tolerance: f64) -> Bridge {
                 "{n} shared item{}: a bridge needs both versions' scores of at least 2 items (better {MIN_ITEMS})",
                 if n == 1 { "" } else { "s" }
             ),
+            reversed: false,
         };
     }
     let old: Vec<f64> = pairs.iter().map(|p| p.old).collect();
@@ -413,7 +451,21 @@ pub fn bridge(pairs: &[Pair], tolerance: f64) -> Bridge {
         "the corrected mean moved {:+.4} (90% interval {:+.4} to {:+.4}) on {n} shared items",
         corrected.mean, corrected.lo, corrected.hi
     );
-    let (verdict, more_items, reason) = if outside {
+    let reversed = reverses(raw.rank_correlation, n);
+    let (verdict, more_items, reason) = if reversed {
+        (
+            Verdict::Refit,
+            None,
+            format!(
+                "the new scores reverse the old order (rank correlation {:+.3}, slope {}) on {n} shared items: \
+                 the judge was mirrored or inverted, not shifted, which the corrected mean cannot show \
+                 ({interval}): {REFIT_ADVICE}",
+                raw.rank_correlation,
+                raw.slope
+                    .map_or("undefined".to_owned(), |b| format!("{b:+.3}"))
+            ),
+        )
+    } else if outside {
         (
             Verdict::Refit,
             None,
@@ -480,6 +532,7 @@ pub fn bridge(pairs: &[Pair], tolerance: f64) -> Bridge {
         verdict,
         more_items,
         reason,
+        reversed,
     }
 }
 
@@ -507,6 +560,57 @@ mod tests {
                 }
             })
             .collect()
+    }
+
+    /// A mirrored judge (every item re-scored 6 − score on a 1–5 integer scale, with repeat
+    /// noise) keeps the mean and the bands by the mean of the two scores; its order shows it:
+    /// `refit` in every one of 400 checks of 60 items. A judge of pure noise both times (true
+    /// ρ = 0) is called reversed at most α/2 of the time, and an unchanged weak judge (repeat
+    /// correlation about 0.3) all but never.
+    #[test]
+    fn a_mirrored_judge_is_a_change_and_noise_is_not() {
+        let mut rng = Rng::seed_from_u64(83);
+        let level = |x: f64| x.round().clamp(1.0, 5.0);
+        let pair = |old: f64, new: f64| Pair {
+            old,
+            new,
+            old_corrected: 0.5 + 0.8 * old,
+            new_corrected: 0.5 + 0.8 * new,
+            group: None,
+        };
+        let (reps, n) = (400, 60);
+        let (mut mirrored, mut noise, mut weak) = (0, 0, 0);
+        for _ in 0..reps {
+            let (mut m, mut z, mut w) = (Vec::new(), Vec::new(), Vec::new());
+            for _ in 0..n {
+                let x = 3.0 + standard_normal(&mut rng);
+                let old = level(x + 0.5 * standard_normal(&mut rng));
+                let new = level(x + 0.5 * standard_normal(&mut rng));
+                m.push(pair(old, 6.0 - new));
+                let (a, b) = (rng.random_range(1..=5), rng.random_range(1..=5));
+                z.push(pair(f64::from(a), f64::from(b)));
+                let y = 3.0 + 0.5 * standard_normal(&mut rng);
+                let old = level(y + 0.8 * standard_normal(&mut rng));
+                let new = level(y + 0.8 * standard_normal(&mut rng));
+                w.push(pair(old, new));
+            }
+            let b = bridge(&m, 0.1);
+            mirrored += usize::from(b.verdict == Verdict::Refit && b.reversed);
+            noise += usize::from(bridge(&z, 0.1).reversed);
+            weak += usize::from(bridge(&w, 0.1).reversed);
+        }
+        eprintln!(
+            "reversed: mirrored {mirrored}/{reps}, pure noise {noise}/{reps}, weak judge {weak}/{reps}"
+        );
+        assert_eq!(mirrored, reps);
+        assert!(
+            noise <= reps / 20,
+            "pure noise called reversed {noise}/{reps}"
+        );
+        assert!(
+            weak <= 2,
+            "an unchanged weak judge called reversed {weak}/{reps}"
+        );
     }
 
     #[test]

@@ -48,6 +48,21 @@ pub struct Input {
     pub transform: Transform,
     pub centre: f64,
     pub scale: f64,
+    /// The anchors' smallest and largest raw value (absent in versions trained before it
+    /// was kept): a value outside it is extrapolated, one more than the range's width beyond
+    /// it is refused.
+    #[serde(default)]
+    pub range: Option<[f64; 2]>,
+}
+
+/// Where a raw covariate value lies against the anchors' range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    Inside,
+    /// Outside the range, by less than its width.
+    Outside,
+    /// More than the range's width beyond it.
+    Far,
 }
 
 impl Input {
@@ -57,6 +72,21 @@ impl Input {
         self.transform
             .apply(raw)
             .map(|t| (t - self.centre) / self.scale)
+    }
+
+    /// Where `raw` lies against the anchors' range (inside where the version kept none).
+    pub fn reach(&self, raw: f64) -> Reach {
+        let Some([lo, hi]) = self.range else {
+            return Reach::Inside;
+        };
+        let width = hi - lo;
+        if (lo..=hi).contains(&raw) {
+            Reach::Inside
+        } else if raw >= lo - width && raw <= hi + width {
+            Reach::Outside
+        } else {
+            Reach::Far
+        }
     }
 
     /// `length` or `log(length)`.
@@ -309,12 +339,17 @@ pub fn fit_layer(
                     "covariate {name} takes one value on every anchor; it cannot be fitted"
                 ));
             }
+            let raw = cells.iter().flatten().map(|row| row.covariates[c]);
+            let range = raw.fold([f64::INFINITY, f64::NEG_INFINITY], |[lo, hi], x| {
+                [lo.min(x), hi.max(x)]
+            });
             these.push(columns.len());
             columns.push(Column::Covariate(Input {
                 name: name.clone(),
                 transform,
                 centre,
                 scale: var.sqrt(),
+                range: Some(range),
             }));
         }
         options.push(these);

@@ -39,6 +39,7 @@ pub mod select;
 pub mod stats;
 pub mod train;
 pub mod units;
+pub mod warning;
 
 pub use corrector::{Cell, CellModel, Corrected, Corrector, MeanUncertainty, Run};
 pub use report::MethodReport;

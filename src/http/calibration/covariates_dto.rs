@@ -36,6 +36,12 @@ pub struct CovariateInputDto {
     pub transform: String,
     pub centre: f64,
     pub scale: f64,
+    /// The anchors' smallest and largest raw value: a request's value outside it is corrected
+    /// with the warning `covariate_outside_anchors`, one more than the range's width beyond it
+    /// refused (absent for versions trained before it was kept).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(min_items = 2, max_items = 2)]
+    pub range: Option<[f64; 2]>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -71,6 +77,7 @@ impl From<Layer> for CovariateLayerDto {
                     name: i.name,
                     centre: i.centre,
                     scale: i.scale,
+                    range: i.range,
                 })
                 .collect(),
             judge_weight: l.judge.weight,

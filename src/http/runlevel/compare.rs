@@ -17,6 +17,7 @@ use crate::http::schema;
 use crate::service::CompareRequest;
 use judgecal_stats::runlevel::RunComparison;
 use judgecal_stats::runlevel::warnings;
+use judgecal_stats::warning::Warning;
 
 /// The body of POST /v1/compare: two runs of one cell.
 #[derive(Deserialize, ToSchema)]
@@ -97,7 +98,7 @@ pub struct CompareResponse {
     /// otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     repeats: Option<super::RepeatsDto>,
-    warnings: Vec<String>,
+    warnings: Vec<Warning>,
 }
 
 /// Is model A better than model B? The difference of two runs' de-biased means.

@@ -16,6 +16,7 @@ use crate::http::schema;
 use crate::service::EstimateRequest;
 use judgecal_stats::repeats::Costs;
 use judgecal_stats::runlevel::warnings;
+use judgecal_stats::warning::Warning;
 
 /// The body of POST /v1/estimate: the cell, the run (`scores` or `items`, not both) and how
 /// to answer.
@@ -90,7 +91,7 @@ pub struct EstimateResponse {
     repeats: Option<super::RepeatsDto>,
     /// What a reader of the interval must know: extrapolation, a left-out term, a transport
     /// check that found bias.
-    warnings: Vec<String>,
+    warnings: Vec<Warning>,
 }
 
 /// A run's de-biased mean with its interval.

@@ -6,7 +6,7 @@ use utoipa::ToSchema;
 
 use super::{
     RunEstimateDto, RunItemDto, group_schema, identify, mismatch_warnings, name_span, raw_run,
-    rendered, run_dto,
+    render, run_dto,
 };
 use crate::domain::rank_session::RankSession;
 use crate::domain::runlevel::{RawLabels, RawRankOptions, RawRunWithGroup, RawSettings};
@@ -17,6 +17,7 @@ use crate::http::schema;
 use crate::service::{RankRequest, Served};
 use judgecal_stats::runlevel::rank::{Allocation, RankedPair, Ranking};
 use judgecal_stats::runlevel::warnings::{self, Note};
+use judgecal_stats::warning::{Code, Warning};
 
 /// One run of a ranking.
 #[derive(Deserialize, ToSchema)]
@@ -263,7 +264,7 @@ pub struct RankResponse {
     /// otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     repeats: Option<super::RepeatsDto>,
-    warnings: Vec<String>,
+    warnings: Vec<Warning>,
 }
 
 /// Ranks K runs of one cell: is model A better than B, for every pair at once?
@@ -333,12 +334,21 @@ pub(super) async fn answer(
     let resolved = r.pairs.iter().filter(|p| p.higher().is_some()).count();
     let mut warnings = mismatch_warnings(&served);
     if after.is_none() {
-        warnings.push(format!(
-            "this ranking's family holds for this one look (round {} of the {} planned); asking again after more labels starts a new family, and the error over all the looks grows with each: open a ranking session (POST /v1/rank/sessions) to bind the looks",
-            how.round, how.rounds
+        warnings.push(Warning::new(
+            Code::SingleLook,
+            format!(
+                "this ranking's family holds for this one look (round {} of the {} planned); asking again after more labels starts a new family, and the error over all the looks grows with each: open a ranking session (POST /v1/rank/sessions) to bind the looks",
+                how.round, how.rounds
+            ),
         ));
     }
-    warnings.extend(rendered(&notes, |k| format!("{}: ", names[k])));
+    warnings.extend(notes.iter().map(|n| {
+        let w = render(n, |k| format!("{}: ", names[k]));
+        match n.run {
+            Some(k) if w.systems.is_empty() => w.systems([&names[k]]),
+            _ => w,
+        }
+    }));
     Ok(RankResponse {
         judge,
         rubric,

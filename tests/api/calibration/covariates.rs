@@ -148,6 +148,38 @@ async fn a_length_biased_judge_is_corrected_at_each_items_length(backend: Backen
     assert!(res.body["results"][0]["layer_score"].is_f64());
     assert!(res.body["results"][0]["predictive"].is_array());
 
+    // A length outside the anchors' is corrected and named by its covariate (not blamed on
+    // the judge score); one 150 times the typical length, far beyond, is refused by row and
+    // field, as a judge score far outside is.
+    let range = &layer["inputs"][0]["range"];
+    let (shortest, longest) = (range[0].as_f64().unwrap(), range[1].as_f64().unwrap());
+    assert!(shortest < 400.0 && 400.0 < longest, "{layer}");
+    let res = correct(
+        &app,
+        json!({"judge": "j", "rubric": "r1", "items": [
+            {"id": "inside", "score": 3.5, "covariates": {"length": 400.0}},
+            {"id": "beyond", "score": 3.5, "covariates": {"length": longest + 0.5 * (longest - shortest)}},
+        ]}),
+    )
+    .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let w = &res.body["warnings"];
+    assert_eq!(w[0]["code"], "covariate_outside_anchors", "{w}");
+    assert_eq!(w[0]["field"], "items.covariates.length", "{w}");
+    assert_eq!(w[0]["items"], json!(["beyond"]), "{w}");
+    let far = correct(
+        &app,
+        json!({"judge": "j", "rubric": "r1", "items": [at(400.0), at(150.0 * 400.0)]}),
+    )
+    .await;
+    let details = assert_error(&far, 422, "invalid_input");
+    assert_eq!(
+        named(&details),
+        [(2, "items.covariates.length")],
+        "{}",
+        far.body
+    );
+
     // Fresh items: the covariate version is closer to E[y | j, length] than the judge-only one.
     let fresh: Vec<Item> = (0..300).map(|_| item(&mut rng)).collect();
     let items: Vec<Value> = fresh
@@ -168,7 +200,7 @@ async fn a_length_biased_judge_is_corrected_at_each_items_length(backend: Backen
         assert_eq!(
             res.body["warnings"].as_array().is_some_and(|w| w
                 .iter()
-                .any(|w| w.as_str().unwrap().contains("covariates length"))),
+                .any(|w| w["message"].as_str().unwrap().contains("covariates length"))),
             version == 1,
             "{}",
             res.body["warnings"]
@@ -266,7 +298,7 @@ async fn a_length_biased_judge_is_corrected_at_each_items_length(backend: Backen
     assert_eq!(body["covariates"], "as_given", "{body}");
     assert!(body["warnings"].as_array().is_none_or(|w| {
         w.iter()
-            .all(|w| !w.as_str().unwrap().contains("does not read"))
+            .all(|w| !w["message"].as_str().unwrap().contains("does not read"))
     }));
     // A covariate the version does not read (here a second one it was not trained with) does
     // not change the answer, and the answer says it was not used.
@@ -280,7 +312,7 @@ async fn a_length_biased_judge_is_corrected_at_each_items_length(backend: Backen
         body["warnings"]
             .as_array()
             .is_some_and(|w| w.iter().any(|w| {
-                let w = w.as_str().unwrap();
+                let w = w["message"].as_str().unwrap();
                 w.contains("does not read covariates markdown") && w.contains("not used")
             })),
         "{body}"

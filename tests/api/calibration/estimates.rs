@@ -76,8 +76,9 @@ async fn an_identity_estimate_is_the_raw_mean_shifted_by_the_anchors_residual(ba
     // accounted for.
     let warnings = b["warnings"].as_array().unwrap();
     assert_eq!(warnings.len(), 1, "{b}");
+    assert_eq!(warnings[0]["code"], "groups_unmeasured", "{b}");
     assert!(
-        warnings[0]
+        warnings[0]["message"]
             .as_str()
             .unwrap()
             .contains("fewer than two groups"),
@@ -261,7 +262,7 @@ async fn a_bayes_estimate_is_the_mean_correction_with_its_posterior_term(backend
         "{b}"
     );
     assert!(
-        b["warnings"][0]
+        b["warnings"][0]["message"]
             .as_str()
             .unwrap()
             .contains("20.0% of the judge scores"),
@@ -441,15 +442,24 @@ async fn groups_are_stored_measured_and_used_by_run_level_answers(backend: Backe
     // none named, is not.
     let said = |b: &Value| {
         b["warnings"].as_array().is_some_and(|w| {
-            w.iter()
-                .any(|w| w.as_str().unwrap().contains("is not among the systems"))
+            w.iter().any(|w| {
+                w["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("is not among the systems")
+            })
         })
     };
     assert!(said(&new), "{new}");
     assert!(
-        new["warnings"][0].as_str().unwrap().contains("\"sys-new\""),
+        new["warnings"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("\"sys-new\""),
         "{new}"
     );
+    assert_eq!(new["warnings"][0]["code"], "new_group", "{new}");
+    assert_eq!(new["warnings"][0]["systems"], json!(["sys-new"]), "{new}");
     assert!(!said(&high) && !said(&none), "{high} {none}");
     assert!(
         !new.to_string().contains("further from the others"),

@@ -51,14 +51,14 @@ async fn a_judge_change_end_to_end(backend: Backend) {
     )
     .await;
     assert_eq!(same.status, 200, "{}", same.body);
-    assert!(same.body.get("warnings").is_none(), "{}", same.body);
+    assert!(same.body["warnings"] == json!([]), "{}", same.body);
     let stale = correct(
         &app,
         json!({"judge": "j", "rubric": "r", "scores": [3.0], "judge_version": "v2"}),
     )
     .await;
     assert_eq!(stale.status, 200, "{}", stale.body);
-    let warning = stale.body["warnings"][0].as_str().unwrap();
+    let warning = stale.body["warnings"][0]["message"].as_str().unwrap();
     assert!(
         warning.contains("\"v2\"") && warning.contains("\"v1\""),
         "{warning}"
@@ -194,7 +194,7 @@ async fn a_judge_change_end_to_end(backend: Backend) {
         )
         .await;
         assert_eq!(res.body["version"], served, "{}", res.body);
-        assert!(res.body.get("warnings").is_none(), "{}", res.body);
+        assert!(res.body["warnings"] == json!([]), "{}", res.body);
     }
     // The same item scored 3.0 by v1 and 3.6 by v2 is corrected alike by the two versions.
     let by = |v: &str, j: f64| {
@@ -352,7 +352,7 @@ async fn unversioned_requests_are_served_as_before(backend: Backend) {
     trained(&app, "j", json!({"method": "isotonic"})).await;
     let res = correct(&app, json!({"judge": "j", "rubric": "r", "scores": [3.0]})).await;
     assert_eq!(res.status, 200, "{}", res.body);
-    assert!(res.body.get("warnings").is_none() && res.body.get("judge_version").is_none());
+    assert!(res.body["warnings"] == json!([]) && res.body.get("judge_version").is_none());
     let res = app
         .json(
             "POST",
@@ -432,7 +432,7 @@ async fn a_versioned_training_leaves_untagged_requests_alone(backend: Backend) {
         "{}",
         after.body
     );
-    assert!(after.body.get("warnings").is_none(), "{}", after.body);
+    assert!(after.body["warnings"] == json!([]), "{}", after.body);
     // Pinning the old version for v2's scores says v2 has its own (version 2), not that it has
     // none.
     let pinned = correct(
@@ -441,7 +441,7 @@ async fn a_versioned_training_leaves_untagged_requests_alone(backend: Backend) {
     )
     .await;
     assert_eq!(pinned.body["version"], 1, "{}", pinned.body);
-    let warning = pinned.body["warnings"][0].as_str().unwrap();
+    let warning = pinned.body["warnings"][0]["message"].as_str().unwrap();
     assert!(
         warning.contains("version 2") && !warning.contains("no calibration of its own"),
         "{warning}"
@@ -487,7 +487,7 @@ async fn a_versioned_training_leaves_untagged_requests_alone(backend: Backend) {
     trained(&app, "k", json!({"method": "isotonic"})).await;
     let res = correct(&app, json!({"judge": "k", "rubric": "r", "scores": [3.0]})).await;
     assert_eq!(res.status, 200, "{}", res.body);
-    let warning = res.body["warnings"][0].as_str().unwrap();
+    let warning = res.body["warnings"][0]["message"].as_str().unwrap();
     assert!(
         warning.contains("names no judge_version") && warning.contains("\"v1\""),
         "{warning}"

@@ -135,7 +135,7 @@ async fn a_flow_version_corrects_with_sigma_and_review(backend: Backend) {
     assert_eq!(est.body["corrector_term"], "omitted", "{}", est.body);
     assert_eq!(est.body["variance"]["corrector"], 0.0, "{}", est.body);
     assert!(
-        est.body["warnings"][0]
+        est.body["warnings"][0]["message"]
             .as_str()
             .is_some_and(|w| w.contains("leaves the corrector's uncertainty out")),
         "{}",

@@ -2,6 +2,7 @@
 //! shared by several processes on one database. The helpers here are shared by the modules.
 
 mod agreement;
+mod assumptions;
 mod covariates;
 mod coverage;
 mod estimates;

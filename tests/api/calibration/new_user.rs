@@ -82,7 +82,7 @@ async fn scores_off_the_trained_range_are_refused_or_flagged(backend: Backend) {
         res.body
     );
     assert!(f(&res.body["results"][0]["corrected"]) <= 5.0);
-    let warning = res.body["warnings"][0].as_str().unwrap();
+    let warning = res.body["warnings"][0]["message"].as_str().unwrap();
     assert!(warning.contains("1 scores lie outside"), "{warning}");
 
     let app = &app;

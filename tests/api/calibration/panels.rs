@@ -593,6 +593,36 @@ async fn a_panel_fits_the_judge_versions_its_members_are_served_by(backend: Back
             "{details:?}"
         );
     }
+
+    // b re-scores every item under v2, and the panel is trained on it by name. The panel's
+    // requests name no member version, and b's untagged scores are read as its unversioned
+    // anchors' (as a training by default fits them): the answer says the panel's version read
+    // b as v2 (before, it served silently).
+    stored(
+        &app,
+        json!({"judge": "b", "rubric": "r1", "judge_version": "v2", "anchors": rows(1, 60)}),
+    )
+    .await;
+    let item = json!({"judge": "duo", "rubric": "r1", "items": [{"scores": {"a": 3.0, "b": 3.2}}]});
+    let before = correct(&app, item.clone()).await;
+    assert_eq!(before.status, 200, "{}", before.body);
+    assert_eq!(before.body["warnings"], json!([]), "{}", before.body);
+    trained(
+        &app,
+        "duo",
+        json!({"method": "bayes", "options": quick(), "member_versions": {"b": "v2"}}),
+    )
+    .await;
+    let after = correct(&app, item).await;
+    assert_eq!(after.status, 200, "{}", after.body);
+    assert_eq!(after.body["version"], 2, "{}", after.body);
+    let w = &after.body["warnings"][0];
+    assert_eq!(w["code"], "member_version_mismatch", "{}", after.body);
+    let text = w["message"].as_str().unwrap();
+    assert!(
+        text.contains("b: trained on judge_version v2, its untagged scores read as (none)"),
+        "{text}"
+    );
 }
 
 /// Twelve judges seeing a quality of sd 0.6 through noise of sd 0.3 to 0.85; the reference is

@@ -610,6 +610,12 @@ class Costs(BaseModel):
 class CovariateInputDto(BaseModel):
     centre: float
     name: str
+    range: list[float] | None = Field(None, max_length=2, min_length=2)
+    """
+    The anchors' smallest and largest raw value: a request's value outside it is corrected
+    with the warning `covariate_outside_anchors`, one more than the range's width beyond it
+    refused (absent for versions trained before it was kept).
+    """
     scale: float
     transform: str
     """
@@ -2774,6 +2780,40 @@ class Verdict(Enum):
     more_items = 'more_items'
 
 
+class WarningCode(Enum):
+    """
+    What a warning is about. Stable: a code is never renamed or reused; new ones are added.
+    """
+
+    judge_version_mismatch = 'judge_version_mismatch'
+    member_version_mismatch = 'member_version_mismatch'
+    outside_anchors = 'outside_anchors'
+    covariate_outside_anchors = 'covariate_outside_anchors'
+    covariates_unused = 'covariates_unused'
+    covariates_held = 'covariates_held'
+    members_missing = 'members_missing'
+    new_group = 'new_group'
+    extrapolated = 'extrapolated'
+    sparse_anchors = 'sparse_anchors'
+    corrector_omitted = 'corrector_omitted'
+    corrector_biased = 'corrector_biased'
+    groups_unmeasured = 'groups_unmeasured'
+    groups_conservative = 'groups_conservative'
+    groups_outlying = 'groups_outlying'
+    label_plan_short = 'label_plan_short'
+    single_look = 'single_look'
+    tied_judge_scores = 'tied_judge_scores'
+    no_raw_kappa = 'no_raw_kappa'
+    judge_reversed = 'judge_reversed'
+    input_missing = 'input_missing'
+    run_unlike_labelled = 'run_unlike_labelled'
+    unlabelled_systems = 'unlabelled_systems'
+    underlabelled_systems = 'underlabelled_systems'
+    unbounded_systems = 'unbounded_systems'
+    single_rater = 'single_rater'
+    dominant_rater = 'dominant_rater'
+
+
 class WinRateDto(BaseModel):
     comparisons: int = Field(..., ge=0)
     """
@@ -2834,6 +2874,32 @@ class AnchorBatchRequest(BaseModel):
         min_length=1,
         pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$',
     )
+
+
+class AnswerWarning(BaseModel):
+    """
+    One thing to know about an answer (`AnswerWarning` in the API's schema, so that a client's
+    generated type does not shadow a language's own `Warning`).
+    """
+
+    code: WarningCode
+    field: str | None = None
+    """
+    The request field it is about (`covariates.length`, `comparisons.verdict_swapped`).
+    """
+    items: list[str] | None = None
+    """
+    The items it is about: at most 20 ids (or rows counted from 1 where the request gave
+    no ids).
+    """
+    message: str
+    """
+    What is off and what to do, in words.
+    """
+    systems: list[str] | None = None
+    """
+    The systems (groups, runs of a ranking) it is about.
+    """
 
 
 class AutoSettings(BaseModel):
@@ -2970,6 +3036,10 @@ class Bridge(BaseModel):
     """
     Why, in words.
     """
+    reversed: bool | None = None
+    """
+    The new scores reverse the old order ([`reverses`]): `refit`, whatever the mean did.
+    """
     tolerance: float
     verdict: Verdict
 
@@ -2983,6 +3053,10 @@ class BridgeResponse(Bridge):
     """
     from_: str | None = Field(None, alias='from')
     to: str | None = None
+    warnings: list[AnswerWarning]
+    """
+    What a reader of the verdict must know (`judge_reversed`); empty when nothing.
+    """
 
 
 class CandidateDto(BaseModel):
@@ -3149,11 +3223,11 @@ class CorrectResponse(BaseModel):
     """
     The calibrator version that made every number below.
     """
-    warnings: list[str] | None = None
+    warnings: list[AnswerWarning]
     """
     What a reader of these numbers must know (a judge version the calibration was not
-    trained on, scores outside the judge scores it was trained on); absent when there is
-    nothing to say.
+    trained on, scores or covariates outside the anchors', covariates not used); empty
+    when there is nothing to say.
     """
 
 
@@ -3917,7 +3991,7 @@ class AgreementReport(BaseModel):
     The raw judge against the reference, over every anchor.
     """
     repeats: RepeatReport | None = None
-    warnings: list[str]
+    warnings: list[AnswerWarning]
     """
     What a reader could take wrongly from the figures.
     """
@@ -4056,7 +4130,7 @@ class CompareResponse(BaseModel):
     rubric: str
     variance: VarianceDto
     version: int
-    warnings: list[str]
+    warnings: list[AnswerWarning]
 
 
 class ErrorBody(BaseModel):
@@ -4087,7 +4161,7 @@ class EstimateResponse(RunEstimateDto):
     """
     The calibrator version that made every number.
     """
-    warnings: list[str]
+    warnings: list[AnswerWarning]
     """
     What a reader of the interval must know: extrapolation, a left-out term, a transport
     check that found bias.
@@ -4190,6 +4264,13 @@ class RatingsResponse(BaseModel):
     systems: list[SystemRatingDto]
     """
     Highest rating first.
+    """
+    warnings: list[AnswerWarning]
+    """
+    What the ratings rest on that the request departs from: systems with few or no
+    labelled comparisons (`unlabelled_systems`, `underlabelled_systems`), a run unlike the
+    labelled set (`run_unlike_labelled`, `input_missing`), systems the judge puts beyond
+    every comparison (`unbounded_systems`), one rater (`single_rater`, `dominant_rater`).
     """
 
 
@@ -4373,4 +4454,4 @@ class RankResponse(BaseModel):
     """
     unresolved: int = Field(..., ge=0)
     version: int
-    warnings: list[str]
+    warnings: list[AnswerWarning]

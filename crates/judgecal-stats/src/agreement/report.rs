@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::{Figure, Kappas, LEVEL, MAX_LEVELS, correlations, distinct, kappas, on_grid};
 use crate::repeats::{OneScore, RepeatReport, Repeats, WithinItem};
 use crate::stats::{mean, sample_variance, t_quantile};
+use crate::warning::{Code, Warning};
 
 /// One anchor of a version as the report reads it, in the order the version saw them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -113,7 +114,7 @@ pub struct Report {
     /// The judge's repeat (test–retest) noise, where at least two anchors carry repeats.
     pub repeats: Option<RepeatReport>,
     /// What a reader could take wrongly from the figures.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
 }
 
 /// A judge score that holds at least this share of the held-out anchors gets a warning about
@@ -123,7 +124,7 @@ pub const TIE_WARNING_SHARE: f64 = 0.05;
 /// The warning where many held-out anchors share one judge score: their corrections come
 /// from different folds' fits, so they differ by fold noise that the corrected rank figures
 /// order as if it were signal.
-fn tie_warning(rows: &[HeldOutRow]) -> Option<String> {
+fn tie_warning(rows: &[HeldOutRow]) -> Option<Warning> {
     let held: Vec<f64> = rows
         .iter()
         .filter(|r| r.corrected.is_some())
@@ -143,12 +144,15 @@ fn tie_warning(rows: &[HeldOutRow]) -> Option<String> {
         }
     }
     (held.len() >= 3 && best as f64 >= TIE_WARNING_SHARE * held.len() as f64).then(|| {
-        format!(
-            "{best} of {} held-out anchors share the judge score {at}: their corrections come \
+        Warning::new(
+            Code::TiedJudgeScores,
+            format!(
+                "{best} of {} held-out anchors share the judge score {at}: their corrections come \
              from different folds' fits and differ only by that, so the corrected side's \
              spearman and kendall rank fold noise among them (a monotone correction keeps the \
              raw judge's order: read the raw side's ranks)",
-            held.len()
+                held.len()
+            ),
         )
     })
 }
@@ -348,12 +352,15 @@ impl Report {
         });
         disagreements.truncate(top);
         let raw = agreement(&judge, &reference, levels.as_deref());
-        let mut warnings: Vec<String> = tie_warning(rows).into_iter().collect();
+        let mut warnings: Vec<Warning> = tie_warning(rows).into_iter().collect();
         if let (Some(l), None) = (&levels, &raw.kappa) {
-            warnings.push(format!(
-                "no raw kappa: the judge's scores reach beyond the reference's levels ({} to {}) by more than half a step, so they are read as another scale",
-                l[0],
-                l[l.len() - 1]
+            warnings.push(Warning::new(
+                Code::NoRawKappa,
+                format!(
+                    "no raw kappa: the judge's scores reach beyond the reference's levels ({} to {}) by more than half a step, so they are read as another scale",
+                    l[0],
+                    l[l.len() - 1]
+                ),
             ));
         }
         let pairs: Vec<(f64, f64)> = judge
@@ -469,7 +476,7 @@ mod tests {
         let w = Report::of(&wide, 0);
         assert!(w.raw.kappa.is_none() && w.raw.pearson.is_some());
         assert!(
-            w.warnings.iter().any(|m| m.starts_with("no raw kappa")),
+            w.warnings.iter().any(|m| m.code == Code::NoRawKappa),
             "{:?}",
             w.warnings
         );
@@ -477,7 +484,12 @@ mod tests {
         assert_eq!(Report::of_group(&rows, "x", 5).map(|r| r.n), Some(2));
         // Two of the four held-out anchors share judge score 1 (and two 3): a warning.
         assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
-        assert!(r.warnings[0].starts_with("2 of 4 held-out anchors share the judge score 1"));
+        assert_eq!(r.warnings[0].code, Code::TiedJudgeScores);
+        assert!(
+            r.warnings[0]
+                .message
+                .starts_with("2 of 4 held-out anchors share the judge score 1")
+        );
         assert!(Report::of_group(&rows, "z", 5).is_none());
     }
 

@@ -274,6 +274,9 @@ fn by_rater(rows: &[&Row], r: &[f64], raters: &[Option<u64>], d: usize) -> (DMat
     (c * (g / (g - 1.0).max(1.0)) / n, sums.len())
 }
 
+/// The weights the pilot fit tries, in turn, until Newton's method converges.
+const PILOT_WEIGHTS: [f64; 5] = [1.0, 0.5, 0.25, 0.1, 0.0];
+
 /// Above this many raters less one, Student's t is the normal law for intervals' purposes.
 pub const MAX_T_DF: usize = 200;
 
@@ -348,7 +351,18 @@ pub fn fit(
             y: Some(o.preference),
         })
         .collect();
-    let (theta, _) = newton(&run_rows, &lab_rows, 1.0, d)?;
+    // The pilot fit, at which λ is chosen: full weight where it has a maximum; where it has
+    // none (a system's run share small beside its labelled share can push a corrected outcome
+    // past all or nothing), λ stepped down toward the labels alone, so the pilot never fails
+    // where a final estimate exists.
+    let mut pilot = Err(RatingError::Numerical("no pilot weight tried".into()));
+    for weight in PILOT_WEIGHTS {
+        pilot = newton(&run_rows, &lab_rows, weight, d);
+        if pilot.is_ok() {
+            break;
+        }
+    }
+    let (theta, _) = pilot?;
     let lambda = best_lambda(&run_rows, &lab_rows, &theta, d);
     let (theta, iterations) = newton(&run_rows, &lab_rows, lambda, d)?;
     let at = sums(&run_rows, &lab_rows, &theta, lambda, d);
@@ -368,8 +382,12 @@ pub fn fit(
     let run_refs: Vec<&Row> = run_rows.iter().collect();
     let lab_refs: Vec<&Row> = lab_rows.iter().collect();
     let run_middle = covariance(&run_refs, &run_r, &run_r, d) * (lambda * lambda / big_n);
-    let (lab_middle, df) = if labelled.iter().any(|o| o.rater.is_some()) {
-        let raters: Vec<Option<u64>> = labelled.iter().map(|o| o.rater).collect();
+    // Raters are the units where labels name them; one named rater alone has no spread
+    // between raters to measure (0/0), so the labels are then counted as independent, as
+    // where none is named (the answer's `single_rater` warning says so).
+    let raters: Vec<Option<u64>> = labelled.iter().map(|o| o.rater).collect();
+    let one_rater = raters[0].is_some() && raters.iter().all(|r| *r == raters[0]);
+    let (lab_middle, df) = if raters.iter().any(Option::is_some) && !one_rater {
         let (middle, units) = by_rater(&lab_refs, &lab_r, &raters, d);
         (middle / n, t_df(units))
     } else {
@@ -855,5 +873,31 @@ mod tests {
         eprintln!("raters who differ: named {named:.3}, not named {unnamed:.3}");
         assert!((0.93..=0.97).contains(&named), "named {named}");
         assert!(unnamed < 0.90, "not named {unnamed}");
+    }
+
+    /// One named rater behind every label: there is no spread between raters to measure, so
+    /// the labels count as independent, exactly as where none is named (before, the
+    /// between-rater variance was 0/0 and the interval a point).
+    #[test]
+    fn one_named_rater_is_read_as_labels_not_as_no_spread() {
+        let mut rng = Rng::seed_from_u64(4);
+        let (_, run, labelled) = world(4, 2_000, 200, 0.0, &mut rng);
+        let one: Vec<Observed> = labelled
+            .iter()
+            .map(|o| Observed {
+                rater: Some(7),
+                ..o.clone()
+            })
+            .collect();
+        let (a, b) = (
+            fit(4, &run, &labelled, 0, 0).expect("fit"),
+            fit(4, &run, &one, 0, 0).expect("fit"),
+        );
+        for i in 1..4 {
+            let se = b.ratings.standard_error(i);
+            assert!(se > 0.01, "system {i}: standard error {se}");
+            assert!((se - a.ratings.standard_error(i)).abs() < 1e-12);
+        }
+        assert_eq!(b.ratings.df, None);
     }
 }
