@@ -401,7 +401,8 @@ pub struct CellPicture<'a> {
     pub corrected: &'a [f64],
     /// The fitted curve over the anchors' range.
     pub curve: &'a [CurvePoint],
-    /// Each group's held-out mean residual (reference − corrected) and its standard error.
+    /// Each group's held-out mean residual (reference − corrected) and its standard error; the
+    /// picture draws its negative, the bias (corrected − reference), as the page's table does.
     pub groups: &'a [(String, f64, f64)],
     /// The anchors' held-out corrections, where the version kept them: (input, reference, the
     /// corrected score of a fit that did not see the anchor). Empty: the residuals panel
@@ -449,7 +450,12 @@ pub fn cell_report(c: &CellPicture) -> Figure {
     let edges: Vec<((f64, f64), (f64, f64))> = c
         .curve
         .iter()
-        .filter_map(|p| p.band.map(|(l, h)| ((p.x, h), (p.x, l))))
+        // The band within the rubric's scale, as the API clips it: a reference cannot lie
+        // outside the scale.
+        .filter_map(|p| {
+            p.band
+                .map(|(l, h)| ((p.x, h.clamp(lo, hi)), (p.x, l.clamp(lo, hi))))
+        })
         .collect();
     let upper: Vec<(f64, f64)> = edges.iter().map(|e| e.0).collect();
     let lower: Vec<(f64, f64)> = edges.iter().map(|e| e.1).collect();
@@ -523,17 +529,19 @@ pub fn cell_report(c: &CellPicture) -> Figure {
             .groups
             .iter()
             .enumerate()
-            .map(|(k, (_, m, _))| (*m, k as f64))
+            .map(|(k, (_, m, _))| (-m, k as f64))
             .collect();
         let bars: Vec<(f64, f64)> = c
             .groups
             .iter()
             .enumerate()
-            .flat_map(|(k, (_, m, se))| [(m - 1.96 * se, k as f64), (m + 1.96 * se, k as f64)])
+            .flat_map(|(k, (_, m, se))| [(-m - 1.96 * se, k as f64), (-m + 1.96 * se, k as f64)])
             .collect();
+        // Bias as the page's table and the agreement report give it: corrected − reference
+        // (the held-out mean residual is reference − corrected).
         let mut bias = Panel::fitted(
             "Held-out bias by group",
-            "reference − corrected",
+            "corrected − reference",
             "",
             vec![
                 Series {
@@ -542,7 +550,7 @@ pub fn cell_report(c: &CellPicture) -> Figure {
                     kind: Kind::Bars,
                     points: bars,
                 },
-                Series::points("mean residual", colour::BAYES, Mark::Dot, means),
+                Series::points("held-out bias", colour::BAYES, Mark::Dot, means),
                 Series::line(
                     "",
                     colour::REFERENCE,
@@ -815,7 +823,7 @@ mod tests {
             let y = tag.split(" y=\"").nth(1).unwrap();
             y[..y.find('"').unwrap()].parse::<f64>().unwrap() as i32
         };
-        for name in ["anchors", "fitted", "mean residual"] {
+        for name in ["anchors", "fitted", "held-out bias"] {
             assert!(
                 legend_y(name) > height as i32 - LEGEND_HEIGHT - 8,
                 "{name} at {}",

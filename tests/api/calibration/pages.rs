@@ -100,6 +100,39 @@ async fn the_pages_show_the_apis_numbers(backend: Backend) {
     assert!(!html.contains("<script") && !html.contains("src=\"http"));
     let missing = app.get("/ui/cells/j1/nothing").await;
     assert_error(&missing, 404, "not_found");
+
+    // A trained pairwise cell: its version and the calibrated preference it chose, on the
+    // index and its page, and no agreement report or picture of a cell of scores.
+    let labelled = crate::ratings::run(crate::ratings::world(400, 10_000, 400, 7));
+    let res = app.json("POST", "/v1/comparisons", &labelled).await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let job = finished(
+        &app,
+        &train(&app, "pair-judge", json!({"method": "auto"})).await,
+    )
+    .await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+    let index = app.get("/ui/").await.body.as_str().unwrap().to_owned();
+    let row = index
+        .split("<tr>")
+        .find(|r| r.contains("/ui/cells/pair-judge/overall"))
+        .unwrap_or_else(|| panic!("no pairwise row in {index}"));
+    assert!(
+        row.contains("<td>1</td>") && row.contains("both orders"),
+        "{row}"
+    );
+    let page = app
+        .get("/ui/cells/pair-judge/overall")
+        .await
+        .body
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(page.contains("<td>serves</td>"), "{page}");
+    assert!(
+        !page.contains("No agreement report") && !page.contains("No picture"),
+        "{page}"
+    );
 }
 
 on_both_backends!(the_pages_show_the_apis_numbers);
