@@ -13,6 +13,7 @@ mod cli;
 mod comparisons;
 mod hostile;
 mod http;
+mod metamorphic;
 mod pairwise_panels;
 mod pairwise_versions;
 mod preferences;
