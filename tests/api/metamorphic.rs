@@ -14,6 +14,7 @@
 
 use serde_json::{Value, json};
 
+use crate::calibration::trained;
 use crate::common::{Backend, TestApp};
 use crate::ratings::world;
 
@@ -167,24 +168,12 @@ async fn a_shifted_judge_with_its_own_calibration_corrects_alike(backend: Backen
             )
             .await;
         assert_eq!(res.status, 200, "{}", res.body);
-        let res = app
-            .json(
-                "POST",
-                "/v1/judges/sj/calibrations",
-                &json!({"method": "isotonic", "judge_version": version}),
-            )
-            .await;
-        assert_eq!(res.status, 202, "{}", res.body);
-        let id = res.body["id"].as_str().unwrap().to_owned();
-        let mut job = Value::Null;
-        for _ in 0..1800 {
-            job = app.get(&format!("/v1/jobs/{id}")).await.body;
-            if job["state"] != "queued" && job["state"] != "running" {
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
-        assert_eq!(job["state"], "succeeded", "{job}");
+        trained(
+            &app,
+            "sj",
+            json!({"method": "isotonic", "judge_version": version}),
+        )
+        .await;
     }
     let scores = [1.3, 2.0, 2.75, 3.5, 4.2, 4.9];
     let corrected = |version: &'static str, shift: f64| {
