@@ -160,6 +160,9 @@ struct Row {
     g: f64,
     /// The preference (labelled only).
     y: Option<f64>,
+    /// The row's weight in its set's mean: 1 for the run's; a labelled row's raking weight
+    /// ([`mix_weights`]), so that the labels stand for the run's mix of systems.
+    w: f64,
 }
 
 fn dot(x: &[(usize, f64)], theta: &[f64]) -> f64 {
@@ -196,6 +199,7 @@ fn sums(run: &[Row], labelled: &[Row], theta: &[f64], lambda: f64, d: usize) -> 
             let p = sigmoid(eta);
             // c₁ log σ(η) + c₀ log σ(−η): gradient (c₁ − (c₁ + c₀)p)x.
             let (c1, c0) = outcome(r);
+            let weight = weight * r.w;
             s.value += weight * (c1 * log_sigmoid(eta) + c0 * log_sigmoid(-eta));
             let residual = c1 - (c1 + c0) * p;
             let curvature = (c1 + c0) * p * (1.0 - p);
@@ -221,7 +225,7 @@ fn sums(run: &[Row], labelled: &[Row], theta: &[f64], lambda: f64, d: usize) -> 
 /// (outcome − σ) of `rows` at `theta`.
 fn residuals(rows: &[Row], theta: &[f64], outcome: &dyn Fn(&Row) -> f64) -> Vec<f64> {
     rows.iter()
-        .map(|r| outcome(r) - sigmoid(dot(&r.x, theta)))
+        .map(|r| r.w * (outcome(r) - sigmoid(dot(&r.x, theta))))
         .collect()
 }
 
@@ -272,6 +276,74 @@ fn by_rater(rows: &[&Row], r: &[f64], raters: &[Option<u64>], d: usize) -> (DMat
         c += &deviation * deviation.transpose();
     }
     (c * (g / (g - 1.0).max(1.0)) / n, sums.len())
+}
+
+/// Rounds of raking in [`mix_weights`].
+const RAKING_ROUNDS: usize = 100;
+
+/// Each labelled comparison's weight (mean 1) so that the labels stand for the run's mix of
+/// systems: w = u_a·u_b, raked (iterative proportional fitting) until each system's weighted
+/// share of the labelled comparisons is its share of the run's. The labelled term corrects
+/// the predictions' bias as an average over the labels; where the labels hold a system far
+/// less often than the run does (a new model: few labels, many battles) or the run's systems
+/// are skewed (a few fight most battles), the unweighted average weighs each system's bias by
+/// its labelled share, and the judge's favour for an under-labelled system stays in its
+/// rating. Where the run's pairs are drawn as two systems apart from each other, matching the
+/// systems' shares reproduces the run's mix of pairs. A system with no labelled comparison
+/// keeps weight 1 (nothing can stand for it; the answer names it). Where the shares already
+/// agree the weights stay near 1, and the sandwich carries what they add to the variance.
+pub fn mix_weights(k: usize, run: &[Predicted], labelled: &[Observed]) -> Vec<f64> {
+    let n = labelled.len();
+    if n == 0 || run.is_empty() {
+        return vec![1.0; n];
+    }
+    let mut target = vec![0.0; k];
+    for c in run {
+        target[c.a] += 1.0;
+        target[c.b] += 1.0;
+    }
+    let total: f64 = target.iter().sum();
+    target.iter_mut().for_each(|t| *t /= total);
+    let mut labelled_in = vec![false; k];
+    for o in labelled {
+        labelled_in[o.comparison.a] = true;
+        labelled_in[o.comparison.b] = true;
+    }
+    // The shares of systems the labels hold, out of what the labels can stand for.
+    let reachable: f64 = (0..k).filter(|&s| labelled_in[s]).map(|s| target[s]).sum();
+    let mut u = vec![1.0; k];
+    for _ in 0..RAKING_ROUNDS {
+        let mut share = vec![0.0; k];
+        let mut sum = 0.0;
+        for o in labelled {
+            let (a, b) = (o.comparison.a, o.comparison.b);
+            let w = u[a] * u[b];
+            share[a] += w;
+            share[b] += w;
+            sum += 2.0 * w;
+        }
+        let mut moved: f64 = 0.0;
+        for s in (0..k).filter(|&s| labelled_in[s] && target[s] > 0.0) {
+            let ratio = (target[s] / reachable) / (share[s] / sum);
+            // Half a step on the log scale: each row's weight moves with both its systems.
+            let step = ratio.sqrt();
+            u[s] *= step;
+            moved = moved.max((step - 1.0).abs());
+        }
+        if moved < 1e-9 {
+            break;
+        }
+    }
+    let w: Vec<f64> = labelled
+        .iter()
+        .map(|o| u[o.comparison.a] * u[o.comparison.b])
+        .collect();
+    let mean = w.iter().sum::<f64>() / n as f64;
+    if mean > 0.0 && mean.is_finite() {
+        w.into_iter().map(|x| x / mean).collect()
+    } else {
+        vec![1.0; n]
+    }
 }
 
 /// The weights the pilot fit tries, in turn, until Newton's method converges.
@@ -334,6 +406,22 @@ pub fn fit(
         controls,
         scale,
     };
+    // Labels weighted to the run's mix of systems; where that fit has no maximum (a system
+    // whose few labels all went one way, weighted up to its share of the run), the labels
+    // as they are, whose answer the request's warnings qualify.
+    let raked = mix_weights(k, run, labelled);
+    fit_weighted(&layout, run, labelled, &raked)
+        .or_else(|_| fit_weighted(&layout, run, labelled, &vec![1.0; labelled.len()]))
+}
+
+/// The fit of [`fit`] with each labelled comparison weighted by `weights` (mean 1).
+fn fit_weighted(
+    layout: &Layout,
+    run: &[Predicted],
+    labelled: &[Observed],
+    weights: &[f64],
+) -> Result<Powered, RatingError> {
+    let (k, baseline, controls) = (layout.k, layout.baseline, layout.controls);
     let d = layout.dimension();
     let run_rows: Vec<Row> = run
         .iter()
@@ -341,14 +429,17 @@ pub fn fit(
             x: layout.features(c),
             g: c.predicted,
             y: None,
+            w: 1.0,
         })
         .collect();
     let lab_rows: Vec<Row> = labelled
         .iter()
-        .map(|o| Row {
+        .zip(weights)
+        .map(|(o, &w)| Row {
             x: layout.features(&o.comparison),
             g: o.comparison.predicted,
             y: Some(o.preference),
+            w,
         })
         .collect();
     // The pilot fit, at which λ is chosen: full weight where it has a maximum; where it has
@@ -371,12 +462,12 @@ pub fn fit(
     })?;
     let (n, big_n) = (lab_rows.len() as f64, run_rows.len().max(1) as f64);
     let run_r = residuals(&run_rows, &theta, &|r| r.g);
-    // The labelled term's residual: (y − σ) − λ(ĝ − σ).
+    // The labelled term's residual: w((y − σ) − λ(ĝ − σ)).
     let lab_r: Vec<f64> = lab_rows
         .iter()
         .map(|r| {
             let p = sigmoid(dot(&r.x, &theta));
-            (r.y.unwrap_or(r.g) - p) - lambda * (r.g - p)
+            r.w * ((r.y.unwrap_or(r.g) - p) - lambda * (r.g - p))
         })
         .collect();
     let run_refs: Vec<&Row> = run_rows.iter().collect();
@@ -899,5 +990,61 @@ mod tests {
             assert!((se - a.ratings.standard_error(i)).abs() < 1e-12);
         }
         assert_eq!(b.ratings.df, None);
+    }
+
+    /// The raked weights give each system the run's share: a run where system 2 is in half the
+    /// comparisons, labels where it is in a tenth; the weighted labels hold it in half. Where
+    /// the shares already agree, every weight is 1.
+    #[test]
+    fn raked_labels_stand_for_the_runs_mix_of_systems() {
+        let run: Vec<Predicted> = (0..1_000)
+            .map(|i| match i % 4 {
+                0 => predicted(0, 2, 0.5),
+                1 => predicted(2, 1, 0.5),
+                2 => predicted(0, 1, 0.5),
+                _ => predicted(1, 0, 0.5),
+            })
+            .collect();
+        let observed = |a, b| Observed {
+            comparison: predicted(a, b, 0.5),
+            preference: 1.0,
+            rater: None,
+        };
+        let labelled: Vec<Observed> = (0..100)
+            .map(|i| match i % 20 {
+                0 => observed(0, 2),
+                1 => observed(1, 2),
+                _ => observed(0, 1),
+            })
+            .collect();
+        let w = mix_weights(3, &run, &labelled);
+        let share = |s: usize, rows: &mut dyn Iterator<Item = (usize, usize, f64)>| {
+            let (mut with, mut all) = (0.0, 0.0);
+            for (a, b, w) in rows {
+                with += w * f64::from(u8::from(a == s || b == s));
+                all += 2.0 * w;
+            }
+            with / all
+        };
+        for s in 0..3 {
+            let target = share(s, &mut run.iter().map(|c| (c.a, c.b, 1.0)));
+            let got = share(
+                s,
+                &mut labelled
+                    .iter()
+                    .zip(&w)
+                    .map(|(o, &w)| (o.comparison.a, o.comparison.b, w)),
+            );
+            assert!(
+                (got - target).abs() < 1e-6,
+                "system {s}: {got} against {target}"
+            );
+        }
+        let even = mix_weights(
+            3,
+            &run,
+            &run.iter().map(|c| observed(c.a, c.b)).collect::<Vec<_>>(),
+        );
+        assert!(even.iter().all(|w| (w - 1.0).abs() < 1e-9), "{even:?}");
     }
 }

@@ -50,7 +50,7 @@ const FEW_RATERS: World = World {
 /// 200–2,000 anchors, runs of 1,000–100,000), panels (rows 9, 10), style control (11, 12),
 /// labels from raters who differ, in batches (13, 14; and naming them, 16, 17), and a user
 /// who rates the run after each of four labelling batches (15).
-pub const GRID: [World; 17] = [
+pub const GRID: [World; 21] = [
     World {
         systems: 2,
         position: 2.5,
@@ -183,6 +183,50 @@ pub const GRID: [World; 17] = [
         named: true,
         ..FEW_RATERS
     },
+    // Labels mixed unlike the run (issue 83's review): a new system the judge favours by 1.5
+    // log-odds, in as many battles as any but in only 10 (or 30) of 1,000 labelled
+    // comparisons; and Zipf runs, where a few systems fight most battles while the labels
+    // are spread evenly. No ties, so that the people's Bradley–Terry ratings are the truth
+    // whatever the mix of pairs.
+    World {
+        systems: 8,
+        favour: 1.5,
+        ties: 0.0,
+        anchors: 1_000,
+        run: 10_000,
+        labelled: 0.02,
+        new_labels: 10,
+        ..USUAL
+    },
+    World {
+        systems: 8,
+        favour: 1.5,
+        ties: 0.0,
+        anchors: 1_000,
+        run: 10_000,
+        labelled: 0.02,
+        new_labels: 30,
+        ..USUAL
+    },
+    World {
+        systems: 20,
+        ties: 0.0,
+        anchors: 1_000,
+        run: 10_000,
+        labelled: 0.02,
+        zipf: true,
+        ..USUAL
+    },
+    World {
+        systems: 8,
+        favour: 1.5,
+        ties: 0.0,
+        anchors: 500,
+        run: 5_000,
+        labelled: 0.02,
+        zipf: true,
+        ..USUAL
+    },
 ];
 
 /// One world's counts over its repetitions.
@@ -206,9 +250,27 @@ pub struct Counts {
     /// The labelled path's rating intervals that covered at every look (rows of several).
     pub every_look: usize,
     pub failures: usize,
+    /// Each system's plain intervals that covered (index 0, the baseline, stays 0).
+    pub by_system: Vec<usize>,
 }
 
 impl Counts {
+    /// The lowest share of any non-baseline system's plain intervals that covered, and the
+    /// last system's (a new system's, where the row has one).
+    pub fn worst_and_last(&self) -> (f64, f64) {
+        let reps = self.reps.max(1) as f64;
+        let shares: Vec<f64> = self
+            .by_system
+            .iter()
+            .skip(1)
+            .map(|&c| c as f64 / reps)
+            .collect();
+        (
+            shares.iter().copied().fold(f64::INFINITY, f64::min),
+            shares.last().copied().unwrap_or(f64::NAN),
+        )
+    }
+
     fn add(mut self, o: Counts) -> Counts {
         self.reps += o.reps;
         self.agreement += o.agreement;
@@ -226,6 +288,12 @@ impl Counts {
         self.alone_rated += o.alone_rated;
         self.every_look += o.every_look;
         self.failures += o.failures;
+        if self.by_system.len() < o.by_system.len() {
+            self.by_system.resize(o.by_system.len(), 0);
+        }
+        for (s, c) in o.by_system.iter().enumerate() {
+            self.by_system[s] += c;
+        }
         self
     }
 }
@@ -248,6 +316,7 @@ fn comparisons(
     d: &world::Drawn,
     (n, labelled): (usize, usize),
     first_rater: u64,
+    pick: &dyn Fn(usize) -> world::Pick,
     rng: &mut Rng,
 ) -> Vec<(Compared, f64)> {
     let mut taste = vec![0.0; world.systems];
@@ -258,7 +327,7 @@ fn comparisons(
             } else if i == labelled {
                 taste = vec![0.0; world.systems];
             }
-            let (mut c, y) = world.comparison(d, &taste, rng);
+            let (mut c, y) = world.comparison(d, &taste, pick(i), rng);
             if i < labelled {
                 c.preference = Some(y);
                 if world.named {
@@ -278,13 +347,43 @@ fn repetitions(world: &World, reps: &[usize], seed: u64) -> Counts {
         let mut rng = Rng::seed_from_u64(seed ^ (rep as u64).wrapping_mul(0x9E37_79B9));
         let d = world.draw(&mut rng);
         let (truth, gamma) = world.truth(&d);
-        let anchors: Vec<Compared> =
-            comparisons(world, &d, (world.anchors, world.anchors), 0, &mut rng)
-                .into_iter()
-                .map(|(c, _)| c)
-                .collect();
+        // A new system's few anchors are spread through the anchors; the rest leave it out.
+        let anchor_pick = |i: usize| match world.new_labels {
+            0 => world::Pick::Usual,
+            m if i.is_multiple_of((world.anchors / m).max(1))
+                && i / (world.anchors / m).max(1) < m =>
+            {
+                world::Pick::Last
+            }
+            _ => world::Pick::WithoutLast,
+        };
+        let run_pick = |_: usize| {
+            if world.zipf {
+                world::Pick::Zipf
+            } else {
+                world::Pick::Usual
+            }
+        };
+        let anchors: Vec<Compared> = comparisons(
+            world,
+            &d,
+            (world.anchors, world.anchors),
+            0,
+            &anchor_pick,
+            &mut rng,
+        )
+        .into_iter()
+        .map(|(c, _)| c)
+        .collect();
         let labelled_n = (world.labelled * world.run as f64).round() as usize;
-        let run = comparisons(world, &d, (world.run, labelled_n), 1 << 32, &mut rng);
+        let run = comparisons(
+            world,
+            &d,
+            (world.run, labelled_n),
+            1 << 32,
+            &run_pick,
+            &mut rng,
+        );
         for (comp, y) in &run {
             // A panel's judge columns are its first member's.
             let (v, s) = comp
@@ -343,6 +442,10 @@ fn repetitions(world: &World, reps: &[usize], seed: u64) -> Counts {
                         let (lo, hi) = intervals[i];
                         let inside = lo <= truth[i] && truth[i] <= hi;
                         c.covered[path] += usize::from(inside);
+                        if path == 0 {
+                            c.by_system.resize(k, 0);
+                            c.by_system[i] += usize::from(inside);
+                        }
                         c.width[path] += hi - lo;
                         if path == 0 {
                             c.intervals += 1;
@@ -430,6 +533,15 @@ fn features(w: &World) -> String {
     if w.looks > 1 {
         said.push(format!("rated after each of {} labelling batches", w.looks));
     }
+    if w.new_labels > 0 {
+        said.push(format!(
+            "a new system (favoured) in {} of the anchors",
+            w.new_labels
+        ));
+    }
+    if w.zipf {
+        said.push("Zipf run, even labels".to_owned());
+    }
     if said.is_empty() {
         "—".to_owned()
     } else {
@@ -445,6 +557,7 @@ pub fn report(reps: usize, seed: u64, rows: &[usize]) -> Result<String, String> 
     let mut out = String::from(
         "| row | systems | judge (panel: its members) | judge: first-position wins | agrees with people | favoured system | ties | anchors | run | run labelled | also | rating intervals cover: plain / labelled | rank intervals jointly: plain / labelled | plain width ÷ anchors alone | labelled width ÷ plain | win rates cover: plain / labelled | length coefficient covers: plain / labelled | labelled covers at every look | failed reps |\n|---:|---:|---|---|---|---|---|---:|---:|---:|---|---|---|---|---|---|---|---|---:|\n",
     );
+    let mut mixed = Vec::new();
     for (i, w) in GRID.iter().enumerate() {
         if !rows.is_empty() && !rows.contains(&(i + 1)) {
             continue;
@@ -507,6 +620,30 @@ pub fn report(reps: usize, seed: u64, rows: &[usize]) -> Result<String, String> 
             share(c.wins_covered[1], c.wins[1]),
             c.failures,
         ));
+        if w.new_labels > 0 || w.zipf {
+            let (worst, last) = c.worst_and_last();
+            mixed.push(format!(
+                "| {} | {} | {:.1}% | {:.1}% | {} | {} |\n",
+                i + 1,
+                features(w),
+                share(c.covered[0], c.intervals),
+                100.0 * worst,
+                if w.new_labels > 0 {
+                    format!("{:.1}%", 100.0 * last)
+                } else {
+                    "—".to_owned()
+                },
+                c.failures
+            ));
+        }
+    }
+    if !mixed.is_empty() {
+        out.push_str(
+            "\nLabels mixed unlike the run, plain path (the cell's anchors as the labelled set):\n\n| row | world | rating intervals cover, pooled | the worst system's | the new system's | failed reps |\n|---:|---|---|---|---|---:|\n",
+        );
+        for m in mixed {
+            out.push_str(&m);
+        }
     }
     Ok(out)
 }

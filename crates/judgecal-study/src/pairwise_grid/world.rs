@@ -57,6 +57,25 @@ pub struct World {
     pub named: bool,
     /// The run's labels arrive in this many equal batches, and the run is rated after each.
     pub looks: usize,
+    /// A new system (the last) that the anchors compare in only this many comparisons, while
+    /// the run draws it as often as any (0: off); the judge favours it, not system 1.
+    pub new_labels: usize,
+    /// The run's systems drawn with chances ∝ 1/(rank + 1) (Zipf: a few systems fight most
+    /// battles); the anchors' uniformly.
+    pub zipf: bool,
+}
+
+/// How a comparison's two systems are drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pick {
+    /// As the row draws them (uniform pairs, or against the baseline).
+    Usual,
+    /// Uniform pairs of every system but the last.
+    WithoutLast,
+    /// The last system against a uniform other.
+    Last,
+    /// Each of the two systems by its Zipf chance, apart.
+    Zipf,
 }
 
 /// A world with none of the later rows' features: the first rows name theirs beside it.
@@ -80,6 +99,8 @@ pub const PLAIN: World = World {
     rater_batch: 1,
     named: false,
     looks: 1,
+    new_labels: 0,
+    zipf: false,
 };
 
 /// The nodes of a standard normal's quadrature: the midpoints of 24 equal-probability slices.
@@ -164,15 +185,67 @@ impl World {
         normal_quantile(0.5 + self.ties / 2.0) * sd
     }
 
-    /// One comparison judged, and the people's preference by a rater of taste `taste`.
-    pub fn comparison(&self, d: &Drawn, taste: &[f64], rng: &mut Rng) -> (Compared, f64) {
-        let k = self.systems;
-        let (a, b) = if self.against_baseline {
-            (rng.random_range(1..k), 0)
+    /// The system the judge favours by `favour`: the new one where the row has one.
+    fn favoured(&self) -> usize {
+        if self.new_labels > 0 {
+            self.systems - 1
         } else {
-            let a = rng.random_range(0..k);
-            (a, (a + rng.random_range(1..k)) % k)
+            1
+        }
+    }
+
+    /// A comparison's two systems, drawn as `pick` says.
+    fn pair(&self, pick: Pick, rng: &mut Rng) -> (usize, usize) {
+        let k = self.systems;
+        let zipf = |rng: &mut Rng| {
+            let total: f64 = (1..=k).map(|r| 1.0 / r as f64).sum();
+            let mut u = rng.random::<f64>() * total;
+            for s in 0..k {
+                u -= 1.0 / (s + 1) as f64;
+                if u <= 0.0 {
+                    return s;
+                }
+            }
+            k - 1
         };
+        match pick {
+            Pick::Usual if self.against_baseline => (rng.random_range(1..k), 0),
+            Pick::Usual => {
+                let a = rng.random_range(0..k);
+                (a, (a + rng.random_range(1..k)) % k)
+            }
+            Pick::WithoutLast => {
+                let a = rng.random_range(0..k - 1);
+                (a, (a + rng.random_range(1..k - 1)) % (k - 1))
+            }
+            Pick::Last => {
+                let other = rng.random_range(0..k - 1);
+                if rng.random::<f64>() < 0.5 {
+                    (k - 1, other)
+                } else {
+                    (other, k - 1)
+                }
+            }
+            Pick::Zipf => {
+                let a = zipf(rng);
+                let mut b = zipf(rng);
+                while b == a {
+                    b = zipf(rng);
+                }
+                (a, b)
+            }
+        }
+    }
+
+    /// One comparison judged, and the people's preference by a rater of taste `taste`.
+    pub fn comparison(
+        &self,
+        d: &Drawn,
+        taste: &[f64],
+        pick: Pick,
+        rng: &mut Rng,
+    ) -> (Compared, f64) {
+        let (a, b) = self.pair(pick, rng);
         let styled = self.styled();
         let styled_ratio = if styled {
             d.longer[a] - d.longer[b] + standard_normal(rng)
@@ -190,7 +263,8 @@ impl World {
         } else {
             0.2 * z + standard_normal(rng)
         };
-        let favour = self.favour * (f64::from(u8::from(a == 1)) - f64::from(u8::from(b == 1)))
+        let f = self.favoured();
+        let favour = self.favour * (f64::from(u8::from(a == f)) - f64::from(u8::from(b == f)))
             + d.own[a]
             - d.own[b];
         let biased = z + self.length * ratio + favour;
@@ -434,7 +508,7 @@ mod tests {
         for _ in 0..20_000 {
             let taste = world.rater(&mut rng);
             for _ in 0..10 {
-                let (c, y) = world.comparison(&d, &taste, &mut rng);
+                let (c, y) = world.comparison(&d, &taste, Pick::Usual, &mut rng);
                 if c.verdicts.systems == Some((1, 0)) {
                     wins += y;
                     n += 1;
