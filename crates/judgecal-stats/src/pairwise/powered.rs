@@ -250,9 +250,12 @@ fn covariance(rows: &[&Row], ra: &[f64], rb: &[f64], d: usize) -> DMatrix<f64> {
 /// The covariance of the scores r·x over `rows` where one rater's rows may be alike
 /// (`raters`, aligned with `rows`; `None`: a rater of that row alone): each rater's scores are
 /// summed, and the sums' spread about their share of the mean is taken over the G raters,
-/// times G/(G − 1), per row, and G. With one row a rater it is `covariance` times
-/// n/(n − 1).
-fn by_rater(rows: &[&Row], r: &[f64], raters: &[Option<u64>], d: usize) -> (DMatrix<f64>, usize) {
+/// times G/(G − 1), per row, and the effective number of raters, (Σ n_g)² / Σ n_g² over the
+/// raters' label counts n_g: G where every rater gave as many labels, fewer where one gave
+/// most (Carter, Schnepel and Steigerwald's effective number of clusters), which the
+/// intervals' degrees of freedom are taken from. With one row a rater it is `covariance`
+/// times n/(n − 1), and G.
+fn by_rater(rows: &[&Row], r: &[f64], raters: &[Option<u64>], d: usize) -> (DMatrix<f64>, f64) {
     let n = rows.len().max(1) as f64;
     let mut mean = DVector::zeros(d);
     let mut sums: BTreeMap<(bool, u64), (DVector<f64>, f64)> = BTreeMap::new();
@@ -275,7 +278,8 @@ fn by_rater(rows: &[&Row], r: &[f64], raters: &[Option<u64>], d: usize) -> (DMat
         let deviation = sum - &mean * *count;
         c += &deviation * deviation.transpose();
     }
-    (c * (g / (g - 1.0).max(1.0)) / n, sums.len())
+    let squares: f64 = sums.values().map(|(_, count)| count * count).sum();
+    (c * (g / (g - 1.0).max(1.0)) / n, n * n / squares)
 }
 
 /// Rounds of raking in [`mix_weights`].
@@ -353,11 +357,12 @@ const PILOT_WEIGHTS: [f64; 5] = [1.0, 0.5, 0.25, 0.1, 0.0];
 pub const MAX_T_DF: usize = 200;
 
 /// The degrees of freedom of a covariance estimated from `units` independent raters (and
-/// labels of no named rater, each its own): `units` − 1, or `None` (normal) past
+/// labels of no named rater, each its own; an effective number, not a whole one, where raters
+/// gave unequal shares of the labels): `units` − 1, at least 1, or `None` (normal) past
 /// [`MAX_T_DF`].
-pub fn t_df(units: usize) -> Option<f64> {
-    let df = units.saturating_sub(1).max(1);
-    (df <= MAX_T_DF).then_some(df as f64)
+pub fn t_df(units: f64) -> Option<f64> {
+    let df = (units - 1.0).max(1.0);
+    (df <= MAX_T_DF as f64).then_some(df)
 }
 
 /// Fits the ratings of `k` systems, `baseline` at 0, from the run's predicted comparisons

@@ -64,21 +64,26 @@ fn oriented(system: usize, opponent: Option<usize>, a: usize, b: usize, x: f64) 
 /// run has no such comparison or fewer than [`MIN_LABELLED`] are labelled.
 /// The variance of the mean of `values` where one rater's values may be alike (`raters`,
 /// aligned; `None`: a rater of that value alone): each rater's deviations from the mean are
-/// summed, and the sums' squares taken over the G raters, times G/(G − 1), over n²; and G.
-fn by_rater(values: &[f64], raters: &[Option<u64>]) -> (f64, usize) {
+/// summed, and the sums' squares taken over the G raters, times G/(G − 1), over n²; and the
+/// effective number of raters, (Σ n_g)² / Σ n_g² (as the ratings' own, `powered`).
+fn by_rater(values: &[f64], raters: &[Option<u64>]) -> (f64, f64) {
     let n = values.len().max(1) as f64;
     let m = mean(values);
-    let mut sums: std::collections::BTreeMap<(bool, u64), f64> = Default::default();
+    let mut sums: std::collections::BTreeMap<(bool, u64), (f64, f64)> = Default::default();
     for (k, (v, rater)) in values.iter().zip(raters).enumerate() {
         let key = match rater {
             Some(id) => (true, *id),
             None => (false, k as u64),
         };
-        *sums.entry(key).or_default() += v - m;
+        let (sum, count) = sums.entry(key).or_default();
+        *sum += v - m;
+        *count += 1.0;
     }
     let g = sums.len() as f64;
-    let variance = sums.values().map(|s| s * s).sum::<f64>() * (g / (g - 1.0).max(1.0)) / (n * n);
-    (variance, sums.len())
+    let variance =
+        sums.values().map(|(s, _)| s * s).sum::<f64>() * (g / (g - 1.0).max(1.0)) / (n * n);
+    let squares: f64 = sums.values().map(|(_, c)| c * c).sum();
+    (variance, n * n / squares)
 }
 
 pub fn win_rate(

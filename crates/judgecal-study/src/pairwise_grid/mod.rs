@@ -50,7 +50,7 @@ const FEW_RATERS: World = World {
 /// 200–2,000 anchors, runs of 1,000–100,000), panels (rows 9, 10), style control (11, 12),
 /// labels from raters who differ, in batches (13, 14; and naming them, 16, 17), and a user
 /// who rates the run after each of four labelling batches (15).
-pub const GRID: [World; 21] = [
+pub const GRID: [World; 23] = [
     World {
         systems: 2,
         position: 2.5,
@@ -227,6 +227,17 @@ pub const GRID: [World; 21] = [
         zipf: true,
         ..USUAL
     },
+    // Rows 16 and 17 with one rater holding half of each labelled set.
+    World {
+        named: true,
+        lead_share: 0.5,
+        ..MANY_RATERS
+    },
+    World {
+        named: true,
+        lead_share: 0.5,
+        ..FEW_RATERS
+    },
 ];
 
 /// One world's counts over its repetitions.
@@ -320,9 +331,12 @@ fn comparisons(
     rng: &mut Rng,
 ) -> Vec<(Compared, f64)> {
     let mut taste = vec![0.0; world.systems];
+    let batch = world.rater_batch.max(1);
+    // The first `lead` labels are one rater's; the rest come in batches.
+    let lead = (world.lead_share * labelled as f64).round() as usize;
     (0..n)
         .map(|i| {
-            if i < labelled && i % world.rater_batch.max(1) == 0 {
+            if i < labelled && (i == 0 || (i >= lead && (i - lead).is_multiple_of(batch))) {
                 taste = world.rater(rng);
             } else if i == labelled {
                 taste = vec![0.0; world.systems];
@@ -331,7 +345,12 @@ fn comparisons(
             if i < labelled {
                 c.preference = Some(y);
                 if world.named {
-                    c.rater = Some(first_rater + (i / world.rater_batch.max(1)) as u64);
+                    let batch_of = if i < lead {
+                        0
+                    } else {
+                        (i - lead) / batch + usize::from(lead > 0)
+                    };
+                    c.rater = Some(first_rater + batch_of as u64);
                 }
             }
             (c, y)
@@ -524,10 +543,15 @@ fn features(w: &World) -> String {
     }
     if w.rater_sd > 0.0 {
         said.push(format!(
-            "raters' tastes N(0, {}²), batches of {}{}",
+            "raters' tastes N(0, {}²), batches of {}{}{}",
             w.rater_sd,
             w.rater_batch,
-            if w.named { ", raters named" } else { "" }
+            if w.named { ", raters named" } else { "" },
+            if w.lead_share > 0.0 {
+                format!(", one rater holding {:.0}%", 100.0 * w.lead_share)
+            } else {
+                String::new()
+            }
         ));
     }
     if w.looks > 1 {

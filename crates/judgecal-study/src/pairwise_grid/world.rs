@@ -63,6 +63,9 @@ pub struct World {
     /// The run's systems drawn with chances ∝ 1/(rank + 1) (Zipf: a few systems fight most
     /// battles); the anchors' uniformly.
     pub zipf: bool,
+    /// This share of each labelled set is one rater's (the rest in batches of
+    /// `rater_batch`): one rater holding most labels.
+    pub lead_share: f64,
 }
 
 /// How a comparison's two systems are drawn.
@@ -101,6 +104,7 @@ pub const PLAIN: World = World {
     looks: 1,
     new_labels: 0,
     zipf: false,
+    lead_share: 0.0,
 };
 
 /// The nodes of a standard normal's quadrature: the midpoints of 24 equal-probability slices.
