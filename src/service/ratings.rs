@@ -410,7 +410,7 @@ impl Service {
                 Ok::<_, RateError>((rated, ranks, version, reads_swapped))
             })
             .await?
-            .map_err(|e| rating_error(e, &index))?;
+            .map_err(|e| rating_error(e, &index, &labelled_set))?;
         let warnings = super::ratings_checks::check(run, &labelled_set, reads_swapped);
         let plan = request.target_half_width.map(|target| {
             let unlabelled: Vec<ItemId> = run
@@ -487,7 +487,11 @@ impl Service {
 }
 
 /// The statistics' refusal, in the run's names.
-fn rating_error(e: RateError, index: &BTreeMap<&GroupName, usize>) -> Error {
+fn rating_error(
+    e: RateError,
+    index: &BTreeMap<&GroupName, usize>,
+    labelled: &[&Comparison],
+) -> Error {
     let named = |systems: &[usize]| {
         let names: Vec<&str> = index
             .iter()
@@ -515,12 +519,42 @@ fn rating_error(e: RateError, index: &BTreeMap<&GroupName, usize>) -> Error {
         RateError::Ratings(RatingError::BadComparison { index, problem }) => Error::Internal(
             format!("a checked comparison ({index}) was refused: {problem}"),
         ),
-        RateError::Ratings(RatingError::Numerical(e)) => Error::conflict(
-            format!(
-                "no finite ratings ({e}): the labelled comparisons move some pair's corrected outcome past all or nothing, which happens when they are few against the run; label more comparisons of these systems"
-            ),
-            vec![],
-        ),
+        RateError::Ratings(RatingError::Numerical(e)) => {
+            // The systems whose labelled comparisons all went one way are where the fit has
+            // no maximum; named, so that the labelling knows where to go.
+            let one_way: Vec<&str> = index
+                .keys()
+                .filter(|s| {
+                    let outcomes: Vec<f64> = labelled
+                        .iter()
+                        .filter_map(|c| match c.preference {
+                            Some(p) if &&c.a == *s => Some(p),
+                            Some(p) if &&c.b == *s => Some(1.0 - p),
+                            _ => None,
+                        })
+                        .collect();
+                    !outcomes.is_empty()
+                        && (outcomes.iter().all(|&p| p == 1.0)
+                            || outcomes.iter().all(|&p| p == 0.0))
+                })
+                .map(|s| s.as_str())
+                .collect();
+            let systems = if one_way.is_empty() {
+                "these systems".to_owned()
+            } else {
+                format!(
+                    "{} (every labelled comparison of {} went one way)",
+                    one_way.join(", "),
+                    if one_way.len() == 1 { "it" } else { "each" }
+                )
+            };
+            Error::conflict(
+                format!(
+                    "no finite ratings ({e}): the labelled comparisons move some pair's corrected outcome past all or nothing, which happens when they are few against the run; label more comparisons of {systems}"
+                ),
+                vec![],
+            )
+        }
         RateError::Map(e) => Error::conflict(format!("no ratings: {e}"), vec![]),
     }
 }
@@ -528,4 +562,47 @@ fn rating_error(e: RateError, index: &BTreeMap<&GroupName, usize>) -> Error {
 fn names_of(names: &[CovariateName]) -> String {
     let v: Vec<&str> = names.iter().map(|n| n.as_str()).collect();
     v.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fit with no maximum names the systems whose labels all went one way.
+    #[test]
+    fn no_finite_ratings_names_the_systems_labelled_one_way() {
+        let name = |s: &str| GroupName::parse(s).unwrap();
+        let (m1, m2, m3) = (name("m1"), name("m2"), name("m3"));
+        let row = |i: usize, a: &GroupName, b: &GroupName, p: f64| Comparison {
+            item_id: ItemId::parse(&format!("i{i}")).unwrap(),
+            a: a.clone(),
+            b: b.clone(),
+            verdict: 1.0,
+            verdict_swapped: None,
+            preference: Some(p),
+            rater: None,
+            covariates: Default::default(),
+        };
+        // m3 lost both of its comparisons; m1 and m2 won some and lost some.
+        let rows = [
+            row(1, &m1, &m2, 1.0),
+            row(2, &m2, &m1, 1.0),
+            row(3, &m3, &m1, 0.0),
+            row(4, &m2, &m3, 1.0),
+        ];
+        let labelled: Vec<&Comparison> = rows.iter().collect();
+        let index: BTreeMap<&GroupName, usize> = [(&m1, 0), (&m2, 1), (&m3, 2)].into();
+        let e = rating_error(
+            RateError::Ratings(RatingError::Numerical("did not converge".into())),
+            &index,
+            &labelled,
+        );
+        let text = e.to_string();
+        assert!(
+            text.contains(
+                "label more comparisons of m3 (every labelled comparison of it went one way)"
+            ),
+            "{text}"
+        );
+    }
 }
