@@ -11,6 +11,7 @@ mod keys;
 mod layered;
 pub mod pairwise_panels;
 mod pairwise_versions;
+mod panel_members;
 pub mod panels;
 mod preference_drift;
 mod preferences;

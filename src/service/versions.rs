@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
-use super::Service;
+use super::{Service, panel_members};
 use crate::domain::calibration::{CalibratorVersion, Job, JobState, OnMismatch};
 use crate::domain::{CellKey, JudgeName, JudgeVersion, RubricName, Scale};
 use crate::error::{Error, Result};
@@ -384,14 +384,24 @@ impl Service {
     ) -> Result<Resolved> {
         let wanted = judge_version;
         let own = self.own_calibration(key, wanted);
-        let loaded = match (version, &own) {
+        let mut loaded = match (version, &own) {
             (None, Some(own)) => match self.calibrators.active(key) {
                 Some(a) if a.version.judge_version.as_ref() == wanted => a,
                 _ => own.clone(),
             },
             _ => self.corrector(key, version).await?,
         };
-        let members = self.member_mismatch(&loaded).await?;
+        let defaults = self.panel_defaults(&loaded.version).await?;
+        // A panel's requests name no member version: they stay with the newest passed version
+        // trained on the members' defaults, as a judge's untagged requests stay with its
+        // unversioned calibration when a versioned one is trained.
+        if let (None, Some(defaults)) = (version, &defaults)
+            && !panel_members::member_differences(&loaded.version, defaults).is_empty()
+            && let Some(kept) = self.newest_on_defaults(key, defaults).await?
+        {
+            loaded = self.corrector(key, Some(kept)).await?;
+        }
+        let members = defaults.and_then(|d| panel_members::member_warning(&loaded.version, &d));
         if loaded.version.judge_version.as_ref() == wanted {
             return Ok(Resolved {
                 loaded,
@@ -433,63 +443,6 @@ impl Service {
             mismatch: Some(mismatch),
             members,
         })
-    }
-
-    /// Where a panel's version was trained on a member judge version other than the one the
-    /// panel's requests, which name no member version, are read as (the one a panel training
-    /// fits by default: each member's unversioned anchors where it has any, else its only
-    /// judge version, else the one its active calibrations were trained on): the warning
-    /// naming them. A panel trained with `member_versions` on a new member version serves the
-    /// panel's requests with it; the answer says so.
-    async fn member_mismatch(&self, loaded: &Loaded) -> Result<Option<Warning>> {
-        let Some(fusion) = loaded.version.fusion.as_ref() else {
-            return Ok(None);
-        };
-        let Some(panel) = self.store.panel(&loaded.version.key.judge).await? else {
-            return Ok(None);
-        };
-        // Where the defaults cannot be resolved (a member with no anchors, or several versions
-        // none of which serves alone), the training would have asked; nothing is said here.
-        let Ok(defaults) = self.member_versions(&panel, &[]).await else {
-            return Ok(None);
-        };
-        let mut differ = Vec::new();
-        for (member, trained) in fusion.members.iter().zip(&fusion.member_versions) {
-            let Some((_, now)) = defaults.iter().find(|(j, _)| j.as_str() == member) else {
-                continue;
-            };
-            let now = now.as_ref().map(|v| v.as_str().to_owned());
-            if now.as_deref() != trained.as_deref() {
-                differ.push((member.as_str(), trained.as_deref(), now));
-            }
-        }
-        if differ.is_empty() {
-            return Ok(None);
-        }
-        let said: Vec<String> = differ
-            .iter()
-            .map(|(m, trained, now)| {
-                format!(
-                    "{m}: trained on judge_version {}, its untagged scores read as {}",
-                    trained.unwrap_or("(none)"),
-                    now.as_deref().unwrap_or("(none)")
-                )
-            })
-            .collect();
-        Ok(Some(
-            Warning::new(
-                Code::MemberVersionMismatch,
-                format!(
-                    "version {} of panel {} was trained on member judge versions other than those the panel's requests \
-                     are read as ({}): the members' scores in this request were corrected as those versions' scores; \
-                     if they are not, pin the panel version trained on the members' defaults (`version`)",
-                    loaded.version.version,
-                    loaded.version.key.judge,
-                    said.join("; ")
-                ),
-            )
-            .at("scores"),
-        ))
     }
 
     /// The calibration trained on `judge_version` (`None`: the unversioned anchors) that

@@ -596,8 +596,9 @@ async fn a_panel_fits_the_judge_versions_its_members_are_served_by(backend: Back
 
     // b re-scores every item under v2, and the panel is trained on it by name. The panel's
     // requests name no member version, and b's untagged scores are read as its unversioned
-    // anchors' (as a training by default fits them): the answer says the panel's version read
-    // b as v2 (before, it served silently).
+    // anchors' (as a training by default fits them): untagged requests stay with version 1,
+    // trained on those, as a judge's stay with its unversioned calibration (before, version 2
+    // took them over silently). Pinned, version 2 answers and says what it assumed.
     stored(
         &app,
         json!({"judge": "b", "rubric": "r1", "judge_version": "v2", "anchors": rows(1, 60)}),
@@ -613,11 +614,22 @@ async fn a_panel_fits_the_judge_versions_its_members_are_served_by(backend: Back
         json!({"method": "bayes", "options": quick(), "member_versions": {"b": "v2"}}),
     )
     .await;
-    let after = correct(&app, item).await;
+    let after = correct(&app, item.clone()).await;
     assert_eq!(after.status, 200, "{}", after.body);
-    assert_eq!(after.body["version"], 2, "{}", after.body);
-    let w = &after.body["warnings"][0];
-    assert_eq!(w["code"], "member_version_mismatch", "{}", after.body);
+    assert_eq!(after.body["version"], 1, "{}", after.body);
+    assert_eq!(after.body["warnings"], json!([]), "{}", after.body);
+    assert_eq!(
+        after.body["items"][0]["corrected"], before.body["items"][0]["corrected"],
+        "{}",
+        after.body
+    );
+    let mut pinned = item;
+    pinned["version"] = json!(2);
+    let pinned = correct(&app, pinned).await;
+    assert_eq!(pinned.status, 200, "{}", pinned.body);
+    assert_eq!(pinned.body["version"], 2, "{}", pinned.body);
+    let w = &pinned.body["warnings"][0];
+    assert_eq!(w["code"], "member_version_mismatch", "{}", pinned.body);
     let text = w["message"].as_str().unwrap();
     assert!(
         text.contains("b: trained on judge_version v2, its untagged scores read as (none)"),
