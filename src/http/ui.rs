@@ -148,7 +148,8 @@ pub async fn index(State(state): State<AppState>, _r: Reader) -> Result<Html<Str
         };
         let active = versions.iter().find(|v| v.active);
         // A pairwise cell's versions are its trained calibrated preferences: the newest serves.
-        let pairwise = if c.comparison_count > 0 {
+        // A pairwise panel's cell holds no comparisons of its own (its members do).
+        let pairwise = if c.comparison_count > 0 || active.is_none() {
             service
                 .preference_versions(&c.key)
                 .await
@@ -175,7 +176,9 @@ pub async fn index(State(state): State<AppState>, _r: Reader) -> Result<Html<Str
         };
         rows.push(vec![
             cell_link(&c.key),
-            if c.comparison_count > 0 {
+            if let Some(p) = pairwise.as_ref().filter(|_| c.comparison_count == 0) {
+                format!("{} comparisons (its members')", p.comparison_count)
+            } else if c.comparison_count > 0 {
                 format!("{} comparisons", c.comparison_count)
             } else {
                 c.anchor_count.to_string()
@@ -592,7 +595,11 @@ pub async fn cell(
         .cells()
         .await?
         .into_iter()
-        .any(|c| c.key == key && c.comparison_count > 0);
+        .any(|c| c.key == key && c.comparison_count > 0)
+        || service
+            .preference_versions(&key)
+            .await
+            .is_ok_and(|v| !v.is_empty());
     if pairwise {
         body.push_str(&pairwise_html(service, &key).await?);
         return Ok(page(&format!("{judge} / {rubric}"), &body));

@@ -144,6 +144,23 @@ async fn a_panel_of_pairwise_judges_rates_a_run_better_than_either_member(backen
     // The report picture of the panel's cell draws.
     let svg = app.get("/v1/cells/pair-jury/overall/report.svg").await;
     assert_eq!(svg.status, 200);
+    // The pages show the panel's trained version, not "none" and a cell of scores' report.
+    let index = app.get("/ui/").await.body.as_str().unwrap().to_owned();
+    let row = index
+        .split("<tr>")
+        .find(|r| r.contains("/ui/cells/pair-jury/overall"))
+        .unwrap_or_else(|| panic!("no panel row in {index}"));
+    assert!(
+        row.contains("<td>1</td>") && row.contains("comparisons (its members')"),
+        "{row}"
+    );
+    let page = app.get("/ui/cells/pair-jury/overall").await;
+    let page = page.body.as_str().unwrap();
+    assert!(page.contains("<td>serves</td>"), "{page}");
+    assert!(
+        !page.contains("No agreement report") && !page.contains("No picture"),
+        "{page}"
+    );
 
     // The panel's ratings hold the truth and are narrower than either member's alone on the
     // same run (each member rated from its own labelled comparisons).
