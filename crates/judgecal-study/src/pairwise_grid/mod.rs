@@ -1,11 +1,8 @@
 //! Pairwise ratings on Bradley–Terry worlds with known truth (`judgecal-study pairwise
-//! --grid`): how often the ratings' 95% intervals cover (plain: the cell's anchors as the
-//! labelled set; labelled: with a share of the run labelled too), how often every rank
-//! interval holds at once, how wide the plain intervals are against Bradley–Terry on the
-//! anchors' preferences alone, and how often the win rates' intervals (against the baseline,
-//! over the field) cover; where the ratings control for length, how often the length
-//! coefficient's interval covers; where the run is labelled over several looks, how often an
-//! interval covers at every look. The worlds are in `world`.
+//! --grid`): how often the ratings' 95% intervals (plain: the anchors as the labelled set;
+//! labelled: with a share of the run too), every rank interval at once, the win rates', the
+//! length coefficient's and every look's cover, and how wide the plain intervals are against
+//! Bradley–Terry on the anchors alone. The worlds are in `world`.
 
 mod world;
 
@@ -64,7 +61,7 @@ const NEW_SYSTEM: World = World {
 /// 200–2,000 anchors, runs of 1,000–100,000), panels (rows 9, 10), style control (11, 12),
 /// labels from raters who differ, in batches (13, 14; and naming them, 16, 17), and a user
 /// who rates the run after each of four labelling batches (15).
-pub const GRID: [World; 23] = [
+pub const GRID: [World; 24] = [
     World {
         systems: 2,
         position: 2.5,
@@ -237,6 +234,16 @@ pub const GRID: [World; 23] = [
         lead_share: 0.5,
         ..FEW_RATERS
     },
+    // A judge blind on one system (issue 83's review): coin flips on its comparisons.
+    World {
+        systems: 8,
+        ties: 0.0,
+        anchors: 1_000,
+        run: 10_000,
+        labelled: 0.02,
+        blind: true,
+        ..USUAL
+    },
 ];
 
 /// One world's counts over its repetitions.
@@ -262,6 +269,11 @@ pub struct Counts {
     pub failures: usize,
     /// Each system's plain intervals that covered (index 0, the baseline, stays 0).
     pub by_system: Vec<usize>,
+    /// Reps with finite ratings alone where the last system's plain interval was wider than
+    /// the anchors' alone.
+    pub last_wider: usize,
+    /// The sum over those reps of the last system's plain width ÷ the anchors' alone.
+    pub last_ratio: f64,
 }
 
 impl Counts {
@@ -297,6 +309,8 @@ impl Counts {
         self.alone_width += o.alone_width;
         self.alone_rated += o.alone_rated;
         self.every_look += o.every_look;
+        self.last_wider += o.last_wider;
+        self.last_ratio += o.last_ratio;
         self.failures += o.failures;
         if self.by_system.len() < o.by_system.len() {
             self.by_system.resize(o.by_system.len(), 0);
@@ -438,6 +452,7 @@ fn repetitions(world: &World, reps: &[usize], seed: u64) -> Counts {
             ..rate::RateOptions::default()
         };
         let mut ok = true;
+        let mut last_width = f64::NAN;
         let mut every_look = vec![true; k];
         for look in 1..world.looks {
             match rate::rate(k, k, &anchors, &at_look(look), &options) {
@@ -463,6 +478,9 @@ fn repetitions(world: &World, reps: &[usize], seed: u64) -> Counts {
                         if path == 0 {
                             c.by_system.resize(k, 0);
                             c.by_system[i] += usize::from(inside);
+                            if i == k - 1 {
+                                last_width = hi - lo;
+                            }
                         }
                         c.width[path] += hi - lo;
                         if path == 0 {
@@ -522,6 +540,9 @@ fn repetitions(world: &World, reps: &[usize], seed: u64) -> Counts {
             c.alone_width += (1..k)
                 .map(|i| 2.0 * 1.96 * alone.standard_error(i))
                 .sum::<f64>();
+            let alone_last = 2.0 * 1.96 * alone.standard_error(k - 1);
+            c.last_wider += usize::from(last_width > alone_last);
+            c.last_ratio += last_width / alone_last;
         }
         c.reps += 1;
     }
@@ -564,6 +585,9 @@ fn features(w: &World) -> String {
     }
     if w.zipf {
         said.push("Zipf run, even labels".to_owned());
+    }
+    if w.blind {
+        said.push("the judge blind on the last system".to_owned());
     }
     if said.is_empty() {
         "—".to_owned()
@@ -643,26 +667,28 @@ pub fn report(reps: usize, seed: u64, rows: &[usize]) -> Result<String, String> 
             share(c.wins_covered[1], c.wins[1]),
             c.failures,
         ));
-        if w.new_labels > 0 || w.zipf {
+        if w.new_labels > 0 || w.zipf || w.blind {
             let (worst, last) = c.worst_and_last();
             mixed.push(format!(
-                "| {} | {} | {:.1}% | {:.1}% | {} | {} |\n",
+                "| {} | {} | {:.1}% | {:.1}% | {} | {:.1}% ({:.2}×) | {} |\n",
                 i + 1,
                 features(w),
                 share(c.covered[0], c.intervals),
                 100.0 * worst,
-                if w.new_labels > 0 {
+                if w.new_labels > 0 || w.blind {
                     format!("{:.1}%", 100.0 * last)
                 } else {
                     "—".to_owned()
                 },
+                share(c.last_wider, c.alone_rated),
+                c.last_ratio / c.alone_rated.max(1) as f64,
                 c.failures
             ));
         }
     }
     if !mixed.is_empty() {
         out.push_str(
-            "\nLabels mixed unlike the run, plain path (the cell's anchors as the labelled set):\n\n| row | world | rating intervals cover, pooled | the worst system's | the new system's | failed reps |\n|---:|---|---|---|---|---:|\n",
+            "\nLabels mixed unlike the run, or a system the judge cannot read; plain path (the cell's anchors as the labelled set):\n\n| row | world | rating intervals cover, pooled | the worst system's | the new (or unread) system's | the last system's wider than anchors alone (mean width ÷ theirs) | failed reps |\n|---:|---|---|---|---|---|---:|\n",
         );
         for m in mixed {
             out.push_str(&m);

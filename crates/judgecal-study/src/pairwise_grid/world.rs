@@ -66,6 +66,9 @@ pub struct World {
     /// This share of each labelled set is one rater's (the rest in batches of
     /// `rater_batch`): one rater holding most labels.
     pub lead_share: f64,
+    /// The judge cannot read the last system: its verdicts on that system's comparisons
+    /// are coin flips (a logistic draw of their own, plus any favouritism), not the gap.
+    pub blind: bool,
 }
 
 /// How a comparison's two systems are drawn.
@@ -105,6 +108,7 @@ pub const PLAIN: World = World {
     new_labels: 0,
     zipf: false,
     lead_share: 0.0,
+    blind: false,
 };
 
 /// The nodes of a standard normal's quadrature: the midpoints of 24 equal-probability slices.
@@ -271,7 +275,13 @@ impl World {
         let favour = self.favour * (f64::from(u8::from(a == f)) - f64::from(u8::from(b == f)))
             + d.own[a]
             - d.own[b];
-        let biased = z + self.length * ratio + favour;
+        // Drawn only where the row is blind, so that the other rows' draws stay as they were.
+        let read = if self.blind && (a == self.systems - 1 || b == self.systems - 1) {
+            logistic(rng)
+        } else {
+            z
+        };
+        let biased = read + self.length * ratio + favour;
         let band = self.tie_band();
         let call = |x: f64| {
             if x > band {
