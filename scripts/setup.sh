@@ -26,4 +26,18 @@ elif [ -L "$judgecal_root/target" ] && [ ! -e "$judgecal_root/target" ]; then
     # The link outlived its folder (a cleaned cache): make the folder again.
     mkdir -p "$(readlink "$judgecal_root/target")"
 fi
+# Cargo keys a workspace crate's build by the crate, not by the clone, and calls it fresh
+# when no source file is newer than its last build: in a build folder shared between clones,
+# a clone whose files are older than another clone's last build would be served that clone's
+# binary. The folder remembers the clone that last used it; another clone's sources are
+# touched, so that cargo rebuilds this workspace's crates (their dependencies stay built).
+judgecal_built_in="${CARGO_TARGET_DIR:-$judgecal_root/target}"
+if [ -d "$judgecal_built_in" ] && [ "$(cat "$judgecal_built_in/.clone" 2>/dev/null)" != "$judgecal_root" ]; then
+    for judgecal_dir in src crates tests benches; do
+        if [ -d "$judgecal_root/$judgecal_dir" ]; then
+            find "$judgecal_root/$judgecal_dir" -type f -name '*.rs' -exec touch {} +
+        fi
+    done
+    echo "$judgecal_root" >"$judgecal_built_in/.clone"
+fi
 source "$(dirname "${BASH_SOURCE[0]}")/torch.sh"
