@@ -5,6 +5,7 @@
 //! figures; never fails on speed.
 //!
 //!     cargo bench --bench ingest
+//!     cargo bench --bench ingest -- --growing   # ten 100k batches into one cell
 //!
 //! Postgres is JUDGECAL_TEST_POSTGRES_URL (default: the local server, database `test`); the
 //! benchmark makes its own database there.
@@ -210,8 +211,43 @@ async fn watched(label: &str, url: &str) {
     );
 }
 
+/// Ten batches of 100,000 new anchors into one growing cell, each timed: an upload's cost
+/// should follow its own rows, not the rows the cell already holds.
+async fn growing(label: &str, url: &str) {
+    let mut settings = Settings::defaults_with_database(url);
+    settings.server.bind = "127.0.0.1:0".into();
+    settings.auth.disabled = true;
+    let app = Application::build(settings).await.expect("app");
+    let mut times = Vec::new();
+    for b in 0..GROWING {
+        let (status, res, took) = send(&app, "POST", "/v1/anchors", batch(0, b * N, N)).await;
+        assert_eq!(status, 200, "{res}");
+        times.push(took);
+    }
+    let said: Vec<String> = times.iter().map(|t| format!("{t:.2}")).collect();
+    println!(
+        "ingest {label:8} {GROWING} batches of {N} into one growing cell: {} s (the last ÷ the first {:.2}; {:.1} s in all)",
+        said.join(", "),
+        times[GROWING - 1] / times[0],
+        times.iter().sum::<f64>()
+    );
+}
+
+/// The batches of `growing`.
+const GROWING: usize = 10;
+
 #[tokio::main]
 async fn main() {
+    if std::env::args().any(|a| a == "--growing") {
+        growing("postgres", &postgres_url().await).await;
+        let dir = tempfile::tempdir().unwrap();
+        growing(
+            "sqlite",
+            &format!("sqlite://{}/growing.db", dir.path().display()),
+        )
+        .await;
+        return;
+    }
     let watched_only = std::env::args().any(|a| a == "--watched");
     let dir = tempfile::tempdir().unwrap();
     let sqlite = format!("sqlite://{}/bench.db", dir.path().display());

@@ -6,7 +6,7 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 use uuid::Uuid;
 
-use super::{Store, many_values, placeholder_list, placeholder_rows};
+use super::{Store, many_values, placeholder_rows};
 use crate::domain::anchors::CellBatch;
 use crate::domain::covariates::{self, Covariates};
 use crate::domain::ingest::{CellPlan, Refusals, StoredRow, plan_cell};
@@ -245,8 +245,8 @@ impl Store {
 
     /// The rows `cell_id` holds for the batch's items, of every judge version. A new (empty)
     /// cell needs no look-up; a batch of at least half the cell's rows reads the whole cell in
-    /// one statement (100,000 items looked up by lists of 1,000 took 3.3 s on Postgres);
-    /// a smaller one looks its items up in lists.
+    /// one statement; a smaller one looks its items up (`by_items`), so that its cost follows
+    /// the batch, not the cell.
     async fn stored_rows(
         backend: super::Backend,
         tx: &mut sqlx::Transaction<'static, sqlx::Any>,
@@ -255,32 +255,26 @@ impl Store {
         stored_count: i64,
     ) -> Result<Vec<StoredRow>> {
         const COLUMNS: &str =
-            "SELECT judge_version, item_id, judge_score, reference_score, group_name, created_at_ms, rater,
-                 covariates, repeats
-             FROM anchors WHERE cell_id = $1";
+            "SELECT t.judge_version, t.item_id, t.judge_score, t.reference_score, t.group_name,
+                 t.created_at_ms, t.rater, t.covariates, t.repeats";
         let mut stored = Vec::new();
         if stored_count == 0 {
             return Ok(stored);
         }
         let whole = usize::try_from(stored_count).unwrap_or(usize::MAX) <= 2 * cell.anchors.len();
-        let statements: Vec<(String, &[crate::domain::anchors::Uploaded])> = if whole {
-            vec![(COLUMNS.to_owned(), &[])]
+        let statements = if whole {
+            vec![(
+                sqlx::AssertSqlSafe(format!("{COLUMNS} FROM anchors AS t WHERE t.cell_id = $1")),
+                Vec::new(),
+            )]
         } else {
-            cell.anchors
-                .chunks(CHUNK)
-                .map(|chunk| {
-                    let sql = format!(
-                        "{COLUMNS} AND item_id IN ({})",
-                        placeholder_list(chunk.len(), 2)
-                    );
-                    (sql, chunk)
-                })
-                .collect()
+            let items: Vec<&str> = cell.anchors.iter().map(|a| a.item_id.as_str()).collect();
+            super::by_items(backend, COLUMNS, "anchors", "t.cell_id = $1", 1, &items)?
         };
         for (sql, items) in statements {
-            let mut q = sqlx::query(many_values(backend, sql)).bind(cell_id);
-            for a in items {
-                q = q.bind(a.item_id.as_str());
+            let mut q = sqlx::query(sql).bind(cell_id);
+            for item in items {
+                q = q.bind(item);
             }
             for r in q.fetch_all(&mut **tx).await? {
                 stored.push(StoredRow {
@@ -321,16 +315,16 @@ impl Store {
             .execute(&mut **tx)
             .await?;
         }
-        for chunk in plan.replaced.chunks(CHUNK) {
-            let sql = format!(
-                "DELETE FROM anchors WHERE cell_id = $1 AND judge_version = $2 AND item_id IN ({})",
-                placeholder_list(chunk.len(), 3)
-            );
-            let mut q = sqlx::query(many_values(backend, sql))
-                .bind(cell_id)
-                .bind(version);
-            for (a, _) in chunk {
-                q = q.bind(a.item_id.as_str());
+        let replaced: Vec<&str> = plan
+            .replaced
+            .iter()
+            .map(|(a, _)| a.item_id.as_str())
+            .collect();
+        let filter = "t.cell_id = $1 AND t.judge_version = $2";
+        for (sql, items) in super::by_items(backend, "DELETE", "anchors", filter, 2, &replaced)? {
+            let mut q = sqlx::query(sql).bind(cell_id).bind(version);
+            for item in items {
+                q = q.bind(item);
             }
             q.execute(&mut **tx).await?;
         }
@@ -361,11 +355,13 @@ impl Store {
 
         let touched = !inserts.is_empty();
         let anchor_count: i64 = sqlx::query(
-            "UPDATE cells SET anchor_count = (SELECT COUNT(*) FROM anchors WHERE cell_id = $1),
+            "UPDATE cells SET anchor_count = anchor_count + $1,
                  updated_at_ms = CASE WHEN $2 = 1 THEN $3 ELSE updated_at_ms END
              WHERE id = $4 RETURNING anchor_count",
         )
-        .bind(cell_id)
+        // Counted by what the plan wrote, not again over the cell (a count of a million rows
+        // on every upload): a replaced row is deleted and written again, a fresh one added.
+        .bind(i64::try_from(plan.fresh.len()).unwrap_or(i64::MAX))
         .bind(i64::from(touched))
         .bind(now)
         .bind(cell_id)

@@ -5,7 +5,7 @@ use sqlx::Row;
 use uuid::Uuid;
 
 use super::anchors::{covariates_of, group_of, rater_of};
-use super::{Store, many_values, placeholder_list, placeholder_rows};
+use super::{Store, many_values, placeholder_rows};
 use crate::domain::comparisons::{Comparison, ComparisonBatch, StoredComparison, plan};
 use crate::domain::covariates;
 use crate::domain::{CellKey, ItemId, JudgeVersion, Problem, Scale, now_ms};
@@ -132,16 +132,19 @@ impl Store {
         cell_id: &str,
     ) -> Result<Vec<StoredComparison>> {
         let mut stored = Vec::new();
-        for chunk in cell.comparisons.chunks(CHUNK) {
-            let sql = format!(
-                "SELECT judge_version, item_id, system_a, system_b, verdict, verdict_swapped, preference,
-                     rater, covariates
-                 FROM comparisons WHERE cell_id = $1 AND item_id IN ({})",
-                placeholder_list(chunk.len(), 2)
-            );
-            let mut q = sqlx::query(many_values(backend, sql)).bind(cell_id);
-            for c in chunk {
-                q = q.bind(c.item_id.as_str());
+        let items: Vec<&str> = cell
+            .comparisons
+            .iter()
+            .map(|c| c.item_id.as_str())
+            .collect();
+        let columns = "SELECT t.judge_version, t.item_id, t.system_a, t.system_b, t.verdict, t.verdict_swapped,
+                 t.preference, t.rater, t.covariates";
+        for (sql, items) in
+            super::by_items(backend, columns, "comparisons", "t.cell_id = $1", 1, &items)?
+        {
+            let mut q = sqlx::query(sql).bind(cell_id);
+            for item in items {
+                q = q.bind(item);
             }
             for r in q.fetch_all(&mut **tx).await? {
                 stored.push(stored_row(&r)?);
@@ -172,16 +175,13 @@ impl Store {
             .execute(&mut **tx)
             .await?;
         }
-        for chunk in plan.replaced.chunks(CHUNK) {
-            let sql = format!(
-                "DELETE FROM comparisons WHERE cell_id = $1 AND judge_version = $2 AND item_id IN ({})",
-                placeholder_list(chunk.len(), 3)
-            );
-            let mut q = sqlx::query(many_values(backend, sql))
-                .bind(cell_id)
-                .bind(version);
-            for c in chunk {
-                q = q.bind(c.item_id.as_str());
+        let replaced: Vec<&str> = plan.replaced.iter().map(|c| c.item_id.as_str()).collect();
+        let filter = "t.cell_id = $1 AND t.judge_version = $2";
+        for (sql, items) in super::by_items(backend, "DELETE", "comparisons", filter, 2, &replaced)?
+        {
+            let mut q = sqlx::query(sql).bind(cell_id).bind(version);
+            for item in items {
+                q = q.bind(item);
             }
             q.execute(&mut **tx).await?;
         }
@@ -216,11 +216,13 @@ impl Store {
         }
         let touched = !writes.is_empty() || !plan.preferences.is_empty();
         let comparison_count: i64 = sqlx::query(
-            "UPDATE cells SET comparison_count = (SELECT COUNT(*) FROM comparisons WHERE cell_id = $1),
+            "UPDATE cells SET comparison_count = comparison_count + $1,
                  updated_at_ms = CASE WHEN $2 = 1 THEN $3 ELSE updated_at_ms END
              WHERE id = $4 RETURNING comparison_count",
         )
-        .bind(cell_id)
+        // Counted by what the plan wrote, not again over the cell (a count of a million rows
+        // on every upload): a replaced row is deleted and written again, a fresh one added.
+        .bind(i64::try_from(plan.fresh.len()).unwrap_or(i64::MAX))
         .bind(i64::from(touched))
         .bind(now)
         .bind(cell_id)

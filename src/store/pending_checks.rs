@@ -7,15 +7,12 @@
 use sqlx::Row;
 use uuid::Uuid;
 
+use super::Store;
 use super::anchors::{anchor_of_named, bad_row};
-use super::{Store, many_values, placeholder_list};
 use crate::domain::calibration::CalibratorId;
 use crate::domain::{Anchor, CellKey, JudgeName, JudgeVersion, RubricName};
 use crate::error::{Error, Result};
 use judgecal_stats::drift::CheckedBatch;
-
-/// Items looked up by one statement.
-const CHUNK: usize = 1000;
 
 /// A stored batch whose check has not been recorded.
 #[derive(Debug, Clone, PartialEq)]
@@ -112,18 +109,16 @@ impl Store {
     pub async fn pending_anchors(&self, check: &PendingCheck) -> Result<Vec<Anchor>> {
         let cell_id = self.cell_id(&check.key).await?;
         let mut anchors = Vec::with_capacity(check.item_ids.len());
-        for chunk in check.item_ids.chunks(CHUNK) {
-            let sql = format!(
-                "SELECT item_id, judge_score, reference_score, group_name, rater, judge_version,
-                     covariates, repeats, CAST(NULL AS BIGINT) AS reference_at_ms
-                 FROM anchors WHERE cell_id = $1 AND judge_version = $2 AND item_id IN ({})",
-                placeholder_list(chunk.len(), 3)
-            );
-            let mut q = sqlx::query(many_values(self.backend, sql))
+        let items: Vec<&str> = check.item_ids.iter().map(String::as_str).collect();
+        let columns = "SELECT t.item_id, t.judge_score, t.reference_score, t.group_name, t.rater, t.judge_version,
+                 t.covariates, t.repeats, CAST(NULL AS BIGINT) AS reference_at_ms";
+        let filter = "t.cell_id = $1 AND t.judge_version = $2";
+        for (sql, items) in super::by_items(self.backend, columns, "anchors", filter, 2, &items)? {
+            let mut q = sqlx::query(sql)
                 .bind(&cell_id)
                 .bind(JudgeVersion::stored(check.judge_version.as_ref()));
-            for item in chunk {
-                q = q.bind(item.as_str());
+            for item in items {
+                q = q.bind(item);
             }
             for r in q.fetch_all(&self.pool).await? {
                 anchors.push(anchor_of_named(&r)?);

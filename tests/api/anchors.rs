@@ -203,8 +203,62 @@ async fn pages_cover_every_anchor_once_and_deletes_count(backend: Backend) {
     assert_eq!(app.cell_count("j1", "r1").await, Some(24));
 }
 
+/// A small batch into a larger cell looks its items up by id rather than reading the cell
+/// (on Postgres through one JSON array of the ids): found unchanged, conflicting or replaced
+/// by id, ids with quotes, backslashes, commas and non-ASCII letters included; the cell's count
+/// follows what was written.
+async fn a_small_batch_into_a_large_cell_finds_its_items_by_id(backend: Backend) {
+    let app = TestApp::new(backend).await;
+    let id = |i: usize| format!("odd \"{i}\" \\ ü,{i}");
+    let row =
+        |i: usize, j: f64| json!({"item_id": id(i), "judge_score": j, "reference_score": 3.0});
+    let all: Vec<Value> = (0..40).map(|i| row(i, 2.0)).collect();
+    let body = |anchors: Vec<Value>| json!({"judge": "j1", "rubric": "r1", "anchors": anchors});
+    let res = app.json("POST", "/v1/anchors", &body(all)).await;
+    assert_eq!(res.body["inserted"], 40, "{}", res.body);
+
+    let same = body([3, 7, 11, 19].map(|i| row(i, 2.0)).to_vec());
+    let res = app.json("POST", "/v1/anchors", &same).await;
+    assert_eq!(
+        (res.body["inserted"].clone(), res.body["unchanged"].clone()),
+        (json!(0), json!(4)),
+        "{}",
+        res.body
+    );
+    let changed = body(vec![row(3, 4.0), row(7, 4.5), row(40, 1.0)]);
+    let res = app.json("POST", "/v1/anchors", &changed).await;
+    let details = assert_error(&res, 409, "conflict");
+    let rows: Vec<&Value> = details.iter().map(|d| &d["row"]).collect();
+    assert_eq!(rows, [&json!(1), &json!(2)], "{details:?}");
+    assert_eq!(app.cell_count("j1", "r1").await, Some(40));
+
+    let res = app.json("POST", "/v1/anchors?replace=true", &changed).await;
+    assert_eq!(
+        (
+            res.body["inserted"].clone(),
+            res.body["unchanged"].clone(),
+            res.body["replaced"].clone()
+        ),
+        (json!(1), json!(0), json!(2)),
+        "{}",
+        res.body
+    );
+    assert_eq!(app.cell_count("j1", "r1").await, Some(41));
+    let page = app.get("/v1/cells/j1/r1/anchors?limit=100").await.body;
+    let scores: Vec<f64> = page["anchors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["item_id"] == id(3) || a["item_id"] == id(7))
+        .map(|a| a["judge_score"].as_f64().unwrap())
+        .collect();
+    assert_eq!(scores.len(), 2, "{page}");
+    assert!(scores.contains(&4.0) && scores.contains(&4.5), "{scores:?}");
+}
+
 on_both_backends!(
     one_bad_row_in_ten_thousand_refuses_the_whole_batch,
+    a_small_batch_into_a_large_cell_finds_its_items_by_id,
     a_retried_batch_changes_nothing,
     changed_scores_conflict_unless_replaced,
     csv_uploads_span_cells_and_name_bad_rows,
