@@ -1,5 +1,7 @@
 //! Small numerical helpers shared by the correctors, the figures and the service: the normal
-//! distribution, type-7 quantiles and a seeded standard normal draw.
+//! distribution, type-7 quantiles, a seeded standard normal draw and a damped Newton ascent.
+
+use nalgebra::{DMatrix, DVector};
 
 /// The standard normal CDF, from the complementary error function's Chebyshev fit
 /// (Numerical Recipes' `erfcc`; relative error below 1.2e-7 everywhere).
@@ -324,6 +326,63 @@ pub fn two_sided_p(z: f64, df: Option<f64>) -> f64 {
             2.0 * (1.0 - bisect(0.5, hi, 80, |p| t_quantile(p, df) < z))
         }
     }
+}
+
+/// Where a damped Newton ascent stopped.
+#[derive(Debug, Clone)]
+pub struct Ascent {
+    pub theta: DVector<f64>,
+    pub iterations: usize,
+    /// A step moved no coordinate more than 1e-10 (else `max_iterations` ran out).
+    pub converged: bool,
+}
+
+/// The maximum of a concave objective by Newton's method from `start`: each step solves the
+/// curvature (the negative Hessian, from `derivatives` with the gradient) by Cholesky, is
+/// shortened so that no coordinate moves more than `max_step`, and is halved until `value`
+/// does not fall (a short enough step of a concave objective rises; below 1e-8 of it the
+/// step is taken anyway). `None` where the curvature is not positive definite.
+pub fn newton_ascent(
+    start: DVector<f64>,
+    max_step: f64,
+    max_iterations: usize,
+    value: impl Fn(&DVector<f64>) -> f64,
+    derivatives: impl Fn(&DVector<f64>) -> (DVector<f64>, DMatrix<f64>),
+) -> Option<Ascent> {
+    let mut theta = start;
+    let mut current = value(&theta);
+    for iteration in 1..=max_iterations {
+        let (gradient, curvature) = derivatives(&theta);
+        let step = curvature.cholesky()?.solve(&gradient);
+        let longest = step.amax();
+        let mut scale = if longest > max_step {
+            max_step / longest
+        } else {
+            1.0
+        };
+        let next = loop {
+            let next = &theta + &step * scale;
+            let v = value(&next);
+            if v >= current - 1e-12 || scale < 1e-8 {
+                current = v;
+                break next;
+            }
+            scale /= 2.0;
+        };
+        theta = next;
+        if scale * longest < 1e-10 {
+            return Some(Ascent {
+                theta,
+                iterations: iteration,
+                converged: true,
+            });
+        }
+    }
+    Some(Ascent {
+        theta,
+        iterations: max_iterations,
+        converged: false,
+    })
 }
 
 #[cfg(test)]

@@ -28,8 +28,9 @@ use std::collections::BTreeMap;
 
 use nalgebra::{DMatrix, DVector};
 
-use super::ratings::{RatingError, Ratings, check_comparison, reached};
+use super::ratings::{MAX_STEP, RatingError, Ratings, check_comparison, reached};
 use super::{log_sigmoid, sigmoid};
+use crate::stats::newton_ascent;
 
 /// One run comparison: systems `a` and `b`, the predicted probability that people prefer a,
 /// and the controls' values.
@@ -108,7 +109,6 @@ impl Powered {
     }
 }
 
-const MAX_STEP: f64 = 5.0;
 const MAX_ITERATIONS: usize = 100;
 
 /// The model's parameters: the free ratings (every system but the baseline) then the
@@ -545,40 +545,22 @@ fn newton(
     lambda: f64,
     d: usize,
 ) -> Result<(Vec<f64>, usize), RatingError> {
-    let mut theta = vec![0.0; d];
-    let mut current = sums(run, labelled, &theta, lambda, d).value;
-    for iteration in 1..=MAX_ITERATIONS {
-        let s = sums(run, labelled, &theta, lambda, d);
-        let step = s
-            .information
-            .cholesky()
-            .map(|c| c.solve(&s.gradient))
-            .ok_or_else(|| {
-                RatingError::Numerical("the information matrix is not positive definite".into())
-            })?;
-        let longest = step.amax();
-        let mut scale = if longest > MAX_STEP {
-            MAX_STEP / longest
-        } else {
-            1.0
-        };
-        let next = loop {
-            let next: Vec<f64> = theta
-                .iter()
-                .zip(step.iter())
-                .map(|(t, s)| t + scale * s)
-                .collect();
-            let value = sums(run, labelled, &next, lambda, d).value;
-            if value >= current - 1e-12 || scale < 1e-8 {
-                current = value;
-                break next;
-            }
-            scale /= 2.0;
-        };
-        theta = next;
-        if scale * longest < 1e-10 {
-            return Ok((theta, iteration));
-        }
+    let ascent = newton_ascent(
+        DVector::zeros(d),
+        MAX_STEP,
+        MAX_ITERATIONS,
+        |t| sums(run, labelled, t.as_slice(), lambda, d).value,
+        |t| {
+            let s = sums(run, labelled, t.as_slice(), lambda, d);
+            (s.gradient, s.information)
+        },
+    )
+    .ok_or_else(|| {
+        RatingError::Numerical("the information matrix is not positive definite".into())
+    })?;
+    let theta: Vec<f64> = ascent.theta.iter().copied().collect();
+    if ascent.converged {
+        return Ok((theta, ascent.iterations));
     }
     if theta.iter().any(|t| t.abs() > 30.0) {
         return Err(RatingError::Numerical(

@@ -18,6 +18,7 @@ use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};
 
 use super::{log_sigmoid, sigmoid};
+use crate::stats::newton_ascent;
 
 /// The prior sd of each standardised input's weight (log-odds per unit).
 pub const PRIOR_SD: f64 = 3.0;
@@ -376,30 +377,15 @@ pub fn fit_with(
         }
         (g, h)
     };
-    let mut w = DVector::zeros(d);
-    let mut current = log_likelihood(&w) - penalty(&w);
-    for _ in 0..100 {
-        let (g, h) = curvature(&w);
-        let step = h
-            .cholesky()
-            .ok_or("the preference's curvature is not positive definite")?
-            .solve(&g);
-        let mut scale = 1.0;
-        let next = loop {
-            let next = &w + &step * scale;
-            let value = log_likelihood(&next) - penalty(&next);
-            if value >= current - 1e-12 || scale < 1e-8 {
-                current = value;
-                break next;
-            }
-            scale /= 2.0;
-        };
-        let moved = (&next - &w).amax();
-        w = next;
-        if moved < 1e-10 {
-            break;
-        }
-    }
+    let w = newton_ascent(
+        DVector::zeros(d),
+        f64::INFINITY,
+        100,
+        |w| log_likelihood(w) - penalty(w),
+        curvature,
+    )
+    .ok_or("the preference's curvature is not positive definite")?
+    .theta;
     let (_, h) = curvature(&w);
     let factor = h
         .clone()

@@ -28,7 +28,7 @@ use nalgebra::{DMatrix, DVector};
 
 use super::{log_sigmoid, sigmoid};
 use crate::rng::Rng;
-use crate::stats::{normal_quantile, quantile_sorted, standard_normal, t_quantile};
+use crate::stats::{newton_ascent, normal_quantile, quantile_sorted, standard_normal, t_quantile};
 
 /// One comparison: systems `a` and `b` (indices into the systems) and the probability that
 /// a's answer is the better: 1, 0, ½ for a tie, or any share between.
@@ -101,7 +101,7 @@ struct PairSums {
 }
 
 /// The largest Newton step taken on any rating (log-odds); a longer one is scaled down.
-const MAX_STEP: f64 = 5.0;
+pub(super) const MAX_STEP: f64 = 5.0;
 const MAX_ITERATIONS: usize = 200;
 
 /// Fits the ratings of `k` systems to `outcomes`, the rating of `baseline` held at 0.
@@ -162,41 +162,26 @@ pub fn fit(k: usize, outcomes: &[Outcome], baseline: usize) -> Result<Ratings, R
         }
         (g, a)
     };
-    let mut theta = vec![0.0; k];
-    let mut current = log_likelihood(&theta);
-    let mut iterations = 0;
-    while iterations < MAX_ITERATIONS {
-        iterations += 1;
-        let (g, a) = derivatives(&theta);
-        let step = a.cholesky().map(|c| c.solve(&g)).ok_or_else(|| {
-            RatingError::Numerical("the information matrix is not positive definite".into())
-        })?;
-        let longest = step.amax();
-        let mut scale = if longest > MAX_STEP {
-            MAX_STEP / longest
-        } else {
-            1.0
-        };
-        // Halve the step until the likelihood does not fall (it is concave: a short enough
-        // Newton step always rises).
-        let mut next;
-        loop {
-            next = theta.clone();
-            for (s, &i) in free.iter().enumerate() {
-                next[i] += scale * step[s];
-            }
-            let value = log_likelihood(&next);
-            if value >= current - 1e-12 || scale < 1e-8 {
-                current = value;
-                break;
-            }
-            scale /= 2.0;
+    // Newton's method over the free ratings (the baseline's stays 0).
+    let full = |free_theta: &DVector<f64>| -> Vec<f64> {
+        let mut theta = vec![0.0; k];
+        for (s, &i) in free.iter().enumerate() {
+            theta[i] = free_theta[s];
         }
-        theta = next;
-        if scale * longest < 1e-10 {
-            break;
-        }
-    }
+        theta
+    };
+    let ascent = newton_ascent(
+        DVector::zeros(m),
+        MAX_STEP,
+        MAX_ITERATIONS,
+        |f| log_likelihood(&full(f)),
+        |f| derivatives(&full(f)),
+    )
+    .ok_or_else(|| {
+        RatingError::Numerical("the information matrix is not positive definite".into())
+    })?;
+    let theta = full(&ascent.theta);
+    let iterations = ascent.iterations;
     // The sandwich: A⁻¹ B A⁻¹ at the fit.
     let (_, a) = derivatives(&theta);
     let mut b = DMatrix::zeros(m, m);
