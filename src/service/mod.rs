@@ -80,6 +80,7 @@ pub struct Service {
     keys: KeyCache,
     calibrators: versions::Cache,
     scales: versions::Scales,
+    panel_memo: panel_members::Memo,
     /// Wakes this process's idle workers when a job is queued here.
     job_queued: Notify,
     /// Tells the background tasks to stop (true) at shutdown.
@@ -110,6 +111,7 @@ impl Service {
             keys: KeyCache::new(Duration::from_secs(settings.auth.key_cache_secs)),
             calibrators: versions::Cache::default(),
             scales: versions::Scales::default(),
+            panel_memo: panel_members::Memo::default(),
             job_queued: Notify::new(),
             stop: watch::channel(false).0,
             jobs_counted: Mutex::new(jobs::JobWatermark::default()),
@@ -205,6 +207,7 @@ impl Service {
             return Err(Error::invalid("the anchor batch was refused", far));
         }
         let mut outcomes = self.store.ingest(&cells, &scales, replace).await?;
+        self.panel_memo.clear();
         for o in &outcomes {
             self.metrics.set_cell_anchors(&o.key, o.anchor_count);
         }
@@ -325,6 +328,7 @@ impl Service {
         let composed = crate::domain::ItemId::named(item_id);
         let item_id = composed.as_ref().map_or(item_id, |id| id.as_str());
         let count = self.store.delete_anchor(key, item_id, version).await?;
+        self.panel_memo.clear();
         self.metrics.set_cell_anchors(key, count);
         Ok(count)
     }

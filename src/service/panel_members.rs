@@ -1,13 +1,70 @@
 //! Which member judge versions a panel's requests are read as, and the panel version that
 //! serves them: untagged requests stay with a version trained on the members' defaults.
 
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
 use super::Service;
 use crate::domain::calibration::CalibratorVersion;
-use crate::domain::{CellKey, JudgeName, JudgeVersion};
+use crate::domain::panel::Panel;
+use crate::domain::{CellKey, JudgeName, JudgeVersion, RubricName};
 use crate::error::Result;
 use judgecal_stats::warning::{Code, Warning};
 
+/// Each member's judge version, as a panel's requests read it.
+pub(super) type Defaults = Vec<(JudgeName, Option<JudgeVersion>)>;
+
+/// What a panel's requests rest on, from memory so that a panel's `/v1/correct` reads no
+/// store: the panel as defined (`None`: deleted), its members' defaults, and per rubric the
+/// version its untagged requests stay with. Cleared by this process's uploads, activations,
+/// trainings and panel changes, and on every refresh (so other processes' within
+/// `calibrators.refresh_millis`).
+#[derive(Default)]
+pub(super) struct Memo(RwLock<HashMap<JudgeName, Arc<Serving>>>);
+
+pub(super) struct Serving {
+    pub panel: Option<Panel>,
+    pub defaults: Option<Defaults>,
+    kept: RwLock<HashMap<RubricName, Option<i64>>>,
+}
+
+impl Memo {
+    pub(super) fn clear(&self) {
+        if let Ok(mut m) = self.0.write() {
+            m.clear();
+        }
+    }
+}
+
 impl Service {
+    /// A panel as its requests see it (see `Memo`); the store's read where this process holds
+    /// none.
+    pub(super) async fn panel_serving(&self, judge: &JudgeName) -> Result<Arc<Serving>> {
+        if let Some(s) = self
+            .panel_memo
+            .0
+            .read()
+            .ok()
+            .and_then(|m| m.get(judge).cloned())
+        {
+            return Ok(s);
+        }
+        let panel = self.store.panel(judge).await?;
+        let defaults = match &panel {
+            Some(p) => self.member_versions(p, &[]).await.ok(),
+            None => None,
+        };
+        let serving = Arc::new(Serving {
+            panel,
+            defaults,
+            kept: RwLock::default(),
+        });
+        if let Ok(mut m) = self.panel_memo.0.write() {
+            m.insert(judge.clone(), serving.clone());
+        }
+        Ok(serving)
+    }
+
     /// The member judge versions a panel's requests are read as (the ones a panel training fits
     /// by default: each member's unversioned anchors where it has any, else its only judge
     /// version, else the one its active calibrations were trained on); `None` for a judge's
@@ -16,14 +73,15 @@ impl Service {
     pub(super) async fn panel_defaults(
         &self,
         version: &CalibratorVersion,
-    ) -> Result<Option<Vec<(JudgeName, Option<JudgeVersion>)>>> {
+    ) -> Result<Option<Defaults>> {
         if version.fusion.is_none() {
             return Ok(None);
         }
-        let Some(panel) = self.store.panel(&version.key.judge).await? else {
-            return Ok(None);
-        };
-        Ok(self.member_versions(&panel, &[]).await.ok())
+        Ok(self
+            .panel_serving(&version.key.judge)
+            .await?
+            .defaults
+            .clone())
     }
 
     /// The newest passed version of a panel's cell trained on `defaults`, where there is one.
@@ -32,13 +90,26 @@ impl Service {
         key: &CellKey,
         defaults: &[(JudgeName, Option<JudgeVersion>)],
     ) -> Result<Option<i64>> {
-        Ok(self
+        let serving = self.panel_serving(&key.judge).await?;
+        if let Some(kept) = serving
+            .kept
+            .read()
+            .ok()
+            .and_then(|k| k.get(&key.rubric).copied())
+        {
+            return Ok(kept);
+        }
+        let kept = self
             .store
             .versions(key)
             .await?
             .into_iter()
             .find(|v| v.passed() && on_defaults(v, defaults))
-            .map(|v| v.version))
+            .map(|v| v.version);
+        if let Ok(mut k) = serving.kept.write() {
+            k.insert(key.rubric.clone(), kept);
+        }
+        Ok(kept)
     }
 }
 

@@ -48,6 +48,7 @@ impl Service {
             ));
         }
         let panel = self.store.create_panel(new).await?;
+        self.panel_memo.clear();
         tracing::info!(panel = %panel.name, members = panel.judges.len(), "panel defined");
         Ok(panel)
     }
@@ -62,6 +63,7 @@ impl Service {
 
     pub async fn delete_panel(&self, name: &JudgeName) -> Result<()> {
         if self.store.delete_panel(name).await? {
+            self.panel_memo.clear();
             Ok(())
         } else {
             Err(no_panel(name))
@@ -382,7 +384,8 @@ impl Service {
     /// The panel a version of `fusion` serves: 404 where its panel was deleted, 409 where the
     /// panel now has other members than the version was trained on.
     pub(super) async fn check_panel(&self, judge: &JudgeName, fusion: &Fusion) -> Result<()> {
-        let panel = self.panel(judge).await?;
+        let serving = self.panel_serving(judge).await?;
+        let panel = serving.panel.as_ref().ok_or_else(|| no_panel(judge))?;
         let now: Vec<&str> = panel.judges.iter().map(JudgeName::as_str).collect();
         if now != fusion.members {
             return Err(Error::conflict(

@@ -283,6 +283,7 @@ impl Service {
     /// Makes `v` the version this process serves for its cell, unless a store read later
     /// than `seen` has installed another meanwhile; returns the version the cell serves.
     pub(super) async fn install(&self, v: CalibratorVersion, seen: Seen) -> Result<Arc<Loaded>> {
+        self.panel_memo.clear();
         let (serving, installed) = self.calibrators.put(seen, Self::load(v).await?);
         if installed {
             self.metrics.set_active(&serving.version);
@@ -366,6 +367,8 @@ impl Service {
         if let Ok(mut m) = self.calibrators.by_judge_version.write() {
             *m = fresh;
         }
+        // Read again at the next request: what other processes changed arrives with it.
+        self.panel_memo.clear();
         Ok(())
     }
 
@@ -494,6 +497,7 @@ impl Service {
         if !v.passed() {
             return Ok(());
         }
+        self.panel_memo.clear();
         let slot = (v.key.clone(), v.judge_version.clone());
         let held = self
             .calibrators

@@ -10,7 +10,9 @@ use judgecal::auth::Scope;
 use serde_json::{Value, json};
 use sqlx::Connection;
 
-use crate::calibration::{anchors, metrics, named, trained, upload};
+use crate::calibration::{
+    anchors, correct, defined, metrics, named, quick, stored, trained, upload,
+};
 use crate::common::{Backend, TestApp, assert_error, fresh_settings};
 
 on_both_backends!(
@@ -704,6 +706,62 @@ impl Proxy {
     fn cut(&self) {
         self.cut.store(true, std::sync::atomic::Ordering::SeqCst);
         self.cut_now.send_replace(true);
+    }
+}
+
+/// `/v1/correct` reads no store, a panel's included (its members' defaults and the version
+/// its untagged requests stay with come from memory): with the store cut after the first
+/// answers, a judge's and a panel's corrections answer the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn corrections_answer_with_the_store_cut() {
+    let database = crate::common::fresh_postgres_database().await;
+    let (rest, name) = database.rsplit_once('/').unwrap();
+    let (scheme_user, host) = rest.rsplit_once('@').unwrap();
+    let upstream = tokio::net::lookup_host(host).await.unwrap().next().unwrap();
+    let proxy = Proxy::start(upstream).await;
+    let through = format!("{scheme_user}@{}/{name}", proxy.address);
+    let mut settings = judgecal::config::Settings::defaults_with_database(&through);
+    settings.server.bind = "127.0.0.1:0".into();
+    // Keys and the refresh timer read the store: neither is what this test is about.
+    settings.auth.disabled = true;
+    settings.calibrators.refresh_millis = 3_600_000;
+    let app = TestApp::on(settings, None).await;
+    let rows = anchors(80, 0.2, 0.9);
+    let b_rows: Vec<Value> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let j = r["judge_score"].as_f64().unwrap();
+            let mut r = r.clone();
+            r["judge_score"] = json!(0.5 + 0.8 * j + ((i * 31) % 7) as f64 * 0.05);
+            r
+        })
+        .collect();
+    stored(&app, json!({"judge": "a", "rubric": "r1", "anchors": rows})).await;
+    stored(
+        &app,
+        json!({"judge": "b", "rubric": "r1", "anchors": b_rows}),
+    )
+    .await;
+    defined(&app, "duo", json!(["a", "b"])).await;
+    for judge in ["a", "duo"] {
+        trained(&app, judge, json!({"method": "bayes", "options": quick()})).await;
+    }
+    let bodies = [
+        json!({"judge": "a", "rubric": "r1", "scores": [3.0]}),
+        json!({"judge": "duo", "rubric": "r1", "items": [{"scores": {"a": 3.0, "b": 3.2}}]}),
+    ];
+    let mut before = Vec::new();
+    for body in &bodies {
+        let res = correct(&app, body.clone()).await;
+        assert_eq!(res.status, 200, "{}", res.body);
+        before.push(res.body["items"].clone());
+    }
+    proxy.cut();
+    for (body, was) in bodies.iter().zip(before) {
+        let res = correct(&app, body.clone()).await;
+        assert_eq!(res.status, 200, "{body}: {}", res.body);
+        assert_eq!(res.body["items"], was, "{body}");
     }
 }
 
