@@ -709,11 +709,9 @@ impl Proxy {
     }
 }
 
-/// `/v1/correct` reads no store, a panel's included (its members' defaults and the version
-/// its untagged requests stay with come from memory): with the store cut after the first
-/// answers, a judge's and a panel's corrections answer the same.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn corrections_answer_with_the_store_cut() {
+/// An app on a fresh Postgres database reached through a proxy the test can cut, its settings
+/// adjusted by `adjust`.
+async fn behind_a_proxy(adjust: impl FnOnce(&mut judgecal::config::Settings)) -> (TestApp, Proxy) {
     let database = crate::common::fresh_postgres_database().await;
     let (rest, name) = database.rsplit_once('/').unwrap();
     let (scheme_user, host) = rest.rsplit_once('@').unwrap();
@@ -722,10 +720,21 @@ async fn corrections_answer_with_the_store_cut() {
     let through = format!("{scheme_user}@{}/{name}", proxy.address);
     let mut settings = judgecal::config::Settings::defaults_with_database(&through);
     settings.server.bind = "127.0.0.1:0".into();
-    // Keys and the refresh timer read the store: neither is what this test is about.
-    settings.auth.disabled = true;
-    settings.calibrators.refresh_millis = 3_600_000;
-    let app = TestApp::on(settings, None).await;
+    adjust(&mut settings);
+    (TestApp::on(settings, None).await, proxy)
+}
+
+/// `/v1/correct` reads no store, a panel's included (its members' defaults and the version
+/// its untagged requests stay with come from memory): with the store cut after the first
+/// answers, a judge's and a panel's corrections answer the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn corrections_answer_with_the_store_cut() {
+    let (app, proxy) = behind_a_proxy(|settings| {
+        // Keys and the refresh timer read the store: neither is what this test is about.
+        settings.auth.disabled = true;
+        settings.calibrators.refresh_millis = 3_600_000;
+    })
+    .await;
     let rows = anchors(80, 0.2, 0.9);
     let b_rows: Vec<Value> = rows
         .iter()
@@ -767,15 +776,7 @@ async fn corrections_answer_with_the_store_cut() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cut_store_answers_503_within_two_seconds() {
-    let database = crate::common::fresh_postgres_database().await;
-    let (rest, name) = database.rsplit_once('/').unwrap();
-    let (scheme_user, host) = rest.rsplit_once('@').unwrap();
-    let upstream = tokio::net::lookup_host(host).await.unwrap().next().unwrap();
-    let proxy = Proxy::start(upstream).await;
-    let through = format!("{scheme_user}@{}/{name}", proxy.address);
-    let mut settings = judgecal::config::Settings::defaults_with_database(&through);
-    settings.server.bind = "127.0.0.1:0".into();
-    let app = TestApp::on(settings, None).await;
+    let (app, proxy) = behind_a_proxy(|_| {}).await;
     assert_eq!(app.get("/v1/cells").await.status, 200);
     proxy.cut();
     for path in ["/v1/cells", "/readyz"] {
