@@ -49,7 +49,7 @@ impl RunQuestion {
 
 /// Which cells a refresh of per-cell gauges covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
+pub enum GaugeScope {
     /// Every cell: cells left out lose their gauges.
     All,
     /// The cells given: the others keep theirs.
@@ -499,14 +499,14 @@ impl Metrics {
     }
 
     /// The coverage of every cell with checks against its active version; cells without
-    /// (a new version, or none) lose theirs. With `Scope::These`, `windows` are some cells'
+    /// (a new version, or none) lose theirs. With `GaugeScope::These`, `windows` are some cells'
     /// (those an upload touched) and the others keep theirs.
-    pub fn set_coverage(&self, windows: &[CoverageWindow], scope: Scope) {
+    pub fn set_coverage(&self, windows: &[CoverageWindow], scope: GaugeScope) {
         let Ok(mut cells) = self.coverage_cells.lock() else {
             return;
         };
         let mut now: HashSet<CellKey> = windows.iter().map(|w| w.key.clone()).collect();
-        if scope == Scope::These {
+        if scope == GaugeScope::These {
             now.extend(cells.iter().cloned());
         }
         for gone in cells.difference(&now) {
@@ -527,13 +527,13 @@ impl Metrics {
     }
 
     /// The drift alarm of every cell with checks since its version's activation; cells without
-    /// lose theirs. With `Scope::These`, `drifts` are some cells' and the others keep theirs.
-    pub fn set_drift(&self, drifts: &[(CellKey, Watch)], scope: Scope) {
+    /// lose theirs. With `GaugeScope::These`, `drifts` are some cells' and the others keep theirs.
+    pub fn set_drift(&self, drifts: &[(CellKey, Watch)], scope: GaugeScope) {
         let Ok(mut cells) = self.drift_cells.lock() else {
             return;
         };
         let mut now: HashSet<CellKey> = drifts.iter().map(|(k, _)| k.clone()).collect();
-        if scope == Scope::These {
+        if scope == GaugeScope::These {
             now.extend(cells.iter().cloned());
         }
         for gone in cells.difference(&now) {

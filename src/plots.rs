@@ -96,7 +96,7 @@ impl Series {
 
 /// One chart: axes, labels and its series, the first listed drawn first.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Panel {
+pub struct Chart {
     pub title: String,
     pub x_label: String,
     pub y_label: String,
@@ -109,7 +109,7 @@ pub struct Panel {
     pub y_names: Vec<String>,
 }
 
-impl Panel {
+impl Chart {
     /// A panel whose axes fit its series, with 5% margins.
     pub fn fitted(title: &str, x_label: &str, y_label: &str, series: Vec<Series>) -> Self {
         let span = |f: fn(&(f64, f64)) -> f64| {
@@ -145,12 +145,12 @@ impl Panel {
 pub struct Figure {
     pub title: String,
     pub columns: usize,
-    pub panels: Vec<Panel>,
+    pub panels: Vec<Chart>,
 }
 
 type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
 
-fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, p: &Panel) -> DrawResult<DB> {
+fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, p: &Chart) -> DrawResult<DB> {
     // The legend goes in a strip under the chart, never over the data.
     let named: Vec<&Series> = p.series.iter().filter(|s| !s.name.is_empty()).collect();
     let (plot, strip) = if named.is_empty() {
@@ -483,7 +483,7 @@ pub fn cell_report(c: &CellPicture) -> Figure {
             vec![(x_lo, x_lo), (x_hi, x_hi)],
         ),
     ]);
-    let mut left = Panel::fitted(
+    let mut left = Chart::fitted(
         &format!("Reference against {}", c.input),
         c.input,
         "reference score",
@@ -511,7 +511,7 @@ pub fn cell_report(c: &CellPicture) -> Figure {
         .zip(c.pairs)
         .map(|(&x, &(j, y))| (x, j - y))
         .collect();
-    let right = Panel::fitted(
+    let right = Chart::fitted(
         "Residuals (score − reference)",
         c.input,
         "residual",
@@ -539,7 +539,7 @@ pub fn cell_report(c: &CellPicture) -> Figure {
             .collect();
         // Bias as the page's table and the agreement report give it: corrected − reference
         // (the held-out mean residual is reference − corrected).
-        let mut bias = Panel::fitted(
+        let mut bias = Chart::fitted(
             "Held-out bias by group",
             "corrected − reference",
             "",
@@ -615,10 +615,10 @@ fn estimates(name: &str, colour: RGBColor, shift: f64, at: &[(usize, &Estimate)]
 /// against the diagonal; the judge's shares beside the people's (first-shown wins, longer
 /// answer wins, swap flips) with 95% intervals; each system's favouritism with its interval.
 pub fn pairwise_report(c: &PairwisePicture) -> Figure {
-    let reliability = Panel {
+    let reliability = Chart {
         x: (0.0, 1.0),
         y: (0.0, 1.0),
-        ..Panel::fitted(
+        ..Chart::fitted(
             "Held-out calibration",
             "predicted P(people prefer a)",
             "people prefer a (share)",
@@ -655,11 +655,11 @@ pub fn pairwise_report(c: &PairwisePicture) -> Figure {
     )];
     series.extend(estimates("judge", colour::FLOW, -0.12, &judge));
     series.extend(estimates("people", colour::REFERENCE, 0.12, &people));
-    let shares = Panel {
+    let shares = Chart {
         x: (-0.5, n - 0.5),
         y: (0.0, 1.0),
         x_names: c.shares.iter().map(|s| s.0.clone()).collect(),
-        ..Panel::fitted("Judge and people", "", "share (95% interval)", series)
+        ..Chart::fitted("Judge and people", "", "share (95% interval)", series)
     };
     let k = c.favouritism.len() as f64;
     let at: Vec<(usize, &Estimate)> = c.favouritism.iter().enumerate().collect();
@@ -670,13 +670,13 @@ pub fn pairwise_report(c: &PairwisePicture) -> Figure {
         vec![(-0.5, 0.0), ((k - 0.5).max(0.5), 0.0)],
     )];
     series.extend(estimates("judge minus people", colour::FLOW, 0.0, &at));
-    let fitted = Panel::fitted(
+    let fitted = Chart::fitted(
         "Favouritism by system",
         "",
         "preference for the system",
         series,
     );
-    let favouritism = Panel {
+    let favouritism = Chart {
         x: (-0.5, (k - 0.5).max(0.5)),
         y: (fitted.y.0.min(-0.1), fitted.y.1.max(0.1)),
         x_names: c.favouritism.iter().map(|e| e.name.clone()).collect(),
@@ -699,7 +699,7 @@ mod tests {
             title: "A test figure".into(),
             columns: 2,
             panels: vec![
-                Panel::fitted(
+                Chart::fitted(
                     "left",
                     "x",
                     "y",
@@ -713,7 +713,7 @@ mod tests {
                         Series::line("a line", colour::FLOW, true, vec![(1.0, 1.0), (2.0, 2.0)]),
                     ],
                 ),
-                Panel::fitted("right", "x", "y", vec![]),
+                Chart::fitted("right", "x", "y", vec![]),
             ],
         };
         let s = svg(&f).unwrap();

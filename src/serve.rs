@@ -18,7 +18,7 @@ use tokio::sync::Semaphore;
 
 /// The bounds of the accept loop.
 #[derive(Debug, Clone, Copy)]
-pub struct Bounds {
+pub struct AcceptBounds {
     pub header_read_timeout: Duration,
     pub max_connections: usize,
     pub shutdown_timeout: Duration,
@@ -29,7 +29,7 @@ pub struct Bounds {
 pub async fn serve(
     listener: TcpListener,
     router: Router,
-    bounds: Bounds,
+    bounds: AcceptBounds,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
     let slots = Arc::new(Semaphore::new(bounds.max_connections));

@@ -19,7 +19,7 @@ pub struct Application {
     router: Router,
     service: Arc<Service>,
     background: Vec<tokio::task::JoinHandle<()>>,
-    bounds: crate::serve::Bounds,
+    bounds: crate::serve::AcceptBounds,
 }
 
 impl Application {
@@ -61,7 +61,7 @@ impl Application {
         let address = listener
             .local_addr()
             .map_err(|e| Error::Internal(format!("cannot read the bound address: {e}")))?;
-        let bounds = crate::serve::Bounds {
+        let bounds = crate::serve::AcceptBounds {
             header_read_timeout: std::time::Duration::from_secs(
                 settings.server.header_read_timeout_secs,
             ),

@@ -84,7 +84,7 @@ pub struct Reliability {
 /// before these were kept (2026-12-01) have none: they raise no drift alarm, and a bridge
 /// from them fits their choice again.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Served {
+pub struct ServedMap {
     pub map: PreferenceMap,
     pub intervals: Option<Intervals>,
 }
@@ -117,7 +117,7 @@ pub struct PreferenceReport {
     pub reliability: Vec<Reliability>,
     pub biases: Biases,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub served: Option<Served>,
+    pub served: Option<ServedMap>,
     /// A pairwise panel's version: its members, in the order its map reads them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub panel: Vec<PanelMember>,

@@ -14,7 +14,7 @@ use super::schema;
 use crate::auth::Scope;
 use crate::domain::{GroupName, Problem};
 use crate::service::agreement::AgreementQuery;
-use judgecal_stats::agreement::report::Report;
+use judgecal_stats::agreement::report::AgreementReport;
 
 /// Disagreements listed when the request names no `top`.
 const DEFAULT_TOP: usize = 20;
@@ -60,7 +60,7 @@ pub struct AgreementResponse {
     /// held-out corrected score against the reference), `bias`, `by_level`, `by_group`,
     /// `disagreements` and `warnings`.
     #[serde(flatten)]
-    pub report: Report,
+    pub report: AgreementReport,
 }
 
 /// How well the judge agrees with the reference on the anchors a version was fitted on: the

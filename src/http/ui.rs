@@ -23,7 +23,7 @@ use crate::error::Error;
 use crate::service::agreement::AgreementQuery;
 use crate::service::coverage::DriftEvidence;
 use judgecal_stats::agreement::Figure;
-use judgecal_stats::agreement::report::{Agreement, Bias, Report};
+use judgecal_stats::agreement::report::{Agreement, AgreementReport, Bias};
 
 /// The cookie a browser sends the API key in.
 pub const KEY_COOKIE: &str = "judgecal_key";
@@ -260,7 +260,7 @@ fn bias_cells(b: &Bias) -> [String; 3] {
 }
 
 /// The agreement report's tables.
-fn report_html(r: &Report, items_allowed: bool) -> String {
+fn report_html(r: &AgreementReport, items_allowed: bool) -> String {
     let mut out = String::from("<h2>Agreement with the reference</h2>");
     let _ = write!(
         out,

@@ -6,7 +6,7 @@ use super::versions::train_hint;
 use crate::domain::calibration::CalibratorVersion;
 use crate::domain::{CellKey, GroupName, JudgeVersion};
 use crate::error::{Error, Result};
-use judgecal_stats::agreement::report::Report;
+use judgecal_stats::agreement::report::AgreementReport;
 
 /// Which version's report, and of which anchors.
 #[derive(Debug, Clone, Default)]
@@ -24,7 +24,7 @@ pub struct AgreementQuery {
 /// A report beside the version it reads.
 pub struct Agreement {
     pub version: CalibratorVersion,
-    pub report: Report,
+    pub report: AgreementReport,
 }
 
 impl Service {
@@ -77,8 +77,8 @@ impl Service {
         })?;
         let top = query.top;
         let report = match &query.group {
-            None => Report::of(&rows, top),
-            Some(g) => Report::of_group(&rows, g.as_str(), top).ok_or_else(|| {
+            None => AgreementReport::of(&rows, top),
+            Some(g) => AgreementReport::of_group(&rows, g.as_str(), top).ok_or_else(|| {
                 Error::NotFound(format!(
                     "version {} of {key} holds no anchors of group {g}",
                     version.version

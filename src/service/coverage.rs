@@ -20,7 +20,7 @@ use super::Service;
 use super::versions::Loaded;
 use crate::domain::{Anchor, CellKey};
 use crate::error::{Error, Result};
-use crate::metrics::Scope;
+use crate::metrics::GaugeScope;
 use crate::store::{BatchCoverage, CellIngest};
 use judgecal_stats::conformal::{Intervals, tie_break};
 use judgecal_stats::drift::{
@@ -301,9 +301,9 @@ impl Service {
     /// newest versions beside the active versions of cells of scores.
     pub(super) async fn refresh_coverage_of(&self, only: Option<&CellKey>) -> Result<()> {
         let scope = if only.is_some() {
-            Scope::These
+            GaugeScope::These
         } else {
-            Scope::All
+            GaugeScope::All
         };
         let mut windows = self.store.coverage(COVERAGE_WINDOW, only).await?;
         let (pairwise_windows, pairwise) =

@@ -34,16 +34,16 @@ use judgecal_stats::pairwise::preference::{
 const PREFERENCE_SCALE: Scale = Scale { min: 0.0, max: 1.0 };
 
 /// How a trained version reads a comparison: its map's inputs, covariates and systems.
-pub(super) struct Reader {
+pub(super) struct ComparisonReader {
     pub inputs: Inputs,
     pub covariates: Vec<CovariateName>,
     pub systems: BTreeMap<GroupName, usize>,
 }
 
-impl Reader {
+impl ComparisonReader {
     /// How version `v` (choosing `inputs`) reads comparisons.
     pub fn of(v: &PreferenceVersion, inputs: Inputs) -> Self {
-        Reader {
+        ComparisonReader {
             inputs,
             covariates: v.report.covariates.clone(),
             systems: v
@@ -85,7 +85,7 @@ impl Reader {
 /// A trained version's map, fitted again on its judge version's labelled comparisons.
 struct Calibrated {
     version: i64,
-    reader: Reader,
+    reader: ComparisonReader,
     map: PreferenceMap,
 }
 
@@ -207,7 +207,7 @@ impl Service {
                 v.version, v.report.chosen
             ))
         })?;
-        let reader = Reader::of(&v, candidate.inputs);
+        let reader = ComparisonReader::of(&v, candidate.inputs);
         let version = v.version;
         if let Some(served) = v.report.served {
             return Ok(Calibrated {
@@ -482,7 +482,7 @@ mod tests {
         let map = v.report.served.clone().expect("a served map").map;
         Calibrated {
             version: v.version,
-            reader: Reader::of(v, map.inputs),
+            reader: ComparisonReader::of(v, map.inputs),
             map,
         }
     }

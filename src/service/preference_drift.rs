@@ -1,6 +1,6 @@
 //! The drift alarm of a pairwise cell (issue 56, item 6), on the calibrated preference's
 //! misses. A trained version keeps its map and the conformal band of the people's preference
-//! around the map's held-out predictions, per bin of the verdict (`Served`). Each upload's
+//! around the map's held-out predictions, per bin of the verdict (`ServedMap`). Each upload's
 //! labelled comparisons of the version's judge version, written after it was trained, either
 //! fall inside that band or miss it (a tie at an edge broken by the comparison's own draw),
 //! and the same e-process as a cell of judge scores (`judgecal_stats::drift`) watches the
@@ -11,9 +11,9 @@
 //! so the alarm watches how often people overturn the calibrated preference.
 
 use super::Service;
-use super::pairwise_versions::Reader;
+use super::pairwise_versions::ComparisonReader;
 use crate::domain::comparisons::Comparison;
-use crate::domain::preference::{PreferenceVersion, Served, verdict_level};
+use crate::domain::preference::{PreferenceVersion, ServedMap, verdict_level};
 use crate::error::Result;
 use crate::store::ComparisonIngest;
 use judgecal_stats::Corrected;
@@ -24,14 +24,14 @@ use judgecal_stats::drift::CheckedBatch;
 /// at an edge broken by the comparison's own draw), with its rater; and how many fell inside.
 /// `None` where the version keeps no band, or no comparison could be read.
 fn checked(v: &PreferenceVersion, labelled: &[Comparison]) -> Option<(CheckedBatch, i64)> {
-    let Served {
+    let ServedMap {
         map,
         intervals: Some(intervals),
     } = v.report.served.as_ref()?
     else {
         return None;
     };
-    let reader = Reader::of(v, map.inputs);
+    let reader = ComparisonReader::of(v, map.inputs);
     let mut batch = CheckedBatch::default();
     let mut inside = 0;
     for c in labelled {

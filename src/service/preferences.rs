@@ -17,7 +17,7 @@ use crate::domain::calibration::Job;
 use crate::domain::comparisons::Comparison;
 use crate::domain::preference::{
     self as pref, Figures, LENGTH_COVARIATES, MIN_LABELLED, NewPreference, PanelMember,
-    PreferenceReport, PreferenceVersion, Reliability, Served,
+    PreferenceReport, PreferenceVersion, Reliability, ServedMap,
 };
 use crate::domain::training::{Plan, TrainingRequest, VersionChoice};
 use crate::domain::{CellKey, CovariateName, GroupName, JudgeVersion, Problem, RubricName};
@@ -153,11 +153,11 @@ pub fn train_cell(
             ))
         })
         .collect();
-    let served = Served {
+    let served = ServedMap {
         map: choice.map.clone(),
         intervals: Intervals::of(&levels, &held_out, seed),
     };
-    let figures = |inputs: String, h: &choice::HeldOut| Figures {
+    let figures = |inputs: String, h: &choice::HeldOutMap| Figures {
         inputs,
         log_loss: h.log_loss,
         accuracy: h.accuracy,

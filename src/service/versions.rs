@@ -58,10 +58,10 @@ type ByJudgeVersion = HashMap<(CellKey, Option<JudgeVersion>), Arc<Loaded>>;
 /// Loading a version takes a while (a flow tabulates), so two loads of one cell can finish
 /// out of order: a refresh that read the store before a job activated version 2 could
 /// otherwise put version 1 back after the job installed version 2. Each entry therefore
-/// carries the `Seen` of the store read that chose it, and only a later read replaces it.
+/// carries the `ReadStamp` of the store read that chose it, and only a later read replaces it.
 #[derive(Default)]
 pub struct Cache {
-    active: RwLock<HashMap<CellKey, (Seen, Arc<Loaded>)>>,
+    active: RwLock<HashMap<CellKey, (ReadStamp, Arc<Loaded>)>>,
     pinned: RwLock<HashMap<(CellKey, i64), Arc<Loaded>>>,
     /// The newest passed version trained on each judge version of a cell (`None`: on the
     /// unversioned anchors): what serves a request naming that judge version, or none
@@ -155,11 +155,11 @@ impl Scales {
 /// When this process learnt which version a cell serves: taken before reading the store, or
 /// right after this process's own activation committed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(super) struct Seen(u64);
+pub(super) struct ReadStamp(u64);
 
 impl Cache {
-    pub(super) fn seen(&self) -> Seen {
-        Seen(self.reads.fetch_add(1, Ordering::SeqCst))
+    pub(super) fn seen(&self) -> ReadStamp {
+        ReadStamp(self.reads.fetch_add(1, Ordering::SeqCst))
     }
 
     /// Whether this process serves what a finished job made: each version the job left
@@ -196,7 +196,7 @@ impl Cache {
 
     /// Serves `loaded` for its cell unless a later store read put another there; returns the
     /// version the cell serves and whether it is `loaded`.
-    fn put(&self, seen: Seen, loaded: Arc<Loaded>) -> (Arc<Loaded>, bool) {
+    fn put(&self, seen: ReadStamp, loaded: Arc<Loaded>) -> (Arc<Loaded>, bool) {
         let Ok(mut active) = self.active.write() else {
             return (loaded, false);
         };
@@ -282,7 +282,11 @@ impl Service {
 
     /// Makes `v` the version this process serves for its cell, unless a store read later
     /// than `seen` has installed another meanwhile; returns the version the cell serves.
-    pub(super) async fn install(&self, v: CalibratorVersion, seen: Seen) -> Result<Arc<Loaded>> {
+    pub(super) async fn install(
+        &self,
+        v: CalibratorVersion,
+        seen: ReadStamp,
+    ) -> Result<Arc<Loaded>> {
         self.panel_memo.clear();
         let (serving, installed) = self.calibrators.put(seen, Self::load(v).await?);
         if installed {

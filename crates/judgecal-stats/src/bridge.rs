@@ -1,29 +1,7 @@
 //! A bridge between two judge versions: on items both versions scored, how far the new
 //! version's scores moved, and whether the old version's calibration still serves them.
 //!
-//! The question that decides is the shift of the *corrected* mean: the old calibration `f`
-//! applied to the new scores against the same `f` applied to the old ones, d_i = f(new_i) −
-//! f(old_i), on the same items. It needs no reference labels (so a re-score of anchor items
-//! under the same label tests a silent change the same way), and an LLM judge's repeat noise
-//! (the same version scoring an item twice need not agree) only widens the spread of d: its
-//! mean is 0 when nothing changed.
-//!
-//! `carry_over` is a claim of equivalence, tested as one (two one-sided tests): the 90%
-//! interval of the mean of d lies inside ±tolerance, and so does each band's of the score and,
-//! where the items name their systems, each system's (below; an intersection-union test, which
-//! needs no adjustment), so a shift at the tolerance,
-//! of the mean or of one band, is called `carry_over` at most 5% of the time. `refit` is the mirror claim: the mean's or one part's
-//! interval lies wholly outside ±tolerance, α split between the mean's test (α/2) and the
-//! parts' Bonferroni family (α/(2·parts) each), so that it is claimed at most 5% of the time
-//! when nothing moved beyond the tolerance. The parts: three
-//! bands of the score (a change at one end of the scale, or of slope, moves the runs that
-//! score there though the mean hardly moves), thirds of the items by the rank of each item's
-//! mean of its two scores (not of the old score alone, which repeat noise would bias: items picked for a
-//! high old score score lower the next time even when nothing changed), and the systems where
-//! the items name their groups (a change in one system's outputs only). Anything else is
-//! `more_items`, with how many more items would decide it at the shift and spread seen. The
-//! calibration's own uncertainty is left out: the same `f` is applied to both sides, so it
-//! moves both alike to first order.
+//! How it works, and why: docs/internals.md, "crates/judgecal-stats/src/bridge.rs".
 
 use serde::{Deserialize, Serialize};
 

@@ -1,48 +1,6 @@
 //! Predictive intervals that hold on anchors a version never saw, for every method.
 //!
-//! A training job predicts every anchor from a fit that did not see it (the one
-//! cross-validation routine). Those held-out residuals (reference − corrected) make the
-//! interval: the corrected score plus their order statistics at ranks lo and hi = lo + k, where
-//! k = n + 1 − m gaps of the n + 1 a new residual may fall in are inside, m = ⌊(n + 1)·0.05⌋
-//! the most it may miss, split ⌈m/2⌉ below and ⌊m/2⌋ above ([`ranks`]). A new exchangeable
-//! residual is inside with probability k/(n + 1) ≥ 95%, the fewest misses whole ranks allow.
-//! (Versions trained before the split, 2026-11-27, kept each tail to ⌊(n + 1)·0.025⌋ gaps
-//! on its own, which rounds twice: 104/108 = 96.3% inside at n = 107, where one split gives
-//! 103/108.) Residuals on the anchors a version was fitted on would not do: a flexible fit
-//! follows its anchors, so its in-sample band is narrow and new anchors fall outside it far
-//! more often than 5%.
-//!
-//! What this guarantees, precisely: the band is cut from K-fold held-out residuals and placed
-//! around the refit on all anchors (the "CV" construction). Split conformal, whose band comes
-//! from residuals of one fit on anchors it did not see, covers a new exchangeable anchor with
-//! probability ≥ 95% exactly; the CV construction has no distribution-free guarantee (CV+
-//! guarantees 90% for a 95% level), but a refit on 5/4 as many anchors is at least as good as
-//! the fold fits whenever more data does not hurt, and the measured coverage on fresh anchors
-//! (`judgecal-study drift --bands`) is what docs/methods.md reports beside it.
-//!
-//! The band is conditional on where the judge score lies: the held-out anchors are cut into
-//! bins of the judge score (at most [`MAX_BINS`], each with at least [`MIN_BIN`] anchors, never
-//! splitting tied scores), and each bin has its own band, so a judge that is noisier at the
-//! ends of the scale gets wider intervals there.
-//!
-//! A method with its own predictive interval (the Bayesian posterior predictive) is
-//! conformalised the same way on its residuals scaled by that interval's half-width: its band
-//! keeps the method's shape (wider where the posterior is less sure) and gains the held-out
-//! coverage, which a posterior predictive alone does not have on skewed or discrete references.
-//! The band's held-out coverage is measured by cross-fitting: the held-out anchors are dealt
-//! into five groups, and each group is checked against the bands made from the other four.
-//!
-//! **Ties at the band's edges.** On a discrete scale many residuals tie (a quantile map onto
-//! integer references corrects to integers), and a band whose edge is a tied value covers more
-//! than its ranks say: its miss rate is only bounded above by the split-conformal law. The
-//! drift alarm wants the law itself, so each held-out anchor also draws a tie-break u, uniform
-//! and independent of everything else, and the band's edges are kept as (residual, u) pairs
-//! ([`Bin::ties`]): a new anchor with its own u ([`tie_break`]) misses where its (residual, u)
-//! falls outside them in lexicographic order ([`Intervals::misses`]). The randomised rank of a
-//! residual is then exactly uniform, so the alarm's miss rate given the held-out anchors is
-//! the Beta law [`Intervals::miss_bound`] bounds, tied scale or not, and a shift that moves
-//! residuals across a tied edge raises it as on a continuous scale. The served interval is
-//! unchanged (ties inside it are inside).
+//! How it works, and why: docs/internals.md, "crates/judgecal-stats/src/conformal.rs".
 
 use serde::{Deserialize, Serialize};
 
@@ -65,7 +23,7 @@ const CHECK_GROUPS: usize = 5;
 /// Where a version's predictive intervals come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Source {
+pub enum BandSource {
     /// The corrected score plus the bin's band of held-out residuals.
     Conformal,
     /// The method's own interval, its half-width scaled by the bin's band of held-out
@@ -116,7 +74,7 @@ impl Bin {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Intervals {
     pub level: f64,
-    pub source: Source,
+    pub source: BandSource,
     pub bins: Vec<Bin>,
     /// Held-out anchors the coverage was measured on.
     pub held_out: usize,
@@ -233,7 +191,7 @@ impl Intervals {
     pub fn one_bin(held_out: usize) -> Self {
         Intervals {
             level: 0.95,
-            source: Source::Conformal,
+            source: BandSource::Conformal,
             bins: vec![Bin {
                 from: None,
                 to: None,
@@ -339,9 +297,9 @@ impl Intervals {
         Some(Self {
             level: LEVEL,
             source: if own {
-                Source::Scaled
+                BandSource::Scaled
             } else {
-                Source::Conformal
+                BandSource::Conformal
             },
             held_out: held.len(),
             held_out_coverage: inside
@@ -405,11 +363,11 @@ impl Intervals {
     /// interval does. `None` where there is no interval.
     pub fn misses(&self, j: f64, y: f64, raw: &Corrected, u: f64) -> Option<bool> {
         let bin = self.bins.iter().find(|b| b.holds(j));
-        if let (Source::Conformal | Source::Scaled, Some(bin)) = (self.source, bin)
+        if let (BandSource::Conformal | BandSource::Scaled, Some(bin)) = (self.source, bin)
             && let (Some((lo, hi)), Some((tie_lo, tie_hi))) = (bin.band, bin.ties)
         {
             let scale = match self.source {
-                Source::Scaled => scale_of(raw)?,
+                BandSource::Scaled => scale_of(raw)?,
                 _ => 1.0,
             };
             let r = (y - raw.score) / scale;
@@ -440,7 +398,7 @@ impl Intervals {
         use crate::rng::SeedableRng;
         use rand_distr::{Beta, Distribution};
         let nominal = 1.0 - self.level;
-        if self.source == Source::Method {
+        if self.source == BandSource::Method {
             return nominal;
         }
         let total: usize = self.bins.iter().map(|b| b.anchors).sum();
@@ -474,13 +432,13 @@ impl Intervals {
     /// (references copied from a formula of the judge score), the band alone came out
     /// narrower than the posterior's interval for the mean.
     pub fn apply(&self, scores: &[f64], corrected: &mut [Corrected]) {
-        if self.source == Source::Method {
+        if self.source == BandSource::Method {
             return;
         }
         for (&j, c) in scores.iter().zip(corrected) {
             let bin = self.bins.iter().find(|b| b.holds(j));
             let scale = match self.source {
-                Source::Scaled => scale_of(c),
+                BandSource::Scaled => scale_of(c),
                 _ => Some(1.0),
             };
             if let (Some((lo, hi)), Some(scale)) = (bin.and_then(|b| b.band), scale) {
@@ -573,7 +531,7 @@ mod tests {
         };
         let version = |ranks| Intervals {
             level: LEVEL,
-            source: Source::Conformal,
+            source: BandSource::Conformal,
             bins: vec![bin(ranks)],
             held_out: 107,
             held_out_coverage: None,
@@ -632,7 +590,7 @@ mod tests {
             let held: Vec<Option<Corrected>> =
                 pairs.iter().map(|p| Some(Corrected::score(p.0))).collect();
             let iv = Intervals::of(&pairs, &held, 3).expect("1,000 residuals");
-            assert_eq!(iv.source, Source::Conformal);
+            assert_eq!(iv.source, BandSource::Conformal);
             assert_eq!(iv.bins.len(), MAX_BINS);
             recorded += iv.held_out_coverage.unwrap();
             reps += 1;
@@ -684,7 +642,7 @@ mod tests {
             let pairs = draw(&mut rng, 1000);
             let held: Vec<Option<Corrected>> = pairs.iter().map(|p| Some(own(p.0))).collect();
             let iv = Intervals::of(&pairs, &held, 3).expect("1,000 residuals");
-            assert_eq!(iv.source, Source::Scaled);
+            assert_eq!(iv.source, BandSource::Scaled);
             let recorded = iv.held_out_coverage.unwrap();
             assert!((0.93..=0.97).contains(&recorded), "{recorded}");
             for (j, y) in draw(&mut rng, 500) {
@@ -741,7 +699,7 @@ mod tests {
                 ..Corrected::score(2.1)
             }]
         };
-        for source in [Source::Conformal, Source::Scaled] {
+        for source in [BandSource::Conformal, BandSource::Scaled] {
             // Held-out residuals all about 0 (references on an exact line of the judge score):
             // the band is the credible interval.
             let mut c = corrected();
@@ -752,7 +710,11 @@ mod tests {
             let mut c = corrected();
             intervals(source, (-0.5, 0.5)).apply(&[2.0], &mut c);
             let (lo, hi) = c[0].predictive.unwrap();
-            let half = if source == Source::Scaled { 0.55 } else { 0.5 };
+            let half = if source == BandSource::Scaled {
+                0.55
+            } else {
+                0.5
+            };
             assert!((lo - (2.1 - half)).abs() < 1e-12 && (hi - (2.1 + half)).abs() < 1e-12);
         }
     }
@@ -761,7 +723,7 @@ mod tests {
     fn versions_served_before_conformalisation_keep_their_method_interval() {
         let iv = Intervals {
             level: LEVEL,
-            source: Source::Method,
+            source: BandSource::Method,
             bins: vec![Bin {
                 from: None,
                 to: None,
@@ -797,7 +759,7 @@ mod tests {
         // of versions (binomial sd 0.7%).
         let version = Intervals {
             level: LEVEL,
-            source: Source::Conformal,
+            source: BandSource::Conformal,
             bins: (0..5)
                 .map(|_| Bin {
                     from: None,

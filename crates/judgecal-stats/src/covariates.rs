@@ -121,7 +121,7 @@ pub struct Row {
 
 /// A candidate's held-out figures in one rubric.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Considered {
+pub struct ConsideredInputs {
     /// Its inputs beside the judge score (labels: `length`, `log(length)`); empty for the
     /// judge alone.
     pub inputs: Vec<String>,
@@ -158,7 +158,7 @@ pub struct Layer {
     pub judge: MemberWeight,
     pub coefficients: Vec<Coefficient>,
     /// Every candidate's held-out figures; the served one has the lowest MAE.
-    pub considered: Vec<Considered>,
+    pub considered: Vec<ConsideredInputs>,
     /// The anchors as a corrector behind the layer sees them: (cross-fitted fused score,
     /// reference), in item order.
     pub anchors: Vec<(f64, f64)>,
@@ -231,12 +231,12 @@ impl Layer {
         &self,
         score: f64,
         covariate: &dyn Fn(&str) -> Option<f64>,
-    ) -> Result<crate::bayes::Corrected, InputError> {
+    ) -> Result<crate::bayes::LineCorrected, InputError> {
         let x = DVector::from_vec(self.design(score, covariate)?);
         let p = x.len();
         let cov = nalgebra::DMatrix::from_row_slice(p, p, &self.cov);
         let mean = DVector::from_column_slice(&self.mean);
-        Ok(crate::bayes::Corrected::of(
+        Ok(crate::bayes::LineCorrected::of(
             mean.dot(&x),
             x.dot(&(&cov * &x)),
             self.sigma2,
@@ -442,7 +442,7 @@ pub fn fit_layer(
     }
     // Per rubric, the candidate with the lowest held-out MAE (the first, fewer inputs, on a
     // tie).
-    let figures: Vec<Vec<Considered>> = (0..rows.len())
+    let figures: Vec<Vec<ConsideredInputs>> = (0..rows.len())
         .map(|r| {
             candidates
                 .iter()
@@ -455,7 +455,7 @@ pub fn fit_layer(
                         .fold((0.0, 0.0), |(a, s), (p, (_, y))| {
                             (a + (p - y).abs(), s + (p - y).powi(2))
                         });
-                    Considered {
+                    ConsideredInputs {
                         inputs: cand[1..].iter().map(|&i| columns[i].label()).collect(),
                         mae: abs / n,
                         mse: sq / n,

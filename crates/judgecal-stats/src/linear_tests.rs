@@ -5,7 +5,7 @@
 use nalgebra::Vector2;
 
 use super::*;
-use crate::bayes::{Model, Priors, SufficientStats};
+use crate::bayes::{LineModel, Priors, SufficientStats};
 use crate::rng::{Rng, RngExt, SeedableRng};
 use crate::stats::standard_normal;
 
@@ -86,7 +86,7 @@ fn the_line_is_the_one_input_case_sized_at_run_time_pooled_or_not() {
         .collect();
     for rubrics in [3, 1] {
         let data = &data[..rubrics];
-        let line = Model::line(
+        let line = LineModel::line(
             data.iter()
                 .map(|d| SufficientStats::from_pairs(d.iter().map(|(js, y)| (js[0], *y))))
                 .collect(),
@@ -165,7 +165,7 @@ fn stats(seed: u64, n: usize, a: f64, b: f64) -> SufficientStats {
 /// Central finite differences with step 1e-6 agree with the analytic gradient to 1e-5
 /// relative: the truncation error is O(h²) ≈ 1e-12 and rounding O(ε/h) ≈ 1e-10 times the
 /// density's scale (~10³ here).
-fn check_gradient(model: &Model, x: &[f64]) {
+fn check_gradient(model: &LineModel, x: &[f64]) {
     let mut grad = vec![0.0; x.len()];
     let mut scratch = vec![0.0; x.len()];
     model.logp(x, &mut grad);
@@ -186,14 +186,14 @@ fn check_gradient(model: &Model, x: &[f64]) {
 
 #[test]
 fn gradient_matches_finite_differences_single_and_pooled() {
-    let single = Model::line(vec![stats(1, 200, 1.1, 0.85)], Priors::default());
+    let single = LineModel::line(vec![stats(1, 200, 1.1, 0.85)], Priors::default());
     assert_eq!(single.dim(), 3);
     check_gradient(&single, &[0.9, 0.8, -0.6]);
     let x = [0.9, 0.8, -0.6];
     let back = single.sampler_coordinates(&single.natural(&x));
     assert!(x.iter().zip(&back).all(|(a, b)| (a - b).abs() < 1e-12));
     // A rich rubric, a sparse one, a middling one, an empty one; tiny to large τ.
-    let pooled = Model::line(
+    let pooled = LineModel::line(
         vec![
             stats(2, 150, 1.0, 0.9),
             stats(3, 5, 0.5, 1.1),
@@ -251,7 +251,7 @@ fn the_integrated_likelihood_is_the_integral_of_the_joint_one() {
 #[test]
 fn the_collapsed_density_is_the_integral_over_the_population_means() {
     let priors = Priors::default();
-    let model = Model::line(vec![stats(6, 8, 0.9, 0.8), stats(7, 10, 1.2, 0.7)], priors);
+    let model = LineModel::line(vec![stats(6, 8, 0.9, 0.8), stats(7, 10, 1.2, 0.7)], priors);
     let x = [-0.5, -1.0, -0.8, -0.7];
     let collapsed = model.collapsed(&x).lp;
     // Midpoint rule over ±8 prior sd of μ: 600² points.

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use judgecal_stats::flow::{Flow, FlowOptions, Table, set_threads, threads};
 use judgecal_stats::{Cell, Corrector, Run};
-use judgecal_study::experiment::{Options, Source, Split, synthesise};
+use judgecal_study::experiment::{Source, Split, StudyOptions, synthesise};
 use judgecal_study::synthetic::JudgeModel;
 use serde_json::{Value, json};
 
@@ -43,8 +43,8 @@ fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
 }
 
 /// The paper's synthetic judge on stand-in references: `test` items, then a pool of `pool`.
-fn options(seed: u64, test: usize, pool: usize) -> Options {
-    Options {
+fn options(seed: u64, test: usize, pool: usize) -> StudyOptions {
+    StudyOptions {
         source: Source::StandIn,
         judge: JudgeModel::default(),
         scale: (1.0, 5.0),

@@ -85,7 +85,7 @@ fn tolerance() -> f64 {
 
 /// The study's settings.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub struct BridgeOptions {
     pub sizes: Vec<usize>,
     pub replications: usize,
     /// The judge's repeat noise (sd of two scorings of one item by one version, over √2).
@@ -96,7 +96,7 @@ pub struct Options {
     pub seed: u64,
 }
 
-impl Default for Options {
+impl Default for BridgeOptions {
     fn default() -> Self {
         Self {
             sizes: vec![50, 100, 200, 500],
@@ -111,7 +111,7 @@ impl Default for Options {
 
 /// One row: a scenario at one bridge size.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Row {
+pub struct BridgeRow {
     pub change: Change,
     /// The true shift of the corrected mean, and whether it exceeds the tolerance.
     pub truth: f64,
@@ -126,7 +126,7 @@ pub struct Row {
     pub more_items: f64,
 }
 
-impl Row {
+impl BridgeRow {
     /// The share of wrong verdicts: `carry_over` where the corrected mean, or a band of the
     /// score or a group, moved beyond the tolerance; `refit` where none did.
     pub fn wrong(&self) -> f64 {
@@ -172,7 +172,7 @@ struct World {
     resid: f64,
 }
 
-fn world(opts: &Options, judge: &JudgeModel, rng: &mut Rng) -> World {
+fn world(opts: &BridgeOptions, judge: &JudgeModel, rng: &mut Rng) -> World {
     let anchors = items(opts.anchors, GROUPS, judge, rng);
     let scored: Vec<f64> = anchors
         .base
@@ -230,7 +230,7 @@ fn one_bridge(
     w: &World,
     change: Change,
     n: usize,
-    opts: &Options,
+    opts: &BridgeOptions,
     judge: &JudgeModel,
     tolerance: f64,
     rng: &mut Rng,
@@ -289,7 +289,7 @@ pub const SCENARIOS: [Change; 14] = [
 ];
 
 /// Every scenario at every bridge size.
-pub fn run(opts: &Options, judge: &JudgeModel) -> Vec<Row> {
+pub fn run(opts: &BridgeOptions, judge: &JudgeModel) -> Vec<BridgeRow> {
     SCENARIOS
         .iter()
         .enumerate()
@@ -298,11 +298,11 @@ pub fn run(opts: &Options, judge: &JudgeModel) -> Vec<Row> {
 }
 
 /// One scenario at every bridge size.
-pub fn run_one(opts: &Options, judge: &JudgeModel, change: Change) -> Vec<Row> {
+pub fn run_one(opts: &BridgeOptions, judge: &JudgeModel, change: Change) -> Vec<BridgeRow> {
     scenario(opts, judge, change, 7)
 }
 
-fn scenario(opts: &Options, judge: &JudgeModel, change: Change, salt: u64) -> Vec<Row> {
+fn scenario(opts: &BridgeOptions, judge: &JudgeModel, change: Change, salt: u64) -> Vec<BridgeRow> {
     let tolerance = tolerance();
     let mut rows = Vec::new();
     {
@@ -320,7 +320,7 @@ fn scenario(opts: &Options, judge: &JudgeModel, change: Change, salt: u64) -> Ve
                 }] += 1;
             }
             let share = |k: usize| counts[k] as f64 / opts.replications as f64;
-            rows.push(Row {
+            rows.push(BridgeRow {
                 change,
                 truth: t,
                 beyond: t.abs() > tolerance,
@@ -340,7 +340,7 @@ fn scenario(opts: &Options, judge: &JudgeModel, change: Change, salt: u64) -> Ve
 /// it does in each of `watches` watches (None: not within `cap`), in batches of `opts.batch`
 /// against version A's 95% interval, at the miss bound `alpha`.
 pub fn drift_delay(
-    opts: &Options,
+    opts: &BridgeOptions,
     judge: &JudgeModel,
     change: Change,
     alpha: f64,
@@ -374,7 +374,7 @@ pub fn drift_delay(
 }
 
 /// The Markdown tables.
-pub fn table(rows: &[Row], tolerance: f64) -> String {
+pub fn table(rows: &[BridgeRow], tolerance: f64) -> String {
     let mut out = format!(
         "Tolerance {tolerance} (reference units; 2.5% of a 1–5 scale). Verdict shares per bridge size; `wrong` is `carry_over` where the corrected mean, a band of the score or a group moved beyond the tolerance, `refit` where none did.\n\n\
          | change | true shift of the corrected mean | largest of a band or group | items | carry_over | refit | more_items | wrong |\n|---|---:|---:|---:|---:|---:|---:|---:|\n"
@@ -406,10 +406,10 @@ mod tests {
     /// and a no-change re-score (a silent-change check of a healthy judge) almost never refit.
     #[test]
     fn bridge_verdicts_keep_their_error_rates_on_the_synthetic_judge() {
-        let opts = Options {
+        let opts = BridgeOptions {
             sizes: vec![50, 500],
             replications: 200,
-            ..Options::default()
+            ..BridgeOptions::default()
         };
         let rows = run(&opts, &JudgeModel::default());
         for r in &rows {

@@ -41,7 +41,7 @@ const NOISE: f64 = 0.3;
 
 /// One design of the study.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Design {
+pub struct CovariateDesign {
     /// The judge's length bias, in reference sds per sd of log length.
     pub bias: f64,
     /// References rounded to the integers 1–5.
@@ -49,7 +49,7 @@ pub struct Design {
     pub anchors: usize,
 }
 
-impl Design {
+impl CovariateDesign {
     pub fn label(&self) -> String {
         format!(
             "bias {:.1} sd, {} reference, {} anchors",
@@ -157,7 +157,12 @@ impl Outcome {
 }
 
 /// Runs `replications` of `design` from `seed`.
-pub fn run(design: Design, replications: usize, seed: u64, sampler: FitOptions) -> Outcome {
+pub fn run(
+    design: CovariateDesign,
+    replications: usize,
+    seed: u64,
+    sampler: FitOptions,
+) -> Outcome {
     let truth = design.truth(seed);
     let truth_raw = design.truth_raw(seed);
     let names = vec!["length".to_owned()];
@@ -274,12 +279,12 @@ pub fn run(design: Design, replications: usize, seed: u64, sampler: FitOptions) 
 }
 
 /// The study's designs: three judges, two reference scales, three anchor counts.
-pub fn designs() -> Vec<Design> {
+pub fn designs() -> Vec<CovariateDesign> {
     let mut out = Vec::new();
     for bias in [0.5, 0.2, 0.0] {
         for integer in [false, true] {
             for anchors in [200, 1000, 5000] {
-                out.push(Design {
+                out.push(CovariateDesign {
                     bias,
                     integer,
                     anchors,
@@ -323,7 +328,7 @@ mod tests {
     #[test]
     fn the_closed_form_truth_is_the_large_samples_least_squares_coefficient() {
         for bias in [0.5, 0.0] {
-            let d = Design {
+            let d = CovariateDesign {
                 bias,
                 integer: false,
                 anchors: 0,
@@ -338,7 +343,7 @@ mod tests {
 
     #[test]
     fn a_half_sd_length_bias_is_served_and_cuts_the_error_by_a_third() {
-        let d = Design {
+        let d = CovariateDesign {
             bias: 0.5,
             integer: false,
             anchors: 1000,

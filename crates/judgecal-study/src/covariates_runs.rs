@@ -36,7 +36,7 @@ const SYSTEMS: usize = 6;
 
 /// A world of the run-level study.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct World {
+pub struct CovariateWorld {
     pub name: &'static str,
     pub anchors: usize,
     /// The judge's slope on quality.
@@ -50,8 +50,8 @@ pub struct World {
 }
 
 /// The study's worlds.
-pub fn worlds() -> Vec<World> {
-    let base = World {
+pub fn worlds() -> Vec<CovariateWorld> {
+    let base = CovariateWorld {
         name: "base: strong judge, continuous, 1,000 anchors",
         anchors: 1000,
         slope: 0.8,
@@ -61,22 +61,22 @@ pub fn worlds() -> Vec<World> {
     };
     vec![
         base,
-        World {
+        CovariateWorld {
             name: "few anchors (200)",
             anchors: 200,
             ..base
         },
-        World {
+        CovariateWorld {
             name: "weak judge (slope 0.3)",
             slope: 0.3,
             ..base
         },
-        World {
+        CovariateWorld {
             name: "skewed discrete scale",
             skewed: true,
             ..base
         },
-        World {
+        CovariateWorld {
             name: "six systems, judge biased per system",
             systems: SYSTEMS,
             ..base
@@ -84,7 +84,7 @@ pub fn worlds() -> Vec<World> {
     ]
 }
 
-impl World {
+impl CovariateWorld {
     /// One item of system `s` (its effect `effects[s]`) whose z is drawn by `z`: (length,
     /// judge score, reference).
     fn item(&self, z: f64, effect: f64, rng: &mut Rng) -> (f64, f64, f64) {
@@ -139,7 +139,7 @@ fn rate((inside, n): (usize, usize)) -> String {
 }
 
 /// `replications` of `world` from `seed`.
-pub fn run(world: World, replications: usize, seed: u64) -> Result<RunOutcome, String> {
+pub fn run(world: CovariateWorld, replications: usize, seed: u64) -> Result<RunOutcome, String> {
     let projection = world.projection(seed);
     let names = vec!["length".to_owned()];
     let cancel = std::sync::atomic::AtomicBool::new(false);

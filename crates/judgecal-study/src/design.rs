@@ -22,7 +22,7 @@ pub enum Source {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct Options {
+pub struct StudyOptions {
     pub source: Source,
     pub judge: JudgeModel,
     pub scale: (f64, f64),

@@ -12,7 +12,7 @@ use judgecal_stats::rng::SeedableRng;
 use judgecal_stats::rng::SliceRandom;
 use serde::Serialize;
 
-pub use super::design::{Options, Run, Source, Split};
+pub use super::design::{Run, Source, Split, StudyOptions};
 use super::figures;
 use super::sources::{read_column, read_pairs};
 use super::synthetic::stand_in_reference;
@@ -83,7 +83,7 @@ impl Figures {
 
 #[derive(Debug, Serialize)]
 pub struct Report {
-    pub options: Options,
+    pub options: StudyOptions,
     /// Table 1: the first seed.
     pub table1: Vec<Run>,
     /// Table 2: mean and sd over every seed (present with --seeds > 1).
@@ -92,7 +92,7 @@ pub struct Report {
 
 /// The split of one seed: references drawn (or shuffled from the column), the judge
 /// synthesised, the first `test` items for testing and the next `pool` as the pool.
-pub fn synthesise(opts: &Options, column: Option<&[f64]>, seed: u64) -> Result<Split, String> {
+pub fn synthesise(opts: &StudyOptions, column: Option<&[f64]>, seed: u64) -> Result<Split, String> {
     let mut rng = Rng::seed_from_u64(seed);
     let n = opts.test + opts.pool;
     let y: Vec<f64> = match column {
@@ -124,7 +124,7 @@ pub fn synthesise(opts: &Options, column: Option<&[f64]>, seed: u64) -> Result<S
 
 /// Fits every method at every budget on one split.
 pub fn run_split(
-    opts: &Options,
+    opts: &StudyOptions,
     split: &Split,
     seed: u64,
     budgets: &[usize],
@@ -287,7 +287,7 @@ pub fn table2(summaries: &[Summary]) -> String {
 
 /// Runs the study. Returns the report; `figures`, when given, is a folder for the four
 /// figures.
-pub fn run(opts: Options, figures_dir: Option<&Path>) -> Result<Report, String> {
+pub fn run(opts: StudyOptions, figures_dir: Option<&Path>) -> Result<Report, String> {
     opts.judge.check()?;
     if opts.budgets.is_empty() || opts.methods.is_empty() {
         return Err("give at least one budget and one method".into());
@@ -387,8 +387,8 @@ mod tests {
     use judgecal_stats::Candidates;
     use judgecal_stats::flow::FlowPreset;
 
-    fn quick(methods: Vec<Method>) -> Options {
-        Options {
+    fn quick(methods: Vec<Method>) -> StudyOptions {
+        StudyOptions {
             source: Source::StandIn,
             judge: JudgeModel::default(),
             scale: (1.0, 5.0),

@@ -5,8 +5,8 @@ use std::path::Path;
 
 use plotters::style::RGBColor;
 
-use super::design::{Options, Run, Split};
-use judgecal::plots::{Figure, Mark, Panel, Series, colour, write};
+use super::design::{Run, Split, StudyOptions};
+use judgecal::plots::{Chart, Figure, Mark, Series, colour, write};
 use judgecal_stats::Method;
 use judgecal_stats::quality::{kde_on_grid, level_spacing};
 use judgecal_stats::stats::mean;
@@ -37,7 +37,7 @@ fn diagonal(lo: f64, hi: f64) -> Series {
 
 /// Figure 1: the bias mechanism: judge against reference with the mean curve, and the two
 /// marginals.
-pub fn bias(opts: &Options, split: &Split) -> Figure {
+pub fn bias(opts: &StudyOptions, split: &Split) -> Figure {
     let (lo, hi) = opts.scale;
     let all: Vec<(f64, f64)> = split.test.iter().chain(&split.pool).copied().collect();
     let scatter: Vec<(f64, f64)> = all.iter().map(|&(j, y)| (y, j)).collect();
@@ -48,7 +48,7 @@ pub fn bias(opts: &Options, split: &Split) -> Figure {
         })
         .collect();
     let (j, y): (Vec<f64>, Vec<f64>) = all.iter().copied().unzip();
-    let mut left = Panel::fitted(
+    let mut left = Chart::fitted(
         "Judge against reference",
         "reference score y",
         "judge score j",
@@ -60,7 +60,7 @@ pub fn bias(opts: &Options, split: &Split) -> Figure {
     );
     left.x = (lo - 0.2, hi + 0.2);
     left.y = (lo - 0.5, hi + 0.5);
-    let right = Panel::fitted(
+    let right = Chart::fitted(
         &format!(
             "Marginals: mean j {:.2}, mean y {:.2} ({:+.2})",
             mean(&j),
@@ -96,7 +96,7 @@ fn fitted_runs(runs: &[Run]) -> impl Iterator<Item = &Run> {
 }
 
 /// Figure 2: corrected against reference per (method, budget), with the raw judge in grey.
-pub fn calibration(opts: &Options, split: &Split, runs: &[Run]) -> Figure {
+pub fn calibration(opts: &StudyOptions, split: &Split, runs: &[Run]) -> Figure {
     let (lo, hi) = opts.scale;
     let raw: Vec<(f64, f64)> = split.test.iter().map(|&(j, y)| (y, j)).collect();
     let budgets: Vec<usize> = {
@@ -105,7 +105,7 @@ pub fn calibration(opts: &Options, split: &Split, runs: &[Run]) -> Figure {
         b.dedup();
         b
     };
-    let panels: Vec<Panel> = fitted_runs(runs)
+    let panels: Vec<Chart> = fitted_runs(runs)
         .filter(|r| r.anchors.is_some_and(|n| budgets.contains(&n)))
         .map(|r| {
             let corrected: Vec<(f64, f64)> = split
@@ -114,7 +114,7 @@ pub fn calibration(opts: &Options, split: &Split, runs: &[Run]) -> Figure {
                 .zip(&r.predictions)
                 .map(|(&(_, y), &p)| (y, p))
                 .collect();
-            let mut p = Panel::fitted(
+            let mut p = Chart::fitted(
                 &format!(
                     "{} n={}: MAE {:.3}",
                     r.method,
@@ -142,12 +142,12 @@ pub fn calibration(opts: &Options, split: &Split, runs: &[Run]) -> Figure {
 }
 
 /// Panels come method-major; the figure shows one budget per column.
-fn transpose(panels: Vec<Panel>, columns: usize) -> Vec<Panel> {
+fn transpose(panels: Vec<Chart>, columns: usize) -> Vec<Chart> {
     if columns <= 1 {
         return panels;
     }
     let methods = panels.len() / columns;
-    let mut cells: Vec<Option<Panel>> = panels.into_iter().map(Some).collect();
+    let mut cells: Vec<Option<Chart>> = panels.into_iter().map(Some).collect();
     let mut out = Vec::new();
     for m in 0..methods {
         for b in 0..columns {
@@ -161,7 +161,7 @@ fn transpose(panels: Vec<Panel>, columns: usize) -> Vec<Panel> {
 }
 
 /// Figure 3: KDEs of the reference and corrected scores, one panel per budget.
-pub fn shapes(opts: &Options, split: &Split, runs: &[Run]) -> Figure {
+pub fn shapes(opts: &StudyOptions, split: &Split, runs: &[Run]) -> Figure {
     let (lo, hi) = opts.scale;
     let y: Vec<f64> = split.test.iter().map(|p| p.1).collect();
     let j: Vec<f64> = split.test.iter().map(|p| p.0).collect();
@@ -191,7 +191,7 @@ pub fn shapes(opts: &Options, split: &Split, runs: &[Run]) -> Figure {
                     density(&r.predictions, lo, hi, 300),
                 ));
             }
-            Panel::fitted(&format!("n = {n} anchors"), "score", "density", series)
+            Chart::fitted(&format!("n = {n} anchors"), "score", "density", series)
         })
         .collect();
     Figure {
@@ -238,7 +238,7 @@ pub fn budget(runs: &[Run]) -> Figure {
                 vec![(b_lo, get(r)), (b_hi, get(r))],
             ));
         }
-        let mut p = Panel::fitted(name, "anchors", name, series);
+        let mut p = Chart::fitted(name, "anchors", name, series);
         p.y.0 = p.y.0.min(0.0);
         p
     };
@@ -253,7 +253,12 @@ pub fn budget(runs: &[Run]) -> Figure {
 }
 
 /// Writes the four figures as SVG and PNG into `dir`.
-pub fn write_all(dir: &Path, opts: &Options, split: &Split, runs: &[Run]) -> Result<(), String> {
+pub fn write_all(
+    dir: &Path,
+    opts: &StudyOptions,
+    split: &Split,
+    runs: &[Run],
+) -> Result<(), String> {
     write(&bias(opts, split), &dir.join("figure1_bias"))?;
     write(
         &calibration(opts, split, runs),

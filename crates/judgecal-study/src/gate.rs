@@ -12,7 +12,7 @@ use judgecal_stats::bayes::{self, FitOptions, SufficientStats};
 
 /// One fit: a judge on every anchor, or with one group left out.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Row {
+pub struct GateRow {
     pub judge: String,
     /// The group left out (`None`: every anchor).
     pub left_out: Option<String>,
@@ -53,7 +53,7 @@ fn read(path: &Path) -> Result<Anchors, String> {
 }
 
 /// Every judge of `path`, fitted on all its anchors and with each group left out.
-pub fn run(path: &Path, seed: u64) -> Result<Vec<Row>, String> {
+pub fn run(path: &Path, seed: u64) -> Result<Vec<GateRow>, String> {
     let judges = read(path)?;
     let mut rows = Vec::new();
     for (judge, cells) in &judges {
@@ -87,7 +87,7 @@ pub fn run(path: &Path, seed: u64) -> Result<Vec<Row>, String> {
                     .filter(|d| d.failure().is_some())
                     .count()
             };
-            rows.push(Row {
+            rows.push(GateRow {
                 judge: judge.clone(),
                 left_out: left_out.map(str::to_owned),
                 rubrics: stats.len(),
@@ -103,7 +103,7 @@ pub fn run(path: &Path, seed: u64) -> Result<Vec<Row>, String> {
 }
 
 /// The rows as a Markdown table, with the totals.
-pub fn table(rows: &[Row]) -> String {
+pub fn table(rows: &[GateRow]) -> String {
     let mut out = String::from(
         "| judge | left out | rubrics | failed, first round | failed, after extensions | extensions | first round's max R̂ | min bulk ESS |\n|---|---|---:|---:|---:|---:|---:|---:|\n",
     );

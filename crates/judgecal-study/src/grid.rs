@@ -82,7 +82,7 @@ impl Biases {
 
 /// One cell of the grid.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct World {
+pub struct GridWorld {
     pub slope: f64,
     pub discrete: bool,
     /// Groups among the anchors (0: none named).
@@ -108,8 +108,8 @@ pub struct World {
     pub noisiest: bool,
 }
 
-impl World {
-    const BASE: World = World {
+impl GridWorld {
+    const BASE: GridWorld = GridWorld {
         slope: 0.5,
         discrete: false,
         groups: 0,
@@ -174,17 +174,17 @@ impl World {
 }
 
 /// The grid the issue on comparisons across systems asks for.
-pub fn cells() -> Vec<World> {
+pub fn cells() -> Vec<GridWorld> {
     let mut out = Vec::new();
     for slope in [0.1, 0.2, 0.5, 0.8] {
-        out.push(World {
+        out.push(GridWorld {
             slope,
-            ..World::BASE
+            ..GridWorld::BASE
         });
     }
-    out.push(World {
+    out.push(GridWorld {
         discrete: true,
-        ..World::BASE
+        ..GridWorld::BASE
     });
     // Few groups (the conservative rule) with τ up to about 10 times a group's standard error
     // (0.04–0.06 with 125–250 anchors a group); then 8 and 20.
@@ -193,11 +193,11 @@ pub fn cells() -> Vec<World> {
     for (groups, taus) in few.into_iter().chain(many) {
         for tau in taus {
             for runs in [Runs::Known, Runs::New] {
-                out.push(World {
+                out.push(GridWorld {
                     groups,
                     tau,
                     runs,
-                    ..World::BASE
+                    ..GridWorld::BASE
                 });
             }
         }
@@ -205,27 +205,27 @@ pub fn cells() -> Vec<World> {
     // Few groups where one system in five is far from the others (issue 57): two-point biases.
     for groups in [2, 3, 4, 5] {
         for runs in [Runs::Known, Runs::New] {
-            out.push(World {
+            out.push(GridWorld {
                 groups,
                 tau: 0.5,
                 runs,
                 biases: Biases::TwoPoint,
                 any_system: true,
-                ..World::BASE
+                ..GridWorld::BASE
             });
         }
     }
     for labels in [3, 5, 10, 50] {
-        out.push(World {
+        out.push(GridWorld {
             labels,
             discrete: true,
-            ..World::BASE
+            ..GridWorld::BASE
         });
     }
     // A weak judge on real data (issue 38's (8)): slopes 0.1–0.2, 12 systems, 50 items a run,
     // 4 rubrics pooled.
     for runs in [Runs::Known, Runs::New] {
-        out.push(World {
+        out.push(GridWorld {
             slope: 0.1,
             groups: 12,
             tau: 0.3,
@@ -233,15 +233,15 @@ pub fn cells() -> Vec<World> {
             anchors: 600,
             run: 50,
             rubrics: 4,
-            ..World::BASE
+            ..GridWorld::BASE
         });
     }
     out.extend(weak_real());
     for clusters in [2, 5, 20] {
-        out.push(World {
+        out.push(GridWorld {
             clusters,
             labels: 50,
-            ..World::BASE
+            ..GridWorld::BASE
         });
     }
     out
@@ -251,7 +251,7 @@ pub fn cells() -> Vec<World> {
 /// anchors, half the run), slopes 0.1 and 0.2, systems' biases normal, skewed or with an
 /// outlier, each system's references as noisy as its own (sd 0–1.2 beyond what the judge
 /// sees) or all alike, runs of any two systems (and of the noisiest against any other).
-pub fn weak_real() -> Vec<World> {
+pub fn weak_real() -> Vec<GridWorld> {
     let mut out = Vec::new();
     for slope in [0.1, 0.2] {
         for biases in [Biases::Normal, Biases::Skewed, Biases::Outlying] {
@@ -266,7 +266,7 @@ pub fn weak_real() -> Vec<World> {
                     if noisiest && !of_noisiest {
                         continue;
                     }
-                    out.push(World {
+                    out.push(GridWorld {
                         slope,
                         noisiest,
                         groups: 12,
@@ -277,7 +277,7 @@ pub fn weak_real() -> Vec<World> {
                         biases,
                         spread,
                         any_system: true,
-                        ..World::BASE
+                        ..GridWorld::BASE
                     });
                 }
             }
@@ -288,7 +288,7 @@ pub fn weak_real() -> Vec<World> {
 
 /// What one cell counts.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Counts {
+pub struct GridCounts {
     pub reps: usize,
     /// One run's mean covered.
     pub estimate: usize,
@@ -305,8 +305,8 @@ pub struct Counts {
     pub width: f64,
 }
 
-impl Counts {
-    fn add(&mut self, o: &Counts) {
+impl GridCounts {
+    fn add(&mut self, o: &GridCounts) {
         self.reps += o.reps;
         self.estimate += o.estimate;
         self.compare += o.compare;
@@ -323,7 +323,7 @@ impl Counts {
     }
 }
 
-fn quality(rng: &mut Rng, w: &World) -> f64 {
+fn quality(rng: &mut Rng, w: &GridWorld) -> f64 {
     if w.discrete {
         // Most of the mass near the top of the scale.
         1.0 + 4.0 * (1.0 - rng.random::<f64>().powi(2))
@@ -332,16 +332,16 @@ fn quality(rng: &mut Rng, w: &World) -> f64 {
     }
 }
 
-fn judge(rng: &mut Rng, w: &World, q: f64) -> f64 {
+fn judge(rng: &mut Rng, w: &GridWorld, q: f64) -> f64 {
     judge_at(rng, w, w.slope, q)
 }
 
-fn judge_at(rng: &mut Rng, w: &World, slope: f64, q: f64) -> f64 {
+fn judge_at(rng: &mut Rng, w: &GridWorld, slope: f64, q: f64) -> f64 {
     let j = 3.0 + slope * (q - 3.0) + JUDGE_NOISE * standard_normal(rng);
     if w.discrete { j.round() } else { j }
 }
 
-fn reference(w: &World, q: f64, u: f64) -> f64 {
+fn reference(w: &GridWorld, q: f64, u: f64) -> f64 {
     if w.discrete {
         (q + u).round().clamp(SCALE.0, SCALE.1)
     } else {
@@ -354,7 +354,7 @@ fn inside((lo, hi): (f64, f64), x: f64) -> usize {
 }
 
 /// One replication of `w`.
-fn replicate(w: &World, method: Method, rep: u64) -> Result<Counts, String> {
+fn replicate(w: &GridWorld, method: Method, rep: u64) -> Result<GridCounts, String> {
     let mut rng = Rng::seed_from_u64(rep.wrapping_mul(0x9E37_79B9).wrapping_add(17));
     let biases: Vec<f64> = (0..w.groups)
         .map(|_| w.biases.draw(&mut rng, w.tau))
@@ -520,14 +520,14 @@ fn replicate(w: &World, method: Method, rep: u64) -> Result<Counts, String> {
     };
     let e_before = runlevel::estimate(before, &a, &old)?;
     let c_before = runlevel::compare(before, &a, &b, &old)?;
-    let mut counts = Counts {
+    let mut counts = GridCounts {
         reps: 1,
         estimate: inside(e.mean.interval, mean(&y_a)),
         estimate_before: inside(e_before.mean.interval, mean(&y_a)),
         compare: inside(c.difference.interval, truth),
         compare_before: inside(c_before.difference.interval, truth),
         width: c.difference.interval.1 - c.difference.interval.0,
-        ..Counts::default()
+        ..GridCounts::default()
     };
     if w.runs == Runs::Ungrouped && w.labels == 0 {
         let p = runlevel::compare(basis, &a, &b, &old)?;
@@ -540,21 +540,21 @@ fn replicate(w: &World, method: Method, rep: u64) -> Result<Counts, String> {
 
 /// Every cell of `worlds`, `reps` replications each, on `threads` threads.
 pub fn run(
-    worlds: &[World],
+    worlds: &[GridWorld],
     method: Method,
     reps: usize,
     threads: usize,
     progress: &(dyn Fn(&str) + Sync),
-) -> Result<Vec<(World, Counts)>, String> {
+) -> Result<Vec<(GridWorld, GridCounts)>, String> {
     worlds
         .iter()
         .map(|w| {
             let started = std::time::Instant::now();
-            let parts: Vec<Result<Counts, String>> = std::thread::scope(|s| {
+            let parts: Vec<Result<GridCounts, String>> = std::thread::scope(|s| {
                 let handles: Vec<_> = (0..threads.max(1))
                     .map(|t| {
                         s.spawn(move || {
-                            let mut sum = Counts::default();
+                            let mut sum = GridCounts::default();
                             for rep in (t..reps).step_by(threads.max(1)) {
                                 sum.add(&replicate(w, method, rep as u64)?);
                             }
@@ -567,7 +567,7 @@ pub fn run(
                     .map(|h| h.join().unwrap_or_else(|_| Err("a worker panicked".into())))
                     .collect()
             });
-            let mut total = Counts::default();
+            let mut total = GridCounts::default();
             for p in parts {
                 total.add(&p?);
             }
@@ -582,7 +582,7 @@ pub fn run(
 }
 
 /// The grid as a Markdown table.
-pub fn table(rows: &[(World, Counts)]) -> String {
+pub fn table(rows: &[(GridWorld, GridCounts)]) -> String {
     let mut out = String::from(
         "| cell | reps | estimate covers (before) | compare covers (before) | mean width | population diff 0: covers, p < 0.05 |\n|---|---:|---:|---:|---:|---|\n",
     );
@@ -621,18 +621,18 @@ mod tests {
     fn the_grid_holds_where_the_old_intervals_broke() {
         for (w, reps) in [
             (
-                World {
+                GridWorld {
                     slope: 0.1,
-                    ..World::BASE
+                    ..GridWorld::BASE
                 },
                 200,
             ),
             (
-                World {
+                GridWorld {
                     groups: 8,
                     tau: 0.3,
                     runs: Runs::New,
-                    ..World::BASE
+                    ..GridWorld::BASE
                 },
                 200,
             ),

@@ -22,7 +22,7 @@ use judgecal_stats::stats::quantile;
 use judgecal_stats::{Candidates, Cell, Corrected, Method, Model, Report, Run};
 
 #[derive(Debug, Clone)]
-pub struct Options {
+pub struct IntervalOptions {
     pub seeds: usize,
     pub seed: u64,
     pub anchors: usize,
@@ -54,7 +54,7 @@ impl Count {
 
 /// One method's intervals over the seeds.
 #[derive(Debug, Clone, Default)]
-pub struct Row {
+pub struct IntervalRow {
     /// `None` for `auto`.
     pub method: Option<Method>,
     pub seeds: usize,
@@ -87,15 +87,15 @@ fn draw(judge: &JudgeModel, n: usize, rng: &mut Rng) -> Vec<(f64, f64)> {
 }
 
 /// Runs the study: one row per method.
-pub fn run(opts: &Options, progress: &dyn Fn(&str)) -> Result<Vec<Row>, String> {
-    let mut rows: Vec<Row> = opts
+pub fn run(opts: &IntervalOptions, progress: &dyn Fn(&str)) -> Result<Vec<IntervalRow>, String> {
+    let mut rows: Vec<IntervalRow> = opts
         .methods
         .iter()
-        .map(|&m| Row {
+        .map(|&m| IntervalRow {
             method: Some(m),
-            ..Row::default()
+            ..IntervalRow::default()
         })
-        .chain(opts.auto.then(Row::default))
+        .chain(opts.auto.then(IntervalRow::default))
         .collect();
     let never = AtomicBool::new(false);
     let run = Run::new(&never, &|_| {});
@@ -212,7 +212,7 @@ fn label(method: Option<Method>) -> String {
 /// One version as a job would train it: `method` with its default held-out scheme, or `auto`
 /// (5 folds); its model and the held-out predictions its band is cut from.
 fn fit(
-    opts: &Options,
+    opts: &IntervalOptions,
     method: Option<Method>,
     cells: &[Cell],
     seed: u64,
@@ -244,7 +244,7 @@ fn fit(
 }
 
 /// The rows as a Markdown table, then the flow's review audit.
-pub fn table(rows: &[Row], opts: &Options) -> String {
+pub fn table(rows: &[IntervalRow], opts: &IntervalOptions) -> String {
     let mut out = format!(
         "95% predictive intervals, {} anchors, {} test items per seed, {} seeds\n\n\
          | method | interval | covers (all) | lowest bin | highest bin | mean width | held-out coverage recorded | versions missing > 5% | mean miss bound | versions over it |\n\
@@ -313,7 +313,7 @@ mod tests {
             },
             ..Candidates::default()
         };
-        let opts = Options {
+        let opts = IntervalOptions {
             seeds: 3,
             seed: 11,
             anchors: 1000,

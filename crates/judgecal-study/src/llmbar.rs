@@ -120,7 +120,8 @@ pub fn report(dir: &Path, seed: u64) -> Result<String, String> {
         )?;
         for (((set, cell), layer), kept) in SETS.iter().zip(&cells).zip(&layers).zip(&kept) {
             let figure =
-                |inputs: &[&str], f: &dyn Fn(&judgecal_stats::covariates::Considered) -> f64| {
+                |inputs: &[&str],
+                 f: &dyn Fn(&judgecal_stats::covariates::ConsideredInputs) -> f64| {
                     layer
                         .considered
                         .iter()
@@ -132,7 +133,7 @@ pub fn report(dir: &Path, seed: u64) -> Result<String, String> {
                         })
                         .map_or("—".to_owned(), |c| format!("{:.3}", f(c)))
                 };
-            let row = |f: &dyn Fn(&judgecal_stats::covariates::Considered) -> f64| {
+            let row = |f: &dyn Fn(&judgecal_stats::covariates::ConsideredInputs) -> f64| {
                 format!(
                     "{} / {} / {}",
                     figure(&[], f),

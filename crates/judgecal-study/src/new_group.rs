@@ -14,7 +14,7 @@ use judgecal_stats::stats::standard_normal;
 
 /// One design: anchors per system, and the answer's other variance.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Design {
+pub struct NewGroupDesign {
     pub label: &'static str,
     pub anchors: Vec<usize>,
     pub extra: f64,
@@ -22,29 +22,29 @@ pub struct Design {
 
 /// The designs the study runs: the panel grid's (8 systems of 40, a run of 100), unequal
 /// systems, 5 systems, 20 systems with a run of 1,000, and a run of 5,000 (v small).
-pub fn designs() -> Vec<Design> {
+pub fn designs() -> Vec<NewGroupDesign> {
     vec![
-        Design {
+        NewGroupDesign {
             label: "8 systems × 40, run of 100",
             anchors: vec![40; 8],
             extra: 0.0033,
         },
-        Design {
+        NewGroupDesign {
             label: "8 systems × 15–100, run of 100",
             anchors: vec![15, 85, 40, 100, 20, 60, 30, 70],
             extra: 0.0033,
         },
-        Design {
+        NewGroupDesign {
             label: "5 systems × 40, run of 100",
             anchors: vec![40; 5],
             extra: 0.0033,
         },
-        Design {
+        NewGroupDesign {
             label: "20 systems × 20–80, run of 1,000",
             anchors: (0..20).map(|i| 20 + 3 * i).collect(),
             extra: 0.0011,
         },
-        Design {
+        NewGroupDesign {
             label: "8 systems × 40, run of 5,000",
             anchors: vec![40; 8],
             extra: 0.0003,
@@ -62,7 +62,7 @@ pub struct Fared {
 }
 
 /// `reps` replications of `design` at spread `tau`.
-pub fn fare(design: &Design, tau: f64, reps: usize, seed: u64, rules: &mut Rules) -> Fared {
+pub fn fare(design: &NewGroupDesign, tau: f64, reps: usize, seed: u64, rules: &mut Rules) -> Fared {
     let mut rng = Rng::seed_from_u64(seed);
     let mut out = Fared::default();
     let g = design.anchors.len();

@@ -13,7 +13,7 @@
 use std::path::Path;
 
 use judgecal_stats::pairwise::bias::{Biases, Judged, Share};
-use judgecal_stats::pairwise::choice::{self, HeldOut};
+use judgecal_stats::pairwise::choice::{self, HeldOutMap};
 use judgecal_stats::pairwise::preference::{Inputs, Labelled, Verdicts};
 
 use crate::llmbar::{JUDGES, Pair, SETS, pairs};
@@ -119,7 +119,7 @@ pub fn report(dir: &Path, folds: usize, seed: u64) -> Result<String, String> {
     let mut bias = String::from(
         "| judge | pairs | judge: the answer shown first wins | experts: output 1 (shown first) wins | judge: flips when swapped | judge: the longer answer wins | experts: the longer answer wins |\n|---|---:|---|---|---|---|---|\n",
     );
-    let cell = |h: &HeldOut| format!("{:.3} / {:.1}%", h.log_loss, 100.0 * h.accuracy);
+    let cell = |h: &HeldOutMap| format!("{:.3} / {:.1}%", h.log_loss, 100.0 * h.accuracy);
     for judge in JUDGES {
         let mut all = Vec::new();
         for set in SETS {
@@ -196,7 +196,7 @@ pub fn panel_rows(dir: &Path, set: &str, judges: &[&str]) -> Result<Vec<Labelled
 }
 
 /// `auto`'s held-out figures for `rows` (its lowest-loss map over the candidates), as a cell.
-fn chosen(rows: &[Labelled], folds: usize, seed: u64) -> Result<(HeldOut, String), String> {
+fn chosen(rows: &[Labelled], folds: usize, seed: u64) -> Result<(HeldOutMap, String), String> {
     let choice = choice::choose(rows, None, folds, seed)?;
     Ok((choice.cross_fit.held_out, choice.candidate.name()))
 }
@@ -206,7 +206,7 @@ fn chosen(rows: &[Labelled], folds: usize, seed: u64) -> Result<(HeldOut, String
 /// GPT-4, each `auto`'s choice among the panel's maps and each member's alone (members
 /// numbered in the panel's order: GPT-4, ChatGPT, LLaMA2, PaLM2), held out on the same folds.
 pub fn panels(dir: &Path, folds: usize, seed: u64) -> Result<String, String> {
-    let cell = |h: &HeldOut| format!("{:.3} / {:.1}%", h.log_loss, 100.0 * h.accuracy);
+    let cell = |h: &HeldOutMap| format!("{:.3} / {:.1}%", h.log_loss, 100.0 * h.accuracy);
     let mut out = format!(
         "| set | pairs | {} | panel of four | its choice | panel without GPT-4 | its choice |\n|---|---:|{}---|---|---|---|\n",
         JUDGES.join(" | "),

@@ -30,7 +30,7 @@ use judgecal_stats::stats::{mean, normal_quantile};
 use judgecal_stats::{Cell, Method, Model, Run};
 
 #[derive(Debug, Clone)]
-pub struct Options {
+pub struct RunLevelOptions {
     pub reps: usize,
     pub anchors: Vec<usize>,
     pub runs: Vec<usize>,
@@ -44,7 +44,7 @@ pub struct Options {
     pub threads: usize,
 }
 
-impl Default for Options {
+impl Default for RunLevelOptions {
     fn default() -> Self {
         Self {
             reps: 500,
@@ -145,7 +145,7 @@ impl Tally {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Row {
+pub struct RunLevelRow {
     pub setting: Setting,
     pub method: Method,
     pub anchors: usize,
@@ -167,7 +167,7 @@ fn inside((lo, hi): (f64, f64), x: f64) -> usize {
 const SCALE: (f64, f64) = (1.0, 5.0);
 
 /// One replication: anchors, a fit per method, the runs, and a tally per row.
-fn replicate(opts: &Options, rep: usize) -> Result<Vec<Row>, String> {
+fn replicate(opts: &RunLevelOptions, rep: usize) -> Result<Vec<RunLevelRow>, String> {
     let mut rng = Rng::seed_from_u64(opts.seed.wrapping_add(rep as u64 * 7919));
     let judge = opts.judge;
     let z = normal_quantile(0.5 + opts.level / 2.0);
@@ -330,7 +330,7 @@ fn replicate(opts: &Options, rep: usize) -> Result<Vec<Row>, String> {
                 compare(Setting::Shifted, run(&j_up), run(&j), shift)?;
                 let (a, b) = (labelled_run(&j_up, &y_up), labelled_run(&j, &y));
                 compare(Setting::ShiftedLabelled, a, b, shift)?;
-                rows.extend(tallies.into_iter().map(|(setting, tally)| Row {
+                rows.extend(tallies.into_iter().map(|(setting, tally)| RunLevelRow {
                     setting,
                     method: *m,
                     anchors: n_a,
@@ -344,13 +344,13 @@ fn replicate(opts: &Options, rep: usize) -> Result<Vec<Row>, String> {
 }
 
 /// Every replication, summed per row, in the order of the settings.
-pub fn run(opts: &Options) -> Result<Vec<Row>, String> {
+pub fn run(opts: &RunLevelOptions) -> Result<Vec<RunLevelRow>, String> {
     let threads = opts.threads.max(1);
-    let parts: Vec<Result<Vec<Row>, String>> = std::thread::scope(|s| {
+    let parts: Vec<Result<Vec<RunLevelRow>, String>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 s.spawn(move || {
-                    let mut sum: Vec<Row> = Vec::new();
+                    let mut sum: Vec<RunLevelRow> = Vec::new();
                     for rep in (t..opts.reps).step_by(threads) {
                         for row in replicate(opts, rep)? {
                             match sum.iter_mut().find(|r| {
@@ -371,7 +371,7 @@ pub fn run(opts: &Options) -> Result<Vec<Row>, String> {
             .map(|h| h.join().unwrap_or_else(|_| Err("a worker panicked".into())))
             .collect()
     });
-    let mut rows: Vec<Row> = Vec::new();
+    let mut rows: Vec<RunLevelRow> = Vec::new();
     for part in parts {
         for row in part? {
             match rows.iter_mut().find(|r| {
@@ -388,7 +388,7 @@ pub fn run(opts: &Options) -> Result<Vec<Row>, String> {
 }
 
 /// The rows as a Markdown table.
-pub fn table(rows: &[Row], level: f64) -> String {
+pub fn table(rows: &[RunLevelRow], level: f64) -> String {
     let mut out = String::from(
         "| setting | method | anchors | run | covers | p < 0.05 | mean width | mean error | error sd × 2z / mean width | naive raw | naive corrected | support check fired (mean share outside) | transport check covers, fired |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n",
     );
@@ -456,13 +456,13 @@ mod tests {
     fn run_level_intervals_cover_the_truth_on_the_synthetic_judge() {
         // 300 replications (binomial sd of a 95% rate: 1.3 points), 100 anchors, runs of 200:
         // a quick version of `judgecal-study coverage`, whose full-size figures are in docs/run-level.md.
-        let opts = Options {
+        let opts = RunLevelOptions {
             reps: 300,
             anchors: vec![100],
             runs: vec![200],
             methods: vec![Method::Bayes, Method::Isotonic, Method::Identity],
             refits: 40,
-            ..Options::default()
+            ..RunLevelOptions::default()
         };
         let rows = run(&opts).unwrap();
         eprintln!("{}", table(&rows, opts.level));

@@ -4,7 +4,7 @@
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use judgecal_stats::conformal::{Intervals, Source};
+use judgecal_stats::conformal::{BandSource, Intervals};
 use judgecal_stats::drift::BOUND_DELTA;
 
 /// One bin of the judge score and its interval.
@@ -67,9 +67,9 @@ impl From<Intervals> for IntervalsDto {
         Self {
             level: i.level,
             source: match i.source {
-                Source::Conformal => "conformal",
-                Source::Scaled => "scaled",
-                Source::Method => "method",
+                BandSource::Conformal => "conformal",
+                BandSource::Scaled => "scaled",
+                BandSource::Method => "method",
             }
             .to_owned(),
             miss_bound: i.miss_bound(BOUND_DELTA),

@@ -15,7 +15,7 @@ use super::schema;
 use crate::domain::Problem;
 use crate::domain::runlevel::{RawItem, RawRun, RawRunWithGroup};
 use crate::service::Loaded;
-use judgecal_stats::runlevel::warnings::{Note, Warning as RunWarning};
+use judgecal_stats::runlevel::warnings::{Note, RunWarning};
 use judgecal_stats::runlevel::{
     Advice, GroupAnswer, RunEstimate, Support, THIN_ANCHORS, Transport,
 };

@@ -91,7 +91,7 @@ pub struct Disagreement {
 /// The report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[schema(as = AgreementReport)]
-pub struct Report {
+pub struct AgreementReport {
     /// Anchors read.
     pub n: usize,
     /// Of them, those with a held-out corrected score.
@@ -288,7 +288,7 @@ fn level_runs<'a>(rows: &[&'a HeldOutRow]) -> Vec<Vec<&'a HeldOutRow>> {
     runs
 }
 
-impl Report {
+impl AgreementReport {
     /// The report of a version's anchors `rows`, with its `top` largest disagreements.
     pub fn of(rows: &[HeldOutRow], top: usize) -> Self {
         let all: Vec<&HeldOutRow> = rows.iter().collect();
@@ -431,7 +431,7 @@ mod tests {
             row("d", "y", 3.0, 1.0, Some(2.9)),
             row("e", "y", 3.0, 3.0, None),
         ];
-        let r = Report::of(&rows, 2);
+        let r = AgreementReport::of(&rows, 2);
         assert_eq!((r.n, r.held_out), (5, 4));
         assert_eq!(r.levels.as_deref(), Some(&[1.0, 2.0, 3.0][..]));
         // Levels: 1 (a, b), 2 (c), 3 (d, e). Raw differences 0, −1 | 0 | 2, 0: squares
@@ -473,7 +473,7 @@ mod tests {
                 ..r.clone()
             })
             .collect();
-        let w = Report::of(&wide, 0);
+        let w = AgreementReport::of(&wide, 0);
         assert!(w.raw.kappa.is_none() && w.raw.pearson.is_some());
         assert!(
             w.warnings.iter().any(|m| m.code == Code::NoRawKappa),
@@ -481,7 +481,10 @@ mod tests {
             w.warnings
         );
         assert!(w.disagreements.is_empty());
-        assert_eq!(Report::of_group(&rows, "x", 5).map(|r| r.n), Some(2));
+        assert_eq!(
+            AgreementReport::of_group(&rows, "x", 5).map(|r| r.n),
+            Some(2)
+        );
         // Two of the four held-out anchors share judge score 1 (and two 3): a warning.
         assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
         assert_eq!(r.warnings[0].code, Code::TiedJudgeScores);
@@ -490,7 +493,7 @@ mod tests {
                 .message
                 .starts_with("2 of 4 held-out anchors share the judge score 1")
         );
-        assert!(Report::of_group(&rows, "z", 5).is_none());
+        assert!(AgreementReport::of_group(&rows, "z", 5).is_none());
     }
 
     #[test]
@@ -501,7 +504,7 @@ mod tests {
                 row(&format!("{i}"), "x", j, j, Some(j))
             })
             .collect();
-        let r = Report::of(&rows, 0);
+        let r = AgreementReport::of(&rows, 0);
         assert!(r.by_level.len() <= BINS && r.by_level.len() >= BINS - 1);
         assert_eq!(r.by_level.iter().map(|l| l.bias.n).sum::<usize>(), 95);
         // Ties of two in 95: no warning about the corrected ranks.
@@ -541,7 +544,7 @@ mod tests {
     }
 
     /// Each slice's bias by its name (the level, or the group).
-    fn slices(r: &Report) -> BTreeMap<String, Bias> {
+    fn slices(r: &AgreementReport) -> BTreeMap<String, Bias> {
         r.by_level
             .iter()
             .map(|l| (format!("level {}", l.from), l.bias))
@@ -560,12 +563,12 @@ mod tests {
         // "c" about 7, their differences take a few values. Each interval must cover 93–97%
         // of the samples that give one.
         let mut rng = Rng::seed_from_u64(5801);
-        let truth = slices(&Report::of(&draw(&mut rng, 400_000), 0));
+        let truth = slices(&AgreementReport::of(&draw(&mut rng, 400_000), 0));
         assert_eq!(truth.len(), 8);
         let reps = 1000;
         let mut counts: BTreeMap<(String, usize), (usize, usize)> = BTreeMap::new();
         for _ in 0..reps {
-            let r = Report::of(&draw(&mut rng, 150), 0);
+            let r = AgreementReport::of(&draw(&mut rng, 150), 0);
             for (name, b) in slices(&r) {
                 let t = truth[&name];
                 for (side, (f, t)) in [(b.raw, t.raw), (b.corrected, t.corrected)]

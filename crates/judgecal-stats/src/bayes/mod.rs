@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 pub use crate::linear::Target;
 pub use crate::report::{FitDiagnostics, RubricPosterior};
 pub use corrector::{Bayes, BayesModel, BayesOptions, BayesReport};
-pub use model::{Model, Priors, SufficientStats};
+pub use model::{LineModel, Priors, SufficientStats};
 
 /// Sampler settings; the defaults are the issue's: 2 chains × (500 warm-up + 1,000 draws),
 /// target acceptance 0.9.
@@ -78,7 +78,7 @@ impl FitOptions {
 
 /// A corrected score with its intervals.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Corrected {
+pub struct LineCorrected {
     pub score: f64,
     /// 95% credible interval of the mean corrected score α + β·j.
     pub credible: (f64, f64),
@@ -93,14 +93,14 @@ impl RubricPosterior {
     /// The corrected score at judge score `j`. α + β·j is linear in (α, β), whose posterior is
     /// close to normal; the intervals use its posterior mean and variance (and E[σ²] for the
     /// predictive one), which is what makes 100,000 corrections take milliseconds.
-    pub fn correct(&self, j: f64) -> Corrected {
+    pub fn correct(&self, j: f64) -> LineCorrected {
         let score = self.alpha_mean + self.beta_mean * j;
         let var_mean = self.alpha_var + j * j * self.beta_var + 2.0 * j * self.alpha_beta_cov;
-        Corrected::of(score, var_mean, self.sigma2_mean)
+        LineCorrected::of(score, var_mean, self.sigma2_mean)
     }
 }
 
-impl Corrected {
+impl LineCorrected {
     /// A posterior mean `score` whose variance is `var_mean`, with E[σ²] = `sigma2` added for
     /// a new item: the normal 95% intervals of the mean and of a new item's reference.
     pub fn of(score: f64, var_mean: f64, sigma2: f64) -> Self {
@@ -231,7 +231,7 @@ pub fn fit(
     if !stats.iter().any(|s| s.n >= 1.0) {
         return Err("no anchors to fit".into());
     }
-    let model = Model::line(stats.to_vec(), opts.priors);
+    let model = LineModel::line(stats.to_vec(), opts.priors);
     let (chains, divergences) = sample(&model, opts, progress)?;
     Ok(summarise(&model, &chains, divergences, opts))
 }
@@ -367,7 +367,7 @@ fn series<D, S>(
 
 /// The line's posterior per rubric, from the linear model's summary: α and β are its two
 /// coefficients, and the canary the chance that β lies below `collapse_beta`.
-fn summarise(model: &Model, chains: &Chains, divergences: u64, opts: &FitOptions) -> Fit {
+fn summarise(model: &LineModel, chains: &Chains, divergences: u64, opts: &FitOptions) -> Fit {
     let summary = summary::summarise(model, chains, divergences, opts.seed);
     let rubrics = summary
         .rubrics

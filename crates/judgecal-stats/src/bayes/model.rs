@@ -111,7 +111,7 @@ impl Priors {
 }
 
 /// The posterior of one judge's rubrics: the multi-input model with the judge score alone.
-pub type Model = StackModel<U2>;
+pub type LineModel = StackModel<U2>;
 
 impl StackModel<U2> {
     /// The line's model of `stats` (one per rubric) under `priors`.

@@ -11,7 +11,7 @@ use crate::rng::{Rng, SeedableRng, SliceRandom};
 
 /// Held-out figures of a preference.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct HeldOut {
+pub struct HeldOutMap {
     /// Mean log-loss, −[y ln p + (1 − y) ln(1 − p)], in nats.
     pub log_loss: f64,
     /// The share of comparisons whose more likely side people preferred (an even call, or a
@@ -20,7 +20,7 @@ pub struct HeldOut {
     pub comparisons: usize,
 }
 
-fn score(predictions: &[(f64, f64)]) -> HeldOut {
+fn score(predictions: &[(f64, f64)]) -> HeldOutMap {
     let n = predictions.len().max(1) as f64;
     let eps = 1e-12;
     let log_loss = predictions
@@ -44,7 +44,7 @@ fn score(predictions: &[(f64, f64)]) -> HeldOut {
         })
         .sum::<f64>()
         / n;
-    HeldOut {
+    HeldOutMap {
         log_loss,
         accuracy,
         comparisons: predictions.len(),
@@ -54,7 +54,7 @@ fn score(predictions: &[(f64, f64)]) -> HeldOut {
 /// The raw verdict read as a probability: its verdicts averaged over the orders it gave,
 /// pulled in to [`RAW_SURE`] (a verdict of 1 is read as 95% sure: a 0/1 verdict that people
 /// overturn would have an infinite log-loss).
-pub fn raw(rows: &[Labelled]) -> HeldOut {
+pub fn raw(rows: &[Labelled]) -> HeldOutMap {
     let p: Vec<(f64, f64)> = rows
         .iter()
         .map(|r| {
@@ -78,7 +78,7 @@ pub const RAW_SURE: f64 = 0.95;
 pub struct CrossFit {
     pub maps: Vec<PreferenceMap>,
     pub fold_of: Vec<usize>,
-    pub held_out: HeldOut,
+    pub held_out: HeldOutMap,
 }
 
 impl CrossFit {
@@ -137,7 +137,7 @@ pub fn held_out(
     inputs: Inputs,
     folds: usize,
     seed: u64,
-) -> Result<HeldOut, String> {
+) -> Result<HeldOutMap, String> {
     cross_fit(rows, inputs, None, folds, seed).map(|c| c.held_out)
 }
 
@@ -148,7 +148,7 @@ pub struct Choice {
     pub candidate: Candidate,
     pub map: PreferenceMap,
     pub cross_fit: CrossFit,
-    pub candidates: Vec<(Candidate, HeldOut)>,
+    pub candidates: Vec<(Candidate, HeldOutMap)>,
 }
 
 /// Chooses among the candidates the rows can feed by held-out log-loss: both orders where
@@ -225,7 +225,8 @@ pub fn choose_among(
             o.name()
         ));
     }
-    let table: Vec<(Candidate, HeldOut)> = fits.iter().map(|(c, _, f)| (*c, f.held_out)).collect();
+    let table: Vec<(Candidate, HeldOutMap)> =
+        fits.iter().map(|(c, _, f)| (*c, f.held_out)).collect();
     let (candidate, terms, cross_fit) = fits
         .into_iter()
         .min_by(|a, b| a.2.held_out.log_loss.total_cmp(&b.2.held_out.log_loss))

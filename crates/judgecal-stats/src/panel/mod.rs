@@ -76,7 +76,7 @@ pub struct StackPosterior {
 
 /// A fused corrected score with its intervals: the 95% credible interval of the mean
 /// reference at these scores, and the predictive interval of a new item's reference.
-pub type Fused = bayes::Corrected;
+pub type Fused = bayes::LineCorrected;
 
 impl StackPosterior {
     /// The corrected score of an item every member scored (`scores` in member order).

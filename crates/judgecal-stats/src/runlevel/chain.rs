@@ -1,32 +1,7 @@
 //! A ranking's pairs answered on the items both runs labelled, where the runs' label sets lie
 //! on one chain of nested sets (`Chain`).
 //!
-//! Two runs of one prompt set share what the prompt brings (its difficulty, its topic): with
-//! a weak judge that shared part is most of each run's residual, and it cancels in a
-//! difference only item by item. The difference of two runs' own answers keeps it where the
-//! runs have as many labels on the same items, and loses most of it where one run has more
-//! (its answer's error then has a part the other's lacks). A pair's own answer on the items
-//! both labelled (the labelled path on the per-item differences, as `/v1/compare` gives for
-//! two labelled runs) keeps it at any counts: it uses the smaller run's labels, on items the
-//! larger one labelled too.
-//!
-//! **When.** The labelled runs' label sets must be nested (each run's labelled items among
-//! those of every run with more), every run paired by id with the others, of one size and
-//! without clusters: the plan's labels are prefixes of one permutation of the ids, so this is
-//! what a ranking that follows its own plan holds. Otherwise every pair is the difference of
-//! its runs' answers.
-//!
-//! **Joint draws.** A pair's labelled error is its sample's mean residual difference less
-//! the runs' own. Under a uniform sample, nested as above, the residuals' partial sums along
-//! the permutation are those of a finite population, and their errors are drawn as Gaussian
-//! increments over the blocks between the runs' counts (covariance per item Σ, the runs'
-//! residual covariance, measured on the items they share), bridged to the run's end:
-//! e_a(m) = (W_a(m) − (m/N)·W_a(N))/m has variance Σ_aa·(1/m − 1/N) and covariance
-//! Σ_ab·(1/max(m, m′) − 1/N) with e_b(m′), the finite population's own. Each pair's error is
-//! then e_a(m) − e_b(m) at its shared count m, rescaled to the variance its own answer reports
-//! and widened by one t draw on that answer's degrees of freedom; each run's labelled error is
-//! e_a(m_a), rescaled and widened likewise. So one draw holds every run's and every pair's
-//! labelled error with the correlations the shared items give them.
+//! How it works, and why: docs/internals.md, "crates/judgecal-stats/src/runlevel/chain.rs".
 
 use crate::rng::Rng;
 use rand_distr::{ChiSquared, Distribution};

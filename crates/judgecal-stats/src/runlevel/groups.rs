@@ -1,35 +1,7 @@
 //! How a corrector's bias varies between the groups (systems, models) whose outputs its anchors
 //! came from, and what that does to a run's answer.
 //!
-//! A judge does not rate every system alike: at the same judge score, one system's outputs may
-//! earn a higher reference than another's. A corrector fitted on a mix of systems is then
-//! biased for each one by u_g, and a run of a new system carries a bias of its own. The model:
-//! each group's mean held-out residual (reference − corrected, by a fit that did not see the
-//! anchor) is b̂_g = μ + u_g + ε_g, with u_g ~ N(0, τ²) between groups and ε_g ~ N(0, s_g²) its
-//! sampling error (s_g² = the pooled within-group residual variance over n_g). The corrector's
-//! own error in level enters every b̂_g alike, so correcting by them corrects it too.
-//!
-//! Given τ, everything is normal: μ | b̂ ~ N(μ̂_τ, 1/Σw) (w_g = 1/(s_g² + τ²), μ̂_τ their
-//! weighted mean); a known group's u_g | b̂ ~ N(μ̂_τ + B_g(b̂_g − μ̂_τ), B_g·s_g² + (1 − B_g)²/Σw)
-//! with B_g = τ²/(τ² + s_g²) (shrinkage toward μ̂_τ); a new group's bias ~ N(μ̂_τ, τ² + 1/Σw).
-//! τ is not known, and with 8 or 20 groups a plug-in estimate makes intervals too narrow
-//! whenever it comes out low. So τ gets its posterior under a flat prior on [0, τ_max]
-//! (τ_max = 4× the larger of the group means' spread and their largest standard error), from
-//! the restricted likelihood of the b̂_g, on a grid; a bias term is the mixture of the normals
-//! above over that posterior, and an interval is the mixture's quantiles.
-//!
-//! With fewer than [`MIN_GROUPS`] groups that flat prior's cap, set by the data, sets the
-//! interval (two groups whose biases happen to be close cap τ low: 53% coverage), so the
-//! stated conservative rule, which the answer names, takes no prior on τ at all:
-//! - a known group is not shrunk: its bias is b̂_g, with its own standard error s_g (exact
-//!   whatever τ);
-//! - a new group's bias is Student's t on G − 1 degrees of freedom: its variance τ² + s_g² is
-//!   (G − 1)·S_b²/χ²_{G−1} over the quantiles of χ² (the group means' spread S_b² includes their
-//!   errors, so it errs wide), centred on the weighted mean. At 2 groups that is a t on 1
-//!   degree of freedom: an answer, honest and wide (its 97.5% point is 12.7 scales out), that
-//!   says to label the run.
-//!
-//! Two runs of the same group share their bias: it cancels.
+//! How it works, and why: docs/internals.md, "crates/judgecal-stats/src/runlevel/groups.rs".
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;

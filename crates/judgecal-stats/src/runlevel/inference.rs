@@ -1,36 +1,7 @@
 //! A run's de-biased mean with an interval: the statistical core of run-level estimates
 //! (`runlevel` puts it together with a version's model for `/v1/estimate` and `/v1/compare`).
 //!
-//! The estimand is θ = the mean reference score the run's N items would get if every one were
-//! labelled. Two paths:
-//!
-//! - **Plain** (judge scores only): θ̂ = mean of the corrected scores. Its error is the
-//!   corrector's own (shared by every item: `corrector_var`, from the posterior of (α, β) or
-//!   by resampling the anchors) plus the mean of the N items' residuals around the corrector,
-//!   whose variance is `noise_var / N` for independent items. It rests on the judge-to-reference
-//!   relation on the run's items being the one on the anchors.
-//! - **Labelled** (some items also carry a reference, drawn uniformly from the run):
-//!   prediction-powered inference: θ̂ = mean_N(λ·f) + mean_n(Y − λ·f). θ̂ − θ is the
-//!   difference between the labelled and the whole run's mean of Y − λ·f, so its variance is
-//!   (1 − n/N)·S²/n for a uniform sample without replacement (S² the sample variance of
-//!   Y − λ·f on the labelled items). It needs no assumption about the corrector: a poor one
-//!   gets λ near 0 (the labelled mean), a good one shrinks S². The weight is the survey
-//!   regression one, λ = Cov(Y, f) / Var(f) clipped to [0, 1] (the mean is over all N items,
-//!   labelled ones included, so PPI++'s (1 + n/N) does not belong), tuned on the labelled
-//!   items themselves: the t quantile then has n − 2 degrees of freedom. Below
-//!   [`MIN_TUNED`] labels λ is not tuned but fixed at 1 (the difference estimator, n − 1
-//!   degrees of freedom). On a discrete reference scale S² is floored at the variance one more
-//!   label one level away would add, h²·n/(n + 1)² (h the level spacing): a handful of equal
-//!   integers does not make a zero-width interval.
-//!
-//! Items of one cluster (outputs of one prompt) are not independent: with clusters the labelled
-//! variance is the cluster-robust one (cluster sums, G/(G − 1), t on G − 1 degrees of freedom,
-//! at least 2 clusters), and the plain path's noise term assumes the worst case, errors shared
-//! within a cluster (Σ m_c² / N² instead of 1/N), since unlabelled items cannot show how alike
-//! they are. The labelled path follows how labels were drawn: where whole clusters were
-//! labelled (every item of each labelled cluster), the cluster-robust variance with 1 − g/G;
-//! where items were drawn from the run, they are a simple random sample of its items whatever
-//! their clusters (the estimand is this run's own mean), with 1 − n/N.
+//! How it works, and why: docs/internals.md, "crates/judgecal-stats/src/runlevel/inference.rs".
 
 use super::Advice;
 use super::groups::{BiasShift, GroupTerm};

@@ -1,29 +1,7 @@
 //! A new group's bias term whose interval covers at every between-group spread τ: a design
 //! measured beside the served term (`judgecal-study coverage --new-group`), not yet served.
 //!
-//! The served term ([`GroupBias::shift`](super::groups::GroupBias::shift)) mixes normals over
-//! τ's posterior under a flat prior. From 8 groups the data cannot tell τ = 0 from τ ≈ s (a
-//! group mean's standard error), so where systems do not differ the posterior still keeps
-//! mass near s, and a new group's interval covers 99% and more. Other priors (half-Cauchy or
-//! exponential on the scale of s, 1/τ, a tempered likelihood) and a confidence distribution
-//! for τ do not fix it: each still covers 97.7–98.6% at τ = 0, and several fall to 88–93%
-//! somewhere between τ = 1.5 s and 4 s. A mixture over any distribution of τ widens the
-//! interval at τ = 0 by the mass it keeps away from 0.
-//!
-//! This rule is a plug-in with its two constants chosen per answer. A new group's interval at
-//! level 1 − α has half-width h about the groups' plain mean b̄ of the mean residuals:
-//!
-//! ```text
-//! h² = z²·(v + s̄²/G) + k·max(0, S_b² − c·s̄²)
-//! ```
-//!
-//! v is the answer's other variance (the run's sampling and the corrector's), s̄² the group
-//! means' mean squared standard error, S_b² their sample variance, G their number and z the
-//! normal quantile. It is never narrower than the interval that assumes no spread. (k, c) are
-//! chosen so that the coverage, computed exactly by quadrature over S_b²'s law
-//! ((τ² + s̄²)·χ²_{G−1}/(G − 1) where every group has s̄), stays as near the level as it can at
-//! every τ on a grid from 0 to 6 s̄ (minimax). Unequal standard errors are measured by
-//! simulation, not assumed away.
+//! How it works, and why: docs/internals.md, "crates/judgecal-stats/src/runlevel/new_group.rs".
 
 use crate::stats::{chi_square_quantile, normal_cdf, normal_quantile};
 

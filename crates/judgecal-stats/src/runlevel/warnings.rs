@@ -7,7 +7,7 @@ use super::{AnswerPath, GroupAnswer, RunEstimate, Term, Transport};
 
 /// One thing to know about an answer.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Warning {
+pub enum RunWarning {
     /// More than 5% of the run's judge scores lie outside the anchors' judge-score range: the
     /// corrected level there is extrapolated.
     Extrapolated { outside: f64, range: (f64, f64) },
@@ -42,28 +42,28 @@ pub enum Warning {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Note {
     pub run: Option<usize>,
-    pub warning: Warning,
+    pub warning: RunWarning,
 }
 
 /// What one run's answer needs said.
-pub fn of_run(e: &RunEstimate, level: f64) -> Vec<Warning> {
+pub fn of_run(e: &RunEstimate, level: f64) -> Vec<RunWarning> {
     let mut out = Vec::new();
     if e.support.extrapolated() {
-        out.push(Warning::Extrapolated {
+        out.push(RunWarning::Extrapolated {
             outside: e.support.outside,
             range: e.support.anchor_range,
         });
     }
     if e.support.sparse() && !e.support.extrapolated() {
-        out.push(Warning::Sparse {
+        out.push(RunWarning::Sparse {
             thin: e.support.thin,
         });
     }
     if let Term::Omitted(why) = e.term {
-        out.push(Warning::CorrectorOmitted(why));
+        out.push(RunWarning::CorrectorOmitted(why));
     }
     if let Some(t) = e.transport.filter(Transport::biased) {
-        out.push(Warning::Biased {
+        out.push(RunWarning::Biased {
             mean_residual: t.mean_residual,
             level,
             interval: t.bias_interval,
@@ -73,14 +73,14 @@ pub fn of_run(e: &RunEstimate, level: f64) -> Vec<Warning> {
 }
 
 /// What the group term of a plain answer needs said.
-pub fn of_group(g: &GroupAnswer) -> Option<Warning> {
+pub fn of_group(g: &GroupAnswer) -> Option<RunWarning> {
     match (g.term, g.rule.as_deref()) {
-        (GroupTerm::Unmeasured, _) => Some(Warning::GroupsUnmeasured),
-        (term, Some("conservative")) => Some(Warning::GroupsConservative {
+        (GroupTerm::Unmeasured, _) => Some(RunWarning::GroupsUnmeasured),
+        (term, Some("conservative")) => Some(RunWarning::GroupsConservative {
             groups: g.groups,
             new: term == GroupTerm::New,
         }),
-        (GroupTerm::New, _) if !g.outlying.is_empty() => Some(Warning::GroupsOutlying {
+        (GroupTerm::New, _) if !g.outlying.is_empty() => Some(RunWarning::GroupsOutlying {
             outlying: g.outlying.clone(),
             groups: g.groups,
         }),
@@ -130,7 +130,7 @@ mod tests {
 
     #[test]
     fn a_new_systems_answer_says_when_a_known_one_lies_far_from_the_rest() {
-        let far = Warning::GroupsOutlying {
+        let far = RunWarning::GroupsOutlying {
             outlying: vec!["sys-3".into()],
             groups: 12,
         };
@@ -150,7 +150,7 @@ mod tests {
         // Under the conservative rule a new system's answer says what it cannot see.
         assert_eq!(
             of_group(&answer(GroupTerm::New, "conservative", &[])),
-            Some(Warning::GroupsConservative {
+            Some(RunWarning::GroupsConservative {
                 groups: 12,
                 new: true
             })

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use judgecal::cli::evaluate::write_json;
 use judgecal_stats::bayes::FitOptions;
 
-use crate::covariates::{self, Design};
+use crate::covariates::{self, CovariateDesign as Design};
 
 #[derive(Debug, clap::Args)]
 pub struct CovariatesArgs {

@@ -80,7 +80,7 @@ pub struct DriftArgs {
 }
 
 pub(super) fn drift(a: DriftArgs) -> Result<(), String> {
-    use crate::drift::{self, Options};
+    use crate::drift::{self, DriftOptions as Options};
     let mut candidates = judgecal_stats::Candidates::default();
     a.flow.apply(&mut candidates.flow);
     if a.grid {
@@ -164,7 +164,7 @@ fn grid(a: DriftArgs, candidates: judgecal_stats::Candidates) -> Result<(), Stri
 }
 
 fn designs(a: DriftArgs, candidates: judgecal_stats::Candidates) -> Result<(), String> {
-    use crate::drift::designs::{self, Design};
+    use crate::drift::designs::{self, LabellingDesign as Design};
     use crate::drift::world::{self, Version};
     let version = Version {
         method: judgecal_stats::Method::QuantileMap,
@@ -173,7 +173,7 @@ fn designs(a: DriftArgs, candidates: judgecal_stats::Candidates) -> Result<(), S
         seed: a.seed,
         shift: a.designs_shift,
     };
-    let opts = designs::Options {
+    let opts = designs::DesignOptions {
         runs: a.grid_runs,
         horizon: a.grid_horizon,
         fleet: a.grid_fleet,

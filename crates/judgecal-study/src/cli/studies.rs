@@ -272,7 +272,7 @@ pub(super) fn rank(a: RankArgs) -> Result<(), String> {
         eprintln!("{:.0} s", started.elapsed().as_secs_f64());
         return Ok(());
     }
-    let design = rank::Design {
+    let design = rank::LabelDesign {
         by_budget: a.by_budget,
         looks: a.looks as usize,
         floor: a.floor,
@@ -290,7 +290,7 @@ pub(super) fn rank(a: RankArgs) -> Result<(), String> {
         return Ok(());
     }
     if !a.no_grid {
-        let cells: Vec<rank::World> = rank::cells()
+        let cells: Vec<rank::RankWorld> = rank::cells()
             .into_iter()
             .filter(|w| {
                 a.slope.is_none_or(|s| s == w.slope)
@@ -338,7 +338,7 @@ pub(super) fn rank(a: RankArgs) -> Result<(), String> {
 }
 
 pub(super) fn intervals(a: IntervalsArgs) -> Result<(), String> {
-    use crate::intervals::{self, Options};
+    use crate::intervals::{self, IntervalOptions as Options};
     let mut candidates = judgecal_stats::Candidates::default();
     a.flow.apply(&mut candidates.flow);
     // `auto` is not a method: it is a row of its own, after the methods named with it.
@@ -370,7 +370,7 @@ pub(super) fn intervals(a: IntervalsArgs) -> Result<(), String> {
 }
 
 pub(super) fn coverage(a: CoverageArgs) -> Result<(), String> {
-    use crate::runlevel::{self, Options};
+    use crate::runlevel::{self, RunLevelOptions as Options};
     if a.new_group {
         let started = std::time::Instant::now();
         print!("{}", crate::new_group::table(a.reps, a.seed));
@@ -429,7 +429,7 @@ pub(super) fn coverage(a: CoverageArgs) -> Result<(), String> {
 }
 
 pub(super) fn experiment(a: ExperimentArgs) -> Result<(), String> {
-    use crate::experiment::{self, Options, Source};
+    use crate::experiment::{self, Source, StudyOptions as Options};
     let [lo, hi] = a.scale[..] else {
         return Err("--scale takes min,max".into());
     };
@@ -494,7 +494,7 @@ pub struct BridgeArgs {
 }
 
 pub(super) fn bridge(a: BridgeArgs) -> Result<(), String> {
-    use crate::bridge::{self, Change, Options};
+    use crate::bridge::{self, BridgeOptions as Options, Change};
     let judge = crate::synthetic::JudgeModel::default();
     let opts = Options {
         sizes: a.sizes,

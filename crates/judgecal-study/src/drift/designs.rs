@@ -1,7 +1,7 @@
 //! `judgecal-study drift --designs`: the drift alarm where labellers are real (issue 57's table).
 //!
 //! Each design is a way references get their rater effects, in residual sd of the version
-//! (a [`World`]'s miss-rate curve maps an anchor's offset to its chance of missing). Batches of
+//! (a [`DriftWorld`]'s miss-rate curve maps an anchor's offset to its chance of missing). Batches of
 //! [`BATCH`] anchors; a named rater uploads [`PER_RATER`] consecutive batches. In every design the
 //! alarm tests against the design's own mean miss rate, the worst a healthy cell's guarantee
 //! allows (the miss rate exactly at the bound):
@@ -30,7 +30,7 @@ use judgecal_stats::stats::{quantile, standard_normal};
 
 use super::super::parallel;
 use super::grid::median;
-use super::world::World;
+use super::world::DriftWorld;
 
 /// The false-alarm probability of each cell's alarm.
 const DELTA: f64 = 0.01;
@@ -45,7 +45,7 @@ pub const PER_RATER: usize = 5;
 const TRAIN: usize = 1200;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Design {
+pub enum LabellingDesign {
     Independent,
     Offsets { share: f64 },
     Harsh,
@@ -58,26 +58,26 @@ pub enum Design {
 /// The offsets' variance where a design does not set it.
 const SHARE: f64 = 0.2;
 
-impl Design {
+impl LabellingDesign {
     /// The issue's table, and independent anchors.
-    pub fn all() -> Vec<Design> {
+    pub fn all() -> Vec<LabellingDesign> {
         vec![
-            Design::Independent,
-            Design::Offsets { share: SHARE },
-            Design::Offsets { share: 0.5 },
-            Design::Harsh,
-            Design::Sessions {
+            LabellingDesign::Independent,
+            LabellingDesign::Offsets { share: SHARE },
+            LabellingDesign::Offsets { share: 0.5 },
+            LabellingDesign::Harsh,
+            LabellingDesign::Sessions {
                 rater: 0.15,
                 session: 0.05,
             },
-            Design::Sessions {
+            LabellingDesign::Sessions {
                 rater: 0.10,
                 session: 0.10,
             },
-            Design::Drifting { ar: 0.7 },
-            Design::NotNamed { batches: 2 },
-            Design::NotNamed { batches: 5 },
-            Design::HalfOneRater,
+            LabellingDesign::Drifting { ar: 0.7 },
+            LabellingDesign::NotNamed { batches: 2 },
+            LabellingDesign::NotNamed { batches: 5 },
+            LabellingDesign::HalfOneRater,
         ]
     }
 
@@ -118,7 +118,7 @@ impl Design {
     }
 
     /// The design's mean miss rate: the rate its watches are tested against.
-    pub fn rate(&self, w: &World, shifted: bool) -> f64 {
+    pub fn rate(&self, w: &DriftWorld, shifted: bool) -> f64 {
         let mut rng = Rng::seed_from_u64(0x5EED);
         let n = 200_000;
         (0..n)
@@ -131,8 +131,8 @@ impl Design {
 /// The batches of one watch: per batch its rater (where named) and its anchors' chance of
 /// missing.
 struct Stream<'a> {
-    design: Design,
-    world: &'a World,
+    design: LabellingDesign,
+    world: &'a DriftWorld,
     batch: usize,
     rater: UnitId,
     /// The current rater's offset (for sessions: the rater's part).
@@ -144,7 +144,7 @@ struct Stream<'a> {
 }
 
 impl<'a> Stream<'a> {
-    fn new(design: Design, world: &'a World, rng: &mut Rng) -> Self {
+    fn new(design: LabellingDesign, world: &'a DriftWorld, rng: &mut Rng) -> Self {
         Self {
             design,
             world,
@@ -163,15 +163,15 @@ impl<'a> Stream<'a> {
         let first = b.is_multiple_of(PER_RATER);
         let at = |o: f64| self.world.at(o, shifted);
         match self.design {
-            Design::Independent => (None, at(0.0)),
-            Design::Offsets { .. } | Design::Harsh => {
+            LabellingDesign::Independent => (None, at(0.0)),
+            LabellingDesign::Offsets { .. } | LabellingDesign::Harsh => {
                 if first {
                     self.rater += 1;
                     self.offset = self.design.offset(rng);
                 }
                 (Some(self.rater), at(self.offset))
             }
-            Design::Sessions { rater, session } => {
+            LabellingDesign::Sessions { rater, session } => {
                 if first {
                     self.rater += 1;
                     self.offset = rater.sqrt() * standard_normal(rng);
@@ -179,7 +179,7 @@ impl<'a> Stream<'a> {
                 let o = self.offset + session.sqrt() * standard_normal(rng);
                 (Some(self.rater), at(o))
             }
-            Design::Drifting { ar } => {
+            LabellingDesign::Drifting { ar } => {
                 if first {
                     self.rater += 1;
                     self.offset = self.design.offset(rng);
@@ -189,13 +189,13 @@ impl<'a> Stream<'a> {
                 }
                 (Some(self.rater), at(self.offset))
             }
-            Design::NotNamed { batches } => {
+            LabellingDesign::NotNamed { batches } => {
                 if b.is_multiple_of(batches) {
                     self.offset = self.design.offset(rng);
                 }
                 (None, at(self.offset))
             }
-            Design::HalfOneRater => {
+            LabellingDesign::HalfOneRater => {
                 if rng.random::<f64>() < 0.5 {
                     return (Some(0), at(self.held));
                 }
@@ -216,8 +216,11 @@ fn misses(n: usize, p: f64, rng: &mut Rng) -> Vec<bool> {
 
 /// The version's training units: [`TRAIN`] anchors from raters of one batch each, offsets from
 /// the design's law, as the service counts them when it trains.
-fn training(design: Design, w: &World, rng: &mut Rng) -> UnitSpread {
-    let named = !matches!(design, Design::Independent | Design::NotNamed { .. });
+fn training(design: LabellingDesign, w: &DriftWorld, rng: &mut Rng) -> UnitSpread {
+    let named = !matches!(
+        design,
+        LabellingDesign::Independent | LabellingDesign::NotNamed { .. }
+    );
     if named {
         return UnitSpread::of((0..TRAIN / BATCH).map(|_| {
             let p = w.at(design.offset(rng), false);
@@ -243,8 +246,8 @@ fn training(design: Design, w: &World, rng: &mut Rng) -> UnitSpread {
 /// One healthy watch of `horizon` anchors against `rate`, alarming at 1/`delta`: the anchor at
 /// which it fired, if it did, and its peak e-value.
 fn healthy_watch(
-    design: Design,
-    w: &World,
+    design: LabellingDesign,
+    w: &DriftWorld,
     (rate, delta): (f64, f64),
     horizon: usize,
     rng: &mut Rng,
@@ -264,8 +267,8 @@ fn healthy_watch(
 /// `runs` healthy watches of `horizon` anchors: per watch, the anchor at which it fired, if it
 /// did, and its peak e-value.
 pub fn watches(
-    design: Design,
-    w: &World,
+    design: LabellingDesign,
+    w: &DriftWorld,
     (rate, delta): (f64, f64),
     (runs, horizon): (usize, usize),
     seed: u64,
@@ -283,7 +286,7 @@ pub fn watches(
 }
 
 #[derive(Debug, Clone)]
-pub struct Options {
+pub struct DesignOptions {
     pub runs: usize,
     pub horizon: usize,
     pub fleet: usize,
@@ -300,8 +303,8 @@ pub struct Options {
 
 /// One design's figures.
 #[derive(Debug, Clone)]
-pub struct Row {
-    pub design: Design,
+pub struct DesignRow {
+    pub design: LabellingDesign,
     pub reference: &'static str,
     pub rate: f64,
     pub after: f64,
@@ -316,7 +319,12 @@ pub struct Row {
 }
 
 /// The rows of one world.
-pub fn run(opts: &Options, w: &World, designs: &[Design], progress: &dyn Fn(&str)) -> Vec<Row> {
+pub fn run(
+    opts: &DesignOptions,
+    w: &DriftWorld,
+    designs: &[LabellingDesign],
+    progress: &dyn Fn(&str),
+) -> Vec<DesignRow> {
     let threshold = 2.0 * opts.fleet as f64 / DELTA;
     designs
         .iter()
@@ -343,7 +351,7 @@ pub fn run(opts: &Options, w: &World, designs: &[Design], progress: &dyn Fn(&str
             .iter()
             .sum();
             let delays = delays(opts, w, design, (rate, after), seed);
-            let row = Row {
+            let row = DesignRow {
                 design,
                 reference: w.reference,
                 rate,
@@ -375,9 +383,9 @@ fn cusum_steps(before: f64, after: f64) -> (f64, f64) {
 
 /// Delays after the shift: by default, with independence declared, and the oracle's.
 fn delays(
-    opts: &Options,
-    w: &World,
-    design: Design,
+    opts: &DesignOptions,
+    w: &DriftWorld,
+    design: LabellingDesign,
     (before, after): (f64, f64),
     seed: u64,
 ) -> [Vec<Option<u64>>; 3] {
@@ -453,7 +461,7 @@ fn delays(
 }
 
 /// The rows, in Markdown.
-pub fn table(opts: &Options, rows: &[Row]) -> String {
+pub fn table(opts: &DesignOptions, rows: &[DesignRow]) -> String {
     let mut out = format!(
         "Drift alarm by labelling design, δ = {DELTA}, batches of {BATCH}, named raters of {PER_RATER} batches, versions trained on {TRAIN} anchors of {} raters; false alarms over {} anchors, {} watches, miss rate at the tested rate; fleet: {} cells of {} anchors alerting at 2K/δ, {} fleets; delay after the judge shifts +{} sd at anchor {} (median over {} watches, within {}; an alarm before the change counts as never):\n\n| references | design | tested rate → after | false alarms | watches past 2K/δ | fleets alerting | delay (default) | delay (independence declared) | oracle CUSUM | default / oracle |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n",
         TRAIN / BATCH,
@@ -500,7 +508,7 @@ mod tests {
     use crate::drift::world::{Version, world};
     use judgecal_stats::{Candidates, Method};
 
-    fn world_of(integer: bool) -> World {
+    fn world_of(integer: bool) -> DriftWorld {
         let version = Version {
             method: Method::QuantileMap,
             candidates: &Candidates::default(),
@@ -522,9 +530,9 @@ mod tests {
         // (16%, which `clustered` flags; 47% before). The full grid: `judgecal-study drift
         // --designs`.
         let w = world_of(true);
-        let limits = [Design::NotNamed { batches: 5 }];
+        let limits = [LabellingDesign::NotNamed { batches: 5 }];
         let mut failed = Vec::new();
-        for design in Design::all() {
+        for design in LabellingDesign::all() {
             let rate = design.rate(&w, false);
             let found = watches(design, &w, (rate, DELTA), (300, 10_000), 11);
             let alarms = found.iter().filter(|x| x.0.is_some()).count();
@@ -544,8 +552,8 @@ mod tests {
         // later sessions lost what first sessions won: 104 of 200 watches alarmed within 10,000
         // anchors, median 7,550. Now 145 of 200, median 4,050 (the oracle CUSUM's: 1,069).
         let w = world_of(false);
-        let design = Design::Offsets { share: SHARE };
-        let opts = Options {
+        let design = LabellingDesign::Offsets { share: SHARE };
+        let opts = DesignOptions {
             runs: 0,
             horizon: 0,
             fleet: 0,

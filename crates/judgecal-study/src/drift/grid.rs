@@ -1,29 +1,7 @@
 //! `judgecal-study drift --grid`: the drift alarm's false alarms where anchors are not independent,
 //! its delay beside an oracle, and the fleet alert's rate.
 //!
-//! A world is a version trained on the paper's synthetic judge (references from the stand-in,
-//! as quarter points or rounded to integers) with its conformal band. Its misses are measured in
-//! score space, then streamed as coin flips with those rates, so that 40,000-anchor watches
-//! stay cheap:
-//! - `free`: the version's miss rate on fresh anchors whose references carry no rater offset;
-//! - `by_offset`: its miss rate on anchors whose rater adds an offset at each of 64 quantiles of
-//!   a normal whose variance is 20% of the version's residual variance (the reference moves,
-//!   then is clipped and rounded as the scale's are); a rater's anchors all miss at one of them.
-//!
-//! False alarms (each cell `runs` watches of `horizon` anchors): batches of each size, either
-//! independent (no offset, no rater named: each batch is a unit) or from raters who each upload
-//! 1, 2, 5 or 10 consecutive batches, named as `rater`. The alarm tests against the cell's true
-//! mean miss rate, the worst case its guarantee covers (a served version is tested against its
-//! bound, which sits above the true rate but for one version in 1,000). One more row per
-//! batch size: raters of 10 batches who are *not* named, which the alarm's assumption (batches
-//! without a rater are independent) does not cover.
-//!
-//! Delay: `healthy` anchors at the free rate, then anchors at the rate the version misses at
-//! after a change (the judge's scores shifted by +0.5 and +1.0 reference sd, or another judge:
-//! slope 0.4, twice the noise), independent units. Beside it, a CUSUM that knows the post-change
-//! rate, its threshold set so that it false-alarms in 1% of healthy watches of `horizon`
-//! anchors. Delays count anchors after the change; watches that alarm before it are false
-//! alarms and left out.
+//! How it works, and why: docs/internals.md, "crates/judgecal-study/src/drift/grid.rs".
 
 use judgecal_stats::conformal::Intervals;
 use judgecal_stats::drift::{BOUND_DELTA, MissAlarm, UnitId, UnitSpread};
@@ -32,14 +10,14 @@ use judgecal_stats::stats::quantile;
 use judgecal_stats::{Candidates, Method};
 
 use super::super::parallel;
-pub use super::world::World;
+pub use super::world::DriftWorld;
 use super::world::{OFFSETS, RATER_SHARE, Version};
 
 /// The false-alarm probability of each cell's alarm.
 const DELTA: f64 = 0.01;
 
 /// Builds a world: trains the version, then measures its miss rates.
-pub fn world(opts: &GridOptions, integer: bool) -> Result<World, String> {
+pub fn world(opts: &GridOptions, integer: bool) -> Result<DriftWorld, String> {
     let version = Version {
         method: opts.method,
         candidates: &opts.candidates,
@@ -195,7 +173,7 @@ fn training_rng(seed: u64) -> Rng {
 /// One healthy watch: the anchor at which the alarm fired, if it did, and the units behind
 /// the e-value at the end.
 fn healthy_watch(
-    w: &World,
+    w: &DriftWorld,
     dependence: Dependence,
     batch: usize,
     opts: &GridOptions,
@@ -265,7 +243,7 @@ fn oracle_threshold(before: f64, after: f64, horizon: usize, runs: usize, rng: &
 }
 
 /// The false-alarm grid of one world.
-pub fn alarms(opts: &GridOptions, w: &World, progress: &dyn Fn(&str)) -> Vec<Alarms> {
+pub fn alarms(opts: &GridOptions, w: &DriftWorld, progress: &dyn Fn(&str)) -> Vec<Alarms> {
     let mut dependences = vec![Dependence::Independent];
     dependences.extend(opts.per_rater.iter().map(|&batches| Dependence::Rater {
         batches,
@@ -321,7 +299,7 @@ pub fn alarms(opts: &GridOptions, w: &World, progress: &dyn Fn(&str)) -> Vec<Ala
 }
 
 /// The delay grid of one world.
-pub fn delays(opts: &GridOptions, w: &World) -> Vec<Delay> {
+pub fn delays(opts: &GridOptions, w: &DriftWorld) -> Vec<Delay> {
     let mut out = Vec::new();
     for (c, &(change, after)) in w.changes.iter().enumerate() {
         let mut rng = Rng::seed_from_u64(opts.seed ^ 0x0AC1E ^ c as u64);
@@ -407,7 +385,7 @@ pub fn delays(opts: &GridOptions, w: &World) -> Vec<Delay> {
 /// anchors (its true miss rate drawn as a conformal band's is), raters of 5 batches of 50
 /// with offsets as `w`'s. Two rules: each cell against its bound at `BOUND_DELTA` alerting at
 /// (cells)/δ, as before, and against its bound at δ/(2K) alerting at 2K/δ.
-pub fn fleet(opts: &GridOptions, w: &World, held_out: usize) -> Fleet {
+pub fn fleet(opts: &GridOptions, w: &DriftWorld, held_out: usize) -> Fleet {
     let version = Intervals::one_bin(held_out);
     let k = opts.fleet as f64;
     let rules = [
@@ -497,7 +475,7 @@ pub fn median(delays: &[Option<u64>]) -> Option<u64> {
 /// The grid's tables, in Markdown.
 pub fn table(
     opts: &GridOptions,
-    worlds: &[World],
+    worlds: &[DriftWorld],
     alarms: &[Alarms],
     delays: &[Delay],
     fleet: Option<&Fleet>,

@@ -44,7 +44,7 @@ use judgecal_stats::{Candidates, Cell, Method, Run};
 const DELTA: f64 = 0.01;
 
 #[derive(Debug, Clone)]
-pub struct Options {
+pub struct DriftOptions {
     /// HANNA in long form; `None` runs the synthetic cells only.
     pub hanna: Option<std::path::PathBuf>,
     /// Synthetic cells per kind of reference (quarter points, and integers).
@@ -74,7 +74,7 @@ struct Source {
 
 /// The false alarms of one method over one kind of cell, and its detection delays.
 #[derive(Debug, Clone, Default)]
-pub struct Row {
+pub struct DriftRow {
     pub source: String,
     pub order: &'static str,
     pub method: Option<Method>,
@@ -91,7 +91,7 @@ pub struct Row {
     pub switch: Vec<Option<u64>>,
 }
 
-fn synthetic(opts: &Options, integer: bool, k: usize) -> Source {
+fn synthetic(opts: &DriftOptions, integer: bool, k: usize) -> Source {
     let mut rng = Rng::seed_from_u64(opts.seed ^ (k as u64 * 7919 + u64::from(integer)));
     let judge = JudgeModel::default();
     let weak = JudgeModel::weak();
@@ -237,7 +237,7 @@ fn delay(misses: &[bool], batch: usize, bound: f64, history: Option<&UnitSpread>
 }
 
 /// Runs the study: a row per source, order and method.
-pub fn run(opts: &Options, progress: &dyn Fn(&str)) -> Result<Vec<Row>, String> {
+pub fn run(opts: &DriftOptions, progress: &dyn Fn(&str)) -> Result<Vec<DriftRow>, String> {
     let mut sources: Vec<Source> = Vec::new();
     for k in 0..opts.synthetic {
         sources.push(synthetic(opts, false, k));
@@ -248,7 +248,7 @@ pub fn run(opts: &Options, progress: &dyn Fn(&str)) -> Result<Vec<Row>, String> 
     }
     let never = AtomicBool::new(false);
     let run = Run::new(&never, &|_| {});
-    let mut rows: Vec<Row> = Vec::new();
+    let mut rows: Vec<DriftRow> = Vec::new();
     for (k, source) in sources.iter().enumerate() {
         let sd = sample_variance(&source.pairs.iter().map(|p| p.1).collect::<Vec<_>>()).sqrt();
         for order in ["shuffled", "batched"] {
@@ -324,11 +324,11 @@ pub fn run(opts: &Options, progress: &dyn Fn(&str)) -> Result<Vec<Row>, String> 
                 {
                     Some(r) => r,
                     None => {
-                        rows.push(Row {
+                        rows.push(DriftRow {
                             source: source.name.clone(),
                             order,
                             method: Some(m),
-                            ..Row::default()
+                            ..DriftRow::default()
                         });
                         rows.last_mut().expect("just pushed")
                     }
@@ -387,7 +387,7 @@ fn median_delay(delays: &[Option<u64>]) -> String {
 }
 
 /// The rows as a Markdown table.
-pub fn table(rows: &[Row], opts: &Options) -> String {
+pub fn table(rows: &[DriftRow], opts: &DriftOptions) -> String {
     let mut out = format!(
         "Drift alarm, δ = {DELTA} per cell; healthy cells: half trains, half streams in batches of {}; detection within {} anchors\n\n",
         opts.batch, opts.watch

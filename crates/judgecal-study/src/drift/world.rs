@@ -38,7 +38,7 @@ const CURVE_ANCHORS: usize = 5_000;
 
 /// A version's miss rates.
 #[derive(Debug, Clone)]
-pub struct World {
+pub struct DriftWorld {
     pub reference: &'static str,
     pub free: f64,
     pub by_offset: Vec<f64>,
@@ -55,7 +55,7 @@ pub struct World {
     pub shifted_curve: Vec<f64>,
 }
 
-impl World {
+impl DriftWorld {
     /// The miss rate at an offset of `o` residual sd (linear between the measured offsets,
     /// flat beyond them), healthy or after the shift.
     pub fn at(&self, o: f64, shifted: bool) -> f64 {
@@ -90,7 +90,7 @@ pub fn version_misses(
 }
 
 /// Builds a world: trains the version, then measures its miss rates.
-pub fn world(opts: Version<'_>, integer: bool) -> Result<World, String> {
+pub fn world(opts: Version<'_>, integer: bool) -> Result<DriftWorld, String> {
     let mut rng = Rng::seed_from_u64(opts.seed ^ u64::from(integer));
     let scale = (1.0, 5.0);
     let judge = JudgeModel::default();
@@ -172,7 +172,7 @@ pub fn world(opts: Version<'_>, integer: bool) -> Result<World, String> {
         }
     }
     let [curve, shifted_curve] = curves;
-    Ok(World {
+    Ok(DriftWorld {
         reference: if integer { "integer" } else { "quarter points" },
         free,
         rated: mean(&by_offset),

@@ -6,7 +6,7 @@
 
 mod world;
 
-pub use world::{PLAIN, World};
+pub use world::{PLAIN, PairwiseWorld};
 
 use judgecal_stats::pairwise::rate::{self, Compared};
 use judgecal_stats::pairwise::ratings::{self, Outcome};
@@ -14,7 +14,7 @@ use judgecal_stats::rng::{Rng, SeedableRng};
 
 /// The judge most rows draw: first-position wins about 65%, a length bias, one system favoured
 /// by 1 log-odds, 10% ties.
-const USUAL: World = World {
+const USUAL: PairwiseWorld = PairwiseWorld {
     position: 1.0,
     length: 0.5,
     favour: 1.0,
@@ -25,7 +25,7 @@ const USUAL: World = World {
 /// Raters who differ: each batch of 50 labels is one rater's, whose taste for each system is
 /// N(0, 0.5²) log-odds. 20 systems (10 raters label the anchors, 4 the run), and a weak judge
 /// of 5 systems (4 raters, 2).
-const MANY_RATERS: World = World {
+const MANY_RATERS: PairwiseWorld = PairwiseWorld {
     systems: 20,
     anchors: 500,
     run: 10_000,
@@ -34,7 +34,7 @@ const MANY_RATERS: World = World {
     rater_batch: 50,
     ..USUAL
 };
-const FEW_RATERS: World = World {
+const FEW_RATERS: PairwiseWorld = PairwiseWorld {
     noise: 2.5,
     labelled: 0.1,
     rater_sd: 0.5,
@@ -45,7 +45,7 @@ const FEW_RATERS: World = World {
 /// A new system the judge favours by 1.5 log-odds, in as many of the run's battles as any
 /// but in only 10 of the 1,000 anchors (no ties: the people's Bradley–Terry ratings are the
 /// truth whatever the mix of pairs).
-const NEW_SYSTEM: World = World {
+const NEW_SYSTEM: PairwiseWorld = PairwiseWorld {
     systems: 8,
     favour: 1.5,
     ties: 0.0,
@@ -61,8 +61,8 @@ const NEW_SYSTEM: World = World {
 /// 200–2,000 anchors, runs of 1,000–100,000), panels (rows 9, 10), style control (11, 12),
 /// labels from raters who differ, in batches (13, 14; and naming them, 16, 17), and a user
 /// who rates the run after each of four labelling batches (15).
-pub const GRID: [World; 24] = [
-    World {
+pub const GRID: [PairwiseWorld; 24] = [
+    PairwiseWorld {
         systems: 2,
         position: 2.5,
         length: 0.5,
@@ -72,11 +72,11 @@ pub const GRID: [World; 24] = [
         labelled: 0.05,
         ..PLAIN
     },
-    World {
+    PairwiseWorld {
         labelled: 0.1,
         ..PLAIN
     },
-    World {
+    PairwiseWorld {
         position: 2.5,
         length: 0.5,
         favour: 1.0,
@@ -85,14 +85,14 @@ pub const GRID: [World; 24] = [
         labelled: 0.02,
         ..PLAIN
     },
-    World {
+    PairwiseWorld {
         systems: 20,
         anchors: 500,
         run: 10_000,
         labelled: 0.02,
         ..USUAL
     },
-    World {
+    PairwiseWorld {
         systems: 20,
         position: 1.0,
         favour: 0.5,
@@ -103,7 +103,7 @@ pub const GRID: [World; 24] = [
         labelled: 0.02,
         ..PLAIN
     },
-    World {
+    PairwiseWorld {
         systems: 20,
         position: 1.0,
         length: 0.5,
@@ -114,14 +114,14 @@ pub const GRID: [World; 24] = [
         labelled: 0.02,
         ..PLAIN
     },
-    World {
+    PairwiseWorld {
         systems: 50,
         anchors: 2_000,
         run: 10_000,
         labelled: 0.02,
         ..USUAL
     },
-    World {
+    PairwiseWorld {
         systems: 50,
         position: 2.5,
         length: 0.5,
@@ -133,13 +133,13 @@ pub const GRID: [World; 24] = [
         ..PLAIN
     },
     // Panels: two weak judges, and three judges of 20 systems.
-    World {
+    PairwiseWorld {
         noise: 2.5,
         labelled: 0.05,
         panel: 2,
         ..USUAL
     },
-    World {
+    PairwiseWorld {
         systems: 20,
         noise: 1.5,
         anchors: 1_000,
@@ -152,7 +152,7 @@ pub const GRID: [World; 24] = [
     // length ratio), the systems differ in length, the judge rewards length more, and the
     // ratings control for it. Over the field, and in AlpacaEval's layout (every system
     // against the baseline, as a), where the run's mean length difference is not 0.
-    World {
+    PairwiseWorld {
         systems: 20,
         anchors: 1_000,
         run: 10_000,
@@ -162,7 +162,7 @@ pub const GRID: [World; 24] = [
         controlled: true,
         ..USUAL
     },
-    World {
+    PairwiseWorld {
         noise: 1.0,
         anchors: 400,
         run: 2_000,
@@ -178,7 +178,7 @@ pub const GRID: [World; 24] = [
     FEW_RATERS,
     // A user who rates the run after each of four labelling batches of 100 (a weak judge, so
     // that the labels move the answer).
-    World {
+    PairwiseWorld {
         noise: 2.5,
         run: 10_000,
         labelled: 0.04,
@@ -186,11 +186,11 @@ pub const GRID: [World; 24] = [
         ..USUAL
     },
     // Rows 13 and 14 again, each label naming its rater: the intervals count raters.
-    World {
+    PairwiseWorld {
         named: true,
         ..MANY_RATERS
     },
-    World {
+    PairwiseWorld {
         named: true,
         ..FEW_RATERS
     },
@@ -200,11 +200,11 @@ pub const GRID: [World; 24] = [
     // are spread evenly. No ties, so that the people's Bradley–Terry ratings are the truth
     // whatever the mix of pairs.
     NEW_SYSTEM,
-    World {
+    PairwiseWorld {
         new_labels: 30,
         ..NEW_SYSTEM
     },
-    World {
+    PairwiseWorld {
         systems: 20,
         ties: 0.0,
         anchors: 1_000,
@@ -213,7 +213,7 @@ pub const GRID: [World; 24] = [
         zipf: true,
         ..USUAL
     },
-    World {
+    PairwiseWorld {
         systems: 8,
         favour: 1.5,
         ties: 0.0,
@@ -224,18 +224,18 @@ pub const GRID: [World; 24] = [
         ..USUAL
     },
     // Rows 16 and 17 with one rater holding half of each labelled set.
-    World {
+    PairwiseWorld {
         named: true,
         lead_share: 0.5,
         ..MANY_RATERS
     },
-    World {
+    PairwiseWorld {
         named: true,
         lead_share: 0.5,
         ..FEW_RATERS
     },
     // A judge blind on one system (issue 83's review): coin flips on its comparisons.
-    World {
+    PairwiseWorld {
         systems: 8,
         ties: 0.0,
         anchors: 1_000,
@@ -248,7 +248,7 @@ pub const GRID: [World; 24] = [
 
 /// One world's counts over its repetitions.
 #[derive(Debug, Clone, Default)]
-pub struct Counts {
+pub struct PairwiseCounts {
     pub reps: usize,
     pub agreement: f64,
     pub first_wins: f64,
@@ -276,7 +276,7 @@ pub struct Counts {
     pub last_ratio: f64,
 }
 
-impl Counts {
+impl PairwiseCounts {
     /// The lowest share of any non-baseline system's plain intervals that covered, and the
     /// last system's (a new system's, where the row has one).
     pub fn worst_and_last(&self) -> (f64, f64) {
@@ -293,7 +293,7 @@ impl Counts {
         )
     }
 
-    fn add(mut self, o: Counts) -> Counts {
+    fn add(mut self, o: PairwiseCounts) -> PairwiseCounts {
         self.reps += o.reps;
         self.agreement += o.agreement;
         self.first_wins += o.first_wins;
@@ -323,21 +323,21 @@ impl Counts {
 }
 
 /// Runs `reps` repetitions of `world` from `seed`, on every core.
-pub fn run(world: &World, reps: usize, seed: u64) -> Counts {
+pub fn run(world: &PairwiseWorld, reps: usize, seed: u64) -> PairwiseCounts {
     crate::parallel(|t, threads| {
         let mine: Vec<usize> = (t..reps).step_by(threads).collect();
         repetitions(world, &mine, seed)
     })
     .into_iter()
-    .fold(Counts::default(), Counts::add)
+    .fold(PairwiseCounts::default(), PairwiseCounts::add)
 }
 
 /// Draws `n` comparisons of `world`; the first `labelled` carry the people's preference, by
 /// a new rater every `rater_batch` of them (numbered from `first_rater`, and named where the
 /// world names raters).
 fn comparisons(
-    world: &World,
-    d: &world::Drawn,
+    world: &PairwiseWorld,
+    d: &world::PairwiseDrawn,
     (n, labelled): (usize, usize),
     first_rater: u64,
     pick: &dyn Fn(usize) -> world::Pick,
@@ -372,8 +372,8 @@ fn comparisons(
 }
 
 /// The repetitions `reps` (numbers) of `world`.
-fn repetitions(world: &World, reps: &[usize], seed: u64) -> Counts {
-    let mut c = Counts::default();
+fn repetitions(world: &PairwiseWorld, reps: &[usize], seed: u64) -> PairwiseCounts {
+    let mut c = PairwiseCounts::default();
     let k = world.systems;
     for &rep in reps {
         let mut rng = Rng::seed_from_u64(seed ^ (rep as u64).wrapping_mul(0x9E37_79B9));
@@ -550,7 +550,7 @@ fn repetitions(world: &World, reps: &[usize], seed: u64) -> Counts {
 }
 
 /// What a row adds to the first rows' worlds, in words.
-fn features(w: &World) -> String {
+fn features(w: &PairwiseWorld) -> String {
     let mut said = Vec::new();
     if w.controlled {
         said.push(format!(

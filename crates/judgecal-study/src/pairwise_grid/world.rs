@@ -21,7 +21,7 @@ use judgecal_stats::stats::{normal_quantile, standard_normal};
 
 /// One row of the grid.
 #[derive(Debug, Clone, Copy)]
-pub struct World {
+pub struct PairwiseWorld {
     pub systems: usize,
     pub position: f64,
     pub length: f64,
@@ -85,7 +85,7 @@ pub enum Pick {
 }
 
 /// A world with none of the later rows' features: the first rows name theirs beside it.
-pub const PLAIN: World = World {
+pub const PLAIN: PairwiseWorld = PairwiseWorld {
     systems: 5,
     position: 0.0,
     length: 0.0,
@@ -132,13 +132,13 @@ fn logistic(rng: &mut Rng) -> f64 {
 /// One replication's draws of the world: the ratings, the judge's favouritism of each
 /// system, and each system's mean log length.
 #[derive(Debug, Clone)]
-pub struct Drawn {
+pub struct PairwiseDrawn {
     pub theta: Vec<f64>,
     pub own: Vec<f64>,
     pub longer: Vec<f64>,
 }
 
-impl World {
+impl PairwiseWorld {
     /// Whether the length ratio is the systems' difference in verbosity (and people's taste
     /// for it) rather than a reading of quality.
     fn styled(&self) -> bool {
@@ -147,7 +147,7 @@ impl World {
 
     /// Draws a replication's systems. The later draws are made only where the row asks for
     /// them, so that the other rows' draws stay as they were.
-    pub fn draw(&self, rng: &mut Rng) -> Drawn {
+    pub fn draw(&self, rng: &mut Rng) -> PairwiseDrawn {
         let k = self.systems;
         let theta: Vec<f64> = (0..k)
             .map(|i| if i == 0 { 0.0 } else { standard_normal(rng) })
@@ -172,7 +172,7 @@ impl World {
         } else {
             vec![0.0; k]
         };
-        Drawn { theta, own, longer }
+        PairwiseDrawn { theta, own, longer }
     }
 
     /// A rater's taste for each system (zeros where raters do not differ).
@@ -248,7 +248,7 @@ impl World {
     /// One comparison judged, and the people's preference by a rater of taste `taste`.
     pub fn comparison(
         &self,
-        d: &Drawn,
+        d: &PairwiseDrawn,
         taste: &[f64],
         pick: Pick,
         rng: &mut Rng,
@@ -334,7 +334,7 @@ impl World {
     /// A pair's expected outcome for a over people (raters) and answers: a tie ½, else
     /// σ(θ_a − θ_b + γ·r + the rater's taste), with r the length ratio at `ratio` where given
     /// (else over its spread).
-    fn expected_at(&self, d: &Drawn, a: usize, b: usize, ratio: Option<f64>) -> f64 {
+    fn expected_at(&self, d: &PairwiseDrawn, a: usize, b: usize, ratio: Option<f64>) -> f64 {
         let gap = d.theta[a] - d.theta[b];
         if !self.styled() && self.rater_sd == 0.0 {
             return self.ties / 2.0 + (1.0 - self.ties) * sigmoid(gap);
@@ -367,7 +367,7 @@ impl World {
 
     /// Each system's true win rate against the baseline (none for the baseline) and over
     /// the field (its opponents as the world draws them).
-    pub fn win_rates(&self, d: &Drawn) -> Vec<[Option<f64>; 2]> {
+    pub fn win_rates(&self, d: &PairwiseDrawn) -> Vec<[Option<f64>; 2]> {
         let k = self.systems;
         (0..k)
             .map(|s| {
@@ -400,7 +400,7 @@ impl World {
     /// beside the ratings, over the ratio's spread (then the ratings at equal length and the
     /// people's length coefficient, exactly θ and γ where no tie or rater blurs the model),
     /// with that coefficient.
-    pub fn truth(&self, d: &Drawn) -> (Vec<f64>, Option<f64>) {
+    pub fn truth(&self, d: &PairwiseDrawn) -> (Vec<f64>, Option<f64>) {
         let k = self.systems;
         if !self.controlled {
             let outcomes: Vec<Outcome> = self
@@ -445,8 +445,8 @@ mod tests {
     use super::*;
     use judgecal_stats::rng::SeedableRng;
 
-    fn drawn(theta: &[f64], longer: &[f64]) -> Drawn {
-        Drawn {
+    fn drawn(theta: &[f64], longer: &[f64]) -> PairwiseDrawn {
+        PairwiseDrawn {
             theta: theta.to_vec(),
             own: vec![0.0; theta.len()],
             longer: longer.to_vec(),
@@ -456,7 +456,7 @@ mod tests {
     #[test]
     fn without_ties_the_truth_is_the_worlds_ratings_and_ties_pull_it_in() {
         let d = drawn(&[0.0, 1.2, -0.7, 2.0], &[0.0; 4]);
-        let world = World {
+        let world = PairwiseWorld {
             systems: 4,
             ..PLAIN
         };
@@ -466,7 +466,7 @@ mod tests {
         }
         // A third of the comparisons tied: every expected outcome is nearer ½, so every
         // rating is nearer the baseline's, in the same order.
-        let (tied, _) = World { ties: 0.3, ..world }.truth(&d);
+        let (tied, _) = PairwiseWorld { ties: 0.3, ..world }.truth(&d);
         for (t, r) in d.theta.iter().zip(&tied).skip(1) {
             assert!(r.abs() < t.abs() && r.signum() == t.signum(), "{tied:?}");
         }
@@ -479,7 +479,7 @@ mod tests {
     fn the_controlled_truth_is_the_ratings_at_equal_length_and_raters_pull_it_in() {
         let d = drawn(&[0.0, 1.2, -0.7, 2.0], &[0.0, 0.8, -0.5, 0.3]);
         for against_baseline in [false, true] {
-            let world = World {
+            let world = PairwiseWorld {
                 systems: 4,
                 people_length: 0.4,
                 verbose: 0.5,
@@ -493,7 +493,7 @@ mod tests {
             }
             let gamma = gamma.expect("a coefficient");
             assert!((gamma - 0.4).abs() < 1e-6, "{gamma}");
-            let (blurred, g) = World {
+            let (blurred, g) = PairwiseWorld {
                 rater_sd: 0.7,
                 ..world
             }
@@ -509,7 +509,7 @@ mod tests {
     /// pair's comparisons people prefer, over many raters, is the expected outcome.
     #[test]
     fn raters_preferences_average_to_the_expected_outcome() {
-        let world = World {
+        let world = PairwiseWorld {
             systems: 3,
             rater_sd: 0.8,
             people_length: 0.5,

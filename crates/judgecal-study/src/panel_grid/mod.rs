@@ -1,40 +1,8 @@
 //! `judgecal-study panel --grid`: a panel served as the service serves it (the fusion layer fitted to
 //! the members' anchors, the derived judge's corrector fitted to the cross-fitted fused
-//! scores, run-level answers from it), in simulated worlds whose truth is known:
+//! scores, run-level answers from it), in simulated worlds whose truth is known.
 //!
-//! - `correlated`: two members of one family (a shared error) and one independent member;
-//! - `noise`: two useful members and one that is pure noise;
-//! - `biased`: a member biased per system (sd 0.4), another a little (0.1), one unbiased;
-//! - `missing 10%`, `missing 40%`: the correlated world, each member's score of a served item
-//!   missing at random with that chance (anchors are the items every member scored);
-//! - `systems missing 40%`: the systems world (below) with scores missing at random;
-//!   `systems missing low 30%`: missing where the member would have scored low (chance
-//!   0.6 below the scale's centre, 0.075 above it), which the missing-at-random assumption
-//!   does not cover: the service refuses a run whose partial items the other members score
-//!   differently from its complete ones (`panel::missing`), and the run-level columns count
-//!   the answered runs only, the refused apart;
-//! - `biased missing 40%`: the systems world with the biased world's members, scores missing
-//!   at random: a partial item that lacks the member biased per system lacks its bias too, and
-//!   its run-level answers take its sub-panel's system shift over the anchors
-//!   (`Fusion::group_shift`);
-//! - `systems`: the correlated world where systems differ as real ones do (HANNA's panel τ is
-//!   0.10–0.23): in quality (sd 0.3), in how much every member over-rates them (sd 0.15) and
-//!   in how much each member does besides (sd 0.1). In the worlds above systems do not differ
-//!   (τ = 0), where a new system's interval, which cannot rule a spread out from 8 systems,
-//!   errs wide;
-//! - where it could break, each the systems world but for one thing: `weak` (every member's
-//!   slope on the reference 0.2 or less), `integer` (a skewed integer 1–5 scale, references
-//!   mostly 4 and 5, members' scores integers), `few anchors` (10 per known system) and
-//!   `two groups` (anchors from 2 systems, 160 each).
-//!
-//! Each replication draws 12 systems, anchors from 8 of them (40 items each, 2 rubrics, unless
-//! the world says otherwise), and counts: fresh items inside their 95% band (whole items: the
-//! derived judge's band as a version serves it, its posterior predictive conformalised on the
-//! held-out fused scores; partial items: their sub-panel's posterior predictive, floored at the
-//! band a complete item gets at their corrected score, also counted apart), a known and
-//! a new system's run of 100 items whose 95% interval holds the run's mean reference, and a
-//! compare of two known systems' runs. It also records τ, the between-system sd of the held-out bias, of the panel and of
-//! the panel's best member alone (lowest held-out MSE) corrected the same way.
+//! How it works, and why: docs/internals.md, "crates/judgecal-study/src/panel_grid/mod.rs".
 
 use judgecal_stats::bayes::FitOptions;
 use judgecal_stats::panel::fusion::{FusedScore, Fusion, FusionOptions, PanelRows, fit_fusion};
@@ -49,7 +17,7 @@ use judgecal_stats::{Cell, Method, Run};
 
 mod world;
 
-pub use world::World;
+pub use world::PanelWorld;
 use world::{Draw, SYSTEMS};
 
 const RUN: usize = 100;
@@ -99,7 +67,12 @@ fn best_member(fusion: &Fusion, rows: &PanelRows) -> usize {
 }
 
 /// One replication of `world`, added to `row`.
-fn replicate(world: World, seed: u64, row: &mut GridRow, rules: &mut Rules) -> Result<(), String> {
+fn replicate(
+    world: PanelWorld,
+    seed: u64,
+    row: &mut GridRow,
+    rules: &mut Rules,
+) -> Result<(), String> {
     let mut rng = Rng::seed_from_u64(seed);
     let draw = Draw::new(world, &mut rng);
     let names: Vec<String> = ["m1", "m2", "m3"].map(String::from).to_vec();
@@ -295,12 +268,12 @@ pub fn grid(
     only: &[String],
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<Vec<GridRow>, String> {
-    let worlds: Vec<World> = World::ALL
+    let worlds: Vec<PanelWorld> = PanelWorld::ALL
         .into_iter()
         .filter(|w| only.is_empty() || only.contains(&w.name()))
         .collect();
     if worlds.is_empty() {
-        let names: Vec<String> = World::ALL.iter().map(World::name).collect();
+        let names: Vec<String> = PanelWorld::ALL.iter().map(PanelWorld::name).collect();
         return Err(format!(
             "no world named {only:?}; the worlds: {}",
             names.join(", ")
@@ -411,7 +384,7 @@ mod tests {
         // references its edges fall between levels and it errs wide: 96.5% over 200
         // replications, 97.1% over these 20; 97.3% and at most 98.5% asked before the band's
         // misses were split once), and every run-level answer was made.
-        for world in [World::Integer, World::FewAnchors] {
+        for world in [PanelWorld::Integer, PanelWorld::FewAnchors] {
             let (mut row, mut rules) = (GridRow::default(), Rules::default());
             for k in 0..20 {
                 replicate(world, 100 + k, &mut row, &mut rules).expect("a replication runs");
@@ -433,7 +406,7 @@ mod tests {
         // most requests are refused (85–97% of 800 replications per answer); where scores are
         // missing at random, about 1% are (0.8% of 2,400). At least two in three, and at most
         // 3 of 30 (at 2.5% more than 3 has a chance of 0.6%), are asked.
-        let refused = |world: World| {
+        let refused = |world: PanelWorld| {
             let (mut row, mut rules) = (GridRow::default(), Rules::default());
             for k in 0..10 {
                 replicate(world, 500 + k, &mut row, &mut rules).expect("a replication runs");
@@ -442,8 +415,8 @@ mod tests {
             assert_eq!(answered + row.refused.iter().sum::<usize>(), 30);
             row.refused.iter().sum::<usize>()
         };
-        let low = refused(World::MissingLow(0.3));
-        let at_random = refused(World::SystemsMissing(0.4));
+        let low = refused(PanelWorld::MissingLow(0.3));
+        let at_random = refused(PanelWorld::SystemsMissing(0.4));
         eprintln!("refused: missing when low {low} of 30, at random {at_random} of 30");
         assert!(low >= 20, "{low}");
         assert!(at_random <= 3, "{at_random}");
@@ -457,7 +430,7 @@ mod tests {
         // 93–99% (96.4% of 28,831 over 200 replications).
         let (mut row, mut rules) = (GridRow::default(), Rules::default());
         for k in 0..10 {
-            replicate(World::Missing(0.4), 300 + k, &mut row, &mut rules)
+            replicate(PanelWorld::Missing(0.4), 300 + k, &mut row, &mut rules)
                 .expect("a replication runs");
         }
         let share = row.partial_band.0 as f64 / row.partial_band.1 as f64;

@@ -9,7 +9,7 @@ pub(super) const SYSTEMS: usize = 12;
 
 /// A simulated world.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum World {
+pub enum PanelWorld {
     Correlated,
     Noise,
     Biased,
@@ -37,46 +37,48 @@ pub enum World {
     TwoGroups,
 }
 
-impl World {
-    pub const ALL: [World; 13] = [
-        World::Correlated,
-        World::Noise,
-        World::Biased,
-        World::Missing(0.1),
-        World::Missing(0.4),
-        World::SystemsMissing(0.4),
-        World::MissingLow(0.3),
-        World::BiasedMissing(0.4),
-        World::Systems,
-        World::Weak,
-        World::Integer,
-        World::FewAnchors,
-        World::TwoGroups,
+impl PanelWorld {
+    pub const ALL: [PanelWorld; 13] = [
+        PanelWorld::Correlated,
+        PanelWorld::Noise,
+        PanelWorld::Biased,
+        PanelWorld::Missing(0.1),
+        PanelWorld::Missing(0.4),
+        PanelWorld::SystemsMissing(0.4),
+        PanelWorld::MissingLow(0.3),
+        PanelWorld::BiasedMissing(0.4),
+        PanelWorld::Systems,
+        PanelWorld::Weak,
+        PanelWorld::Integer,
+        PanelWorld::FewAnchors,
+        PanelWorld::TwoGroups,
     ];
 
     pub fn name(&self) -> String {
         match self {
-            World::Correlated => "correlated".into(),
-            World::Noise => "noise".into(),
-            World::Biased => "biased".into(),
-            World::Missing(p) => format!("missing {:.0}%", 100.0 * p),
-            World::SystemsMissing(p) => format!("systems missing {:.0}%", 100.0 * p),
-            World::MissingLow(p) => format!("systems missing low {:.0}%", 100.0 * p),
-            World::BiasedMissing(p) => format!("biased missing {:.0}%", 100.0 * p),
-            World::Systems => "systems".into(),
-            World::Weak => "weak".into(),
-            World::Integer => "integer".into(),
-            World::FewAnchors => "few anchors".into(),
-            World::TwoGroups => "two groups".into(),
+            PanelWorld::Correlated => "correlated".into(),
+            PanelWorld::Noise => "noise".into(),
+            PanelWorld::Biased => "biased".into(),
+            PanelWorld::Missing(p) => format!("missing {:.0}%", 100.0 * p),
+            PanelWorld::SystemsMissing(p) => format!("systems missing {:.0}%", 100.0 * p),
+            PanelWorld::MissingLow(p) => format!("systems missing low {:.0}%", 100.0 * p),
+            PanelWorld::BiasedMissing(p) => format!("biased missing {:.0}%", 100.0 * p),
+            PanelWorld::Systems => "systems".into(),
+            PanelWorld::Weak => "weak".into(),
+            PanelWorld::Integer => "integer".into(),
+            PanelWorld::FewAnchors => "few anchors".into(),
+            PanelWorld::TwoGroups => "two groups".into(),
         }
     }
 
     /// The chance that a member's score `j` of a served item is missing.
     pub(super) fn missing(&self, j: f64) -> f64 {
         match self {
-            World::Missing(p) | World::SystemsMissing(p) | World::BiasedMissing(p) => *p,
-            World::MissingLow(p) if j < 3.0 => (2.0 * p).min(0.95),
-            World::MissingLow(p) => p / 4.0,
+            PanelWorld::Missing(p)
+            | PanelWorld::SystemsMissing(p)
+            | PanelWorld::BiasedMissing(p) => *p,
+            PanelWorld::MissingLow(p) if j < 3.0 => (2.0 * p).min(0.95),
+            PanelWorld::MissingLow(p) => p / 4.0,
             _ => 0.0,
         }
     }
@@ -85,22 +87,22 @@ impl World {
     pub(super) fn systems_differ(&self) -> bool {
         matches!(
             self,
-            World::Systems
-                | World::SystemsMissing(_)
-                | World::MissingLow(_)
-                | World::BiasedMissing(_)
-                | World::Weak
-                | World::Integer
-                | World::FewAnchors
-                | World::TwoGroups
+            PanelWorld::Systems
+                | PanelWorld::SystemsMissing(_)
+                | PanelWorld::MissingLow(_)
+                | PanelWorld::BiasedMissing(_)
+                | PanelWorld::Weak
+                | PanelWorld::Integer
+                | PanelWorld::FewAnchors
+                | PanelWorld::TwoGroups
         )
     }
 
     /// Systems whose anchors are known, and anchors per system and rubric.
     pub(super) fn anchors(&self) -> (usize, usize) {
         match self {
-            World::FewAnchors => (8, 10),
-            World::TwoGroups => (2, 160),
+            PanelWorld::FewAnchors => (8, 10),
+            PanelWorld::TwoGroups => (2, 160),
             _ => (8, 40),
         }
     }
@@ -119,15 +121,15 @@ struct System {
 
 /// One draw of a world: its systems.
 pub(super) struct Draw {
-    world: World,
+    world: PanelWorld,
     systems: Vec<System>,
 }
 
 impl Draw {
-    pub(super) fn new(world: World, rng: &mut Rng) -> Self {
+    pub(super) fn new(world: PanelWorld, rng: &mut Rng) -> Self {
         let own_sd = match world {
-            World::Biased => [0.4, 0.1, 0.0],
-            World::BiasedMissing(_) => [0.4, 0.1, 0.1],
+            PanelWorld::Biased => [0.4, 0.1, 0.0],
+            PanelWorld::BiasedMissing(_) => [0.4, 0.1, 0.1],
             w if w.systems_differ() => [0.1; 3],
             _ => [0.0; 3],
         };
@@ -154,13 +156,13 @@ impl Draw {
         let b = sys.own.map(|o| o + sys.shared);
         let reference = |e: f64| (3.0 + q + 0.3 * e).clamp(1.0, 5.0);
         match self.world {
-            World::Correlated
-            | World::Missing(_)
-            | World::SystemsMissing(_)
-            | World::MissingLow(_)
-            | World::Systems
-            | World::FewAnchors
-            | World::TwoGroups => {
+            PanelWorld::Correlated
+            | PanelWorld::Missing(_)
+            | PanelWorld::SystemsMissing(_)
+            | PanelWorld::MissingLow(_)
+            | PanelWorld::Systems
+            | PanelWorld::FewAnchors
+            | PanelWorld::TwoGroups => {
                 let family = 0.4 * e();
                 let js = [
                     3.0 + q + family + 0.4 * e() + b[0],
@@ -169,7 +171,7 @@ impl Draw {
                 ];
                 (js, reference(e()))
             }
-            World::Noise => {
+            PanelWorld::Noise => {
                 let js = [
                     3.0 + q + 0.4 * e(),
                     3.0 + 0.8 * q + 0.5 * e(),
@@ -177,7 +179,7 @@ impl Draw {
                 ];
                 (js, reference(e()))
             }
-            World::Biased | World::BiasedMissing(_) => {
+            PanelWorld::Biased | PanelWorld::BiasedMissing(_) => {
                 let js = [
                     3.0 + q + 0.4 * e() + b[0],
                     3.0 + 0.8 * q + 0.5 * e() + b[1],
@@ -185,13 +187,13 @@ impl Draw {
                 ];
                 (js, reference(e()))
             }
-            World::Weak => {
+            PanelWorld::Weak => {
                 let y = reference(e());
                 let slopes = [0.2, 0.15, 0.1];
                 let js = [0, 1, 2].map(|m| 3.0 + slopes[m] * (y - 3.0 + b[m]) + 0.4 * e());
                 (js, y)
             }
-            World::Integer => {
+            PanelWorld::Integer => {
                 // A latent quality around 4.2, the references its rounding: 5 (about 37%),
                 // 4 (41%), 3 (19%), 2 (3%), rarely 1.
                 let t = 4.2 + 1.2 * q;

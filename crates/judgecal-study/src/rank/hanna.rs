@@ -66,7 +66,7 @@ pub fn hanna(
     labels: usize,
     samples: usize,
     seed: u64,
-    design: Option<Design>,
+    design: Option<LabelDesign>,
     looks: usize,
 ) -> Result<Vec<HannaRow>, String> {
     use crate::systems::{cells, read, scored};

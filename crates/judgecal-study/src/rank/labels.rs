@@ -13,7 +13,7 @@ pub struct Needed {
     pub uniform: Option<usize>,
     /// The plan's own total.
     pub plan: usize,
-    /// With `Design::floor`: the sum over runs of each run's fewest labels that settle with
+    /// With `LabelDesign::floor`: the sum over runs of each run's fewest labels that settle with
     /// every other run fully labelled, at one look at the level (knowing the references). No
     /// design of per-run counts needs fewer; `None` where full labels do not settle.
     pub floor: Option<usize>,
@@ -23,7 +23,7 @@ pub struct Needed {
 
 /// How the labels study runs the planned design.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Design {
+pub struct LabelDesign {
     /// The planned design is the allocation made for a budget, not its unbudgeted plan scaled.
     pub by_budget: bool,
     /// The looks the labelling user takes (at least 3): judge scores only (planning a first
@@ -33,9 +33,9 @@ pub struct Design {
     pub floor: bool,
 }
 
-impl Default for Design {
+impl Default for LabelDesign {
     fn default() -> Self {
-        Design {
+        LabelDesign {
             by_budget: false,
             looks: LOOKS,
             floor: false,
@@ -49,7 +49,7 @@ pub fn needed(
     runs: &[(String, Vec<f64>, Vec<f64>)],
     settings: &AnswerSettings,
     seed: u64,
-    design: Design,
+    design: LabelDesign,
 ) -> Result<Needed, String> {
     let truth: Vec<f64> = runs.iter().map(|r| mean(&r.2)).collect();
     let n = runs[0].1.len();
@@ -250,10 +250,10 @@ pub fn needed(
 
 /// The labels study on `w`: worlds `worlds`, each design's labels needed, on `threads` threads.
 pub fn labels(
-    w: &World,
+    w: &RankWorld,
     worlds: std::ops::Range<usize>,
     threads: usize,
-    design: Design,
+    design: LabelDesign,
 ) -> Result<Vec<Needed>, String> {
     let threads = threads.max(1);
     let one = |rep: usize| -> Result<Needed, String> {

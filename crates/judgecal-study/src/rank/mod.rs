@@ -1,30 +1,7 @@
 //! `judgecal-study rank`: how often a ranking of K systems makes a wrong claim, whether its rank
 //! intervals cover, and how many labels settle it, on worlds with known truth and on HANNA.
 //!
-//! The simulated world: prompt i has a difficulty p_i (Beta-shaped on 1–5, shared by every
-//! system: the runs are paired by prompt); system k's output on it has quality
-//! q = p_i + δ_k + N(0, 0.3²); the judge sees j = 3 + slope·(q − 3) + N(0, 0.8²); the reference
-//! is y = q + u_k, u_k ~ N(0, τ²) the system's bias the judge does not see. Neighbouring
-//! systems' δ_k are close (0.05–0.3 apart) for 30% of them and far (0.5–1) for the rest: a few
-//! pairs close, most far apart (a continuous scale wide enough for them all). The
-//! anchors are 50 items of each system on prompts of their own, named by system; the runs are
-//! the K systems' outputs on 1,000 shared prompts. The truth of a pair is the difference of the
-//! two runs' own mean references.
-//!
-//! The discrete cells put the same world on an integer 1–5 scale, as HANNA's people and judges
-//! score: prompts skewed to the top of the scale (p = 1 + 4·(1 − U²)), the systems' δ_k shrunk
-//! to span at most 2 points, the judge's score and the reference rounded and kept in 1–5.
-//!
-//! Each replication is answered once (`rounds` = 1), once more with ten random prompts
-//! labelled on every run (HANNA's labelled column: pairs answered on ten shared items), and by
-//! a labelling user who follows the plan over four looks (`rounds` = 4, each at family-wise
-//! level 1 − 0.05/4): round 1 on judge scores only, which plans a first sample (20 labels on
-//! every run in an open pair, the same prompts); round 2 with those labels, answered on as few
-//! as 20 shared items, which plans a step (a tenth of its plan); round 3, which plans the rest
-//! to resolve every pair whose gap exceeds 0.1; round 4 with every label. Counted: any
-//! resolved pair in the wrong order (family-wise error, over all the labelling user's looks),
-//! every run's true rank inside its interval (joint coverage), and each labelled run's own
-//! interval at rounds 2 and 4.
+//! How it works, and why: docs/internals.md, "crates/judgecal-study/src/rank/mod.rs".
 
 mod hanna;
 mod labels;
@@ -34,7 +11,7 @@ pub mod reasking;
 mod tests;
 
 pub use hanna::{HannaRow, hanna, hanna_table, kendall};
-pub use labels::{Design, Needed, bound_line, floor_line, labels, needed, pair_bound, totals};
+pub use labels::{LabelDesign, Needed, bound_line, floor_line, labels, needed, pair_bound, totals};
 
 use judgecal_stats::rng::Rng;
 use judgecal_stats::rng::SliceRandom;
@@ -49,7 +26,7 @@ use judgecal_stats::{Cell, Method, Run};
 
 /// One cell of the study.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct World {
+pub struct RankWorld {
     pub systems: usize,
     pub tau: f64,
     pub slope: f64,
@@ -57,7 +34,7 @@ pub struct World {
     pub discrete: bool,
 }
 
-impl World {
+impl RankWorld {
     pub fn label(&self) -> String {
         format!(
             "K = {}, bias sd {}, slope {}{}",
@@ -74,7 +51,7 @@ impl World {
 }
 
 /// The grid the issue asks for, and the same systems with bias on a skewed integer scale.
-pub fn cells() -> Vec<World> {
+pub fn cells() -> Vec<RankWorld> {
     let mut out = Vec::new();
     for discrete in [false, true] {
         for systems in [4, 12, 24] {
@@ -83,7 +60,7 @@ pub fn cells() -> Vec<World> {
                     continue;
                 }
                 for slope in [0.2, 0.8] {
-                    out.push(World {
+                    out.push(RankWorld {
                         systems,
                         tau,
                         slope,
@@ -114,14 +91,14 @@ const LOOKS: usize = 4;
 const FEW_LABELS: usize = 10;
 
 /// A drawn world: anchors with their systems, and the runs with their references.
-pub struct Drawn {
+pub struct RankDrawn {
     pub cell: Cell,
     pub groups: Vec<Option<String>>,
     /// Each run's judge scores and references, on the shared prompts.
     pub runs: Vec<(String, Vec<f64>, Vec<f64>)>,
 }
 
-fn draw(w: &World, rng: &mut Rng) -> Drawn {
+fn draw(w: &RankWorld, rng: &mut Rng) -> RankDrawn {
     // Neighbouring systems: 30% close (gap 0.05–0.3), the rest far apart (0.5–1).
     let mut delta = vec![0.0];
     for _ in 1..w.systems {
@@ -182,7 +159,7 @@ fn draw(w: &World, rng: &mut Rng) -> Drawn {
             (format!("s{k}"), j, y)
         })
         .collect();
-    Drawn {
+    RankDrawn {
         cell: Cell {
             pairs,
             scale: if w.discrete { DISCRETE_SCALE } else { SCALE },
@@ -227,7 +204,7 @@ pub fn resolved(r: &Ranking, truth: &[f64], gap: f64) -> (usize, usize) {
 
 /// What one cell counts.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Counts {
+pub struct RankCounts {
     pub reps: usize,
     /// One look: a wrong claim; every rank covered.
     pub wrong_once: usize,
@@ -258,8 +235,8 @@ pub struct Counts {
     pub combined_covered: usize,
 }
 
-impl Counts {
-    fn add(&mut self, o: &Counts) {
+impl RankCounts {
+    fn add(&mut self, o: &RankCounts) {
         self.reps += o.reps;
         self.wrong_once += o.wrong_once;
         self.covered_once += o.covered_once;
@@ -318,7 +295,7 @@ pub fn with_labels(
         .collect()
 }
 
-fn replicate(w: &World, rep: u64) -> Result<Counts, String> {
+fn replicate(w: &RankWorld, rep: u64) -> Result<RankCounts, String> {
     let mut rng = Rng::seed_from_u64(rep.wrapping_mul(0x9E37_79B9).wrapping_add(23));
     let drawn = draw(w, &mut rng);
     let never = std::sync::atomic::AtomicBool::new(false);
@@ -401,7 +378,7 @@ fn replicate(w: &World, rep: u64) -> Result<Counts, String> {
     };
     let ((n2, ok2), (n3, ok3)) = (own(pilot), own(last));
     let uniform = planned.last().and_then(|p| p.uniform);
-    Ok(Counts {
+    Ok(RankCounts {
         reps: 1,
         wrong_once: usize::from(w1),
         covered_once: usize::from(c1),
@@ -425,19 +402,19 @@ fn replicate(w: &World, rep: u64) -> Result<Counts, String> {
 
 /// Every cell of `worlds`, `reps` replications each, on `threads` threads.
 pub fn run(
-    worlds: &[World],
+    worlds: &[RankWorld],
     reps: usize,
     threads: usize,
     progress: &(dyn Fn(usize) + Sync),
-) -> Result<Vec<(World, Counts)>, String> {
+) -> Result<Vec<(RankWorld, RankCounts)>, String> {
     worlds
         .iter()
         .map(|w| {
-            let parts: Vec<Result<Counts, String>> = std::thread::scope(|s| {
+            let parts: Vec<Result<RankCounts, String>> = std::thread::scope(|s| {
                 let handles: Vec<_> = (0..threads.max(1))
                     .map(|t| {
                         s.spawn(move || {
-                            let mut c = Counts::default();
+                            let mut c = RankCounts::default();
                             for rep in (t..reps).step_by(threads.max(1)) {
                                 c.add(&replicate(w, rep as u64)?);
                                 progress(1);
@@ -451,7 +428,7 @@ pub fn run(
                     .map(|h| h.join().unwrap_or_else(|_| Err("a thread panicked".into())))
                     .collect()
             });
-            let mut total = Counts::default();
+            let mut total = RankCounts::default();
             for p in parts {
                 total.add(&p?);
             }
@@ -460,7 +437,7 @@ pub fn run(
         .collect()
 }
 
-pub fn table(rows: &[(World, Counts)]) -> String {
+pub fn table(rows: &[(RankWorld, RankCounts)]) -> String {
     let mut out = String::from(
         "| cell | reps | one look: wrong claim, ranks covered | one look, 10 labels a run: wrong claim, ranks covered | four looks with labels: wrong claim, ranks covered | gap > 0.1 pairs resolved: judge only → with labels | labelled runs' own intervals covering: first sample, every label | labels: first sample + step and the rest (uniform for the rest's targets) |\n|---|---:|---:|---:|---:|---:|---:|---:|\n",
     );

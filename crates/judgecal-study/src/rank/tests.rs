@@ -10,7 +10,7 @@ fn a_ranking_of_weak_and_biased_judges_makes_few_wrong_claims() {
     // grid (`judgecal-study rank --reps 400`, docs/run-level.md) measures the rates.
     let worlds =
         [(12, 0.2, false), (12, 0.8, false), (4, 0.2, true)].map(|(systems, slope, discrete)| {
-            World {
+            RankWorld {
                 systems,
                 tau: 0.2,
                 slope,
@@ -75,15 +75,15 @@ fn the_floor_is_below_every_design_that_settles() {
     // one look at 0.95: a uniform count that settles at a stricter level with fewer labels
     // elsewhere gives every run at least its floor, and so does the plan; where the judge
     // alone settles, the floor is 0.
-    let w = World {
+    let w = RankWorld {
         systems: 4,
         tau: 0.2,
         slope: 0.8,
         discrete: false,
     };
-    let design = Design {
+    let design = LabelDesign {
         floor: true,
-        ..Design::default()
+        ..LabelDesign::default()
     };
     for x in labels(&w, 0..2, 2, design).unwrap() {
         let (Some(floor), Some(uniform), Some(planned)) = (x.floor, x.uniform, x.planned) else {

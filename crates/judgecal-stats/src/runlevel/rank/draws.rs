@@ -141,7 +141,7 @@ pub(super) fn by_source<'a>(sources: &[&'a dyn Source]) -> Vec<(&'a dyn Source, 
 }
 
 /// One labelled run's PPI residuals (reference − λ·corrected) on its labelled items, by item.
-pub(super) struct Labelled {
+pub(super) struct LabelledRun {
     run: usize,
     residual: Vec<Option<f64>>,
     n: usize,
@@ -163,7 +163,7 @@ pub(super) fn labelled_errors(
     rng: &mut Rng,
 ) -> Result<Option<f64>> {
     let draws = errors.len() / k;
-    let mut block: Vec<Labelled> = Vec::new();
+    let mut block: Vec<LabelledRun> = Vec::new();
     for (i, (run, e)) in runs.iter().zip(estimates).enumerate() {
         if e.path != AnswerPath::Labelled {
             continue;
@@ -176,7 +176,7 @@ pub(super) fn labelled_errors(
             .zip(&corrected)
             .map(|(y, f)| y.map(|y| y - lambda * f))
             .collect();
-        block.push(Labelled {
+        block.push(LabelledRun {
             run: i,
             residual,
             n: e.mean.labelled,
@@ -251,7 +251,11 @@ pub(super) struct Shared {
 /// id): (m/(n_a·n_b) − 1/N)·S_ab, S_ab the residuals' covariance on the m shared items; `None`
 /// for runs not paired, sharing fewer than 3 items, or with clusters (whose errors the
 /// single-run answers treat by cluster).
-pub(super) fn labelled_covariance(a: &Labelled, b: &Labelled, runs: &[RunItems]) -> Option<Shared> {
+pub(super) fn labelled_covariance(
+    a: &LabelledRun,
+    b: &LabelledRun,
+    runs: &[RunItems],
+) -> Option<Shared> {
     let (ra, rb) = (&runs[a.run], &runs[b.run]);
     if ra.clusters.is_some() || rb.clusters.is_some() || a.big_n != b.big_n {
         return None;

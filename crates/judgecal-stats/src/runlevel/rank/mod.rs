@@ -2,62 +2,7 @@
 //! it, every pair's difference with intervals that hold for all pairs at once, each run's rank
 //! interval, and where labels would settle what is left.
 //!
-//! **Simultaneous intervals (max-t).** The runs' errors are drawn jointly from the model the
-//! single-run answers rest on: each plain run's own noise (independent between runs), the
-//! corrector's error (one draw of (α, β) from their posterior, or one refit of the resampled
-//! corrector, or one anchor offset, shared by every plain run), the groups' bias (one τ and one
-//! μ per draw, shared, and each group's deviation; runs of one group share it), and each
-//! labelled run's error (t on its degrees of freedom, correlated with another labelled run's
-//! through the items both labelled, by the covariance of their PPI residuals there). Each pair's
-//! standard error is its errors' root mean square over the draws; the critical value is the
-//! level's quantile of the largest standardised pair error over the draws, so that every pair's
-//! interval d̂ ± c·se covers at once with the level's probability (Hothorn, Bretz and Westfall's
-//! single-step max-t; [`DRAWS`] draws put its Monte Carlo error near 0.2 points of coverage).
-//! `per_pair` instead takes each pair's own quantile: no family-wise control.
-//!
-//! **Rank intervals.** Run k's rank (1 = highest mean) lies in [1 + #runs surely above it,
-//! K − #runs surely below it], where "surely" is a simultaneous interval that excludes 0: when
-//! every pair's interval covers, every run's rank interval covers its true rank, so they cover
-//! jointly at the level (Mogstad, Romano, Shaikh and Wilhelm's rank confidence sets). The runs
-//! tied with the top are those whose rank interval reaches 1.
-//!
-//! **Rounds.** A user who labels and asks again looks at the data more than once. Each look
-//! (`round` r of `rounds` R, fixed before the first) is made at the family-wise level
-//! 1 − α/R, so that across all R looks the chance of any wrong claim is at most α (Bonferroni
-//! over looks). Labels are drawn as a uniform random sample of each run's unlabelled items
-//! (seeded; where every run has the same ids, one permutation of the ids for all, so that the
-//! runs' labels fall on the same prompts and what the prompts share cancels in differences),
-//! so the labelled path's assumption holds at every look. `judgecal-study rank` measures it.
-//!
-//! **Pairs.** A pair with a labelled run is answered by the least-variance blend of its plain
-//! difference (whose shared corrector and group errors cancel) and the difference of the two
-//! runs' answers, weighted by their joint draws; where both runs' labels lie on one chain of
-//! nested item sets, by the pair's own answer on the items both labelled, if that is better
-//! still ([`super::chain`]): weighed and chosen by its variance at the pair's noise shrunk
-//! toward the pairs' pooled value ([`PRIOR_ITEMS`]), since a choice by a variance measured
-//! on a few items favours the pairs it underestimates; its interval is then at the variance
-//! it measured. A pair's difference is not always the difference of its runs' estimates; its
-//! interval is the one that holds.
-//!
-//! **Labels (`Allocation`).** A pair is *open* when its interval excludes neither 0 nor a gap
-//! of `min_gap`. To settle an open pair with a true gap g at power 1 − β its standard error
-//! must fall to g/(c + z_{1−β}), with g = max(|d̂| − se, min_gap). The plan models each run's
-//! combined answer with m labels, and each pair's answer as the better of the difference of
-//! its runs' answers and, where the runs pair by id, its own on the items both labelled
-//! (the residual difference's noise per item, measured on the chain or from the runs' noise
-//! and their pooled correlation, over min(m_a, m_b) items, weighed with the plain
-//! difference). Counts rise one run at a time or both runs of an open pair together, where
-//! they remove the most excess variance per label, within the budget; where pairs have their
-//! own answers, each open pair at the fewest shared labels that settle it (each run at the
-//! most its pairs ask) is taken instead where it costs less; then counts are trimmed back
-//! while every target still holds. Before any labels, with two looks to spare and runs that
-//! pair by id, the plan is a first sample (`pilot`, [`PILOT_LABELS`] per run in an open
-//! pair): a plan from the plain answers alone cannot see what the runs' residuals share item
-//! by item, and asks for many times the labels needed. With labels on the same items and two
-//! looks to spare, it is a step ([`STEP_SHARE`] of the whole plan): a plan made on a few
-//! labels sizes pairs for gaps measured loosely, and the next look measures them better. A
-//! pair's residual-difference noise, measured on the items both runs labelled, is shrunk
-//! toward the pairs' pooled value ([`PRIOR_ITEMS`]).
+//! How it works, and why: docs/internals.md, "crates/judgecal-stats/src/runlevel/rank/mod.rs".
 
 mod draws;
 mod pairs;
@@ -271,11 +216,13 @@ impl Allocation {
 
     /// A plan that falls short of some open pairs' targets (the budget or the runs' items
     /// run out). A first sample plans no targets; a step counts the whole plan's.
-    pub fn shortfall(&self) -> Option<super::warnings::Warning> {
-        (!self.pilot && self.reached < self.open).then_some(super::warnings::Warning::PlanShort {
-            reached: self.reached,
-            open: self.open,
-        })
+    pub fn shortfall(&self) -> Option<super::warnings::RunWarning> {
+        (!self.pilot && self.reached < self.open).then_some(
+            super::warnings::RunWarning::PlanShort {
+                reached: self.reached,
+                open: self.open,
+            },
+        )
     }
 }
 
