@@ -7,10 +7,11 @@
 //! of input is one variant here, read by the one layer in front of the corrector
 //! (`service::layered` for covariates, the panel's fusion for members).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
-use super::covariates::Covariates;
-use super::panel::MemberScores;
+use super::covariates::{self, Covariates};
+use super::panel::{MemberScores, member_scores};
+use super::{ItemId, Problem, repeats};
 
 /// A request's items' inputs beside the judge score, one entry per item where there are any.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -80,4 +81,237 @@ pub struct RawItem {
 pub enum RawRun {
     Scores(Vec<f64>),
     Items(Vec<RawItem>),
+}
+
+/// The door a request's items came through: what it refuses beyond the checks every item
+/// gets, and what its messages add.
+#[derive(Debug, Clone, Copy)]
+pub struct Door {
+    /// Ids must name one item each.
+    pub unique_ids: bool,
+    /// What an id is for, said where some items have one and others none.
+    pub id_reason: &'static str,
+}
+
+impl Door {
+    /// `/v1/correct`: ids are echoed back, so an id may repeat.
+    pub const CORRECTION: Door = Door {
+        unique_ids: false,
+        id_reason: "",
+    };
+    /// A run of `/v1/estimate`, `/v1/compare` or `/v1/rank`: ids pair two runs' items.
+    pub const RUN: Door = Door {
+        unique_ids: true,
+        id_reason: " (ids pair the items of two runs)",
+    };
+}
+
+/// One item as checked.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Item {
+    pub id: Option<ItemId>,
+    /// A judge's score; 0 for a panel's item, whose score the service fuses from `members`.
+    pub score: f64,
+    /// A judge's item: its covariates (empty where it gave none).
+    pub covariates: Covariates,
+    /// A panel's item: each member's score (empty for a judge's item).
+    pub members: MemberScores,
+    /// A judge's item: its further scores by the same judge version.
+    pub repeats: Vec<f64>,
+    /// A run's labelled item: its reference score.
+    pub reference: Option<f64>,
+    /// A run's item: what it shares its errors with.
+    pub cluster: Option<String>,
+}
+
+/// What every item of a request gives beside its judge score (one kind for all).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum InputKind {
+    #[default]
+    Score,
+    Covariates,
+    Members,
+    Repeats,
+}
+
+/// A request's items, each checked once, whichever endpoint they came to.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Items {
+    pub items: Vec<Item>,
+    pub kind: InputKind,
+    /// Sent as `items` (objects), not bare `scores`: the field that problems name.
+    pub as_items: bool,
+}
+
+impl Items {
+    /// Checks a request's items, `prefix` naming them (`""`, or a comparison's `"a."`): a
+    /// judge's `score` or a panel's `scores` (one or the other, the same for every item),
+    /// each finite within ±1e9; covariates on a judge's items only; repeats on a judge's
+    /// items without covariates; a reference within ±1e9; a cluster of 1 to 256 characters,
+    /// on every item or none; ids valid, on every item or none, and distinct where `door`
+    /// says so. Each problem names its row (from 1) and field.
+    pub fn check(prefix: &str, raw: RawRun, door: Door, problems: &mut Vec<Problem>) -> Items {
+        let field = |f: &str| format!("{prefix}{f}");
+        let raw = match raw {
+            RawRun::Scores(scores) => return Self::scores(&field("scores"), scores, problems),
+            RawRun::Items(items) => items,
+        };
+        if raw.is_empty() {
+            problems.push(Problem::at(None, &field("items"), "give at least one item"));
+        }
+        let panel = raw.iter().any(|i| i.members.is_some());
+        let with_id = raw.iter().any(|i| i.id.is_some());
+        let with_cluster = raw.iter().any(|i| i.cluster.is_some());
+        let with_covariates = raw.iter().any(|i| i.covariates.is_some());
+        let item_repeats = repeats::of_run(
+            prefix,
+            raw.iter().map(|i| i.repeats.clone()).collect(),
+            panel || with_covariates,
+            problems,
+        );
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        let mut items = Vec::with_capacity(raw.len());
+        for (i, item) in raw.into_iter().enumerate() {
+            let row = Some(i + 1);
+            let at = |f: &str, problem: String| Problem::at(row, &field(f), problem);
+            let mut checked = Item {
+                reference: item.reference,
+                ..Item::default()
+            };
+            if panel && item.covariates.is_some() {
+                problems.push(at(
+                    covariates::FIELD,
+                    "a panel's items carry members' `scores`; covariates are for a judge's items"
+                        .into(),
+                ));
+            }
+            if let Some(c) = &item.covariates {
+                checked.covariates =
+                    covariates::from_map(row, &field(covariates::FIELD), c, problems);
+            }
+            match (item.score, item.members) {
+                (Some(_), Some(_)) => {
+                    problems.push(at("score", "give `score` or `scores`, not both".into()))
+                }
+                (Some(s), None) if !panel => match super::bounded(s) {
+                    Ok(s) => checked.score = s,
+                    Err(e) => problems.push(at("score", e)),
+                },
+                (None, Some(m)) => {
+                    checked.members = member_scores(row, &field("scores"), m, problems)
+                }
+                _ if panel => problems.push(at(
+                    "scores",
+                    "every item of a panel gives `scores`, {member: score}".into(),
+                )),
+                _ => problems.push(at(
+                    "score",
+                    "missing: a judge's item gives `score`, a panel's `scores`".into(),
+                )),
+            }
+            if let Some(Err(e)) = item.reference.map(super::bounded) {
+                problems.push(at("reference", e));
+            }
+            match item.id {
+                Some(id) => match ItemId::named(&id) {
+                    Err(e) => problems.push(at("id", e)),
+                    Ok(named) => {
+                        if door.unique_ids
+                            && let Some(first) = seen.insert(named.as_str().to_owned(), i + 1)
+                        {
+                            problems.push(at(
+                                "id",
+                                format!("{id:?} is also item {first}: ids name one item each"),
+                            ));
+                        }
+                        checked.id = Some(named);
+                    }
+                },
+                None if with_id => problems.push(at(
+                    "id",
+                    format!("give every item an id or none{}", door.id_reason),
+                )),
+                None => {}
+            }
+            match item.cluster {
+                Some(c) if c.is_empty() || c.len() > 256 => {
+                    problems.push(at("cluster", "1 to 256 characters".into()))
+                }
+                None if with_cluster => {
+                    problems.push(at("cluster", "give every item a cluster or none".into()))
+                }
+                c => checked.cluster = c,
+            }
+            items.push(checked);
+        }
+        let kind = if panel {
+            InputKind::Members
+        } else if with_covariates {
+            InputKind::Covariates
+        } else if let Some(r) = item_repeats {
+            for (item, r) in items.iter_mut().zip(r) {
+                item.repeats = r;
+            }
+            InputKind::Repeats
+        } else {
+            InputKind::Score
+        };
+        Items {
+            items,
+            kind,
+            as_items: true,
+        }
+    }
+
+    /// Bare scores at `field`: at least one, each finite within ±1e9.
+    fn scores(field: &str, scores: Vec<f64>, problems: &mut Vec<Problem>) -> Items {
+        if scores.is_empty() {
+            problems.push(Problem::at(None, field, "give at least one score"));
+        }
+        let items = scores
+            .into_iter()
+            .enumerate()
+            .map(|(i, s)| {
+                if let Err(e) = super::bounded(s) {
+                    problems.push(Problem::at(Some(i + 1), field, e));
+                }
+                Item {
+                    score: s,
+                    ..Item::default()
+                }
+            })
+            .collect();
+        Items {
+            items,
+            kind: InputKind::Score,
+            as_items: false,
+        }
+    }
+
+    /// What the items give beside their judge scores, as the run-level statistics read it
+    /// (moved out of the items).
+    pub fn take_inputs(&mut self) -> ItemInputs {
+        let items = &mut self.items;
+        match self.kind {
+            InputKind::Score => ItemInputs::Score,
+            InputKind::Covariates => ItemInputs::Covariates(
+                items
+                    .iter_mut()
+                    .map(|i| std::mem::take(&mut i.covariates))
+                    .collect(),
+            ),
+            InputKind::Members => ItemInputs::Members(
+                items
+                    .iter_mut()
+                    .map(|i| std::mem::take(&mut i.members))
+                    .collect(),
+            ),
+            InputKind::Repeats => ItemInputs::Repeats(
+                items
+                    .iter_mut()
+                    .map(|i| std::mem::take(&mut i.repeats))
+                    .collect(),
+            ),
+        }
+    }
 }

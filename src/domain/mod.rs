@@ -223,6 +223,10 @@ impl ItemId {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    pub fn into_string(self) -> String {
+        self.0
+    }
 }
 
 /// A character that prints as nothing: format characters and fillers.

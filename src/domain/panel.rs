@@ -19,32 +19,39 @@ pub fn parse_member_scores(
     items
         .into_iter()
         .enumerate()
-        .map(|(i, item)| {
-            let row = Some(i + 1);
-            if item.is_empty() {
+        .map(|(i, item)| member_scores(Some(i + 1), field, item, problems))
+        .collect()
+}
+
+/// One panel item's `scores` object, as [`parse_member_scores`] checks it.
+pub fn member_scores(
+    row: Option<usize>,
+    field: &str,
+    item: std::collections::BTreeMap<String, f64>,
+    problems: &mut Vec<Problem>,
+) -> MemberScores {
+    if item.is_empty() {
+        problems.push(Problem::at(
+            row,
+            field,
+            "give at least one member's score, as {member: score}",
+        ));
+    }
+    item.into_iter()
+        .filter_map(|(name, score)| {
+            // The field's name is built only for a problem: a batch has 100,000s.
+            let at = || format!("{field}.{name}");
+            if super::bounded(score).is_err() {
                 problems.push(Problem::at(
                     row,
-                    field,
-                    "give at least one member's score, as {member: score}",
+                    &at(),
+                    "must be a finite number within ±1e9",
                 ));
             }
-            item.into_iter()
-                .filter_map(|(name, score)| {
-                    // The field's name is built only for a problem: a batch has 100,000s.
-                    let at = || format!("{field}.{name}");
-                    if super::bounded(score).is_err() {
-                        problems.push(Problem::at(
-                            row,
-                            &at(),
-                            "must be a finite number within ±1e9",
-                        ));
-                    }
-                    JudgeName::parse(&name)
-                        .map_err(|e| problems.push(Problem::at(row, &at(), e)))
-                        .ok()
-                        .map(|j| (j, score))
-                })
-                .collect()
+            JudgeName::parse(&name)
+                .map_err(|e| problems.push(Problem::at(row, &at(), e)))
+                .ok()
+                .map(|j| (j, score))
         })
         .collect()
 }

@@ -5,10 +5,8 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::covariates::{self, Covariates};
-use super::inputs::ItemInputs;
+use super::inputs::{Door, ItemInputs, Items};
 pub use super::inputs::{RawItem, RawRun};
-use super::panel::parse_member_scores;
-use super::repeats;
 use super::{CellKey, GroupName, ItemId, JudgeName, JudgeVersion, Problem, RubricName};
 use judgecal_stats::runlevel::inference::Estimand;
 use judgecal_stats::runlevel::rank::{ErrorRate, LabelGoal, MAX_RUNS, RankSettings};
@@ -445,121 +443,18 @@ fn parse_items(
     problems: &mut Vec<Problem>,
 ) -> (RunItems, ItemInputs) {
     let field = |f: &str| format!("{prefix}{f}");
-    let items = match raw {
-        RawRun::Scores(scores) => {
-            if scores.is_empty() {
-                problems.push(Problem::at(
-                    None,
-                    &field("scores"),
-                    "give at least one score",
-                ));
-            }
-            for (i, s) in scores.iter().enumerate() {
-                if !(s.is_finite() && s.abs() <= MAX_SCORE) {
-                    problems.push(Problem::at(
-                        Some(i + 1),
-                        &field("scores"),
-                        "must be a finite number within ±1e9",
-                    ));
-                }
-            }
-            return (RunItems::scores(scores), ItemInputs::Score);
-        }
-        RawRun::Items(items) => items,
-    };
-    let panel = items.iter().any(|i| i.members.is_some());
-    if items.is_empty() {
-        problems.push(Problem::at(None, &field("items"), "give at least one item"));
-    }
-    let mut seen: HashMap<&str, usize> = HashMap::new();
-    let with_id = items.iter().filter(|i| i.id.is_some()).count();
-    let with_cluster = items.iter().filter(|i| i.cluster.is_some()).count();
-    let with_covariates = items.iter().any(|i| i.covariates.is_some());
-    let item_repeats = repeats::of_run(
-        prefix,
-        items.iter().map(|i| i.repeats.clone()).collect(),
-        panel || with_covariates,
-        problems,
-    );
-    let mut item_covariates = Vec::new();
-    for (i, item) in items.iter().enumerate() {
-        let row = Some(i + 1);
-        if panel && item.covariates.is_some() {
-            problems.push(Problem::at(
-                row,
-                &field(covariates::FIELD),
-                "a panel's items carry members' `scores`; covariates are for a judge's items",
-            ));
-        }
-        if with_covariates {
-            item_covariates.push(match &item.covariates {
-                Some(c) => covariates::from_map(row, &field(covariates::FIELD), c, problems),
-                None => Covariates::new(),
-            });
-        }
-        match (item.score, &item.members) {
-            (Some(_), Some(_)) => problems.push(Problem::at(
-                row,
-                &field("score"),
-                "give `score` or `scores`, not both",
-            )),
-            (Some(s), None) if !panel => {
-                if !(s.is_finite() && s.abs() <= MAX_SCORE) {
-                    problems.push(Problem::at(
-                        row,
-                        &field("score"),
-                        "must be a finite number within ±1e9",
-                    ));
-                }
-            }
-            (None, Some(_)) => {}
-            _ if panel => problems.push(Problem::at(
-                row,
-                &field("scores"),
-                "every item of a panel's run gives `scores`, {member: score}",
-            )),
-            _ => problems.push(Problem::at(
-                row,
-                &field("score"),
-                "missing: a judge's item gives `score`, a panel's `scores`",
-            )),
-        }
-        if let Some(Err(e)) = item.reference.map(super::bounded) {
-            problems.push(Problem::at(row, &field("reference"), e));
-        }
-        match &item.id {
-            Some(id) => {
-                if let Err(e) = ItemId::named(id) {
-                    problems.push(Problem::at(row, &field("id"), e));
-                } else if let Some(first) = seen.insert(id.as_str(), i + 1) {
-                    problems.push(Problem::at(
-                        row,
-                        &field("id"),
-                        format!("{id:?} is also item {first}: ids name one item each"),
-                    ));
-                }
-            }
-            None if with_id > 0 => problems.push(Problem::at(
-                row,
-                &field("id"),
-                "give every item an id or none (ids pair the items of two runs)",
-            )),
-            None => {}
-        }
-        match &item.cluster {
-            Some(c) if c.is_empty() || c.len() > 256 => {
-                problems.push(Problem::at(row, &field("cluster"), "1 to 256 characters"));
-            }
-            None if with_cluster > 0 => problems.push(Problem::at(
-                row,
-                &field("cluster"),
-                "give every item a cluster or none",
-            )),
-            _ => {}
-        }
+    let mut items = Items::check(prefix, raw, Door::RUN, problems);
+    let inputs = items.take_inputs();
+    let Items {
+        items, as_items, ..
+    } = items;
+    let scores = items.iter().map(|i| i.score).collect();
+    if !as_items {
+        return (RunItems::scores(scores), inputs);
     }
     let labelled = items.iter().filter(|i| i.reference.is_some()).count();
-    if labelled >= MIN_LABELLED && with_cluster > 0 {
+    let with_cluster = items.first().is_some_and(|i| i.cluster.is_some());
+    if labelled >= MIN_LABELLED && with_cluster {
         let mut labelled_clusters: Vec<&str> = items
             .iter()
             .filter(|i| i.reference.is_some())
@@ -584,48 +479,26 @@ fn parse_items(
             ),
         ));
     }
-    // A panel's items are fused by the service; until then their scores are placeholders.
-    let inputs = if panel {
-        ItemInputs::Members(parse_member_scores(
-            items
-                .iter()
-                .map(|i| i.members.clone().unwrap_or_default())
-                .collect(),
-            &field("scores"),
-            problems,
-        ))
-    } else if with_covariates {
-        ItemInputs::Covariates(item_covariates)
-    } else if let Some(r) = item_repeats {
-        ItemInputs::Repeats(r)
-    } else {
-        ItemInputs::Score
-    };
     let run = RunItems {
-        scores: items.iter().map(|i| i.score.unwrap_or(0.0)).collect(),
+        scores,
         reference: if labelled > 0 {
             items.iter().map(|i| i.reference).collect()
         } else {
             Vec::new()
         },
-        clusters: (with_cluster > 0).then(|| {
+        clusters: with_cluster.then(|| {
             items
                 .iter()
                 .map(|i| clusters.number(i.cluster.as_deref().unwrap_or_default()))
                 .collect()
         }),
-        ids: (with_id > 0).then(|| {
+        ids: items.first().is_some_and(|i| i.id.is_some()).then(|| {
             items
-                .iter()
-                .map(|i| i.id.clone().unwrap_or_default())
+                .into_iter()
+                .map(|i| i.id.map(ItemId::into_string).unwrap_or_default())
                 .collect()
         }),
-        group: None,
-        extra_noise: 0.0,
-        input_loading: Vec::new(),
-        noise_ratio: None,
-        given_scores: None,
-        conditional: false,
+        ..RunItems::default()
     };
     (run, inputs)
 }

@@ -10,9 +10,10 @@ use super::AppState;
 use super::error::{ApiError, ErrorBody};
 use super::extract::{Authorized, CorrectScope, Json, ScoresOrItems};
 use super::schema;
-use crate::domain::Problem;
-use crate::domain::correction::{CorrectionRequest, RawItems};
-use judgecal_stats::Corrected;
+use crate::domain::ItemId;
+use crate::domain::correction::CorrectionRequest;
+use crate::domain::inputs::{RawItem, RawRun};
+use crate::service::CorrectedItem;
 use judgecal_stats::warning::Warning;
 
 /// The body of POST /v1/correct: `scores`, or `items` to get ids back (not both).
@@ -65,72 +66,18 @@ pub struct ItemScore {
     covariates: Option<BTreeMap<String, f64>>,
 }
 
-/// A judge's items or a panel's, with their ids where every item has one and their covariates
-/// where any item has some; problems name the row and field.
-type Items = (
-    Vec<f64>,
-    Option<Vec<BTreeMap<String, f64>>>,
-    Option<Vec<String>>,
-    Vec<BTreeMap<String, f64>>,
-);
-
-fn items_of(items: Vec<ItemScore>) -> Result<Items, Vec<Problem>> {
-    let mut problems = Vec::new();
-    let panel = items.iter().any(|i| i.scores.is_some());
-    let with_id = items.iter().filter(|i| i.id.is_some()).count();
-    let with_covariates = items.iter().any(|i| i.covariates.is_some());
-    let (mut scores, mut members, mut ids) = (Vec::new(), Vec::new(), Vec::new());
-    let mut covariates = Vec::new();
-    for (i, item) in items.into_iter().enumerate() {
-        let row = Some(i + 1);
-        if panel && item.covariates.is_some() {
-            problems.push(Problem::at(
-                row,
-                "covariates",
-                "a panel's items carry members' `scores`; covariates are for a judge's items",
-            ));
-        }
-        if with_covariates {
-            covariates.push(item.covariates.unwrap_or_default());
-        }
-        match (item.score, item.scores) {
-            (Some(_), Some(_)) => {
-                problems.push(Problem::at(
-                    row,
-                    "score",
-                    "give `score` or `scores`, not both",
-                ));
-            }
-            (Some(s), None) if !panel => scores.push(s),
-            (None, Some(m)) => members.push(m),
-            _ if panel => problems.push(Problem::at(
-                row,
-                "scores",
-                "every item of a panel gives `scores`, {member: score}",
-            )),
-            _ => problems.push(Problem::at(
-                row,
-                "score",
-                "missing: a judge's item gives `score`, a panel's `scores`",
-            )),
-        }
-        match item.id {
-            Some(id) => ids.push(id),
-            None if with_id > 0 => {
-                problems.push(Problem::at(row, "id", "give every item an id or none"))
-            }
-            None => {}
+impl From<ItemScore> for RawItem {
+    fn from(i: ItemScore) -> Self {
+        RawItem {
+            id: i.id,
+            score: i.score,
+            members: i.scores,
+            covariates: i.covariates,
+            repeats: None,
+            reference: None,
+            cluster: None,
         }
     }
-    if !problems.is_empty() {
-        return Err(problems);
-    }
-    Ok((
-        scores,
-        panel.then_some(members),
-        (with_id > 0).then_some(ids),
-        covariates,
-    ))
 }
 
 /// One corrected score. Which fields appear depends on the version's `method`: every method
@@ -179,25 +126,20 @@ pub struct CorrectedDto {
     pub outside_anchors: bool,
 }
 
-impl CorrectedDto {
-    fn of(
-        id: Option<String>,
-        judge_score: f64,
-        members: Option<Vec<String>>,
-        c: &Corrected,
-        outside_anchors: bool,
-    ) -> Self {
+impl From<CorrectedItem> for CorrectedDto {
+    fn from(item: CorrectedItem) -> Self {
+        let c = item.corrected;
         Self {
-            id,
-            judge_score,
-            layer_score: None,
-            members,
+            id: item.id.map(ItemId::into_string),
+            judge_score: item.judge_score,
+            layer_score: item.layer_score,
+            members: item.members,
             corrected: c.score,
             credible: c.credible.map(|(lo, hi)| [lo, hi]),
             predictive: c.predictive.map(|(lo, hi)| [lo, hi]),
             sigma: c.sigma,
             review: c.review,
-            outside_anchors,
+            outside_anchors: item.outside_anchors,
         }
     }
 }
@@ -256,7 +198,7 @@ pub async fn correct(
     span.record("judge", req.judge.as_str());
     span.record("rubric", req.rubric.as_str());
     let refused = |p| ApiError::invalid("the correction request was refused", p);
-    let (scores, panel, ids, covariates) = match ScoresOrItems::of(
+    let items = match ScoresOrItems::of(
         req.scores,
         req.items,
         "",
@@ -264,56 +206,27 @@ pub async fn correct(
     )
     .map_err(|p| refused(vec![p]))?
     {
-        ScoresOrItems::Scores(scores) => (scores, None, None, Vec::new()),
-        ScoresOrItems::Items(items) => items_of(items).map_err(refused)?,
+        ScoresOrItems::Scores(scores) => RawRun::Scores(scores),
+        ScoresOrItems::Items(items) => RawRun::Items(items.into_iter().map(Into::into).collect()),
     };
     let request = CorrectionRequest::parse(
         &req.judge,
         &req.rubric,
-        RawItems {
-            scores,
-            panel,
-            covariates,
-            ids,
-        },
+        items,
         req.version,
         req.judge_version.as_deref(),
     )
     .map_err(refused)?;
-    let correction = state.service.correct(&request).await?;
+    let correction = state.service.correct(request).await?;
     let v = &correction.version.version;
-    let mut ids = request.ids.map(Vec::into_iter);
-    let members = |i: usize| -> Option<Vec<String>> {
-        let used = correction.members.as_ref()?.get(i)?.as_ref()?;
-        let fusion = v.fusion.as_ref()?;
-        Some(used.iter().map(|&m| fusion.members[m].clone()).collect())
-    };
-    let inputs = correction.inputs.as_deref().unwrap_or(&request.scores);
-    let results: Vec<CorrectedDto> = inputs
+    let reviewed = correction
+        .items
         .iter()
-        .zip(&correction.results)
-        .enumerate()
-        .map(|(i, (&j, c))| {
-            CorrectedDto::of(
-                ids.as_mut()
-                    .and_then(Iterator::next)
-                    .map(|i| i.as_str().to_owned()),
-                j,
-                members(i),
-                c,
-                correction.outside.binary_search(&i).is_ok(),
-            )
-        })
-        .zip(0..)
-        .map(|(mut dto, i)| {
-            dto.layer_score = correction.layer.as_ref().and_then(|l| l.get(i).copied());
-            dto
-        })
-        .collect();
+        .any(|c| c.corrected.review.is_some());
     let routed = correction
-        .results
+        .items
         .iter()
-        .filter(|c| c.review == Some(true))
+        .filter(|c| c.corrected.review == Some(true))
         .count();
     Ok(axum::Json(CorrectResponse {
         judge: v.key.judge.to_string(),
@@ -321,13 +234,13 @@ pub async fn correct(
         version: v.version,
         method: v.method().to_string(),
         canary: v.beta().map(|p| p.canary),
-        review_count: correction
-            .results
-            .iter()
-            .any(|c| c.review.is_some())
-            .then_some(routed),
+        review_count: reviewed.then_some(routed),
         judge_version: v.judge_version.as_ref().map(|j| j.as_str().to_owned()),
         warnings: correction.warnings,
-        results,
+        results: correction
+            .items
+            .into_iter()
+            .map(CorrectedDto::from)
+            .collect(),
     }))
 }

@@ -5,34 +5,58 @@ use std::sync::Arc;
 use super::Service;
 use super::panels::fuse_items;
 use super::versions::Loaded;
-use crate::domain::Problem;
 use crate::domain::calibration::CalibratorVersion;
 use crate::domain::correction::CorrectionRequest;
 use crate::domain::covariates::Covariates;
+use crate::domain::inputs::{InputKind, Item};
+use crate::domain::{ItemId, Problem};
 use crate::error::{Error, Result};
 use judgecal_stats::Corrected;
-use judgecal_stats::panel::fusion::FusedScore;
+use judgecal_stats::panel::fusion::{FusedScore, Fusion};
+use judgecal_stats::panel::items::{answers, corrector_inputs, whole_items};
 use judgecal_stats::warning::{Code, Warning};
 
-/// Corrected scores and the version that made them.
+/// Corrected items and the version that made them.
 pub struct Correction {
     pub version: Arc<Loaded>,
-    pub results: Vec<Corrected>,
-    /// A panel's items: the score each result corrected, its fused score (`None` for a
-    /// judge's scores, which are the request's own).
-    pub inputs: Option<Vec<f64>>,
-    /// A panel's items: `None` where every input member scored the item, else the members
-    /// whose sub-panel corrected it (indices into the version's members).
-    pub members: Option<Vec<Option<Vec<usize>>>>,
-    /// A version trained with covariates: each item's layer score, the score its corrector
-    /// read (the reference expected at the item's judge score and covariates).
-    pub layer: Option<Vec<f64>>,
-    /// The items (0-based) whose score the version's corrector read lies outside the judge
-    /// scores it was trained on (its correction extrapolates, or holds the end value).
-    pub outside: Vec<usize>,
+    /// One per item, in order.
+    pub items: Vec<CorrectedItem>,
     /// What a reader of the numbers must know: a judge version the calibration was not
     /// trained on, scores or covariates outside the anchors', covariates not used.
     pub warnings: Vec<Warning>,
+}
+
+/// One item's correction.
+pub struct CorrectedItem {
+    pub id: Option<ItemId>,
+    /// The judge score; a panel's item: its fused score (what the version's corrector read, or
+    /// its sub-panel's corrected score where members were missing).
+    pub judge_score: f64,
+    /// A version trained with covariates: the item's layer score, which its corrector read.
+    pub layer_score: Option<f64>,
+    /// A panel's item some served member did not score: the members whose sub-panel
+    /// corrected it.
+    pub members: Option<Vec<String>>,
+    pub corrected: Corrected,
+    /// The score the version's corrector read lies outside the judge scores it was trained on
+    /// (its correction extrapolates, or holds the end value).
+    pub outside_anchors: bool,
+}
+
+/// What a version's corrector reads for a request's items, and what to say of them.
+#[derive(Default)]
+struct Reading {
+    /// Each item's judge score as the answer shows it.
+    shown: Vec<f64>,
+    /// The scores the corrector reads (a panel's: [`corrector_inputs`]).
+    read: Vec<f64>,
+    /// A version trained with covariates: each item's layer score.
+    layer: Option<Vec<f64>>,
+    /// A panel's items as fused.
+    fused: Option<Vec<FusedScore>>,
+    /// The items (0-based) outside the judge scores the version was trained on.
+    outside: Vec<usize>,
+    warnings: Vec<Warning>,
 }
 
 /// The warning for `outside` scores outside the judge scores version `v` was trained on.
@@ -86,41 +110,139 @@ fn unused_covariates(v: &CalibratorVersion, given: &[Covariates]) -> Option<Warn
 /// look-ups; larger ones, and any that need libtorch, on a blocking thread.
 const INLINE: usize = 4096;
 
+fn refused(problems: Vec<Problem>) -> Error {
+    Error::rejected("the correction request was refused", problems)
+}
+
+/// A judge's items as version `v` reads them: scores far outside its anchors' refused, a
+/// covariate version's items at their layer scores.
+fn judge_reading(
+    v: &CalibratorVersion,
+    items: Vec<Item>,
+    kind: InputKind,
+    field: &str,
+) -> std::result::Result<Reading, Vec<Problem>> {
+    let shown: Vec<f64> = items.iter().map(|i| i.score).collect();
+    let far = v.far_scores(&shown, field);
+    if !far.is_empty() {
+        return Err(far);
+    }
+    let mut reading = Reading {
+        outside: v.outside_scores(&shown),
+        ..Reading::default()
+    };
+    let ids: Option<Vec<String>> = items
+        .iter()
+        .map(|i| i.id.as_ref().map(|id| id.as_str().to_owned()))
+        .collect();
+    let given: Vec<Covariates> = match kind {
+        InputKind::Covariates => items.into_iter().map(|i| i.covariates).collect(),
+        _ => Vec::new(),
+    };
+    if let Some(l) = &v.covariate_layer {
+        if kind != InputKind::Covariates {
+            let kept: Vec<String> = l.inputs.iter().map(|i| i.label()).collect();
+            let names: Vec<String> = l
+                .inputs
+                .iter()
+                .map(|i| format!("\"{}\": …", i.name))
+                .collect();
+            return Err(vec![Problem::at(
+                None,
+                field,
+                format!(
+                    "version {} corrects at the judge score and its covariates ({}): send items \
+                     {{\"score\": …, \"covariates\": {{{}}}}}",
+                    v.version,
+                    if kept.is_empty() {
+                        "none kept".to_owned()
+                    } else {
+                        kept.join(", ")
+                    },
+                    names.join(", ")
+                ),
+            )]);
+        }
+        reading.warnings = v.covariate_reach(&given, field, ids.as_deref())?;
+        reading.layer = v.layer_scores(&shown, &given, "")?;
+    }
+    reading.warnings.extend(unused_covariates(v, &given));
+    reading.read = reading.layer.clone().unwrap_or_else(|| shown.clone());
+    reading.shown = shown;
+    Ok(reading)
+}
+
+/// A panel's items as version `v` reads them: fused, each whole item by its fused score and
+/// each partial item by its sub-panel.
+fn panel_reading(
+    v: &CalibratorVersion,
+    fusion: &Fusion,
+    items: Vec<Item>,
+) -> std::result::Result<Reading, Vec<Problem>> {
+    let members: Vec<_> = items.into_iter().map(|i| i.members).collect();
+    let fused = fuse_items(fusion, &members, "scores")?;
+    let read = corrector_inputs(&fused);
+    let whole = fused
+        .iter()
+        .filter(|f| matches!(f, FusedScore::Whole(_)))
+        .count();
+    // Judge scores are checked by item; a panel's fused scores would be named by their rank
+    // among the whole items, so they are only flagged.
+    let outside = whole_items(&fused, &v.outside_scores(&read[..whole]));
+    Ok(Reading {
+        shown: fused.iter().map(FusedScore::score).collect(),
+        read,
+        outside,
+        fused: Some(fused),
+        ..Reading::default()
+    })
+}
+
 impl Service {
-    /// Corrects judge scores with the cell's active version (or the requested one), clipped
-    /// to the rubric's scale with their intervals. A panel's items are fused first: items
-    /// every input member scored are corrected by the version's corrector from their fused
-    /// score, the others by the sub-panel of the members present.
-    pub async fn correct(&self, request: &CorrectionRequest) -> Result<Correction> {
-        let max = self.limits.max_correct_batch;
-        let count = request.item_count();
-        let refused = |problems| Error::rejected("the correction request was refused", problems);
+    /// Corrects a request's items with the cell's active version (or the requested one),
+    /// clipped to the rubric's scale with their intervals. A panel's items are fused first:
+    /// items every input member scored are corrected by the version's corrector from their
+    /// fused score, the others by the sub-panel of the members present.
+    pub async fn correct(&self, request: CorrectionRequest) -> Result<Correction> {
+        let CorrectionRequest {
+            key,
+            items,
+            kind,
+            field,
+            version,
+            judge_version,
+        } = request;
+        let (count, max) = (items.len(), self.limits.max_correct_batch);
         if count > max {
             return Err(refused(vec![Problem::at(
                 None,
-                request.field(),
+                field,
                 format!(
                     "{count} scores; at most {max} per request (limits.max_correct_batch): split the batch"
                 ),
             )]));
         }
-        let key = &request.key;
-        let served = self
-            .served(key, request.version, request.judge_version.as_ref())
-            .await?;
+        let served = self.served(&key, version, judge_version.as_ref()).await?;
         let loaded = served.loaded;
-        let (inputs, panel) = match (&loaded.version.fusion, request.inputs.members()) {
-            (None, None) => (None, None),
-            (Some(fusion), Some(items)) => {
-                self.check_panel(&key.judge, fusion).await?;
-                let fused = fuse_items(fusion, items, "scores").map_err(refused)?;
-                let inputs = fused.iter().map(FusedScore::score).collect();
-                (Some(inputs), Some(fused))
-            }
-            (Some(fusion), None) => {
+        let v = &loaded.version;
+        let ids: Vec<Option<ItemId>> = items.iter().map(|i| i.id.clone()).collect();
+        let mut reading = match (&v.fusion, kind) {
+            (None, InputKind::Members) => {
                 return Err(refused(vec![Problem::at(
                     None,
-                    request.field(),
+                    "items",
+                    format!("{} is a judge, not a panel: its items carry `score`, not `scores`", key.judge),
+                )]));
+            }
+            (None, _) => judge_reading(v, items, kind, field),
+            (Some(fusion), InputKind::Members) => {
+                self.check_panel(&key.judge, fusion).await?;
+                panel_reading(v, fusion, items)
+            }
+            (Some(fusion), _) => {
+                return Err(refused(vec![Problem::at(
+                    None,
+                    field,
                     format!(
                         "{} is a panel: send items whose `scores` give each member's score, e.g. {{\"scores\": {{\"{}\": 3.5}}}}",
                         key.judge,
@@ -128,127 +250,12 @@ impl Service {
                     ),
                 )]));
             }
-            (None, Some(_)) => {
-                return Err(refused(vec![Problem::at(
-                    None,
-                    "items",
-                    format!(
-                        "{} is a judge, not a panel: its items carry `score`, not `scores`",
-                        key.judge
-                    ),
-                )]));
-            }
-        };
-        // The scores the version's own corrector reads: every judge score, or a panel's
-        // whole items' fused scores.
-        let panel_whole: Option<Vec<f64>> = panel.as_ref().map(|fused| {
-            fused
-                .iter()
-                .filter_map(|f| match f {
-                    FusedScore::Whole(s) => Some(*s),
-                    FusedScore::Partial { .. } => None,
-                })
-                .collect()
-        });
-        let whole: &[f64] = panel_whole.as_deref().unwrap_or(&request.scores);
-        // Judge scores: checked by item. A panel's fused scores: refused items would be named
-        // by their rank among the whole items, so only flagged.
-        if panel.is_none() {
-            let far = loaded.version.far_scores(whole, request.field());
-            if !far.is_empty() {
-                return Err(refused(far));
-            }
         }
-        let outside_whole = loaded.version.outside_scores(whole);
-        // A version trained with covariates reads each item's layer score, and checks its
-        // covariates against the anchors'.
-        let mut reach = Vec::new();
-        let layer = match &loaded.version.covariate_layer {
-            Some(l) if panel.is_none() && request.inputs.covariates().is_none() => {
-                let kept: Vec<String> = l.inputs.iter().map(|i| i.label()).collect();
-                return Err(refused(vec![Problem::at(
-                    None,
-                    request.field(),
-                    format!(
-                        "version {} of {key} corrects at the judge score and its covariates ({}): send items \
-                         {{\"score\": …, \"covariates\": {{{}}}}}",
-                        loaded.version.version,
-                        if kept.is_empty() {
-                            "none kept".to_owned()
-                        } else {
-                            kept.join(", ")
-                        },
-                        l.inputs
-                            .iter()
-                            .map(|i| format!("\"{}\": …", i.name))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                )]));
-            }
-            Some(_) if panel.is_none() => {
-                let given = request.inputs.covariates().unwrap_or_default();
-                let ids: Option<Vec<String>> = request
-                    .ids
-                    .as_ref()
-                    .map(|ids| ids.iter().map(|i| i.as_str().to_owned()).collect());
-                reach = loaded
-                    .version
-                    .covariate_reach(given, request.field(), ids.as_deref())
-                    .map_err(refused)?;
-                loaded
-                    .version
-                    .layer_scores(whole, given, "")
-                    .map_err(refused)?
-            }
-            _ => None,
-        };
-        let whole: &[f64] = layer.as_deref().unwrap_or(whole);
-        // A panel's partial items' corrected scores, also corrected as whole items' fused
-        // scores: the band a complete item gets there is the floor of theirs.
-        let partial: Vec<f64> = panel
-            .iter()
-            .flatten()
-            .filter_map(|f| match f {
-                FusedScore::Whole(_) => None,
-                FusedScore::Partial { fused, .. } => Some(fused.score),
-            })
-            .collect();
-        let read: Vec<f64> = whole.iter().chain(&partial).copied().collect();
-        let model = &loaded.version.model;
-        let corrected = if read.len() <= INLINE && !model.heavy(&read) {
-            loaded.version.correct(&read)
-        } else {
-            let version = loaded.clone();
-            crate::error::blocking("correcting scores", move || version.version.correct(&read))
-                .await?
-        }
-        .map_err(Error::Internal)?;
-        let results: Vec<Corrected> = match &panel {
-            None => corrected,
-            Some(fused) => {
-                let floor = |band, whole| match &loaded.version.fusion {
-                    Some(f) => f.floored(band, whole),
-                    None => band,
-                };
-                let (whole, floors) = corrected.split_at(whole.len());
-                let (mut whole, mut floors) = (whole.iter(), floors.iter());
-                fused
-                    .iter()
-                    .map(|f| match f {
-                        FusedScore::Whole(_) => whole.next().cloned().unwrap_or_default(),
-                        FusedScore::Partial { fused, .. } => Corrected {
-                            score: fused.score,
-                            credible: Some(fused.credible),
-                            predictive: Some(floor(
-                                fused.predictive,
-                                floors.next().and_then(|c| c.predictive),
-                            )),
-                            ..Corrected::default()
-                        },
-                    })
-                    .collect()
-            }
+        .map_err(refused)?;
+        let corrected = run_corrector(&loaded, std::mem::take(&mut reading.read)).await?;
+        let results = match (&reading.fused, &v.fusion) {
+            (Some(fused), Some(fusion)) => answers(fusion, fused, corrected),
+            _ => corrected,
         };
         let scale = self.scale_of(&key.rubric).await?;
         let results: Vec<Corrected> = results
@@ -257,54 +264,59 @@ impl Service {
             .collect();
         if results.iter().any(|c| c.sigma.is_some()) {
             self.metrics.observe_sigma(
-                key,
+                &key,
                 results.iter().filter_map(|c| c.sigma),
                 results.iter().filter(|c| c.review == Some(true)).count(),
             );
         }
-        let outside = match &panel {
-            None => outside_whole,
-            // Back from the whole items' ranks to the items'.
-            Some(fused) => fused
-                .iter()
-                .enumerate()
-                .filter(|(_, f)| matches!(f, FusedScore::Whole(_)))
-                .map(|(i, _)| i)
-                .enumerate()
-                .filter(|(rank, _)| outside_whole.binary_search(rank).is_ok())
-                .map(|(_, i)| i)
-                .collect(),
-        };
-        self.metrics.count_corrections(key, model.method(), count);
-        let v = &loaded.version;
+        self.metrics
+            .count_corrections(&key, v.model.method(), count);
         let warnings = served
             .mismatch
             .iter()
             .map(|m| m.warning(v.version))
             .chain(served.members)
-            .chain(outside_warning(v, outside.len()))
-            .chain(reach)
-            .chain(unused_covariates(
-                v,
-                request.inputs.covariates().unwrap_or_default(),
-            ))
+            .chain(outside_warning(v, reading.outside.len()))
+            .chain(reading.warnings)
+            .collect();
+        let members = |i: usize| -> Option<Vec<String>> {
+            let fusion = v.fusion.as_ref()?;
+            match reading.fused.as_ref()?.get(i)? {
+                FusedScore::Whole(_) => None,
+                FusedScore::Partial { members, .. } => {
+                    Some(members.iter().map(|&m| fusion.members[m].clone()).collect())
+                }
+            }
+        };
+        let items = ids
+            .into_iter()
+            .zip(results)
+            .enumerate()
+            .map(|(i, (id, corrected))| CorrectedItem {
+                id,
+                judge_score: reading.shown[i],
+                layer_score: reading.layer.as_ref().map(|l| l[i]),
+                members: members(i),
+                corrected,
+                outside_anchors: reading.outside.binary_search(&i).is_ok(),
+            })
             .collect();
         Ok(Correction {
             version: loaded,
-            results,
-            inputs,
-            members: panel.map(|fused| {
-                fused
-                    .into_iter()
-                    .map(|f| match f {
-                        FusedScore::Whole(_) => None,
-                        FusedScore::Partial { members, .. } => Some(members),
-                    })
-                    .collect()
-            }),
-            layer,
-            outside,
+            items,
             warnings,
         })
     }
+}
+
+/// The version's corrector over `read`: on this thread where it is a small batch of
+/// look-ups, else on a blocking one.
+async fn run_corrector(loaded: &Arc<Loaded>, read: Vec<f64>) -> Result<Vec<Corrected>> {
+    if read.len() <= INLINE && !loaded.version.model.heavy(&read) {
+        loaded.version.correct(&read)
+    } else {
+        let version = loaded.clone();
+        crate::error::blocking("correcting scores", move || version.version.correct(&read)).await?
+    }
+    .map_err(Error::Internal)
 }

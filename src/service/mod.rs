@@ -25,7 +25,7 @@ mod training;
 mod versions;
 
 pub use crate::domain::runlevel::{CompareRequest, EstimateRequest, RankRequest};
-pub use corrections::Correction;
+pub use corrections::{CorrectedItem, Correction};
 pub use coverage::{COVERAGE_WINDOW, PENDING_CHECK_GRACE_MS};
 pub use jobs::Trained;
 pub use keys::{AuthFailure, KeyInfo};

@@ -10,6 +10,7 @@
 //! to add anything the other members do not, and is reported as such.
 
 pub mod fusion;
+pub mod items;
 pub mod missing;
 pub mod plan;
 
