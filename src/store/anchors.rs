@@ -6,7 +6,8 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 use uuid::Uuid;
 
-use super::{Store, many_values, placeholder_rows};
+use super::Store;
+use super::writer::{self, AnyQuery, Writes, Written};
 use crate::domain::anchors::CellBatch;
 use crate::domain::covariates::{self, Covariates};
 use crate::domain::ingest::{CellPlan, Refusals, StoredRow, plan_cell};
@@ -17,9 +18,31 @@ use crate::domain::{
 };
 use crate::error::{Error, Result};
 
-/// Rows per multi-row statement: 10 columns x 1,000 rows stays far below both backends'
-/// bind-parameter limits (65,535 on Postgres, 32,766 on SQLite).
-const CHUNK: usize = 1000;
+/// An anchor to insert, with the creation time it keeps.
+struct Insert<'a>(&'a Anchor, i64);
+
+impl Written for Insert<'_> {
+    const TABLE: &'static str = "anchors";
+    const LABEL: &'static str = "reference_score";
+    const COUNT: &'static str = "anchor_count";
+    const COLUMNS: &'static str = "item_id, judge_score, reference_score, updated_at_ms, group_name, created_at_ms, rater, \
+                                   covariates, repeats";
+    const WIDTH: usize = 9;
+    const PREPARED: bool = true;
+
+    fn bind<'q>(&self, q: AnyQuery<'q>, now: i64) -> AnyQuery<'q> {
+        let Insert(a, created) = *self;
+        q.bind(a.item_id.as_str())
+            .bind(a.judge_score)
+            .bind(a.reference_score)
+            .bind(now)
+            .bind(a.group.as_ref().map(|g| g.as_str().to_owned()))
+            .bind(created)
+            .bind(a.rater.as_ref().map(|r| r.as_str().to_owned()))
+            .bind(covariates::to_stored(&a.covariates))
+            .bind(repeats::to_stored(&a.repeats))
+    }
+}
 
 /// What one cell (one judge version of it) of an upload did.
 #[derive(Debug, Clone, PartialEq)]
@@ -302,72 +325,22 @@ impl Store {
         plan: &CellPlan,
         now: i64,
     ) -> Result<CellIngest> {
-        let version = JudgeVersion::stored(cell.judge_version.as_ref());
-        for (item, y) in &plan.new_references {
-            sqlx::query(
-                "UPDATE anchors SET reference_score = $1, updated_at_ms = $2
-                 WHERE cell_id = $3 AND item_id = $4",
-            )
-            .bind(*y)
-            .bind(now)
-            .bind(cell_id)
-            .bind(item.as_str())
-            .execute(&mut **tx)
-            .await?;
-        }
-        let replaced: Vec<&str> = plan
-            .replaced
-            .iter()
-            .map(|(a, _)| a.item_id.as_str())
-            .collect();
-        let filter = "t.cell_id = $1 AND t.judge_version = $2";
-        for (sql, items) in super::by_items(backend, "DELETE", "anchors", filter, 2, &replaced)? {
-            let mut q = sqlx::query(sql).bind(cell_id).bind(version);
-            for item in items {
-                q = q.bind(item);
-            }
-            q.execute(&mut **tx).await?;
-        }
         let inserts = plan.inserts(now);
-        for chunk in inserts.chunks(CHUNK) {
-            let sql = format!(
-                "INSERT INTO anchors (cell_id, judge_version, item_id, judge_score, reference_score,
-                     updated_at_ms, group_name, created_at_ms, rater, covariates, repeats) VALUES {}",
-                placeholder_rows(chunk.len(), 11, 1)
-            );
-            let mut q = sqlx::query(many_values(backend, sql));
-            for (a, created) in chunk {
-                q = q
-                    .bind(cell_id)
-                    .bind(version)
-                    .bind(a.item_id.as_str())
-                    .bind(a.judge_score)
-                    .bind(a.reference_score)
-                    .bind(now)
-                    .bind(a.group.as_ref().map(|g| g.as_str().to_owned()))
-                    .bind(*created)
-                    .bind(a.rater.as_ref().map(|r| r.as_str().to_owned()))
-                    .bind(covariates::to_stored(&a.covariates))
-                    .bind(repeats::to_stored(&a.repeats));
-            }
-            q.execute(&mut **tx).await?;
-        }
-
-        let touched = !inserts.is_empty();
-        let anchor_count: i64 = sqlx::query(
-            "UPDATE cells SET anchor_count = anchor_count + $1,
-                 updated_at_ms = CASE WHEN $2 = 1 THEN $3 ELSE updated_at_ms END
-             WHERE id = $4 RETURNING anchor_count",
-        )
-        // Counted by what the plan wrote, not again over the cell (a count of a million rows
-        // on every upload): a replaced row is deleted and written again, a fresh one added.
-        .bind(i64::try_from(plan.fresh.len()).unwrap_or(i64::MAX))
-        .bind(i64::from(touched))
-        .bind(now)
-        .bind(cell_id)
-        .fetch_one(&mut **tx)
-        .await?
-        .try_get(0)?;
+        let writes = Writes {
+            labels: &plan.new_references,
+            replaced: plan
+                .replaced
+                .iter()
+                .map(|(a, _)| a.item_id.as_str())
+                .collect(),
+            rows: inserts
+                .iter()
+                .map(|&(a, created)| Insert(a, created))
+                .collect(),
+            fresh: plan.fresh.len(),
+        };
+        let version = JudgeVersion::stored(cell.judge_version.as_ref());
+        let anchor_count = writer::write(backend, tx, cell_id, version, writes, now).await?;
         Ok(CellIngest {
             key: cell.key.clone(),
             judge_version: cell.judge_version.clone(),

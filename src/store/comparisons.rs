@@ -4,15 +4,13 @@
 use sqlx::Row;
 use uuid::Uuid;
 
+use super::Store;
 use super::anchors::{covariates_of, group_of, rater_of};
-use super::{Store, many_values, placeholder_rows};
+use super::writer::{self, AnyQuery, Writes, Written};
 use crate::domain::comparisons::{Comparison, ComparisonBatch, StoredComparison, plan};
 use crate::domain::covariates;
 use crate::domain::{CellKey, ItemId, JudgeVersion, Problem, Scale, now_ms};
 use crate::error::{Error, Result};
-
-/// Rows per multi-row statement: 12 columns × 1,000 rows stays below both backends' limits.
-const CHUNK: usize = 1000;
 
 /// What one cell (one judge version of it) of an upload did.
 #[derive(Debug, Clone, PartialEq)]
@@ -162,73 +160,15 @@ impl Store {
         plan: crate::domain::comparisons::ComparisonPlan,
         now: i64,
     ) -> Result<ComparisonIngest> {
+        let rows: Vec<&Comparison> = plan.fresh.iter().chain(&plan.replaced).collect();
+        let writes = Writes {
+            labels: &plan.preferences,
+            replaced: plan.replaced.iter().map(|c| c.item_id.as_str()).collect(),
+            rows: rows.clone(),
+            fresh: plan.fresh.len(),
+        };
         let version = JudgeVersion::stored(cell.judge_version.as_ref());
-        for (item, p) in &plan.preferences {
-            sqlx::query(
-                "UPDATE comparisons SET preference = $1, updated_at_ms = $2
-                 WHERE cell_id = $3 AND item_id = $4",
-            )
-            .bind(*p)
-            .bind(now)
-            .bind(cell_id)
-            .bind(item.as_str())
-            .execute(&mut **tx)
-            .await?;
-        }
-        let replaced: Vec<&str> = plan.replaced.iter().map(|c| c.item_id.as_str()).collect();
-        let filter = "t.cell_id = $1 AND t.judge_version = $2";
-        for (sql, items) in super::by_items(backend, "DELETE", "comparisons", filter, 2, &replaced)?
-        {
-            let mut q = sqlx::query(sql).bind(cell_id).bind(version);
-            for item in items {
-                q = q.bind(item);
-            }
-            q.execute(&mut **tx).await?;
-        }
-        let writes: Vec<&Comparison> = plan.fresh.iter().chain(&plan.replaced).collect();
-        for chunk in writes.chunks(CHUNK) {
-            let sql = format!(
-                "INSERT INTO comparisons (cell_id, judge_version, item_id, system_a, system_b, verdict,
-                     verdict_swapped, preference, rater, covariates, created_at_ms, updated_at_ms)
-                 VALUES {}",
-                placeholder_rows(chunk.len(), 12, 1)
-            );
-            // Not kept prepared: a statement prepared where an optional outcome was NULL
-            // declares its parameter's type from that NULL, and Postgres then refuses a later
-            // number bound to it (22P03).
-            let mut q = sqlx::query(many_values(backend, sql)).persistent(false);
-            for c in chunk {
-                q = q
-                    .bind(cell_id)
-                    .bind(version)
-                    .bind(c.item_id.as_str())
-                    .bind(c.a.as_str())
-                    .bind(c.b.as_str())
-                    .bind(c.verdict)
-                    .bind(c.verdict_swapped)
-                    .bind(c.preference)
-                    .bind(c.rater.as_ref().map(|r| r.as_str().to_owned()))
-                    .bind(covariates::to_stored(&c.covariates))
-                    .bind(now)
-                    .bind(now);
-            }
-            q.execute(&mut **tx).await?;
-        }
-        let touched = !writes.is_empty() || !plan.preferences.is_empty();
-        let comparison_count: i64 = sqlx::query(
-            "UPDATE cells SET comparison_count = comparison_count + $1,
-                 updated_at_ms = CASE WHEN $2 = 1 THEN $3 ELSE updated_at_ms END
-             WHERE id = $4 RETURNING comparison_count",
-        )
-        // Counted by what the plan wrote, not again over the cell (a count of a million rows
-        // on every upload): a replaced row is deleted and written again, a fresh one added.
-        .bind(i64::try_from(plan.fresh.len()).unwrap_or(i64::MAX))
-        .bind(i64::from(touched))
-        .bind(now)
-        .bind(cell_id)
-        .fetch_one(&mut **tx)
-        .await?
-        .try_get(0)?;
+        let comparison_count = writer::write(backend, tx, cell_id, version, writes, now).await?;
         Ok(ComparisonIngest {
             key: cell.key.clone(),
             judge_version: cell.judge_version.clone(),
@@ -237,13 +177,37 @@ impl Store {
             replaced: plan.replaced.len(),
             comparison_count,
             newly_labelled: plan.labelled.len(),
-            labelled: writes
+            labelled: rows
                 .into_iter()
                 .filter(|c| c.preference.is_some())
                 .chain(&plan.labelled)
                 .cloned()
                 .collect(),
         })
+    }
+}
+
+impl Written for &Comparison {
+    const TABLE: &'static str = "comparisons";
+    const LABEL: &'static str = "preference";
+    const COUNT: &'static str = "comparison_count";
+    const COLUMNS: &'static str = "item_id, system_a, system_b, verdict, verdict_swapped, preference, rater, covariates, \
+                                   created_at_ms, updated_at_ms";
+    const WIDTH: usize = 10;
+    // An optional outcome bound as NULL would declare its parameter's type from that NULL.
+    const PREPARED: bool = false;
+
+    fn bind<'q>(&self, q: AnyQuery<'q>, now: i64) -> AnyQuery<'q> {
+        q.bind(self.item_id.as_str())
+            .bind(self.a.as_str())
+            .bind(self.b.as_str())
+            .bind(self.verdict)
+            .bind(self.verdict_swapped)
+            .bind(self.preference)
+            .bind(self.rater.as_ref().map(|r| r.as_str().to_owned()))
+            .bind(covariates::to_stored(&self.covariates))
+            .bind(now)
+            .bind(now)
     }
 }
 

@@ -18,6 +18,7 @@ mod pending_checks;
 mod preference_coverage;
 mod preferences;
 mod rank_sessions;
+mod writer;
 
 pub use anchors::CellIngest;
 pub use checks::StoredCheck;
