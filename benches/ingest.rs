@@ -193,7 +193,11 @@ async fn watched(label: &str, url: &str) {
     let mut refreshes = Vec::new();
     for _ in 0..5 {
         let started = Instant::now();
-        app.service().refresh_coverage().await.expect("refresh");
+        app.service()
+            .operations()
+            .refresh_coverage()
+            .await
+            .expect("refresh");
         refreshes.push(started.elapsed().as_secs_f64());
     }
     refreshes.sort_by(f64::total_cmp);

@@ -38,7 +38,7 @@ impl Application {
         }
         let service = Service::new(store, Metrics::new(), &settings);
         if service.store().ready().await? {
-            service.refresh_gauges().await?;
+            service.operations().refresh_gauges().await?;
         } else {
             tracing::warn!(
                 "migrations are pending: /readyz answers 503 until `judgecal migrate` runs"

@@ -159,7 +159,7 @@ async fn offline(f: impl FnOnce() -> Result<(), String> + Send + 'static) -> Exi
 async fn serve(settings: Settings, demo: bool) -> crate::Result<()> {
     let app = Application::build(settings).await?;
     if demo {
-        let report = app.service().load_demo().await?;
+        let report = app.service().scores().load_demo().await?;
         tracing::info!(
             inserted = report.inserted,
             unchanged = report.unchanged,
@@ -171,7 +171,7 @@ async fn serve(settings: Settings, demo: bool) -> crate::Result<()> {
             report.cells.len(),
             app.address()
         );
-        let jobs = app.service().train_demo().await?;
+        let jobs = app.service().scores().train_demo().await?;
         tokio::spawn(announce_demo(app.service().clone(), jobs, app.address()));
     }
     app.run_until_stopped(shutdown_signal())
@@ -193,7 +193,7 @@ async fn announce_demo(
     }
     for id in jobs {
         loop {
-            match service.job(id).await {
+            match service.operations().job(id).await {
                 Ok(job) if !job.state.finished() => {
                     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
                 }
@@ -234,6 +234,7 @@ async fn keys(settings: Settings, command: KeysCommand) -> crate::Result<()> {
             expires_in_days,
         } => {
             let key = service
+                .operations()
                 .create_expiring_key(&scopes, &name, expires_in_days)
                 .await?;
             println!("{key}");
@@ -242,7 +243,7 @@ async fn keys(settings: Settings, command: KeysCommand) -> crate::Result<()> {
         KeysCommand::List => {
             println!("prefix\tname\tscopes\tcreated\texpires\trevoked");
             let when = |ms: Option<i64>| ms.map_or_else(|| "-".to_owned(), crate::domain::rfc3339);
-            for k in service.keys().await? {
+            for k in service.operations().keys().await? {
                 println!(
                     "{}\t{}\t{}\t{}\t{}\t{}",
                     k.prefix,
@@ -255,7 +256,7 @@ async fn keys(settings: Settings, command: KeysCommand) -> crate::Result<()> {
             }
         }
         KeysCommand::Revoke { which } => {
-            for k in service.revoke_key(&which).await? {
+            for k in service.operations().revoke_key(&which).await? {
                 println!("revoked {} ({})", k.prefix, k.name);
             }
             eprintln!(

@@ -130,7 +130,7 @@ pub async fn agreement(
         group,
         top,
     };
-    let a = state.service.agreement(&key, &query).await?;
+    let a = state.service.scores().agreement(&key, &query).await?;
     Ok(axum::Json(AgreementResponse {
         judge: key.judge.to_string(),
         rubric: key.rubric.to_string(),

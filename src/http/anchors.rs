@@ -182,7 +182,7 @@ pub async fn upload(
     Query(params): Query<UploadParams>,
     AnchorUpload(rows): AnchorUpload,
 ) -> Result<axum::Json<IngestResponse>, ApiError> {
-    let report = state.service.ingest(rows, params.replace).await?;
+    let report = state.service.scores().ingest(rows, params.replace).await?;
     tracing::info!(
         inserted = report.inserted,
         unchanged = report.unchanged,
@@ -244,7 +244,7 @@ pub async fn list_cells(
     State(state): State<AppState>,
     _auth: Authorized<AnyKey>,
 ) -> Result<axum::Json<CellsResponse>, ApiError> {
-    let cells = state.service.cells().await?;
+    let cells = state.service.scores().cells().await?;
     Ok(axum::Json(CellsResponse {
         cells: cells
             .into_iter()
@@ -302,6 +302,7 @@ pub async fn list_anchors(
     let key = cell_key(&judge, &rubric)?;
     let page = state
         .service
+        .scores()
         .anchors_page(
             &key,
             judge_version(page.judge_version.as_deref(), "judge_version")?.as_ref(),
@@ -384,6 +385,7 @@ pub async fn delete_anchor(
     let version = judge_version(params.judge_version.as_deref(), "judge_version")?;
     let anchor_count = state
         .service
+        .scores()
         .delete_anchor(&key, &item_id, version.as_ref())
         .await?;
     tracing::info!(item_id, anchor_count, "anchor deleted");

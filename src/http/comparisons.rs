@@ -155,6 +155,7 @@ pub async fn upload(
 ) -> Result<axum::Json<ComparisonIngestResponse>, ApiError> {
     let cells = state
         .service
+        .pairwise()
         .ingest_comparisons(rows, params.replace)
         .await?;
     let sum = |f: fn(&crate::store::ComparisonIngest) -> usize| cells.iter().map(f).sum();

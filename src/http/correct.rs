@@ -217,7 +217,7 @@ pub async fn correct(
         req.judge_version.as_deref(),
     )
     .map_err(refused)?;
-    let correction = state.service.correct(request).await?;
+    let correction = state.service.scores().correct(request).await?;
     let v = &correction.version.version;
     let reviewed = correction
         .items

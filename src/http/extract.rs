@@ -549,7 +549,11 @@ impl<N: Needs> FromRequestParts<AppState> for Authorized<N> {
             .headers
             .get(AUTHORIZATION)
             .and_then(|v| v.to_str().ok());
-        let principal = state.service.authorize(header, N::SCOPE).await?;
+        let principal = state
+            .service
+            .operations()
+            .authorize(header, N::SCOPE)
+            .await?;
         tracing::Span::current().record("key", principal.label());
         Ok(Authorized(principal, PhantomData))
     }

@@ -58,7 +58,7 @@ pub async fn list(
     Path((judge, rubric)): Path<(String, String)>,
 ) -> Result<axum::Json<JudgeVersionsResponse>, ApiError> {
     let key = cell_key(&judge, &rubric)?;
-    let versions = state.service.judge_versions(&key).await?;
+    let versions = state.service.versions().judge_versions(&key).await?;
     Ok(axum::Json(JudgeVersionsResponse {
         judge_versions: versions
             .into_iter()
@@ -147,6 +147,7 @@ pub async fn rescore(
     let from = judge_version(params.from.as_deref(), "from")?.map(Some);
     let plan = state
         .service
+        .versions()
         .rescore(&key, &to, from.as_ref().map(Option::as_ref), params.limit)
         .await?;
     Ok(axum::Json(RescoreResponse {
@@ -245,6 +246,7 @@ pub async fn bridge(
     let to = required_version(&params.to, "to")?;
     let answer = state
         .service
+        .versions()
         .bridge(&key, from.as_ref(), Some(&to), params.tolerance)
         .await?;
     Ok(axum::Json(answer.into()))
@@ -371,6 +373,7 @@ pub async fn check(
     }
     let check = state
         .service
+        .versions()
         .check(&key, version.as_ref(), items, body.tolerance)
         .await?;
     Ok(axum::Json(CheckResponse {
@@ -407,7 +410,7 @@ pub async fn get_check(
             )],
         )
     })?;
-    let check = state.service.stored_check(&key, id).await?;
+    let check = state.service.versions().stored_check(&key, id).await?;
     let version = version_text(check.judge_version.as_ref());
     Ok(axum::Json(CheckResponse {
         id: check.id.to_string(),
@@ -449,7 +452,7 @@ pub async fn settings(
 ) -> Result<axum::Json<JudgeSettings>, ApiError> {
     let judge = judge_name(&judge)?;
     Ok(axum::Json(JudgeSettings {
-        on_version_mismatch: state.service.on_mismatch(&judge),
+        on_version_mismatch: state.service.versions().on_mismatch(&judge),
     }))
 }
 
@@ -473,6 +476,7 @@ pub async fn put_settings(
     let judge = judge_name(&judge)?;
     state
         .service
+        .versions()
         .set_on_mismatch(&judge, body.on_version_mismatch)
         .await?;
     tracing::info!(%judge, on_version_mismatch = body.on_version_mismatch.as_str(), "judge settings changed");

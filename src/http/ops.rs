@@ -68,6 +68,7 @@ pub async fn metrics(
             .and_then(|v| v.to_str().ok());
         state
             .service
+            .operations()
             .authorize(header, Some(crate::auth::Scope::Metrics))
             .await?;
     }

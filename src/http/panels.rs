@@ -77,7 +77,7 @@ pub async fn create_panel(
 ) -> Result<(StatusCode, axum::Json<PanelDto>), ApiError> {
     let new = NewPanel::parse(&body.name, &body.judges)
         .map_err(|p| ApiError::invalid("the panel was refused", p))?;
-    let panel = state.service.create_panel(&new).await?;
+    let panel = state.service.panels().create_panel(&new).await?;
     Ok((StatusCode::CREATED, axum::Json(panel.into())))
 }
 
@@ -91,7 +91,7 @@ pub async fn list_panels(
     State(state): State<AppState>,
     _auth: Authorized<AnyKey>,
 ) -> Result<axum::Json<PanelsResponse>, ApiError> {
-    let panels = state.service.panels().await?;
+    let panels = state.service.panels().list().await?;
     Ok(axum::Json(PanelsResponse {
         panels: panels.into_iter().map(PanelDto::from).collect(),
     }))
@@ -112,7 +112,7 @@ pub async fn get_panel(
     _auth: Authorized<AnyKey>,
     Path(name): Path<String>,
 ) -> Result<axum::Json<PanelDto>, ApiError> {
-    let panel = state.service.panel(&name_of(&name)?).await?;
+    let panel = state.service.panels().panel(&name_of(&name)?).await?;
     Ok(axum::Json(panel.into()))
 }
 
@@ -132,7 +132,11 @@ pub async fn delete_panel(
     _auth: Authorized<TrainScope>,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    state.service.delete_panel(&name_of(&name)?).await?;
+    state
+        .service
+        .panels()
+        .delete_panel(&name_of(&name)?)
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -233,7 +237,7 @@ pub async fn plan(
         body.label_cost,
     )
     .map_err(|p| ApiError::invalid("the plan request was refused", p))?;
-    let (loaded, plan) = state.service.plan_panel(&request).await?;
+    let (loaded, plan) = state.service.panels().plan_panel(&request).await?;
     let v = &loaded.version;
     let members = v
         .fusion

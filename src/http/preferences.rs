@@ -100,7 +100,7 @@ pub async fn preferences(
     Path((judge, rubric)): Path<(String, String)>,
 ) -> Result<axum::Json<PreferencesResponse>, ApiError> {
     let key = cell_key(&judge, &rubric)?;
-    let versions = state.service.preference_versions(&key).await?;
+    let versions = state.service.pairwise().preference_versions(&key).await?;
     Ok(axum::Json(PreferencesResponse {
         versions: versions.into_iter().map(Into::into).collect(),
     }))

@@ -294,6 +294,6 @@ pub async fn rate(
 ) -> Result<axum::Json<RatingsResponse>, ApiError> {
     let request =
         ratings::parse(body).map_err(|p| Error::rejected("the ratings request was refused", p))?;
-    let answer = state.service.rate(request).await?;
+    let answer = state.service.pairwise().rate(request).await?;
     Ok(axum::Json(answer.into()))
 }

@@ -70,6 +70,7 @@ pub async fn put_rubric(
     tracing::Span::current().record("rubric", &rubric);
     let stored = state
         .service
+        .scores()
         .put_rubric(&rubric, body.min, body.max, &body.description)
         .await?;
     tracing::info!(min = body.min, max = body.max, "rubric scale set");
@@ -88,7 +89,7 @@ pub async fn list_rubrics(
     State(state): State<AppState>,
     _auth: Authorized<AnyKey>,
 ) -> Result<axum::Json<RubricsResponse>, ApiError> {
-    let rubrics = state.service.rubrics().await?;
+    let rubrics = state.service.scores().rubrics().await?;
     Ok(axum::Json(RubricsResponse {
         rubrics: rubrics.into_iter().map(Into::into).collect(),
     }))

@@ -54,6 +54,7 @@ impl FromRequestParts<AppState> for Reader {
             .map(|(_, key)| format!("Bearer {key}"));
         let principal = state
             .service
+            .operations()
             .authorize(header.or(cookie).as_deref(), None)
             .await?;
         tracing::Span::current().record("key", principal.label());
@@ -140,8 +141,8 @@ fn cell_link(key: &CellKey) -> String {
 pub async fn index(State(state): State<AppState>, _r: Reader) -> Result<Html<String>, ApiError> {
     let service = &state.service;
     let mut rows = Vec::new();
-    for c in service.cells().await? {
-        let versions = match service.versions(&c.key).await {
+    for c in service.scores().cells().await? {
+        let versions = match service.versions().list(&c.key).await {
             Ok(v) => v,
             Err(Error::NotFound(_)) => Vec::new(),
             Err(e) => return Err(e.into()),
@@ -151,6 +152,7 @@ pub async fn index(State(state): State<AppState>, _r: Reader) -> Result<Html<Str
         // A pairwise panel's cell holds no comparisons of its own (its members do).
         let pairwise = if c.comparison_count > 0 || active.is_none() {
             service
+                .pairwise()
                 .preference_versions(&c.key)
                 .await
                 .ok()
@@ -158,13 +160,17 @@ pub async fn index(State(state): State<AppState>, _r: Reader) -> Result<Html<Str
         } else {
             None
         };
-        let judge_versions = service.judge_versions(&c.key).await.map_or(0, |v| v.len());
+        let judge_versions = service
+            .versions()
+            .judge_versions(&c.key)
+            .await
+            .map_or(0, |v| v.len());
         let canary = active.and_then(CalibratorVersion::beta).map(|b| b.canary);
         let coverage = active
             .and_then(|v| v.intervals.as_ref())
             .and_then(|i| i.held_out_coverage);
         // The drift alarm as a replay of the checks since the active version's activation.
-        let drift = match service.drift_evidence(&c.key).await {
+        let drift = match service.operations().drift_evidence(&c.key).await {
             Ok(Some(e)) => e.path.last().map_or("–".to_owned(), |d| {
                 if d.alarm {
                     format!("<span class=\"bad\">raised</span> (e = {})", num(d.e_value))
@@ -205,6 +211,7 @@ pub async fn index(State(state): State<AppState>, _r: Reader) -> Result<Html<Str
     }
     let panels: Vec<Vec<String>> = service
         .panels()
+        .list()
         .await?
         .iter()
         .map(|p| {
@@ -385,7 +392,7 @@ fn report_html(r: &AgreementReport, items_allowed: bool) -> String {
 /// The judge versions a cell has seen, and the bridge from each to the next (the newest
 /// `BRIDGE_ROWS`): how far the old calibration's corrected mean moved on the items both scored.
 async fn bridges_html(service: &crate::service::Service, key: &CellKey) -> String {
-    let mut versions = match service.judge_versions(key).await {
+    let mut versions = match service.versions().judge_versions(key).await {
         Ok(v) => v,
         Err(e) => {
             return format!(
@@ -423,7 +430,7 @@ async fn bridges_html(service: &crate::service::Service, key: &CellKey) -> Strin
             pair[1].anchors.judge_version.as_ref(),
         );
         let mut row = vec![format!("{} → {}", label(a), label(b))];
-        match service.bridge(key, a, b, None).await {
+        match service.versions().bridge(key, a, b, None).await {
             Ok(answer) => {
                 let br = &answer.bridge;
                 row.extend([
@@ -471,7 +478,7 @@ async fn pairwise_html(
     service: &crate::service::Service,
     key: &CellKey,
 ) -> Result<String, ApiError> {
-    let versions = match service.preference_versions(key).await {
+    let versions = match service.pairwise().preference_versions(key).await {
         Ok(v) => v,
         Err(Error::NotFound(_)) => Vec::new(),
         Err(e) => return Err(e.into()),
@@ -592,11 +599,13 @@ pub async fn cell(
         esc(key.rubric.as_str())
     );
     let pairwise = service
+        .scores()
         .cells()
         .await?
         .into_iter()
         .any(|c| c.key == key && c.comparison_count > 0)
         || service
+            .pairwise()
             .preference_versions(&key)
             .await
             .is_ok_and(|v| !v.is_empty());
@@ -604,8 +613,8 @@ pub async fn cell(
         body.push_str(&pairwise_html(service, &key).await?);
         return Ok(page(&format!("{judge} / {rubric}"), &body));
     }
-    let versions = service.versions(&key).await?;
-    match service.report_svg(&key, None).await {
+    let versions = service.versions().list(&key).await?;
+    match service.scores().report_svg(&key, None).await {
         // The picture is the service's own SVG: inline, with no XML prologue.
         Ok(svg) => {
             let start = svg.find("<svg").unwrap_or(0);
@@ -626,7 +635,7 @@ pub async fn cell(
         top: if items_allowed { PAGE_TOP } else { 0 },
         ..AgreementQuery::default()
     };
-    match service.agreement(&key, &query).await {
+    match service.scores().agreement(&key, &query).await {
         Ok(a) => body.push_str(&report_html(&a.report, items_allowed)),
         Err(e) => {
             let _ = write!(
@@ -636,7 +645,7 @@ pub async fn cell(
             );
         }
     }
-    match service.drift_evidence(&key).await {
+    match service.operations().drift_evidence(&key).await {
         Ok(Some(e)) => body.push_str(&drift_html(&e)),
         Ok(None) => body.push_str(
             "<h2>Drift alarm</h2><p class=\"note\">No anchors have been checked against the active \

@@ -38,25 +38,25 @@ async fn refresh(service: Arc<Service>, every: Duration) {
             _ = stop.changed() => return,
             () = tokio::time::sleep(every) => {}
         }
-        if let Err(e) = service.refresh_calibrators().await {
+        if let Err(e) = service.versions().refresh_calibrators().await {
             tracing::warn!(error = ?e, "calibrator refresh failed; serving the cached versions");
         }
         // Batches whose upload's process stopped before checking them, given the upload time
         // to check its own.
         let stalled = crate::domain::now_ms() - crate::service::PENDING_CHECK_GRACE_MS;
-        if let Err(e) = service.drain_pending_checks(stalled).await {
+        if let Err(e) = service.operations().drain_pending_checks(stalled).await {
             tracing::warn!(error = ?e, "queued drift checks not drained");
         }
-        if let Err(e) = service.refresh_coverage().await {
+        if let Err(e) = service.operations().refresh_coverage().await {
             tracing::warn!(error = ?e, "anchor coverage refresh failed");
         }
-        if let Err(e) = service.refresh_checks().await {
+        if let Err(e) = service.versions().refresh_checks().await {
             tracing::warn!(error = ?e, "silent-change check gauges not refreshed");
         }
-        if let Err(e) = service.refresh_preference_metrics().await {
+        if let Err(e) = service.pairwise().refresh_preference_metrics().await {
             tracing::warn!(error = ?e, "pairwise bias gauges not refreshed");
         }
-        if let Err(e) = service.count_finished_jobs().await {
+        if let Err(e) = service.operations().count_finished_jobs().await {
             tracing::warn!(error = ?e, "training metrics refresh failed");
         }
     }
@@ -104,7 +104,11 @@ async fn run(service: &Service, owner: &str, job: ClaimedJob) {
             settings.max_attempts
         ));
         tracing::error!("{e}");
-        if let Err(e) = service.fail_training(&job, owner, &e, false).await {
+        if let Err(e) = service
+            .operations()
+            .fail_training(&job, owner, &e, false)
+            .await
+        {
             tracing::error!(error = ?e, "cannot mark the job failed");
         }
         return;
@@ -112,7 +116,8 @@ async fn run(service: &Service, owner: &str, job: ClaimedJob) {
     tracing::info!("training started");
     let lease_ms = (settings.lease_secs * 1000) as i64;
     let progress = Arc::new(Progress::default());
-    let training = service.run_training(&job, progress.clone());
+    let operations = service.operations();
+    let training = operations.run_training(&job, progress.clone());
     tokio::pin!(training);
     // Renew the lease three times per lease period, so one slow write does not lose it.
     let mut renew = tokio::time::interval(Duration::from_millis((lease_ms / 3).max(1) as u64));
@@ -155,7 +160,11 @@ async fn run(service: &Service, owner: &str, job: ClaimedJob) {
     match result {
         Ok(_) if cancelled => {
             let e = crate::Error::Internal("cancelled".into());
-            if let Err(e) = service.fail_training(&job, owner, &e, true).await {
+            if let Err(e) = service
+                .operations()
+                .fail_training(&job, owner, &e, true)
+                .await
+            {
                 tracing::error!(error = ?e, "cannot mark the job cancelled");
             }
         }
@@ -169,7 +178,11 @@ async fn run(service: &Service, owner: &str, job: ClaimedJob) {
         }
         Err(e) => {
             tracing::warn!(error = ?e, cancelled, "training stopped");
-            if let Err(e) = service.fail_training(&job, owner, &e, cancelled).await {
+            if let Err(e) = service
+                .operations()
+                .fail_training(&job, owner, &e, cancelled)
+                .await
+            {
                 tracing::error!(error = ?e, "cannot mark the job failed");
             }
         }
@@ -182,7 +195,11 @@ async fn finish(
     job: &ClaimedJob,
     trained: &crate::service::Trained,
 ) {
-    match service.finish_training(job, owner, trained).await {
+    match service
+        .operations()
+        .finish_training(job, owner, trained)
+        .await
+    {
         Ok(true) => tracing::info!(
             versions = trained.versions.len(),
             passed = trained
@@ -195,7 +212,11 @@ async fn finish(
         Ok(false) => tracing::warn!("lost the job's lease before storing; another process has it"),
         Err(e) => {
             tracing::error!(error = ?e, "cannot store the trained versions");
-            if let Err(e) = service.fail_training(job, owner, &e, false).await {
+            if let Err(e) = service
+                .operations()
+                .fail_training(job, owner, &e, false)
+                .await
+            {
                 tracing::error!(error = ?e, "cannot mark the job failed");
             }
         }

@@ -1,7 +1,7 @@
 //! A cell's agreement report (issue 58): how the raw judge and its held-out corrections agree
 //! with the reference, read from what a version kept of its anchors when it was trained.
 
-use super::Service;
+use super::families::{Scores, Versions};
 use super::versions::train_hint;
 use crate::domain::calibration::CalibratorVersion;
 use crate::domain::{CellKey, GroupName, JudgeVersion};
@@ -27,7 +27,7 @@ pub struct Agreement {
     pub report: AgreementReport,
 }
 
-impl Service {
+impl Scores<'_> {
     /// The agreement report of `key`'s version that `query` names.
     pub async fn agreement(&self, key: &CellKey, query: &AgreementQuery) -> Result<Agreement> {
         let pairwise = match self.store.preference_versions(key).await {
@@ -63,7 +63,7 @@ impl Service {
                         train_hint(&key.judge)
                     ))
                 })?,
-            (None, None) => self.corrector(key, None).await?.version.clone(),
+            (None, None) => Versions(self).corrector(key, None).await?.version.clone(),
         };
         let rows = self.store.held_out(version.id).await?.ok_or_else(|| {
             Error::conflict(

@@ -2,9 +2,9 @@
 //! re-score, the bridge between two versions (`judgecal_stats::bridge`), and the silent-change
 //! check (a re-score under the same label, kept apart from the anchors).
 
+use super::families::{Pairwise, Versions};
 use std::sync::Arc;
 
-use super::Service;
 use super::versions::Loaded;
 use crate::domain::{CellKey, GroupName, ItemId, JudgeVersion, Problem, Scale};
 use crate::error::{Error, Result};
@@ -144,7 +144,7 @@ pub(super) fn tolerance(asked: Option<f64>, scale: Scale) -> Result<f64> {
     }
 }
 
-impl Service {
+impl Versions<'_> {
     /// The judge versions a cell's anchors carry, oldest first, each with its calibration.
     pub async fn judge_versions(&self, key: &CellKey) -> Result<Vec<JudgeVersionSummary>> {
         let anchors = self
@@ -152,9 +152,9 @@ impl Service {
             .judge_versions(&key.judge, Some(&key.rubric))
             .await?;
         if anchors.is_empty() {
-            let pairwise = self.comparison_versions(key).await?;
+            let pairwise = Pairwise(self).comparison_versions(key).await?;
             if !pairwise.is_empty() {
-                return self.pairwise_judge_versions(key, pairwise).await;
+                return Pairwise(self).pairwise_judge_versions(key, pairwise).await;
             }
             return Err(Error::NotFound(format!("cell {key} has no anchors")));
         }
@@ -298,9 +298,11 @@ impl Service {
                 vec![],
             ));
         }
-        let pairwise = self.comparison_versions(key).await?;
+        let pairwise = Pairwise(self).comparison_versions(key).await?;
         if !pairwise.is_empty() {
-            return self.pairwise_bridge(key, &pairwise, from, to, asked).await;
+            return Pairwise(self)
+                .pairwise_bridge(key, &pairwise, from, to, asked)
+                .await;
         }
         self.known_versions(key, &[(from, "from"), (to, "to")])
             .await?;
@@ -334,9 +336,11 @@ impl Service {
                 format!("must be between 1 and {max}; got {limit}"),
             )]));
         }
-        let pairwise = self.comparison_versions(key).await?;
+        let pairwise = Pairwise(self).comparison_versions(key).await?;
         if !pairwise.is_empty() {
-            return self.pairwise_rescore(key, &pairwise, to, from, limit).await;
+            return Pairwise(self)
+                .pairwise_rescore(key, &pairwise, to, from, limit)
+                .await;
         }
         let from = match from {
             Some(f) => self.calibration_of(key, f, "from").await?,
@@ -413,9 +417,10 @@ impl Service {
         items: Vec<Rescored>,
         asked: Option<f64>,
     ) -> Result<Check> {
-        let pairwise = self.comparison_versions(key).await?;
+        let pairwise = Pairwise(self).comparison_versions(key).await?;
         if !pairwise.is_empty() {
             return self
+                .pairwise()
                 .pairwise_check(key, &pairwise, judge_version, items, asked)
                 .await;
         }

@@ -1,12 +1,12 @@
 //! Pairwise comparison uploads: what labelling teams send for a pairwise judge.
 
-use super::Service;
+use super::families::Pairwise;
 use crate::domain::Problem;
 use crate::domain::comparisons::{self, RawComparison};
 use crate::error::{Error, Result, blocking};
 use crate::store::ComparisonIngest;
 
-impl Service {
+impl Pairwise<'_> {
     /// Checks a comparison batch whole, refuses a panel's name (a panel holds nothing of its
     /// own), then stores it in one transaction.
     pub async fn ingest_comparisons(

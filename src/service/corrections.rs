@@ -1,8 +1,8 @@
 //! Corrections: what the eval platform calls, one score or 100,000 at a time.
 
+use super::families::{Panels, Scores, Versions};
 use std::sync::Arc;
 
-use super::Service;
 use super::panels::fuse_items;
 use super::versions::Loaded;
 use crate::domain::calibration::CalibratorVersion;
@@ -198,7 +198,7 @@ fn panel_reading(
     })
 }
 
-impl Service {
+impl Scores<'_> {
     /// Corrects a request's items with the cell's active version (or the requested one),
     /// clipped to the rubric's scale with their intervals. A panel's items are fused first:
     /// items every input member scored are corrected by the version's corrector from their
@@ -222,7 +222,9 @@ impl Service {
                 ),
             )]));
         }
-        let served = self.served(&key, version, judge_version.as_ref()).await?;
+        let served = Versions(self)
+            .served(&key, version, judge_version.as_ref())
+            .await?;
         let loaded = served.loaded;
         let v = &loaded.version;
         let ids: Vec<Option<ItemId>> = items.iter().map(|i| i.id.clone()).collect();
@@ -236,7 +238,7 @@ impl Service {
             }
             (None, _) => judge_reading(v, items, kind, field),
             (Some(fusion), InputKind::Members) => {
-                self.check_panel(&key.judge, fusion).await?;
+                Panels(self).check_panel(&key.judge, fusion).await?;
                 panel_reading(v, fusion, items)
             }
             (Some(fusion), _) => {
@@ -257,7 +259,7 @@ impl Service {
             (Some(fused), Some(fusion)) => answers(fusion, fused, corrected),
             _ => corrected,
         };
-        let scale = self.scale_of(&key.rubric).await?;
+        let scale = Versions(self).scale_of(&key.rubric).await?;
         let results: Vec<Corrected> = results
             .into_iter()
             .map(|c| c.clipped((scale.min, scale.max)))

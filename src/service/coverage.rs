@@ -16,9 +16,9 @@
 //!
 //! All are recomputed from the store, so every replica reports the same.
 
-use super::Service;
+use super::families::{Operations, Versions};
 use super::versions::Loaded;
-use crate::domain::{Anchor, CellKey};
+use crate::domain::{Anchor, CellKey, now_ms};
 use crate::error::{Error, Result};
 use crate::metrics::GaugeScope;
 use crate::store::{BatchCoverage, CellIngest};
@@ -127,7 +127,7 @@ pub struct DriftEvidence {
     pub path: Vec<Drift>,
 }
 
-impl Service {
+impl Operations<'_> {
     /// The drift alarm's evidence over time for `key`'s active version (`None` where no batch
     /// has been checked against it since its activation).
     pub async fn drift_evidence(&self, key: &CellKey) -> Result<Option<DriftEvidence>> {
@@ -140,7 +140,7 @@ impl Service {
         else {
             return Ok(None);
         };
-        let version = self.corrector(key, None).await?.version.version;
+        let version = Versions(self).corrector(key, None).await?.version.version;
         let known = self
             .bounds
             .lock()
@@ -253,7 +253,7 @@ impl Service {
     ) -> Result<Option<BatchCoverage>> {
         // The version the store says is active, loaded now if this process has not yet (a
         // flow just trained here is still being tabulated by the refresh).
-        let loaded = match self.corrector(key, None).await {
+        let loaded = match Versions(self).corrector(key, None).await {
             Ok(loaded) => loaded,
             Err(Error::NotFound(_)) => {
                 self.store.complete_check(pending, None).await?;
@@ -432,6 +432,25 @@ impl Service {
         kept.extend(drifts.into_iter().map(|(key, _, r)| (key, r.watch)));
         self.metrics.set_drift(&kept, scope);
         Ok(())
+    }
+}
+
+impl Operations<'_> {
+    /// Sets the per-cell gauges from the store, loads the active calibrators and counts the
+    /// finished training jobs: at start, so all of them survive restarts.
+    pub async fn refresh_gauges(&self) -> Result<()> {
+        for cell in self.store.cells().await? {
+            self.metrics.set_cell_anchors(&cell.key, cell.anchor_count);
+        }
+        Versions(self).refresh_calibrators().await?;
+        // Every batch stored and not yet checked: the process that stored it is gone. A failure
+        // leaves them queued for the refresh timer; it never stops a start.
+        if let Err(e) = self.drain_pending_checks(now_ms() + 1).await {
+            tracing::warn!(error = ?e, "queued drift checks not drained at start");
+        }
+        self.refresh_coverage().await?;
+        Versions(self).refresh_checks().await?;
+        self.count_finished_jobs().await
     }
 }
 

@@ -1,10 +1,10 @@
 //! Training jobs: queueing a checked request, running it off the async runtime, storing its
 //! versions, failing or cancelling it, and counting finished jobs into the metrics.
 
+use super::families::{Operations, Pairwise, Panels, Versions};
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::Service;
 use super::training::{self, CellData, Progress};
 use crate::domain::calibration::{Job, JobId, JobState, NewVersion};
 use crate::domain::preference::NewPreference;
@@ -141,7 +141,7 @@ fn job_error_text(e: &Error) -> String {
     }
 }
 
-impl Service {
+impl Operations<'_> {
     /// Queues a checked training request. Without `rubrics`, every cell of the judge with at
     /// least `jobs.min_anchors` anchors is trained.
     pub async fn submit_training(&self, request: TrainingRequest) -> Result<Job> {
@@ -156,7 +156,7 @@ impl Service {
                     ),
                 )]));
             }
-            return self.submit_panel_training(request, panel).await;
+            return Panels(self).submit_panel_training(request, panel).await;
         }
         let judge = &request.judge;
         let mut problems = Vec::new();
@@ -172,7 +172,9 @@ impl Service {
                     .all(|r| pairwise.iter().any(|c| &c.rubric == r))
         });
         if !pairwise.is_empty() && (versions.is_empty() || names_pairwise) {
-            return self.submit_pairwise_training(request, pairwise).await;
+            return Pairwise(self)
+                .submit_pairwise_training(request, pairwise)
+                .await;
         }
         if versions.is_empty() {
             return Err(Error::NotFound(format!(
@@ -317,7 +319,7 @@ impl Service {
             .job(id)
             .await?
             .ok_or_else(|| Error::NotFound(format!("no job {id}")))?;
-        self.serve_finished(&job).await?;
+        Versions(self).serve_finished(&job).await?;
         Ok(job)
     }
 
@@ -327,7 +329,9 @@ impl Service {
         let request = TrainingRequest::from_json(&job.request)
             .map_err(|p| Error::rejected("the stored job's request", p))?;
         if let Some(panel) = self.store.panel(&request.judge).await? {
-            return self.run_panel_training(request, panel, progress).await;
+            return Panels(self)
+                .run_panel_training(request, panel, progress)
+                .await;
         }
         // A queued request names its rubrics: pairwise where they are comparison cells.
         let pairwise = self.store.comparison_cells(&request.judge).await?;
@@ -337,7 +341,9 @@ impl Service {
                     .iter()
                     .all(|r| pairwise.iter().any(|c| &c.rubric == r))
         }) {
-            return self.run_pairwise_training(request, progress).await;
+            return Pairwise(self)
+                .run_pairwise_training(request, progress)
+                .await;
         }
         let scales = self.store.rubric_scales().await?;
         let snapshot = self
@@ -449,10 +455,10 @@ impl Service {
         };
         let seen = self.calibrators.seen();
         for v in &stored {
-            self.serve_judge_version(v).await?;
+            Versions(self).serve_judge_version(v).await?;
         }
         for v in stored.into_iter().filter(|v| v.active) {
-            self.install(v, seen).await?;
+            Versions(self).install(v, seen).await?;
         }
         self.count_finished_jobs().await?;
         Ok(true)

@@ -1,7 +1,7 @@
 //! API keys: made, listed, revoked, and checked on every request (through a short cache, so a
 //! revocation reaches every replica within `auth.key_cache_secs`).
 
-use super::Service;
+use super::families::Operations;
 use crate::auth::{self, Principal, Scope};
 use crate::domain::{Problem, now_ms};
 use crate::error::{Error, Result};
@@ -44,7 +44,7 @@ impl From<StoredKey> for KeyInfo {
 
 const DAY_MS: i64 = 86_400_000;
 
-impl Service {
+impl Operations<'_> {
     /// Creates an API key with the given scopes that does not expire; the key is returned once
     /// and stored hashed.
     pub async fn create_key(&self, scopes: &[Scope], name: &str) -> Result<String> {

@@ -4,10 +4,10 @@
 //! the same comparisons beside the panel's; ratings of a panel's run read each comparison's
 //! `verdicts` ({member: verdict}).
 
+use super::families::{Operations, Pairwise};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::Service;
 use super::jobs::Trained;
 use super::preferences::{PanelRows, newest_version, train_blocking, train_cell};
 use super::training::Progress;
@@ -128,7 +128,7 @@ pub fn join(
     }
 }
 
-impl Service {
+impl Pairwise<'_> {
     /// Whether `panel`'s members are pairwise judges: one holds comparisons, and then every
     /// one must (409 naming the members that hold judge scores, or nothing yet).
     pub(super) async fn pairwise_panel(&self, panel: &Panel) -> Result<bool> {
@@ -375,13 +375,14 @@ impl Service {
         let (versions, rubrics) = self
             .resolve_training(&panel, &request, "the training request was refused")
             .await?;
-        self.queue(TrainingRequest {
-            rubrics: Some(rubrics),
-            member_versions: versions,
-            judge_version: VersionChoice::Exactly(None),
-            ..request
-        })
-        .await
+        Operations(self)
+            .queue(TrainingRequest {
+                rubrics: Some(rubrics),
+                member_versions: versions,
+                judge_version: VersionChoice::Exactly(None),
+                ..request
+            })
+            .await
     }
 
     /// Runs a queued pairwise panel job: joins the members' comparisons again (they may have

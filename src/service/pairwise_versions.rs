@@ -13,9 +13,9 @@
 //! of them would halve a change in that system's answers, while the groups' own tests asked
 //! for several times more re-judged comparisons before a `carry_over`.
 
+use super::families::{Pairwise, Versions};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use super::Service;
 use super::bridges::{
     BridgeAnswer, Check, JudgeVersionSummary, Rescore, Rescored, refused, spread_sample, tolerance,
     untrained,
@@ -123,7 +123,7 @@ fn describe(versions: &[ComparisonCell]) -> String {
         .join(", ")
 }
 
-impl Service {
+impl Pairwise<'_> {
     /// The judge versions of `key`'s comparisons (empty for a cell of scores, or no cell).
     pub(super) async fn comparison_versions(&self, key: &CellKey) -> Result<Vec<ComparisonCell>> {
         let mut versions: Vec<ComparisonCell> = self
@@ -466,7 +466,7 @@ impl Service {
             .iter()
             .map(|(c, v)| (c.item_id.as_str(), v.0, v.1))
             .collect();
-        self.record_check(key, &verdicts, answer).await
+        Versions(self).record_check(key, &verdicts, answer).await
     }
 }
 

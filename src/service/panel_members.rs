@@ -1,10 +1,10 @@
 //! Which member judge versions a panel's requests are read as, and the panel version that
 //! serves them: untagged requests stay with a version trained on the members' defaults.
 
+use super::families::Panels;
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
-use super::Service;
 use crate::domain::calibration::CalibratorVersion;
 use crate::domain::panel::Panel;
 use crate::domain::{CellKey, JudgeName, JudgeVersion, RubricName};
@@ -36,7 +36,7 @@ impl Memo {
     }
 }
 
-impl Service {
+impl Panels<'_> {
     /// A panel as its requests see it (see `Memo`); the store's read where this process holds
     /// none.
     pub(super) async fn panel_serving(&self, judge: &JudgeName) -> Result<Arc<Serving>> {

@@ -1,9 +1,9 @@
 //! Panels: their definitions, the training of their fusion layer and derived-judge corrector,
 //! and the mapping of panel items (`{member: score}`) to the scores a panel version corrects.
 
+use super::families::{Operations, Pairwise, Panels, Versions};
 use std::sync::Arc;
 
-use super::Service;
 use super::jobs::Trained;
 use super::training::{self, Progress};
 use super::versions::Loaded;
@@ -20,7 +20,7 @@ fn no_panel(name: &JudgeName) -> Error {
     Error::NotFound(format!("no panel {name}; define one with POST /v1/panels"))
 }
 
-impl Service {
+impl Panels<'_> {
     /// Defines a panel: of judges of one kind (pairwise judges, or judges of scores), 409
     /// naming each pairwise member where its members are of both kinds.
     pub async fn create_panel(&self, new: &NewPanel) -> Result<Panel> {
@@ -53,7 +53,7 @@ impl Service {
         Ok(panel)
     }
 
-    pub async fn panels(&self) -> Result<Vec<Panel>> {
+    pub async fn list(&self) -> Result<Vec<Panel>> {
         self.store.panels().await
     }
 
@@ -169,7 +169,7 @@ impl Service {
             }
             // The active version itself: `served` would count a version mismatch for a
             // request nobody made.
-            let Ok(active) = self.corrector(&key, None).await else {
+            let Ok(active) = Versions(self).corrector(&key, None).await else {
                 continue;
             };
             let v = active.version.judge_version.clone();
@@ -306,8 +306,10 @@ impl Service {
                 )],
             ));
         }
-        if self.pairwise_panel(&panel).await? {
-            return self.submit_pairwise_panel_training(request, panel).await;
+        if Pairwise(self).pairwise_panel(&panel).await? {
+            return Pairwise(self)
+                .submit_pairwise_panel_training(request, panel)
+                .await;
         }
         let request = TrainingRequest {
             member_versions: self
@@ -323,7 +325,7 @@ impl Service {
             judge_version: VersionChoice::Exactly(None),
             ..request
         };
-        self.queue(request).await
+        Operations(self).queue(request).await
     }
 
     /// Runs a claimed panel job: joins the members' anchors again (they may have changed) and
@@ -337,8 +339,9 @@ impl Service {
         // A stored job's request holds the members' versions as an object, read back in the
         // names' order; the fusion's columns are the panel's order, so put them back in it
         // (resolving any member the request lacks as at queueing).
-        if self.pairwise_panel(&panel).await? {
+        if Pairwise(self).pairwise_panel(&panel).await? {
             return self
+                .pairwise()
                 .run_pairwise_panel_training(request, panel, progress)
                 .await;
         }
@@ -401,7 +404,7 @@ impl Service {
     }
 }
 
-impl Service {
+impl Panels<'_> {
     /// Which judges to call: the plan of the panel's active version in the rubric, with the
     /// version (costs of members not named are 1; a name that is not a member is refused).
     pub async fn plan_panel(&self, request: &PlanRequest) -> Result<(Arc<Loaded>, PanelPlan)> {
@@ -410,7 +413,7 @@ impl Service {
             judge: panel.name.clone(),
             rubric: request.rubric.clone(),
         };
-        let loaded = self.served(&key, None, None).await?.loaded;
+        let loaded = Versions(self).served(&key, None, None).await?.loaded;
         let Some(fusion) = &loaded.version.fusion else {
             return Err(Error::Internal(format!(
                 "{key} serves a version with no fusion layer"

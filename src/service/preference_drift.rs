@@ -10,7 +10,7 @@
 //! misses where people overturn a confident call beyond what the held-out comparisons did,
 //! so the alarm watches how often people overturn the calibrated preference.
 
-use super::Service;
+use super::families::{Operations, Pairwise};
 use super::pairwise_versions::ComparisonReader;
 use crate::domain::comparisons::Comparison;
 use crate::domain::preference::{PreferenceVersion, ServedMap, verdict_level};
@@ -55,7 +55,7 @@ fn checked(v: &PreferenceVersion, labelled: &[Comparison]) -> Option<(CheckedBat
     (!batch.misses.is_empty()).then_some((batch, inside))
 }
 
-impl Service {
+impl Pairwise<'_> {
     /// Checks each cell's newly written labelled comparisons against its newest version's
     /// band, records them and updates the gauges. The comparisons are stored already: a
     /// failure here is logged, never returned.
@@ -64,7 +64,10 @@ impl Service {
             match self.check_comparisons(outcome).await {
                 Ok(false) => {}
                 Ok(true) => {
-                    if let Err(e) = self.refresh_coverage_of(Some(&outcome.key)).await {
+                    if let Err(e) = Operations(self)
+                        .refresh_coverage_of(Some(&outcome.key))
+                        .await
+                    {
                         tracing::warn!(cell = %outcome.key, error = ?e, "pairwise drift gauges not refreshed");
                     }
                 }

@@ -5,12 +5,12 @@
 //! (`judgecal_stats::pairwise::bias`). The versions are read back by the cell's report route,
 //! its picture and the metrics.
 
+use super::families::{Operations, Pairwise};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
-use super::Service;
 use super::jobs::Trained;
 use super::training::Progress;
 use crate::domain::calibration::Job;
@@ -292,7 +292,7 @@ pub(super) async fn train_blocking<T: Send + 'static>(
     .map_err(Error::Internal)
 }
 
-impl Service {
+impl Pairwise<'_> {
     /// Queues the training of a judge whose cells hold comparisons: `auto` only, no
     /// covariates named (the map reads those the comparisons carry), one judge version, each
     /// cell with at least [`MIN_LABELLED`] labelled comparisons of it.
@@ -396,7 +396,8 @@ impl Service {
                 eligible
             }
         };
-        self.queue_resolved(request, rubrics, judge_version, problems)
+        Operations(self)
+            .queue_resolved(request, rubrics, judge_version, problems)
             .await
     }
 

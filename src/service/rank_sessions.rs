@@ -1,15 +1,16 @@
 //! Ranking sessions (`domain::rank_session`): the looks of a labelling user, bound.
 
+use super::families::{Runs, Versions};
 use uuid::Uuid;
 
-use super::{RankRequest, Served, Service};
+use super::{RankRequest, Served};
 use crate::domain::CellKey;
 use crate::domain::rank_session::{RankSession, SessionPlan, fingerprint};
 use crate::error::{Error, Result};
 use crate::store::Recorded;
 use judgecal_stats::runlevel::rank::Ranking;
 
-impl Service {
+impl Runs<'_> {
     /// Opens a session on a cell that has a calibration to answer it (the pinned version, or
     /// an active one): 404 otherwise, before any look is planned.
     pub async fn open_rank_session(
@@ -17,7 +18,7 @@ impl Service {
         key: &CellKey,
         plan: &SessionPlan,
     ) -> Result<RankSession> {
-        self.corrector(key, plan.version).await?;
+        Versions(self).corrector(key, plan.version).await?;
         self.store.open_rank_session(key, plan).await
     }
 

@@ -4,6 +4,7 @@
 //! cell's labelled comparisons of the run's judge version at each request (`auto`, held-out
 //! log-loss), so a rating always reads the anchors stored now.
 
+use super::families::Pairwise;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use judgecal_stats::pairwise::preference::{Candidate, Inputs, Verdicts};
@@ -12,7 +13,6 @@ use judgecal_stats::pairwise::ratings::RatingError;
 use judgecal_stats::rng::{Rng, SeedableRng};
 use judgecal_stats::warning::Warning;
 
-use super::Service;
 use super::pairwise_panels::member_verdicts;
 use crate::domain::comparisons::Comparison;
 use crate::domain::ratings::RatingsRequest;
@@ -168,7 +168,7 @@ fn compared(
     })
 }
 
-impl Service {
+impl Pairwise<'_> {
     /// Rates the request's systems.
     pub async fn rate(&self, request: RatingsRequest) -> Result<RatingsAnswer> {
         let key = request.batch.key.clone();

@@ -3,9 +3,9 @@
 //! anchors) reads; the run's noise term is scaled to what k scores leave. The judge's
 //! within-item variance is measured on the version's anchors' repeats and the request's.
 
+use super::families::Runs;
 use std::sync::Arc;
 
-use super::Service;
 use super::versions::Loaded;
 use crate::domain::Problem;
 use crate::domain::inputs::ItemInputs;
@@ -20,7 +20,7 @@ use judgecal_stats::runlevel::{RunEstimate, RunItems};
 /// A run as [`Service::apply_repeats`] reads it: its field prefix, its items and their inputs.
 pub(super) type RunRepeats<'a> = (&'a str, &'a mut RunItems, &'a ItemInputs);
 
-impl Service {
+impl Runs<'_> {
     /// Reads the repeats of `runs` (`runs[i]` served by `versions[i]`), the runs of each
     /// version together, after `prepare_runs` has checked their scores. Returns the first
     /// version's reading that read any (the answer's `repeats`).
@@ -67,7 +67,7 @@ pub struct RepeatUse {
     pub residual_ratio: f64,
 }
 
-impl Service {
+impl Runs<'_> {
     /// The repeats of the anchors `loaded` was fitted on, read once per version (none for a
     /// version trained before they were kept).
     async fn anchor_repeats(&self, loaded: &Loaded) -> Result<Arc<WithinItem>> {
@@ -188,7 +188,7 @@ pub struct DesignAdvice {
     pub current: usize,
 }
 
-impl Service {
+impl Runs<'_> {
     /// The cheapest way to a half-width of `target` for the run answered by `e` (by `loaded`,
     /// its items' repeats read as `used` says), given `costs`: every item asked k times and n of them labelled (the
     /// labelled path). `Err` says why there is none: nothing measures the judge's repeat

@@ -2,20 +2,20 @@
 //! page's): its anchors, fitted curve and band, residuals and group biases, drawn by
 //! `crate::plots` off the async runtime. A pairwise cell's picture is `preferences.rs`'s.
 
-use super::Service;
+use super::families::{Pairwise, Scores, Versions};
 use crate::domain::CellKey;
 use crate::error::{Error, Result};
 
-impl Service {
+impl Scores<'_> {
     /// An SVG report of the cell's active version (or `version`): its anchors with the fitted
     /// curve and predictive band, the residuals against the judge score, and each group's
     /// held-out bias. A panel's anchors are its fused ones (each item's cross-fitted fused
     /// score and reference), which its members' cells do not hold.
     pub async fn report_svg(&self, key: &CellKey, version: Option<i64>) -> Result<String> {
-        if let Some(svg) = self.preference_svg(key, version).await? {
+        if let Some(svg) = Pairwise(self).preference_svg(key, version).await? {
             return Ok(svg);
         }
-        let loaded = self.corrector(key, version).await?;
+        let loaded = Versions(self).corrector(key, version).await?;
         let v = &loaded.version;
         let (pairs, input): (Vec<(f64, f64)>, &str) = match (&v.fusion, &v.covariate_layer) {
             (Some(fusion), _) => (fusion.anchors.clone(), "fused score"),
@@ -35,7 +35,7 @@ impl Service {
                 "judge score",
             ),
         };
-        let scale = self.scale_of(&key.rubric).await?;
+        let scale = Versions(self).scale_of(&key.rubric).await?;
         let (lo, hi) = pairs
             .iter()
             .map(|p| p.0)

@@ -2,9 +2,9 @@
 //! (`/v1/compare`) and K runs ranked (`/v1/rank`), from a version and the anchors it could have
 //! been fitted on (its `Anchored` source).
 
+use super::families::{Panels, Runs, Versions};
 use std::sync::Arc;
 
-use super::Service;
 use super::layered::layered;
 use super::panels::fused_with_scores;
 use super::versions::{Loaded, Mismatch};
@@ -42,7 +42,7 @@ impl Work {
     }
 }
 
-impl Service {
+impl Runs<'_> {
     fn check_size(&self, runs: &[(&str, &RunItems)]) -> Result<()> {
         self.check_sizes(runs.iter().map(|(f, r)| ((*f).to_owned(), *r)))
     }
@@ -88,7 +88,7 @@ impl Service {
                 };
                 // The store returns them in no set order; resampling wants a fixed one.
                 pairs.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
-                let scale = self.scale_of(&key.rubric).await?;
+                let scale = Versions(self).scale_of(&key.rubric).await?;
                 Ok::<_, Error>(Arc::new(Cell {
                     pairs,
                     scale: (scale.min, scale.max),
@@ -112,7 +112,7 @@ impl Service {
     ) -> Result<Served> {
         let first = judge_versions.first().cloned().flatten();
         if judge_versions.iter().all(|v| *v == first) {
-            let resolved = self.served(key, version, first.as_ref()).await?;
+            let resolved = Versions(self).served(key, version, first.as_ref()).await?;
             return Ok(Served {
                 runs: vec![resolved.loaded.clone(); judge_versions.len()],
                 loaded: resolved.loaded,
@@ -138,7 +138,9 @@ impl Service {
         }
         let mut runs = Vec::with_capacity(judge_versions.len());
         for (v, field) in judge_versions.iter().zip(fields) {
-            let loaded = self.served_exactly(key, v.as_ref(), field).await?;
+            let loaded = Versions(self)
+                .served_exactly(key, v.as_ref(), field)
+                .await?;
             loaded.without_covariates("an answer across judge versions")?;
             runs.push(loaded);
         }
@@ -244,7 +246,7 @@ impl Service {
         let fusion = served.loaded.version.fusion.clone();
         let judge = served.loaded.version.key.judge.clone();
         if let Some(f) = &fusion {
-            self.check_panel(&judge, f).await?;
+            Panels(self).check_panel(&judge, f).await?;
         }
         let mut problems = Vec::new();
         // Each panel run's missing scores are tested at a share of the level, so that a
@@ -408,7 +410,7 @@ impl Service {
         .await?;
         self.metrics
             .count_estimate(&request.key, RunQuestion::Estimate);
-        let scale = self.scale_of(&request.key.rubric).await?;
+        let scale = Versions(self).scale_of(&request.key.rubric).await?;
         Ok((served, answer.within((scale.min, scale.max))))
     }
 
@@ -479,7 +481,7 @@ impl Service {
         };
         self.metrics
             .count_estimate(&request.key, RunQuestion::Compare);
-        let scale = self.scale_of(&request.key.rubric).await?;
+        let scale = Versions(self).scale_of(&request.key.rubric).await?;
         Ok((served, answer.within((scale.min, scale.max))))
     }
 
@@ -580,7 +582,7 @@ impl Service {
             .await??
         };
         self.metrics.count_estimate(&request.key, RunQuestion::Rank);
-        let scale = self.scale_of(&request.key.rubric).await?;
+        let scale = Versions(self).scale_of(&request.key.rubric).await?;
         Ok((served, answer.within((scale.min, scale.max))))
     }
 }

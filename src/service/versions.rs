@@ -1,12 +1,13 @@
 //! Calibrator versions: listing, activation, and the in-memory cache of the versions cells
 //! serve (each process loads them from the store and picks up activations made elsewhere).
 
+use super::families::{Panels, Versions};
 use judgecal_stats::warning::{Code, Warning};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
-use super::{Service, panel_members};
+use super::panel_members;
 use crate::domain::calibration::{CalibratorVersion, Job, JobState, OnMismatch};
 use crate::domain::{CellKey, JudgeName, JudgeVersion, RubricName, Scale};
 use crate::error::{Error, Result};
@@ -217,7 +218,7 @@ pub(super) fn train_hint(judge: &JudgeName) -> String {
     )
 }
 
-impl Service {
+impl Versions<'_> {
     /// Makes sure a job that reads `succeeded` is served by this process when its caller
     /// reads it: a client that polls a job and then corrects must get the versions it made,
     /// whichever process ran it and however soon it asks (the refresh timer alone would leave
@@ -230,7 +231,7 @@ impl Service {
         Ok(())
     }
 
-    pub async fn versions(&self, key: &CellKey) -> Result<Vec<CalibratorVersion>> {
+    pub async fn list(&self, key: &CellKey) -> Result<Vec<CalibratorVersion>> {
         self.store.versions(key).await
     }
 
@@ -398,13 +399,13 @@ impl Service {
             },
             _ => self.corrector(key, version).await?,
         };
-        let defaults = self.panel_defaults(&loaded.version).await?;
+        let defaults = Panels(self).panel_defaults(&loaded.version).await?;
         // A panel's requests name no member version: they stay with the newest passed version
         // trained on the members' defaults, as a judge's untagged requests stay with its
         // unversioned calibration when a versioned one is trained.
         if let (None, Some(defaults)) = (version, &defaults)
             && !panel_members::member_differences(&loaded.version, defaults).is_empty()
-            && let Some(kept) = self.newest_on_defaults(key, defaults).await?
+            && let Some(kept) = Panels(self).newest_on_defaults(key, defaults).await?
         {
             loaded = self.corrector(key, Some(kept)).await?;
         }

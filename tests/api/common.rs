@@ -100,6 +100,7 @@ impl TestApp {
             .expect("application builds");
         let admin_key = app
             .service()
+            .operations()
             .create_key(&[Scope::Admin], "tests")
             .await
             .expect("admin key");

@@ -23,6 +23,7 @@ async fn keys_and_scopes_gate_every_v1_route(backend: Backend) {
 
     let correct_only = app
         .service
+        .operations()
         .create_key(&[Scope::Correct], "platform")
         .await
         .unwrap();
@@ -58,6 +59,7 @@ async fn keys_and_scopes_gate_every_v1_route(backend: Backend) {
 
     let ingest = app
         .service
+        .operations()
         .create_key(&[Scope::Ingest], "labellers")
         .await
         .unwrap();

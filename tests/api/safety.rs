@@ -191,11 +191,13 @@ async fn a_key_without_ingest_reads_no_item(backend: Backend) {
     trained(&app, "j", json!({"method": "identity"})).await;
     let correct = app
         .service
+        .operations()
         .create_key(&[Scope::Correct], "platform")
         .await
         .unwrap();
     let ingest = app
         .service
+        .operations()
         .create_key(&[Scope::Ingest], "labellers")
         .await
         .unwrap();
@@ -251,12 +253,14 @@ async fn metrics_can_be_put_behind_a_key() {
     assert_error(&app.send(scrape(None)).await, 401, "unauthorized");
     let correct = app
         .service
+        .operations()
         .create_key(&[Scope::Correct], "c")
         .await
         .unwrap();
     assert_error(&app.send(scrape(Some(&correct))).await, 403, "forbidden");
     let scraper = app
         .service
+        .operations()
         .create_key(&[Scope::Metrics], "m")
         .await
         .unwrap();
@@ -274,6 +278,7 @@ async fn revoked_and_expired_keys_are_refused_by_every_replica(backend: Backend)
     let second = TestApp::on(settings, None).await;
     let key = first
         .service
+        .operations()
         .create_key(&[Scope::Correct], "platform")
         .await
         .unwrap();
@@ -285,11 +290,11 @@ async fn revoked_and_expired_keys_are_refused_by_every_replica(backend: Backend)
     };
     assert_eq!(second.send(cells(&key)).await.status, 200);
     let prefix = &key[..11];
-    let revoked = first.service.revoke_key(prefix).await.unwrap();
+    let revoked = first.service.operations().revoke_key(prefix).await.unwrap();
     assert_eq!(revoked.len(), 1);
     assert!(revoked[0].revoked_at_ms.is_some());
     // Revoking again names nothing live.
-    assert!(first.service.revoke_key(prefix).await.is_err());
+    assert!(first.service.operations().revoke_key(prefix).await.is_err());
     // The other replica, which cached the key, refuses it within auth.key_cache_secs.
     let started = Instant::now();
     loop {
@@ -312,6 +317,7 @@ async fn revoked_and_expired_keys_are_refused_by_every_replica(backend: Backend)
     // A key past its expiry is refused, naming it.
     let expiring = first
         .service
+        .operations()
         .create_expiring_key(&[Scope::Correct], "contractor", Some(30))
         .await
         .unwrap();
@@ -333,7 +339,7 @@ async fn revoked_and_expired_keys_are_refused_by_every_replica(backend: Backend)
             .unwrap()
             .contains("expired")
     );
-    let listed = first.service.keys().await.unwrap();
+    let listed = first.service.operations().keys().await.unwrap();
     assert!(
         listed
             .iter()
@@ -519,6 +525,7 @@ async fn one_key_cannot_take_every_slot(backend: Backend) {
     let app = TestApp::with(backend, |s| s.server.max_concurrent_per_key = 2).await;
     let busy = app
         .service
+        .operations()
         .create_key(&[Scope::Ingest], "busy")
         .await
         .unwrap();

@@ -96,7 +96,7 @@ pub async fn train(
             .collect()),
     }
     .map_err(|p| ApiError::invalid("the training request was refused", p))?;
-    let job = state.service.submit_training(request).await?;
+    let job = state.service.operations().submit_training(request).await?;
     let location = format!("/v1/jobs/{}", job.id);
     Ok((
         StatusCode::ACCEPTED,
@@ -132,7 +132,7 @@ pub async fn job(
             )],
         )
     })?;
-    Ok(axum::Json(state.service.job(id).await?.into()))
+    Ok(axum::Json(state.service.operations().job(id).await?.into()))
 }
 
 /// Cancel a job: a queued one at once; a running one stops within a lease renewal
@@ -153,7 +153,9 @@ pub async fn cancel(
     Path(id): Path<String>,
 ) -> Result<axum::Json<JobDto>, ApiError> {
     let id = job_id(&id)?;
-    Ok(axum::Json(state.service.cancel(id).await?.into()))
+    Ok(axum::Json(
+        state.service.operations().cancel(id).await?.into(),
+    ))
 }
 
 fn job_id(raw: &str) -> Result<JobId, ApiError> {
@@ -186,7 +188,7 @@ pub async fn versions(
     Path((judge, rubric)): Path<(String, String)>,
 ) -> Result<axum::Json<VersionsResponse>, ApiError> {
     let key = cell_key(&judge, &rubric)?;
-    let versions = state.service.versions(&key).await?;
+    let versions = state.service.versions().list(&key).await?;
     Ok(axum::Json(VersionsResponse {
         versions: versions.into_iter().map(Into::into).collect(),
     }))
@@ -224,7 +226,11 @@ pub async fn report(
     Query(params): Query<ReportParams>,
 ) -> Result<impl IntoResponse, ApiError> {
     let key = cell_key(&judge, &rubric)?;
-    let svg = state.service.report_svg(&key, params.version).await?;
+    let svg = state
+        .service
+        .scores()
+        .report_svg(&key, params.version)
+        .await?;
     Ok(([(header::CONTENT_TYPE, "image/svg+xml")], svg))
 }
 
@@ -256,6 +262,10 @@ pub async fn activate(
     Query(params): Query<ActivateParams>,
 ) -> Result<axum::Json<VersionDto>, ApiError> {
     let key = cell_key(&judge, &rubric)?;
-    let v = state.service.activate(&key, version, params.force).await?;
+    let v = state
+        .service
+        .versions()
+        .activate(&key, version, params.force)
+        .await?;
     Ok(axum::Json(v.into()))
 }

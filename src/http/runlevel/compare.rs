@@ -145,7 +145,7 @@ pub async fn compare(
     )
     .map_err(|p| ApiError::invalid("the comparison request was refused", p))?;
     let settings = request.settings;
-    let (served, c): (_, RunComparison) = state.service.compare(request).await?;
+    let (served, c): (_, RunComparison) = state.service.runs().compare(request).await?;
     let (judge, rubric, version, method) = identify(&served.loaded);
     let notes = warnings::of_runs(&[&c.a, &c.b], Some(&c.group), settings.level);
     let mut notes = rendered(&notes, |k| format!("run {}: ", ["a", "b"][k]));

@@ -146,13 +146,14 @@ pub async fn estimate(
         check_costs(c, settings.target)
             .map_err(|p| ApiError::invalid("the estimate request was refused", p))?;
     }
-    let (served, e) = state.service.estimate(request).await?;
+    let (served, e) = state.service.runs().estimate(request).await?;
     let mut plan = plan(e.advice, settings.target);
     if let (Some(costs), Some(target), Some(p)) = (body.costs, settings.target, plan.as_mut())
         && p.outcome != "reached"
     {
         let advice = state
             .service
+            .runs()
             .design(
                 (&served.loaded, served.repeats),
                 &e,

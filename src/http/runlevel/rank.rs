@@ -314,11 +314,11 @@ pub(super) async fn answer(
     let ids: Vec<Option<Vec<String>>> = request.runs.iter().map(|r| r.1.ids.clone()).collect();
     let (served, r, after) = match session {
         None => {
-            let (served, r) = state.service.rank(request).await?;
+            let (served, r) = state.service.runs().rank(request).await?;
             (served, r, None)
         }
         Some(s) => {
-            let (served, r, after) = state.service.rank_look(s, request).await?;
+            let (served, r, after) = state.service.runs().rank_look(s, request).await?;
             (served, r, Some(after))
         }
     };

@@ -141,6 +141,7 @@ pub async fn open_rank_session(
     };
     let session = state
         .service
+        .runs()
         .open_rank_session(&CellKey { judge, rubric }, &plan)
         .await?;
     let location = format!("/v1/rank/sessions/{}", session.id);
@@ -180,7 +181,7 @@ pub async fn rank_session(
     _auth: Authorized<CorrectScope>,
     Path(id): Path<String>,
 ) -> Result<axum::Json<RankSessionDto>, ApiError> {
-    let session = state.service.rank_session(session_id(&id)?).await?;
+    let session = state.service.runs().rank_session(session_id(&id)?).await?;
     Ok(axum::Json(session.into()))
 }
 
@@ -206,7 +207,7 @@ pub async fn rank_look(
     Path(id): Path<String>,
     Json(body): Json<LookBody>,
 ) -> Result<axum::Json<RankResponse>, ApiError> {
-    let session = state.service.rank_session(session_id(&id)?).await?;
+    let session = state.service.runs().rank_session(session_id(&id)?).await?;
     name_span(session.key.judge.as_str(), session.key.rubric.as_str());
     let round = session
         .next_round()

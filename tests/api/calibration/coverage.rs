@@ -336,7 +336,7 @@ async fn an_upload_refreshes_its_own_cells_gauges_and_keeps_the_others(backend: 
         "{text}"
     );
     // A full refresh (the timer's) reads the same from the store.
-    app.service.refresh_coverage().await.unwrap();
+    app.service.operations().refresh_coverage().await.unwrap();
     let again = metrics(&app).await;
     for judge in ["j1", "j2"] {
         for name in ["judgecal_anchor_coverage", "judgecal_drift_evalue"] {
@@ -423,12 +423,22 @@ async fn a_replicas_refresh_replays_the_cells_another_checked(backend: Backend) 
     assert_eq!(metric(&ahead, ANCHORS), Some(200.0));
     assert_eq!(metric(&metrics(&second).await, ANCHORS), Some(100.0));
     // Its refresh finds the version's checks changed and replays them: the same figures.
-    second.service.refresh_coverage().await.unwrap();
+    second
+        .service
+        .operations()
+        .refresh_coverage()
+        .await
+        .unwrap();
     let text = metrics(&second).await;
     assert_eq!(metric(&text, ANCHORS), Some(200.0), "{text}");
     assert_eq!(metric(&text, EVALUE), metric(&ahead, EVALUE));
     // Nothing new: the same again.
-    second.service.refresh_coverage().await.unwrap();
+    second
+        .service
+        .operations()
+        .refresh_coverage()
+        .await
+        .unwrap();
     assert_eq!(
         metric(&metrics(&second).await, EVALUE),
         metric(&ahead, EVALUE)

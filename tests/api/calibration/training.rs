@@ -308,7 +308,12 @@ async fn bad_requests_name_the_field(backend: Backend) {
         "invalid_input",
     );
     // Scopes: correcting needs `correct`, training needs `train`.
-    let ingest_only = app.service.create_key(&[Scope::Ingest], "t").await.unwrap();
+    let ingest_only = app
+        .service
+        .operations()
+        .create_key(&[Scope::Ingest], "t")
+        .await
+        .unwrap();
     let req = |path: &str, body: Value| {
         axum::http::Request::builder()
             .method("POST")

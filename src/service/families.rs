@@ -1,0 +1,70 @@
+//! The service's families of use cases, each a view of the shared core ([`Service`]: the
+//! store, the metrics, the caches and the settings). A family's methods live in its files; a
+//! call into another family names it (`Versions(self.0).served(…)`), so the files' imports of
+//! this module show which families each one uses.
+
+use std::ops::Deref;
+
+use super::Service;
+
+macro_rules! family {
+    ($(#[$doc:meta])* $name:ident, $accessor:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy)]
+        pub struct $name<'a>(pub(super) &'a Service);
+
+        impl Deref for $name<'_> {
+            type Target = Service;
+
+            fn deref(&self) -> &Service {
+                self.0
+            }
+        }
+
+        impl Service {
+            $(#[$doc])*
+            pub fn $accessor(&self) -> $name<'_> {
+                $name(self)
+            }
+        }
+    };
+}
+
+family!(
+    /// Anchors, rubrics and cells, corrections of judge scores, agreement reports and report
+    /// pictures (`service/anchors.rs`, `corrections.rs`, `agreement.rs`, `report.rs`).
+    Scores,
+    scores
+);
+family!(
+    /// Calibration versions: which one serves a request, activation, the cache of loaded
+    /// versions and scales, judge versions and their bridges and checks (`versions.rs`,
+    /// `bridges.rs`).
+    Versions,
+    versions
+);
+family!(
+    /// Panels of judges: definitions, their trainings and served versions, and which judges
+    /// to call (`panels.rs`, `panel_members.rs`).
+    Panels,
+    panels
+);
+family!(
+    /// Run-level answers: estimates, compares, rankings and ranking sessions, and the repeats
+    /// they read (`runlevel.rs`, `repeat_noise.rs`, `rank_sessions.rs`).
+    Runs,
+    runs
+);
+family!(
+    /// Pairwise judgements: comparison uploads, calibrated preferences and their versions,
+    /// pairwise panels, drift, and ratings (`comparisons.rs`, `preferences.rs`,
+    /// `pairwise_versions.rs`, `pairwise_panels.rs`, `preference_drift.rs`, `ratings.rs`).
+    Pairwise,
+    pairwise
+);
+family!(
+    /// Operations: training jobs, drift alarms and coverage, API keys and gauges (`jobs.rs`,
+    /// `coverage.rs`, `keys.rs`).
+    Operations,
+    operations
+);
