@@ -169,81 +169,19 @@ impl Items {
             panel || with_covariates,
             problems,
         );
+        let batch = Batch {
+            prefix,
+            door,
+            panel,
+            with_id,
+            with_cluster,
+        };
         let mut seen: HashMap<String, usize> = HashMap::new();
-        let mut items = Vec::with_capacity(raw.len());
-        for (i, item) in raw.into_iter().enumerate() {
-            let row = Some(i + 1);
-            let at = |f: &str, problem: String| Problem::at(row, &field(f), problem);
-            let mut checked = Item {
-                reference: item.reference,
-                ..Item::default()
-            };
-            if panel && item.covariates.is_some() {
-                problems.push(at(
-                    covariates::FIELD,
-                    "a panel's items carry members' `scores`; covariates are for a judge's items"
-                        .into(),
-                ));
-            }
-            if let Some(c) = &item.covariates {
-                checked.covariates =
-                    covariates::from_map(row, &field(covariates::FIELD), c, problems);
-            }
-            match (item.score, item.members) {
-                (Some(_), Some(_)) => {
-                    problems.push(at("score", "give `score` or `scores`, not both".into()))
-                }
-                (Some(s), None) if !panel => match super::bounded(s) {
-                    Ok(s) => checked.score = s,
-                    Err(e) => problems.push(at("score", e)),
-                },
-                (None, Some(m)) => {
-                    checked.members = member_scores(row, &field("scores"), m, problems)
-                }
-                _ if panel => problems.push(at(
-                    "scores",
-                    "every item of a panel gives `scores`, {member: score}".into(),
-                )),
-                _ => problems.push(at(
-                    "score",
-                    "missing: a judge's item gives `score`, a panel's `scores`".into(),
-                )),
-            }
-            if let Some(Err(e)) = item.reference.map(super::bounded) {
-                problems.push(at("reference", e));
-            }
-            match item.id {
-                Some(id) => match ItemId::named(&id) {
-                    Err(e) => problems.push(at("id", e)),
-                    Ok(named) => {
-                        if door.unique_ids
-                            && let Some(first) = seen.insert(named.as_str().to_owned(), i + 1)
-                        {
-                            problems.push(at(
-                                "id",
-                                format!("{id:?} is also item {first}: ids name one item each"),
-                            ));
-                        }
-                        checked.id = Some(named);
-                    }
-                },
-                None if with_id => problems.push(at(
-                    "id",
-                    format!("give every item an id or none{}", door.id_reason),
-                )),
-                None => {}
-            }
-            match item.cluster {
-                Some(c) if c.is_empty() || c.len() > 256 => {
-                    problems.push(at("cluster", "1 to 256 characters".into()))
-                }
-                None if with_cluster => {
-                    problems.push(at("cluster", "give every item a cluster or none".into()))
-                }
-                c => checked.cluster = c,
-            }
-            items.push(checked);
-        }
+        let mut items: Vec<Item> = raw
+            .into_iter()
+            .enumerate()
+            .map(|(i, item)| batch.item(i + 1, item, &mut seen, problems))
+            .collect();
         let kind = if panel {
             InputKind::Members
         } else if with_covariates {
@@ -313,5 +251,98 @@ impl Items {
                     .collect(),
             ),
         }
+    }
+}
+
+/// What every item of one request is checked against: its door, and whether the request is a
+/// panel's and gives ids and clusters.
+struct Batch<'a> {
+    prefix: &'a str,
+    door: Door,
+    panel: bool,
+    with_id: bool,
+    with_cluster: bool,
+}
+
+impl Batch<'_> {
+    /// Item `row` (from 1), checked; `seen` holds the ids met so far.
+    fn item(
+        &self,
+        row: usize,
+        item: RawItem,
+        seen: &mut HashMap<String, usize>,
+        problems: &mut Vec<Problem>,
+    ) -> Item {
+        let field = |f: &str| format!("{}{f}", self.prefix);
+        let at = |f: &str, problem: String| Problem::at(Some(row), &field(f), problem);
+        let mut checked = Item {
+            reference: item.reference,
+            ..Item::default()
+        };
+        if self.panel && item.covariates.is_some() {
+            problems.push(at(
+                covariates::FIELD,
+                "a panel's items carry members' `scores`; covariates are for a judge's items"
+                    .into(),
+            ));
+        }
+        if let Some(c) = &item.covariates {
+            checked.covariates =
+                covariates::from_map(Some(row), &field(covariates::FIELD), c, problems);
+        }
+        match (item.score, item.members) {
+            (Some(_), Some(_)) => {
+                problems.push(at("score", "give `score` or `scores`, not both".into()))
+            }
+            (Some(s), None) if !self.panel => match super::bounded(s) {
+                Ok(s) => checked.score = s,
+                Err(e) => problems.push(at("score", e)),
+            },
+            (None, Some(m)) => {
+                checked.members = member_scores(Some(row), &field("scores"), m, problems)
+            }
+            _ if self.panel => problems.push(at(
+                "scores",
+                "every item of a panel gives `scores`, {member: score}".into(),
+            )),
+            _ => problems.push(at(
+                "score",
+                "missing: a judge's item gives `score`, a panel's `scores`".into(),
+            )),
+        }
+        if let Some(Err(e)) = item.reference.map(super::bounded) {
+            problems.push(at("reference", e));
+        }
+        match item.id {
+            Some(id) => match ItemId::named(&id) {
+                Err(e) => problems.push(at("id", e)),
+                Ok(named) => {
+                    if self.door.unique_ids
+                        && let Some(first) = seen.insert(named.as_str().to_owned(), row)
+                    {
+                        problems.push(at(
+                            "id",
+                            format!("{id:?} is also item {first}: ids name one item each"),
+                        ));
+                    }
+                    checked.id = Some(named);
+                }
+            },
+            None if self.with_id => problems.push(at(
+                "id",
+                format!("give every item an id or none{}", self.door.id_reason),
+            )),
+            None => {}
+        }
+        match item.cluster {
+            Some(c) if c.is_empty() || c.len() > 256 => {
+                problems.push(at("cluster", "1 to 256 characters".into()))
+            }
+            None if self.with_cluster => {
+                problems.push(at("cluster", "give every item a cluster or none".into()))
+            }
+            c => checked.cluster = c,
+        }
+        checked
     }
 }

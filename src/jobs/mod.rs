@@ -73,7 +73,7 @@ async fn work(service: Arc<Service>, owner: String) {
         if *stop.borrow() {
             return;
         }
-        match service.store().claim_job(&owner, lease_ms).await {
+        match service.store().job_rows().claim_job(&owner, lease_ms).await {
             Ok(Some(job)) => {
                 let span = tracing::info_span!(
                     "job",
@@ -129,7 +129,7 @@ async fn run(service: &Service, owner: &str, job: ClaimedJob) {
             _ = renew.tick() => {
                 let lease = service
                     .store()
-                    .renew_lease(job.id, owner, lease_ms, progress.share(), &progress.detail())
+                    .job_rows().renew_lease(job.id, owner, lease_ms, progress.share(), &progress.detail())
                     .await;
                 match lease {
                     Ok(Lease::Held) => {}
@@ -149,7 +149,7 @@ async fn run(service: &Service, owner: &str, job: ClaimedJob) {
             _ = stop.changed() => {
                 progress.cancel.store(true, Ordering::Relaxed);
                 tracing::info!("shutting down: putting the job back in the queue");
-                if let Err(e) = service.store().release_job(job.id, owner).await {
+                if let Err(e) = service.store().job_rows().release_job(job.id, owner).await {
                     tracing::warn!(error = ?e, "cannot release the job; it resumes when its lease runs out");
                 }
                 return;
@@ -172,6 +172,7 @@ async fn run(service: &Service, owner: &str, job: ClaimedJob) {
             // What the job last reported, for its caller; then the versions.
             let _ = service
                 .store()
+                .job_rows()
                 .renew_lease(job.id, owner, lease_ms, 1.0, &progress.detail())
                 .await;
             finish(service, owner, &job, &trained).await;

@@ -30,7 +30,7 @@ pub struct Agreement {
 impl Scores<'_> {
     /// The agreement report of `key`'s version that `query` names.
     pub async fn agreement(&self, key: &CellKey, query: &AgreementQuery) -> Result<Agreement> {
-        let pairwise = match self.store.preference_versions(key).await {
+        let pairwise = match self.store.comparison_rows().preference_versions(key).await {
             Ok(versions) => !versions.is_empty(),
             Err(Error::NotFound(_)) => false,
             Err(e) => return Err(e),
@@ -45,7 +45,7 @@ impl Scores<'_> {
             ));
         }
         let version = match (query.version, &query.judge_version) {
-            (Some(n), _) => self.store.version(key, n).await?.ok_or_else(|| {
+            (Some(n), _) => self.store.version_rows().version(key, n).await?.ok_or_else(|| {
                 Error::NotFound(format!(
                     "cell {key} has no calibrator version {n}; GET /v1/cells/{}/{}/calibrators lists them",
                     key.judge, key.rubric
@@ -53,7 +53,7 @@ impl Scores<'_> {
             })?,
             (None, Some(jv)) => self
                 .store
-                .versions(key)
+                .version_rows().versions(key)
                 .await?
                 .into_iter()
                 .find(|v| v.judge_version.as_ref() == Some(jv))
@@ -65,7 +65,7 @@ impl Scores<'_> {
                 })?,
             (None, None) => Versions(self).corrector(key, None).await?.version.clone(),
         };
-        let rows = self.store.held_out(version.id).await?.ok_or_else(|| {
+        let rows = self.store.version_rows().held_out(version.id).await?.ok_or_else(|| {
             Error::conflict(
                 format!(
                     "version {} of {key} was trained before versions kept their held-out corrections; {} to get a report",

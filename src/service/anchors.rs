@@ -27,7 +27,7 @@ impl Scores<'_> {
         judges.sort();
         judges.dedup();
         for judge in judges {
-            if self.store.panel(judge).await?.is_some() {
+            if self.store.panel_rows().panel(judge).await?.is_some() {
                 let row = cells
                     .iter()
                     .find(|c| &c.key.judge == judge)
@@ -209,7 +209,7 @@ impl Scores<'_> {
             .map(|c| c.key.judge)
             .collect();
         judges.dedup();
-        let active = self.store.active_calibrators().await?;
+        let active = self.store.version_rows().active_calibrators().await?;
         let mut jobs = Vec::new();
         for judge in judges {
             if active.iter().any(|(key, _)| key.judge == judge) {

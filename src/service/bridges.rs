@@ -149,6 +149,7 @@ impl Versions<'_> {
     pub async fn judge_versions(&self, key: &CellKey) -> Result<Vec<JudgeVersionSummary>> {
         let anchors = self
             .store
+            .version_rows()
             .judge_versions(&key.judge, Some(&key.rubric))
             .await?;
         if anchors.is_empty() {
@@ -158,7 +159,7 @@ impl Versions<'_> {
             }
             return Err(Error::NotFound(format!("cell {key} has no anchors")));
         }
-        let versions = self.store.versions(key).await?;
+        let versions = self.store.version_rows().versions(key).await?;
         Ok(anchors
             .into_iter()
             .map(|(_, a)| JudgeVersionSummary {
@@ -181,6 +182,7 @@ impl Versions<'_> {
     ) -> Result<()> {
         let versions = self
             .store
+            .version_rows()
             .judge_versions(&key.judge, Some(&key.rubric))
             .await?;
         let Some(&(missing, field)) = asked.iter().find(|(asked, _)| {
@@ -225,7 +227,7 @@ impl Versions<'_> {
         {
             return Ok(active);
         }
-        let versions = self.store.versions(key).await?;
+        let versions = self.store.version_rows().versions(key).await?;
         match versions
             .iter()
             .find(|v| v.passed() && v.judge_version.as_ref() == judge_version)
@@ -309,7 +311,11 @@ impl Versions<'_> {
         let scale = self.scale_of(&key.rubric).await?;
         let tolerance = tolerance(asked, scale)?;
         let calibration = self.calibration_of(key, from, "from").await?;
-        let shared = self.store.shared_items(key, from, to).await?;
+        let shared = self
+            .store
+            .version_rows()
+            .shared_items(key, from, to)
+            .await?;
         let pairs = self.pairs(key, &calibration, shared).await?;
         Ok(BridgeAnswer {
             from: from.cloned(),
@@ -347,11 +353,12 @@ impl Versions<'_> {
             None => self.corrector(key, None).await?,
         };
         let from_version = from.version.judge_version.clone();
-        let missing = self.store.items_to_rescore(key, to).await?;
+        let missing = self.store.version_rows().items_to_rescore(key, to).await?;
         let total = i64::try_from(missing.len()).unwrap_or(i64::MAX);
         let items = spread_sample(missing, limit);
         let shared = self
             .store
+            .version_rows()
             .shared_items(key, from_version.as_ref(), Some(to))
             .await?;
         let scale = self.scale_of(&key.rubric).await?;
@@ -366,6 +373,7 @@ impl Versions<'_> {
         } else {
             let anchors = self
                 .store
+                .version_rows()
                 .judge_anchors(
                     &key.judge,
                     Some(std::slice::from_ref(&key.rubric)),
@@ -435,7 +443,11 @@ impl Versions<'_> {
         }
         self.known_versions(key, &[(judge_version, "judge_version")])
             .await?;
-        let stored = self.store.version_scores(key, judge_version).await?;
+        let stored = self
+            .store
+            .version_rows()
+            .version_scores(key, judge_version)
+            .await?;
         let mut problems = Vec::new();
         let mut seen = std::collections::HashSet::new();
         let mut shared = Vec::with_capacity(items.len());
@@ -522,6 +534,7 @@ impl Versions<'_> {
         let finding = answer.bridge.finding();
         let id = self
             .store
+            .version_rows()
             .record_check(
                 key,
                 answer.from.as_ref(),
@@ -537,7 +550,7 @@ impl Versions<'_> {
 
     /// A cell's check by its id, as it was answered; 404 where the cell holds none.
     pub async fn stored_check(&self, key: &CellKey, id: uuid::Uuid) -> Result<StoredCheck> {
-        self.store.check(key, id).await?.ok_or_else(|| {
+        self.store.version_rows().check(key, id).await?.ok_or_else(|| {
             Error::NotFound(format!(
                 "cell {key} has no check {id}; a check's id is in the answer to POST /v1/cells/{}/{}/checks",
                 key.judge, key.rubric
@@ -548,7 +561,7 @@ impl Versions<'_> {
     /// Sets `judgecal_judge_changed` from each cell's latest check, so every replica reports
     /// the same (on the refresh timer).
     pub async fn refresh_checks(&self) -> Result<()> {
-        for (key, finding) in self.store.latest_checks().await? {
+        for (key, finding) in self.store.version_rows().latest_checks().await? {
             self.metrics.set_judge_changed(&key, finding);
         }
         Ok(())

@@ -21,7 +21,13 @@ impl Pairwise<'_> {
         .await?
         .map_err(|p| Error::invalid("the comparison batch was refused", p))?;
         for cell in &cells {
-            if self.store.panel(&cell.key.judge).await?.is_some() {
+            if self
+                .store
+                .panel_rows()
+                .panel(&cell.key.judge)
+                .await?
+                .is_some()
+            {
                 return Err(Error::conflict(
                     format!(
                         "the comparison batch was refused: {} is a panel",
@@ -38,7 +44,11 @@ impl Pairwise<'_> {
                 ));
             }
         }
-        let outcomes = self.store.ingest_comparisons(&cells, replace).await?;
+        let outcomes = self
+            .store
+            .comparison_rows()
+            .ingest_comparisons(&cells, replace)
+            .await?;
         self.check_preference_coverage(&outcomes).await;
         Ok(outcomes)
     }

@@ -110,6 +110,20 @@ fn unused_covariates(v: &CalibratorVersion, given: &[Covariates]) -> Option<Warn
 /// look-ups; larger ones, and any that need libtorch, on a blocking thread.
 const INLINE: usize = 4096;
 
+/// At most `max` items per request (`limits.max_correct_batch`).
+fn check_batch(count: usize, max: usize, field: &str) -> Result<()> {
+    if count <= max {
+        return Ok(());
+    }
+    Err(refused(vec![Problem::at(
+        None,
+        field,
+        format!(
+            "{count} scores; at most {max} per request (limits.max_correct_batch): split the batch"
+        ),
+    )]))
+}
+
 fn refused(problems: Vec<Problem>) -> Error {
     Error::rejected("the correction request was refused", problems)
 }
@@ -198,6 +212,38 @@ fn panel_reading(
     })
 }
 
+impl Reading {
+    /// Each item's answer: its id, the score shown and read, and its corrected score.
+    fn answers(
+        self,
+        ids: Vec<Option<ItemId>>,
+        results: Vec<Corrected>,
+        fusion: Option<&Fusion>,
+    ) -> Vec<CorrectedItem> {
+        let members = |i: usize| -> Option<Vec<String>> {
+            let fusion = fusion?;
+            match self.fused.as_ref()?.get(i)? {
+                FusedScore::Whole(_) => None,
+                FusedScore::Partial { members, .. } => {
+                    Some(members.iter().map(|&m| fusion.members[m].clone()).collect())
+                }
+            }
+        };
+        ids.into_iter()
+            .zip(results)
+            .enumerate()
+            .map(|(i, (id, corrected))| CorrectedItem {
+                id,
+                judge_score: self.shown[i],
+                layer_score: self.layer.as_ref().map(|l| l[i]),
+                members: members(i),
+                corrected,
+                outside_anchors: self.outside.binary_search(&i).is_ok(),
+            })
+            .collect()
+    }
+}
+
 impl Scores<'_> {
     /// Corrects a request's items with the cell's active version (or the requested one),
     /// clipped to the rubric's scale with their intervals. A panel's items are fused first:
@@ -212,16 +258,8 @@ impl Scores<'_> {
             version,
             judge_version,
         } = request;
-        let (count, max) = (items.len(), self.limits.max_correct_batch);
-        if count > max {
-            return Err(refused(vec![Problem::at(
-                None,
-                field,
-                format!(
-                    "{count} scores; at most {max} per request (limits.max_correct_batch): split the batch"
-                ),
-            )]));
-        }
+        let count = items.len();
+        check_batch(count, self.limits.max_correct_batch, field)?;
         let served = Versions(self)
             .served(&key, version, judge_version.as_ref())
             .await?;
@@ -279,30 +317,9 @@ impl Scores<'_> {
             .map(|m| m.warning(v.version))
             .chain(served.members)
             .chain(outside_warning(v, reading.outside.len()))
-            .chain(reading.warnings)
+            .chain(std::mem::take(&mut reading.warnings))
             .collect();
-        let members = |i: usize| -> Option<Vec<String>> {
-            let fusion = v.fusion.as_ref()?;
-            match reading.fused.as_ref()?.get(i)? {
-                FusedScore::Whole(_) => None,
-                FusedScore::Partial { members, .. } => {
-                    Some(members.iter().map(|&m| fusion.members[m].clone()).collect())
-                }
-            }
-        };
-        let items = ids
-            .into_iter()
-            .zip(results)
-            .enumerate()
-            .map(|(i, (id, corrected))| CorrectedItem {
-                id,
-                judge_score: reading.shown[i],
-                layer_score: reading.layer.as_ref().map(|l| l[i]),
-                members: members(i),
-                corrected,
-                outside_anchors: reading.outside.binary_search(&i).is_ok(),
-            })
-            .collect();
+        let items = reading.answers(ids, results, v.fusion.as_ref());
         Ok(Correction {
             version: loaded,
             items,

@@ -133,6 +133,7 @@ impl Operations<'_> {
     pub async fn drift_evidence(&self, key: &CellKey) -> Result<Option<DriftEvidence>> {
         let Some(cell) = self
             .store
+            .drift_rows()
             .misses_since_activation(Some(key))
             .await?
             .into_iter()
@@ -214,8 +215,8 @@ impl Operations<'_> {
     /// Returns how many it recorded.
     pub async fn drain_pending_checks(&self, before_ms: i64) -> Result<usize> {
         let mut touched = Vec::new();
-        for check in self.store.pending_checks(before_ms).await? {
-            let anchors = self.store.pending_anchors(&check).await?;
+        for check in self.store.drift_rows().pending_checks(before_ms).await? {
+            let anchors = self.store.drift_rows().pending_anchors(&check).await?;
             let judge_version = check.judge_version.clone();
             if self
                 .check_stored(&check.key, judge_version.as_ref(), &check.id, anchors)
@@ -256,7 +257,10 @@ impl Operations<'_> {
         let loaded = match Versions(self).corrector(key, None).await {
             Ok(loaded) => loaded,
             Err(Error::NotFound(_)) => {
-                self.store.complete_check(pending, None).await?;
+                self.store
+                    .drift_rows()
+                    .complete_check(pending, None)
+                    .await?;
                 return Ok(None);
             }
             Err(e) => return Err(e),
@@ -266,7 +270,10 @@ impl Operations<'_> {
         if loaded.version.judge_version.as_ref() != judge_version
             || loaded.version.intervals.is_none()
         {
-            self.store.complete_check(pending, None).await?;
+            self.store
+                .drift_rows()
+                .complete_check(pending, None)
+                .await?;
             return Ok(None);
         }
         // A flow's corrections off its table run libtorch: off the async runtime.
@@ -276,11 +283,15 @@ impl Operations<'_> {
         })
         .await??;
         if batch.misses.is_empty() {
-            self.store.complete_check(pending, None).await?;
+            self.store
+                .drift_rows()
+                .complete_check(pending, None)
+                .await?;
             return Ok(None);
         }
         let recorded = self
             .store
+            .drift_rows()
             .complete_check(pending, Some((id, &batch, inside)))
             .await?;
         Ok(recorded.then_some(BatchCoverage {
@@ -305,9 +316,16 @@ impl Operations<'_> {
         } else {
             GaugeScope::All
         };
-        let mut windows = self.store.coverage(COVERAGE_WINDOW, only).await?;
-        let (pairwise_windows, pairwise) =
-            self.store.preference_misses(COVERAGE_WINDOW, only).await?;
+        let mut windows = self
+            .store
+            .drift_rows()
+            .coverage(COVERAGE_WINDOW, only)
+            .await?;
+        let (pairwise_windows, pairwise) = self
+            .store
+            .drift_rows()
+            .preference_misses(COVERAGE_WINDOW, only)
+            .await?;
         windows.extend(pairwise_windows);
         self.metrics.set_coverage(&windows, scope);
         // The cells to replay. A refresh of every cell keeps the replay of each version whose
@@ -316,10 +334,15 @@ impl Operations<'_> {
         let mut kept: Vec<(CellKey, Watch)> = Vec::new();
         let mut active: Option<Vec<String>> = None;
         let cells = match only {
-            Some(_) => self.store.misses_since_activation(only).await?,
+            Some(_) => {
+                self.store
+                    .drift_rows()
+                    .misses_since_activation(only)
+                    .await?
+            }
             None => {
                 let replayed = self.replays.lock().map(|r| r.clone()).unwrap_or_default();
-                let counts = self.store.check_counts().await?;
+                let counts = self.store.drift_rows().check_counts().await?;
                 let mut moved = Vec::new();
                 for count in &counts {
                     match replayed.get(&count.calibrator) {
@@ -335,11 +358,19 @@ impl Operations<'_> {
                 // Every cell moved (the first refresh, or a busy fleet): one query for all,
                 // not one per cell.
                 let cells = if kept.is_empty() {
-                    self.store.misses_since_activation(None).await?
+                    self.store
+                        .drift_rows()
+                        .misses_since_activation(None)
+                        .await?
                 } else {
                     let mut cells = Vec::new();
                     for key in moved {
-                        cells.extend(self.store.misses_since_activation(Some(key)).await?);
+                        cells.extend(
+                            self.store
+                                .drift_rows()
+                                .misses_since_activation(Some(key))
+                                .await?,
+                        );
                     }
                     cells
                 };

@@ -34,6 +34,17 @@ pub struct Trained {
 /// A training with covariates: each rubric's anchors with the covariates the request names, in
 /// its order; `None` without covariates. An anchor missing one refuses the job, naming the
 /// cell, the covariate and the first items that lack it.
+/// The covariates `anchors` carry, by name, each once.
+fn carried_covariates(anchors: &[Anchor]) -> Vec<&str> {
+    let mut carried: Vec<&str> = anchors
+        .iter()
+        .flat_map(|a| a.covariates.keys().map(|k| k.as_str()))
+        .collect();
+    carried.sort_unstable();
+    carried.dedup();
+    carried
+}
+
 fn covariate_rows(
     request: &TrainingRequest,
     snapshot: &[(RubricName, Vec<Anchor>)],
@@ -51,12 +62,7 @@ fn covariate_rows(
                 .collect();
             if !anchors.is_empty() && lacking.len() == anchors.len() {
                 // No anchor carries it: most likely a misspelt name, so say which they carry.
-                let mut carried: Vec<&str> = anchors
-                    .iter()
-                    .flat_map(|a| a.covariates.keys().map(|k| k.as_str()))
-                    .collect();
-                carried.sort_unstable();
-                carried.dedup();
+                let carried = carried_covariates(anchors);
                 problems.push(Problem::at(
                     None,
                     &format!("covariates[{i}]"),
@@ -145,7 +151,7 @@ impl Operations<'_> {
     /// Queues a checked training request. Without `rubrics`, every cell of the judge with at
     /// least `jobs.min_anchors` anchors is trained.
     pub async fn submit_training(&self, request: TrainingRequest) -> Result<Job> {
-        if let Some(panel) = self.store.panel(&request.judge).await? {
+        if let Some(panel) = self.store.panel_rows().panel(&request.judge).await? {
             if !request.covariates.is_empty() {
                 return Err(refused(vec![Problem::at(
                     None,
@@ -161,10 +167,14 @@ impl Operations<'_> {
         let judge = &request.judge;
         let mut problems = Vec::new();
         let min = self.jobs.min_anchors as i64;
-        let versions = self.store.judge_versions(judge, None).await?;
+        let versions = self
+            .store
+            .version_rows()
+            .judge_versions(judge, None)
+            .await?;
         // A judge whose cells hold comparisons trains the calibrated preference: where it has
         // no anchors, or where every rubric the request names is a pairwise cell.
-        let pairwise = self.store.comparison_cells(judge).await?;
+        let pairwise = self.store.comparison_rows().comparison_cells(judge).await?;
         let names_pairwise = request.rubrics.as_ref().is_some_and(|wanted| {
             !wanted.is_empty()
                 && wanted
@@ -301,7 +311,7 @@ impl Operations<'_> {
     /// it sees every anchor uploaded before).
     pub(super) async fn queue(&self, request: TrainingRequest) -> Result<Job> {
         let fresh = JobId::new();
-        let id = self.store.insert_job(fresh, &request).await?;
+        let id = self.store.job_rows().insert_job(fresh, &request).await?;
         if id == fresh {
             self.job_queued.notify_one();
             tracing::info!(job_id = %id, judge = %request.judge, method = %request.kind(), "training job queued");
@@ -316,6 +326,7 @@ impl Operations<'_> {
     pub async fn job(&self, id: JobId) -> Result<Job> {
         let job = self
             .store
+            .job_rows()
             .job(id)
             .await?
             .ok_or_else(|| Error::NotFound(format!("no job {id}")))?;
@@ -328,13 +339,17 @@ impl Operations<'_> {
     pub async fn run_training(&self, job: &ClaimedJob, progress: Arc<Progress>) -> Result<Trained> {
         let request = TrainingRequest::from_json(&job.request)
             .map_err(|p| Error::rejected("the stored job's request", p))?;
-        if let Some(panel) = self.store.panel(&request.judge).await? {
+        if let Some(panel) = self.store.panel_rows().panel(&request.judge).await? {
             return Panels(self)
                 .run_panel_training(request, panel, progress)
                 .await;
         }
         // A queued request names its rubrics: pairwise where they are comparison cells.
-        let pairwise = self.store.comparison_cells(&request.judge).await?;
+        let pairwise = self
+            .store
+            .comparison_rows()
+            .comparison_cells(&request.judge)
+            .await?;
         if request.rubrics.as_ref().is_some_and(|wanted| {
             !wanted.is_empty()
                 && wanted
@@ -348,6 +363,7 @@ impl Operations<'_> {
         let scales = self.store.rubric_scales().await?;
         let snapshot = self
             .store
+            .version_rows()
             .judge_anchors(
                 &request.judge,
                 request.rubrics.as_deref(),
@@ -422,6 +438,7 @@ impl Operations<'_> {
         if !trained.preferences.is_empty() {
             let Some(stored) = self
                 .store
+                .comparison_rows()
                 .finish_preference_job(
                     job.id,
                     owner,
@@ -441,6 +458,7 @@ impl Operations<'_> {
         }
         let Some(stored) = self
             .store
+            .version_rows()
             .finish_job(
                 job.id,
                 owner,
@@ -481,6 +499,7 @@ impl Operations<'_> {
         let max_attempts = self.jobs.max_attempts;
         if self
             .store
+            .job_rows()
             .end_job(job.id, owner, state, &text, max_attempts)
             .await?
         {
@@ -492,7 +511,7 @@ impl Operations<'_> {
     /// Cancels a job: at once when queued; when running, its process stops it within a lease
     /// renewal (jobs.lease_secs / 3). A finished job cannot be cancelled.
     pub async fn cancel(&self, id: JobId) -> Result<Job> {
-        match self.store.cancel_job(id).await? {
+        match self.store.job_rows().cancel_job(id).await? {
             None => Err(Error::NotFound(format!("no job {id}"))),
             Some(JobState::Succeeded | JobState::Failed) => {
                 let job = self.job(id).await?;
@@ -512,7 +531,7 @@ impl Operations<'_> {
     /// so every process reports the store's totals, also after a restart.
     pub async fn count_finished_jobs(&self) -> Result<()> {
         let since = self.jobs_counted.lock().map(|w| w.since_ms).unwrap_or(0);
-        let finished = self.store.finished_jobs(since).await?;
+        let finished = self.store.job_rows().finished_jobs(since).await?;
         let Ok(mut w) = self.jobs_counted.lock() else {
             return Ok(());
         };

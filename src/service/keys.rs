@@ -91,6 +91,7 @@ impl Operations<'_> {
             revoked_at_ms: None,
         };
         self.store
+            .key_rows()
             .insert_key(&stored, &auth::hash_key(&key))
             .await?;
         Ok(key)
@@ -100,6 +101,7 @@ impl Operations<'_> {
     pub async fn keys(&self) -> Result<Vec<KeyInfo>> {
         Ok(self
             .store
+            .key_rows()
             .keys()
             .await?
             .into_iter()
@@ -123,6 +125,7 @@ impl Operations<'_> {
         }
         let revoked = self
             .store
+            .key_rows()
             .revoke_keys(&auth::hash_key(which), which, now_ms())
             .await?;
         if revoked.is_empty() {
@@ -157,10 +160,15 @@ impl Operations<'_> {
         let principal = match self.keys.get(&hash) {
             Some(cached) => cached,
             None => {
-                let found = self.store.key_by_hash(&hash).await.map_err(|e| {
-                    tracing::error!(error = ?e, "API key look-up failed");
-                    AuthFailure::Unavailable
-                })?;
+                let found = self
+                    .store
+                    .key_rows()
+                    .key_by_hash(&hash)
+                    .await
+                    .map_err(|e| {
+                        tracing::error!(error = ?e, "API key look-up failed");
+                        AuthFailure::Unavailable
+                    })?;
                 // A revoked key is remembered as unknown.
                 let principal =
                     found

@@ -134,7 +134,13 @@ impl Pairwise<'_> {
     pub(super) async fn pairwise_panel(&self, panel: &Panel) -> Result<bool> {
         let (mut pairwise, mut others) = (Vec::new(), Vec::new());
         for judge in &panel.judges {
-            if self.store.comparison_cells(judge).await?.is_empty() {
+            if self
+                .store
+                .comparison_rows()
+                .comparison_cells(judge)
+                .await?
+                .is_empty()
+            {
                 others.push(judge);
             } else {
                 pairwise.push(judge.as_str());
@@ -145,7 +151,7 @@ impl Pairwise<'_> {
         }
         let mut why = Vec::new();
         for judge in others {
-            why.push(if self.store.judge_versions(judge, None).await?.is_empty() {
+            why.push(if self.store.version_rows().judge_versions(judge, None).await?.is_empty() {
                 format!(
                     "{judge} has no comparisons: upload its verdicts of the same comparisons (POST /v1/comparisons with judge {judge})"
                 )
@@ -187,7 +193,7 @@ impl Pairwise<'_> {
         }
         let mut out = Vec::with_capacity(panel.judges.len());
         for judge in &panel.judges {
-            let cells = self.store.comparison_cells(judge).await?;
+            let cells = self.store.comparison_rows().comparison_cells(judge).await?;
             let chosen = match named.iter().find(|(j, _)| j == judge) {
                 Some((_, v)) => {
                     if !cells.iter().any(|c| &c.judge_version == v) {
@@ -240,6 +246,7 @@ impl Pairwise<'_> {
             members.push(
                 match self
                     .store
+                    .comparison_rows()
                     .cell_comparisons(&key, version.as_ref(), labelled_only)
                     .await
                 {
@@ -276,6 +283,7 @@ impl Pairwise<'_> {
                 let (first, version) = &versions[0];
                 let mut r: Vec<RubricName> = self
                     .store
+                    .comparison_rows()
                     .comparison_cells(first)
                     .await?
                     .into_iter()
@@ -451,10 +459,11 @@ impl Pairwise<'_> {
                 panel.name, key.rubric, panel.name
             ))
         };
-        let newest: PreferenceVersion = match self.store.preference_versions(key).await {
-            Err(Error::NotFound(_)) => return Err(untrained()),
-            other => other?.into_iter().next().ok_or_else(untrained)?,
-        };
+        let newest: PreferenceVersion =
+            match self.store.comparison_rows().preference_versions(key).await {
+                Err(Error::NotFound(_)) => return Err(untrained()),
+                other => other?.into_iter().next().ok_or_else(untrained)?,
+            };
         let fitted: Vec<&str> = newest
             .report
             .panel

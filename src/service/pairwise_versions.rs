@@ -128,6 +128,7 @@ impl Pairwise<'_> {
     pub(super) async fn comparison_versions(&self, key: &CellKey) -> Result<Vec<ComparisonCell>> {
         let mut versions: Vec<ComparisonCell> = self
             .store
+            .comparison_rows()
             .comparison_cells(&key.judge)
             .await?
             .into_iter()
@@ -143,7 +144,11 @@ impl Pairwise<'_> {
         key: &CellKey,
         versions: Vec<ComparisonCell>,
     ) -> Result<Vec<JudgeVersionSummary>> {
-        let trained = self.store.preference_versions(key).await?;
+        let trained = self
+            .store
+            .comparison_rows()
+            .preference_versions(key)
+            .await?;
         Ok(versions
             .into_iter()
             .map(|v| JudgeVersionSummary {
@@ -188,7 +193,11 @@ impl Pairwise<'_> {
         judge_version: Option<&JudgeVersion>,
         field: &str,
     ) -> Result<Calibrated> {
-        let trained = self.store.preference_versions(key).await?;
+        let trained = self
+            .store
+            .comparison_rows()
+            .preference_versions(key)
+            .await?;
         let Some(v) = trained
             .into_iter()
             .find(|v| v.judge_version.as_ref() == judge_version)
@@ -218,6 +227,7 @@ impl Pairwise<'_> {
         }
         let labelled = self
             .store
+            .comparison_rows()
             .cell_comparisons(key, judge_version, true)
             .await?;
         let count = reader.systems.len();
@@ -281,9 +291,14 @@ impl Pairwise<'_> {
         from: Option<&JudgeVersion>,
         to: Option<&JudgeVersion>,
     ) -> Result<Vec<Pair>> {
-        let old = self.store.cell_comparisons(key, from, false).await?;
+        let old = self
+            .store
+            .comparison_rows()
+            .cell_comparisons(key, from, false)
+            .await?;
         let new: HashMap<_, (f64, Option<f64>)> = self
             .store
+            .comparison_rows()
             .cell_comparisons(key, to, false)
             .await?
             .into_iter()
@@ -309,7 +324,7 @@ impl Pairwise<'_> {
             Some(f) => f.cloned(),
             None => self
                 .store
-                .preference_versions(key)
+                .comparison_rows().preference_versions(key)
                 .await?
                 .into_iter()
                 .next()
@@ -325,6 +340,7 @@ impl Pairwise<'_> {
         let calibrated = self.calibrated(key, from.as_ref(), "from").await?;
         let judged: HashSet<_> = self
             .store
+            .comparison_rows()
             .cell_comparisons(key, Some(to), false)
             .await?
             .into_iter()
@@ -332,6 +348,7 @@ impl Pairwise<'_> {
             .collect();
         let labelled = self
             .store
+            .comparison_rows()
             .cell_comparisons(key, from.as_ref(), true)
             .await?;
         let missing: Vec<_> = labelled
@@ -401,6 +418,7 @@ impl Pairwise<'_> {
         Self::known_comparison_versions(key, versions, &[(judge_version, "judge_version")])?;
         let stored: HashMap<_, Comparison> = self
             .store
+            .comparison_rows()
             .cell_comparisons(key, judge_version, false)
             .await?
             .into_iter()

@@ -49,7 +49,7 @@ impl Panels<'_> {
         {
             return Ok(s);
         }
-        let panel = self.store.panel(judge).await?;
+        let panel = self.store.panel_rows().panel(judge).await?;
         let defaults = match &panel {
             Some(p) => self.member_versions(p, &[]).await.ok(),
             None => None,
@@ -101,6 +101,7 @@ impl Panels<'_> {
         }
         let kept = self
             .store
+            .version_rows()
             .versions(key)
             .await?
             .into_iter()

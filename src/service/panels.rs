@@ -27,13 +27,25 @@ impl Panels<'_> {
         let mut pairwise = Vec::new();
         let mut scored = Vec::new();
         for (i, judge) in new.judges.iter().enumerate() {
-            if !self.store.comparison_cells(judge).await?.is_empty() {
+            if !self
+                .store
+                .comparison_rows()
+                .comparison_cells(judge)
+                .await?
+                .is_empty()
+            {
                 pairwise.push(Problem::at(
                     None,
                     &format!("judges[{i}]"),
                     format!("{judge} holds pairwise comparisons"),
                 ));
-            } else if !self.store.judge_versions(judge, None).await?.is_empty() {
+            } else if !self
+                .store
+                .version_rows()
+                .judge_versions(judge, None)
+                .await?
+                .is_empty()
+            {
                 scored.push(judge.as_str());
             }
         }
@@ -47,22 +59,26 @@ impl Panels<'_> {
                 pairwise,
             ));
         }
-        let panel = self.store.create_panel(new).await?;
+        let panel = self.store.panel_rows().create_panel(new).await?;
         self.panel_memo.clear();
         tracing::info!(panel = %panel.name, members = panel.judges.len(), "panel defined");
         Ok(panel)
     }
 
     pub async fn list(&self) -> Result<Vec<Panel>> {
-        self.store.panels().await
+        self.store.panel_rows().panels().await
     }
 
     pub async fn panel(&self, name: &JudgeName) -> Result<Panel> {
-        self.store.panel(name).await?.ok_or_else(|| no_panel(name))
+        self.store
+            .panel_rows()
+            .panel(name)
+            .await?
+            .ok_or_else(|| no_panel(name))
     }
 
     pub async fn delete_panel(&self, name: &JudgeName) -> Result<()> {
-        if self.store.delete_panel(name).await? {
+        if self.store.panel_rows().delete_panel(name).await? {
             self.panel_memo.clear();
             Ok(())
         } else {
@@ -98,7 +114,12 @@ impl Panels<'_> {
         let mut out = Vec::with_capacity(panel.judges.len());
         for judge in &panel.judges {
             let mut held: Vec<Option<JudgeVersion>> = Vec::new();
-            for (_, v) in self.store.judge_versions(judge, None).await? {
+            for (_, v) in self
+                .store
+                .version_rows()
+                .judge_versions(judge, None)
+                .await?
+            {
                 if !held.contains(&v.judge_version) {
                     held.push(v.judge_version);
                 }
@@ -163,7 +184,7 @@ impl Panels<'_> {
     /// agree.
     async fn actively_served(&self, judge: &JudgeName) -> Result<Option<Option<JudgeVersion>>> {
         let mut seen: Option<Option<JudgeVersion>> = None;
-        for (key, _) in self.store.active_calibrators().await? {
+        for (key, _) in self.store.version_rows().active_calibrators().await? {
             if &key.judge != judge {
                 continue;
             }
@@ -193,6 +214,7 @@ impl Panels<'_> {
         for (judge, version) in versions {
             members.push(
                 self.store
+                    .version_rows()
                     .judge_anchors(judge, rubrics, version.as_ref())
                     .await?,
             );

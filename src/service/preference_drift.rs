@@ -84,6 +84,7 @@ impl Pairwise<'_> {
     async fn check_comparisons(&self, outcome: &ComparisonIngest) -> Result<bool> {
         let Some(v) = self
             .store
+            .comparison_rows()
             .preference_versions(&outcome.key)
             .await?
             .into_iter()
@@ -98,6 +99,7 @@ impl Pairwise<'_> {
             return Ok(false);
         };
         self.store
+            .drift_rows()
             .record_preference_coverage(&v.id, &batch, inside)
             .await?;
         Ok(true)

@@ -418,6 +418,7 @@ impl Pairwise<'_> {
             };
             let rows = self
                 .store
+                .comparison_rows()
                 .cell_comparisons(&key, version.as_ref(), false)
                 .await?;
             let labelled = rows.iter().filter(|c| c.preference.is_some()).count();
@@ -453,7 +454,7 @@ impl Pairwise<'_> {
     /// A pairwise cell's versions, newest first. A cell of judge scores has none: its
     /// versions are its calibrators.
     pub async fn preference_versions(&self, key: &CellKey) -> Result<Vec<PreferenceVersion>> {
-        let versions = match self.store.preference_versions(key).await {
+        let versions = match self.store.comparison_rows().preference_versions(key).await {
             Err(Error::NotFound(_)) => {
                 return Err(Error::NotFound(format!(
                     "no cell {key}; upload comparisons with POST /v1/comparisons"
@@ -491,7 +492,7 @@ impl Pairwise<'_> {
     ) -> Result<Option<String>> {
         // One indexed read for a cell of judge scores (no pairwise versions); the cell list
         // only where a cell has none, to tell an untrained pairwise cell from a scalar one.
-        let versions = match self.store.preference_versions(key).await {
+        let versions = match self.store.comparison_rows().preference_versions(key).await {
             Err(Error::NotFound(_)) => return Ok(None),
             other => other?,
         };
@@ -573,7 +574,7 @@ impl Pairwise<'_> {
 
     /// Puts every pairwise cell's newest version into the metrics.
     pub async fn refresh_preference_metrics(&self) -> Result<()> {
-        for v in self.store.newest_preferences().await? {
+        for v in self.store.comparison_rows().newest_preferences().await? {
             self.metrics.set_preference(&v);
         }
         Ok(())

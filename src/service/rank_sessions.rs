@@ -19,12 +19,13 @@ impl Runs<'_> {
         plan: &SessionPlan,
     ) -> Result<RankSession> {
         Versions(self).corrector(key, plan.version).await?;
-        self.store.open_rank_session(key, plan).await
+        self.store.session_rows().open_rank_session(key, plan).await
     }
 
     /// The session `id`; 404 where there is none.
     pub async fn rank_session(&self, id: Uuid) -> Result<RankSession> {
         self.store
+            .session_rows()
             .rank_session(id)
             .await?
             .ok_or_else(|| Error::NotFound(format!("no ranking session {id}")))
@@ -49,6 +50,7 @@ impl Runs<'_> {
             .collect();
         let held = self
             .store
+            .session_rows()
             .rank_runs_held_elsewhere(session, &fingerprints)
             .await?;
         if let Some((run, other)) = held.first() {
@@ -92,6 +94,7 @@ impl Runs<'_> {
         };
         match self
             .store
+            .session_rows()
             .record_rank_look(session, &seen, &drawn, &fingerprints)
             .await?
         {

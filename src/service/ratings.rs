@@ -16,7 +16,7 @@ use judgecal_stats::warning::Warning;
 use super::pairwise_panels::member_verdicts;
 use crate::domain::comparisons::Comparison;
 use crate::domain::ratings::RatingsRequest;
-use crate::domain::{CovariateName, GroupName, ItemId, JudgeVersion, Problem};
+use crate::domain::{CellKey, CovariateName, GroupName, ItemId, JudgeVersion, Problem};
 use crate::error::{Error, Result};
 
 use crate::domain::preference::MIN_LABELLED;
@@ -176,112 +176,18 @@ impl Pairwise<'_> {
         let run = &request.batch.comparisons;
         // A panel's run is rated against its members' labelled comparisons, joined, and reads
         // each comparison's members' verdicts.
-        let panel = self.store.panel(&key.judge).await?;
-        let (mut anchors, mut anchor_members, run_members) = match &panel {
-            Some(p) => {
-                if version.is_some() {
-                    return Err(Error::rejected(
-                        "the ratings request was refused",
-                        vec![Problem::at(
-                            None,
-                            "judge_version",
-                            format!(
-                                "{} is a panel: its version reads each member's judge version it was trained on",
-                                p.name
-                            ),
-                        )],
-                    ));
-                }
-                let (members, joined) = self.panel_anchors(p, &key).await?;
-                let run_members =
-                    member_verdicts(&p.name, &members, &request.batch.rows, &request.members)
-                        .map_err(|e| Error::rejected("the ratings request was refused", e))?;
-                (joined.rows, joined.verdicts, run_members)
-            }
-            None => {
-                if let Some(&row) = request.members.keys().min() {
-                    let panels: Vec<String> = self
-                        .store
-                        .panels()
-                        .await?
-                        .into_iter()
-                        .map(|p| p.name.to_string())
-                        .collect();
-                    return Err(Error::rejected(
-                        "the ratings request was refused",
-                        vec![Problem::at(
-                            Some(row),
-                            "verdicts",
-                            format!(
-                                "{} is not a panel, so its comparisons give verdict; verdicts ({{member: verdict}}) is for a panel's (panels defined: {})",
-                                key.judge,
-                                if panels.is_empty() {
-                                    "none".to_owned()
-                                } else {
-                                    panels.join(", ")
-                                }
-                            ),
-                        )],
-                    ));
-                }
-                // An anchor the run also carries is the run's: its preference, if any, counts
-                // once.
-                let anchors = match self
-                    .store
-                    .cell_comparisons(&key, version.as_ref(), true)
-                    .await
-                {
-                    Err(Error::NotFound(_)) => {
-                        return Err(Error::NotFound(format!(
-                            "cell {key} has no comparisons; upload some, with the people's preference on some of them, with POST /v1/comparisons"
-                        )));
-                    }
-                    other => other?,
-                };
-                let n = anchors.len();
-                (anchors, vec![Vec::new(); n], vec![Vec::new(); run.len()])
-            }
-        };
-        let in_run: HashSet<ItemId> = {
-            let stored: HashSet<&ItemId> = anchors.iter().map(|c| &c.item_id).collect();
-            run.iter()
-                .filter(|c| stored.contains(&c.item_id))
-                .map(|c| c.item_id.clone())
-                .collect()
-        };
-        let kept: Vec<bool> = anchors
-            .iter()
-            .map(|c| !in_run.contains(&c.item_id))
-            .collect();
-        anchors.retain(|c| !in_run.contains(&c.item_id));
-        let mut keep = kept.iter();
-        anchor_members.retain(|_| keep.next().copied().unwrap_or(false));
-        if anchors.is_empty() && panel.is_none() {
-            // A cell of judge scores is said to be one: its runs are estimated.
-            let scores = self
-                .store
-                .cells()
-                .await?
-                .into_iter()
-                .any(|c| c.key == key && c.comparison_count == 0);
-            if scores {
-                return Err(Error::conflict(
-                    format!(
-                        "cell {key} holds judge scores, not comparisons: ratings rate a pairwise judge's verdicts; a run of its scores is estimated (POST /v1/estimate) or ranked (POST /v1/rank)"
-                    ),
-                    vec![],
-                ));
-            }
-        }
-        if anchors.is_empty() {
-            return Err(Error::conflict(
-                format!(
-                    "cell {key} holds no labelled comparisons of judge_version {} beside the run's: ratings need the people's preference on some of this judge's comparisons (POST /v1/comparisons with preference)",
-                    JudgeVersion::describe(version.as_ref())
-                ),
-                vec![],
-            ));
-        }
+        let panel = self.store.panel_rows().panel(&key.judge).await?;
+        let (mut anchors, mut anchor_members, run_members) =
+            self.rating_anchors(&request, panel.as_ref()).await?;
+        self.drop_run_items(
+            &key,
+            version.as_ref(),
+            run,
+            &mut anchors,
+            &mut anchor_members,
+            panel.is_some(),
+        )
+        .await?;
         let rated: BTreeSet<&GroupName> = run.iter().flat_map(|c| [&c.a, &c.b]).collect();
         let others: BTreeSet<&GroupName> = anchors
             .iter()
@@ -349,6 +255,7 @@ impl Pairwise<'_> {
         // feed its choice), `auto` chooses here.
         let newest = self
             .store
+            .comparison_rows()
             .preference_versions(&key)
             .await?
             .into_iter()
@@ -420,69 +327,252 @@ impl Pairwise<'_> {
                 .collect();
             label_plan(&rated.powered, level, target, unlabelled)
         });
-        let r = &rated.powered.ratings;
-        let intervals = r.intervals(level);
-        let z = r.quantile(level);
-        let by_index: Vec<&GroupName> = {
-            let mut v: Vec<(&GroupName, usize)> = index.iter().map(|(s, &i)| (*s, i)).collect();
-            v.sort_by_key(|&(_, i)| i);
-            v.into_iter().map(|(s, _)| s).collect()
-        };
-        let answer = |w: &Option<judgecal_stats::pairwise::win_rate::WinRate>| {
-            w.map(|w| WinRateAnswer {
-                estimate: w.estimate,
-                interval: w.interval(level),
-                comparisons: w.comparisons,
-                labelled: w.labelled,
-            })
-        };
-        let mut systems: Vec<SystemRating> = (0..k)
-            .map(|i| SystemRating {
-                system: by_index[i].clone(),
-                rating: r.ratings[i],
-                standard_error: r.standard_error(i),
-                interval: intervals[i],
-                rank_interval: ranks.ranks[i],
-                comparisons: r.comparisons[i],
-                win_rate: answer(&rated.win_rates[i][0]),
-                field_win_rate: answer(&rated.win_rates[i][1]),
-            })
-            .collect();
-        systems.sort_by(|a, b| b.rating.total_cmp(&a.rating).then(a.system.cmp(&b.system)));
-        Ok(RatingsAnswer {
-            baseline: by_index[baseline].clone(),
-            level,
-            systems,
-            controls: request
-                .control
-                .iter()
-                .zip(&rated.powered.controls)
-                .map(|(name, &(coefficient, se))| Control {
-                    covariate: name.clone(),
-                    coefficient,
-                    interval: (coefficient - z * se, coefficient + z * se),
-                })
-                .collect(),
-            comparisons: run.len(),
-            run_labelled: rated.run_labelled,
-            anchors: rated.anchors_used,
-            prediction_weight: rated.powered.lambda,
-            chosen: rated.choice.candidate.name(),
+        Ok(answer(Answered {
+            rated,
+            ranks,
             version,
-            candidates: rated
-                .choice
-                .candidates
-                .iter()
-                .map(|(c, h)| CandidateFigures {
-                    inputs: c.name(),
-                    log_loss: h.log_loss,
-                    accuracy: h.accuracy,
-                })
-                .collect(),
+            index: &index,
+            baseline,
+            k,
+            request: &request,
             covariates,
             plan,
             warnings,
+        }))
+    }
+
+    /// Leaves out the anchors the run carries itself (its preference, if any, counts once);
+    /// refuses a cell with no labelled comparison left, saying where it holds judge scores.
+    async fn drop_run_items(
+        &self,
+        key: &CellKey,
+        version: Option<&JudgeVersion>,
+        run: &[Comparison],
+        anchors: &mut Vec<Comparison>,
+        anchor_members: &mut MemberRows,
+        panel: bool,
+    ) -> Result<()> {
+        let in_run: HashSet<ItemId> = {
+            let stored: HashSet<&ItemId> = anchors.iter().map(|c| &c.item_id).collect();
+            run.iter()
+                .filter(|c| stored.contains(&c.item_id))
+                .map(|c| c.item_id.clone())
+                .collect()
+        };
+        let kept: Vec<bool> = anchors
+            .iter()
+            .map(|c| !in_run.contains(&c.item_id))
+            .collect();
+        anchors.retain(|c| !in_run.contains(&c.item_id));
+        let mut keep = kept.iter();
+        anchor_members.retain(|_| keep.next().copied().unwrap_or(false));
+        if anchors.is_empty() && !panel {
+            // A cell of judge scores is said to be one: its runs are estimated.
+            let scores = self
+                .store
+                .cells()
+                .await?
+                .into_iter()
+                .any(|c| c.key == *key && c.comparison_count == 0);
+            if scores {
+                return Err(Error::conflict(
+                    format!(
+                        "cell {key} holds judge scores, not comparisons: ratings rate a pairwise judge's verdicts; a run of its scores is estimated (POST /v1/estimate) or ranked (POST /v1/rank)"
+                    ),
+                    vec![],
+                ));
+            }
+        }
+        if anchors.is_empty() {
+            return Err(Error::conflict(
+                format!(
+                    "cell {key} holds no labelled comparisons of judge_version {} beside the run's: ratings need the people's preference on some of this judge's comparisons (POST /v1/comparisons with preference)",
+                    JudgeVersion::describe(version)
+                ),
+                vec![],
+            ));
+        }
+        Ok(())
+    }
+
+    /// The labelled comparisons a run is rated against, each one's members' verdicts (a
+    /// panel's), and the run's rows' members' verdicts: a panel's members' comparisons joined,
+    /// or the cell's comparisons of the run's judge version.
+    async fn rating_anchors(
+        &self,
+        request: &RatingsRequest,
+        panel: Option<&crate::domain::panel::Panel>,
+    ) -> Result<Anchored> {
+        let key = &request.batch.key;
+        let version = &request.batch.judge_version;
+        let run = &request.batch.comparisons;
+        Ok(match panel {
+            Some(p) => {
+                if version.is_some() {
+                    return Err(Error::rejected(
+                        "the ratings request was refused",
+                        vec![Problem::at(
+                            None,
+                            "judge_version",
+                            format!(
+                                "{} is a panel: its version reads each member's judge version it was trained on",
+                                p.name
+                            ),
+                        )],
+                    ));
+                }
+                let (members, joined) = self.panel_anchors(p, key).await?;
+                let run_members =
+                    member_verdicts(&p.name, &members, &request.batch.rows, &request.members)
+                        .map_err(|e| Error::rejected("the ratings request was refused", e))?;
+                (joined.rows, joined.verdicts, run_members)
+            }
+            None => {
+                if let Some(&row) = request.members.keys().min() {
+                    let panels: Vec<String> = self
+                        .store
+                        .panel_rows()
+                        .panels()
+                        .await?
+                        .into_iter()
+                        .map(|p| p.name.to_string())
+                        .collect();
+                    return Err(Error::rejected(
+                        "the ratings request was refused",
+                        vec![Problem::at(
+                            Some(row),
+                            "verdicts",
+                            format!(
+                                "{} is not a panel, so its comparisons give verdict; verdicts ({{member: verdict}}) is for a panel's (panels defined: {})",
+                                key.judge,
+                                if panels.is_empty() {
+                                    "none".to_owned()
+                                } else {
+                                    panels.join(", ")
+                                }
+                            ),
+                        )],
+                    ));
+                }
+                // An anchor the run also carries is the run's: its preference, if any, counts
+                // once.
+                let anchors = match self
+                    .store
+                    .comparison_rows()
+                    .cell_comparisons(key, version.as_ref(), true)
+                    .await
+                {
+                    Err(Error::NotFound(_)) => {
+                        return Err(Error::NotFound(format!(
+                            "cell {key} has no comparisons; upload some, with the people's preference on some of them, with POST /v1/comparisons"
+                        )));
+                    }
+                    other => other?,
+                };
+                let n = anchors.len();
+                (anchors, vec![Vec::new(); n], vec![Vec::new(); run.len()])
+            }
         })
+    }
+}
+
+/// Each comparison's members' verdicts and swapped verdicts (empty for a judge's).
+type MemberRows = Vec<Vec<(f64, Option<f64>)>>;
+
+/// A run's labelled comparisons, their members' verdicts and the run's rows' members' verdicts.
+type Anchored = (Vec<Comparison>, MemberRows, MemberRows);
+
+/// What a rating found, to answer with.
+struct Answered<'a> {
+    rated: rate::Rated,
+    ranks: judgecal_stats::pairwise::ratings::RankIntervals,
+    version: Option<i64>,
+    index: &'a BTreeMap<&'a GroupName, usize>,
+    baseline: usize,
+    k: usize,
+    request: &'a RatingsRequest,
+    covariates: Vec<CovariateName>,
+    plan: Option<LabelPlan>,
+    warnings: Vec<Warning>,
+}
+
+/// The ratings answer: each system's rating, interval, rank interval and win rates, best first.
+fn answer(a: Answered<'_>) -> RatingsAnswer {
+    let Answered {
+        rated,
+        ranks,
+        version,
+        index,
+        baseline,
+        k,
+        request,
+        covariates,
+        plan,
+        warnings,
+    } = a;
+    let (level, run) = (request.level, &request.batch.comparisons);
+    let r = &rated.powered.ratings;
+    let intervals = r.intervals(level);
+    let z = r.quantile(level);
+    let by_index: Vec<&GroupName> = {
+        let mut v: Vec<(&GroupName, usize)> = index.iter().map(|(s, &i)| (*s, i)).collect();
+        v.sort_by_key(|&(_, i)| i);
+        v.into_iter().map(|(s, _)| s).collect()
+    };
+    let answer = |w: &Option<judgecal_stats::pairwise::win_rate::WinRate>| {
+        w.map(|w| WinRateAnswer {
+            estimate: w.estimate,
+            interval: w.interval(level),
+            comparisons: w.comparisons,
+            labelled: w.labelled,
+        })
+    };
+    let mut systems: Vec<SystemRating> = (0..k)
+        .map(|i| SystemRating {
+            system: by_index[i].clone(),
+            rating: r.ratings[i],
+            standard_error: r.standard_error(i),
+            interval: intervals[i],
+            rank_interval: ranks.ranks[i],
+            comparisons: r.comparisons[i],
+            win_rate: answer(&rated.win_rates[i][0]),
+            field_win_rate: answer(&rated.win_rates[i][1]),
+        })
+        .collect();
+    systems.sort_by(|a, b| b.rating.total_cmp(&a.rating).then(a.system.cmp(&b.system)));
+    RatingsAnswer {
+        baseline: by_index[baseline].clone(),
+        level,
+        systems,
+        controls: request
+            .control
+            .iter()
+            .zip(&rated.powered.controls)
+            .map(|(name, &(coefficient, se))| Control {
+                covariate: name.clone(),
+                coefficient,
+                interval: (coefficient - z * se, coefficient + z * se),
+            })
+            .collect(),
+        comparisons: run.len(),
+        run_labelled: rated.run_labelled,
+        anchors: rated.anchors_used,
+        prediction_weight: rated.powered.lambda,
+        chosen: rated.choice.candidate.name(),
+        version,
+        candidates: rated
+            .choice
+            .candidates
+            .iter()
+            .map(|(c, h)| CandidateFigures {
+                inputs: c.name(),
+                log_loss: h.log_loss,
+                accuracy: h.accuracy,
+            })
+            .collect(),
+        covariates,
+        plan,
+        warnings,
     }
 }
 

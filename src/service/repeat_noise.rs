@@ -76,6 +76,7 @@ impl Runs<'_> {
             .get_or_try_init(|| async {
                 let rows = self
                     .store
+                    .version_rows()
                     .held_out(loaded.version.id)
                     .await?
                     .unwrap_or_default();

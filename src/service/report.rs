@@ -22,6 +22,7 @@ impl Scores<'_> {
             (None, Some(layer)) => (layer.anchors.clone(), "judge score and covariates"),
             (None, None) => (
                 self.store
+                    .version_rows()
                     .judge_anchors(
                         &key.judge,
                         Some(std::slice::from_ref(&key.rubric)),
@@ -100,6 +101,7 @@ impl Scores<'_> {
         // covariate version's rows hold the raw judge score, not the layer's input: not those).
         let held_out: Vec<(f64, f64, f64)> = if v.covariate_layer.is_none() {
             self.store
+                .version_rows()
                 .held_out(v.id)
                 .await?
                 .unwrap_or_default()

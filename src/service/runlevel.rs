@@ -84,7 +84,7 @@ impl Runs<'_> {
                     // a covariate version's on its layer's cross-fitted scores.
                     (Some(fusion), _) => fusion.anchors.clone(),
                     (None, Some(layer)) => layer.anchors.clone(),
-                    (None, None) => self.store.anchors_before(v).await?,
+                    (None, None) => self.store.drift_rows().anchors_before(v).await?,
                 };
                 // The store returns them in no set order; resampling wants a fixed one.
                 pairs.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
@@ -219,6 +219,7 @@ impl Runs<'_> {
             for y in x + 1..bases.len() {
                 let items = self
                     .store
+                    .version_rows()
                     .shared_items(
                         key,
                         bases[x].0.version.judge_version.as_ref(),

@@ -232,7 +232,7 @@ impl Versions<'_> {
     }
 
     pub async fn list(&self, key: &CellKey) -> Result<Vec<CalibratorVersion>> {
-        self.store.versions(key).await
+        self.store.version_rows().versions(key).await
     }
 
     /// Makes `version` the one the cell serves. A version that failed its diagnostics needs
@@ -243,7 +243,7 @@ impl Versions<'_> {
         version: i64,
         force: bool,
     ) -> Result<CalibratorVersion> {
-        let mut v = self.store.version(key, version).await?.ok_or_else(|| {
+        let mut v = self.store.version_rows().version(key, version).await?.ok_or_else(|| {
             Error::NotFound(format!(
                 "cell {key} has no calibrator version {version}; GET /v1/cells/{}/{}/calibrators lists them",
                 key.judge, key.rubric
@@ -257,7 +257,7 @@ impl Versions<'_> {
                 vec![],
             ));
         }
-        self.store.activate(key, &v).await?;
+        self.store.version_rows().activate(key, &v).await?;
         let seen = self.calibrators.seen();
         v.active = true;
         self.install(v.clone(), seen).await?;
@@ -311,13 +311,13 @@ impl Versions<'_> {
             .unwrap_or_default();
         self.scales.replace(self.store.rubric_scales().await?);
         let seen = self.calibrators.seen();
-        for (key, id) in self.store.active_calibrators().await? {
+        for (key, id) in self.store.version_rows().active_calibrators().await? {
             if current.get(&key) == Some(&id) {
                 continue;
             }
             // A version that cannot be read is skipped and reported, never a reason to stop:
             // one bad version must not keep every replica from starting.
-            let installed = match self.store.calibrator(id).await {
+            let installed = match self.store.version_rows().calibrator(id).await {
                 Ok(Some(v)) => self.install(v, seen).await.map(|_| ()),
                 Ok(None) => Ok(()),
                 Err(e) => Err(e),
@@ -334,7 +334,7 @@ impl Versions<'_> {
                 Err(e) => return Err(e),
             }
         }
-        let settings = self.store.judge_settings().await?;
+        let settings = self.store.version_rows().judge_settings().await?;
         if let Ok(mut m) = self.calibrators.mismatch.write() {
             *m = settings;
         }
@@ -345,13 +345,18 @@ impl Versions<'_> {
             .map(|m| m.clone())
             .unwrap_or_default();
         let mut fresh = HashMap::new();
-        for (key, judge_version, id) in self.store.judge_version_calibrators().await? {
+        for (key, judge_version, id) in self
+            .store
+            .version_rows()
+            .judge_version_calibrators()
+            .await?
+        {
             let active = self.calibrators.active(&key).filter(|a| a.version.id == id);
             let slot = (key, judge_version);
             let loaded = match (held.get(&slot), active) {
                 (Some(l), _) if l.version.id == id => l.clone(),
                 (_, Some(active)) => active,
-                _ => match self.store.calibrator(id).await {
+                _ => match self.store.version_rows().calibrator(id).await {
                     Ok(Some(v)) => match Self::load(v).await {
                         Ok(loaded) => loaded,
                         Err(e) => {
@@ -533,7 +538,10 @@ impl Versions<'_> {
     /// Sets the judge's `on_version_mismatch`; served at once by this process, by others at
     /// their next refresh.
     pub async fn set_on_mismatch(&self, judge: &JudgeName, on: OnMismatch) -> Result<()> {
-        self.store.put_judge_setting(judge, on).await?;
+        self.store
+            .version_rows()
+            .put_judge_setting(judge, on)
+            .await?;
         if let Ok(mut m) = self.calibrators.mismatch.write() {
             m.insert(judge.clone(), on);
         }
@@ -557,7 +565,7 @@ impl Versions<'_> {
             {
                 return Ok(v);
             }
-            let v = Self::load(self.store.version(key, version).await?.ok_or_else(|| {
+            let v = Self::load(self.store.version_rows().version(key, version).await?.ok_or_else(|| {
                 Error::NotFound(format!(
                     "cell {key} has no calibrator version {version}; GET /v1/cells/{}/{}/calibrators lists them",
                     key.judge, key.rubric
@@ -574,7 +582,7 @@ impl Versions<'_> {
         }
         // Not cached: perhaps activated by another process since the last refresh, or never.
         let seen = self.calibrators.seen();
-        let versions = match self.store.versions(key).await {
+        let versions = match self.store.version_rows().versions(key).await {
             Ok(v) => v,
             Err(Error::NotFound(_)) => {
                 return Err(Error::NotFound(format!(

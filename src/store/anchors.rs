@@ -7,6 +7,7 @@ use sqlx::any::AnyRow;
 use uuid::Uuid;
 
 use super::Store;
+use super::families::DriftRows;
 use super::writer::{self, AnyQuery, Writes, Written};
 use crate::domain::anchors::CellBatch;
 use crate::domain::covariates::{self, Covariates};
@@ -246,7 +247,7 @@ impl Store {
                 Self::write_plan(self.backend, &mut tx, cell, &cell_id, &plan, now).await?;
             if !outcome.stored.is_empty() {
                 outcome.pending = Some(
-                    Self::queue_check(
+                    DriftRows::queue_check(
                         &mut tx,
                         &cell_id,
                         cell.judge_version.as_ref(),

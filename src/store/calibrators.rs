@@ -1,11 +1,11 @@
 //! Calibrator versions, the version each cell serves, and the anchor snapshots fits read.
 
+use super::families::VersionRows;
 use std::collections::HashMap;
 
 use sqlx::any::AnyRow;
 use sqlx::{AnyPool, Row};
 
-use super::Store;
 use crate::domain::calibration::{
     CalibratorId, CalibratorVersion, JobId, JudgeRange, NewVersion, OnMismatch, VersionRef,
 };
@@ -247,7 +247,7 @@ pub(super) async fn next_version(
     Ok((cell_id, version))
 }
 
-impl Store {
+impl VersionRows<'_> {
     /// Every anchor of `judge_version` in `judge`'s cells (only `rubrics`, when given), per
     /// rubric in item order: one statement, so one consistent snapshot.
     pub async fn judge_anchors(

@@ -1,10 +1,10 @@
 //! Silent-change checks: re-scores of anchor items under a label the cell holds, with the
 //! bridge they gave. Kept apart from the anchors, which they never change.
 
+use super::families::VersionRows;
 use sqlx::Row;
 use uuid::Uuid;
 
-use super::Store;
 use crate::domain::{CellKey, JudgeName, JudgeVersion, RubricName, now_ms};
 use crate::error::{Error, Result};
 use judgecal_stats::bridge::{Bridge, Finding};
@@ -20,7 +20,7 @@ pub struct StoredCheck {
     pub created_at_ms: i64,
 }
 
-impl Store {
+impl VersionRows<'_> {
     /// Stores a check, with the calibration version it applied; returns its id.
     pub async fn record_check(
         &self,

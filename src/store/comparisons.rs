@@ -1,10 +1,10 @@
 //! Pairwise comparisons: stored as anchors are, one transaction per upload, planned by
 //! `domain::comparisons::plan` from the rows the cells hold for the batch's items.
 
+use super::families::ComparisonRows;
 use sqlx::Row;
 use uuid::Uuid;
 
-use super::Store;
 use super::anchors::{covariates_of, group_of, rater_of};
 use super::writer::{self, AnyQuery, Writes, Written};
 use crate::domain::comparisons::{Comparison, ComparisonBatch, StoredComparison, plan};
@@ -30,7 +30,7 @@ pub struct ComparisonIngest {
     pub labelled: Vec<Comparison>,
 }
 
-impl Store {
+impl ComparisonRows<'_> {
     /// Stores a checked comparison upload in one transaction: all of it or none of it. A cell
     /// that holds judge scores (anchors) is refused: a cell holds one kind.
     pub async fn ingest_comparisons(

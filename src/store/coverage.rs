@@ -1,10 +1,10 @@
 //! Anchor coverage: how many anchors of each batch fell inside the 95% predictive interval of
 //! the version their cell served when they arrived.
 
+use super::families::DriftRows;
 use sqlx::Row;
 use uuid::Uuid;
 
-use super::Store;
 use crate::domain::calibration::{CalibratorId, CalibratorVersion};
 use crate::domain::{CellKey, JudgeName, RubricName, now_ms};
 use crate::error::{Error, Result};
@@ -83,7 +83,7 @@ pub(super) fn decode_batch(misses: String, raters: Option<String>) -> Result<Che
     })
 }
 
-impl Store {
+impl DriftRows<'_> {
     /// Records one batch's check: `batch.misses[i]` is whether its i-th checked anchor fell
     /// outside the interval as the drift alarm counts (ties at the band's edges broken),
     /// `batch.raters[i]` (where any is named) who labelled it, and `inside` how many fell

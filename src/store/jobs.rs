@@ -5,10 +5,10 @@
 //! claims of one job serialise and re-check the condition, so exactly one wins. The owner
 //! renews its lease while it works and can finish the job only while it still holds it.
 
+use super::families::JobRows;
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use super::Store;
 use super::calibrators::version_refs;
 use crate::domain::calibration::{Job, JobId, JobKind, JobState};
 use crate::domain::training::TrainingRequest;
@@ -78,7 +78,7 @@ fn job_from_row(row: &AnyRow) -> Result<Job> {
     })
 }
 
-impl Store {
+impl JobRows<'_> {
     /// Queues a training job.
     /// Queues `request` as job `id`, unless an identical request is queued already: then that
     /// job's id. The unique index on `queued_key` among queued jobs settles simultaneous

@@ -1,16 +1,16 @@
 //! A cell's judge versions: which its anchors carry, the items two versions both scored (a
 //! bridge's data), the items a new version has not re-scored, one version's scores by item.
 
+use super::families::VersionRows;
 use std::collections::HashMap;
 
 use sqlx::Row;
 
-use super::Store;
 use super::anchors::{anchor_of_named, bad_row, group_of};
 use crate::domain::{Anchor, CellKey, GroupName, ItemId, JudgeName, JudgeVersion, RubricName};
 use crate::error::Result;
 
-impl Store {
+impl VersionRows<'_> {
     /// The judge versions the anchors of `judge`'s cells carry (of `rubric` only, when
     /// given): per cell, each version with its anchor count and when its first anchor
     /// arrived, oldest first.

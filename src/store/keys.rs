@@ -1,10 +1,10 @@
 //! API keys, stored as SHA-256 hashes: the key itself is shown once, at creation. A key may
 //! expire, and may be revoked; neither is ever deleted, so `keys list` shows what each was.
 
+use super::families::KeyRows;
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use super::Store;
 use crate::error::Result;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -34,7 +34,7 @@ fn key_from_row(r: &AnyRow) -> Result<StoredKey> {
     })
 }
 
-impl Store {
+impl KeyRows<'_> {
     pub async fn insert_key(&self, key: &StoredKey, hash: &str) -> Result<()> {
         sqlx::query(
             "INSERT INTO api_keys (id, key_hash, prefix, scopes, name, created_at_ms, expires_at_ms)

@@ -10,6 +10,7 @@ mod calibrators;
 mod checks;
 mod comparisons;
 mod coverage;
+mod families;
 mod jobs;
 mod judge_versions;
 mod keys;
@@ -24,6 +25,9 @@ pub use anchors::CellIngest;
 pub use checks::StoredCheck;
 pub use comparisons::ComparisonIngest;
 pub use coverage::{BatchCoverage, CellMisses, CoverageWindow};
+pub use families::{
+    ComparisonRows, DriftRows, JobRows, KeyRows, PanelRows, SessionRows, VersionRows,
+};
 pub use jobs::{ClaimedJob, FinishedJob, Lease};
 pub use judge_versions::{SharedItem, VersionAnchors};
 pub use keys::StoredKey;

@@ -2,10 +2,10 @@
 //! and deleted. A panel's versions live in cells of its own, made when its first version is
 //! stored.
 
+use super::families::PanelRows;
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use super::Store;
 use crate::domain::panel::{NewPanel, Panel};
 use crate::domain::{JudgeName, now_ms};
 use crate::error::{Error, Result};
@@ -25,7 +25,7 @@ fn panel_of(r: &AnyRow) -> Result<Panel> {
     })
 }
 
-impl Store {
+impl PanelRows<'_> {
     /// Stores a new panel. 409 when the name is a panel already or a judge with anchors, or
     /// when a member is itself a panel.
     pub async fn create_panel(&self, new: &NewPanel) -> Result<Panel> {

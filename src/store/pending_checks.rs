@@ -4,10 +4,10 @@
 //! exactly once, by the upload's process or, where it died between its commit and its check,
 //! by the next refresh of any replica.
 
+use super::families::DriftRows;
 use sqlx::Row;
 use uuid::Uuid;
 
-use super::Store;
 use super::anchors::{anchor_of_named, bad_row};
 use crate::domain::calibration::CalibratorId;
 use crate::domain::{Anchor, CellKey, JudgeName, JudgeVersion, RubricName};
@@ -23,7 +23,7 @@ pub struct PendingCheck {
     pub item_ids: Vec<String>,
 }
 
-impl Store {
+impl DriftRows<'_> {
     /// Queues the check of the anchors an upload stored in `cell_id`, inside its transaction;
     /// returns the outbox row's id.
     pub(super) async fn queue_check(

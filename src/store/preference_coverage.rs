@@ -2,12 +2,12 @@
 //! against the band of the cell's newest version, read back as the drift alarm replays them
 //! beside the cells of judge scores.
 
+use super::families::{ComparisonRows, DriftRows};
 use std::collections::HashMap;
 
 use sqlx::Row;
 use uuid::Uuid;
 
-use super::Store;
 use super::coverage::{decode_batch, encode_batch};
 use crate::domain::{CellKey, JudgeName, RubricName, now_ms};
 use crate::error::{Error, Result};
@@ -18,7 +18,7 @@ fn corrupt(what: &str) -> Error {
     Error::Internal(format!("stored pairwise coverage has an unreadable {what}"))
 }
 
-impl Store {
+impl DriftRows<'_> {
     /// Records one upload's check against pairwise version `version_id`: `batch.misses[i]`
     /// whether its i-th labelled comparison missed the band, `inside` how many did not.
     pub async fn record_preference_coverage(
@@ -82,8 +82,9 @@ impl Store {
         }
         // The versions' bands, from their reports.
         let newest = match only {
-            None => self.newest_preferences().await?,
+            None => ComparisonRows(self).newest_preferences().await?,
             Some(key) => self
+                .comparison_rows()
                 .preference_versions(key)
                 .await?
                 .into_iter()

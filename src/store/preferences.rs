@@ -1,10 +1,10 @@
 //! Pairwise cells' trained versions (`preference_versions`), and what a pairwise training
 //! reads: each cell's comparisons of one judge version.
 
+use super::families::ComparisonRows;
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use super::Store;
 use super::calibrators::{Versions, ensure_cell, next_version, succeed_held_job};
 use crate::domain::calibration::JobId;
 use crate::domain::comparisons::Comparison;
@@ -52,7 +52,7 @@ fn version_from_row(r: &AnyRow) -> Result<PreferenceVersion> {
     })
 }
 
-impl Store {
+impl ComparisonRows<'_> {
     /// Every judge version's comparisons in `judge`'s cells, by rubric and version.
     pub async fn comparison_cells(&self, judge: &JudgeName) -> Result<Vec<ComparisonCell>> {
         let rows = sqlx::query(

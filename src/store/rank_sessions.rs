@@ -2,10 +2,10 @@
 //! look was recorded since its answer was computed, and every run it looked at bound to it
 //! (`rank_session_runs`), in the same transaction.
 
+use super::families::SessionRows;
 use sqlx::Row;
 use uuid::Uuid;
 
-use super::Store;
 use crate::domain::rank_session::{Drawn, RankSession, Seen, SessionPlan};
 use crate::domain::{CellKey, JudgeName, RubricName, now_ms};
 use crate::error::{Error, Result};
@@ -14,7 +14,7 @@ fn encode<T: serde::Serialize>(v: &T) -> Result<String> {
     serde_json::to_string(v).map_err(|e| Error::Internal(format!("cannot encode a session: {e}")))
 }
 
-impl Store {
+impl SessionRows<'_> {
     /// Opens a session; returns it as stored.
     pub async fn open_rank_session(
         &self,

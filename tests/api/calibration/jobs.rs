@@ -15,6 +15,7 @@ async fn a_job_abandoned_by_a_dead_process_is_finished_by_another(backend: Backe
     let claimed = first
         .service
         .store()
+        .job_rows()
         .claim_job("dead-process", 1)
         .await
         .unwrap()
@@ -45,6 +46,7 @@ async fn a_job_that_keeps_killing_its_process_fails_after_max_attempts(backend: 
         first
             .service
             .store()
+            .job_rows()
             .claim_job("dead-process", 1)
             .await
             .unwrap()

@@ -1,0 +1,71 @@
+//! The store's families of tables, each a view of the one connection pool ([`Store`], which
+//! keeps rubrics, cells and anchors itself): a family's queries live in its files, and a
+//! query of another family names it, so the files' imports of this module show which tables
+//! each one touches.
+
+use std::ops::Deref;
+
+use super::Store;
+
+macro_rules! family {
+    ($(#[$doc:meta])* $name:ident, $accessor:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy)]
+        pub struct $name<'a>(pub(super) &'a Store);
+
+        impl Deref for $name<'_> {
+            type Target = Store;
+
+            fn deref(&self) -> &Store {
+                self.0
+            }
+        }
+
+        impl Store {
+            $(#[$doc])*
+            pub fn $accessor(&self) -> $name<'_> {
+                $name(self)
+            }
+        }
+    };
+}
+
+family!(
+    /// Calibration versions, judge settings, judge versions' scores and the checks between
+    /// them (`calibrators.rs`, `judge_versions.rs`, `checks.rs`).
+    VersionRows,
+    version_rows
+);
+family!(
+    /// The drift alarm's records: coverage of stored batches, the queue of batches not yet
+    /// checked, and the pairwise cells' coverage (`coverage.rs`, `pending_checks.rs`,
+    /// `preference_coverage.rs`).
+    DriftRows,
+    drift_rows
+);
+family!(
+    /// Pairwise comparisons and the calibrated preferences trained on them (`comparisons.rs`,
+    /// `preferences.rs`).
+    ComparisonRows,
+    comparison_rows
+);
+family!(
+    /// The leased queue of training jobs (`jobs.rs`).
+    JobRows,
+    job_rows
+);
+family!(
+    /// API keys (`keys.rs`).
+    KeyRows,
+    key_rows
+);
+family!(
+    /// Panels' definitions (`panels.rs`).
+    PanelRows,
+    panel_rows
+);
+family!(
+    /// Ranking sessions and the runs bound to them (`rank_sessions.rs`).
+    SessionRows,
+    session_rows
+);
