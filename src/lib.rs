@@ -10,6 +10,7 @@ pub mod config;
 pub mod domain;
 pub mod error;
 pub mod evaluate;
+mod family;
 pub mod http;
 pub mod jobs;
 pub mod metrics;

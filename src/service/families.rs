@@ -3,40 +3,18 @@
 //! call into another family names it (`Versions(self.0).served(…)`), so the files' imports of
 //! this module show which families each one uses.
 
-use std::ops::Deref;
-
 use super::Service;
-
-macro_rules! family {
-    ($(#[$doc:meta])* $name:ident, $accessor:ident) => {
-        $(#[$doc])*
-        #[derive(Clone, Copy)]
-        pub struct $name<'a>(pub(super) &'a Service);
-
-        impl Deref for $name<'_> {
-            type Target = Service;
-
-            fn deref(&self) -> &Service {
-                self.0
-            }
-        }
-
-        impl Service {
-            $(#[$doc])*
-            pub fn $accessor(&self) -> $name<'_> {
-                $name(self)
-            }
-        }
-    };
-}
+use crate::family::family;
 
 family!(
+    Service,
     /// Anchors, rubrics and cells, corrections of judge scores, agreement reports and report
     /// pictures (`service/anchors.rs`, `corrections.rs`, `agreement.rs`, `report.rs`).
     Scores,
     scores
 );
 family!(
+    Service,
     /// Calibration versions: which one serves a request, activation, the cache of loaded
     /// versions and scales, judge versions and their bridges and checks (`versions.rs`,
     /// `bridges.rs`).
@@ -44,18 +22,21 @@ family!(
     versions
 );
 family!(
+    Service,
     /// Panels of judges: definitions, their trainings and served versions, and which judges
     /// to call (`panels.rs`, `panel_members.rs`).
     Panels,
     panels
 );
 family!(
+    Service,
     /// Run-level answers: estimates, compares, rankings and ranking sessions, and the repeats
     /// they read (`runlevel.rs`, `repeat_noise.rs`, `rank_sessions.rs`).
     Runs,
     runs
 );
 family!(
+    Service,
     /// Pairwise judgements: comparison uploads, calibrated preferences and their versions,
     /// pairwise panels, drift, and ratings (`comparisons.rs`, `preferences.rs`,
     /// `pairwise_versions.rs`, `pairwise_panels.rs`, `preference_drift.rs`, `ratings.rs`).
@@ -63,6 +44,7 @@ family!(
     pairwise
 );
 family!(
+    Service,
     /// Operations: training jobs, drift alarms and coverage, API keys and gauges (`jobs.rs`,
     /// `coverage.rs`, `keys.rs`).
     Operations,

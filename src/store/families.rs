@@ -3,40 +3,18 @@
 //! query of another family names it, so the files' imports of this module show which tables
 //! each one touches.
 
-use std::ops::Deref;
-
 use super::Store;
-
-macro_rules! family {
-    ($(#[$doc:meta])* $name:ident, $accessor:ident) => {
-        $(#[$doc])*
-        #[derive(Clone, Copy)]
-        pub struct $name<'a>(pub(super) &'a Store);
-
-        impl Deref for $name<'_> {
-            type Target = Store;
-
-            fn deref(&self) -> &Store {
-                self.0
-            }
-        }
-
-        impl Store {
-            $(#[$doc])*
-            pub fn $accessor(&self) -> $name<'_> {
-                $name(self)
-            }
-        }
-    };
-}
+use crate::family::family;
 
 family!(
+    Store,
     /// Calibration versions, judge settings, judge versions' scores and the checks between
     /// them (`calibrators.rs`, `judge_versions.rs`, `checks.rs`).
     VersionRows,
     version_rows
 );
 family!(
+    Store,
     /// The drift alarm's records: coverage of stored batches, the queue of batches not yet
     /// checked, and the pairwise cells' coverage (`coverage.rs`, `pending_checks.rs`,
     /// `preference_coverage.rs`).
@@ -44,27 +22,32 @@ family!(
     drift_rows
 );
 family!(
+    Store,
     /// Pairwise comparisons and the calibrated preferences trained on them (`comparisons.rs`,
     /// `preferences.rs`).
     ComparisonRows,
     comparison_rows
 );
 family!(
+    Store,
     /// The leased queue of training jobs (`jobs.rs`).
     JobRows,
     job_rows
 );
 family!(
+    Store,
     /// API keys (`keys.rs`).
     KeyRows,
     key_rows
 );
 family!(
+    Store,
     /// Panels' definitions (`panels.rs`).
     PanelRows,
     panel_rows
 );
 family!(
+    Store,
     /// Ranking sessions and the runs bound to them (`rank_sessions.rs`).
     SessionRows,
     session_rows
