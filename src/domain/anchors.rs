@@ -7,7 +7,9 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::Value;
 
 use super::covariates::{self, Covariates};
-use super::raw::{RawField, batch_size, read_csv, text_field, unknown_fields};
+use super::raw::{
+    RawField, batch_size, name, ok, optional_name, read_csv, text_field, unknown_fields,
+};
 use super::repeats;
 use super::{
     Anchor, CellKey, GroupName, ItemId, JudgeName, JudgeVersion, Problem, RaterName, RubricName,
@@ -208,56 +210,58 @@ pub fn rows_from_json(body: &Value) -> Result<Vec<RawAnchor>, Vec<Problem>> {
     Ok(items
         .iter()
         .enumerate()
-        .map(|(i, item)| {
-            let field = |name: &str| match item {
-                Value::Object(o) => RawField::from_json(o.get(name)),
-                _ => RawField::Missing,
-            };
-            let mut problems = match item {
-                Value::Object(o) => {
-                    unknown_fields(Some(i + 1), o, &ROW_FIELDS, "an anchor row").collect()
-                }
-                _ => vec![Problem::at(
-                    Some(i + 1),
-                    "anchors",
-                    "must be an object with item_id, judge_score and reference_score",
-                )],
-            };
-            let covariates =
-                covariates::from_json(Some(i + 1), item.get(covariates::FIELD), &mut problems);
-            let repeats = repeats::from_json(Some(i + 1), repeats::FIELD, item.get(repeats::FIELD))
-                .unwrap_or_else(|p| {
-                    problems.push(p);
-                    Vec::new()
-                });
-            RawAnchor {
-                covariates,
-                repeats,
-                problems,
-                row: i + 1,
-                judge: judge.clone(),
-                rubric: rubric.clone(),
-                item_id: field("item_id"),
-                judge_score: field("judge_score"),
-                group: match field("group") {
-                    RawField::Other("null") => RawField::Missing,
-                    other => other,
-                },
-                rater: match field(RATER_COLUMN) {
-                    RawField::Other("null") => RawField::Missing,
-                    other => other,
-                },
-                judge_version: match field(JUDGE_VERSION_COLUMN) {
-                    RawField::Other("null") | RawField::Missing => version.clone(),
-                    other => other,
-                },
-                reference_score: match field("reference_score") {
-                    RawField::Other("null") => RawField::Missing,
-                    other => other,
-                },
-            }
-        })
+        .map(|(i, item)| json_row(i + 1, item, [&judge, &rubric, &version]))
         .collect())
+}
+
+/// Row `row` of a JSON batch, with the envelope's judge, rubric and judge version (taken where
+/// the row names none of its own).
+fn json_row(row: usize, item: &Value, [judge, rubric, version]: [&RawField; 3]) -> RawAnchor {
+    let i = row - 1;
+    let field = |name: &str| match item {
+        Value::Object(o) => RawField::from_json(o.get(name)),
+        _ => RawField::Missing,
+    };
+    let mut problems = match item {
+        Value::Object(o) => unknown_fields(Some(i + 1), o, &ROW_FIELDS, "an anchor row").collect(),
+        _ => vec![Problem::at(
+            Some(i + 1),
+            "anchors",
+            "must be an object with item_id, judge_score and reference_score",
+        )],
+    };
+    let covariates = covariates::from_json(Some(i + 1), item.get(covariates::FIELD), &mut problems);
+    let repeats = repeats::from_json(Some(i + 1), repeats::FIELD, item.get(repeats::FIELD))
+        .unwrap_or_else(|p| {
+            problems.push(p);
+            Vec::new()
+        });
+    RawAnchor {
+        covariates,
+        repeats,
+        problems,
+        row: i + 1,
+        judge: judge.clone(),
+        rubric: rubric.clone(),
+        item_id: field("item_id"),
+        judge_score: field("judge_score"),
+        group: match field("group") {
+            RawField::Other("null") => RawField::Missing,
+            other => other,
+        },
+        rater: match field(RATER_COLUMN) {
+            RawField::Other("null") => RawField::Missing,
+            other => other,
+        },
+        judge_version: match field(JUDGE_VERSION_COLUMN) {
+            RawField::Other("null") | RawField::Missing => version.clone(),
+            other => other,
+        },
+        reference_score: match field("reference_score") {
+            RawField::Other("null") => RawField::Missing,
+            other => other,
+        },
+    }
 }
 
 /// Reads a CSV upload with the header [`CSV_COLUMNS`]; rows may span any number of cells.
@@ -333,27 +337,52 @@ pub fn validate(
 ) -> Result<Vec<CellBatch>, Vec<Problem>> {
     batch_size(rows.len(), max_batch, "anchors")?;
     let mut problems = Vec::new();
-    let mut cells: BTreeMap<(CellKey, Option<JudgeVersion>), CellBatch> = BTreeMap::new();
-    // First row each (cell, version, item) was seen in, to report duplicates against it.
-    let mut seen: HashMap<(CellKey, Option<JudgeVersion>, ItemId), usize> = HashMap::new();
-    // The first reference each (cell, item) was given in the batch, and its row: a re-scored
-    // row of another version takes it, and a different one is refused.
-    let mut references: HashMap<(CellKey, ItemId), (f64, usize)> = HashMap::new();
-
+    let mut batches = Batches::default();
     for mut raw in rows {
-        let row = raw.row;
         problems.append(&mut raw.problems);
-        let judge = text_field(Some(row), "judge", &raw.judge)
-            .and_then(|s| JudgeName::parse(&s).map_err(|e| Problem::at(Some(row), "judge", e)));
-        let rubric = text_field(Some(row), "rubric", &raw.rubric)
-            .and_then(|s| RubricName::parse(&s).map_err(|e| Problem::at(Some(row), "rubric", e)));
-        let item_id = text_field(Some(row), "item_id", &raw.item_id)
-            .and_then(|s| ItemId::parse(&s).map_err(|e| Problem::at(Some(row), "item_id", e)));
-        let judge_score = score_field(row, "judge_score", &raw.judge_score);
+        let Some(fields) = AnchorFields::of(&raw, scales, &mut problems) else {
+            continue;
+        };
+        if let Err(p) = batches.add(raw, fields) {
+            problems.push(p);
+        }
+    }
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    Ok(batches.finish())
+}
+
+/// A row's fields, each parsed.
+struct AnchorFields {
+    key: CellKey,
+    item_id: ItemId,
+    judge_score: f64,
+    reference_score: Option<f64>,
+    group: Option<GroupName>,
+    judge_version: Option<JudgeVersion>,
+    rater: Option<RaterName>,
+}
+
+impl AnchorFields {
+    /// The row's fields, or `None` with each field's problem added to `problems`.
+    fn of(
+        raw: &RawAnchor,
+        scales: &HashMap<RubricName, Scale>,
+        problems: &mut Vec<Problem>,
+    ) -> Option<Self> {
+        let row = raw.row;
+        let judge = ok(problems, name(row, "judge", &raw.judge, JudgeName::parse));
+        let rubric = ok(
+            problems,
+            name(row, "rubric", &raw.rubric, RubricName::parse),
+        );
+        let item_id = ok(problems, name(row, "item_id", &raw.item_id, ItemId::parse));
+        let judge_score = ok(problems, score_field(row, "judge_score", &raw.judge_score));
         let reference_score = match &raw.reference_score {
             RawField::Missing => Ok(None),
             f => score_field(row, "reference_score", f).and_then(|y| {
-                let Ok(rubric) = &rubric else {
+                let Some(rubric) = &rubric else {
                     return Ok(Some(y));
                 };
                 let scale = scales.get(rubric).copied().unwrap_or(Scale::DEFAULT);
@@ -371,131 +400,123 @@ pub fn validate(
                 }
             }),
         };
-        let judge_version = match &raw.judge_version {
-            RawField::Missing => Ok(None),
-            f => text_field(Some(row), JUDGE_VERSION_COLUMN, f).and_then(|s| {
-                JudgeVersion::parse(&s)
-                    .map(Some)
-                    .map_err(|e| Problem::at(Some(row), JUDGE_VERSION_COLUMN, e))
-            }),
-        };
-        let group = match &raw.group {
-            RawField::Missing => Ok(None),
-            f => text_field(Some(row), "group", f).and_then(|s| {
-                GroupName::parse(&s)
-                    .map(Some)
-                    .map_err(|e| Problem::at(Some(row), "group", e))
-            }),
-        };
-        let rater = match &raw.rater {
-            RawField::Missing => Ok(None),
-            f => text_field(Some(row), RATER_COLUMN, f).and_then(|s| {
-                RaterName::parse(&s)
-                    .map(Some)
-                    .map_err(|e| Problem::at(Some(row), RATER_COLUMN, e))
-            }),
-        };
-        let (judge, rubric, item_id, judge_score, reference_score, group, judge_version, rater) =
-            match (
-                judge,
-                rubric,
-                item_id,
-                judge_score,
-                reference_score,
-                group,
-                judge_version,
-                rater,
-            ) {
-                (Ok(a), Ok(b), Ok(c), Ok(d), Ok(e), Ok(g), Ok(v), Ok(r)) => {
-                    (a, b, c, d, e, g, v, r)
-                }
-                (a, b, c, d, e, g, v, r) => {
-                    problems.extend(
-                        [
-                            a.err(),
-                            b.err(),
-                            c.err(),
-                            d.err(),
-                            e.err(),
-                            g.err(),
-                            v.err(),
-                            r.err(),
-                        ]
-                        .into_iter()
-                        .flatten(),
-                    );
-                    continue;
-                }
-            };
-        let key = CellKey { judge, rubric };
-        let slot = (key.clone(), judge_version.clone(), item_id.clone());
-        if let Some(first) = seen.insert(slot.clone(), row) {
-            seen.insert(slot, first);
-            problems.push(Problem::at(
+        let reference_score = ok(problems, reference_score);
+        let group = ok(
+            problems,
+            optional_name(row, "group", &raw.group, GroupName::parse),
+        );
+        let judge_version = optional_name(
+            row,
+            JUDGE_VERSION_COLUMN,
+            &raw.judge_version,
+            JudgeVersion::parse,
+        );
+        let judge_version = ok(problems, judge_version);
+        let rater = ok(
+            problems,
+            optional_name(row, RATER_COLUMN, &raw.rater, RaterName::parse),
+        );
+        Some(Self {
+            key: CellKey {
+                judge: judge?,
+                rubric: rubric?,
+            },
+            item_id: item_id?,
+            judge_score: judge_score?,
+            reference_score: reference_score?,
+            group: group?,
+            judge_version: judge_version?,
+            rater: rater?,
+        })
+    }
+}
+
+/// A batch's rows gathered per (cell, judge version), with what its later rows are checked
+/// against.
+#[derive(Default)]
+struct Batches {
+    cells: BTreeMap<(CellKey, Option<JudgeVersion>), CellBatch>,
+    /// First row each (cell, version, item) was seen in, to report duplicates against it.
+    seen: HashMap<(CellKey, Option<JudgeVersion>, ItemId), usize>,
+    /// The first reference each (cell, item) was given in the batch, and its row: a re-scored
+    /// row of another version takes it, and a different one is refused.
+    references: HashMap<(CellKey, ItemId), (f64, usize)>,
+}
+
+impl Batches {
+    /// Adds a row whose fields parsed, or says why it cannot be added.
+    fn add(&mut self, raw: RawAnchor, f: AnchorFields) -> Result<(), Problem> {
+        let row = raw.row;
+        let slot = (f.key.clone(), f.judge_version.clone(), f.item_id.clone());
+        if let Some(first) = self.seen.insert(slot.clone(), row) {
+            self.seen.insert(slot, first);
+            return Err(Problem::at(
                 Some(row),
                 "item_id",
                 format!(
-                    "{:?} repeats row {first} for cell {key} and judge_version {}",
-                    item_id.as_str(),
-                    JudgeVersion::describe(judge_version.as_ref())
+                    "{:?} repeats row {first} for cell {} and judge_version {}",
+                    f.item_id.as_str(),
+                    f.key,
+                    JudgeVersion::describe(f.judge_version.as_ref())
                 ),
             ));
-            continue;
         }
-        if let Some(y) = reference_score {
-            let item = (key.clone(), item_id.clone());
-            match references.get(&item) {
+        if let Some(y) = f.reference_score {
+            let item = (f.key.clone(), f.item_id.clone());
+            match self.references.get(&item) {
                 Some(&(first, first_row)) if first != y => {
-                    problems.push(Problem::at(
+                    return Err(Problem::at(
                         Some(row),
                         "reference_score",
                         format!(
                             "{y} differs from the reference {first} row {first_row} gives item {:?}: \
                              an item has one reference whichever judge version scored it",
-                            item_id.as_str()
+                            f.item_id.as_str()
                         ),
                     ));
-                    continue;
                 }
                 Some(_) => {}
                 None => {
-                    references.insert(item, (y, row));
+                    self.references.insert(item, (y, row));
                 }
             }
         }
-        let cell = cells
-            .entry((key.clone(), judge_version.clone()))
+        let cell = self
+            .cells
+            .entry((f.key.clone(), f.judge_version.clone()))
             .or_insert_with(|| CellBatch {
-                key,
-                judge_version,
+                key: f.key,
+                judge_version: f.judge_version,
                 anchors: Vec::new(),
                 rows: Vec::new(),
             });
         cell.anchors.push(Uploaded {
-            item_id,
-            judge_score,
-            reference_score,
-            group,
-            rater,
+            item_id: f.item_id,
+            judge_score: f.judge_score,
+            reference_score: f.reference_score,
+            group: f.group,
+            rater: f.rater,
             covariates: raw.covariates,
             repeats: raw.repeats,
         });
         cell.rows.push(row);
+        Ok(())
     }
-    if !problems.is_empty() {
-        return Err(problems);
-    }
-    // A re-scored row takes the reference another row of the batch gives its item.
-    let mut cells: Vec<CellBatch> = cells.into_values().collect();
-    for cell in &mut cells {
-        for a in &mut cell.anchors {
-            if a.reference_score.is_none() {
-                let item = (cell.key.clone(), a.item_id.clone());
-                a.reference_score = references.get(&item).map(|&(y, _)| y);
+
+    /// The per-cell batches; a re-scored row takes the reference another row of the batch
+    /// gives its item.
+    fn finish(self) -> Vec<CellBatch> {
+        let mut cells: Vec<CellBatch> = self.cells.into_values().collect();
+        for cell in &mut cells {
+            for a in &mut cell.anchors {
+                if a.reference_score.is_none() {
+                    let item = (cell.key.clone(), a.item_id.clone());
+                    a.reference_score = self.references.get(&item).map(|&(y, _)| y);
+                }
             }
         }
+        cells
     }
-    Ok(cells)
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::covariates::{self, Covariates};
-use super::raw::{RawField, batch_size, read_csv, text_field, unknown_fields};
+use super::raw::{RawField, batch_size, name, ok, optional_name, read_csv, unknown_fields};
 use super::{CellKey, GroupName, ItemId, JudgeName, JudgeVersion, Problem, RaterName, RubricName};
 
 /// The columns a CSV upload must have, in any order.
@@ -244,28 +244,6 @@ fn outcome(row: usize, name: &str, f: &RawField) -> Result<f64, Problem> {
     }
 }
 
-fn name<T>(
-    row: usize,
-    field: &str,
-    f: &RawField,
-    parse: impl Fn(&str) -> Result<T, String>,
-) -> Result<T, Problem> {
-    text_field(Some(row), field, f)
-        .and_then(|s| parse(&s).map_err(|e| Problem::at(Some(row), field, e)))
-}
-
-fn optional_name<T>(
-    row: usize,
-    field: &str,
-    f: &RawField,
-    parse: impl Fn(&str) -> Result<T, String>,
-) -> Result<Option<T>, Problem> {
-    match f {
-        RawField::Missing => Ok(None),
-        f => name(row, field, f, parse).map(Some),
-    }
-}
-
 /// What a batch first says of an item: the row, its pair of systems, its preference.
 type FirstSaid = (usize, GroupName, GroupName, Option<f64>);
 
@@ -276,114 +254,163 @@ pub fn validate(
 ) -> Result<Vec<ComparisonBatch>, Vec<Problem>> {
     batch_size(rows.len(), max_batch, "comparisons")?;
     let mut problems = Vec::new();
-    // Per (cell, version): its batch and each item's row. A batch holds few cells, so they are
-    // found by a scan that compares keys by reference: 100,000 rows clone no key to check one.
-    let mut cells: Vec<(ComparisonBatch, HashMap<ItemId, usize>)> = Vec::new();
-    // What the batch first says of each (cell, item), and where: its pair of systems and its
-    // preference, which every other row of the item must agree with.
-    let mut items: Vec<(CellKey, HashMap<ItemId, FirstSaid>)> = Vec::new();
+    let mut batches = ComparisonBatches::default();
     for mut raw in rows {
-        let row = raw.row;
         problems.append(&mut raw.problems);
-        let parsed = (
-            name(row, "judge", &raw.judge, JudgeName::parse),
+        let Some(fields) = ComparisonFields::of(&raw, &mut problems) else {
+            continue;
+        };
+        if let Err(p) = batches.add(raw.row, fields, std::mem::take(&mut raw.covariates)) {
+            problems.push(p);
+        }
+    }
+    let cells = batches.finish();
+    if problems.is_empty() {
+        Ok(cells)
+    } else {
+        Err(problems)
+    }
+}
+
+/// A row's fields, each parsed.
+struct ComparisonFields {
+    key: CellKey,
+    version: Option<JudgeVersion>,
+    item_id: ItemId,
+    a: GroupName,
+    b: GroupName,
+    verdict: f64,
+    swapped: Option<f64>,
+    preference: Option<f64>,
+    rater: Option<RaterName>,
+}
+
+impl ComparisonFields {
+    /// The row's fields, or `None` with each field's problem added to `problems`.
+    fn of(raw: &RawComparison, problems: &mut Vec<Problem>) -> Option<Self> {
+        let row = raw.row;
+        let outcome_or_none = |name: &str, f: &RawField| match f {
+            RawField::Missing => Ok(None),
+            f => outcome(row, name, f).map(Some),
+        };
+        let judge = ok(problems, name(row, "judge", &raw.judge, JudgeName::parse));
+        let rubric = ok(
+            problems,
             name(row, "rubric", &raw.rubric, RubricName::parse),
-            optional_name(
-                row,
-                "judge_version",
-                &raw.judge_version,
-                JudgeVersion::parse,
-            ),
-            name(row, "item_id", &raw.item_id, ItemId::parse),
-            name(row, "a", &raw.a, GroupName::parse),
-            name(row, "b", &raw.b, GroupName::parse),
-            outcome(row, "verdict", &raw.verdict),
-            match &raw.verdict_swapped {
-                RawField::Missing => Ok(None),
-                f => outcome(row, "verdict_swapped", f).map(Some),
-            },
-            match &raw.preference {
-                RawField::Missing => Ok(None),
-                f => outcome(row, "preference", f).map(Some),
-            },
+        );
+        let version = optional_name(
+            row,
+            "judge_version",
+            &raw.judge_version,
+            JudgeVersion::parse,
+        );
+        let version = ok(problems, version);
+        let item_id = ok(problems, name(row, "item_id", &raw.item_id, ItemId::parse));
+        let a = ok(problems, name(row, "a", &raw.a, GroupName::parse));
+        let b = ok(problems, name(row, "b", &raw.b, GroupName::parse));
+        let verdict = ok(problems, outcome(row, "verdict", &raw.verdict));
+        let swapped = ok(
+            problems,
+            outcome_or_none("verdict_swapped", &raw.verdict_swapped),
+        );
+        let preference = ok(problems, outcome_or_none("preference", &raw.preference));
+        let rater = ok(
+            problems,
             optional_name(row, "rater", &raw.rater, RaterName::parse),
         );
-        let (judge, rubric, version, item_id, a, b, verdict, swapped, preference, rater) =
-            match parsed {
-                (Ok(j), Ok(r), Ok(v), Ok(i), Ok(a), Ok(b), Ok(x), Ok(s), Ok(p), Ok(t)) => {
-                    (j, r, v, i, a, b, x, s, p, t)
-                }
-                (j, r, v, i, a, b, x, s, p, t) => {
-                    problems.extend(
-                        [
-                            j.err(),
-                            r.err(),
-                            v.err(),
-                            i.err(),
-                            a.err(),
-                            b.err(),
-                            x.err(),
-                            s.err(),
-                            p.err(),
-                            t.err(),
-                        ]
-                        .into_iter()
-                        .flatten(),
-                    );
-                    continue;
-                }
-            };
-        if a == b {
+        let fields = Self {
+            key: CellKey {
+                judge: judge?,
+                rubric: rubric?,
+            },
+            version: version?,
+            item_id: item_id?,
+            a: a?,
+            b: b?,
+            verdict: verdict?,
+            swapped: swapped?,
+            preference: preference?,
+            rater: rater?,
+        };
+        if fields.a == fields.b {
             problems.push(Problem::at(
                 Some(row),
                 "b",
-                format!("{a} is also `a`: a comparison is of two different systems"),
+                format!(
+                    "{} is also `a`: a comparison is of two different systems",
+                    fields.a
+                ),
             ));
-            continue;
+            return None;
         }
-        let key = CellKey { judge, rubric };
-        let at = match cells
+        Some(fields)
+    }
+}
+
+/// A batch's rows gathered per (cell, version), with what its later rows are checked against.
+#[derive(Default)]
+struct ComparisonBatches {
+    /// Per (cell, version): its batch and each item's row. A batch holds few cells, so they
+    /// are found by a scan that compares keys by reference: 100,000 rows clone no key to check
+    /// one.
+    cells: Vec<(ComparisonBatch, HashMap<ItemId, usize>)>,
+    /// What the batch first says of each (cell, item), and where: its pair of systems and its
+    /// preference, which every other row of the item must agree with.
+    items: Vec<(CellKey, HashMap<ItemId, FirstSaid>)>,
+}
+
+impl ComparisonBatches {
+    /// Adds a row whose fields parsed, or says why it cannot be added.
+    fn add(
+        &mut self,
+        row: usize,
+        f: ComparisonFields,
+        covariates: Covariates,
+    ) -> Result<(), Problem> {
+        let key = f.key;
+        let at = match self
+            .cells
             .iter()
-            .position(|(c, _)| c.key == key && c.judge_version == version)
+            .position(|(c, _)| c.key == key && c.judge_version == f.version)
         {
             Some(at) => at,
             None => {
-                cells.push((
+                self.cells.push((
                     ComparisonBatch {
                         key: key.clone(),
-                        judge_version: version.clone(),
+                        judge_version: f.version.clone(),
                         comparisons: Vec::new(),
                         rows: Vec::new(),
                     },
                     HashMap::new(),
                 ));
-                cells.len() - 1
+                self.cells.len() - 1
             }
         };
-        let (cell, cell_seen) = &mut cells[at];
-        if let Some(&first) = cell_seen.get(&item_id) {
-            problems.push(Problem::at(
+        let (cell, cell_seen) = &mut self.cells[at];
+        if let Some(&first) = cell_seen.get(&f.item_id) {
+            return Err(Problem::at(
                 Some(row),
                 "item_id",
                 format!(
                     "{:?} repeats row {first} for cell {key} and judge_version {}",
-                    item_id.as_str(),
-                    JudgeVersion::describe(version.as_ref())
+                    f.item_id.as_str(),
+                    JudgeVersion::describe(f.version.as_ref())
                 ),
             ));
-            continue;
         }
-        cell_seen.insert(item_id.clone(), row);
-        let cell_items = match items.iter().position(|(k, _)| *k == key) {
-            Some(at) => &mut items[at].1,
+        cell_seen.insert(f.item_id.clone(), row);
+        let cell_items = match self.items.iter().position(|(k, _)| *k == key) {
+            Some(at) => &mut self.items[at].1,
             None => {
-                items.push((key.clone(), HashMap::new()));
-                &mut items.last_mut().expect("just pushed").1
+                self.items.push((key.clone(), HashMap::new()));
+                &mut self.items.last_mut().expect("just pushed").1
             }
         };
+        let (item_id, a, b, preference) = (f.item_id, f.a, f.b, f.preference);
         match cell_items.get_mut(&item_id) {
             Some((first, fa, fb, _)) if (fa.as_str(), fb.as_str()) != (a.as_str(), b.as_str()) => {
-                problems.push(Problem::at(
+                return Err(Problem::at(
                     Some(row),
                     "a",
                     format!(
@@ -391,10 +418,9 @@ pub fn validate(
                         item_id.as_str()
                     ),
                 ));
-                continue;
             }
             Some((first, _, _, Some(p))) if preference.is_some_and(|q| q != *p) => {
-                problems.push(Problem::at(
+                return Err(Problem::at(
                     Some(row),
                     "preference",
                     format!(
@@ -402,7 +428,6 @@ pub fn validate(
                         item_id.as_str()
                     ),
                 ));
-                continue;
             }
             Some((_, _, _, p)) => {
                 if p.is_none() {
@@ -417,31 +442,33 @@ pub fn validate(
             item_id,
             a,
             b,
-            verdict,
-            verdict_swapped: swapped,
+            verdict: f.verdict,
+            verdict_swapped: f.swapped,
             preference,
-            rater,
-            covariates: std::mem::take(&mut raw.covariates),
+            rater: f.rater,
+            covariates,
         });
         cell.rows.push(row);
+        Ok(())
     }
-    // A row without a preference takes the one another row of its item gave.
-    let mut cells: Vec<ComparisonBatch> = cells.into_iter().map(|(batch, _)| batch).collect();
-    cells.sort_by(|a, b| (&a.key, &a.judge_version).cmp(&(&b.key, &b.judge_version)));
-    for batch in &mut cells {
-        let Some((_, said)) = items.iter().find(|(k, _)| *k == batch.key) else {
-            continue;
-        };
-        for c in &mut batch.comparisons {
-            if c.preference.is_none() {
-                c.preference = said.get(&c.item_id).and_then(|i| i.3);
+
+    /// The per-cell batches in (judge, rubric, version) order; a row without a preference
+    /// takes the one another row of its item gave.
+    fn finish(self) -> Vec<ComparisonBatch> {
+        let mut cells: Vec<ComparisonBatch> =
+            self.cells.into_iter().map(|(batch, _)| batch).collect();
+        cells.sort_by(|a, b| (&a.key, &a.judge_version).cmp(&(&b.key, &b.judge_version)));
+        for batch in &mut cells {
+            let Some((_, said)) = self.items.iter().find(|(k, _)| *k == batch.key) else {
+                continue;
+            };
+            for c in &mut batch.comparisons {
+                if c.preference.is_none() {
+                    c.preference = said.get(&c.item_id).and_then(|i| i.3);
+                }
             }
         }
-    }
-    if problems.is_empty() {
-        Ok(cells)
-    } else {
-        Err(problems)
+        cells
     }
 }
 

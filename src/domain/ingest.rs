@@ -8,7 +8,6 @@ use std::collections::HashMap;
 use super::anchors::CellBatch;
 use super::covariates::{self, Covariates};
 use super::{Anchor, GroupName, ItemId, JudgeVersion, Problem, RaterName};
-use crate::error::Error;
 
 /// A stored row of one of a batch's items, in any judge version of the cell.
 #[derive(Debug, Clone, PartialEq)]
@@ -62,39 +61,44 @@ impl Refusals {
     pub fn is_empty(&self) -> bool {
         self.missing.is_empty() && self.conflicts.is_empty()
     }
-
-    /// The batch's one answer, every problem in it; `None` when there is none.
-    pub fn into_error(self) -> Option<Error> {
-        let n = self.conflicts.len();
-        if !self.missing.is_empty() {
-            let mut problems = self.missing;
-            problems.extend(self.conflicts);
-            let what = if n == 0 {
-                "re-scored rows need a reference the cell holds; nothing was stored".to_owned()
-            } else {
-                format!(
-                    "re-scored rows need a reference the cell holds, and {n} row{} already stored with \
-                     different scores (listed too; ?replace=true overwrites them); nothing was stored",
-                    if n == 1 { " is" } else { "s are" }
-                )
-            };
-            return Some(Error::rejected(&what, problems));
-        }
-        (n > 0).then(|| {
-            Error::conflict(
-                format!(
-                    "{n} anchor{} already stored with different scores; nothing was stored. \
-                     Send the batch with ?replace=true to overwrite them",
-                    if n == 1 { " is" } else { "s are" }
-                ),
-                self.conflicts,
-            )
-        })
-    }
 }
 
 fn shown<T: std::fmt::Display>(name: Option<&T>) -> String {
     name.map_or_else(|| "(none)".to_owned(), ToString::to_string)
+}
+
+/// Why a row conflicts with the row stored for its item and version: both rows' scores,
+/// group, rater, and covariates and repeats where they differ.
+fn stored_otherwise(cell: &CellBatch, s: &StoredRow, anchor: &Anchor) -> String {
+    let mut said = format!(
+        "{:?} is stored for {} (judge_version {}) with judge_score {}, reference_score {}, group {} and rater {}; \
+         this batch has {}, {}, {} and {}",
+        anchor.item_id.as_str(),
+        cell.key,
+        JudgeVersion::describe(cell.judge_version.as_ref()),
+        s.judge_score,
+        s.reference_score,
+        shown(s.group.as_ref()),
+        shown(s.rater.as_ref()),
+        anchor.judge_score,
+        anchor.reference_score,
+        shown(anchor.group.as_ref()),
+        shown(anchor.rater.as_ref()),
+    );
+    if s.covariates != anchor.covariates {
+        said += &format!(
+            "; stored covariates {}, this batch's {}",
+            covariates::describe(&s.covariates),
+            covariates::describe(&anchor.covariates)
+        );
+    }
+    if s.repeats != anchor.repeats {
+        said += &format!(
+            "; stored repeats {:?}, this batch's {:?}",
+            s.repeats, anchor.repeats
+        );
+    }
+    said
 }
 
 /// Decides one cell's batch against the rows the cell holds for the batch's items (of every
@@ -160,35 +164,7 @@ pub fn plan_cell(
                     refusals.conflicts.push(Problem::at(
                         Some(batch_row),
                         "item_id",
-                        format!(
-                            "{item:?} is stored for {} (judge_version {}) with judge_score {}, reference_score {}, group {} and rater {}; \
-                             this batch has {}, {}, {} and {}",
-                            cell.key,
-                            JudgeVersion::describe(cell.judge_version.as_ref()),
-                            s.judge_score,
-                            s.reference_score,
-                            shown(s.group.as_ref()),
-                            shown(s.rater.as_ref()),
-                            anchor.judge_score,
-                            anchor.reference_score,
-                            shown(anchor.group.as_ref()),
-                            shown(anchor.rater.as_ref()),
-                        ) + &if s.covariates == anchor.covariates {
-                            String::new()
-                        } else {
-                            format!(
-                                "; stored covariates {}, this batch's {}",
-                                covariates::describe(&s.covariates),
-                                covariates::describe(&anchor.covariates)
-                            )
-                        } + &if s.repeats == anchor.repeats {
-                            String::new()
-                        } else {
-                            format!(
-                                "; stored repeats {:?}, this batch's {:?}",
-                                s.repeats, anchor.repeats
-                            )
-                        },
+                        stored_otherwise(cell, s, &anchor),
                     ));
                 }
                 if reference_changes {
@@ -407,10 +383,7 @@ mod tests {
         assert_eq!(refusals.missing.len(), 1);
         assert_eq!(refusals.missing[0].row, Some(2));
         assert_eq!(refusals.missing[0].field, "reference_score");
-        let Some(Error::Invalid { details, .. }) = refusals.into_error() else {
-            panic!("a missing reference is a 422")
-        };
-        assert_eq!(details.len(), 2, "the conflict is listed too");
+        assert_eq!(refusals.conflicts.len(), 1, "the conflict is listed too");
 
         let mut refusals = Refusals::default();
         plan_cell(
@@ -420,10 +393,7 @@ mod tests {
             99,
             &mut refusals,
         );
-        assert!(matches!(
-            refusals.into_error(),
-            Some(Error::Conflict { .. })
-        ));
-        assert!(Refusals::default().into_error().is_none());
+        assert!(refusals.missing.is_empty());
+        assert_eq!(refusals.conflicts.len(), 1);
     }
 }

@@ -160,110 +160,16 @@ pub fn parse(mut body: Value) -> Result<RatingsRequest, Vec<Problem>> {
     // The settings come out of the body; what is left is a comparison batch's envelope.
     let settings: Vec<Option<Value>> = SETTINGS.iter().map(|k| obj.remove(*k)).collect();
     let [baseline, level, controlled, target] = [0, 1, 2, 3].map(|i| settings[i].as_ref());
-    let baseline = match baseline {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => match GroupName::parse(s) {
-            Ok(g) => Some(g),
-            Err(e) => {
-                problems.push(Problem::at(None, "baseline", e));
-                None
-            }
-        },
-        Some(_) => {
-            problems.push(Problem::at(None, "baseline", "must be a system's name"));
-            None
-        }
-    };
-    let level = match level {
-        None | Some(Value::Null) => 0.95,
-        Some(v) => match v.as_f64() {
-            Some(l) if (0.5..=0.999).contains(&l) => l,
-            _ => {
-                problems.push(Problem::at(
-                    None,
-                    "level",
-                    format!("must be a number in [0.5, 0.999]; got {v}"),
-                ));
-                0.95
-            }
-        },
-    };
-    let target_half_width = match target {
-        None | Some(Value::Null) => None,
-        Some(v) => match v.as_f64() {
-            Some(w) if w > 0.0 && w.is_finite() => Some(w),
-            _ => {
-                problems.push(Problem::at(
-                    None,
-                    "target_half_width",
-                    format!("must be a positive number (log-odds); got {v}"),
-                ));
-                None
-            }
-        },
-    };
-    let mut control = Vec::new();
-    match controlled {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(names)) => {
-            for (i, n) in names.iter().enumerate() {
-                match n.as_str().map(|s| covariates::check_name(None, s)) {
-                    Some(Ok(name)) if !control.contains(&name) => control.push(name),
-                    Some(Ok(name)) => problems.push(Problem::at(
-                        None,
-                        &format!("control[{i}]"),
-                        format!("{name} is named twice"),
-                    )),
-                    Some(Err(p)) => {
-                        problems.push(Problem::at(None, &format!("control[{i}]"), p.problem))
-                    }
-                    None => problems.push(Problem::at(
-                        None,
-                        &format!("control[{i}]"),
-                        "must be a covariate's name",
-                    )),
-                }
-            }
-        }
-        Some(_) => problems.push(Problem::at(
-            None,
-            "control",
-            "must be an array of covariate names",
-        )),
-    }
+    let baseline = parse_baseline(baseline, &mut problems);
+    let level = number(level, |l| (0.5..=0.999).contains(&l))
+        .map_err(|v| format!("must be a number in [0.5, 0.999]; got {v}"));
+    let level = ok(&mut problems, "level", level).flatten().unwrap_or(0.95);
+    let target = number(target, |w| w > 0.0 && w.is_finite())
+        .map_err(|v| format!("must be a positive number (log-odds); got {v}"));
+    let target_half_width = ok(&mut problems, "target_half_width", target).flatten();
+    let control = parse_control(controlled, &mut problems);
     let members = take_member_verdicts(&mut body, &mut problems);
-    let batches =
-        comparisons::rows_from_json(&body).and_then(|rows| comparisons::validate(rows, MAX_RATED));
-    let batch = match batches {
-        Ok(mut batches) if batches.len() == 1 && problems.is_empty() => batches.remove(0),
-        Ok(_) => return Err(problems),
-        Err(more) => {
-            // A field the envelope lacks is named against the ratings request's fields (the
-            // settings were taken out before the comparisons were read).
-            let fields: Vec<&str> = ["judge", "rubric", "judge_version", "comparisons"]
-                .into_iter()
-                .chain(SETTINGS)
-                .collect();
-            problems.extend(more.into_iter().map(|p| {
-                if p.row.is_none()
-                    && p.problem
-                        .starts_with("is not a field of the comparison batch")
-                {
-                    Problem::at(
-                        None,
-                        &p.field,
-                        format!(
-                            "is not a field of a ratings request (its fields: {})",
-                            fields.join(", ")
-                        ),
-                    )
-                } else {
-                    p
-                }
-            }));
-            return Err(problems);
-        }
-    };
+    let batch = the_batch(&body, problems)?;
     let mut problems = Vec::new();
     for (c, &row) in batch.comparisons.iter().zip(&batch.rows) {
         for name in &control {
@@ -296,6 +202,99 @@ pub fn parse(mut body: Value) -> Result<RatingsRequest, Vec<Problem>> {
         target_half_width,
         members,
     })
+}
+
+/// A setting's number where `valid`; `Err` with the value sent where not; `Ok(None)` where
+/// absent or null.
+fn number(v: Option<&Value>, valid: impl Fn(f64) -> bool) -> Result<Option<f64>, Value> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => match v.as_f64() {
+            Some(x) if valid(x) => Ok(Some(x)),
+            _ => Err(v.clone()),
+        },
+    }
+}
+
+/// The value, or `None` with the problem at `field` added to `problems`.
+fn ok<T>(problems: &mut Vec<Problem>, field: &str, r: Result<T, String>) -> Option<T> {
+    r.map_err(|e| problems.push(Problem::at(None, field, e)))
+        .ok()
+}
+
+/// The system rated 0, where one is named.
+fn parse_baseline(v: Option<&Value>, problems: &mut Vec<Problem>) -> Option<GroupName> {
+    match v {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => ok(problems, "baseline", GroupName::parse(s)),
+        Some(_) => {
+            problems.push(Problem::at(None, "baseline", "must be a system's name"));
+            None
+        }
+    }
+}
+
+/// The covariates the ratings control for, each named once.
+fn parse_control(v: Option<&Value>, problems: &mut Vec<Problem>) -> Vec<CovariateName> {
+    let mut control = Vec::new();
+    match v {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(names)) => {
+            for (i, n) in names.iter().enumerate() {
+                let field = format!("control[{i}]");
+                match n.as_str().map(|s| covariates::check_name(None, s)) {
+                    Some(Ok(name)) if !control.contains(&name) => control.push(name),
+                    Some(Ok(name)) => {
+                        problems.push(Problem::at(None, &field, format!("{name} is named twice")))
+                    }
+                    Some(Err(p)) => problems.push(Problem::at(None, &field, p.problem)),
+                    None => problems.push(Problem::at(None, &field, "must be a covariate's name")),
+                }
+            }
+        }
+        Some(_) => problems.push(Problem::at(
+            None,
+            "control",
+            "must be an array of covariate names",
+        )),
+    }
+    control
+}
+
+/// The run as one comparison batch, or every problem (`problems`, the settings', first). A
+/// field the envelope lacks is named against the ratings request's fields (the settings were
+/// taken out before the comparisons were read).
+fn the_batch(body: &Value, mut problems: Vec<Problem>) -> Result<ComparisonBatch, Vec<Problem>> {
+    let batches =
+        comparisons::rows_from_json(body).and_then(|rows| comparisons::validate(rows, MAX_RATED));
+    match batches {
+        Ok(mut batches) if batches.len() == 1 && problems.is_empty() => Ok(batches.remove(0)),
+        Ok(_) => Err(problems),
+        Err(more) => {
+            let fields: Vec<&str> = ["judge", "rubric", "judge_version", "comparisons"]
+                .into_iter()
+                .chain(SETTINGS)
+                .collect();
+            problems.extend(more.into_iter().map(|p| {
+                if p.row.is_none()
+                    && p.problem
+                        .starts_with("is not a field of the comparison batch")
+                {
+                    Problem::at(
+                        None,
+                        &p.field,
+                        format!(
+                            "is not a field of a ratings request (its fields: {})",
+                            fields.join(", ")
+                        ),
+                    )
+                } else {
+                    p
+                }
+            }));
+            Err(problems)
+        }
+    }
 }
 
 #[cfg(test)]

@@ -182,6 +182,36 @@ pub fn text_field(row: Option<usize>, name: &str, f: &RawField) -> Result<String
     }
 }
 
+/// A name of row `row`'s `field`, read by `parse`.
+pub fn name<T>(
+    row: usize,
+    field: &str,
+    f: &RawField,
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> Result<T, Problem> {
+    text_field(Some(row), field, f)
+        .and_then(|s| parse(&s).map_err(|e| Problem::at(Some(row), field, e)))
+}
+
+/// As [`name`], `None` where the field is absent (or JSON null).
+pub fn optional_name<T>(
+    row: usize,
+    field: &str,
+    f: &RawField,
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> Result<Option<T>, Problem> {
+    match f {
+        RawField::Missing => Ok(None),
+        f => name(row, field, f, parse).map(Some),
+    }
+}
+
+/// A field's value, or `None` with its problem added to `problems`: a row's fields are read
+/// one by one, and every problem of the row is reported.
+pub fn ok<T>(problems: &mut Vec<Problem>, r: Result<T, Problem>) -> Option<T> {
+    r.map_err(|p| problems.push(p)).ok()
+}
+
 /// A batch's size checked: at least one row, at most `max` (`limits.max_batch_anchors`);
 /// `field` names its rows (`anchors`, `comparisons`).
 pub fn batch_size(n: usize, max: usize, field: &str) -> Result<(), Vec<Problem>> {

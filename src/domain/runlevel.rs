@@ -236,45 +236,80 @@ impl RankRequest {
                 format!("{} runs; a ranking takes 2 to {MAX_RUNS}", runs.len()),
             ));
         }
-        let mut names = ClusterNames::default();
-        let mut seen: HashMap<String, usize> = HashMap::new();
-        let mut parsed = Vec::with_capacity(runs.len());
-        let mut inputs = Vec::with_capacity(runs.len());
-        let mut judge_versions = Vec::with_capacity(runs.len());
-        for (i, (name, raw)) in runs.into_iter().enumerate() {
-            let prefix = format!("runs[{i}].");
-            judge_versions.push(parse_judge_version(
-                &prefix,
-                raw.judge_version.as_deref(),
-                &mut problems,
-            ));
-            let group = raw.group;
-            let raw = raw.run;
-            if name.is_empty() || name.len() > 256 || name.chars().any(char::is_control) {
-                problems.push(Problem::at(
-                    None,
-                    &format!("{prefix}name"),
-                    "1 to 256 characters, no control characters",
-                ));
-            } else if let Some(first) = seen.insert(name.clone(), i) {
-                problems.push(Problem::at(
-                    None,
-                    &format!("{prefix}name"),
-                    format!("{name:?} is also runs[{first}]: name each run once"),
-                ));
-            }
-            let run = match raw {
-                Ok(r) => parse_run(&prefix, r, group.as_deref(), &mut names, &mut problems),
-                Err(p) => {
-                    problems.push(p);
-                    ParsedRun::default()
-                }
-            };
-            inputs.push(run.inputs);
-            parsed.push((name, run.items));
+        let (runs, inputs, judge_versions) = parse_runs(runs, &mut problems);
+        let rank = options.parse(settings.seed, &mut problems);
+        match key {
+            Some(key) if problems.is_empty() => Ok(Self {
+                key,
+                runs,
+                inputs,
+                hold,
+                assume_missing_at_random,
+                judge_versions,
+                version,
+                settings,
+                rank,
+            }),
+            _ => Err(problems),
         }
+    }
+}
+
+/// A ranking's runs, each named once: their items, inputs and judge versions.
+#[allow(clippy::type_complexity)]
+fn parse_runs(
+    runs: Vec<(String, RawRunWithGroup)>,
+    problems: &mut Vec<Problem>,
+) -> (
+    Vec<(String, RunItems)>,
+    Vec<ItemInputs>,
+    Vec<Option<JudgeVersion>>,
+) {
+    let mut names = ClusterNames::default();
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut parsed = Vec::with_capacity(runs.len());
+    let mut inputs = Vec::with_capacity(runs.len());
+    let mut judge_versions = Vec::with_capacity(runs.len());
+    for (i, (name, raw)) in runs.into_iter().enumerate() {
+        let prefix = format!("runs[{i}].");
+        judge_versions.push(parse_judge_version(
+            &prefix,
+            raw.judge_version.as_deref(),
+            problems,
+        ));
+        let group = raw.group;
+        if name.is_empty() || name.len() > 256 || name.chars().any(char::is_control) {
+            problems.push(Problem::at(
+                None,
+                &format!("{prefix}name"),
+                "1 to 256 characters, no control characters",
+            ));
+        } else if let Some(first) = seen.insert(name.clone(), i) {
+            problems.push(Problem::at(
+                None,
+                &format!("{prefix}name"),
+                format!("{name:?} is also runs[{first}]: name each run once"),
+            ));
+        }
+        let run = match raw.run {
+            Ok(r) => parse_run(&prefix, r, group.as_deref(), &mut names, problems),
+            Err(p) => {
+                problems.push(p);
+                ParsedRun::default()
+            }
+        };
+        inputs.push(run.inputs);
+        parsed.push((name, run.items));
+    }
+    (parsed, inputs, judge_versions)
+}
+
+impl RawRankOptions {
+    /// The ranking's settings: its error criterion, its look and the label plan asked for
+    /// (seeded by `seed` unless it names its own).
+    fn parse(self, seed: u64, problems: &mut Vec<Problem>) -> RankSettings {
         let mut rank = RankSettings::default();
-        if let Some(e) = &options.error {
+        if let Some(e) = &self.error {
             match ErrorRate::parse(e) {
                 Some(e) => rank.error = e,
                 None => problems.push(Problem::at(
@@ -284,8 +319,8 @@ impl RankRequest {
                 )),
             }
         }
-        if !options.session {
-            for (field, given) in [("round", options.round), ("rounds", options.rounds)] {
+        if !self.session {
+            for (field, given) in [("round", self.round), ("rounds", self.rounds)] {
                 if given.is_some() {
                     problems.push(Problem::at(
                         None,
@@ -295,8 +330,8 @@ impl RankRequest {
                 }
             }
         }
-        rank.rounds = options.rounds.unwrap_or(1);
-        rank.round = options.round.unwrap_or(1);
+        rank.rounds = self.rounds.unwrap_or(1);
+        rank.round = self.round.unwrap_or(1);
         if !(1..=MAX_ROUNDS).contains(&rank.rounds) {
             problems.push(Problem::at(
                 None,
@@ -313,64 +348,58 @@ impl RankRequest {
                 ),
             ));
         }
-        if let Some(l) = options.labels {
-            if l.seed.is_some_and(|s| i64::try_from(s).is_err()) {
-                problems.push(Problem::at(None, "labels.seed", "0 to 9223372036854775807"));
+        if let Some(l) = self.labels {
+            rank.labels = Some(l.parse(seed, &rank, problems));
+        }
+        rank
+    }
+}
+
+impl RawLabels {
+    /// The label plan's goal, asked at look `rank.round` of `rank.rounds`.
+    fn parse(self, seed: u64, rank: &RankSettings, problems: &mut Vec<Problem>) -> LabelGoal {
+        if self.seed.is_some_and(|s| i64::try_from(s).is_err()) {
+            problems.push(Problem::at(None, "labels.seed", "0 to 9223372036854775807"));
+        }
+        let mut goal = LabelGoal {
+            seed: self.seed.unwrap_or(seed),
+            ..LabelGoal::default()
+        };
+        if rank.round >= rank.rounds && rank.rounds <= MAX_ROUNDS {
+            problems.push(Problem::at(
+                None,
+                "rounds",
+                format!(
+                    "labels are for a later look, and this is look {} of {}: plan the looks from the start in a ranking session (POST /v1/rank/sessions with rounds = 2 or more), and ask its looks for labels",
+                    rank.round, rank.rounds
+                ),
+            ));
+        }
+        if let Some(b) = self.budget {
+            if b == 0 {
+                problems.push(Problem::at(None, "labels.budget", "at least 1 label"));
             }
-            let mut goal = LabelGoal {
-                seed: l.seed.unwrap_or(settings.seed),
-                ..LabelGoal::default()
-            };
-            if rank.round >= rank.rounds && rank.rounds <= MAX_ROUNDS {
+            goal.budget = Some(b);
+        }
+        if let Some(g) = self.min_gap {
+            if g.is_finite() && g > 0.0 {
+                goal.min_gap = g;
+            } else {
                 problems.push(Problem::at(
                     None,
-                    "rounds",
-                    format!(
-                        "labels are for a later look, and this is look {} of {}: plan the looks from the start in a ranking session (POST /v1/rank/sessions with rounds = 2 or more), and ask its looks for labels",
-                        rank.round, rank.rounds
-                    ),
+                    "labels.min_gap",
+                    "a positive number, in reference units: gaps below it need not be resolved",
                 ));
             }
-            if let Some(b) = l.budget {
-                if b == 0 {
-                    problems.push(Problem::at(None, "labels.budget", "at least 1 label"));
-                }
-                goal.budget = Some(b);
-            }
-            if let Some(g) = l.min_gap {
-                if g.is_finite() && g > 0.0 {
-                    goal.min_gap = g;
-                } else {
-                    problems.push(Problem::at(
-                        None,
-                        "labels.min_gap",
-                        "a positive number, in reference units: gaps below it need not be resolved",
-                    ));
-                }
-            }
-            if let Some(p) = l.power {
-                if (0.5..=0.99).contains(&p) {
-                    goal.power = p;
-                } else {
-                    problems.push(Problem::at(None, "labels.power", "must lie in [0.5, 0.99]"));
-                }
-            }
-            rank.labels = Some(goal);
         }
-        match key {
-            Some(key) if problems.is_empty() => Ok(Self {
-                key,
-                runs: parsed,
-                inputs,
-                hold,
-                assume_missing_at_random,
-                judge_versions,
-                version,
-                settings,
-                rank,
-            }),
-            _ => Err(problems),
+        if let Some(p) = self.power {
+            if (0.5..=0.99).contains(&p) {
+                goal.power = p;
+            } else {
+                problems.push(Problem::at(None, "labels.power", "must lie in [0.5, 0.99]"));
+            }
         }
+        goal
     }
 }
 

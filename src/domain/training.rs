@@ -213,6 +213,74 @@ const AUTO_KEYS: &[&str] = &[
     "flow_min_anchors",
 ];
 
+/// One method's job: the job's own settings, then the method's options.
+fn method_plan(
+    m: Method,
+    mut map: Map<String, Value>,
+    problems: &mut Vec<Problem>,
+) -> Option<Plan> {
+    let common: Option<JobOptions> = settings(
+        take(&mut map, JOB_KEYS),
+        schema_set::<JobOptions>(),
+        problems,
+    );
+    let options = method_options(m, Value::Object(map), "options", problems);
+    common.zip(options).map(|(c, options)| {
+        Plan::Method(MethodJob {
+            options,
+            split: c.split(m),
+            force: c.force,
+        })
+    })
+}
+
+/// `auto`'s job: its own settings, then each candidate's options under its name.
+fn auto_plan(mut map: Map<String, Value>, problems: &mut Vec<Problem>) -> Option<Plan> {
+    let auto: Option<AutoSettings> = settings(
+        take(&mut map, AUTO_KEYS),
+        schema_set::<AutoSettings>(),
+        problems,
+    );
+    let mut candidates = Candidates::default();
+    for (key, value) in map {
+        match Method::parse(&key) {
+            Ok(m) => {
+                let field = format!("options.{key}");
+                if let Some(o) = method_options(m, value, &field, problems) {
+                    candidates.set(o);
+                }
+            }
+            Err(_) => problems.push(Problem::at(
+                None,
+                "options",
+                format!(
+                    "unknown field `{key}`; auto takes {} and each candidate's options under its name ({})",
+                    AUTO_KEYS.join(", "),
+                    Method::ALL.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(", ")
+                ),
+            )),
+        }
+    }
+    auto.map(|a| {
+        Plan::Auto(AutoOptions {
+            split: Split {
+                scheme: match a.holdout {
+                    Some(f) => Scheme::Holdout(f),
+                    None => Scheme::Folds(a.folds),
+                },
+                seed: a.seed,
+            },
+            rule: Rule {
+                objective: a.objective,
+                tie_break: a.tie_break,
+                tie_tolerance: a.tie_tolerance,
+            },
+            flow_min_anchors: a.flow_min_anchors,
+            candidates,
+        })
+    })
+}
+
 impl TrainingRequest {
     /// Parses a request for `judge` as it arrives: `method` by name, `rubrics` by name, and
     /// `options` for that method. Every problem is named.
@@ -254,7 +322,7 @@ impl TrainingRequest {
                 "name at least one rubric, or leave `rubrics` out to train them all",
             ));
         }
-        let mut map = match options {
+        let map = match options {
             Value::Object(m) => m,
             other => {
                 problems.push(Problem::at(
@@ -266,66 +334,8 @@ impl TrainingRequest {
             }
         };
         let plan = match kind {
-            Ok(JobKind::Method(m)) => {
-                let common: Option<JobOptions> = settings(
-                    take(&mut map, JOB_KEYS),
-                    schema_set::<JobOptions>(),
-                    &mut problems,
-                );
-                let options = method_options(m, Value::Object(map), "options", &mut problems);
-                common.zip(options).map(|(c, options)| {
-                    Plan::Method(MethodJob {
-                        options,
-                        split: c.split(m),
-                        force: c.force,
-                    })
-                })
-            }
-            Ok(JobKind::Auto) => {
-                let auto: Option<AutoSettings> = settings(
-                    take(&mut map, AUTO_KEYS),
-                    schema_set::<AutoSettings>(),
-                    &mut problems,
-                );
-                let mut candidates = Candidates::default();
-                for (key, value) in map {
-                    match Method::parse(&key) {
-                        Ok(m) => {
-                            let field = format!("options.{key}");
-                            if let Some(o) = method_options(m, value, &field, &mut problems) {
-                                candidates.set(o);
-                            }
-                        }
-                        Err(_) => problems.push(Problem::at(
-                            None,
-                            "options",
-                            format!(
-                                "unknown field `{key}`; auto takes {} and each candidate's options under its name ({})",
-                                AUTO_KEYS.join(", "),
-                                Method::ALL.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(", ")
-                            ),
-                        )),
-                    }
-                }
-                auto.map(|a| {
-                    Plan::Auto(AutoOptions {
-                        split: Split {
-                            scheme: match a.holdout {
-                                Some(f) => Scheme::Holdout(f),
-                                None => Scheme::Folds(a.folds),
-                            },
-                            seed: a.seed,
-                        },
-                        rule: Rule {
-                            objective: a.objective,
-                            tie_break: a.tie_break,
-                            tie_tolerance: a.tie_tolerance,
-                        },
-                        flow_min_anchors: a.flow_min_anchors,
-                        candidates,
-                    })
-                })
-            }
+            Ok(JobKind::Method(m)) => method_plan(m, map, &mut problems),
+            Ok(JobKind::Auto) => auto_plan(map, &mut problems),
             Err(()) => None,
         };
         match (judge, plan, problems.is_empty()) {

@@ -16,12 +16,14 @@
 //!
 //! All are recomputed from the store, so every replica reports the same.
 
+use std::collections::HashMap;
+
 use super::families::{Operations, Versions};
 use super::versions::Loaded;
 use crate::domain::{Anchor, CellKey, now_ms};
 use crate::error::{Error, Result};
 use crate::metrics::GaugeScope;
-use crate::store::{BatchCoverage, CellIngest};
+use crate::store::{BatchCoverage, CellIngest, CellMisses};
 use judgecal_stats::conformal::{Intervals, tie_break};
 use judgecal_stats::drift::{
     BOUND_DELTA, CheckedBatch, Dependence, Drift, Watch, drift, drift_path,
@@ -328,67 +330,100 @@ impl Operations<'_> {
             .await?;
         windows.extend(pairwise_windows);
         self.metrics.set_coverage(&windows, scope);
-        // The cells to replay. A refresh of every cell keeps the replay of each version whose
-        // checks this process has replayed before and that has none since (checks are only
-        // added): the timer's cost follows the cells that moved, not every anchor watched.
-        let mut kept: Vec<(CellKey, Watch)> = Vec::new();
-        let mut active: Option<Vec<String>> = None;
-        let cells = match only {
-            Some(_) => {
-                self.store
-                    .drift_rows()
-                    .misses_since_activation(only)
-                    .await?
+        let Replay {
+            mut cells,
+            mut kept,
+            active,
+        } = self.cells_to_replay(only, &pairwise).await?;
+        // Pairwise cells are replayed on every refresh (their checks are not counted ahead).
+        cells.extend(pairwise);
+        let bounds = self.bounds_of(&cells, active.as_deref()).await?;
+        let drifts = self.replay(cells, bounds).await?;
+        if let Ok(mut cache) = self.replays.lock() {
+            for (_, calibrator, replayed) in &drifts {
+                cache.insert(calibrator.clone(), *replayed);
             }
-            None => {
-                let replayed = self.replays.lock().map(|r| r.clone()).unwrap_or_default();
-                let counts = self.store.drift_rows().check_counts().await?;
-                let mut moved = Vec::new();
-                for count in &counts {
-                    match replayed.get(&count.calibrator) {
-                        Some(r)
-                            if r.activated_at_ms == count.activated_at_ms
-                                && r.batches == count.batches =>
-                        {
-                            kept.push((count.key.clone(), r.watch));
-                        }
-                        _ => moved.push(&count.key),
-                    }
+            if let Some(active) = &active {
+                cache.retain(|id, _| active.contains(id));
+            }
+        }
+        kept.extend(drifts.into_iter().map(|(key, _, r)| (key, r.watch)));
+        self.metrics.set_drift(&kept, scope);
+        Ok(())
+    }
+
+    /// The cells to replay. A refresh of every cell keeps the replay of each version whose
+    /// checks this process has replayed before and that has none since (checks are only
+    /// added): the timer's cost follows the cells that moved, not every anchor watched.
+    async fn cells_to_replay(
+        &self,
+        only: Option<&CellKey>,
+        pairwise: &[CellMisses],
+    ) -> Result<Replay> {
+        if only.is_some() {
+            let cells = self
+                .store
+                .drift_rows()
+                .misses_since_activation(only)
+                .await?;
+            return Ok(Replay {
+                cells,
+                kept: Vec::new(),
+                active: None,
+            });
+        }
+        let replayed = self.replays.lock().map(|r| r.clone()).unwrap_or_default();
+        let counts = self.store.drift_rows().check_counts().await?;
+        let (mut kept, mut moved) = (Vec::new(), Vec::new());
+        for count in &counts {
+            match replayed.get(&count.calibrator) {
+                Some(r)
+                    if r.activated_at_ms == count.activated_at_ms && r.batches == count.batches =>
+                {
+                    kept.push((count.key.clone(), r.watch));
                 }
-                // Every cell moved (the first refresh, or a busy fleet): one query for all,
-                // not one per cell.
-                let cells = if kept.is_empty() {
+                _ => moved.push(&count.key),
+            }
+        }
+        // Every cell moved (the first refresh, or a busy fleet): one query for all, not one
+        // per cell.
+        let cells = if kept.is_empty() {
+            self.store
+                .drift_rows()
+                .misses_since_activation(None)
+                .await?
+        } else {
+            let mut cells = Vec::new();
+            for key in moved {
+                cells.extend(
                     self.store
                         .drift_rows()
-                        .misses_since_activation(None)
-                        .await?
-                } else {
-                    let mut cells = Vec::new();
-                    for key in moved {
-                        cells.extend(
-                            self.store
-                                .drift_rows()
-                                .misses_since_activation(Some(key))
-                                .await?,
-                        );
-                    }
-                    cells
-                };
-                active = Some(
-                    counts
-                        .into_iter()
-                        .map(|c| c.calibrator)
-                        .chain(pairwise.iter().map(|c| c.calibrator.clone()))
-                        .collect(),
+                        .misses_since_activation(Some(key))
+                        .await?,
                 );
-                cells
             }
+            cells
         };
-        // Pairwise cells are replayed on every refresh (their checks are not counted ahead).
-        let mut cells = cells;
-        cells.extend(pairwise);
+        let active = counts
+            .into_iter()
+            .map(|c| c.calibrator)
+            .chain(pairwise.iter().map(|c| c.calibrator.clone()))
+            .collect();
+        Ok(Replay {
+            cells,
+            kept,
+            active: Some(active),
+        })
+    }
+
+    /// Each version's two bounds on its miss rate. They take many draws: once per version and
+    /// process; versions no longer `active` leave the cache (after a refresh of every cell).
+    async fn bounds_of(
+        &self,
+        cells: &[CellMisses],
+        active: Option<&[String]>,
+    ) -> Result<HashMap<String, Bounds>> {
         let fleet = self.fleet;
-        // A version's two bounds take many draws: once per version and process.
         let known = self.bounds.lock().map(|b| b.clone()).unwrap_or_default();
         let needed: Vec<(String, Option<Intervals>)> = cells
             .iter()
@@ -414,16 +449,24 @@ impl Operations<'_> {
         let mut bounds = known;
         if let Ok(mut cache) = self.bounds.lock() {
             cache.extend(fresh.iter().cloned());
-            // Versions no longer active leave the cache (after a refresh of every cell).
-            if let Some(active) = &active {
+            if let Some(active) = active {
                 cache.retain(|id, _| active.contains(id));
             }
         }
         bounds.extend(fresh);
-        let (delta, max_rho) = (self.drift_delta, self.drift_max_rho);
-        // Every active version's anchors replayed through two e-processes: CPU work, off the
-        // async runtime.
-        let drifts: Vec<_> = crate::error::blocking("replaying the drift alarms", move || {
+        Ok(bounds)
+    }
+
+    /// Every version's anchors replayed through two e-processes: CPU work, off the async
+    /// runtime.
+    async fn replay(
+        &self,
+        cells: Vec<CellMisses>,
+        bounds: HashMap<String, Bounds>,
+    ) -> Result<Vec<(CellKey, String, Replayed)>> {
+        let (delta, max_rho, fleet) = (self.drift_delta, self.drift_max_rho, self.fleet);
+        let nominal = 1.0 - judgecal_stats::conformal::LEVEL;
+        crate::error::blocking("replaying the drift alarms", move || {
             cells
                 .into_iter()
                 .map(|cell| {
@@ -451,19 +494,16 @@ impl Operations<'_> {
                 })
                 .collect()
         })
-        .await?;
-        if let Ok(mut cache) = self.replays.lock() {
-            for (_, calibrator, replayed) in &drifts {
-                cache.insert(calibrator.clone(), *replayed);
-            }
-            if let Some(active) = &active {
-                cache.retain(|id, _| active.contains(id));
-            }
-        }
-        kept.extend(drifts.into_iter().map(|(key, _, r)| (key, r.watch)));
-        self.metrics.set_drift(&kept, scope);
-        Ok(())
+        .await
     }
+}
+
+/// The cells a refresh replays, the replays it keeps, and (a refresh of every cell) the
+/// versions now active.
+struct Replay {
+    cells: Vec<CellMisses>,
+    kept: Vec<(CellKey, Watch)>,
+    active: Option<Vec<String>>,
 }
 
 impl Operations<'_> {

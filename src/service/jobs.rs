@@ -9,9 +9,9 @@ use super::training::{self, CellData, Progress};
 use crate::domain::calibration::{Job, JobId, JobState, NewVersion};
 use crate::domain::preference::NewPreference;
 use crate::domain::training::{TrainingRequest, VersionChoice};
-use crate::domain::{Anchor, JudgeVersion, Problem, RubricName};
+use crate::domain::{Anchor, JudgeName, JudgeVersion, Problem, RubricName};
 use crate::error::{Error, Result};
-use crate::store::ClaimedJob;
+use crate::store::{ClaimedJob, VersionAnchors};
 use judgecal_stats::covariates::Row;
 
 /// The finished jobs already counted: those finished before `since_ms`, and `seen` at it.
@@ -147,6 +147,91 @@ fn job_error_text(e: &Error) -> String {
     }
 }
 
+/// One judge version per job: the named one, or the newest (whose first anchor arrived last,
+/// over all the judge's cells).
+fn job_version(
+    choice: &VersionChoice,
+    versions: &[(RubricName, VersionAnchors)],
+) -> Option<JudgeVersion> {
+    match choice {
+        VersionChoice::Exactly(v) => v.clone(),
+        VersionChoice::Newest => versions
+            .iter()
+            .max_by(|a, b| {
+                a.1.first_at_ms
+                    .cmp(&b.1.first_at_ms)
+                    .then(a.1.judge_version.cmp(&b.1.judge_version))
+            })
+            .and_then(|(_, v)| v.judge_version.clone()),
+    }
+}
+
+/// A judge's cells of the job's judge version, with their anchor counts, against the
+/// anchors training needs.
+struct Eligible<'a> {
+    judge: &'a JudgeName,
+    cells: &'a [(RubricName, i64)],
+    min: i64,
+    /// ` of judge_version "v"`, or empty for the unversioned scores.
+    of_version: String,
+}
+
+impl Eligible<'_> {
+    /// The rubrics the request names (each once), a problem for each without the anchors.
+    fn wanted(&self, wanted: &[RubricName], problems: &mut Vec<Problem>) -> Vec<RubricName> {
+        let (judge, min, of_version) = (self.judge, self.min, &self.of_version);
+        for (i, r) in wanted.iter().enumerate() {
+            match self.cells.iter().find(|(rubric, _)| rubric == r) {
+                None => problems.push(Problem::at(
+                    None,
+                    &format!("rubrics[{i}]"),
+                    format!(
+                        "judge {judge} has no anchors{of_version} for rubric {r}; its rubrics: {}",
+                        self.cells
+                            .iter()
+                            .map(|(r, _)| r.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )),
+                Some((rubric, n)) if *n < min => problems.push(Problem::at(
+                    None,
+                    &format!("rubrics[{i}]"),
+                    format!(
+                        "cell {judge}/{rubric} has {n} anchors{of_version}; training needs at least {min} (jobs.min_anchors)"
+                    ),
+                )),
+                Some(_) => {}
+            }
+        }
+        let mut wanted = wanted.to_vec();
+        wanted.sort();
+        wanted.dedup();
+        wanted
+    }
+
+    /// Every rubric with the anchors training needs; a problem where none has.
+    fn every(&self, problems: &mut Vec<Problem>) -> Vec<RubricName> {
+        let eligible: Vec<RubricName> = self
+            .cells
+            .iter()
+            .filter(|(_, n)| *n >= self.min)
+            .map(|(r, _)| r.clone())
+            .collect();
+        if eligible.is_empty() {
+            problems.push(Problem::at(
+                None,
+                "judge",
+                format!(
+                    "no cell of judge {} has the {} anchors{} training needs (jobs.min_anchors)",
+                    self.judge, self.min, self.of_version
+                ),
+            ));
+        }
+        eligible
+    }
+}
+
 impl Operations<'_> {
     /// Queues a checked training request. Without `rubrics`, every cell of the judge with at
     /// least `jobs.min_anchors` anchors is trained.
@@ -191,19 +276,7 @@ impl Operations<'_> {
                 "judge {judge} has no anchors; upload some with POST /v1/anchors first"
             )));
         }
-        // One judge version per job: the named one, or the newest (whose first anchor arrived
-        // last, over all the judge's cells).
-        let judge_version = match &request.judge_version {
-            VersionChoice::Exactly(v) => v.clone(),
-            VersionChoice::Newest => versions
-                .iter()
-                .max_by(|a, b| {
-                    a.1.first_at_ms
-                        .cmp(&b.1.first_at_ms)
-                        .then(a.1.judge_version.cmp(&b.1.judge_version))
-                })
-                .and_then(|(_, v)| v.judge_version.clone()),
-        };
+        let judge_version = job_version(&request.judge_version, &versions);
         let cells: Vec<(RubricName, i64)> = versions
             .iter()
             .filter(|(_, v)| v.judge_version == judge_version)
@@ -229,58 +302,18 @@ impl Operations<'_> {
                 ),
             )]));
         }
-        let of_version = match &judge_version {
-            Some(v) => format!(" of judge_version {v:?}"),
-            None => String::new(),
+        let eligible = Eligible {
+            judge,
+            cells: &cells,
+            min,
+            of_version: match &judge_version {
+                Some(v) => format!(" of judge_version {v:?}"),
+                None => String::new(),
+            },
         };
-        let rubrics: Vec<RubricName> = match &request.rubrics {
-            Some(wanted) => {
-                for (i, r) in wanted.iter().enumerate() {
-                    match cells.iter().find(|(rubric, _)| rubric == r) {
-                        None => problems.push(Problem::at(
-                            None,
-                            &format!("rubrics[{i}]"),
-                            format!(
-                                "judge {judge} has no anchors{of_version} for rubric {r}; its rubrics: {}",
-                                cells
-                                    .iter()
-                                    .map(|(r, _)| r.as_str())
-                                    .collect::<Vec<_>>()
-                                    .join(", ")
-                            ),
-                        )),
-                        Some((rubric, n)) if *n < min => problems.push(Problem::at(
-                            None,
-                            &format!("rubrics[{i}]"),
-                            format!(
-                                "cell {judge}/{rubric} has {n} anchors{of_version}; training needs at least {min} (jobs.min_anchors)"
-                            ),
-                        )),
-                        Some(_) => {}
-                    }
-                }
-                let mut wanted = wanted.clone();
-                wanted.sort();
-                wanted.dedup();
-                wanted
-            }
-            None => {
-                let eligible: Vec<RubricName> = cells
-                    .iter()
-                    .filter(|(_, n)| *n >= min)
-                    .map(|(r, _)| r.clone())
-                    .collect();
-                if eligible.is_empty() {
-                    problems.push(Problem::at(
-                        None,
-                        "judge",
-                        format!(
-                            "no cell of judge {judge} has the {min} anchors{of_version} training needs (jobs.min_anchors)"
-                        ),
-                    ));
-                }
-                eligible
-            }
+        let rubrics = match &request.rubrics {
+            Some(wanted) => eligible.wanted(wanted, &mut problems),
+            None => eligible.every(&mut problems),
         };
         self.queue_resolved(request, rubrics, judge_version, problems)
             .await

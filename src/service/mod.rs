@@ -19,9 +19,11 @@ mod preference_drift;
 mod preferences;
 mod rank_sessions;
 mod ratings;
+mod ratings_answer;
 mod ratings_checks;
 mod repeat_noise;
 mod report;
+mod run_inputs;
 mod runlevel;
 mod training;
 mod versions;
@@ -32,9 +34,12 @@ pub use coverage::{COVERAGE_WINDOW, PENDING_CHECK_GRACE_MS};
 pub use families::{Operations, Pairwise, Panels, Runs, Scores, Versions};
 pub use jobs::Trained;
 pub use keys::{AuthFailure, KeyInfo};
-pub use ratings::{CandidateFigures, Control, RatingsAnswer, SystemRating, WinRateAnswer};
+pub use ratings_answer::{
+    CandidateFigures, Control, LabelPlan, RatingsAnswer, RatingsCalibration, SystemRating,
+    WinRateAnswer,
+};
 pub use repeat_noise::DesignAdvice;
-pub use runlevel::Served;
+pub use run_inputs::Served;
 pub use training::Progress;
 pub use versions::{Loaded, Mismatch};
 

@@ -115,8 +115,44 @@ pub fn train_cell(
         })
         .collect();
     let choice = choice::choose(&rows, Some(systems.len()), FOLDS, seed)?;
-    // Each panel member's own map (`auto` weighed each member alone beside the panel, on the
-    // same folds): its lowest held-out log-loss.
+    let members = panel_members(&choice, panel)?;
+    let served = served_map(&choice, &rows, seed);
+    let figures = |inputs: String, h: &choice::HeldOutMap| Figures {
+        inputs,
+        log_loss: h.log_loss,
+        accuracy: h.accuracy,
+    };
+    let reliability = reliability(&choice, &rows);
+    let biases = biases(all, &systems, &index);
+    Ok(NewPreference {
+        rubric,
+        comparison_count: all.len() as i64,
+        labelled_count: rows.len() as i64,
+        digest: digest(all),
+        report: PreferenceReport {
+            chosen: choice.candidate.name(),
+            candidates: choice
+                .candidates
+                .iter()
+                .map(|(c, h)| figures(c.name(), h))
+                .collect(),
+            raw: figures("raw verdict".into(), &choice::raw(&rows)),
+            covariates,
+            systems: systems.into_iter().cloned().collect(),
+            reliability,
+            biases,
+            served: Some(served),
+            panel: members,
+        },
+    })
+}
+
+/// Each panel member's own map (`auto` weighed each member alone beside the panel, on the
+/// same folds): its lowest held-out log-loss.
+fn panel_members(
+    choice: &choice::Choice,
+    panel: Option<&PanelRows>,
+) -> std::result::Result<Vec<PanelMember>, String> {
     let mut members = Vec::new();
     for (m, (judge, judge_version, comparisons)) in
         panel.iter().flat_map(|p| &p.members).enumerate()
@@ -138,8 +174,12 @@ pub fn train_cell(
             },
         });
     }
-    // The band the drift alarm counts misses of: the people's preference around the held-out
-    // predictions, per bin of the verdict (the CV construction, as for judge scores).
+    Ok(members)
+}
+
+/// The band the drift alarm counts misses of: the people's preference around the held-out
+/// predictions, per bin of the verdict (the CV construction, as for judge scores).
+fn served_map(choice: &choice::Choice, rows: &[Labelled], seed: u64) -> ServedMap {
     let levels: Vec<(f64, f64)> = rows
         .iter()
         .map(|r| (pref::verdict_level(&r.verdicts), r.preference))
@@ -153,16 +193,14 @@ pub fn train_cell(
             ))
         })
         .collect();
-    let served = ServedMap {
+    ServedMap {
         map: choice.map.clone(),
         intervals: Intervals::of(&levels, &held_out, seed),
-    };
-    let figures = |inputs: String, h: &choice::HeldOutMap| Figures {
-        inputs,
-        log_loss: h.log_loss,
-        accuracy: h.accuracy,
-    };
-    // Held-out predictions in bins of equal count.
+    }
+}
+
+/// Held-out predictions against the people's preferences, in bins of equal count.
+fn reliability(choice: &choice::Choice, rows: &[Labelled]) -> Vec<Reliability> {
     let mut held: Vec<(f64, f64)> = rows
         .iter()
         .enumerate()
@@ -175,7 +213,7 @@ pub fn train_cell(
         .collect();
     held.sort_by(|a, b| a.0.total_cmp(&b.0));
     let bins = RELIABILITY_BINS.min(held.len() / 10).max(1);
-    let reliability = (0..bins)
+    (0..bins)
         .map(|k| {
             let part = &held[k * held.len() / bins..(k + 1) * held.len() / bins];
             let n = part.len() as f64;
@@ -185,7 +223,16 @@ pub fn train_cell(
                 comparisons: part.len(),
             }
         })
-        .collect();
+        .collect()
+}
+
+/// The judge's biases beside the people's, on every comparison (the judge's shares read the
+/// unlabelled verdicts too).
+fn biases(
+    all: &[Comparison],
+    systems: &[&GroupName],
+    index: &BTreeMap<&GroupName, usize>,
+) -> pref::Biases {
     let length = LENGTH_COVARIATES
         .iter()
         .filter_map(|n| CovariateName::parse(n).ok())
@@ -211,7 +258,7 @@ pub fn train_cell(
             comparisons: s.comparisons,
         })
     };
-    let biases = pref::Biases {
+    pref::Biases {
         agreement: share(b.agreement),
         judge_first: share(b.judge_first),
         people_first: share(b.people_first),
@@ -229,28 +276,7 @@ pub fn train_cell(
                 comparisons: f.comparisons,
             })
             .collect(),
-    };
-    Ok(NewPreference {
-        rubric,
-        comparison_count: all.len() as i64,
-        labelled_count: rows.len() as i64,
-        digest: digest(all),
-        report: PreferenceReport {
-            chosen: choice.candidate.name(),
-            candidates: choice
-                .candidates
-                .iter()
-                .map(|(c, h)| figures(c.name(), h))
-                .collect(),
-            raw: figures("raw verdict".into(), &choice::raw(&rows)),
-            covariates,
-            systems: systems.into_iter().cloned().collect(),
-            reliability,
-            biases,
-            served: Some(served),
-            panel: members,
-        },
-    })
+    }
 }
 
 /// The judge version of `cells` whose first comparison arrived last (`None`: unversioned).

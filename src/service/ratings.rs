@@ -9,129 +9,22 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use judgecal_stats::pairwise::preference::{Candidate, Inputs, Verdicts};
 use judgecal_stats::pairwise::rate::{self, Compared, RateError, RateOptions};
-use judgecal_stats::pairwise::ratings::RatingError;
+use judgecal_stats::pairwise::ratings::{RankIntervals, RatingError};
+
+use super::ratings_answer::{Answered, RatingsAnswer, answer, label_plan};
 use judgecal_stats::rng::{Rng, SeedableRng};
-use judgecal_stats::warning::Warning;
 
 use super::pairwise_panels::member_verdicts;
 use crate::domain::comparisons::Comparison;
 use crate::domain::ratings::RatingsRequest;
 use crate::domain::{CellKey, CovariateName, GroupName, ItemId, JudgeVersion, Problem};
 use crate::error::{Error, Result};
+use crate::store::Store;
 
 use crate::domain::preference::MIN_LABELLED;
 
 /// Draws of the ratings' normal law behind the joint rank intervals.
 const RANK_DRAWS: usize = 4_000;
-
-/// A win rate with its interval.
-#[derive(Debug, Clone, PartialEq)]
-pub struct WinRateAnswer {
-    pub estimate: f64,
-    pub interval: (f64, f64),
-    pub comparisons: usize,
-    pub labelled: usize,
-}
-
-/// One system's rating.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SystemRating {
-    pub system: GroupName,
-    pub rating: f64,
-    pub standard_error: f64,
-    pub interval: (f64, f64),
-    pub rank_interval: (usize, usize),
-    pub comparisons: usize,
-    /// Against the baseline, and over the field.
-    pub win_rate: Option<WinRateAnswer>,
-    pub field_win_rate: Option<WinRateAnswer>,
-}
-
-/// A control's coefficient: log-odds of people preferring a per unit of the covariate.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Control {
-    pub covariate: CovariateName,
-    pub coefficient: f64,
-    pub interval: (f64, f64),
-}
-
-/// One candidate of the calibrated preference with its held-out figures.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CandidateFigures {
-    pub inputs: String,
-    pub log_loss: f64,
-    pub accuracy: f64,
-}
-
-/// The answer.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RatingsAnswer {
-    pub baseline: GroupName,
-    pub level: f64,
-    pub systems: Vec<SystemRating>,
-    pub controls: Vec<Control>,
-    pub comparisons: usize,
-    pub run_labelled: usize,
-    pub anchors: usize,
-    pub prediction_weight: f64,
-    pub chosen: String,
-    /// The pairwise version whose choice `chosen` is; `None`: chosen at this request.
-    pub version: Option<i64>,
-    pub candidates: Vec<CandidateFigures>,
-    pub covariates: Vec<CovariateName>,
-    /// With `target_half_width`: the labels that reach it.
-    pub plan: Option<LabelPlan>,
-    /// What the rating rests on that the request departs from.
-    pub warnings: Vec<Warning>,
-}
-
-/// How many of the run's comparisons to label for every rating's half-width to reach the
-/// target, and which: a seeded uniform draw among the run's unlabelled ones, so that labelled
-/// they are drawn as the run is (what the labelled path assumes).
-#[derive(Debug, Clone, PartialEq)]
-pub struct LabelPlan {
-    /// `reached`, `more_labelled` or `out_of_reach` (even every unlabelled comparison of the
-    /// run would not do: the predictions' own noise, or too few comparisons of a system).
-    pub outcome: &'static str,
-    pub needed: Option<usize>,
-    pub label: Vec<ItemId>,
-    /// The widest rating half-width now, and the one expected with `needed` more labels.
-    pub widest_half_width: f64,
-    pub expected_half_width: Option<f64>,
-}
-
-/// The plan for `target` at `level`, drawing from `unlabelled` (the run's item ids).
-fn label_plan(
-    powered: &judgecal_stats::pairwise::powered::Powered,
-    level: f64,
-    target: f64,
-    mut unlabelled: Vec<ItemId>,
-) -> LabelPlan {
-    let now = powered.widest_half_width(level, 0);
-    let needed = powered.labels_for(level, target, unlabelled.len());
-    let outcome = match needed {
-        Some(0) => "reached",
-        Some(_) => "more_labelled",
-        None => "out_of_reach",
-    };
-    let label = match needed {
-        Some(m) if m > 0 => {
-            use judgecal_stats::rng::SliceRandom;
-            unlabelled.shuffle(&mut Rng::seed_from_u64(0));
-            unlabelled.truncate(m);
-            unlabelled.sort();
-            unlabelled
-        }
-        _ => Vec::new(),
-    };
-    LabelPlan {
-        outcome,
-        needed,
-        label,
-        widest_half_width: now,
-        expected_half_width: needed.map(|m| powered.widest_half_width(level, m)),
-    }
-}
 
 /// The comparison as the statistics read it, `index` numbering the systems; a panel's with
 /// its members' verdicts (`members`, in member order; empty for a judge's).
@@ -205,67 +98,16 @@ impl Pairwise<'_> {
         for c in run.iter().chain(&anchors) {
             covariates.retain(|n| c.covariates.contains_key(n));
         }
-        let controls = request.control.clone();
-        let anchor_rows: Vec<Compared> = anchors
-            .iter()
-            .zip(&anchor_members)
-            .filter_map(|(c, m)| compared(c, m, &index, &covariates, &controls, c.preference))
-            .collect();
-        if anchor_rows.is_empty() {
-            return Err(Error::conflict(
-                format!(
-                    "no labelled comparison of cell {key} carries the controlled covariates ({})",
-                    names_of(&controls)
-                ),
-                vec![],
-            ));
-        }
-        let run_rows: Vec<Compared> = run
-            .iter()
-            .zip(&run_members)
-            .map(|(c, m)| {
-                compared(c, m, &index, &covariates, &controls, c.preference)
-                    .ok_or_else(|| Error::Internal("a checked comparison lost a field".into()))
-            })
-            .collect::<Result<_>>()?;
-        let labelled = anchor_rows
-            .iter()
-            .chain(&run_rows)
-            .filter(|c| {
-                c.preference.is_some()
-                    && c.verdicts
-                        .systems
-                        .is_some_and(|(a, b)| a < rated.len() && b < rated.len())
-            })
-            .count();
-        if labelled < MIN_LABELLED {
-            return Err(Error::conflict(
-                format!(
-                    "ratings need at least {MIN_LABELLED} labelled comparisons between the run's systems to correct the judge's verdicts; cell {key} and the run hold {labelled}: label more of this judge's comparisons of these systems (POST /v1/comparisons with preference)"
-                ),
-                vec![],
-            ));
-        }
-        let baseline = match &request.baseline {
-            Some(b) => index[b],
-            None => 0,
+        let rows = Rows {
+            key: &key,
+            index: &index,
+            covariates: &covariates,
+            controls: &request.control,
+            rated: rated.len(),
         };
-        // The cell's newest trained version of this judge version fixes the map's inputs,
-        // fitted again on the anchors of now; without one (or where the comparisons cannot
-        // feed its choice), `auto` chooses here.
-        let newest = self
-            .store
-            .comparison_rows()
-            .preference_versions(&key)
-            .await?
-            .into_iter()
-            .find(|v| v.judge_version == version);
-        // A choice that reads covariates holds where the request's are the version's.
-        let trained = newest.as_ref().and_then(|v| {
-            Candidate::parse(&v.report.chosen)
-                .filter(|c| c.inputs != Inputs::WithCovariates || v.report.covariates == covariates)
-                .map(|candidate| (v.version, candidate))
-        });
+        let anchor_rows = rows.anchors(&anchors, &anchor_members)?;
+        let run_rows = rows.run(run, &run_members, &anchor_rows)?;
+        let trained = trained_choice(&self.store, &key, version.as_ref(), &covariates).await?;
         // The labelled set as the statistics read it: the cell's labelled comparisons between
         // the run's systems, and the run's own.
         let labelled_set: Vec<&Comparison> = anchors
@@ -273,51 +115,25 @@ impl Pairwise<'_> {
             .filter(|c| c.preference.is_some() && rated.contains(&c.a) && rated.contains(&c.b))
             .chain(run.iter().filter(|c| c.preference.is_some()))
             .collect();
-        // A judge's run without the swapped verdict where the map reads it is rated by the
-        // map on the first verdict alone (fitted on the same labels), not as if it were
-        // missing at random.
-        let lacks_swapped = panel.is_none() && run.iter().any(|c| c.verdict_swapped.is_none());
-        let (k, known) = (rated.len(), names.len());
-        let level = request.level;
+        let fit = Fit {
+            k: rated.len(),
+            known: names.len(),
+            anchor_rows,
+            run_rows,
+            baseline: request.baseline.as_ref().map_or(0, |b| index[b]),
+            controls: request.control.len(),
+            trained,
+            // A judge's run without the swapped verdict where the map reads it is rated by
+            // the map on the first verdict alone (fitted on the same labels), not as if it
+            // were missing at random.
+            lacks_swapped: panel.is_none() && run.iter().any(|c| c.verdict_swapped.is_none()),
+            level: request.level,
+        };
+        let (baseline, k) = (fit.baseline, fit.k);
         let (rated, ranks, version, reads_swapped) =
-            crate::error::blocking("the ratings thread", move || {
-                let options = |candidate| RateOptions {
-                    baseline,
-                    controls: controls.len(),
-                    seed: 0,
-                    candidate,
-                };
-                let fitted = trained.and_then(|(n, c)| {
-                    rate::rate(k, known, &anchor_rows, &run_rows, &options(Some(c)))
-                        .ok()
-                        .map(|r| (r, Some(n)))
-                });
-                let (mut rated, mut version) = match fitted {
-                    Some(done) => done,
-                    None => (
-                        rate::rate(k, known, &anchor_rows, &run_rows, &options(None))?,
-                        None,
-                    ),
-                };
-                let chosen = rated.choice.candidate;
-                let reads_swapped = chosen.inputs != Inputs::Verdict;
-                if reads_swapped && lacks_swapped {
-                    let first = Candidate {
-                        inputs: Inputs::Verdict,
-                        ..chosen
-                    };
-                    rated = rate::rate(k, known, &anchor_rows, &run_rows, &options(Some(first)))?;
-                    version = None;
-                }
-                let ranks = rated.powered.ratings.rank_intervals(
-                    level,
-                    RANK_DRAWS,
-                    &mut Rng::seed_from_u64(0),
-                );
-                Ok::<_, RateError>((rated, ranks, version, reads_swapped))
-            })
-            .await?
-            .map_err(|e| rating_error(e, &index, &labelled_set))?;
+            crate::error::blocking("the ratings thread", move || fit.run())
+                .await?
+                .map_err(|e| rating_error(e, &index, &labelled_set))?;
         let warnings = super::ratings_checks::check(run, &labelled_set, reads_swapped);
         let plan = request.target_half_width.map(|target| {
             let unlabelled: Vec<ItemId> = run
@@ -325,7 +141,7 @@ impl Pairwise<'_> {
                 .filter(|c| c.preference.is_none())
                 .map(|c| c.item_id.clone())
                 .collect();
-            label_plan(&rated.powered, level, target, unlabelled)
+            label_plan(&rated.powered, request.level, target, unlabelled)
         });
         Ok(answer(Answered {
             rated,
@@ -483,96 +299,175 @@ type MemberRows = Vec<Vec<(f64, Option<f64>)>>;
 type Anchored = (Vec<Comparison>, MemberRows, MemberRows);
 
 /// What a rating found, to answer with.
-struct Answered<'a> {
-    rated: rate::Rated,
-    ranks: judgecal_stats::pairwise::ratings::RankIntervals,
-    version: Option<i64>,
-    index: &'a BTreeMap<&'a GroupName, usize>,
-    baseline: usize,
-    k: usize,
-    request: &'a RatingsRequest,
-    covariates: Vec<CovariateName>,
-    plan: Option<LabelPlan>,
-    warnings: Vec<Warning>,
+/// The cell's newest trained version of this judge version fixes the map's inputs, fitted
+/// again on the anchors of now; without one (or where the comparisons cannot feed its
+/// choice), `auto` chooses at the request. A choice that reads covariates holds where the
+/// request's are the version's.
+async fn trained_choice(
+    store: &Store,
+    key: &CellKey,
+    version: Option<&JudgeVersion>,
+    covariates: &[CovariateName],
+) -> Result<Option<(i64, Candidate)>> {
+    let newest = store
+        .comparison_rows()
+        .preference_versions(key)
+        .await?
+        .into_iter()
+        .find(|v| v.judge_version.as_ref() == version);
+    Ok(newest.as_ref().and_then(|v| {
+        Candidate::parse(&v.report.chosen)
+            .filter(|c| c.inputs != Inputs::WithCovariates || v.report.covariates == covariates)
+            .map(|candidate| (v.version, candidate))
+    }))
 }
 
-/// The ratings answer: each system's rating, interval, rank interval and win rates, best first.
-fn answer(a: Answered<'_>) -> RatingsAnswer {
-    let Answered {
-        rated,
-        ranks,
-        version,
-        index,
-        baseline,
-        k,
-        request,
-        covariates,
-        plan,
-        warnings,
-    } = a;
-    let (level, run) = (request.level, &request.batch.comparisons);
-    let r = &rated.powered.ratings;
-    let intervals = r.intervals(level);
-    let z = r.quantile(level);
-    let by_index: Vec<&GroupName> = {
-        let mut v: Vec<(&GroupName, usize)> = index.iter().map(|(s, &i)| (*s, i)).collect();
-        v.sort_by_key(|&(_, i)| i);
-        v.into_iter().map(|(s, _)| s).collect()
-    };
-    let answer = |w: &Option<judgecal_stats::pairwise::win_rate::WinRate>| {
-        w.map(|w| WinRateAnswer {
-            estimate: w.estimate,
-            interval: w.interval(level),
-            comparisons: w.comparisons,
-            labelled: w.labelled,
-        })
-    };
-    let mut systems: Vec<SystemRating> = (0..k)
-        .map(|i| SystemRating {
-            system: by_index[i].clone(),
-            rating: r.ratings[i],
-            standard_error: r.standard_error(i),
-            interval: intervals[i],
-            rank_interval: ranks.ranks[i],
-            comparisons: r.comparisons[i],
-            win_rate: answer(&rated.win_rates[i][0]),
-            field_win_rate: answer(&rated.win_rates[i][1]),
-        })
-        .collect();
-    systems.sort_by(|a, b| b.rating.total_cmp(&a.rating).then(a.system.cmp(&b.system)));
-    RatingsAnswer {
-        baseline: by_index[baseline].clone(),
-        level,
-        systems,
-        controls: request
-            .control
+/// How a rating's comparisons are read: the systems numbered, the covariates the map reads
+/// and the controls.
+struct Rows<'a> {
+    key: &'a CellKey,
+    index: &'a BTreeMap<&'a GroupName, usize>,
+    covariates: &'a [CovariateName],
+    controls: &'a [CovariateName],
+    /// The run's systems (numbered first).
+    rated: usize,
+}
+
+impl Rows<'_> {
+    fn compared(&self, c: &Comparison, members: &[(f64, Option<f64>)]) -> Option<Compared> {
+        compared(
+            c,
+            members,
+            self.index,
+            self.covariates,
+            self.controls,
+            c.preference,
+        )
+    }
+
+    /// The cell's comparisons that carry the controlled covariates; refused where none does.
+    fn anchors(
+        &self,
+        anchors: &[Comparison],
+        members: &[Vec<(f64, Option<f64>)>],
+    ) -> Result<Vec<Compared>> {
+        let rows: Vec<Compared> = anchors
             .iter()
-            .zip(&rated.powered.controls)
-            .map(|(name, &(coefficient, se))| Control {
-                covariate: name.clone(),
-                coefficient,
-                interval: (coefficient - z * se, coefficient + z * se),
-            })
-            .collect(),
-        comparisons: run.len(),
-        run_labelled: rated.run_labelled,
-        anchors: rated.anchors_used,
-        prediction_weight: rated.powered.lambda,
-        chosen: rated.choice.candidate.name(),
-        version,
-        candidates: rated
-            .choice
-            .candidates
+            .zip(members)
+            .filter_map(|(c, m)| self.compared(c, m))
+            .collect();
+        if rows.is_empty() {
+            return Err(Error::conflict(
+                format!(
+                    "no labelled comparison of cell {} carries the controlled covariates ({})",
+                    self.key,
+                    names_of(self.controls)
+                ),
+                vec![],
+            ));
+        }
+        Ok(rows)
+    }
+
+    /// The run's comparisons; refused where the labelled ones between the run's systems (the
+    /// cell's and the run's) are too few to correct the judge's verdicts.
+    fn run(
+        &self,
+        run: &[Comparison],
+        members: &[Vec<(f64, Option<f64>)>],
+        anchor_rows: &[Compared],
+    ) -> Result<Vec<Compared>> {
+        let run_rows: Vec<Compared> = run
             .iter()
-            .map(|(c, h)| CandidateFigures {
-                inputs: c.name(),
-                log_loss: h.log_loss,
-                accuracy: h.accuracy,
+            .zip(members)
+            .map(|(c, m)| {
+                self.compared(c, m)
+                    .ok_or_else(|| Error::Internal("a checked comparison lost a field".into()))
             })
-            .collect(),
-        covariates,
-        plan,
-        warnings,
+            .collect::<Result<_>>()?;
+        let labelled = anchor_rows
+            .iter()
+            .chain(&run_rows)
+            .filter(|c| {
+                c.preference.is_some()
+                    && c.verdicts
+                        .systems
+                        .is_some_and(|(a, b)| a < self.rated && b < self.rated)
+            })
+            .count();
+        if labelled < MIN_LABELLED {
+            return Err(Error::conflict(
+                format!(
+                    "ratings need at least {MIN_LABELLED} labelled comparisons between the run's systems to correct the judge's verdicts; cell {} and the run hold {labelled}: label more of this judge's comparisons of these systems (POST /v1/comparisons with preference)",
+                    self.key
+                ),
+                vec![],
+            ));
+        }
+        Ok(run_rows)
+    }
+}
+
+/// A rating's fit, on the blocking pool.
+struct Fit {
+    /// The run's systems, and every system the comparisons name.
+    k: usize,
+    known: usize,
+    anchor_rows: Vec<Compared>,
+    run_rows: Vec<Compared>,
+    baseline: usize,
+    controls: usize,
+    /// The trained version's number and choice, where it holds.
+    trained: Option<(i64, Candidate)>,
+    lacks_swapped: bool,
+    level: f64,
+}
+
+/// A rating, its rank intervals, the version whose choice it read, and whether its map reads
+/// the swapped verdict.
+type Fitted = (rate::Rated, RankIntervals, Option<i64>, bool);
+
+impl Fit {
+    fn rate(&self, candidate: Option<Candidate>) -> std::result::Result<rate::Rated, RateError> {
+        let options = RateOptions {
+            baseline: self.baseline,
+            controls: self.controls,
+            seed: 0,
+            candidate,
+        };
+        rate::rate(
+            self.k,
+            self.known,
+            &self.anchor_rows,
+            &self.run_rows,
+            &options,
+        )
+    }
+
+    fn run(self) -> std::result::Result<Fitted, RateError> {
+        let fitted = self
+            .trained
+            .and_then(|(n, c)| self.rate(Some(c)).ok().map(|r| (r, Some(n))));
+        let (mut rated, mut version) = match fitted {
+            Some(done) => done,
+            None => (self.rate(None)?, None),
+        };
+        let chosen = rated.choice.candidate;
+        let reads_swapped = chosen.inputs != Inputs::Verdict;
+        if reads_swapped && self.lacks_swapped {
+            let first = Candidate {
+                inputs: Inputs::Verdict,
+                ..chosen
+            };
+            rated = self.rate(Some(first))?;
+            version = None;
+        }
+        let ranks = rated.powered.ratings.rank_intervals(
+            self.level,
+            RANK_DRAWS,
+            &mut Rng::seed_from_u64(0),
+        );
+        Ok((rated, ranks, version, reads_swapped))
     }
 }
 

@@ -72,14 +72,40 @@ fn system_shares<'a>(
 /// comparisons between the run's systems, and the run's own labelled ones), whose map reads
 /// the swapped verdict where `reads_swapped`.
 pub fn check(run: &[Comparison], labelled: &[&Comparison], reads_swapped: bool) -> Vec<Warning> {
-    let mut out = Vec::new();
     let run_rows: Vec<&Comparison> = run.iter().collect();
     let rated: BTreeSet<&GroupName> = run.iter().flat_map(|c| [&c.a, &c.b]).collect();
+    let shares = Shares {
+        run: system_shares(&run_rows, &rated),
+        labelled: system_shares(labelled, &rated),
+        run_total: run.len(),
+        labelled_total: labelled.len(),
+    };
+    [
+        missing_swapped(run, reads_swapped),
+        unlike_verdicts(&run_rows, labelled),
+        shares.unlabelled(),
+        shares.underlabelled(),
+        unbounded(run),
+        raters(labelled),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
 
-    // The inputs the map reads.
+/// Each rated system's count of comparisons in the run and among the labelled ones.
+struct Shares<'a> {
+    run: BTreeMap<&'a GroupName, usize>,
+    labelled: BTreeMap<&'a GroupName, usize>,
+    run_total: usize,
+    labelled_total: usize,
+}
+
+/// The inputs the map reads: the swapped verdict where it reads one.
+fn missing_swapped(run: &[Comparison], reads_swapped: bool) -> Option<Warning> {
     let lacking = run.iter().filter(|c| c.verdict_swapped.is_none()).count();
     if reads_swapped && lacking > 0 {
-        out.push(
+        return Some(
             Warning::new(
                 Code::InputMissing,
                 format!(
@@ -90,12 +116,15 @@ pub fn check(run: &[Comparison], labelled: &[&Comparison], reads_swapped: bool) 
                     run.len()
                 ),
             )
-            .at("comparisons.verdict_swapped"),
+            .at("comparisons.verdict_swapped")
         );
     }
+    None
+}
 
-    // The kinds of verdict.
-    let (in_run, in_labels) = (shares(&run_rows), shares(labelled));
+/// The kinds of verdict, the run's against the labelled ones'.
+fn unlike_verdicts(run_rows: &[&Comparison], labelled: &[&Comparison]) -> Option<Warning> {
+    let (in_run, in_labels) = (shares(run_rows), shares(labelled));
     let unlike: Vec<String> = (0..4)
         .filter(|&k| in_run[k] >= KIND_SHARE && in_labels[k] < in_run[k] / UNDERLABELLED_FACTOR)
         .map(|k| {
@@ -108,7 +137,7 @@ pub fn check(run: &[Comparison], labelled: &[&Comparison], reads_swapped: bool) 
         })
         .collect();
     if !unlike.is_empty() {
-        out.push(
+        return Some(
             Warning::new(
                 Code::RunUnlikeLabelled,
                 format!(
@@ -118,77 +147,91 @@ pub fn check(run: &[Comparison], labelled: &[&Comparison], reads_swapped: bool) 
                     unlike.join("; ")
                 ),
             )
-            .at("comparisons.verdict"),
+            .at("comparisons.verdict")
         );
+    }
+    None
+}
+
+impl Shares<'_> {
+    /// Systems in the run with no labelled comparison.
+    fn unlabelled(&self) -> Option<Warning> {
+        let none: Vec<&GroupName> = self
+            .run
+            .iter()
+            .filter(|&(s, &n)| n > 0 && self.labelled.get(s).copied().unwrap_or(0) == 0)
+            .map(|(s, _)| *s)
+            .collect();
+        if !none.is_empty() {
+            return Some(
+                Warning::new(
+                    Code::UnlabelledSystems,
+                    format!(
+                        "{} {} no labelled comparison: {} rating{} rest{} on the judge's verdicts alone, and the judge's \
+                         favour for or against {} is neither measured nor in the interval; label some of {} comparisons",
+                        names(&none),
+                        if none.len() == 1 { "has" } else { "have" },
+                        if none.len() == 1 { "its" } else { "their" },
+                        if none.len() == 1 { "" } else { "s" },
+                        if none.len() == 1 { "s" } else { "" },
+                        if none.len() == 1 { "it" } else { "them" },
+                        if none.len() == 1 { "its" } else { "their" },
+                    ),
+                )
+                .systems(&none)
+            );
+        }
+        None
     }
 
-    // The systems' shares.
-    let (run_of, labelled_of) = (
-        system_shares(&run_rows, &rated),
-        system_shares(labelled, &rated),
-    );
-    let (n_run, n_lab) = (run.len().max(1) as f64, labelled.len().max(1) as f64);
-    let none: Vec<&GroupName> = run_of
-        .iter()
-        .filter(|&(s, &n)| n > 0 && labelled_of.get(s).copied().unwrap_or(0) == 0)
-        .map(|(s, _)| *s)
-        .collect();
-    if !none.is_empty() {
-        out.push(
-            Warning::new(
-                Code::UnlabelledSystems,
-                format!(
-                    "{} {} no labelled comparison: {} rating{} rest{} on the judge's verdicts alone, and the judge's \
-                     favour for or against {} is neither measured nor in the interval; label some of {} comparisons",
-                    names(&none),
-                    if none.len() == 1 { "has" } else { "have" },
-                    if none.len() == 1 { "its" } else { "their" },
-                    if none.len() == 1 { "" } else { "s" },
-                    if none.len() == 1 { "s" } else { "" },
-                    if none.len() == 1 { "it" } else { "them" },
-                    if none.len() == 1 { "its" } else { "their" },
-                ),
-            )
-            .systems(&none),
+    /// Systems far rarer among the labelled comparisons than in the run.
+    fn underlabelled(&self) -> Option<Warning> {
+        let (n_run, n_lab) = (
+            self.run_total.max(1) as f64,
+            self.labelled_total.max(1) as f64,
         );
-    }
-    let under: Vec<(&GroupName, f64, f64)> = run_of
-        .iter()
-        .filter(|&(_, &n)| n >= MIN_SYSTEM_COMPARISONS)
-        .filter_map(|(s, &n)| {
-            let labels = labelled_of.get(s).copied().unwrap_or(0);
-            let (run_share, lab_share) = (n as f64 / n_run, labels as f64 / n_lab);
-            (labels > 0 && lab_share < run_share / UNDERLABELLED_FACTOR)
-                .then_some((*s, run_share, lab_share))
-        })
-        .collect();
-    if !under.is_empty() {
-        let said: Vec<String> = under
+        let under: Vec<(&GroupName, f64, f64)> = self
+            .run
             .iter()
-            .map(|(s, r, l)| {
-                format!(
-                    "{s} (in {:.1}% of the run's comparisons, {:.1}% of the labelled)",
-                    100.0 * r,
-                    100.0 * l
-                )
+            .filter(|&(_, &n)| n >= MIN_SYSTEM_COMPARISONS)
+            .filter_map(|(s, &n)| {
+                let labels = self.labelled.get(s).copied().unwrap_or(0);
+                let (run_share, lab_share) = (n as f64 / n_run, labels as f64 / n_lab);
+                (labels > 0 && lab_share < run_share / UNDERLABELLED_FACTOR)
+                    .then_some((*s, run_share, lab_share))
             })
             .collect();
-        out.push(
-            Warning::new(
-                Code::UnderlabelledSystems,
-                format!(
-                    "the labelled comparisons hold far fewer of some systems than the run does: {}. The map's term for \
-                     the judge's favour toward each is shrunk where its labels are few, so some of that favour stays in \
-                     the rating; label a sample of the run's comparisons of {}",
-                    said.join("; "),
-                    if under.len() == 1 { "it" } else { "them" }
-                ),
-            )
-            .systems(under.iter().map(|u| u.0)),
-        );
+        if !under.is_empty() {
+            let said: Vec<String> = under
+                .iter()
+                .map(|(s, r, l)| {
+                    format!(
+                        "{s} (in {:.1}% of the run's comparisons, {:.1}% of the labelled)",
+                        100.0 * r,
+                        100.0 * l
+                    )
+                })
+                .collect();
+            return Some(
+                Warning::new(
+                    Code::UnderlabelledSystems,
+                    format!(
+                        "the labelled comparisons hold far fewer of some systems than the run does: {}. The map's term for \
+                         the judge's favour toward each is shrunk where its labels are few, so some of that favour stays in \
+                         the rating; label a sample of the run's comparisons of {}",
+                        said.join("; "),
+                        if under.len() == 1 { "it" } else { "them" }
+                    ),
+                )
+                .systems(under.iter().map(|u| u.0))
+            );
+        }
+        None
     }
+}
 
-    // Systems the judge puts beyond every comparison.
+/// Systems the judge puts beyond every comparison.
+fn unbounded(run: &[Comparison]) -> Option<Warning> {
     let mut record: BTreeMap<&GroupName, (usize, usize, usize)> = BTreeMap::new();
     for c in run {
         let (wa, wb) = (c.verdict == 1.0, c.verdict == 0.0);
@@ -203,7 +246,7 @@ pub fn check(run: &[Comparison], labelled: &[&Comparison], reads_swapped: bool) 
         .map(|(s, _)| *s)
         .collect();
     if !unbounded.is_empty() {
-        out.push(
+        return Some(
             Warning::new(
                 Code::UnboundedSystems,
                 format!(
@@ -217,11 +260,14 @@ pub fn check(run: &[Comparison], labelled: &[&Comparison], reads_swapped: bool) 
                     if unbounded.len() == 1 { "its" } else { "their" },
                 ),
             )
-            .systems(&unbounded),
+            .systems(&unbounded)
         );
     }
+    None
+}
 
-    // The raters.
+/// The raters: one, or one holding most labels.
+fn raters(labelled: &[&Comparison]) -> Option<Warning> {
     let mut by_rater: BTreeMap<Option<&RaterName>, usize> = BTreeMap::new();
     for c in labelled {
         *by_rater.entry(c.rater.as_ref()).or_default() += 1;
@@ -234,7 +280,7 @@ pub fn check(run: &[Comparison], labelled: &[&Comparison], reads_swapped: bool) 
     if let [(rater, n)] = named.as_slice()
         && unnamed == 0
     {
-        out.push(
+        return Some(
             Warning::new(
                 Code::SingleRater,
                 format!(
@@ -243,13 +289,13 @@ pub fn check(run: &[Comparison], labelled: &[&Comparison], reads_swapped: bool) 
                      holds for people who judge as {rater} does, not for people at large; label with two or more raters"
                 ),
             )
-            .at("comparisons.rater"),
+            .at("comparisons.rater")
         );
     } else if let Some((rater, n)) = named.iter().max_by_key(|(_, n)| *n)
         && named.len() > 1
         && *n as f64 > 0.5 * labelled.len() as f64
     {
-        out.push(
+        return Some(
             Warning::new(
                 Code::DominantRater,
                 format!(
@@ -259,10 +305,10 @@ pub fn check(run: &[Comparison], labelled: &[&Comparison], reads_swapped: bool) 
                     labelled.len()
                 ),
             )
-            .at("comparisons.rater"),
+            .at("comparisons.rater")
         );
     }
-    out
+    None
 }
 
 fn names(systems: &[&GroupName]) -> String {

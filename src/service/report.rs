@@ -3,6 +3,9 @@
 //! `crate::plots` off the async runtime. A pairwise cell's picture is `preferences.rs`'s.
 
 use super::families::{Pairwise, Scores, Versions};
+use std::sync::Arc;
+
+use super::versions::Loaded;
 use crate::domain::CellKey;
 use crate::error::{Error, Result};
 
@@ -37,65 +40,20 @@ impl Scores<'_> {
             ),
         };
         let scale = Versions(self).scale_of(&key.rubric).await?;
-        let (lo, hi) = pairs
-            .iter()
-            .map(|p| p.0)
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
-                (a.min(x), b.max(x))
-            });
-        const CURVE: usize = 80;
-        let grid: Vec<f64> = if lo < hi {
-            (0..=CURVE)
-                .map(|k| lo + (hi - lo) * k as f64 / CURVE as f64)
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let inputs: Vec<f64> = pairs
-            .iter()
-            .map(|p| p.0)
-            .chain(grid.iter().copied())
-            .collect();
-        let version = loaded.clone();
-        let scores = crate::error::blocking("drawing the report", move || {
-            version.version.correct(&inputs)
-        })
-        .await?
-        .map_err(Error::Internal)?;
-        let (corrected, curve) = scores.split_at(pairs.len());
-        let corrected: Vec<f64> = corrected.iter().map(|c| c.score).collect();
-        let curve: Vec<crate::plots::CurvePoint> = grid
-            .iter()
-            .zip(curve)
-            .map(|(&x, c)| crate::plots::CurvePoint {
-                x,
-                score: c.score,
-                band: c.predictive,
-            })
-            .collect();
+        let (corrected, curve) = corrected_and_curve(&loaded, &pairs).await?;
         let groups: Vec<(String, f64, f64)> = v
             .groups
             .iter()
             .flat_map(|g| &g.groups)
             .map(|g| (g.group.clone(), g.mean_residual, g.standard_error))
             .collect();
-        let held_out = v.evaluation.map_or(String::new(), |e| {
-            format!(
-                "; held-out MAE {:.3} (raw {:.3})",
-                e.calibrated.mae, e.raw.mae
-            )
-        });
-        let panel = if v.fusion.is_some() { "panel " } else { "" };
-        let headline = v
-            .model
-            .report()
-            .headline()
-            .map_or(String::new(), |h| format!("; {h}"));
         let title = format!(
-            "{panel}{key}: version {} ({}), {} anchors{held_out}{headline}",
+            "{}{key}: version {} ({}), {} anchors{}",
+            if v.fusion.is_some() { "panel " } else { "" },
             v.version,
             v.method(),
-            pairs.len()
+            pairs.len(),
+            figures_of(v)
         );
         // The residuals panel shows the held-out corrections where the version kept them (a
         // covariate version's rows hold the raw judge score, not the layer's input: not those).
@@ -123,4 +81,64 @@ impl Scores<'_> {
         }))
         .await
     }
+}
+
+/// The version's held-out error and headline, for a picture's title.
+fn figures_of(v: &crate::domain::calibration::CalibratorVersion) -> String {
+    let held_out = v.evaluation.map_or(String::new(), |e| {
+        format!(
+            "; held-out MAE {:.3} (raw {:.3})",
+            e.calibrated.mae, e.raw.mae
+        )
+    });
+    let headline = v
+        .model
+        .report()
+        .headline()
+        .map_or(String::new(), |h| format!("; {h}"));
+    format!("{held_out}{headline}")
+}
+
+/// The version's corrected score of each anchor, and its curve (with its band) over the
+/// anchors' inputs, on a blocking thread.
+async fn corrected_and_curve(
+    loaded: &Arc<Loaded>,
+    pairs: &[(f64, f64)],
+) -> Result<(Vec<f64>, Vec<crate::plots::CurvePoint>)> {
+    const CURVE: usize = 80;
+    let (lo, hi) = pairs
+        .iter()
+        .map(|p| p.0)
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
+            (a.min(x), b.max(x))
+        });
+    let grid: Vec<f64> = if lo < hi {
+        (0..=CURVE)
+            .map(|k| lo + (hi - lo) * k as f64 / CURVE as f64)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let inputs: Vec<f64> = pairs
+        .iter()
+        .map(|p| p.0)
+        .chain(grid.iter().copied())
+        .collect();
+    let version = loaded.clone();
+    let scores = crate::error::blocking("drawing the report", move || {
+        version.version.correct(&inputs)
+    })
+    .await?
+    .map_err(Error::Internal)?;
+    let (corrected, curve) = scores.split_at(pairs.len());
+    let curve = grid
+        .iter()
+        .zip(curve)
+        .map(|(&x, c)| crate::plots::CurvePoint {
+            x,
+            score: c.score,
+            band: c.predictive,
+        })
+        .collect();
+    Ok((corrected.iter().map(|c| c.score).collect(), curve))
 }

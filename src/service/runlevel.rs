@@ -5,18 +5,15 @@
 use super::families::{Panels, Runs, Versions};
 use std::sync::Arc;
 
-use super::layered::layered;
-use super::panels::fused_with_scores;
-use super::versions::{Loaded, Mismatch};
-use crate::domain::covariates::Covariates;
-use crate::domain::inputs::ItemInputs;
+use super::run_inputs::Served;
+use super::run_inputs::{Reading, Ready, RunInput};
+use super::versions::Loaded;
 use crate::domain::runlevel::{CompareRequest, EstimateRequest, RankRequest};
 use crate::domain::{CellKey, JudgeVersion, Problem};
 use crate::error::{Error, Result};
 use crate::metrics::RunQuestion;
 use crate::store::SharedItem;
-use judgecal_stats::panel::fusion::{FusedScore, Fusion};
-use judgecal_stats::panel::missing::{self, ScoreDependence};
+use judgecal_stats::panel::missing;
 use judgecal_stats::runlevel::rank::{self, RankSettings, Ranking};
 use judgecal_stats::runlevel::{
     self, Anchored, Basis, RunComparison, RunEstimate, RunItems, SharedResidual, Source,
@@ -243,133 +240,30 @@ impl Runs<'_> {
         runs: Vec<RunInput<'_>>,
         read: Reading<'_>,
     ) -> Result<()> {
-        let hold = read.hold;
         let fusion = served.loaded.version.fusion.clone();
-        let judge = served.loaded.version.key.judge.clone();
         if let Some(f) = &fusion {
-            Panels(self).check_panel(&judge, f).await?;
+            Panels(self)
+                .check_panel(&served.loaded.version.key.judge, f)
+                .await?;
         }
-        let mut problems = Vec::new();
-        // Each panel run's missing scores are tested at a share of the level, so that a
-        // request whose scores are missing at random is refused at most at `LEVEL`.
-        let panel_runs = runs.iter().filter(|r| r.inputs.is_panel()).count().max(1);
-        let missing_level = missing::LEVEL / panel_runs as f64;
-        let given = !hold.is_empty() || runs.iter().any(|r| r.inputs.covariates().is_some());
+        let mut ready = Ready {
+            served,
+            fusion: fusion.as_ref(),
+            read,
+            // Each panel run's missing scores are tested at a share of the level, so that a
+            // request whose scores are missing at random is refused at most at `LEVEL`.
+            missing_level: missing::LEVEL
+                / runs.iter().filter(|r| r.inputs.is_panel()).count().max(1) as f64,
+            given: !read.hold.is_empty() || runs.iter().any(|r| r.inputs.covariates().is_some()),
+            problems: Vec::new(),
+        };
         for (i, input) in runs.into_iter().enumerate() {
-            let RunInput {
-                prefix,
-                run,
-                inputs,
-            } = input;
-            let (members, covariates) = (inputs.members(), inputs.covariates());
-            let field = if run.ids.is_some() || members.is_some() {
-                "items"
-            } else {
-                "scores"
-            };
-            let before = problems.len();
-            // A version trained with covariates: each item's score becomes its layer score at
-            // its covariates (those in `hold` replaced), its judge score checked first.
-            if let Some(version) = served.runs.get(i)
-                && version.version.covariate_layer.is_some()
-            {
-                problems.extend(version.version.far_inputs(
-                    &run.scores,
-                    inputs.repeats(),
-                    &format!("{prefix}{field}"),
-                    prefix,
-                ));
-                let ids: Option<Vec<String>> = run
-                    .ids
-                    .as_ref()
-                    .map(|ids| ids.iter().map(|i| i.to_string()).collect());
-                match version.version.covariate_reach(
-                    covariates.unwrap_or_default(),
-                    &format!("{prefix}items"),
-                    ids.as_deref(),
-                ) {
-                    Ok(w) => served.notes.extend(w),
-                    Err(p) => problems.extend(p),
-                }
-                match layered(&version.version, run, covariates, hold, prefix) {
-                    Ok(unread) => {
-                        served.held = !hold.is_empty();
-                        if !unread.is_empty() && served.unread_covariates.is_none() {
-                            served.unread_covariates = Some((version.version.version, unread));
-                        }
-                    }
-                    Err(p) => problems.extend(p),
-                }
-                continue;
-            }
-            if given && served.unused_covariates.is_none() {
-                served.unused_covariates =
-                    Some(served.runs.get(i).map_or(0, |v| v.version.version));
-            }
-            match (&fusion, members) {
-                (None, None) => {}
-                (Some(f), Some(items)) => {
-                    match fused_with_scores(f, items, &format!("{prefix}scores")) {
-                        Ok((fused, scores)) => {
-                            if !read.missing_at_random
-                                && let Some(d) =
-                                    missing::score_dependent(&scores, &f.input, missing_level, f.scorer())
-                            {
-                                problems.push(Problem::at(
-                                    None,
-                                    &format!("{prefix}items"),
-                                    score_dependence(f, &d),
-                                ));
-                            }
-                            for (score, item) in run.scores.iter_mut().zip(&fused) {
-                                let extra;
-                                (*score, extra) = f.run_score(item, run.group.as_deref());
-                                run.extra_noise += extra;
-                                served.partial_items +=
-                                    usize::from(matches!(item, FusedScore::Partial { .. }));
-                            }
-                        }
-                        Err(p) => problems.extend(p),
-                    }
-                }
-                (Some(f), None) => problems.push(Problem::at(
-                    None,
-                    &format!("{prefix}items"),
-                    format!(
-                        "{judge} is a panel: send items whose `scores` give each member's score ({})",
-                        f.members.join(", ")
-                    ),
-                )),
-                (None, Some(_)) => problems.push(Problem::at(
-                    None,
-                    &format!("{prefix}items"),
-                    format!("{judge} is a judge, not a panel: its items carry `score`"),
-                )),
-            }
-            // A group the version's anchors do not name is answered as a new system: a typo
-            // would silently widen the interval and change the shift, so it is said.
-            if let (Some(group), Some(bias)) = (
-                run.group.as_deref(),
-                served.runs.get(i).and_then(|v| v.version.groups.as_ref()),
-            ) && !bias.knows(group)
-            {
-                served
-                    .new_groups
-                    .push((prefix.trim_end_matches('.').to_owned(), group.to_owned()));
-            }
-            if let (Some(version), true) = (served.runs.get(i), problems.len() == before) {
-                problems.extend(version.version.far_inputs(
-                    &run.scores,
-                    inputs.repeats(),
-                    &format!("{prefix}{field}"),
-                    prefix,
-                ));
-            }
+            ready.run(i, input);
         }
-        if problems.is_empty() {
+        if ready.problems.is_empty() {
             Ok(())
         } else {
-            Err(Error::rejected("the request was refused", problems))
+            Err(Error::rejected("the request was refused", ready.problems))
         }
     }
 
@@ -606,77 +500,6 @@ fn residuals(
             residuals: (i.reference_score - a, i.reference_score - b),
         })
         .collect())
-}
-
-/// What answered a run-level question: the version of the first run (the one of every run,
-/// unless they named different judge versions), each run's version, and the runs' judge
-/// versions that had no calibration of their own.
-pub struct Served {
-    pub loaded: Arc<Loaded>,
-    pub runs: Vec<Arc<Loaded>>,
-    pub mismatches: Vec<Mismatch>,
-    /// A panel's items that lacked a member the version reads (fused from those present).
-    pub partial_items: usize,
-    /// Runs that name a group their version's anchors do not (answered as a new system): the
-    /// run's field prefix (`a`, `runs[2]`, empty for one run) and the group.
-    pub new_groups: Vec<(String, String)>,
-    /// Covariates were held at fixed values (`hold`) by a version trained with them.
-    pub held: bool,
-    /// Items or `hold` gave covariates that this version (its number) was not trained with.
-    pub unused_covariates: Option<i64>,
-    /// Items of a version trained with covariates carried others it does not read (a name it
-    /// was not trained with, or one it did not keep): the version's number and those names.
-    pub unread_covariates: Option<(i64, Vec<String>)>,
-    /// Warnings decided while serving: a panel version's member versions, runs' covariates
-    /// outside the anchors' range of a covariate the version reads.
-    pub notes: Vec<judgecal_stats::warning::Warning>,
-    /// Items carried repeats: how they were read.
-    pub repeats: Option<super::repeat_noise::RepeatUse>,
-}
-
-/// How the runs' items are read: covariates held at fixed values, and whether a panel's
-/// missing member scores may be taken as missing at random without the run's own test.
-#[derive(Clone, Copy)]
-pub(super) struct Reading<'a> {
-    pub hold: &'a Covariates,
-    pub missing_at_random: bool,
-}
-
-/// The refusal of a panel run whose missing scores track the scores given.
-fn score_dependence(fusion: &Fusion, d: &ScoreDependence) -> String {
-    let missing = fusion.members.get(d.missing).map_or("?", String::as_str);
-    format!(
-        "{missing}'s scores look missing where they would have differed: what the other members say of the items \
-         (their sub-panel's corrected score) averages {without:.2} on the {n_without} items {missing} did not score, \
-         against {with:.2} on the {n_with} it scored (Welch p = {p:.1e}; {adjusted:.1e} over the members tested). A \
-         partial item is corrected from the members present, which holds only where a member's absence says nothing \
-         about the score it would have given; a judge that fails on hard items breaks that, and the run's interval \
-         would not hold. Score those items with {missing}, or send `assume_missing_at_random: true` if its absence \
-         depends only on what the other members scored",
-        without = d.without.1,
-        n_without = d.without.0,
-        with = d.with.1,
-        n_with = d.with.0,
-        p = d.p_value,
-        adjusted = d.adjusted,
-    )
-}
-
-/// One run to ready for its version: its field prefix, its items, and what they give beside
-/// the judge score (a panel's members' scores, or a judge's items' covariates).
-pub(super) struct RunInput<'a> {
-    pub prefix: &'a str,
-    pub run: &'a mut RunItems,
-    pub inputs: &'a ItemInputs,
-}
-
-impl Served {
-    /// Whether the runs were corrected by different versions.
-    pub fn across_versions(&self) -> bool {
-        self.runs
-            .iter()
-            .any(|r| r.version.id != self.loaded.version.id)
-    }
 }
 
 /// One source per distinct version: a cell's version with the anchors it could have been

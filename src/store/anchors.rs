@@ -166,74 +166,11 @@ impl Store {
         let now = now_ms();
         let mut tx = self.pool.begin().await?;
 
-        // Lock (or create) the rubrics first, then the cells, always in sorted order, so two
-        // uploads never wait on each other in a cycle. The first statement writes, which on
-        // SQLite takes the write lock at once instead of failing to upgrade later.
-        let mut rubrics: Vec<&RubricName> = cells.iter().map(|c| &c.key.rubric).collect();
-        rubrics.sort();
-        rubrics.dedup();
-        for rubric in rubrics {
-            let row = sqlx::query(
-                "INSERT INTO rubrics (name, scale_min, scale_max, description, updated_at_ms)
-                 VALUES ($1, $2, $3, '', $4)
-                 ON CONFLICT (name) DO UPDATE SET name = excluded.name
-                 RETURNING scale_min, scale_max",
-            )
-            .bind(rubric.as_str())
-            .bind(Scale::DEFAULT.min)
-            .bind(Scale::DEFAULT.max)
-            .bind(now)
-            .fetch_one(&mut *tx)
-            .await?;
-            let stored = Scale {
-                min: row.try_get(0)?,
-                max: row.try_get(1)?,
-            };
-            if stored != scales.get(rubric).copied().unwrap_or(Scale::DEFAULT) {
-                return Err(Error::conflict(
-                    format!(
-                        "rubric {rubric}'s scale changed while this batch was checked; send it again"
-                    ),
-                    vec![],
-                ));
-            }
-        }
-
+        Self::lock_rubrics(&mut tx, cells, scales, now).await?;
         let mut refusals = Refusals::default();
         let mut outcomes = Vec::with_capacity(cells.len());
         for cell in cells {
-            let row = sqlx::query(
-                "INSERT INTO cells (id, judge, rubric, anchor_count, updated_at_ms)
-                 VALUES ($1, $2, $3, 0, $4)
-                 ON CONFLICT (judge, rubric) DO UPDATE SET judge = excluded.judge
-                 RETURNING id, anchor_count, comparison_count",
-            )
-            .bind(Uuid::new_v4().to_string())
-            .bind(cell.key.judge.as_str())
-            .bind(cell.key.rubric.as_str())
-            .bind(now)
-            .fetch_one(&mut *tx)
-            .await?;
-            let cell_id: String = row.try_get(0)?;
-            let stored_count: i64 = row.try_get(1)?;
-            let comparisons: i64 = row.try_get(2)?;
-            if comparisons > 0 {
-                return Err(Error::conflict(
-                    format!(
-                        "the anchor batch was refused: cell {} holds {comparisons} pairwise comparison{}; a cell holds scores or comparisons, not both. Nothing was stored",
-                        cell.key,
-                        if comparisons == 1 { "" } else { "s" }
-                    ),
-                    vec![crate::domain::Problem::at(
-                        cell.rows.first().copied(),
-                        "judge",
-                        format!(
-                            "{} judges rubric {} in pairs: upload its one-item scores under another judge name",
-                            cell.key.judge, cell.key.rubric
-                        ),
-                    )],
-                ));
-            }
+            let (cell_id, stored_count) = Self::lock_cell(&mut tx, cell, now).await?;
 
             // The rows the cell holds for the batch's items, of every version, then the plan,
             // decided without the database.
@@ -259,12 +196,94 @@ impl Store {
             }
             outcomes.push(outcome);
         }
-        if let Some(refused) = refusals.into_error() {
+        if let Some(refused) = refused(refusals) {
             tx.rollback().await?;
             return Err(refused);
         }
         tx.commit().await?;
         Ok(outcomes)
+    }
+
+    /// Locks (or creates) the batch's rubrics, in sorted order, so two uploads never wait on
+    /// each other in a cycle (the cells are locked after them, also in order). The first
+    /// statement writes, which on SQLite takes the write lock at once instead of failing to
+    /// upgrade later. A rubric whose scale changed since the batch was checked refuses it.
+    async fn lock_rubrics(
+        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+        cells: &[CellBatch],
+        scales: &HashMap<RubricName, Scale>,
+        now: i64,
+    ) -> Result<()> {
+        let mut rubrics: Vec<&RubricName> = cells.iter().map(|c| &c.key.rubric).collect();
+        rubrics.sort();
+        rubrics.dedup();
+        for rubric in rubrics {
+            let row = sqlx::query(
+                "INSERT INTO rubrics (name, scale_min, scale_max, description, updated_at_ms)
+                 VALUES ($1, $2, $3, '', $4)
+                 ON CONFLICT (name) DO UPDATE SET name = excluded.name
+                 RETURNING scale_min, scale_max",
+            )
+            .bind(rubric.as_str())
+            .bind(Scale::DEFAULT.min)
+            .bind(Scale::DEFAULT.max)
+            .bind(now)
+            .fetch_one(&mut **tx)
+            .await?;
+            let stored = Scale {
+                min: row.try_get(0)?,
+                max: row.try_get(1)?,
+            };
+            if stored != scales.get(rubric).copied().unwrap_or(Scale::DEFAULT) {
+                return Err(Error::conflict(
+                    format!(
+                        "rubric {rubric}'s scale changed while this batch was checked; send it again"
+                    ),
+                    vec![],
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Locks (or creates) a batch's cell: its id and stored anchor count. A cell of pairwise
+    /// comparisons refuses the batch: a cell holds scores or comparisons, not both.
+    async fn lock_cell(
+        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+        cell: &CellBatch,
+        now: i64,
+    ) -> Result<(String, i64)> {
+        let row = sqlx::query(
+            "INSERT INTO cells (id, judge, rubric, anchor_count, updated_at_ms)
+             VALUES ($1, $2, $3, 0, $4)
+             ON CONFLICT (judge, rubric) DO UPDATE SET judge = excluded.judge
+             RETURNING id, anchor_count, comparison_count",
+        )
+        .bind(Uuid::new_v4().to_string())
+        .bind(cell.key.judge.as_str())
+        .bind(cell.key.rubric.as_str())
+        .bind(now)
+        .fetch_one(&mut **tx)
+        .await?;
+        let comparisons: i64 = row.try_get(2)?;
+        if comparisons > 0 {
+            return Err(Error::conflict(
+                format!(
+                    "the anchor batch was refused: cell {} holds {comparisons} pairwise comparison{}; a cell holds scores or comparisons, not both. Nothing was stored",
+                    cell.key,
+                    if comparisons == 1 { "" } else { "s" }
+                ),
+                vec![crate::domain::Problem::at(
+                    cell.rows.first().copied(),
+                    "judge",
+                    format!(
+                        "{} judges rubric {} in pairs: upload its one-item scores under another judge name",
+                        cell.key.judge, cell.key.rubric
+                    ),
+                )],
+            ));
+        }
+        Ok((row.try_get(0)?, row.try_get(1)?))
     }
 
     /// The rows `cell_id` holds for the batch's items, of every judge version. A new (empty)
@@ -523,4 +542,61 @@ pub(super) fn rater_of(raw: Option<String>) -> Result<Option<RaterName>> {
 pub(super) fn group_of(raw: Option<String>) -> Result<Option<crate::domain::GroupName>> {
     raw.map(|g| crate::domain::GroupName::parse(&g).map_err(|_| bad_row("group name")))
         .transpose()
+}
+
+/// An upload's refusals as its one answer, every problem in it; `None` when there is none.
+fn refused(refusals: Refusals) -> Option<Error> {
+    let n = refusals.conflicts.len();
+    if !refusals.missing.is_empty() {
+        let mut problems = refusals.missing;
+        problems.extend(refusals.conflicts);
+        let what = if n == 0 {
+            "re-scored rows need a reference the cell holds; nothing was stored".to_owned()
+        } else {
+            format!(
+                "re-scored rows need a reference the cell holds, and {n} row{} already stored with \
+                 different scores (listed too; ?replace=true overwrites them); nothing was stored",
+                if n == 1 { " is" } else { "s are" }
+            )
+        };
+        return Some(Error::rejected(&what, problems));
+    }
+    (n > 0).then(|| {
+        Error::conflict(
+            format!(
+                "{n} anchor{} already stored with different scores; nothing was stored. \
+                 Send the batch with ?replace=true to overwrite them",
+                if n == 1 { " is" } else { "s are" }
+            ),
+            refusals.conflicts,
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::Problem;
+
+    fn problem(row: usize) -> Problem {
+        Problem::at(Some(row), "item_id", "stored otherwise")
+    }
+
+    #[test]
+    fn a_missing_reference_is_a_422_listing_the_conflicts_and_conflicts_alone_a_409() {
+        let both = Refusals {
+            missing: vec![problem(2)],
+            conflicts: vec![problem(1)],
+        };
+        let Some(Error::Invalid { details, .. }) = refused(both) else {
+            panic!("a missing reference is a 422")
+        };
+        assert_eq!(details.len(), 2, "the conflict is listed too");
+        let conflicts = Refusals {
+            missing: Vec::new(),
+            conflicts: vec![problem(1)],
+        };
+        assert!(matches!(refused(conflicts), Some(Error::Conflict { .. })));
+        assert!(refused(Refusals::default()).is_none());
+    }
 }

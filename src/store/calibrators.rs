@@ -316,47 +316,14 @@ impl VersionRows<'_> {
                 next_version(&mut tx, judge, &v.rubric, Versions::Calibrators).await?;
             let calibrator = CalibratorId::new();
             let id = calibrator.to_string();
-            let params = v.model.params().map_err(Error::Internal)?.to_string();
-            let intervals = readable(v.intervals.as_ref(), "intervals")?;
-            // A version whose bands do not read back is stored failed, never served.
-            let intervals_readable = v.intervals.is_none() || intervals.is_some();
-            let failure = v.model.failure().or_else(|| {
-                (v.intervals.is_some() && intervals.is_none()).then(|| {
-                    "its 95% predictive bands are not finite numbers (are the anchors' scores extreme?); not served".to_owned()
-                })
-            });
-            sqlx::query(
-                "INSERT INTO calibrators (id, cell_id, version, method, job_id, anchor_count,
-                     anchor_digest, params, diagnostics, evaluation, decision, intervals, passed,
-                     failure, created_at_ms, groups, judge_version, fusion, judge_min, judge_max,
-                     covariate_layer, held_out)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
-                     $18, $19, $20, $21, $22)",
+            let (failure, intervals_readable) = insert_version(
+                &mut tx,
+                (&id, &cell_id, version),
+                job,
+                judge_version,
+                v,
+                now,
             )
-            .bind(&id)
-            .bind(&cell_id)
-            .bind(version)
-            .bind(v.model.method().as_str())
-            .bind(job.to_string())
-            .bind(v.anchor_count)
-            .bind(&v.anchor_digest)
-            .bind(params)
-            // The model's diagnostics are in `params` (migration 6); the column stays empty.
-            .bind("{}")
-            .bind(readable(v.evaluation.as_ref(), "evaluation")?.unwrap_or_else(|| "null".into()))
-            .bind(readable(v.decision.as_ref(), "decision")?)
-            .bind(intervals)
-            .bind(i64::from(failure.is_none()))
-            .bind(failure.clone())
-            .bind(now)
-            .bind(readable(v.groups.as_ref(), "groups")?)
-            .bind(JudgeVersion::stored(judge_version))
-            .bind(v.fusion.as_ref().map(to_json).transpose()?)
-            .bind(v.judge_range.map(|r| r.min))
-            .bind(v.judge_range.map(|r| r.max))
-            .bind(v.covariate_layer.as_ref().map(to_json).transpose()?)
-            .bind(readable(v.held_out.as_ref(), "held-out rows")?)
-            .execute(&mut *tx)
             .await?;
             let active = failure.is_none() || (force && intervals_readable);
             if active {
@@ -574,6 +541,61 @@ fn all_failed(stored: &[CalibratorVersion]) -> String {
          warm-up and draws, or activate one with force=true",
         reasons.join("; ")
     )
+}
+
+/// Inserts version `version` of `cell_id` (its id `id`); gives its failure, if any, and
+/// whether its bands read back. A version whose bands do not read back is stored failed,
+/// never served.
+async fn insert_version(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    (id, cell_id, version): (&str, &str, i64),
+    job: JobId,
+    judge_version: Option<&JudgeVersion>,
+    v: &NewVersion,
+    now: i64,
+) -> Result<(Option<String>, bool)> {
+    let params = v.model.params().map_err(Error::Internal)?.to_string();
+    let intervals = readable(v.intervals.as_ref(), "intervals")?;
+    let intervals_readable = v.intervals.is_none() || intervals.is_some();
+    let failure = v.model.failure().or_else(|| {
+        (v.intervals.is_some() && intervals.is_none()).then(|| {
+            "its 95% predictive bands are not finite numbers (are the anchors' scores extreme?); not served".to_owned()
+        })
+    });
+    sqlx::query(
+        "INSERT INTO calibrators (id, cell_id, version, method, job_id, anchor_count,
+             anchor_digest, params, diagnostics, evaluation, decision, intervals, passed,
+             failure, created_at_ms, groups, judge_version, fusion, judge_min, judge_max,
+             covariate_layer, held_out)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
+             $18, $19, $20, $21, $22)",
+    )
+    .bind(id)
+    .bind(cell_id)
+    .bind(version)
+    .bind(v.model.method().as_str())
+    .bind(job.to_string())
+    .bind(v.anchor_count)
+    .bind(&v.anchor_digest)
+    .bind(params)
+    // The model's diagnostics are in `params` (migration 6); the column stays empty.
+    .bind("{}")
+    .bind(readable(v.evaluation.as_ref(), "evaluation")?.unwrap_or_else(|| "null".into()))
+    .bind(readable(v.decision.as_ref(), "decision")?)
+    .bind(intervals)
+    .bind(i64::from(failure.is_none()))
+    .bind(failure.clone())
+    .bind(now)
+    .bind(readable(v.groups.as_ref(), "groups")?)
+    .bind(JudgeVersion::stored(judge_version))
+    .bind(v.fusion.as_ref().map(to_json).transpose()?)
+    .bind(v.judge_range.map(|r| r.min))
+    .bind(v.judge_range.map(|r| r.max))
+    .bind(v.covariate_layer.as_ref().map(to_json).transpose()?)
+    .bind(readable(v.held_out.as_ref(), "held-out rows")?)
+    .execute(&mut **tx)
+    .await?;
+    Ok((failure, intervals_readable))
 }
 
 #[cfg(test)]

@@ -305,21 +305,6 @@ pub fn bridge(pairs: &[Pair], tolerance: f64) -> Bridge {
             reversed: false,
         };
     }
-    let old: Vec<f64> = pairs.iter().map(|p| p.old).collect();
-    let new: Vec<f64> = pairs.iter().map(|p| p.new).collect();
-    let raw_d: Vec<f64> = pairs.iter().map(|p| p.new - p.old).collect();
-    let raw = RawShift {
-        mean: mean(&raw_d),
-        sd: sample_variance(&raw_d).sqrt(),
-        slope: least_squares(
-            &old.iter()
-                .copied()
-                .zip(new.iter().copied())
-                .collect::<Vec<_>>(),
-        )
-        .map(|(_, b)| b),
-        rank_correlation: pearson(&average_ranks(&old), &average_ranks(&new)),
-    };
     let d: Vec<f64> = pairs
         .iter()
         .map(|p| p.new_corrected - p.old_corrected)
@@ -334,156 +319,225 @@ pub fn bridge(pairs: &[Pair], tolerance: f64) -> Bridge {
     ))
     .filter(|h| *h > 0.0)
     .unwrap_or(tolerance);
-    let corrected = shift(&d, ALPHA, h);
+    let raw = raw_shift(pairs);
+    let parts = Parts::of(pairs, &d);
+    let evidence = Evidence {
+        n,
+        tolerance,
+        h,
+        corrected: shift(&d, ALPHA, h),
+        reversed: reverses(raw.rank_correlation, n),
+        bands: parts.shifts(&parts.bands, h, tolerance),
+        groups: parts.shifts(&parts.groups, h, tolerance),
+        d,
+        raw,
+        parts,
+    };
+    let (verdict, more_items, reason) = evidence.verdict();
+    Bridge {
+        items: n,
+        tolerance,
+        verdict,
+        more_items,
+        reason,
+        reversed: evidence.reversed,
+        raw: Some(evidence.raw),
+        corrected: Some(evidence.corrected),
+        bands: evidence.bands,
+        groups: evidence.groups,
+    }
+}
 
-    // The parts: score bands and groups, each tested at α / (2·parts tested), the mean's
-    // refit test taking the other half of α, so that the family of one-sided claims "the mean
-    // or this part moved" errs at most α when none did.
-    // Thirds by rank of the level (ties in item order), so that a coarse scale with many ties
-    // still gives three bands of n/3.
-    let level: Vec<f64> = pairs.iter().map(|p| (p.old + p.new) / 2.0).collect();
-    let mut band_of: Vec<Option<&'static str>> = vec![None; n];
-    if n >= 3 * MIN_GROUP_ITEMS {
-        let mut order: Vec<usize> = (0..n).collect();
-        order.sort_by(|&a, &b| level[a].total_cmp(&level[b]));
-        for (rank, &i) in order.iter().enumerate() {
-            band_of[i] = Some(["low", "middle", "high"][(3 * rank / n).min(2)]);
+/// How the raw scores moved between the versions.
+fn raw_shift(pairs: &[Pair]) -> RawShift {
+    let old: Vec<f64> = pairs.iter().map(|p| p.old).collect();
+    let new: Vec<f64> = pairs.iter().map(|p| p.new).collect();
+    let raw_d: Vec<f64> = pairs.iter().map(|p| p.new - p.old).collect();
+    RawShift {
+        mean: mean(&raw_d),
+        sd: sample_variance(&raw_d).sqrt(),
+        slope: least_squares(
+            &old.iter()
+                .copied()
+                .zip(new.iter().copied())
+                .collect::<Vec<_>>(),
+        )
+        .map(|(_, b)| b),
+        rank_correlation: pearson(&average_ranks(&old), &average_ranks(&new)),
+    }
+}
+
+/// The parts a bridge tests besides the mean: the score's bands and, where the items name two
+/// or more, their groups (systems); each a name and its items' corrected differences.
+struct Parts {
+    bands: Vec<(String, Vec<f64>)>,
+    groups: Vec<(String, Vec<f64>)>,
+    grouped: bool,
+}
+
+impl Parts {
+    /// Thirds by rank of the level (ties in item order), so that a coarse scale with many
+    /// ties still gives three bands of n/3.
+    fn of(pairs: &[Pair], d: &[f64]) -> Self {
+        let n = pairs.len();
+        let level: Vec<f64> = pairs.iter().map(|p| (p.old + p.new) / 2.0).collect();
+        let mut band_of: Vec<Option<&'static str>> = vec![None; n];
+        if n >= 3 * MIN_GROUP_ITEMS {
+            let mut order: Vec<usize> = (0..n).collect();
+            order.sort_by(|&a, &b| level[a].total_cmp(&level[b]));
+            for (rank, &i) in order.iter().enumerate() {
+                band_of[i] = Some(["low", "middle", "high"][(3 * rank / n).min(2)]);
+            }
+        }
+        let mut names: Vec<&String> = pairs.iter().filter_map(|p| p.group.as_ref()).collect();
+        names.sort();
+        names.dedup();
+        let grouped = names.len() >= 2;
+        let part = |keep: &dyn Fn(usize) -> bool| -> Vec<f64> {
+            (0..n).filter(|&i| keep(i)).map(|i| d[i]).collect()
+        };
+        let bands = ["low", "middle", "high"]
+            .iter()
+            .map(|b| (b.to_string(), part(&|i| band_of[i] == Some(*b))))
+            .filter(|(_, v)| !v.is_empty())
+            .collect();
+        let groups = if grouped {
+            names
+                .iter()
+                .map(|g| {
+                    (
+                        g.to_string(),
+                        part(&|i| pairs[i].group.as_ref() == Some(*g)),
+                    )
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Self {
+            bands,
+            groups,
+            grouped,
         }
     }
-    let mut names: Vec<&String> = pairs.iter().filter_map(|p| p.group.as_ref()).collect();
-    names.sort();
-    names.dedup();
-    let grouped = names.len() >= 2;
-    let part = |keep: &dyn Fn(usize) -> bool| -> Vec<f64> {
-        (0..n).filter(|&i| keep(i)).map(|i| d[i]).collect()
-    };
-    let band_parts: Vec<(String, Vec<f64>)> = ["low", "middle", "high"]
-        .iter()
-        .map(|b| (b.to_string(), part(&|i| band_of[i] == Some(*b))))
-        .filter(|(_, v)| !v.is_empty())
-        .collect();
-    let group_parts: Vec<(String, Vec<f64>)> = if grouped {
-        names
+
+    /// The parts with enough items to test.
+    fn tested(&self) -> usize {
+        self.bands
             .iter()
-            .map(|g| {
-                (
-                    g.as_str().to_owned(),
-                    part(&|i| pairs[i].group.as_ref() == Some(*g)),
-                )
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
-    let tested = band_parts
-        .iter()
-        .chain(&group_parts)
-        .filter(|(_, v)| v.len() >= MIN_GROUP_ITEMS)
-        .count();
-    let shifts = |parts: Vec<(String, Vec<f64>)>| -> Vec<GroupShift> {
+            .chain(&self.groups)
+            .filter(|(_, v)| v.len() >= MIN_GROUP_ITEMS)
+            .count()
+    }
+
+    /// Each part's shift, tested at α / (2·parts tested), the mean's refit test taking the
+    /// other half of α, so that the family of one-sided claims "the mean or this part moved"
+    /// errs at most α when none did.
+    fn shifts(&self, parts: &[(String, Vec<f64>)], h: f64, tolerance: f64) -> Vec<GroupShift> {
+        let tested = self.tested();
         parts
-            .into_iter()
+            .iter()
             .map(|(name, v)| {
                 let testable = v.len() >= MIN_GROUP_ITEMS;
-                let s = shift(&v, ALPHA / (2 * tested.max(1)) as f64, h);
+                let s = shift(v, ALPHA / (2 * tested.max(1)) as f64, h);
                 GroupShift {
-                    group: name,
+                    group: name.clone(),
                     items: v.len(),
                     shift: s,
                     moved: testable.then_some(s.lo > tolerance || s.hi < -tolerance),
                 }
             })
             .collect()
-    };
-    // carry_over claims every band is within the tolerance: an intersection-union test, each
-    // band's two one-sided tests at α (no adjustment needed), beside the mean's own. And every
-    // system's, where the items name them: a change confined to one system moves that
-    // system's runs though the mean hardly moves. A part with too few items to test is not
-    // claimed: `carry_over` then waits for more of its items.
-    let band_spread = equivalence(&band_parts, tolerance, h);
-    let groups_spread = equivalence(&group_parts, tolerance, h);
-    let bands_equivalent = band_parts.len() == 3 && band_spread.iter().all(|b| b.2);
-    let groups_equivalent = groups_spread.iter().all(|g| g.2);
-    let systems = group_parts.len().max(1);
-    let bands = shifts(band_parts);
-    let groups = shifts(group_parts);
-    let moved_groups: Vec<String> = bands
-        .iter()
-        .filter(|g| g.moved == Some(true))
-        .map(|g| format!("the {} band", g.group))
-        .chain(
-            groups
-                .iter()
-                .filter(|g| g.moved == Some(true))
-                .map(|g| format!("group {}", g.group)),
-        )
-        .collect();
+    }
+}
 
-    let inside = corrected.lo > -tolerance && corrected.hi < tolerance;
-    // `refit` claims the mean or one part moved: α is split, half to the mean's test and half
-    // to the parts' Bonferroni family (α / (2·parts) each), so that the claim errs at most α
-    // where nothing moved beyond the tolerance (the mean alone at α where no part is tested).
-    let family = shift(&d, if tested > 0 { ALPHA / 2.0 } else { ALPHA }, h);
-    let outside = family.lo > tolerance || family.hi < -tolerance;
-    let interval = format!(
-        "the corrected mean moved {:+.4} (90% interval {:+.4} to {:+.4}) on {n} shared items",
-        corrected.mean, corrected.lo, corrected.hi
-    );
-    let reversed = reverses(raw.rank_correlation, n);
-    let (verdict, more_items, reason) = if reversed {
-        (
-            Verdict::Refit,
-            None,
-            format!(
+/// What a bridge's verdict rests on.
+struct Evidence {
+    n: usize,
+    tolerance: f64,
+    /// The floor's step.
+    h: f64,
+    /// Each shared item's corrected new − old.
+    d: Vec<f64>,
+    corrected: Shift,
+    raw: RawShift,
+    reversed: bool,
+    parts: Parts,
+    bands: Vec<GroupShift>,
+    groups: Vec<GroupShift>,
+}
+
+impl Evidence {
+    /// The verdict, the shared items it still needs, and why.
+    fn verdict(&self) -> (Verdict, Option<usize>, String) {
+        let (n, tolerance, corrected) = (self.n, self.tolerance, &self.corrected);
+        let moved_groups: Vec<String> = self
+            .bands
+            .iter()
+            .filter(|g| g.moved == Some(true))
+            .map(|g| format!("the {} band", g.group))
+            .chain(
+                self.groups
+                    .iter()
+                    .filter(|g| g.moved == Some(true))
+                    .map(|g| format!("group {}", g.group)),
+            )
+            .collect();
+        // carry_over claims every band is within the tolerance: an intersection-union test,
+        // each band's two one-sided tests at α (no adjustment needed), beside the mean's own.
+        // And every system's, where the items name them: a change confined to one system
+        // moves that system's runs though the mean hardly moves. A part with too few items to
+        // test is not claimed: `carry_over` then waits for more of its items.
+        let band_spread = equivalence(&self.parts.bands, tolerance, self.h);
+        let groups_spread = equivalence(&self.parts.groups, tolerance, self.h);
+        let bands_equivalent = self.parts.bands.len() == 3 && band_spread.iter().all(|b| b.2);
+        let groups_equivalent = groups_spread.iter().all(|g| g.2);
+        let inside = corrected.lo > -tolerance && corrected.hi < tolerance;
+        // `refit` claims the mean or one part moved: α is split, half to the mean's test and
+        // half to the parts' Bonferroni family (α / (2·parts) each), so that the claim errs at
+        // most α where nothing moved beyond the tolerance (the mean alone at α where no part
+        // is tested).
+        let alpha = if self.parts.tested() > 0 {
+            ALPHA / 2.0
+        } else {
+            ALPHA
+        };
+        let family = shift(&self.d, alpha, self.h);
+        let outside = family.lo > tolerance || family.hi < -tolerance;
+        let interval = format!(
+            "the corrected mean moved {:+.4} (90% interval {:+.4} to {:+.4}) on {n} shared items",
+            corrected.mean, corrected.lo, corrected.hi
+        );
+        let grouped = self.parts.grouped;
+        if self.reversed {
+            let raw = &self.raw;
+            let reason = format!(
                 "the new scores reverse the old order (rank correlation {:+.3}, slope {}) on {n} shared items: \
                  the judge was mirrored or inverted, not shifted, which the corrected mean cannot show \
                  ({interval}): {REFIT_ADVICE}",
                 raw.rank_correlation,
                 raw.slope
                     .map_or("undefined".to_owned(), |b| format!("{b:+.3}"))
-            ),
-        )
-    } else if outside {
-        (
-            Verdict::Refit,
-            None,
-            format!("{interval}, wholly outside ±{tolerance}: {REFIT_ADVICE}"),
-        )
-    } else if !moved_groups.is_empty() {
-        (
-            Verdict::Refit,
-            None,
-            format!(
+            );
+            (Verdict::Refit, None, reason)
+        } else if outside {
+            let reason = format!("{interval}, wholly outside ±{tolerance}: {REFIT_ADVICE}");
+            (Verdict::Refit, None, reason)
+        } else if !moved_groups.is_empty() {
+            let reason = format!(
                 "{interval}, but {} moved beyond ±{tolerance}: {REFIT_ADVICE}",
                 moved_groups.join(" and ")
-            ),
-        )
-    } else if inside && bands_equivalent && groups_equivalent {
-        (
-            Verdict::CarryOver,
-            None,
-            format!(
+            );
+            (Verdict::Refit, None, reason)
+        } else if inside && bands_equivalent && groups_equivalent {
+            let reason = format!(
                 "{interval}, inside ±{tolerance}, and so is each band of the score{}: the old calibration still serves",
                 if grouped { " and each system's" } else { "" }
-            ),
-        )
-    } else {
-        let sd = floored_variance(&d, h).sqrt();
-        // Each band holds a third of the items: it needs its own count three times over.
-        let for_bands = band_spread
-            .iter()
-            .map(|&(m, sd, _)| items_to_decide(m, sd, tolerance).map(|k| 3 * k))
-            .chain(groups_spread.iter().map(|&(m, sd, _)| {
-                items_to_decide(m, sd, tolerance).map(|k| systems * k.max(MIN_GROUP_ITEMS))
-            }))
-            .try_fold(3 * MIN_GROUP_ITEMS, |most, k| k.map(|k| most.max(k)));
-        let more = items_to_decide(corrected.mean, sd, tolerance)
-            .zip(if inside { for_bands } else { Some(0) })
-            .map(|(total, bands)| total.max(bands).max(MIN_ITEMS).saturating_sub(n).max(1));
-        (
-            Verdict::MoreItems,
-            more,
-            format!(
+            );
+            (Verdict::CarryOver, None, reason)
+        } else {
+            let more = self.more_items(inside, &band_spread, &groups_spread);
+            let reason = format!(
                 "{interval}, {}: {}",
                 if inside {
                     format!(
@@ -497,20 +551,39 @@ pub fn bridge(pairs: &[Pair], tolerance: f64) -> Bridge {
                     Some(k) => format!("about {k} more shared items would decide it"),
                     None => "the shift sits at the tolerance; choose another tolerance".into(),
                 }
-            ),
-        )
-    };
-    Bridge {
-        items: n,
-        tolerance,
-        raw: Some(raw),
-        corrected: Some(corrected),
-        bands,
-        groups,
-        verdict,
-        more_items,
-        reason,
-        reversed,
+            );
+            (Verdict::MoreItems, more, reason)
+        }
+    }
+
+    /// The shared items more that would decide an undecided bridge: the mean's count and,
+    /// where it sits inside, every part's.
+    fn more_items(
+        &self,
+        inside: bool,
+        band_spread: &[(f64, f64, bool)],
+        groups_spread: &[(f64, f64, bool)],
+    ) -> Option<usize> {
+        let tolerance = self.tolerance;
+        let systems = self.parts.groups.len().max(1);
+        let sd = floored_variance(&self.d, self.h).sqrt();
+        // Each band holds a third of the items: it needs its own count three times over.
+        let for_bands = band_spread
+            .iter()
+            .map(|&(m, sd, _)| items_to_decide(m, sd, tolerance).map(|k| 3 * k))
+            .chain(groups_spread.iter().map(|&(m, sd, _)| {
+                items_to_decide(m, sd, tolerance).map(|k| systems * k.max(MIN_GROUP_ITEMS))
+            }))
+            .try_fold(3 * MIN_GROUP_ITEMS, |most, k| k.map(|k| most.max(k)));
+        items_to_decide(self.corrected.mean, sd, tolerance)
+            .zip(if inside { for_bands } else { Some(0) })
+            .map(|(total, bands)| {
+                total
+                    .max(bands)
+                    .max(MIN_ITEMS)
+                    .saturating_sub(self.n)
+                    .max(1)
+            })
     }
 }
 

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::bayes::{EXTENSIONS, FitOptions, extended};
 use crate::corrector::{Run, folds};
-use crate::panel::{MemberWeight, StackOptions, StackPriors, Stats, fit};
+use crate::panel::{MemberWeight, StackFit, StackOptions, StackPosterior, StackPriors, Stats, fit};
 
 /// How a covariate's raw value becomes its input, before it is standardised.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -298,7 +298,59 @@ pub fn fit_layer(
     opts: &LayerOptions,
     run: &Run,
 ) -> Result<Vec<Layer>, String> {
-    let k = names.len();
+    check_rows(cells, names.len())?;
+    let (columns, options) = full_columns(cells, names)?;
+    let design = |row: &Row| -> Vec<f64> {
+        columns
+            .iter()
+            .map(|col| match col {
+                Column::Judge => row.score,
+                Column::Covariate(input) => {
+                    let c = names.iter().position(|n| *n == input.name).unwrap_or(0);
+                    input.value(row.covariates[c]).unwrap_or(f64::NAN)
+                }
+            })
+            .collect()
+    };
+    let design = Design {
+        rows: cells
+            .iter()
+            .map(|cell| {
+                cell.iter()
+                    .map(|row| (design(row), row.reference))
+                    .collect()
+            })
+            .collect(),
+        candidates: candidates_of(&options, opts.keep_all),
+        columns,
+    };
+    let held = design.cross_fit(opts, run)?;
+    // Per rubric, the candidate with the lowest held-out MAE (the first, fewer inputs, on a
+    // tie).
+    let figures = design.considered(&held);
+    let served: Vec<usize> = figures
+        .iter()
+        .map(|f| {
+            (0..f.len())
+                .min_by(|&a, &b| f[a].mae.total_cmp(&f[b].mae))
+                .unwrap_or(0)
+        })
+        .collect();
+    let fits = design.fit_served(&served, opts, run)?;
+    Ok((0..design.rows.len())
+        .map(|r| {
+            let ci = served[r];
+            let (_, fitted) = fits
+                .iter()
+                .find(|(c, _)| *c == ci)
+                .expect("every served candidate was fitted");
+            design.layer(r, ci, &fitted.rubrics[r], figures[r].clone(), &held[ci][r])
+        })
+        .collect())
+}
+
+/// Every anchor has `k` covariates and every value is finite.
+fn check_rows(cells: &[Vec<Row>], k: usize) -> Result<(), String> {
     if k == 0 {
         return Err("no covariate to fit".into());
     }
@@ -318,10 +370,17 @@ pub fn fit_layer(
             }
         }
     }
-    // The full design's columns: the judge, then every covariate under every transform its
-    // anchors allow, standardised over all anchors.
+    Ok(())
+}
+
+/// The full design's columns: the judge, then every covariate under every transform its
+/// anchors allow, standardised over all anchors; with, per covariate, its columns' indices.
+fn full_columns(
+    cells: &[Vec<Row>],
+    names: &[String],
+) -> Result<(Vec<Column>, Vec<Vec<usize>>), String> {
     let mut columns = vec![Column::Judge];
-    let mut options: Vec<Vec<usize>> = Vec::with_capacity(k);
+    let mut options: Vec<Vec<usize>> = Vec::with_capacity(names.len());
     for (c, name) in names.iter().enumerate() {
         let mut these = Vec::new();
         for transform in [Transform::Identity, Transform::Log] {
@@ -354,34 +413,17 @@ pub fn fit_layer(
         }
         options.push(these);
     }
-    let m = columns.len() - 1;
-    let design = |row: &Row| -> Vec<f64> {
-        columns
-            .iter()
-            .map(|col| match col {
-                Column::Judge => row.score,
-                Column::Covariate(input) => {
-                    let c = names.iter().position(|n| *n == input.name).unwrap_or(0);
-                    input.value(row.covariates[c]).unwrap_or(f64::NAN)
-                }
-            })
-            .collect()
-    };
-    let rows: Vec<Vec<(Vec<f64>, f64)>> = cells
-        .iter()
-        .map(|cell| {
-            cell.iter()
-                .map(|row| (design(row), row.reference))
-                .collect()
-        })
-        .collect();
-    // Candidates: for each covariate one of its transforms (or, unless all are kept, none);
-    // each a list of member indices (0 the judge) in column order.
+    Ok((columns, options))
+}
+
+/// Candidates: for each covariate one of its transforms (or, unless all are kept, none); each
+/// a list of member indices (0 the judge) in column order.
+fn candidates_of(options: &[Vec<usize>], keep_all: bool) -> Vec<Vec<usize>> {
     let mut candidates: Vec<Vec<usize>> = vec![vec![0]];
-    for these in &options {
+    for these in options {
         let mut next = Vec::new();
         for cand in &candidates {
-            if !opts.keep_all {
+            if !keep_all {
                 next.push(cand.clone());
             }
             for &col in these {
@@ -392,181 +434,203 @@ pub fn fit_layer(
         }
         candidates = next;
     }
-    let fold_of: Vec<Vec<usize>> = rows
-        .iter()
-        .enumerate()
-        .map(|(r, c)| folds(c.len(), opts.folds, opts.sampler.seed ^ (r as u64 + 1)))
-        .collect();
-    let cv = run.part(0.0, 0.3);
-    // held[c][r][i]: candidate c's cross-fitted fused score of rubric r's anchor i.
-    let mut held: Vec<Vec<Vec<f64>>> = Vec::with_capacity(candidates.len());
-    for (ci, cand) in candidates.iter().enumerate() {
-        if run.cancelled() {
-            return Err("cancelled".into());
-        }
-        let chosen: Vec<&Column> = cand.iter().map(|&i| &columns[i]).collect();
-        let prior = priors(&chosen);
-        let mut per_rubric = Vec::with_capacity(rows.len());
-        for (cell, fold) in rows.iter().zip(&fold_of) {
-            let mut out = vec![f64::NAN; cell.len()];
-            for f in 0..opts.folds {
-                let stats = Stats::of(
-                    m + 1,
-                    cell.iter()
-                        .zip(fold)
-                        .filter(|(_, g)| **g != f)
-                        .map(|((x, y), _)| (x.as_slice(), *y)),
-                )
-                .select(cand);
-                let Some((mean, _, _)) = stats.conjugate(&prior.mean, &prior.sd) else {
-                    return Err(format!(
-                        "the inputs {} are collinear on the anchors",
-                        label(&chosen)
-                    ));
-                };
-                for (i, (x, _)) in cell.iter().enumerate() {
-                    if fold[i] == f {
-                        out[i] = mean[0]
-                            + cand
-                                .iter()
-                                .enumerate()
-                                .map(|(j, &col)| mean[j + 1] * x[col])
-                                .sum::<f64>();
+    candidates
+}
+
+/// The full design of a judge's rubrics and the candidate subsets of its columns.
+struct Design {
+    columns: Vec<Column>,
+    /// rows[r]: rubric r's anchors as (full design row, reference).
+    rows: Vec<Vec<(Vec<f64>, f64)>>,
+    candidates: Vec<Vec<usize>>,
+}
+
+impl Design {
+    fn chosen(&self, cand: &[usize]) -> Vec<&Column> {
+        cand.iter().map(|&i| &self.columns[i]).collect()
+    }
+
+    /// held[c][r][i]: candidate c's cross-fitted fused score of rubric r's anchor i.
+    fn cross_fit(&self, opts: &LayerOptions, run: &Run) -> Result<Vec<Vec<Vec<f64>>>, String> {
+        let m = self.columns.len() - 1;
+        let fold_of: Vec<Vec<usize>> = self
+            .rows
+            .iter()
+            .enumerate()
+            .map(|(r, c)| folds(c.len(), opts.folds, opts.sampler.seed ^ (r as u64 + 1)))
+            .collect();
+        let cv = run.part(0.0, 0.3);
+        let mut held: Vec<Vec<Vec<f64>>> = Vec::with_capacity(self.candidates.len());
+        for (ci, cand) in self.candidates.iter().enumerate() {
+            if run.cancelled() {
+                return Err("cancelled".into());
+            }
+            let chosen = self.chosen(cand);
+            let prior = priors(&chosen);
+            let mut per_rubric = Vec::with_capacity(self.rows.len());
+            for (cell, fold) in self.rows.iter().zip(&fold_of) {
+                let mut out = vec![f64::NAN; cell.len()];
+                for f in 0..opts.folds {
+                    let stats = Stats::of(
+                        m + 1,
+                        cell.iter()
+                            .zip(fold)
+                            .filter(|(_, g)| **g != f)
+                            .map(|((x, y), _)| (x.as_slice(), *y)),
+                    )
+                    .select(cand);
+                    let Some((mean, _, _)) = stats.conjugate(&prior.mean, &prior.sd) else {
+                        return Err(format!(
+                            "the inputs {} are collinear on the anchors",
+                            label(&chosen)
+                        ));
+                    };
+                    for (i, (x, _)) in cell.iter().enumerate() {
+                        if fold[i] == f {
+                            out[i] = mean[0]
+                                + cand
+                                    .iter()
+                                    .enumerate()
+                                    .map(|(j, &col)| mean[j + 1] * x[col])
+                                    .sum::<f64>();
+                        }
                     }
                 }
+                per_rubric.push(out);
             }
-            per_rubric.push(out);
+            held.push(per_rubric);
+            cv.report((ci + 1) as f64 / self.candidates.len() as f64);
         }
-        held.push(per_rubric);
-        cv.report((ci + 1) as f64 / candidates.len() as f64);
+        Ok(held)
     }
-    // Per rubric, the candidate with the lowest held-out MAE (the first, fewer inputs, on a
-    // tie).
-    let figures: Vec<Vec<ConsideredInputs>> = (0..rows.len())
-        .map(|r| {
-            candidates
-                .iter()
-                .zip(&held)
-                .map(|(cand, h)| {
-                    let n = rows[r].len().max(1) as f64;
-                    let (abs, sq) = h[r]
-                        .iter()
-                        .zip(&rows[r])
-                        .fold((0.0, 0.0), |(a, s), (p, (_, y))| {
-                            (a + (p - y).abs(), s + (p - y).powi(2))
-                        });
-                    ConsideredInputs {
-                        inputs: cand[1..].iter().map(|&i| columns[i].label()).collect(),
-                        mae: abs / n,
-                        mse: sq / n,
-                    }
-                })
-                .collect()
-        })
-        .collect();
-    let served: Vec<usize> = figures
-        .iter()
-        .map(|f| {
-            (0..f.len())
-                .min_by(|&a, &b| f[a].mae.total_cmp(&f[b].mae))
-                .unwrap_or(0)
-        })
-        .collect();
-    // One NUTS fit per candidate served anywhere, the rubrics pooled.
-    let mut distinct: Vec<usize> = served.clone();
-    distinct.sort_unstable();
-    distinct.dedup();
-    let full = run.part(0.3, 1.0);
-    let mut fits = Vec::with_capacity(distinct.len());
-    for (d, &ci) in distinct.iter().enumerate() {
-        let cand = &candidates[ci];
-        let chosen: Vec<&Column> = cand.iter().map(|&i| &columns[i]).collect();
-        let stats: Vec<Stats> = rows
-            .iter()
-            .map(|cell| Stats::of(m + 1, cell.iter().map(|(x, y)| (x.as_slice(), *y))).select(cand))
-            .collect();
-        let mut stack = StackOptions {
-            sampler: opts.sampler,
-            priors: priors(&chosen),
-            ..StackOptions::new(cand.len())
-        };
-        let base = d as f64 / distinct.len() as f64;
-        let step = 1.0 / distinct.len() as f64;
-        let mut fitted = fit(&stats, &stack, &|s| full.report(base + step * s))?;
-        // A fit that misses its gate is extended as the linear corrector's is.
-        for round in 1..=EXTENSIONS {
-            let Some(why) = fitted.diagnostics.failure() else {
-                break;
-            };
-            tracing::info!(
-                round,
-                why,
-                "the input layer's NUTS missed its gate: extending the sampler"
-            );
-            stack.sampler = extended(&stack.sampler, round, fitted.diagnostics.divergences > 0);
-            fitted = fit(&stats, &stack, &|_| {})?;
-        }
-        if let Some(failure) = fitted.diagnostics.failure() {
-            return Err(format!(
-                "the input layer's sampler failed its gate: {failure}"
-            ));
-        }
-        fits.push((ci, fitted));
-    }
-    let layers = (0..rows.len())
-        .map(|r| {
-            let ci = served[r];
-            let cand = &candidates[ci];
-            let (_, fitted) = fits
-                .iter()
-                .find(|(c, _)| *c == ci)
-                .expect("every served candidate was fitted");
-            let post = &fitted.rubrics[r];
-            let inputs: Vec<Input> = cand[1..]
-                .iter()
-                .filter_map(|&i| match &columns[i] {
-                    Column::Covariate(input) => Some(input.clone()),
-                    Column::Judge => None,
-                })
-                .collect();
-            let coefficients = inputs
-                .iter()
-                .zip(&post.members[1..])
-                .map(|(input, w)| Coefficient {
-                    input: input.label(),
-                    per_sd: w.weight,
-                    per_sd_lo: w.weight_lo,
-                    per_sd_hi: w.weight_hi,
-                    per_unit: w.weight / input.scale,
-                })
-                .collect();
-            let p = post.mean.len();
-            Layer {
-                inputs,
-                mean: post.mean.iter().copied().collect(),
-                cov: post.cov.transpose().iter().copied().collect::<Vec<f64>>()[..p * p].to_vec(),
-                sigma2: post.sigma2_mean,
-                judge: post.members[0].clone(),
-                coefficients,
-                considered: figures[r].clone(),
-                anchors: held[ci][r]
+
+    /// Per rubric, every candidate's held-out errors.
+    fn considered(&self, held: &[Vec<Vec<f64>>]) -> Vec<Vec<ConsideredInputs>> {
+        (0..self.rows.len())
+            .map(|r| {
+                self.candidates
                     .iter()
-                    .zip(&rows[r])
-                    .map(|(&s, (_, y))| (s, *y))
-                    .collect(),
-                centre: {
-                    let n = rows[r].len().max(1) as f64;
-                    cand.iter()
-                        .map(|&col| rows[r].iter().map(|(x, _)| x[col]).sum::<f64>() / n)
-                        .fold(vec![1.0], |mut v, m| {
-                            v.push(m);
-                            v
-                        })
-                },
+                    .zip(held)
+                    .map(|(cand, h)| {
+                        let n = self.rows[r].len().max(1) as f64;
+                        let (abs, sq) = h[r]
+                            .iter()
+                            .zip(&self.rows[r])
+                            .fold((0.0, 0.0), |(a, s), (p, (_, y))| {
+                                (a + (p - y).abs(), s + (p - y).powi(2))
+                            });
+                        ConsideredInputs {
+                            inputs: cand[1..].iter().map(|&i| self.columns[i].label()).collect(),
+                            mae: abs / n,
+                            mse: sq / n,
+                        }
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// One NUTS fit per candidate served anywhere, the rubrics pooled.
+    fn fit_served(
+        &self,
+        served: &[usize],
+        opts: &LayerOptions,
+        run: &Run,
+    ) -> Result<Vec<(usize, StackFit)>, String> {
+        let m = self.columns.len() - 1;
+        let mut distinct: Vec<usize> = served.to_vec();
+        distinct.sort_unstable();
+        distinct.dedup();
+        let full = run.part(0.3, 1.0);
+        let mut fits = Vec::with_capacity(distinct.len());
+        for (d, &ci) in distinct.iter().enumerate() {
+            let cand = &self.candidates[ci];
+            let stats: Vec<Stats> = self
+                .rows
+                .iter()
+                .map(|cell| {
+                    Stats::of(m + 1, cell.iter().map(|(x, y)| (x.as_slice(), *y))).select(cand)
+                })
+                .collect();
+            let mut stack = StackOptions {
+                sampler: opts.sampler,
+                priors: priors(&self.chosen(cand)),
+                ..StackOptions::new(cand.len())
+            };
+            let base = d as f64 / distinct.len() as f64;
+            let step = 1.0 / distinct.len() as f64;
+            let mut fitted = fit(&stats, &stack, &|s| full.report(base + step * s))?;
+            // A fit that misses its gate is extended as the linear corrector's is.
+            for round in 1..=EXTENSIONS {
+                let Some(why) = fitted.diagnostics.failure() else {
+                    break;
+                };
+                tracing::info!(
+                    round,
+                    why,
+                    "the input layer's NUTS missed its gate: extending the sampler"
+                );
+                stack.sampler = extended(&stack.sampler, round, fitted.diagnostics.divergences > 0);
+                fitted = fit(&stats, &stack, &|_| {})?;
             }
-        })
-        .collect();
-    Ok(layers)
+            if let Some(failure) = fitted.diagnostics.failure() {
+                return Err(format!(
+                    "the input layer's sampler failed its gate: {failure}"
+                ));
+            }
+            fits.push((ci, fitted));
+        }
+        Ok(fits)
+    }
+
+    /// Rubric r's layer: candidate `ci` served with its pooled posterior.
+    fn layer(
+        &self,
+        r: usize,
+        ci: usize,
+        post: &StackPosterior,
+        considered: Vec<ConsideredInputs>,
+        held: &[f64],
+    ) -> Layer {
+        let cand = &self.candidates[ci];
+        let rows = &self.rows[r];
+        let inputs: Vec<Input> = cand[1..]
+            .iter()
+            .filter_map(|&i| match &self.columns[i] {
+                Column::Covariate(input) => Some(input.clone()),
+                Column::Judge => None,
+            })
+            .collect();
+        let coefficients = inputs
+            .iter()
+            .zip(&post.members[1..])
+            .map(|(input, w)| Coefficient {
+                input: input.label(),
+                per_sd: w.weight,
+                per_sd_lo: w.weight_lo,
+                per_sd_hi: w.weight_hi,
+                per_unit: w.weight / input.scale,
+            })
+            .collect();
+        let p = post.mean.len();
+        let n = rows.len().max(1) as f64;
+        let mut centre = vec![1.0];
+        centre.extend(
+            cand.iter()
+                .map(|&col| rows.iter().map(|(x, _)| x[col]).sum::<f64>() / n),
+        );
+        Layer {
+            inputs,
+            mean: post.mean.iter().copied().collect(),
+            cov: post.cov.transpose().iter().copied().collect::<Vec<f64>>()[..p * p].to_vec(),
+            sigma2: post.sigma2_mean,
+            judge: post.members[0].clone(),
+            coefficients,
+            considered,
+            anchors: held.iter().zip(rows).map(|(&s, (_, y))| (s, *y)).collect(),
+            centre,
+        }
+    }
 }
 
 impl Column {

@@ -22,7 +22,7 @@
 //! It is measured where the judge's bias is the same for every system.
 
 use judgecal_stats::bayes::FitOptions;
-use judgecal_stats::covariates::{LayerOptions, Row, fit_layer};
+use judgecal_stats::covariates::{Layer, LayerOptions, Row, fit_layer};
 use judgecal_stats::rng::{Rng, RngExt, SeedableRng};
 use judgecal_stats::runlevel::{self, AnswerSettings, Basis, RunItems};
 use judgecal_stats::stats::{mean, standard_normal};
@@ -101,6 +101,11 @@ impl CovariateWorld {
 
     /// The population's least-squares coefficients of the reference on (1, judge, log length)
     /// under the anchors' law (no system effect), from 400,000 draws.
+    /// System `s`'s name, where the world has systems.
+    fn group(&self, s: usize) -> Option<String> {
+        (self.systems > 0).then(|| format!("s{s}"))
+    }
+
     fn projection(&self, seed: u64) -> [f64; 3] {
         let mut rng = Rng::seed_from_u64(seed ^ 0x51_7E57);
         let rows: Vec<(Vec<f64>, f64)> = (0..400_000)
@@ -141,166 +146,212 @@ fn rate((inside, n): (usize, usize)) -> String {
 /// `replications` of `world` from `seed`.
 pub fn run(world: CovariateWorld, replications: usize, seed: u64) -> Result<RunOutcome, String> {
     let projection = world.projection(seed);
-    let names = vec!["length".to_owned()];
-    let cancel = std::sync::atomic::AtomicBool::new(false);
-    let quiet = |_: f64| {};
     let mut out = RunOutcome {
         world: world.name.into(),
         replications,
         ..RunOutcome::default()
     };
-    let (mut own_errors, mut judge_errors, mut widths) = (Vec::new(), Vec::new(), Vec::new());
+    let mut errors = Errors::default();
     for rep in 0..replications {
         let rep_seed = seed.wrapping_mul(1_000_003).wrapping_add(rep as u64);
-        let mut rng = Rng::seed_from_u64(rep_seed);
-        let effects: Vec<f64> = (0..world.systems.max(1))
-            .map(|_| {
-                if world.systems > 0 {
-                    0.2 * standard_normal(&mut rng)
-                } else {
-                    0.0
-                }
-            })
-            .collect();
-        let group = |s: usize| (world.systems > 0).then(|| format!("s{s}"));
-        let mut anchors = Vec::with_capacity(world.anchors);
-        let mut groups = Vec::with_capacity(world.anchors);
-        for i in 0..world.anchors {
-            let s = i % effects.len();
-            let (l, j, y) = world.item(standard_normal(&mut rng), effects[s], &mut rng);
-            anchors.push(Row {
-                score: j,
-                covariates: vec![l],
-                reference: y,
-            });
-            groups.push(group(s));
-        }
-        let run = Run::new(&cancel, &quiet);
-        let opts = LayerOptions {
-            sampler: FitOptions {
-                seed: rep_seed,
-                ..FitOptions::default()
-            },
-            ..LayerOptions::default()
-        };
-        let layer = fit_layer(std::slice::from_ref(&anchors), &names, &opts, &run)?.remove(0);
-        let named: Vec<Option<&str>> = groups.iter().map(Option::as_deref).collect();
-        let derived = Cell {
-            pairs: layer.anchors.clone(),
-            scale: (1.0, 5.0),
-        };
-        let (model, bias, _) = train_served(Method::Bayes, &derived, &named, rep_seed, &run)?;
-        let plain = Cell {
-            pairs: anchors.iter().map(|a| (a.score, a.reference)).collect(),
-            scale: (1.0, 5.0),
-        };
-        let (judge_model, judge_bias, _) =
-            train_served(Method::Bayes, &plain, &named, rep_seed, &run)?;
-        let settings = AnswerSettings {
-            seed: rep_seed,
-            ..AnswerSettings::default()
-        };
-        let basis = Basis {
-            model: &model,
-            anchors: &derived,
-            groups: bias.as_ref(),
-        };
-        // A run of system `s` with z ~ N(shift, 0.5²): its items read at their own lengths, at
-        // the median length, by the judge alone; its mean reference; the held target.
-        let draw_run = |s: usize, shift: f64, rng: &mut Rng| -> Result<_, String> {
-            let (mut own, mut held, mut raw, mut ys, mut targets) =
-                (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-            let (mut own_row, mut held_row) = (Vec::new(), Vec::new());
-            let add = |sum: &mut Vec<f64>, x: Vec<f64>| {
-                if sum.is_empty() {
-                    *sum = vec![0.0; x.len()];
-                }
-                sum.iter_mut()
-                    .zip(x)
-                    .for_each(|(s, v)| *s += v / RUN as f64);
-            };
-            for _ in 0..RUN {
-                let (l, j, y) = world.item(shift + 0.5 * standard_normal(rng), effects[s], rng);
-                let median = LOG_MEAN.exp();
-                own.push(layer.fuse(j, &|_| Some(l)).map_err(|e| e.to_string())?);
-                held.push(
-                    layer
-                        .fuse(j, &|_| Some(median))
-                        .map_err(|e| e.to_string())?,
-                );
-                add(
-                    &mut own_row,
-                    layer.design(j, &|_| Some(l)).map_err(|e| e.to_string())?,
-                );
-                add(
-                    &mut held_row,
-                    layer
-                        .design(j, &|_| Some(median))
-                        .map_err(|e| e.to_string())?,
-                );
-                raw.push(j);
-                ys.push(y);
-                targets.push(projection[0] + projection[1] * j + projection[2] * LOG_MEAN);
-            }
-            // As the service reads them: with the layer's coefficient error on the run's mean.
-            let items = |scores, row: &[f64], conditional| RunItems {
-                scores,
-                group: group(s),
-                input_loading: layer.loading(row),
-                conditional,
-                ..RunItems::default()
-            };
-            Ok((
-                items(own, &own_row, false),
-                items(held, &held_row, true),
-                RunItems {
-                    scores: raw,
-                    group: group(s),
-                    ..RunItems::default()
-                },
-                mean(&ys),
-                mean(&targets),
-            ))
-        };
-        let (a, b) = if effects.len() > 1 {
-            let a = rng.random_range(0..effects.len());
-            (
-                a,
-                (a + 1 + rng.random_range(0..effects.len() - 1)) % effects.len(),
-            )
-        } else {
-            (0, 0)
-        };
-        let (own, held, raw, truth, held_truth) = draw_run(a, 1.0, &mut rng)?;
-        let covers = |(lo, hi): (f64, f64), t: f64| usize::from(lo <= t && t <= hi);
-        let e = runlevel::estimate(basis, &own, &settings)?;
-        out.own.0 += covers(e.mean.interval, truth);
-        out.own.1 += 1;
-        own_errors.push(e.mean.estimate - truth);
-        widths.push((e.mean.interval.1 - e.mean.interval.0) / 2.0);
-        if world.systems == 0 {
-            let e = runlevel::estimate(basis, &held, &settings)?;
-            out.held.0 += covers(e.mean.interval, held_truth);
-            out.held.1 += 1;
-        }
-        let judge_basis = Basis {
-            model: &judge_model,
-            anchors: &plain,
-            groups: judge_bias.as_ref(),
-        };
-        let e = runlevel::estimate(judge_basis, &raw, &settings)?;
-        out.judge_only.0 += covers(e.mean.interval, truth);
-        out.judge_only.1 += 1;
-        judge_errors.push(e.mean.estimate - truth);
-        let (short, _, _, truth_b, _) = draw_run(b, -1.0, &mut rng)?;
-        let c = runlevel::compare(basis, &own, &short, &settings)?;
-        out.compare.0 += covers(c.difference.interval, truth - truth_b);
-        out.compare.1 += 1;
+        replicate(world, projection, rep_seed, &mut out, &mut errors)?;
     }
-    out.own_error = mean(&own_errors);
-    out.judge_only_error = mean(&judge_errors);
-    out.own_half_width = mean(&widths);
+    out.own_error = mean(&errors.own);
+    out.judge_only_error = mean(&errors.judge);
+    out.own_half_width = mean(&errors.widths);
     Ok(out)
+}
+
+/// Each replication's errors of the own estimate and the judge alone's, and the own
+/// interval's half-width.
+#[derive(Default)]
+struct Errors {
+    own: Vec<f64>,
+    judge: Vec<f64>,
+    widths: Vec<f64>,
+}
+
+/// One replication: anchors, the layer and the correctors trained on them, and the answers
+/// on two runs.
+fn replicate(
+    world: CovariateWorld,
+    projection: [f64; 3],
+    rep_seed: u64,
+    out: &mut RunOutcome,
+    errors: &mut Errors,
+) -> Result<(), String> {
+    let names = vec!["length".to_owned()];
+    let cancel = std::sync::atomic::AtomicBool::new(false);
+    let quiet = |_: f64| {};
+    let mut rng = Rng::seed_from_u64(rep_seed);
+    let effects: Vec<f64> = (0..world.systems.max(1))
+        .map(|_| {
+            if world.systems > 0 {
+                0.2 * standard_normal(&mut rng)
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    let mut anchors = Vec::with_capacity(world.anchors);
+    let mut groups = Vec::with_capacity(world.anchors);
+    for i in 0..world.anchors {
+        let s = i % effects.len();
+        let (l, j, y) = world.item(standard_normal(&mut rng), effects[s], &mut rng);
+        anchors.push(Row {
+            score: j,
+            covariates: vec![l],
+            reference: y,
+        });
+        groups.push(world.group(s));
+    }
+    let run = Run::new(&cancel, &quiet);
+    let opts = LayerOptions {
+        sampler: FitOptions {
+            seed: rep_seed,
+            ..FitOptions::default()
+        },
+        ..LayerOptions::default()
+    };
+    let layer = fit_layer(std::slice::from_ref(&anchors), &names, &opts, &run)?.remove(0);
+    let named: Vec<Option<&str>> = groups.iter().map(Option::as_deref).collect();
+    let derived = Cell {
+        pairs: layer.anchors.clone(),
+        scale: (1.0, 5.0),
+    };
+    let (model, bias, _) = train_served(Method::Bayes, &derived, &named, rep_seed, &run)?;
+    let plain = Cell {
+        pairs: anchors.iter().map(|a| (a.score, a.reference)).collect(),
+        scale: (1.0, 5.0),
+    };
+    let (judge_model, judge_bias, _) = train_served(Method::Bayes, &plain, &named, rep_seed, &run)?;
+    let settings = AnswerSettings {
+        seed: rep_seed,
+        ..AnswerSettings::default()
+    };
+    let basis = Basis {
+        model: &model,
+        anchors: &derived,
+        groups: bias.as_ref(),
+    };
+    let served = Served {
+        world,
+        layer: &layer,
+        projection,
+        effects: &effects,
+    };
+    let (a, b) = if effects.len() > 1 {
+        let a = rng.random_range(0..effects.len());
+        (
+            a,
+            (a + 1 + rng.random_range(0..effects.len() - 1)) % effects.len(),
+        )
+    } else {
+        (0, 0)
+    };
+    let long = served.draw_run(a, 1.0, &mut rng)?;
+    let covers = |(lo, hi): (f64, f64), t: f64| usize::from(lo <= t && t <= hi);
+    let e = runlevel::estimate(basis, &long.own, &settings)?;
+    out.own.0 += covers(e.mean.interval, long.truth);
+    out.own.1 += 1;
+    errors.own.push(e.mean.estimate - long.truth);
+    errors
+        .widths
+        .push((e.mean.interval.1 - e.mean.interval.0) / 2.0);
+    if world.systems == 0 {
+        let e = runlevel::estimate(basis, &long.held, &settings)?;
+        out.held.0 += covers(e.mean.interval, long.held_truth);
+        out.held.1 += 1;
+    }
+    let judge_basis = Basis {
+        model: &judge_model,
+        anchors: &plain,
+        groups: judge_bias.as_ref(),
+    };
+    let e = runlevel::estimate(judge_basis, &long.raw, &settings)?;
+    out.judge_only.0 += covers(e.mean.interval, long.truth);
+    out.judge_only.1 += 1;
+    errors.judge.push(e.mean.estimate - long.truth);
+    let short = served.draw_run(b, -1.0, &mut rng)?;
+    let c = runlevel::compare(basis, &long.own, &short.own, &settings)?;
+    out.compare.0 += covers(c.difference.interval, long.truth - short.truth);
+    out.compare.1 += 1;
+    Ok(())
+}
+
+/// A run as the study reads it: its items at their own lengths, at the median length, by the
+/// judge alone; its mean reference; the held target.
+struct RunDraw {
+    own: RunItems,
+    held: RunItems,
+    raw: RunItems,
+    truth: f64,
+    held_truth: f64,
+}
+
+/// A replication's layer and world, to draw runs from.
+struct Served<'a> {
+    world: CovariateWorld,
+    layer: &'a Layer,
+    projection: [f64; 3],
+    effects: &'a [f64],
+}
+
+impl Served<'_> {
+    /// A run of system `s` with z ~ N(shift, 0.5²).
+    fn draw_run(&self, s: usize, shift: f64, rng: &mut Rng) -> Result<RunDraw, String> {
+        let (layer, projection) = (self.layer, self.projection);
+        let (mut own, mut held, mut raw, mut ys, mut targets) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut own_row, mut held_row) = (Vec::new(), Vec::new());
+        let add = |sum: &mut Vec<f64>, x: Vec<f64>| {
+            if sum.is_empty() {
+                *sum = vec![0.0; x.len()];
+            }
+            sum.iter_mut()
+                .zip(x)
+                .for_each(|(s, v)| *s += v / RUN as f64);
+        };
+        let median = LOG_MEAN.exp();
+        for _ in 0..RUN {
+            let (l, j, y) =
+                self.world
+                    .item(shift + 0.5 * standard_normal(rng), self.effects[s], rng);
+            let at = |x: f64| move |_: &str| Some(x);
+            own.push(layer.fuse(j, &at(l)).map_err(|e| e.to_string())?);
+            held.push(layer.fuse(j, &at(median)).map_err(|e| e.to_string())?);
+            add(
+                &mut own_row,
+                layer.design(j, &at(l)).map_err(|e| e.to_string())?,
+            );
+            add(
+                &mut held_row,
+                layer.design(j, &at(median)).map_err(|e| e.to_string())?,
+            );
+            raw.push(j);
+            ys.push(y);
+            targets.push(projection[0] + projection[1] * j + projection[2] * LOG_MEAN);
+        }
+        // As the service reads them: with the layer's coefficient error on the run's mean.
+        let items = |scores, row: &[f64], conditional| RunItems {
+            scores,
+            group: self.world.group(s),
+            input_loading: layer.loading(row),
+            conditional,
+            ..RunItems::default()
+        };
+        Ok(RunDraw {
+            own: items(own, &own_row, false),
+            held: items(held, &held_row, true),
+            raw: RunItems {
+                scores: raw,
+                group: self.world.group(s),
+                ..RunItems::default()
+            },
+            truth: mean(&ys),
+            held_truth: mean(&targets),
+        })
+    }
 }
 
 /// The Markdown table of the outcomes.

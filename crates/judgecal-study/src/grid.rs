@@ -359,145 +359,13 @@ fn replicate(w: &GridWorld, method: Method, rep: u64) -> Result<GridCounts, Stri
     let biases: Vec<f64> = (0..w.groups)
         .map(|_| w.biases.draw(&mut rng, w.tau))
         .collect();
-    // System g's own reference noise (the last index: a new system's, drawn as one of theirs).
-    let noise_sd = |g: usize| w.spread * g as f64 / (w.groups.max(2) - 1) as f64;
-    let mut pairs = Vec::with_capacity(w.anchors);
-    let mut names = Vec::with_capacity(w.anchors);
-    for i in 0..w.anchors {
-        let g = (w.groups > 0).then_some(i % w.groups.max(1));
-        let q = quality(&mut rng, w);
-        let own = match g {
-            Some(g) if w.spread > 0.0 => noise_sd(g) * standard_normal(&mut rng),
-            _ => 0.0,
-        };
-        pairs.push((
-            judge(&mut rng, w, q),
-            reference(w, q, g.map_or(0.0, |g| biases[g]) + own),
-        ));
-        names.push(g.map(|g| format!("g{g}")));
-    }
-    let mut cells = vec![Cell {
-        pairs,
-        scale: SCALE,
-    }];
-    // The judge's other rubrics, pooled with this one: steeper, with biases of their own.
-    for r in 1..w.rubrics {
-        let slope = w.slope + 0.1 * r as f64 / (w.rubrics - 1) as f64;
-        let own: Vec<f64> = (0..w.groups)
-            .map(|_| w.tau * standard_normal(&mut rng))
-            .collect();
-        let pairs = (0..w.anchors)
-            .map(|i| {
-                let q = quality(&mut rng, w);
-                let u = if w.groups > 0 { own[i % w.groups] } else { 0.0 };
-                (judge_at(&mut rng, w, slope, q), reference(w, q, u))
-            })
-            .collect();
-        cells.push(Cell {
-            pairs,
-            scale: SCALE,
-        });
-    }
+    let (mut cells, names) = anchors(w, &biases, &mut rng);
     let never = std::sync::atomic::AtomicBool::new(false);
     let fit_run = Run::new(&never, &|_| {});
     let group_names: Vec<Option<&str>> = names.iter().map(|g| g.as_deref()).collect();
     let (model, bias) = train_pooled_with_groups(method, &cells, &group_names, rep, &fit_run)?;
     let cell = cells.swap_remove(0);
-    // The runs: two systems answering the same prompts.
-    let (k_a, k_b) = if w.any_system {
-        let a = if w.noisiest {
-            w.groups - 1
-        } else {
-            rng.random_range(0..w.groups)
-        };
-        (a, (a + rng.random_range(1..w.groups)) % w.groups)
-    } else {
-        (0, 1)
-    };
-    let (u_a, u_b, g_a, g_b) = match w.runs {
-        Runs::Ungrouped => (0.0, 0.0, None, None),
-        Runs::Known => (
-            biases[k_a],
-            biases[k_b],
-            Some(format!("g{k_a}")),
-            Some(format!("g{k_b}")),
-        ),
-        Runs::New => (
-            w.biases.draw(&mut rng, w.tau),
-            w.biases.draw(&mut rng, w.tau),
-            Some("new-a".to_owned()),
-            Some("new-b".to_owned()),
-        ),
-    };
-    // A run's own noise: its system's, or a new system's drawn as one of the anchors'.
-    let (sd_a, sd_b) = match w.runs {
-        _ if w.spread == 0.0 => (0.0, 0.0),
-        Runs::Ungrouped => (0.0, 0.0),
-        Runs::Known => (noise_sd(k_a), noise_sd(k_b)),
-        Runs::New => (
-            noise_sd(rng.random_range(0..w.groups)),
-            noise_sd(rng.random_range(0..w.groups)),
-        ),
-    };
-    let n = w.run;
-    let cluster_of: Vec<u64> = (0..n).map(|i| (i * w.clusters.max(1) / n) as u64).collect();
-    let mut draw = |u: f64, sd: f64| -> (Vec<f64>, Vec<f64>) {
-        let shared: Vec<f64> = (0..w.clusters.max(1))
-            .map(|_| {
-                if w.clusters > 0 {
-                    0.5 * standard_normal(&mut rng)
-                } else {
-                    0.0
-                }
-            })
-            .collect();
-        (0..n)
-            .map(|i| {
-                let q = quality(&mut rng, w);
-                let own = if sd > 0.0 {
-                    sd * standard_normal(&mut rng)
-                } else {
-                    0.0
-                };
-                (
-                    judge(&mut rng, w, q),
-                    reference(w, q, u + own + shared[cluster_of[i] as usize]),
-                )
-            })
-            .unzip()
-    };
-    let (j_a, y_a) = draw(u_a, sd_a);
-    let (j_b, y_b) = draw(u_b, sd_b);
-    let ids: Vec<String> = (0..n).map(|i| format!("p{i}")).collect();
-    let mut order: Vec<usize> = (0..n).collect();
-    order.shuffle(&mut rng);
-    let labelled: Vec<bool> = {
-        let mut l = vec![false; n];
-        for &i in &order[..w.labels.min(n)] {
-            l[i] = true;
-        }
-        l
-    };
-    let items = |j: &[f64], y: &[f64], group: Option<&str>| RunItems {
-        scores: j.to_vec(),
-        reference: if w.labels > 0 {
-            (0..n).map(|i| labelled[i].then_some(y[i])).collect()
-        } else {
-            Vec::new()
-        },
-        clusters: (w.clusters > 0).then(|| cluster_of.clone()),
-        ids: Some(ids.clone()),
-        group: group.map(str::to_owned),
-        extra_noise: 0.0,
-        input_loading: Vec::new(),
-        noise_ratio: None,
-        given_scores: None,
-        conditional: false,
-    };
-    let (a, b) = (
-        items(&j_a, &y_a, g_a.as_deref()),
-        items(&j_b, &y_b, g_b.as_deref()),
-    );
+    let (a, b, y_a, y_b) = runs(w, &biases, &mut rng);
     let settings = AnswerSettings {
         seed: rep,
         ..AnswerSettings::default()
@@ -536,6 +404,155 @@ fn replicate(w: &GridWorld, method: Method, rep: u64) -> Result<GridCounts, Stri
         counts.rejected = usize::from(p.difference.p_value < 0.05);
     }
     Ok(counts)
+}
+
+/// System g's own reference noise (the last index: a new system's, drawn as one of theirs).
+fn noise_sd(w: &GridWorld, g: usize) -> f64 {
+    w.spread * g as f64 / (w.groups.max(2) - 1) as f64
+}
+
+/// The anchors of the judge's rubrics (this one first) and each of this rubric's anchors'
+/// system.
+fn anchors(w: &GridWorld, biases: &[f64], rng: &mut Rng) -> (Vec<Cell>, Vec<Option<String>>) {
+    let mut pairs = Vec::with_capacity(w.anchors);
+    let mut names = Vec::with_capacity(w.anchors);
+    for i in 0..w.anchors {
+        let g = (w.groups > 0).then_some(i % w.groups.max(1));
+        let q = quality(rng, w);
+        let own = match g {
+            Some(g) if w.spread > 0.0 => noise_sd(w, g) * standard_normal(rng),
+            _ => 0.0,
+        };
+        pairs.push((
+            judge(rng, w, q),
+            reference(w, q, g.map_or(0.0, |g| biases[g]) + own),
+        ));
+        names.push(g.map(|g| format!("g{g}")));
+    }
+    let mut cells = vec![Cell {
+        pairs,
+        scale: SCALE,
+    }];
+    // The judge's other rubrics, pooled with this one: steeper, with biases of their own.
+    for r in 1..w.rubrics {
+        let slope = w.slope + 0.1 * r as f64 / (w.rubrics - 1) as f64;
+        let own: Vec<f64> = (0..w.groups)
+            .map(|_| w.tau * standard_normal(rng))
+            .collect();
+        let pairs = (0..w.anchors)
+            .map(|i| {
+                let q = quality(rng, w);
+                let u = if w.groups > 0 { own[i % w.groups] } else { 0.0 };
+                (judge_at(rng, w, slope, q), reference(w, q, u))
+            })
+            .collect();
+        cells.push(Cell {
+            pairs,
+            scale: SCALE,
+        });
+    }
+    (cells, names)
+}
+
+/// The runs: two systems answering the same prompts, with their references.
+fn runs(w: &GridWorld, biases: &[f64], rng: &mut Rng) -> (RunItems, RunItems, Vec<f64>, Vec<f64>) {
+    let (k_a, k_b) = if w.any_system {
+        let a = if w.noisiest {
+            w.groups - 1
+        } else {
+            rng.random_range(0..w.groups)
+        };
+        (a, (a + rng.random_range(1..w.groups)) % w.groups)
+    } else {
+        (0, 1)
+    };
+    let (u_a, u_b, g_a, g_b) = match w.runs {
+        Runs::Ungrouped => (0.0, 0.0, None, None),
+        Runs::Known => (
+            biases[k_a],
+            biases[k_b],
+            Some(format!("g{k_a}")),
+            Some(format!("g{k_b}")),
+        ),
+        Runs::New => (
+            w.biases.draw(rng, w.tau),
+            w.biases.draw(rng, w.tau),
+            Some("new-a".to_owned()),
+            Some("new-b".to_owned()),
+        ),
+    };
+    // A run's own noise: its system's, or a new system's drawn as one of the anchors'.
+    let (sd_a, sd_b) = match w.runs {
+        _ if w.spread == 0.0 => (0.0, 0.0),
+        Runs::Ungrouped => (0.0, 0.0),
+        Runs::Known => (noise_sd(w, k_a), noise_sd(w, k_b)),
+        Runs::New => (
+            noise_sd(w, rng.random_range(0..w.groups)),
+            noise_sd(w, rng.random_range(0..w.groups)),
+        ),
+    };
+    let n = w.run;
+    let cluster_of: Vec<u64> = (0..n).map(|i| (i * w.clusters.max(1) / n) as u64).collect();
+    let (j_a, y_a) = draw_run(w, &cluster_of, u_a, sd_a, rng);
+    let (j_b, y_b) = draw_run(w, &cluster_of, u_b, sd_b, rng);
+    let ids: Vec<String> = (0..n).map(|i| format!("p{i}")).collect();
+    let mut order: Vec<usize> = (0..n).collect();
+    order.shuffle(rng);
+    let mut labelled = vec![false; n];
+    for &i in &order[..w.labels.min(n)] {
+        labelled[i] = true;
+    }
+    let items = |j: &[f64], y: &[f64], group: Option<String>| RunItems {
+        scores: j.to_vec(),
+        reference: if w.labels > 0 {
+            (0..n).map(|i| labelled[i].then_some(y[i])).collect()
+        } else {
+            Vec::new()
+        },
+        clusters: (w.clusters > 0).then(|| cluster_of.clone()),
+        ids: Some(ids.clone()),
+        group,
+        extra_noise: 0.0,
+        input_loading: Vec::new(),
+        noise_ratio: None,
+        given_scores: None,
+        conditional: false,
+    };
+    (items(&j_a, &y_a, g_a), items(&j_b, &y_b, g_b), y_a, y_b)
+}
+
+/// One run's judge scores and references: its system's bias `u`, its own noise `sd`, and
+/// what its items' clusters share.
+fn draw_run(
+    w: &GridWorld,
+    cluster_of: &[u64],
+    u: f64,
+    sd: f64,
+    rng: &mut Rng,
+) -> (Vec<f64>, Vec<f64>) {
+    let shared: Vec<f64> = (0..w.clusters.max(1))
+        .map(|_| {
+            if w.clusters > 0 {
+                0.5 * standard_normal(rng)
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    (0..cluster_of.len())
+        .map(|i| {
+            let q = quality(rng, w);
+            let own = if sd > 0.0 {
+                sd * standard_normal(rng)
+            } else {
+                0.0
+            };
+            (
+                judge(rng, w, q),
+                reference(w, q, u + own + shared[cluster_of[i] as usize]),
+            )
+        })
+        .unzip()
 }
 
 /// Every cell of `worlds`, `reps` replications each, on `threads` threads.

@@ -120,20 +120,7 @@ pub fn run(opts: &IntervalOptions, progress: &dyn Fn(&str)) -> Result<Vec<Interv
             let highest = &intervals.bins[intervals.bins.len() - 1];
             let in_lowest = |j: f64| lowest.holds(j);
             let in_highest = |j: f64| highest.holds(j);
-            // The in-sample band, as versions without a noise model had it before.
-            let in_sample = (row.method == Some(Method::Flow))
-                .then(|| {
-                    let fitted: Vec<f64> = cells[0].pairs.iter().map(|p| p.0).collect();
-                    let own = model.correct(&fitted).ok()?;
-                    let r: Vec<f64> = cells[0]
-                        .pairs
-                        .iter()
-                        .zip(&own)
-                        .map(|(p, c)| p.1 - c.score)
-                        .collect();
-                    Some((quantile(&r, 0.025), quantile(&r, 0.975)))
-                })
-                .flatten();
+            let in_sample = in_sample_band(row.method, &model, &cells[0]);
             let mut counts = row.in_sample.unwrap_or_default();
             let mut version = Count::default();
             for (c, &(j, y)) in corrected.iter().zip(&test) {
@@ -168,26 +155,7 @@ pub fn run(opts: &IntervalOptions, progress: &dyn Fn(&str)) -> Result<Vec<Interv
             row.over_bound += usize::from(1.0 - version.rate() > bound);
             row.bound += bound;
             row.seeds += 1;
-            let audit = match model.report() {
-                Report::Flow(f) => f.flow.review_audit,
-                _ => None,
-            };
-            if let Some(a) = audit.filter(|_| row.method == Some(Method::Flow)) {
-                let mut sum = row.audit.unwrap_or(ReviewAudit {
-                    held_out: 0,
-                    routed: 0.0,
-                    large_errors_routed: 0.0,
-                    large_errors_routed_by_width: Some(0.0),
-                });
-                sum.held_out += a.held_out;
-                sum.routed += a.routed;
-                sum.large_errors_routed += a.large_errors_routed;
-                sum.large_errors_routed_by_width = sum
-                    .large_errors_routed_by_width
-                    .zip(a.large_errors_routed_by_width)
-                    .map(|(x, y)| x + y);
-                row.audit = Some(sum);
-            }
+            add_audit(row, &model);
         }
     }
     for row in rows.iter_mut() {
@@ -202,6 +170,46 @@ pub fn run(opts: &IntervalOptions, progress: &dyn Fn(&str)) -> Result<Vec<Interv
         }
     }
     Ok(rows)
+}
+
+/// The in-sample band, as versions without a noise model had it before (the flow's only).
+fn in_sample_band(method: Option<Method>, model: &Model, cell: &Cell) -> Option<(f64, f64)> {
+    if method != Some(Method::Flow) {
+        return None;
+    }
+    let fitted: Vec<f64> = cell.pairs.iter().map(|p| p.0).collect();
+    let own = model.correct(&fitted).ok()?;
+    let r: Vec<f64> = cell
+        .pairs
+        .iter()
+        .zip(&own)
+        .map(|(p, c)| p.1 - c.score)
+        .collect();
+    Some((quantile(&r, 0.025), quantile(&r, 0.975)))
+}
+
+/// The flow's review audit added to the row's sum.
+fn add_audit(row: &mut IntervalRow, model: &Model) {
+    let audit = match model.report() {
+        Report::Flow(f) => f.flow.review_audit,
+        _ => None,
+    };
+    if let Some(a) = audit.filter(|_| row.method == Some(Method::Flow)) {
+        let mut sum = row.audit.unwrap_or(ReviewAudit {
+            held_out: 0,
+            routed: 0.0,
+            large_errors_routed: 0.0,
+            large_errors_routed_by_width: Some(0.0),
+        });
+        sum.held_out += a.held_out;
+        sum.routed += a.routed;
+        sum.large_errors_routed += a.large_errors_routed;
+        sum.large_errors_routed_by_width = sum
+            .large_errors_routed_by_width
+            .zip(a.large_errors_routed_by_width)
+            .map(|(x, y)| x + y);
+        row.audit = Some(sum);
+    }
 }
 
 /// A row's name: its method's, or `auto`.

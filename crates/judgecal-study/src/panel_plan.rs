@@ -32,34 +32,16 @@ pub struct PlanCheck {
     pub labels: (usize, usize),
 }
 
-/// The check for a run of `run_size` items to ±`half_width` at 95%, labels at `label_cost`.
-pub fn hanna_plan(
-    path: &std::path::Path,
-    variant: &str,
+/// sq[s][r]: sub-panel s's held-out squared errors in rubric r, over five folds.
+fn held_out_errors(
+    by_rubric: &[Vec<super::panel::Item>],
+    m: usize,
+    sampler: FitOptions,
     seed: u64,
-    run_size: usize,
-    half_width: f64,
-    label_cost: f64,
     progress: &dyn Fn(&str),
-) -> Result<Vec<PlanCheck>, String> {
+) -> Result<Vec<Vec<Vec<f64>>>, String> {
     const FOLDS: usize = 5;
-    let (judges, rubric_names, by_rubric) = super::panel::items(path, variant)?;
-    let (m, rubrics) = (judges.len(), rubric_names.len());
-    if m != COSTS.len() {
-        return Err(format!(
-            "HANNA has {m} judges here, the costs are for {}",
-            COSTS.len()
-        ));
-    }
-    let sampler = FitOptions {
-        warmup: 300,
-        draws: 400,
-        seed,
-        ..FitOptions::default()
-    };
-    let subsets = (1usize << m) - 1;
-    // held[s][r]: sub-panel s's held-out squared errors in rubric r.
-    let mut sq: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); rubrics]; subsets];
+    let mut sq: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); by_rubric.len()]; (1usize << m) - 1];
     let folds: Vec<Vec<usize>> = by_rubric
         .iter()
         .enumerate()
@@ -97,6 +79,35 @@ pub fn hanna_plan(
             }
         }
     }
+    Ok(sq)
+}
+
+/// The check for a run of `run_size` items to ±`half_width` at 95%, labels at `label_cost`.
+pub fn hanna_plan(
+    path: &std::path::Path,
+    variant: &str,
+    seed: u64,
+    run_size: usize,
+    half_width: f64,
+    label_cost: f64,
+    progress: &dyn Fn(&str),
+) -> Result<Vec<PlanCheck>, String> {
+    let (judges, rubric_names, by_rubric) = super::panel::items(path, variant)?;
+    let (m, rubrics) = (judges.len(), rubric_names.len());
+    if m != COSTS.len() {
+        return Err(format!(
+            "HANNA has {m} judges here, the costs are for {}",
+            COSTS.len()
+        ));
+    }
+    let sampler = FitOptions {
+        warmup: 300,
+        draws: 400,
+        seed,
+        ..FitOptions::default()
+    };
+    let subsets = (1usize << m) - 1;
+    let sq = held_out_errors(&by_rubric, m, sampler, seed, progress)?;
     progress("the answer: every sub-panel on every item");
     let cells: Vec<PanelRows> = by_rubric
         .iter()

@@ -170,7 +170,6 @@ const SCALE: (f64, f64) = (1.0, 5.0);
 fn replicate(opts: &RunLevelOptions, rep: usize) -> Result<Vec<RunLevelRow>, String> {
     let mut rng = Rng::seed_from_u64(opts.seed.wrapping_add(rep as u64 * 7919));
     let judge = opts.judge;
-    let z = normal_quantile(0.5 + opts.level / 2.0);
     let never = std::sync::atomic::AtomicBool::new(false);
     let fit_run = Run::new(&never, &|_| {});
     let mut rows = Vec::new();
@@ -197,150 +196,224 @@ fn replicate(opts: &RunLevelOptions, rep: usize) -> Result<Vec<RunLevelRow>, Str
             .collect::<Result<_, String>>()?;
         for &n in &opts.runs {
             // The runs, shared by every method.
-            let y = stand_in_reference(n, SCALE, &mut rng);
-            let j: Vec<f64> = y.iter().map(|&y| judge.draw(y, SCALE, &mut rng)).collect();
-            let j2: Vec<f64> = y.iter().map(|&y| judge.draw(y, SCALE, &mut rng)).collect();
-            // Run A answers the same prompts 0.1 better on average, by an amount that varies
-            // from prompt to prompt.
-            let y_up: Vec<f64> = y
-                .iter()
-                .map(|y| y + 0.1 + 0.3 * judgecal_stats::stats::standard_normal(&mut rng))
-                .collect();
-            let j_up: Vec<f64> = y_up
-                .iter()
-                .map(|&y| judge.draw(y, SCALE, &mut rng))
-                .collect();
-            let y_weak: Vec<f64> = (0..n).map(|_| 1.0 + 1.5 * rng.random::<f64>()).collect();
-            let j_weak: Vec<f64> = y_weak
-                .iter()
-                .map(|&y| judge.draw(y, SCALE, &mut rng))
-                .collect();
-            let ids: Vec<String> = (0..n).map(|i| i.to_string()).collect();
-            let mut order: Vec<usize> = (0..n).collect();
-            order.shuffle(&mut rng);
-            let labelled = (n / 4).min(200);
-            let mut with_label = vec![false; n];
-            for &i in &order[..labelled] {
-                with_label[i] = true;
-            }
-            let run = |scores: &[f64]| RunItems {
-                ids: Some(ids.clone()),
-                ..RunItems::scores(scores.to_vec())
-            };
-            let labelled_run = |scores: &[f64], refs: &[f64]| RunItems {
-                reference: (0..n).map(|i| with_label[i].then_some(refs[i])).collect(),
-                ..run(scores)
-            };
+            let draws = Draws::new(judge, n, &mut rng);
             for (m, model) in &models {
-                let basis = Basis {
-                    model,
-                    anchors: &cell,
-                    groups: None,
+                let mut asked = Asked {
+                    basis: Basis {
+                        model,
+                        anchors: &cell,
+                        groups: None,
+                    },
+                    settings: AnswerSettings {
+                        level: opts.level,
+                        refits: opts.refits,
+                        seed: rep as u64,
+                        ..AnswerSettings::default()
+                    },
+                    z: normal_quantile(0.5 + opts.level / 2.0),
+                    draws: &draws,
+                    tallies: std::collections::BTreeMap::new(),
                 };
-                let settings = AnswerSettings {
-                    level: opts.level,
-                    refits: opts.refits,
-                    seed: rep as u64,
-                    ..AnswerSettings::default()
-                };
-                let corrected = |js: &[f64]| -> Result<Vec<f64>, String> {
-                    Ok(model.correct(js)?.iter().map(|c| c.score).collect())
-                };
-                let mut tallies = std::collections::BTreeMap::new();
-                // One run's estimate against its true mean.
-                // One run's estimate against its true mean; labelled, also the transport
-                // check against the corrector's true mean residual on the run.
-                let mut estimate = |setting: Setting,
-                                    j: &[f64],
-                                    y: &[f64],
-                                    labelled: bool|
-                 -> Result<(), String> {
-                    let items = if labelled {
-                        labelled_run(j, y)
-                    } else {
-                        RunItems::scores(j.to_vec())
-                    };
-                    let e = runlevel::estimate(basis, &items, &settings)?;
-                    debug_assert!((e.path == AnswerPath::Labelled) == labelled);
-                    let truth = mean(y);
-                    let fitted = corrected(j)?;
-                    let (raw_m, raw_h) = naive(j, z);
-                    let (cor_m, cor_h) = naive(&fitted, z);
-                    let residual = truth - mean(&fitted);
-                    let (transport_covered, transport_fired) = e.transport.map_or((0, 0), |t| {
-                        (inside(t.interval, residual), usize::from(t.biased()))
-                    });
-                    tallies.insert(
-                        setting,
-                        Tally {
-                            reps: 1,
-                            covered: inside(e.mean.interval, truth),
-                            error: e.mean.estimate - truth,
-                            error_squared: (e.mean.estimate - truth).powi(2),
-                            naive_raw: inside((raw_m - raw_h, raw_m + raw_h), truth),
-                            naive_corrected: inside((cor_m - cor_h, cor_m + cor_h), truth),
-                            width: e.mean.interval.1 - e.mean.interval.0,
-                            transport_covered,
-                            transport_fired,
-                            extrapolated: usize::from(e.support.extrapolated()),
-                            outside: e.support.outside,
-                            ..Tally::default()
-                        },
-                    );
-                    Ok(())
-                };
-                // A run of the anchors' population, and one of a weaker model than theirs;
-                // plain, and with a quarter of the items (at most 200) labelled.
-                estimate(Setting::Estimate, &j, &y, false)?;
-                estimate(Setting::WeakerRun, &j_weak, &y_weak, false)?;
-                estimate(Setting::EstimateLabelled, &j, &y, true)?;
-                estimate(Setting::WeakerRunLabelled, &j_weak, &y_weak, true)?;
-                // Differences: A − B, paired by id.
-                let mut compare = |setting: Setting,
-                                   a: RunItems,
-                                   b: RunItems,
-                                   truth: f64|
-                 -> Result<(), String> {
-                    let c = runlevel::compare(basis, &a, &b, &settings)?;
-                    let d = &c.difference;
-                    let (ma, ha) = naive(&a.scores, z);
-                    let (mb, hb) = naive(&b.scores, z);
-                    let raw_h = (ha * ha + hb * hb).sqrt();
-                    let (fa, fb) = (corrected(&a.scores)?, corrected(&b.scores)?);
-                    let ((ca, hca), (cb, hcb)) = (naive(&fa, z), naive(&fb, z));
-                    let cor_h = (hca * hca + hcb * hcb).sqrt();
-                    tallies.insert(
-                        setting,
-                        Tally {
-                            reps: 1,
-                            covered: inside(d.interval, truth),
-                            error: d.estimate - truth,
-                            error_squared: (d.estimate - truth).powi(2),
-                            rejected: usize::from(d.p_value < 1.0 - opts.level),
-                            naive_raw: inside((ma - mb - raw_h, ma - mb + raw_h), truth),
-                            naive_corrected: inside((ca - cb - cor_h, ca - cb + cor_h), truth),
-                            width: d.interval.1 - d.interval.0,
-                            ..Tally::default()
-                        },
-                    );
-                    Ok(())
-                };
-                compare(Setting::ZeroDifference, run(&j), run(&j2), 0.0)?;
-                let shift = mean(&y_up) - mean(&y);
-                compare(Setting::Shifted, run(&j_up), run(&j), shift)?;
-                let (a, b) = (labelled_run(&j_up, &y_up), labelled_run(&j, &y));
-                compare(Setting::ShiftedLabelled, a, b, shift)?;
-                rows.extend(tallies.into_iter().map(|(setting, tally)| RunLevelRow {
-                    setting,
-                    method: *m,
-                    anchors: n_a,
-                    run: n,
-                    tally,
-                }));
+                asked.every_setting()?;
+                rows.extend(
+                    asked
+                        .tallies
+                        .into_iter()
+                        .map(|(setting, tally)| RunLevelRow {
+                            setting,
+                            method: *m,
+                            anchors: n_a,
+                            run: n,
+                            tally,
+                        }),
+                );
             }
         }
     }
     Ok(rows)
+}
+
+/// One replication's runs of `n` items, shared by every method.
+struct Draws {
+    y: Vec<f64>,
+    j: Vec<f64>,
+    /// The same items judged again.
+    j2: Vec<f64>,
+    /// Run A answers the same prompts 0.1 better on average, by an amount that varies from
+    /// prompt to prompt.
+    y_up: Vec<f64>,
+    j_up: Vec<f64>,
+    /// A weaker model's run than the anchors'.
+    y_weak: Vec<f64>,
+    j_weak: Vec<f64>,
+    ids: Vec<String>,
+    /// The quarter of the items (at most 200) labelled.
+    with_label: Vec<bool>,
+}
+
+impl Draws {
+    fn new(judge: JudgeModel, n: usize, rng: &mut Rng) -> Self {
+        let y = stand_in_reference(n, SCALE, rng);
+        let j: Vec<f64> = y.iter().map(|&y| judge.draw(y, SCALE, rng)).collect();
+        let j2: Vec<f64> = y.iter().map(|&y| judge.draw(y, SCALE, rng)).collect();
+        let y_up: Vec<f64> = y
+            .iter()
+            .map(|y| y + 0.1 + 0.3 * judgecal_stats::stats::standard_normal(rng))
+            .collect();
+        let j_up: Vec<f64> = y_up.iter().map(|&y| judge.draw(y, SCALE, rng)).collect();
+        let y_weak: Vec<f64> = (0..n).map(|_| 1.0 + 1.5 * rng.random::<f64>()).collect();
+        let j_weak: Vec<f64> = y_weak.iter().map(|&y| judge.draw(y, SCALE, rng)).collect();
+        let ids: Vec<String> = (0..n).map(|i| i.to_string()).collect();
+        let mut order: Vec<usize> = (0..n).collect();
+        order.shuffle(rng);
+        let mut with_label = vec![false; n];
+        for &i in &order[..(n / 4).min(200)] {
+            with_label[i] = true;
+        }
+        Self {
+            y,
+            j,
+            j2,
+            y_up,
+            j_up,
+            y_weak,
+            j_weak,
+            ids,
+            with_label,
+        }
+    }
+
+    fn run(&self, scores: &[f64]) -> RunItems {
+        RunItems {
+            ids: Some(self.ids.clone()),
+            ..RunItems::scores(scores.to_vec())
+        }
+    }
+
+    fn labelled_run(&self, scores: &[f64], refs: &[f64]) -> RunItems {
+        RunItems {
+            reference: (0..refs.len())
+                .map(|i| self.with_label[i].then_some(refs[i]))
+                .collect(),
+            ..self.run(scores)
+        }
+    }
+}
+
+/// One method's answers on one replication's runs, tallied per setting.
+struct Asked<'a> {
+    basis: Basis<'a>,
+    settings: AnswerSettings,
+    /// The naive intervals' normal quantile.
+    z: f64,
+    draws: &'a Draws,
+    tallies: std::collections::BTreeMap<Setting, Tally>,
+}
+
+impl Asked<'_> {
+    fn every_setting(&mut self) -> Result<(), String> {
+        let d = self.draws;
+        // A run of the anchors' population, and one of a weaker model than theirs; plain,
+        // and with a quarter of the items (at most 200) labelled.
+        self.estimate(Setting::Estimate, &d.j, &d.y, false)?;
+        self.estimate(Setting::WeakerRun, &d.j_weak, &d.y_weak, false)?;
+        self.estimate(Setting::EstimateLabelled, &d.j, &d.y, true)?;
+        self.estimate(Setting::WeakerRunLabelled, &d.j_weak, &d.y_weak, true)?;
+        // Differences: A − B, paired by id.
+        self.compare(Setting::ZeroDifference, d.run(&d.j), d.run(&d.j2), 0.0)?;
+        let shift = mean(&d.y_up) - mean(&d.y);
+        self.compare(Setting::Shifted, d.run(&d.j_up), d.run(&d.j), shift)?;
+        let (a, b) = (d.labelled_run(&d.j_up, &d.y_up), d.labelled_run(&d.j, &d.y));
+        self.compare(Setting::ShiftedLabelled, a, b, shift)
+    }
+
+    fn corrected(&self, js: &[f64]) -> Result<Vec<f64>, String> {
+        Ok(self
+            .basis
+            .model
+            .correct(js)?
+            .iter()
+            .map(|c| c.score)
+            .collect())
+    }
+
+    /// One run's estimate against its true mean; labelled, also the transport check against
+    /// the corrector's true mean residual on the run.
+    fn estimate(
+        &mut self,
+        setting: Setting,
+        j: &[f64],
+        y: &[f64],
+        labelled: bool,
+    ) -> Result<(), String> {
+        let items = if labelled {
+            self.draws.labelled_run(j, y)
+        } else {
+            RunItems::scores(j.to_vec())
+        };
+        let e = runlevel::estimate(self.basis, &items, &self.settings)?;
+        debug_assert!((e.path == AnswerPath::Labelled) == labelled);
+        let truth = mean(y);
+        let fitted = self.corrected(j)?;
+        let (raw_m, raw_h) = naive(j, self.z);
+        let (cor_m, cor_h) = naive(&fitted, self.z);
+        let residual = truth - mean(&fitted);
+        let (transport_covered, transport_fired) = e.transport.map_or((0, 0), |t| {
+            (inside(t.interval, residual), usize::from(t.biased()))
+        });
+        self.tallies.insert(
+            setting,
+            Tally {
+                reps: 1,
+                covered: inside(e.mean.interval, truth),
+                error: e.mean.estimate - truth,
+                error_squared: (e.mean.estimate - truth).powi(2),
+                naive_raw: inside((raw_m - raw_h, raw_m + raw_h), truth),
+                naive_corrected: inside((cor_m - cor_h, cor_m + cor_h), truth),
+                width: e.mean.interval.1 - e.mean.interval.0,
+                transport_covered,
+                transport_fired,
+                extrapolated: usize::from(e.support.extrapolated()),
+                outside: e.support.outside,
+                ..Tally::default()
+            },
+        );
+        Ok(())
+    }
+
+    /// A difference A − B against its truth.
+    fn compare(
+        &mut self,
+        setting: Setting,
+        a: RunItems,
+        b: RunItems,
+        truth: f64,
+    ) -> Result<(), String> {
+        let z = self.z;
+        let c = runlevel::compare(self.basis, &a, &b, &self.settings)?;
+        let d = &c.difference;
+        let (ma, ha) = naive(&a.scores, z);
+        let (mb, hb) = naive(&b.scores, z);
+        let raw_h = (ha * ha + hb * hb).sqrt();
+        let (fa, fb) = (self.corrected(&a.scores)?, self.corrected(&b.scores)?);
+        let ((ca, hca), (cb, hcb)) = (naive(&fa, z), naive(&fb, z));
+        let cor_h = (hca * hca + hcb * hcb).sqrt();
+        self.tallies.insert(
+            setting,
+            Tally {
+                reps: 1,
+                covered: inside(d.interval, truth),
+                error: d.estimate - truth,
+                error_squared: (d.estimate - truth).powi(2),
+                rejected: usize::from(d.p_value < 1.0 - self.settings.level),
+                naive_raw: inside((ma - mb - raw_h, ma - mb + raw_h), truth),
+                naive_corrected: inside((ca - cb - cor_h, ca - cb + cor_h), truth),
+                width: d.interval.1 - d.interval.0,
+                ..Tally::default()
+            },
+        );
+        Ok(())
+    }
 }
 
 /// Every replication, summed per row, in the order of the settings.

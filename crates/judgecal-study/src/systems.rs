@@ -404,13 +404,6 @@ pub(super) fn pairs_of(
         let mut systems: Vec<&str> = held.iter().map(|r| r.system.as_str()).collect();
         systems.sort_unstable();
         systems.dedup();
-        let run_of =
-            |held: &[&Record], system: &str| -> std::collections::BTreeMap<u64, (f64, f64)> {
-                held.iter()
-                    .filter(|r| r.system == system)
-                    .map(|r| (r.story, (r.score, r.human)))
-                    .collect()
-            };
         let mut row = PairRow {
             judge: judge.clone(),
             rubric: rubric.clone(),
@@ -423,48 +416,12 @@ pub(super) fn pairs_of(
             seed,
             ..AnswerSettings::default()
         };
-        // Two systems' stories of the odd prompts, paired by prompt, with the human difference.
-        let paired = |held: &[&Record], a: &str, b: &str| {
-            let (ra, rb) = (run_of(held, a), run_of(held, b));
-            let shared: Vec<u64> = ra.keys().filter(|s| rb.contains_key(s)).copied().collect();
-            let items = |r: &std::collections::BTreeMap<u64, (f64, f64)>, g: &str| RunItems {
-                scores: shared.iter().map(|s| r[s].0).collect(),
-                ids: Some(shared.iter().map(|s| s.to_string()).collect()),
-                group: Some(g.to_owned()),
-                ..RunItems::default()
-            };
-            let truth = mean(&shared.iter().map(|s| ra[s].1 - rb[s].1).collect::<Vec<_>>());
-            (shared.len(), items(&ra, a), items(&rb, b), truth)
-        };
         let basis = Basis {
             model: &model,
             anchors: &cell,
             groups: bias.as_ref(),
         };
-        for (k, a) in systems.iter().enumerate() {
-            for b in &systems[k + 1..] {
-                let (n, ia, ib, truth) = paired(&held, a, b);
-                if n < 10 {
-                    continue;
-                }
-                row.known.count(
-                    &runlevel::compare(basis, &ia, &ib, &settings)?.difference,
-                    truth,
-                );
-                let before = AnswerSettings {
-                    estimand: Estimand::Population,
-                    ..settings
-                };
-                let old = Basis {
-                    groups: None,
-                    ..basis
-                };
-                row.before.count(
-                    &runlevel::compare(old, &ia, &ib, &before)?.difference,
-                    truth,
-                );
-            }
-        }
+        known_pairs(basis, &settings, &held, &systems, &mut row)?;
         if new_systems {
             // Each system in turn left out of the anchors, and compared with every other.
             for left_out in &systems {
@@ -505,6 +462,62 @@ pub(super) fn pairs_of(
         out.push(row);
     }
     Ok(out)
+}
+
+/// Every pair of known systems compared, with and without the group term.
+fn known_pairs(
+    basis: Basis,
+    settings: &AnswerSettings,
+    held: &[&Record],
+    systems: &[&str],
+    row: &mut PairRow,
+) -> Result<(), String> {
+    for (k, a) in systems.iter().enumerate() {
+        for b in &systems[k + 1..] {
+            let (n, ia, ib, truth) = paired(held, a, b);
+            if n < 10 {
+                continue;
+            }
+            row.known.count(
+                &runlevel::compare(basis, &ia, &ib, settings)?.difference,
+                truth,
+            );
+            let before = AnswerSettings {
+                estimand: Estimand::Population,
+                ..*settings
+            };
+            let old = Basis {
+                groups: None,
+                ..basis
+            };
+            row.before.count(
+                &runlevel::compare(old, &ia, &ib, &before)?.difference,
+                truth,
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Two systems' stories of the odd prompts, paired by prompt: how many, each system's run, and
+/// the human difference.
+fn paired(held: &[&Record], a: &str, b: &str) -> (usize, RunItems, RunItems, f64) {
+    let run_of = |system: &str| -> std::collections::BTreeMap<u64, (f64, f64)> {
+        held.iter()
+            .filter(|r| r.system == system)
+            .map(|r| (r.story, (r.score, r.human)))
+            .collect()
+    };
+    let (ra, rb) = (run_of(a), run_of(b));
+    let shared: Vec<u64> = ra.keys().filter(|s| rb.contains_key(s)).copied().collect();
+    let items = |r: &std::collections::BTreeMap<u64, (f64, f64)>, g: &str| RunItems {
+        scores: shared.iter().map(|s| r[s].0).collect(),
+        ids: Some(shared.iter().map(|s| s.to_string()).collect()),
+        group: Some(g.to_owned()),
+        ..RunItems::default()
+    };
+    let truth = mean(&shared.iter().map(|s| ra[s].1 - rb[s].1).collect::<Vec<_>>());
+    (shared.len(), items(&ra, a), items(&rb, b), truth)
 }
 
 /// The pairs as a Markdown table, with the totals.

@@ -156,66 +156,35 @@ pub fn train(
     opts.check()?;
     let _training = Training::start();
     let rubrics = data.len();
-    let all: Vec<(usize, f64, f64)> = data
-        .iter()
-        .enumerate()
-        .flat_map(|(r, d)| d.iter().map(move |&(j, y)| (r, j, y)))
-        .collect();
-    if all.len() < 2 || rubrics == 0 {
-        return Err("the flow needs at least 2 anchors".into());
-    }
-    let n = all.len() as f64;
-    let shift = crate::stats::mean_of(all.iter().map(|a| a.1));
-    let scale = (all.iter().map(|a| (a.1 - shift).powi(2)).sum::<f64>() / n)
-        .sqrt()
-        .max(1e-3);
-    // The validation split, seeded.
-    let folds = crate::cv::folds(all.len(), all.len(), opts.seed);
-    let held = opts
-        .early_stopping
-        .map_or(0, |f| ((f * n).ceil() as usize).min(all.len() - 1));
-    let (mut train_rows, mut val_rows) = (Vec::new(), Vec::new());
-    for (i, row) in all.iter().enumerate() {
-        if folds[i] < held {
-            val_rows.push(*row);
-        } else {
-            train_rows.push(*row);
-        }
-    }
-    let tensors = |rows: &[(usize, f64, f64)]| {
-        let x: Vec<f32> = rows
-            .iter()
-            .map(|r| ((r.1 - shift) / scale) as f32)
-            .collect();
-        let y: Vec<f32> = rows
-            .iter()
-            .map(|r| ((r.2 - shift) / scale) as f32)
-            .collect();
-        let idx: Vec<i64> = rows.iter().map(|r| r.0 as i64).collect();
-        (
-            Tensor::from_slice(&x).view([-1, 1]),
-            Tensor::from_slice(&y).view([-1, 1]),
-            Tensor::from_slice(&idx),
-        )
-    };
+    let split = Split::of(data, opts)?;
     flush_denormals();
     tch::set_num_threads(threads() as i32);
     let vs = nn::VarStore::new(Device::Cpu);
     let mut rng = Rng::seed_from_u64(opts.seed);
     let net = Net::new(&vs.root(), opts, rubrics, &mut rng);
-    let mut adam = nn::Adam::default()
+    let adam = nn::Adam::default()
         .build(&vs, opts.learning_rate)
         .map_err(|e| format!("optimizer: {e}"))?;
-    let (x, y, idx) = tensors(&train_rows);
-    let (vx, vy, vidx) = tensors(&val_rows);
-    let steps = opts.steps();
-    let rows = train_rows.len();
+    let rows = split.train.len();
     let batch = opts.batch_size.map_or(rows, |b| b.clamp(1, rows));
     let per_epoch = rows.div_ceil(batch);
     let total = opts
         .steps
         .map_or(per_epoch * opts.epochs as usize, |s| s as usize);
     let epochs = total.div_ceil(per_epoch) as u64;
+    let mut t = Trainer {
+        opts,
+        train: split.tensors(&split.train),
+        validation: split.tensors(&split.validation),
+        scale: split.scale,
+        net,
+        adam,
+        rng,
+        batch,
+        rows,
+        total,
+        step: 0,
+    };
     // Full-batch training checks the validation loss every 10 epochs, minibatch training
     // (many steps an epoch) every epoch.
     let check_every = if batch < rows { 1 } else { 10 };
@@ -225,18 +194,148 @@ pub fn train(
     let mut last_loss = f64::NAN;
     let mut epochs_run = 0;
     let mut stopped_early = false;
-    let mut step = 0;
     for epoch in 1..=epochs {
         if cancel.load(Ordering::Relaxed) {
             return Err("cancelled".into());
         }
-        if batch < rows {
-            order.shuffle(&mut rng);
+        last_loss = t.epoch(&mut order);
+        epochs_run = epoch;
+        if !last_loss.is_finite() {
+            return Err(format!(
+                "training diverged at epoch {epoch} (loss is not finite); lower learning_rate"
+            ));
         }
+        if epoch % 10 == 0 || epoch == epochs {
+            progress(Epoch {
+                epoch,
+                of: epochs,
+                loss: last_loss,
+            });
+        }
+        if split.held > 0 && (epoch % check_every == 0 || epoch == epochs) {
+            let val = t.validation_loss();
+            match &best {
+                Some((b, at, _)) if val >= *b => {
+                    if epoch - at >= opts.patience {
+                        stopped_early = true;
+                        break;
+                    }
+                }
+                _ => best = Some((val, epoch, t.net.store())),
+            }
+        }
+    }
+    let (tensors, validation_loss, epochs_run) = match best {
+        Some((val, at, stored)) if split.held > 0 => (stored, Some(val), at),
+        _ => (t.net.store(), None, epochs_run),
+    };
+    Ok(FlowWeights {
+        options: *opts,
+        rubrics,
+        shift: split.shift,
+        scale: split.scale,
+        tensors,
+        epochs_run,
+        stopped_early,
+        train_loss: last_loss,
+        validation_loss,
+    })
+}
+
+/// The anchors standardised over all rubrics and split, seeded, into training and validation
+/// rows: (rubric, judge, reference).
+struct Split {
+    shift: f64,
+    scale: f64,
+    /// Rows held out for early stopping.
+    held: usize,
+    train: Vec<(usize, f64, f64)>,
+    validation: Vec<(usize, f64, f64)>,
+}
+
+impl Split {
+    fn of(data: &[Vec<(f64, f64)>], opts: &FlowConfig) -> Result<Self, String> {
+        let all: Vec<(usize, f64, f64)> = data
+            .iter()
+            .enumerate()
+            .flat_map(|(r, d)| d.iter().map(move |&(j, y)| (r, j, y)))
+            .collect();
+        if all.len() < 2 || data.is_empty() {
+            return Err("the flow needs at least 2 anchors".into());
+        }
+        let n = all.len() as f64;
+        let shift = crate::stats::mean_of(all.iter().map(|a| a.1));
+        let scale = (all.iter().map(|a| (a.1 - shift).powi(2)).sum::<f64>() / n)
+            .sqrt()
+            .max(1e-3);
+        // The validation split, seeded.
+        let folds = crate::cv::folds(all.len(), all.len(), opts.seed);
+        let held = opts
+            .early_stopping
+            .map_or(0, |f| ((f * n).ceil() as usize).min(all.len() - 1));
+        let (mut train, mut validation) = (Vec::new(), Vec::new());
+        for (i, row) in all.iter().enumerate() {
+            if folds[i] < held {
+                validation.push(*row);
+            } else {
+                train.push(*row);
+            }
+        }
+        Ok(Self {
+            shift,
+            scale,
+            held,
+            train,
+            validation,
+        })
+    }
+
+    /// Standardised judge scores and references ([n, 1] each) and rubric indices.
+    fn tensors(&self, rows: &[(usize, f64, f64)]) -> (Tensor, Tensor, Tensor) {
+        let standard = |v: f64| ((v - self.shift) / self.scale) as f32;
+        let x: Vec<f32> = rows.iter().map(|r| standard(r.1)).collect();
+        let y: Vec<f32> = rows.iter().map(|r| standard(r.2)).collect();
+        let idx: Vec<i64> = rows.iter().map(|r| r.0 as i64).collect();
+        (
+            Tensor::from_slice(&x).view([-1, 1]),
+            Tensor::from_slice(&y).view([-1, 1]),
+            Tensor::from_slice(&idx),
+        )
+    }
+}
+
+/// A flow in training: its net, optimiser and generator, and where the schedule stands.
+struct Trainer<'a> {
+    opts: &'a FlowConfig,
+    train: (Tensor, Tensor, Tensor),
+    validation: (Tensor, Tensor, Tensor),
+    scale: f64,
+    net: Net,
+    adam: nn::Optimizer,
+    rng: Rng,
+    batch: usize,
+    rows: usize,
+    /// Optimiser steps in all, and taken so far.
+    total: usize,
+    step: usize,
+}
+
+impl Trainer<'_> {
+    /// One epoch (minibatches in a fresh order where the batch is smaller than the rows); its
+    /// mean training loss in reference units squared.
+    fn epoch(&mut self, order: &mut [i64]) -> f64 {
+        let (opts, batch, rows) = (self.opts, self.batch, self.rows);
+        if batch < rows {
+            order.shuffle(&mut self.rng);
+        }
+        let (x, y, idx) = &self.train;
         let (mut epoch_loss, mut seen) = (0.0, 0);
-        for part in order.chunks(batch).take(total - step) {
-            adam.set_lr(opts.schedule.rate(opts.learning_rate, step, total));
-            step += 1;
+        for part in order.chunks(batch).take(self.total - self.step) {
+            self.adam.set_lr(
+                opts.schedule
+                    .rate(opts.learning_rate, self.step, self.total),
+            );
+            self.step += 1;
             let (bx, by, bidx) = if batch < rows {
                 let pick = Tensor::from_slice(part);
                 (
@@ -251,66 +350,35 @@ pub fn train(
             // step, as at inference one per MC pass. (One sub-network shared by the step's
             // items would fold into the weights and save a tenth of the time, but learns the
             // map visibly worse.)
+            let rng = &mut self.rng;
             let mut draw = || {
                 let m: Vec<f32> = (0..part.len())
-                    .flat_map(|_| dropout_mask(&mut rng, opts.hidden, opts.dropout))
+                    .flat_map(|_| dropout_mask(rng, opts.hidden, opts.dropout))
                     .collect();
                 Tensor::from_slice(&m).view([-1, opts.hidden])
             };
             let masks = Masks::PerItem(draw(), draw());
-            let base = net.base(&bidx);
-            let pred = net.integrate(&bx, steps, &base, &masks);
+            let base = self.net.base(&bidx);
+            let pred = self.net.integrate(&bx, opts.steps(), &base, &masks);
             let loss = (pred - &by).square().mean(Kind::Float);
-            adam.backward_step(&loss);
+            self.adam.backward_step(&loss);
             epoch_loss += loss.double_value(&[]) * part.len() as f64;
             seen += part.len();
         }
-        last_loss = epoch_loss / seen as f64 * scale * scale;
-        epochs_run = epoch;
-        if !last_loss.is_finite() {
-            return Err(format!(
-                "training diverged at epoch {epoch} (loss is not finite); lower learning_rate"
-            ));
-        }
-        if epoch % 10 == 0 || epoch == epochs {
-            progress(Epoch {
-                epoch,
-                of: epochs,
-                loss: last_loss,
-            });
-        }
-        if held > 0 && (epoch % check_every == 0 || epoch == epochs) {
-            let val = tch::no_grad(|| {
-                let base = net.base(&vidx);
-                let pred = net.integrate(&vx, steps, &base, &net.full());
-                (pred - &vy).square().mean(Kind::Float).double_value(&[]) * scale * scale
-            });
-            match &best {
-                Some((b, at, _)) if val >= *b => {
-                    if epoch - at >= opts.patience {
-                        stopped_early = true;
-                        break;
-                    }
-                }
-                _ => best = Some((val, epoch, net.store())),
-            }
-        }
+        epoch_loss / seen as f64 * self.scale * self.scale
     }
-    let (tensors, validation_loss, epochs_run) = match best {
-        Some((val, at, stored)) if held > 0 => (stored, Some(val), at),
-        _ => (net.store(), None, epochs_run),
-    };
-    Ok(FlowWeights {
-        options: *opts,
-        rubrics,
-        shift,
-        scale,
-        tensors,
-        epochs_run,
-        stopped_early,
-        train_loss: last_loss,
-        validation_loss,
-    })
+
+    /// The full network's loss on the validation rows, in reference units squared.
+    fn validation_loss(&self) -> f64 {
+        let (vx, vy, vidx) = &self.validation;
+        tch::no_grad(|| {
+            let base = self.net.base(vidx);
+            let pred = self
+                .net
+                .integrate(vx, self.opts.steps(), &base, &self.net.full());
+            (pred - vy).square().mean(Kind::Float).double_value(&[]) * self.scale * self.scale
+        })
+    }
 }
 
 impl FlowWeights {

@@ -465,48 +465,14 @@ fn fit_weighted(
     let h_inv = at.information.clone().try_inverse().ok_or_else(|| {
         RatingError::Numerical("the information matrix at the fit is singular".into())
     })?;
-    let (n, big_n) = (lab_rows.len() as f64, run_rows.len().max(1) as f64);
-    let run_r = residuals(&run_rows, &theta, &|r| r.g);
-    // The labelled term's residual: w((y − σ) − λ(ĝ − σ)).
-    let lab_r: Vec<f64> = lab_rows
-        .iter()
-        .map(|r| {
-            let p = sigmoid(dot(&r.x, &theta));
-            r.w * ((r.y.unwrap_or(r.g) - p) - lambda * (r.g - p))
-        })
-        .collect();
-    let run_refs: Vec<&Row> = run_rows.iter().collect();
-    let lab_refs: Vec<&Row> = lab_rows.iter().collect();
-    let run_middle = covariance(&run_refs, &run_r, &run_r, d) * (lambda * lambda / big_n);
-    // Raters are the units where labels name them; one named rater alone has no spread
-    // between raters to measure (0/0), so the labels are then counted as independent, as
-    // where none is named (the answer's `single_rater` warning says so).
     let raters: Vec<Option<u64>> = labelled.iter().map(|o| o.rater).collect();
-    let one_rater = raters[0].is_some() && raters.iter().all(|r| *r == raters[0]);
-    let (lab_middle, df) = if raters.iter().any(Option::is_some) && !one_rater {
-        let (middle, units) = by_rater(&lab_refs, &lab_r, &raters, d);
-        (middle / n, t_df(units))
-    } else {
-        (covariance(&lab_refs, &lab_r, &lab_r, d) / n, None)
-    };
+    let (run_middle, lab_middle, df) = middles(&run_rows, &lab_rows, &raters, &theta, lambda, d);
     let run_cov = &h_inv * run_middle * &h_inv;
     let lab_cov = &h_inv * lab_middle * &h_inv;
     let cov = &run_cov + &lab_cov;
     let free = k - 1;
-    let mut ratings = vec![0.0; k];
-    let (mut full, mut run_part, mut labelled_part) =
-        (vec![0.0; k * k], vec![0.0; k * k], vec![0.0; k * k]);
-    for i in 0..k {
-        let Some(s) = layout.slot(i) else { continue };
-        ratings[i] = theta[s];
-        for j in 0..k {
-            if let Some(t) = layout.slot(j) {
-                full[i * k + j] = cov[(s, t)];
-                run_part[i * k + j] = run_cov[(s, t)];
-                labelled_part[i * k + j] = lab_cov[(s, t)];
-            }
-        }
-    }
+    let (ratings, full, run_part, labelled_part) =
+        per_system(layout, &theta, [&cov, &run_cov, &lab_cov]);
     let mut comparisons = vec![0usize; k];
     for c in run {
         comparisons[c.a] += 1;
@@ -536,6 +502,68 @@ fn fit_weighted(
         run_part,
         labelled_part,
     })
+}
+
+/// The sandwich's middle terms, the run's and the labels', at the fit `theta` with weight
+/// `lambda`; and the labels' degrees of freedom where raters are the units.
+fn middles(
+    run_rows: &[Row],
+    lab_rows: &[Row],
+    raters: &[Option<u64>],
+    theta: &[f64],
+    lambda: f64,
+    d: usize,
+) -> (DMatrix<f64>, DMatrix<f64>, Option<f64>) {
+    let (n, big_n) = (lab_rows.len() as f64, run_rows.len().max(1) as f64);
+    let run_r = residuals(run_rows, theta, &|r| r.g);
+    // The labelled term's residual: w((y − σ) − λ(ĝ − σ)).
+    let lab_r: Vec<f64> = lab_rows
+        .iter()
+        .map(|r| {
+            let p = sigmoid(dot(&r.x, theta));
+            r.w * ((r.y.unwrap_or(r.g) - p) - lambda * (r.g - p))
+        })
+        .collect();
+    let run_refs: Vec<&Row> = run_rows.iter().collect();
+    let lab_refs: Vec<&Row> = lab_rows.iter().collect();
+    let run_middle = covariance(&run_refs, &run_r, &run_r, d) * (lambda * lambda / big_n);
+    // Raters are the units where labels name them; one named rater alone has no spread
+    // between raters to measure (0/0), so the labels are then counted as independent, as
+    // where none is named (the answer's `single_rater` warning says so).
+    let one_rater = raters[0].is_some() && raters.iter().all(|r| *r == raters[0]);
+    let (lab_middle, df) = if raters.iter().any(Option::is_some) && !one_rater {
+        let (middle, units) = by_rater(&lab_refs, &lab_r, raters, d);
+        (middle / n, t_df(units))
+    } else {
+        (covariance(&lab_refs, &lab_r, &lab_r, d) / n, None)
+    };
+    (run_middle, lab_middle, df)
+}
+
+/// Each system's rating and the three covariances (full, the run's part, the labels' part)
+/// over the systems, the baseline's row and column 0.
+#[allow(clippy::type_complexity)]
+fn per_system(
+    layout: &Layout,
+    theta: &[f64],
+    [cov, run_cov, lab_cov]: [&DMatrix<f64>; 3],
+) -> (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>) {
+    let k = layout.k;
+    let mut ratings = vec![0.0; k];
+    let (mut full, mut run_part, mut labelled_part) =
+        (vec![0.0; k * k], vec![0.0; k * k], vec![0.0; k * k]);
+    for i in 0..k {
+        let Some(s) = layout.slot(i) else { continue };
+        ratings[i] = theta[s];
+        for j in 0..k {
+            if let Some(t) = layout.slot(j) {
+                full[i * k + j] = cov[(s, t)];
+                run_part[i * k + j] = run_cov[(s, t)];
+                labelled_part[i * k + j] = lab_cov[(s, t)];
+            }
+        }
+    }
+    (ratings, full, run_part, labelled_part)
 }
 
 /// Newton's method on the concave objective at weight `lambda`, from 0.

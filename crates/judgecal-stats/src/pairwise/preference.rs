@@ -294,13 +294,15 @@ pub fn fit(rows: &[Labelled], inputs: Inputs) -> Result<PreferenceMap, String> {
     fit_with(rows, inputs, None).map(|(map, _)| map)
 }
 
-/// Fits the map reading `inputs` (and, with `systems`, a term per system) to `rows`; gives
-/// the map and the log of its Laplace evidence.
-pub fn fit_with(
+/// The rows' panel members, checked alike in every row (as their covariates, and their
+/// systems where there are per-system terms), and each covariate's centre and scale (read
+/// only `WithCovariates`).
+#[allow(clippy::type_complexity)]
+fn shape(
     rows: &[Labelled],
     inputs: Inputs,
     systems: Option<SystemTerms>,
-) -> Result<(PreferenceMap, f64), String> {
+) -> Result<(usize, Vec<f64>, Vec<f64>), String> {
     if rows.is_empty() {
         return Err("no labelled comparisons to fit the preference on".into());
     }
@@ -333,6 +335,17 @@ pub fn fit_with(
             scale[k] = if sd > 0.0 { sd } else { 1.0 };
         }
     }
+    Ok((members, centre, scale))
+}
+
+/// Fits the map reading `inputs` (and, with `systems`, a term per system) to `rows`; gives
+/// the map and the log of its Laplace evidence.
+pub fn fit_with(
+    rows: &[Labelled],
+    inputs: Inputs,
+    systems: Option<SystemTerms>,
+) -> Result<(PreferenceMap, f64), String> {
+    let (members, centre, scale) = shape(rows, inputs, systems)?;
     let count = systems.map(|s| s.count);
     let xs: Vec<Vec<(usize, f64)>> = rows
         .iter()

@@ -518,12 +518,61 @@ pub fn fit_fusion(
     if opts.consider_members {
         inputs.extend((0..m).map(|i| vec![i]));
     }
+    let held = cross_fit(cells, m, &inputs, opts, run)?;
+    let stats: Vec<Stats> = cells
+        .iter()
+        .map(|c| Stats::of(m, c.iter().map(|(js, y)| (js.as_slice(), *y))))
+        .collect();
+    let sub_run = run.part(0.5, 1.0);
+    let fitted = fitted_sub_panels(&stats, &opts.stack, &|s| sub_run.report(s))?;
+    let fitted_of = |members: &[usize]| {
+        fitted
+            .iter()
+            .find(|(set, _)| set.as_slice() == members)
+            .map(|(_, f)| f)
+            .ok_or_else(|| format!("sub-panel {members:?} was not fitted"))
+    };
+    let full = fitted_of(&(0..m).collect::<Vec<_>>())?;
+    let singles = (0..m)
+        .map(|k| fitted_of(&[k]))
+        .collect::<Result<Vec<_>, _>>()?;
+    if run.cancelled() {
+        return Err("cancelled".into());
+    }
+    let panel = Fitted {
+        members,
+        inputs: &inputs,
+        held: &held,
+        fitted: &fitted,
+        full,
+        singles: &singles,
+    };
+    let fusions = cells
+        .iter()
+        .enumerate()
+        .map(|(r, c)| Fusion {
+            stats: Some(PanelStats::of(&stats[r], &opts.stack.priors)),
+            ..panel.fusion(r, c)
+        })
+        .collect();
+    run.report(1.0);
+    Ok(fusions)
+}
+
+/// held[i][r][k]: input i's cross-fitted fused score of rubric r's anchor k. The cross-fits'
+/// means matter, not their tails: a shorter chain serves.
+fn cross_fit(
+    cells: &[PanelRows],
+    m: usize,
+    inputs: &[Vec<usize>],
+    opts: &FusionOptions,
+    run: &Run,
+) -> Result<Vec<Vec<Vec<f64>>>, String> {
     let fold_of: Vec<Vec<usize>> = cells
         .iter()
         .enumerate()
         .map(|(r, c)| folds(c.len(), opts.folds, opts.seed ^ (r as u64 + 1)))
         .collect();
-    // The cross-fits' means matter, not their tails: a shorter chain serves.
     let light = StackOptions {
         sampler: FitOptions {
             warmup: opts.stack.sampler.warmup.min(300),
@@ -534,7 +583,6 @@ pub fn fit_fusion(
     };
     let cv_run = run.part(0.0, 0.5);
     let total = (inputs.len() * opts.folds) as f64;
-    // held[i][r][k]: input i's cross-fitted fused score of rubric r's anchor k.
     let mut held: Vec<Vec<Vec<f64>>> = inputs
         .iter()
         .map(|_| cells.iter().map(|c| vec![f64::NAN; c.len()]).collect())
@@ -572,87 +620,76 @@ pub fn fit_fusion(
             cv_run.report(((i * opts.folds + f + 1) as f64) / total);
         }
     }
-    let stats: Vec<Stats> = cells
-        .iter()
-        .map(|c| Stats::of(m, c.iter().map(|(js, y)| (js.as_slice(), *y))))
-        .collect();
-    let sub_run = run.part(0.5, 1.0);
-    let fitted = fitted_sub_panels(&stats, &opts.stack, &|s| sub_run.report(s))?;
-    let fitted_of = |members: &[usize]| {
-        fitted
+    Ok(held)
+}
+
+/// A panel's fits over all its rubrics, from which each rubric's fusion is read.
+struct Fitted<'a> {
+    members: &'a [String],
+    inputs: &'a [Vec<usize>],
+    held: &'a [Vec<Vec<f64>>],
+    fitted: &'a [(Vec<usize>, StackFit)],
+    full: &'a StackFit,
+    singles: &'a [&'a StackFit],
+}
+
+impl Fitted<'_> {
+    /// Rubric r's fusion (its anchors `c`), without its sufficient statistics.
+    fn fusion(&self, r: usize, c: &PanelRows) -> Fusion {
+        let m = self.members.len();
+        let considered: Vec<InputFigures> = self
+            .inputs
             .iter()
-            .find(|(set, _)| set.as_slice() == members)
-            .map(|(_, f)| f)
-            .ok_or_else(|| format!("sub-panel {members:?} was not fitted"))
-    };
-    let full = fitted_of(&(0..m).collect::<Vec<_>>())?;
-    let singles = (0..m)
-        .map(|k| fitted_of(&[k]))
-        .collect::<Result<Vec<_>, _>>()?;
-    if run.cancelled() {
-        return Err("cancelled".into());
-    }
-    let fusions = cells
-        .iter()
-        .enumerate()
-        .map(|(r, c)| {
-            let considered: Vec<InputFigures> = inputs
-                .iter()
-                .zip(&held)
-                .map(|(input, h)| {
-                    let n = c.len().max(1) as f64;
-                    let (abs, sq) = h[r].iter().zip(c).fold((0.0, 0.0), |(a, s), (p, (_, y))| {
-                        (a + (p - y).abs(), s + (p - y).powi(2))
-                    });
-                    InputFigures {
-                        members: input.clone(),
-                        mae: abs / n,
-                        mse: sq / n,
-                    }
-                })
-                .collect();
-            // The lowest held-out MAE; the full panel (first) wins ties.
-            let chosen = (0..inputs.len())
-                .min_by(|&a, &b| considered[a].mae.total_cmp(&considered[b].mae))
-                .unwrap_or(0);
-            let sub_panels = fitted
+            .zip(self.held)
+            .map(|(input, h)| {
+                let n = c.len().max(1) as f64;
+                let (abs, sq) = h[r].iter().zip(c).fold((0.0, 0.0), |(a, s), (p, (_, y))| {
+                    (a + (p - y).abs(), s + (p - y).powi(2))
+                });
+                InputFigures {
+                    members: input.clone(),
+                    mae: abs / n,
+                    mse: sq / n,
+                }
+            })
+            .collect();
+        // The lowest held-out MAE; the full panel (first) wins ties.
+        let chosen = (0..self.inputs.len())
+            .min_by(|&a, &b| considered[a].mae.total_cmp(&considered[b].mae))
+            .unwrap_or(0);
+        let residuals: Vec<Vec<f64>> = (0..m)
+            .map(|k| {
+                let single = &self.singles[k].rubrics[r];
+                c.iter()
+                    .map(|(js, y)| y - single.mean[0] - single.mean[1] * js[k])
+                    .collect()
+            })
+            .collect();
+        Fusion {
+            members: self.members.to_vec(),
+            input: self.inputs[chosen].clone(),
+            error_corr: (0..m * m)
+                .map(|i| crate::quality::pearson(&residuals[i / m], &residuals[i % m]))
+                .collect(),
+            sub_panels: self
+                .fitted
                 .iter()
                 .map(|(set, f)| SubPanel::of(set.clone(), &f.rubrics[r]))
-                .collect();
-            let weights = full.rubrics[r].members.clone();
-            let residuals: Vec<Vec<f64>> = (0..m)
-                .map(|k| {
-                    let single = &singles[k].rubrics[r];
-                    c.iter()
-                        .map(|(js, y)| y - single.mean[0] - single.mean[1] * js[k])
-                        .collect()
-                })
-                .collect();
-            let error_corr = (0..m * m)
-                .map(|i| crate::quality::pearson(&residuals[i / m], &residuals[i % m]))
-                .collect();
-            Fusion {
-                members: members.to_vec(),
-                input: inputs[chosen].clone(),
-                error_corr,
-                sub_panels,
-                weights,
-                considered,
-                anchors: held[chosen][r]
-                    .iter()
-                    .zip(c)
-                    .map(|(&s, (_, y))| (s, *y))
-                    .collect(),
-                member_versions: Vec::new(),
-                member_anchors: Vec::new(),
-                stats: Some(PanelStats::of(&stats[r], &opts.stack.priors)),
-                group_means: Default::default(),
-                cache: SubPanelCache::default(),
-            }
-        })
-        .collect();
-    run.report(1.0);
-    Ok(fusions)
+                .collect(),
+            weights: self.full.rubrics[r].members.clone(),
+            considered,
+            anchors: self.held[chosen][r]
+                .iter()
+                .zip(c)
+                .map(|(&s, (_, y))| (s, *y))
+                .collect(),
+            member_versions: Vec::new(),
+            member_anchors: Vec::new(),
+            stats: None,
+            group_means: Default::default(),
+            cache: SubPanelCache::default(),
+        }
+    }
 }
 
 #[cfg(test)]

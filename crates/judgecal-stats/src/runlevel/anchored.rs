@@ -352,7 +352,6 @@ impl<'a> Anchored<'a> {
         settings: &AnswerSettings,
     ) -> Result<RunComparison> {
         let anchored = self;
-        let basis = self.basis;
         let est_a = anchored
             .estimate(a, settings)
             .map_err(|e| named("run a", e))?;
@@ -375,72 +374,21 @@ impl<'a> Anchored<'a> {
             estimand: settings.estimand,
         };
         if est_a.path == AnswerPath::Plain && est_b.path == AnswerPath::Plain {
-            let (fa, fb) = (
-                anchored.corrected(&a.scores)?,
-                anchored.corrected(&b.scores)?,
-            );
-            let t = anchored.corrector_term(&[&a.scores, &b.scores], &[1.0, -1.0], settings)?;
-            let d = inference::difference(
-                &fa,
-                &fb,
-                pairs.as_deref(),
-                (a.clusters.as_deref(), b.clusters.as_deref()),
-                (
-                    anchored.noise_of(a, t.noise_var),
-                    anchored.noise_of(b, t.noise_var),
-                ),
-                t.variance,
-                settings.estimand,
-                level,
-            )?;
-            let shift = basis.groups.map_or(BiasShift::none(), |g| {
-                g.contrast(a.group.as_deref(), b.group.as_deref())
-            });
-            let mut variance = d.variance;
-            // Two runs read through one covariate layer share its coefficients' error.
-            variance.sampling +=
-                a.extra_sampling() + b.extra_sampling() - 2.0 * a.input_covariance(b);
-            let debiased = Difference::new(d.estimate - t.bias, variance, d.df, level, d.paired);
-            let difference = debiased.with_group(&shift, level);
-            let advice = settings.target.map(|target| {
-                inference::plan(difference.variance, anchored.residuals.len(), target, level)
-            });
-            return Ok(answer(
-                difference,
-                AnswerPath::Plain,
-                t.term,
-                advice,
-                GroupAnswer::of(&shift, basis.groups),
-            ));
+            let (difference, term, advice, group) =
+                self.plain_difference(a, b, pairs.as_deref(), settings)?;
+            return Ok(answer(difference, AnswerPath::Plain, term, advice, group));
         }
         // Paired runs labelled on the same items: the labelled path on the per-item differences.
-        if let Some(p) = pairs.as_ref().filter(|_| paired) {
-            let (ra, rb) = (a.references(), b.references());
-            let d_ref: Vec<Option<f64>> = p
-                .iter()
-                .map(|&(i, k)| ra[i].zip(rb[k]).map(|(x, y)| x - y))
-                .collect();
-            if d_ref.iter().flatten().count() >= MIN_LABELLED {
-                let (fa, fb) = (
-                    anchored.corrected(&a.scores)?,
-                    anchored.corrected(&b.scores)?,
-                );
-                let d: Vec<f64> = p.iter().map(|&(i, k)| fa[i] - fb[k]).collect();
-                let c: Option<Vec<u64>> = a
-                    .clusters
-                    .as_ref()
-                    .map(|c| p.iter().map(|&(i, _)| c[i]).collect());
-                let e = inference::labelled(&d, &d_ref, c.as_deref(), level, anchored.spacing)
-                    .map_err(CalibrateError::TooFew)?;
-                let difference = Difference::new(e.estimate, e.variance, e.df, level, true);
-                return Ok(answer(
-                    difference,
-                    AnswerPath::Labelled,
-                    Term::NotNeeded,
-                    settings.target.map(|t| labels_needed(&e, t, level)),
-                    GroupAnswer::none(),
-                ));
-            }
+        if let Some(p) = pairs.as_ref().filter(|_| paired)
+            && let Some((difference, advice)) = self.paired_labelled(a, b, p, settings)?
+        {
+            return Ok(answer(
+                difference,
+                AnswerPath::Labelled,
+                Term::NotNeeded,
+                advice,
+                GroupAnswer::none(),
+            ));
         }
         // Otherwise each run on its own path; their errors are independent, and a Welch t
         // combines a labelled run's degrees of freedom with the other's.
@@ -451,6 +399,79 @@ impl<'a> Anchored<'a> {
             (est_b.term, est_b.group.clone())
         };
         Ok(answer(difference, AnswerPath::Labelled, term, None, group))
+    }
+
+    /// Two plain runs' difference: the corrector's error, which both share, enters once.
+    fn plain_difference(
+        &self,
+        a: &RunItems,
+        b: &RunItems,
+        pairs: Option<&[(usize, usize)]>,
+        settings: &AnswerSettings,
+    ) -> Result<(Difference, Term, Option<Advice>, GroupAnswer)> {
+        let level = settings.level;
+        let (fa, fb) = (self.corrected(&a.scores)?, self.corrected(&b.scores)?);
+        let t = self.corrector_term(&[&a.scores, &b.scores], &[1.0, -1.0], settings)?;
+        let d = inference::difference(
+            &fa,
+            &fb,
+            pairs,
+            (a.clusters.as_deref(), b.clusters.as_deref()),
+            (self.noise_of(a, t.noise_var), self.noise_of(b, t.noise_var)),
+            t.variance,
+            settings.estimand,
+            level,
+        )?;
+        let shift = self.basis.groups.map_or(BiasShift::none(), |g| {
+            g.contrast(a.group.as_deref(), b.group.as_deref())
+        });
+        let mut variance = d.variance;
+        // Two runs read through one covariate layer share its coefficients' error.
+        variance.sampling += a.extra_sampling() + b.extra_sampling() - 2.0 * a.input_covariance(b);
+        let debiased = Difference::new(d.estimate - t.bias, variance, d.df, level, d.paired);
+        let difference = debiased.with_group(&shift, level);
+        let advice = settings.target.map(|target| {
+            inference::plan(difference.variance, self.residuals.len(), target, level)
+        });
+        Ok((
+            difference,
+            t.term,
+            advice,
+            GroupAnswer::of(&shift, self.basis.groups),
+        ))
+    }
+
+    /// Paired runs labelled on the same items (at least [`MIN_LABELLED`]): the labelled path
+    /// on the per-item differences, with the labels a target needs; `None` with fewer.
+    fn paired_labelled(
+        &self,
+        a: &RunItems,
+        b: &RunItems,
+        p: &[(usize, usize)],
+        settings: &AnswerSettings,
+    ) -> Result<Option<(Difference, Option<Advice>)>> {
+        let level = settings.level;
+        let (ra, rb) = (a.references(), b.references());
+        let d_ref: Vec<Option<f64>> = p
+            .iter()
+            .map(|&(i, k)| ra[i].zip(rb[k]).map(|(x, y)| x - y))
+            .collect();
+        if d_ref.iter().flatten().count() < MIN_LABELLED {
+            return Ok(None);
+        }
+        let (fa, fb) = (self.corrected(&a.scores)?, self.corrected(&b.scores)?);
+        let d: Vec<f64> = p.iter().map(|&(i, k)| fa[i] - fb[k]).collect();
+        let c: Option<Vec<u64>> = a
+            .clusters
+            .as_ref()
+            .map(|c| p.iter().map(|&(i, _)| c[i]).collect());
+        let e = inference::labelled(&d, &d_ref, c.as_deref(), level, self.spacing)
+            .map_err(CalibrateError::TooFew)?;
+        let difference = Difference::new(e.estimate, e.variance, e.df, level, true);
+        Ok(Some((
+            difference,
+            settings.target.map(|t| labels_needed(&e, t, level)),
+        )))
     }
 }
 

@@ -52,6 +52,80 @@ pub struct PairAnswer {
     pub shared: usize,
 }
 
+/// Run `i` as a member of the chain, its items in run `first`'s order; `None` where it is
+/// clustered, of another size, or does not pair with `first` item for item.
+fn member(
+    source: &dyn Source,
+    runs: &[RunItems],
+    estimates: &[RunEstimate],
+    first: usize,
+    i: usize,
+) -> Result<Option<Member>> {
+    let (r, n) = (&runs[i], runs[first].scores.len());
+    if r.clusters.is_some() || r.scores.len() != n {
+        return Ok(None);
+    }
+    let order: Vec<usize> = if i == first {
+        (0..n).collect()
+    } else {
+        match super::pairing(&runs[first], r) {
+            Some(p) if p.len() == n => p.iter().map(|&(_, k)| k).collect(),
+            _ => return Ok(None),
+        }
+    };
+    let e = &estimates[i].mean;
+    let (f, y) = (source.corrected(&r.scores)?, r.references());
+    Ok(Some(Member {
+        run: i,
+        count: e.labelled,
+        lambda: (e.labelled >= inference::MIN_TUNED)
+            .then_some(e.lambda)
+            .flatten(),
+        corrected: order.iter().map(|&k| f[k]).collect(),
+        reference: order.iter().map(|&k| y[k]).collect(),
+        residual: Vec::new(),
+        variance: e.variance.total(),
+        df: e.df,
+    }))
+}
+
+/// The members' residual covariance, each pair's on the smaller run's items (which the larger
+/// labelled too), and its Cholesky factor. The off-diagonal terms come from fewer items than
+/// some diagonal ones: they are shrunk until the matrix is positive definite (never past
+/// independence).
+fn residual_covariance(members: &[Member]) -> Result<(Vec<f64>, Vec<f64>)> {
+    let l = members.len();
+    let mut cov = vec![0.0; l * l];
+    for p in 0..l {
+        for q in p..l {
+            let pairs: Vec<(f64, f64)> = members[p]
+                .residual
+                .iter()
+                .zip(&members[q].residual)
+                .filter_map(|(a, b)| a.zip(*b))
+                .collect();
+            let c = covariance(&pairs);
+            cov[p * l + q] = c;
+            cov[q * l + p] = c;
+        }
+    }
+    (0..=10)
+        .find_map(|s| {
+            let keep = 1.0 - s as f64 / 10.0;
+            let mut m = cov.clone();
+            for p in 0..l {
+                for q in 0..l {
+                    if p != q {
+                        m[p * l + q] *= keep;
+                    }
+                }
+                m[p * l + p] = m[p * l + p].max(1e-12);
+            }
+            cholesky(&m, l).map(|f| (m, f))
+        })
+        .ok_or_else(|| CalibrateError::Numerical("the labelled runs' residual covariance".into()))
+}
+
 impl Chain {
     /// The chain of `runs`' labelled runs (`estimates`: their answers, labelled path where
     /// labelled); `None` where fewer than two are labelled or their labels are not nested.
@@ -72,34 +146,10 @@ impl Chain {
         let n = runs[first].scores.len();
         let mut members = Vec::with_capacity(labelled.len());
         for &i in &labelled {
-            let r = &runs[i];
-            if r.clusters.is_some() || r.scores.len() != n {
-                return Ok(None);
+            match member(sources[i], runs, estimates, first, i)? {
+                Some(m) => members.push(m),
+                None => return Ok(None),
             }
-            let order: Vec<usize> = if i == first {
-                (0..n).collect()
-            } else {
-                match super::pairing(&runs[first], r) {
-                    Some(p) if p.len() == n => p.iter().map(|&(_, k)| k).collect(),
-                    _ => return Ok(None),
-                }
-            };
-            let e = &estimates[i].mean;
-            let (f, y) = (sources[i].corrected(&r.scores)?, r.references());
-            let corrected: Vec<f64> = order.iter().map(|&k| f[k]).collect();
-            let reference: Vec<Option<f64>> = order.iter().map(|&k| y[k]).collect();
-            members.push(Member {
-                run: i,
-                count: e.labelled,
-                lambda: (e.labelled >= inference::MIN_TUNED)
-                    .then_some(e.lambda)
-                    .flatten(),
-                corrected,
-                reference,
-                residual: Vec::new(),
-                variance: e.variance.total(),
-                df: e.df,
-            });
         }
         // Residuals with the run's own λ where it tuned one, else the pooled λ: a run's
         // pairs are answered with it below [`inference::MIN_TUNED`] shared items.
@@ -123,42 +173,7 @@ impl Chain {
         if !nested {
             return Ok(None);
         }
-        let l = members.len();
-        let mut cov = vec![0.0; l * l];
-        for p in 0..l {
-            for q in p..l {
-                // On the smaller run's items, which the larger labelled too.
-                let pairs: Vec<(f64, f64)> = members[p]
-                    .residual
-                    .iter()
-                    .zip(&members[q].residual)
-                    .filter_map(|(a, b)| a.zip(*b))
-                    .collect();
-                let c = covariance(&pairs);
-                cov[p * l + q] = c;
-                cov[q * l + p] = c;
-            }
-        }
-        // The off-diagonal terms come from fewer items than some diagonal ones: shrink them
-        // until the matrix is positive definite (never past independence).
-        let factor = (0..=10)
-            .find_map(|s| {
-                let keep = 1.0 - s as f64 / 10.0;
-                let mut m = cov.clone();
-                for p in 0..l {
-                    for q in 0..l {
-                        if p != q {
-                            m[p * l + q] *= keep;
-                        }
-                    }
-                    m[p * l + p] = m[p * l + p].max(1e-12);
-                }
-                cholesky(&m, l).map(|f| (m, f))
-            })
-            .ok_or_else(|| {
-                CalibrateError::Numerical("the labelled runs' residual covariance".into())
-            })?;
-        let (cov, factor) = factor;
+        let (cov, factor) = residual_covariance(&members)?;
         let mut levels: Vec<usize> = members.iter().map(|m| m.count).collect();
         levels.dedup();
         let mut slot = vec![None; runs.len()];

@@ -233,42 +233,12 @@ pub(super) fn rank(a: RankArgs) -> Result<(), String> {
     use crate::rank;
     let started = std::time::Instant::now();
     if a.outlier {
-        use rank::outlier::{cells, outlier};
-        println!(
-            "| cell | replications | the new run's interval covers | wrong claims | mean width |\n|---|---:|---:|---:|---:|"
-        );
-        for w in cells() {
-            let c = outlier(w, a.reps)?;
-            println!(
-                "| {} | {} | {:.1}% | {:.1}% | {:.3} |",
-                w.label(),
-                c.reps,
-                100.0 * c.rate(c.covered),
-                100.0 * c.rate(c.wrong),
-                c.width / c.reps.max(1) as f64
-            );
-        }
+        rank_outlier(&a)?;
         eprintln!("{:.0} s", started.elapsed().as_secs_f64());
         return Ok(());
     }
     if a.reasking {
-        use rank::reasking::{ReWorld, reasking};
-        println!(
-            "| judge slope | bias sd | items a run | replications | /v1/rank at every look | through a session | session, stopping at the first resolved pair |\n|---:|---:|---:|---:|---:|---:|---:|"
-        );
-        for slope in [0.2, 0.8] {
-            for (tau, run) in [(0.0, 200), (0.0, 1000), (0.3, 1000)] {
-                let w = ReWorld { slope, tau, run };
-                let r = reasking(w, a.reps, a.threads)?;
-                println!(
-                    "| {slope} | {tau} | {run} | {} | {:.1}% | {:.1}% | {:.1}% |",
-                    r.reps,
-                    100.0 * r.rate(r.plain),
-                    100.0 * r.rate(r.session),
-                    100.0 * r.rate(r.stopping)
-                );
-            }
-        }
+        rank_reasking(&a)?;
         eprintln!("{:.0} s", started.elapsed().as_secs_f64());
         return Ok(());
     }
@@ -303,36 +273,87 @@ pub(super) fn rank(a: RankArgs) -> Result<(), String> {
         eprintln!("grid: {:.0} s", started.elapsed().as_secs_f64());
     }
     if a.label_reps > 0 {
-        println!(
-            "\n| cell | worlds | labels to resolve every gap > 0.1: planned shape, uniform | fewer |\n|---|---:|---:|---:|"
-        );
-        for w in rank::cells().into_iter().filter(|w| {
-            w.systems >= 12
-                && w.tau > 0.0
-                && !w.discrete
-                && a.slope.is_none_or(|s| s == w.slope)
-                && a.systems.is_none_or(|k| k == w.systems)
-        }) {
-            let worlds = a.first_world..a.first_world + a.label_reps;
-            let needed = rank::labels(&w, worlds.clone(), a.threads, design)?;
-            for (x, world) in needed.iter().zip(worlds) {
-                eprintln!("{} world {world}: {x:?}", w.label());
-            }
-            let (p, u, n) = rank::totals(&needed);
-            println!(
-                "| {} | {n} of {} | {:.0}, {:.0} | {:.0}% |",
-                w.label(),
-                needed.len(),
-                p as f64 / n.max(1) as f64,
-                u as f64 / n.max(1) as f64,
-                100.0 * (1.0 - p as f64 / u.max(1) as f64)
-            );
-            if let Some(line) = rank::floor_line(&needed) {
-                println!("\n{}: {line}\n", w.label());
-            }
-            println!("\n{}: {}\n", w.label(), rank::bound_line(&needed));
-        }
+        rank_labels(&a, design)?;
         eprintln!("{:.0} s", started.elapsed().as_secs_f64());
+    }
+    Ok(())
+}
+
+/// The outlier study: a run unlike every other.
+fn rank_outlier(a: &RankArgs) -> Result<(), String> {
+    use crate::rank;
+    use rank::outlier::{cells, outlier};
+    println!(
+        "| cell | replications | the new run's interval covers | wrong claims | mean width |\n|---|---:|---:|---:|---:|"
+    );
+    for w in cells() {
+        let c = outlier(w, a.reps)?;
+        println!(
+            "| {} | {} | {:.1}% | {:.1}% | {:.3} |",
+            w.label(),
+            c.reps,
+            100.0 * c.rate(c.covered),
+            100.0 * c.rate(c.wrong),
+            c.width / c.reps.max(1) as f64
+        );
+    }
+    Ok(())
+}
+
+/// The re-asking study: /v1/rank at every look against a session.
+fn rank_reasking(a: &RankArgs) -> Result<(), String> {
+    use crate::rank;
+    use rank::reasking::{ReWorld, reasking};
+    println!(
+        "| judge slope | bias sd | items a run | replications | /v1/rank at every look | through a session | session, stopping at the first resolved pair |\n|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    for slope in [0.2, 0.8] {
+        for (tau, run) in [(0.0, 200), (0.0, 1000), (0.3, 1000)] {
+            let w = ReWorld { slope, tau, run };
+            let r = reasking(w, a.reps, a.threads)?;
+            println!(
+                "| {slope} | {tau} | {run} | {} | {:.1}% | {:.1}% | {:.1}% |",
+                r.reps,
+                100.0 * r.rate(r.plain),
+                100.0 * r.rate(r.session),
+                100.0 * r.rate(r.stopping)
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The labels study: labels each design needs to resolve every gap over 0.1.
+fn rank_labels(a: &RankArgs, design: crate::rank::LabelDesign) -> Result<(), String> {
+    use crate::rank;
+    println!(
+        "\n| cell | worlds | labels to resolve every gap > 0.1: planned shape, uniform | fewer |\n|---|---:|---:|---:|"
+    );
+    for w in rank::cells().into_iter().filter(|w| {
+        w.systems >= 12
+            && w.tau > 0.0
+            && !w.discrete
+            && a.slope.is_none_or(|s| s == w.slope)
+            && a.systems.is_none_or(|k| k == w.systems)
+    }) {
+        let worlds = a.first_world..a.first_world + a.label_reps;
+        let needed = rank::labels(&w, worlds.clone(), a.threads, design)?;
+        for (x, world) in needed.iter().zip(worlds) {
+            eprintln!("{} world {world}: {x:?}", w.label());
+        }
+        let (p, u, n) = rank::totals(&needed);
+        println!(
+            "| {} | {n} of {} | {:.0}, {:.0} | {:.0}% |",
+            w.label(),
+            needed.len(),
+            p as f64 / n.max(1) as f64,
+            u as f64 / n.max(1) as f64,
+            100.0 * (1.0 - p as f64 / u.max(1) as f64)
+        );
+        if let Some(line) = rank::floor_line(&needed) {
+            println!("\n{}: {line}\n", w.label());
+        }
+        println!("\n{}: {}\n", w.label(), rank::bound_line(&needed));
     }
     Ok(())
 }

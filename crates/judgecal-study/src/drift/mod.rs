@@ -250,21 +250,9 @@ pub fn run(opts: &DriftOptions, progress: &dyn Fn(&str)) -> Result<Vec<DriftRow>
     let run = Run::new(&never, &|_| {});
     let mut rows: Vec<DriftRow> = Vec::new();
     for (k, source) in sources.iter().enumerate() {
-        let sd = sample_variance(&source.pairs.iter().map(|p| p.1).collect::<Vec<_>>()).sqrt();
         for order in ["shuffled", "batched"] {
             let mut rng = Rng::seed_from_u64(opts.seed ^ (k as u64) << 8);
-            let mut idx: Vec<usize> = (0..source.pairs.len()).collect();
-            idx.shuffle(&mut rng);
-            if order == "batched" {
-                // Whole units in a random order: a unit's anchors arrive together.
-                let mut units: Vec<u64> = source.unit.clone();
-                units.sort_unstable();
-                units.dedup();
-                units.shuffle(&mut rng);
-                let rank: std::collections::HashMap<u64, usize> =
-                    units.iter().enumerate().map(|(r, &u)| (u, r)).collect();
-                idx.sort_by_key(|&i| rank[&source.unit[i]]);
-            }
+            let idx = arrival(source, order, &mut rng);
             let half = idx.len() / 2;
             let train: Vec<(f64, f64)> = idx[..half].iter().map(|&i| source.pairs[i]).collect();
             let stream: Vec<(f64, f64)> = idx[half..].iter().map(|&i| source.pairs[i]).collect();
@@ -274,102 +262,178 @@ pub fn run(opts: &DriftOptions, progress: &dyn Fn(&str)) -> Result<Vec<DriftRow>
             }];
             for &m in &opts.methods {
                 progress(&format!("{} cell {k} {order}: {m}", source.name));
-                let split = Split {
-                    scheme: m.default_scheme(),
-                    seed: opts.seed,
-                };
-                let (models, held_out) = opts.candidates.get(m).train(&cells, split, &run)?;
-                let model = &models[0];
-                let Some(intervals) = Intervals::of(&cells[0].pairs, &held_out[0], opts.seed)
-                else {
+                let Some(watched) = Watched::fit(opts, m, &cells, &run)? else {
                     continue;
                 };
-                // The training half came in batches as the stream does.
-                let units: Vec<Option<usize>> = (0..cells[0].pairs.len())
-                    .map(|i| Some(i / opts.batch.max(1)))
-                    .collect();
-                let places: Vec<Option<i64>> = units.iter().map(|u| u.map(|b| b as i64)).collect();
-                let intervals = intervals.with_units(
-                    &cells[0].pairs,
-                    &held_out[0],
-                    (&units, &places),
-                    opts.seed,
-                );
-                let bound = intervals.miss_bound(BOUND_DELTA);
-                let after = alarm_misses(model, &intervals, &stream, &mut rng)?;
-                // Before: the method's own interval where it has one, else the band.
-                let own = model.correct(&[stream[0].0])?[0].predictive.is_some();
-                let before = misses(model, (!own).then_some(&intervals), &stream)?;
-                let batches: Vec<CheckedBatch> = after
-                    .chunks(opts.batch)
-                    .map(|b| CheckedBatch::unrated(b.to_vec()))
-                    .collect();
-                let history = Dependence {
-                    max_rho: None,
-                    history: intervals.units.as_ref(),
-                };
-                let now = drift(&batches, bound, DELTA, history);
-                let then = drift(
-                    &before
-                        .iter()
-                        .map(|&b| CheckedBatch::unrated(vec![b]))
-                        .collect::<Vec<_>>(),
-                    0.05,
-                    DELTA,
-                    Dependence::default(),
-                );
-                let row = match rows
-                    .iter_mut()
-                    .find(|r| r.source == source.name && r.order == order && r.method == Some(m))
-                {
-                    Some(r) => r,
-                    None => {
-                        rows.push(DriftRow {
-                            source: source.name.clone(),
-                            order,
-                            method: Some(m),
-                            ..DriftRow::default()
-                        });
-                        rows.last_mut().expect("just pushed")
-                    }
-                };
-                row.cells += 1;
-                row.before += usize::from(then.alarm);
-                row.after += usize::from(now.alarm);
-                row.e_values.push(now.e_value);
-                row.bounds.push(bound);
+                let row = row_of(&mut rows, source, order, m);
+                watched.stream(opts, &stream, row, &mut rng)?;
                 if order == "shuffled" {
-                    let watched: Vec<usize> = (0..opts.watch)
-                        .map(|_| half + rng.random_range(0..idx.len() - half))
-                        .collect();
-                    let shifted: Vec<(f64, f64)> = watched
-                        .iter()
-                        .map(|&i| {
-                            let (j, y) = source.pairs[idx[i]];
-                            (j + 0.5 * sd, y)
-                        })
-                        .collect();
-                    let switched: Vec<(f64, f64)> = watched
-                        .iter()
-                        .map(|&i| (source.other[idx[i]], source.pairs[idx[i]].1))
-                        .collect();
-                    row.shift.push(delay(
-                        &alarm_misses(model, &intervals, &shifted, &mut rng)?,
-                        opts.batch,
-                        bound,
-                        intervals.units.as_ref(),
-                    ));
-                    row.switch.push(delay(
-                        &alarm_misses(model, &intervals, &switched, &mut rng)?,
-                        opts.batch,
-                        bound,
-                        intervals.units.as_ref(),
-                    ));
+                    watched.delays(opts, source, &idx, row, &mut rng)?;
                 }
             }
         }
     }
     Ok(rows)
+}
+
+/// The order the source's anchors arrive in: shuffled, or whole units in a random order (a
+/// unit's anchors arrive together).
+fn arrival(source: &Source, order: &str, rng: &mut Rng) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..source.pairs.len()).collect();
+    idx.shuffle(rng);
+    if order == "batched" {
+        let mut units: Vec<u64> = source.unit.clone();
+        units.sort_unstable();
+        units.dedup();
+        units.shuffle(rng);
+        let rank: std::collections::HashMap<u64, usize> =
+            units.iter().enumerate().map(|(r, &u)| (u, r)).collect();
+        idx.sort_by_key(|&i| rank[&source.unit[i]]);
+    }
+    idx
+}
+
+/// The row of `source`, `order` and `m`, added where it is new.
+fn row_of<'a>(
+    rows: &'a mut Vec<DriftRow>,
+    source: &Source,
+    order: &'static str,
+    m: Method,
+) -> &'a mut DriftRow {
+    match rows
+        .iter()
+        .position(|r| r.source == source.name && r.order == order && r.method == Some(m))
+    {
+        Some(at) => &mut rows[at],
+        None => {
+            rows.push(DriftRow {
+                source: source.name.clone(),
+                order,
+                method: Some(m),
+                ..DriftRow::default()
+            });
+            rows.last_mut().expect("just pushed")
+        }
+    }
+}
+
+/// A method fitted on a cell's training half, with its band and the alarm's bound.
+struct Watched {
+    model: judgecal_stats::Model,
+    intervals: Intervals,
+    bound: f64,
+}
+
+impl Watched {
+    /// `None` where the method gives no band.
+    fn fit(
+        opts: &DriftOptions,
+        m: Method,
+        cells: &[Cell; 1],
+        run: &Run,
+    ) -> Result<Option<Self>, String> {
+        let split = Split {
+            scheme: m.default_scheme(),
+            seed: opts.seed,
+        };
+        let (mut models, held_out) = opts.candidates.get(m).train(cells, split, run)?;
+        let Some(intervals) = Intervals::of(&cells[0].pairs, &held_out[0], opts.seed) else {
+            return Ok(None);
+        };
+        // The training half came in batches as the stream does.
+        let units: Vec<Option<usize>> = (0..cells[0].pairs.len())
+            .map(|i| Some(i / opts.batch.max(1)))
+            .collect();
+        let places: Vec<Option<i64>> = units.iter().map(|u| u.map(|b| b as i64)).collect();
+        let intervals =
+            intervals.with_units(&cells[0].pairs, &held_out[0], (&units, &places), opts.seed);
+        Ok(Some(Self {
+            model: models.swap_remove(0),
+            bound: intervals.miss_bound(BOUND_DELTA),
+            intervals,
+        }))
+    }
+
+    /// The healthy stream's alarms, before (the method's own interval where it has one, else
+    /// the band, at 0.05) and after (the band at its bound, batches as units).
+    fn stream(
+        &self,
+        opts: &DriftOptions,
+        stream: &[(f64, f64)],
+        row: &mut DriftRow,
+        rng: &mut Rng,
+    ) -> Result<(), String> {
+        let (model, intervals) = (&self.model, &self.intervals);
+        let after = alarm_misses(model, intervals, stream, rng)?;
+        let own = model.correct(&[stream[0].0])?[0].predictive.is_some();
+        let before = misses(model, (!own).then_some(intervals), stream)?;
+        let batches: Vec<CheckedBatch> = after
+            .chunks(opts.batch)
+            .map(|b| CheckedBatch::unrated(b.to_vec()))
+            .collect();
+        let history = Dependence {
+            max_rho: None,
+            history: intervals.units.as_ref(),
+        };
+        let now = drift(&batches, self.bound, DELTA, history);
+        let then = drift(
+            &before
+                .iter()
+                .map(|&b| CheckedBatch::unrated(vec![b]))
+                .collect::<Vec<_>>(),
+            0.05,
+            DELTA,
+            Dependence::default(),
+        );
+        row.cells += 1;
+        row.before += usize::from(then.alarm);
+        row.after += usize::from(now.alarm);
+        row.e_values.push(now.e_value);
+        row.bounds.push(self.bound);
+        Ok(())
+    }
+
+    /// The delays to an alarm once the judge's scores shift by half the references' sd, and
+    /// once another judge takes over, on anchors drawn from the stream.
+    fn delays(
+        &self,
+        opts: &DriftOptions,
+        source: &Source,
+        idx: &[usize],
+        row: &mut DriftRow,
+        rng: &mut Rng,
+    ) -> Result<(), String> {
+        let sd = sample_variance(&source.pairs.iter().map(|p| p.1).collect::<Vec<_>>()).sqrt();
+        let half = idx.len() / 2;
+        let watched: Vec<usize> = (0..opts.watch)
+            .map(|_| half + rng.random_range(0..idx.len() - half))
+            .collect();
+        let shifted: Vec<(f64, f64)> = watched
+            .iter()
+            .map(|&i| {
+                let (j, y) = source.pairs[idx[i]];
+                (j + 0.5 * sd, y)
+            })
+            .collect();
+        let switched: Vec<(f64, f64)> = watched
+            .iter()
+            .map(|&i| (source.other[idx[i]], source.pairs[idx[i]].1))
+            .collect();
+        let (model, intervals) = (&self.model, &self.intervals);
+        row.shift.push(delay(
+            &alarm_misses(model, intervals, &shifted, rng)?,
+            opts.batch,
+            self.bound,
+            intervals.units.as_ref(),
+        ));
+        row.switch.push(delay(
+            &alarm_misses(model, intervals, &switched, rng)?,
+            opts.batch,
+            self.bound,
+            intervals.units.as_ref(),
+        ));
+        Ok(())
+    }
 }
 
 /// The median of the delays, counting those that never came as later than any that did;

@@ -75,23 +75,7 @@ fn replicate(
 ) -> Result<(), String> {
     let mut rng = Rng::seed_from_u64(seed);
     let draw = Draw::new(world, &mut rng);
-    let names: Vec<String> = ["m1", "m2", "m3"].map(String::from).to_vec();
-    let mut cells: Vec<PanelRows> = Vec::new();
-    let mut groups: Vec<Option<String>> = Vec::new();
-    let (known_systems, per_system) = world.anchors();
-    for r in 0..2 {
-        let mut rows = PanelRows::new();
-        for s in 0..known_systems {
-            for _ in 0..per_system {
-                let (js, y) = draw.item(s, &mut rng);
-                rows.push((js.to_vec(), y));
-                if r == 0 {
-                    groups.push(Some(format!("s{s}")));
-                }
-            }
-        }
-        cells.push(rows);
-    }
+    let (cells, groups) = anchors(world, &draw, &mut rng);
     let never = std::sync::atomic::AtomicBool::new(false);
     let run = Run::new(&never, &|_| {});
     let mut opts = FusionOptions::new(3, seed, false);
@@ -101,11 +85,11 @@ fn replicate(
         seed,
         ..FitOptions::default()
     };
+    let names: Vec<String> = ["m1", "m2", "m3"].map(String::from).to_vec();
     let mut fusions = fit_fusion(&cells, &names, &opts, &run)?;
-    let named: Vec<Option<&str>> = groups.iter().map(Option::as_deref).collect();
-    fusions[0].set_group_means(&cells[0], &named);
+    let group_names: Vec<Option<&str>> = groups.iter().map(Option::as_deref).collect();
+    fusions[0].set_group_means(&cells[0], &group_names);
     let fusion = &fusions[0];
-    let group_names: Vec<Option<&str>> = groups.iter().map(|g| g.as_deref()).collect();
     let derived = Cell {
         pairs: fusion.anchors.clone(),
         scale: (1.0, 5.0),
@@ -122,46 +106,25 @@ fn replicate(
         train_with_groups(Method::Bayes, &member_cell, &group_names, seed, &run)?;
     row.tau_member
         .push(member_bias.as_ref().map_or(0.0, |b| b.tau));
-
-    let present = |js: &[f64; 3], rng: &mut Rng| -> Vec<Option<f64>> {
-        js.iter()
-            .map(|&j| (!rng.random_bool(world.missing(j))).then_some(j))
-            .collect()
-    };
-    // Fresh items' bands.
-    for _ in 0..FRESH {
-        let s = rng.random_range(0..SYSTEMS);
-        let (js, y) = draw.item(s, &mut rng);
-        let scores = present(&js, &mut rng);
-        let served = |x: f64| -> Result<Option<(f64, f64)>, String> {
-            let mut c = model.correct(&[x])?;
-            if let Some(iv) = &intervals {
-                iv.apply(&[x], &mut c);
-            }
-            Ok(c[0].predictive)
-        };
-        let (band, partial) = match fusion.fuse(&scores) {
-            Ok(FusedScore::Whole(x)) => (served(x)?, false),
-            Ok(FusedScore::Partial { fused, .. }) => (
-                Some(fusion.floored(fused.predictive, served(fused.score)?)),
-                true,
-            ),
-            Err(_) => continue,
-        };
-        if let Some((lo, hi)) = band {
-            let inside = usize::from(lo <= y && y <= hi);
-            row.band.1 += 1;
-            row.band.0 += inside;
-            if partial {
-                row.partial_band.1 += 1;
-                row.partial_band.0 += inside;
-            }
+    let served = |x: f64| -> Result<Option<(f64, f64)>, String> {
+        let mut c = model.correct(&[x])?;
+        if let Some(iv) = &intervals {
+            iv.apply(&[x], &mut c);
         }
-    }
-    let settings = AnswerSettings {
-        seed,
-        ..AnswerSettings::default()
+        Ok(c[0].predictive)
     };
+    let replication = Replication {
+        world,
+        draw: &draw,
+        fusion,
+        best,
+        known_systems: world.anchors().0,
+        settings: AnswerSettings {
+            seed,
+            ..AnswerSettings::default()
+        },
+    };
+    replication.fresh_bands(&served, row, &mut rng)?;
     let basis = Basis {
         model: &model,
         anchors: &derived,
@@ -172,23 +135,100 @@ fn replicate(
         anchors: &member_cell,
         groups: member_bias.as_ref(),
     };
-    // A run of system `s`, fused as the service fuses it, the same items scored by the best
-    // member alone, the run's true mean reference, and its members' scores as sent.
-    let run_of = |s: usize, rng: &mut Rng| -> Result<(RunItems, RunItems, f64, Scored), String> {
+    replication.runs(basis, member_basis, row, rules, &mut rng)?;
+    row.reps += 1;
+    Ok(())
+}
+
+/// Two rubrics' anchors of the known systems, and each anchor's system (the first rubric's).
+fn anchors(world: PanelWorld, draw: &Draw, rng: &mut Rng) -> (Vec<PanelRows>, Vec<Option<String>>) {
+    let mut cells: Vec<PanelRows> = Vec::new();
+    let mut groups: Vec<Option<String>> = Vec::new();
+    let (known_systems, per_system) = world.anchors();
+    for r in 0..2 {
+        let mut rows = PanelRows::new();
+        for s in 0..known_systems {
+            for _ in 0..per_system {
+                let (js, y) = draw.item(s, rng);
+                rows.push((js.to_vec(), y));
+                if r == 0 {
+                    groups.push(Some(format!("s{s}")));
+                }
+            }
+        }
+        cells.push(rows);
+    }
+    (cells, groups)
+}
+
+/// A replication's fitted panel and the draws it answers.
+struct Replication<'a> {
+    world: PanelWorld,
+    draw: &'a Draw,
+    fusion: &'a Fusion,
+    /// The best member alone.
+    best: usize,
+    known_systems: usize,
+    settings: AnswerSettings,
+}
+
+impl Replication<'_> {
+    /// The members' scores of one item as sent: each missing as the world makes it.
+    fn present(&self, js: &[f64; 3], rng: &mut Rng) -> Vec<Option<f64>> {
+        js.iter()
+            .map(|&j| (!rng.random_bool(self.world.missing(j))).then_some(j))
+            .collect()
+    }
+
+    /// Fresh items' bands, whole and partial, against their references.
+    fn fresh_bands(
+        &self,
+        served: &dyn Fn(f64) -> Result<Option<(f64, f64)>, String>,
+        row: &mut GridRow,
+        rng: &mut Rng,
+    ) -> Result<(), String> {
+        for _ in 0..FRESH {
+            let s = rng.random_range(0..SYSTEMS);
+            let (js, y) = self.draw.item(s, rng);
+            let scores = self.present(&js, rng);
+            let (band, partial) = match self.fusion.fuse(&scores) {
+                Ok(FusedScore::Whole(x)) => (served(x)?, false),
+                Ok(FusedScore::Partial { fused, .. }) => (
+                    Some(self.fusion.floored(fused.predictive, served(fused.score)?)),
+                    true,
+                ),
+                Err(_) => continue,
+            };
+            if let Some((lo, hi)) = band {
+                let inside = usize::from(lo <= y && y <= hi);
+                row.band.1 += 1;
+                row.band.0 += inside;
+                if partial {
+                    row.partial_band.1 += 1;
+                    row.partial_band.0 += inside;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A run of system `s`, fused as the service fuses it, the same items scored by the best
+    /// member alone, the run's true mean reference, and its members' scores as sent.
+    fn run_of(&self, s: usize, rng: &mut Rng) -> (RunItems, RunItems, f64, Scored) {
         let (mut scores, mut member, mut ys) = (Vec::new(), Vec::new(), Vec::new());
         let mut sent = Vec::new();
         let mut extra_noise = 0.0;
         for _ in 0..RUN {
-            let (js, y) = draw.item(s, rng);
-            let given = present(&js, rng);
+            let (js, y) = self.draw.item(s, rng);
+            let given = self.present(&js, rng);
             // An item no member scored is not sent (the service refuses it by row).
-            let Ok(item) = fusion.fuse(&given) else {
+            let Ok(item) = self.fusion.fuse(&given) else {
                 continue;
             };
-            let (x, extra) = fusion.run_score(&item, Some(&format!("s{s}")));
+            let (x, extra) = self.fusion.run_score(&item, Some(&format!("s{s}")));
             extra_noise += extra;
             scores.push(x);
-            member.push(js[best]);
+            member.push(js[self.best]);
             ys.push(y);
             sent.push(given);
         }
@@ -199,65 +239,80 @@ fn replicate(
             extra_noise,
             ..RunItems::default()
         };
-        Ok((
+        (
             items(scores, extra_noise),
             items(member, 0.0),
             mean(&ys),
             sent,
-        ))
-    };
-    // Whether the service refuses a request of these runs (each tested at its share of the
-    // level, as `Service::prepare_runs` does).
-    let refuses = |runs: &[&Scored]| {
+        )
+    }
+
+    /// Whether the service refuses a request of these runs (each tested at its share of the
+    /// level, as `Service::prepare_runs` does).
+    fn refuses(&self, runs: &[&Scored]) -> bool {
         let level = missing::LEVEL / runs.len() as f64;
-        runs.iter()
-            .any(|sent| score_dependent(sent, &fusion.input, level, fusion.scorer()).is_some())
-    };
-    let known = rng.random_range(0..known_systems);
-    let (run, _, truth, sent) = run_of(known, &mut rng)?;
-    let e = runlevel::estimate(basis, &run, &settings)?;
-    if refuses(&[&sent]) {
-        row.refused[0] += 1;
-    } else {
-        row.known.1 += 1;
-        row.known.0 += usize::from(e.mean.interval.0 <= truth && truth <= e.mean.interval.1);
+        runs.iter().any(|sent| {
+            score_dependent(sent, &self.fusion.input, level, self.fusion.scorer()).is_some()
+        })
     }
-    let new = known_systems + rng.random_range(0..SYSTEMS - known_systems);
-    let (run_new, member_new, truth_new, sent_new) = run_of(new, &mut rng)?;
-    let e = runlevel::estimate(basis, &run_new, &settings)?;
-    if refuses(&[&sent_new]) {
-        row.refused[1] += 1;
-    } else {
-        row.new.1 += 1;
-        row.new.0 += usize::from(e.mean.interval.0 <= truth_new && truth_new <= e.mean.interval.1);
+
+    /// A known system's run, a new system's (the panel's, the best member's and the
+    /// calibrated rule's), and a compare of two known systems.
+    fn runs(
+        &self,
+        basis: Basis,
+        member_basis: Basis,
+        row: &mut GridRow,
+        rules: &mut Rules,
+        rng: &mut Rng,
+    ) -> Result<(), String> {
+        let (known_systems, settings) = (self.known_systems, &self.settings);
+        let known = rng.random_range(0..known_systems);
+        let (run, _, truth, sent) = self.run_of(known, rng);
+        let e = runlevel::estimate(basis, &run, settings)?;
+        if self.refuses(&[&sent]) {
+            row.refused[0] += 1;
+        } else {
+            row.known.1 += 1;
+            row.known.0 += usize::from(e.mean.interval.0 <= truth && truth <= e.mean.interval.1);
+        }
+        let new = known_systems + rng.random_range(0..SYSTEMS - known_systems);
+        let (run_new, member_new, truth_new, sent_new) = self.run_of(new, rng);
+        let e = runlevel::estimate(basis, &run_new, settings)?;
+        if self.refuses(&[&sent_new]) {
+            row.refused[1] += 1;
+        } else {
+            row.new.1 += 1;
+            row.new.0 +=
+                usize::from(e.mean.interval.0 <= truth_new && truth_new <= e.mean.interval.1);
+        }
+        row.width_panel.push(e.mean.interval.1 - e.mean.interval.0);
+        if let Some(b) = basis.groups.filter(|b| b.groups.len() >= MIN_GROUPS) {
+            // The same answer with the served group term swapped for the calibrated rule.
+            let extra = e.mean.variance.sampling + e.mean.variance.corrector;
+            let g = b.groups.len();
+            let rule = rules.get(g, b.mean_square_error, extra, 0.95);
+            let h = rule.half_width(g, b.mean_square_error, extra, b.spread);
+            let centre = e.mean.estimate - b.shift(None).shift() + b.mean;
+            row.new_rule.1 += 1;
+            row.new_rule.0 += usize::from((truth_new - centre).abs() <= h);
+            row.width_rule.push(2.0 * h);
+        }
+        let m = runlevel::estimate(member_basis, &member_new, settings)?;
+        row.width_member.push(m.mean.interval.1 - m.mean.interval.0);
+        let other = (known + 1 + rng.random_range(0..known_systems - 1)) % known_systems;
+        let (run_b, _, truth_b, sent_b) = self.run_of(other, rng);
+        let c = runlevel::compare(basis, &run, &run_b, settings)?;
+        let diff = truth - truth_b;
+        if self.refuses(&[&sent, &sent_b]) {
+            row.refused[2] += 1;
+        } else {
+            row.compare.1 += 1;
+            row.compare.0 +=
+                usize::from(c.difference.interval.0 <= diff && diff <= c.difference.interval.1);
+        }
+        Ok(())
     }
-    row.width_panel.push(e.mean.interval.1 - e.mean.interval.0);
-    if let Some(b) = bias.as_ref().filter(|b| b.groups.len() >= MIN_GROUPS) {
-        // The same answer with the served group term swapped for the calibrated rule.
-        let extra = e.mean.variance.sampling + e.mean.variance.corrector;
-        let g = b.groups.len();
-        let rule = rules.get(g, b.mean_square_error, extra, 0.95);
-        let h = rule.half_width(g, b.mean_square_error, extra, b.spread);
-        let centre = e.mean.estimate - b.shift(None).shift() + b.mean;
-        row.new_rule.1 += 1;
-        row.new_rule.0 += usize::from((truth_new - centre).abs() <= h);
-        row.width_rule.push(2.0 * h);
-    }
-    let m = runlevel::estimate(member_basis, &member_new, &settings)?;
-    row.width_member.push(m.mean.interval.1 - m.mean.interval.0);
-    let other = (known + 1 + rng.random_range(0..known_systems - 1)) % known_systems;
-    let (run_b, _, truth_b, sent_b) = run_of(other, &mut rng)?;
-    let c = runlevel::compare(basis, &run, &run_b, &settings)?;
-    let diff = truth - truth_b;
-    if refuses(&[&sent, &sent_b]) {
-        row.refused[2] += 1;
-    } else {
-        row.compare.1 += 1;
-        row.compare.0 +=
-            usize::from(c.difference.interval.0 <= diff && diff <= c.difference.interval.1);
-    }
-    row.reps += 1;
-    Ok(())
 }
 
 /// `reps` replications of every world named in `only` (all where it is empty; seeds `seed`,

@@ -87,26 +87,7 @@ pub fn hanna(
         let mut systems: Vec<&str> = held.iter().map(|r| r.system.as_str()).collect();
         systems.sort_unstable();
         systems.dedup();
-        // The stories every system has a score for, so that the runs pair by story.
-        let mut stories: Vec<u64> = held.iter().map(|r| r.story).collect();
-        stories.sort_unstable();
-        stories.dedup();
-        stories.retain(|&s| {
-            systems
-                .iter()
-                .all(|&g| held.iter().any(|r| r.system == g && r.story == s))
-        });
-        let runs: Vec<(String, Vec<f64>, Vec<f64>)> = systems
-            .iter()
-            .map(|&g| {
-                let (j, y) = stories
-                    .iter()
-                    .filter_map(|&s| held.iter().find(|r| r.system == g && r.story == s))
-                    .map(|r| (r.score, r.human))
-                    .unzip();
-                (g.to_owned(), j, y)
-            })
-            .collect();
+        let (stories, runs) = paired_runs(&held, &systems);
         let basis = Basis {
             model: &model,
             anchors: &cell,
@@ -142,21 +123,10 @@ pub fn hanna(
             .collect::<Result<_, _>>()?;
         let estimates =
             |r: &Ranking| -> Vec<f64> { r.runs.iter().map(|x| x.estimate.mean.estimate).collect() };
-        let claims = |r: &Ranking| {
-            r.pairs
-                .iter()
-                .fold((0, 0), |(n, wrong), p| match p.higher() {
-                    Some(h) => {
-                        let other = if h == p.a { p.b } else { p.a };
-                        (n + 1, wrong + usize::from(human[h] < human[other]))
-                    }
-                    None => (n, wrong),
-                })
-        };
-        let (rp, wp) = claims(&plain);
+        let (rp, wp) = claims(&plain, &human);
         let (rl, wl) = samples
             .iter()
-            .map(claims)
+            .map(|r| claims(r, &human))
             .fold((0, 0), |(r, w), (a, b)| (r + a, w + b));
         let m = samples.len() as f64;
         out.push(HannaRow {
@@ -185,6 +155,48 @@ pub fn hanna(
         });
     }
     Ok(out)
+}
+
+/// The stories every system has a score for, so that the runs pair by story, and each
+/// system's run of them: (system, judge scores, human scores).
+#[allow(clippy::type_complexity)]
+fn paired_runs(
+    held: &[&crate::systems::Record],
+    systems: &[&str],
+) -> (Vec<u64>, Vec<(String, Vec<f64>, Vec<f64>)>) {
+    let mut stories: Vec<u64> = held.iter().map(|r| r.story).collect();
+    stories.sort_unstable();
+    stories.dedup();
+    stories.retain(|&s| {
+        systems
+            .iter()
+            .all(|&g| held.iter().any(|r| r.system == g && r.story == s))
+    });
+    let runs = systems
+        .iter()
+        .map(|&g| {
+            let (j, y) = stories
+                .iter()
+                .filter_map(|&s| held.iter().find(|r| r.system == g && r.story == s))
+                .map(|r| (r.score, r.human))
+                .unzip();
+            (g.to_owned(), j, y)
+        })
+        .collect();
+    (stories, runs)
+}
+
+/// A ranking's claims (pairs it orders) and how many of them the human means contradict.
+fn claims(r: &Ranking, human: &[f64]) -> (usize, usize) {
+    r.pairs
+        .iter()
+        .fold((0, 0), |(n, wrong), p| match p.higher() {
+            Some(h) => {
+                let other = if h == p.a { p.b } else { p.a };
+                (n + 1, wrong + usize::from(human[h] < human[other]))
+            }
+            None => (n, wrong),
+        })
 }
 
 fn judge_ranks(r: &Ranking, truth: &[f64]) -> bool {

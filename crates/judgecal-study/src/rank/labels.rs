@@ -51,185 +51,269 @@ pub fn needed(
     seed: u64,
     design: LabelDesign,
 ) -> Result<Needed, String> {
-    let truth: Vec<f64> = runs.iter().map(|r| mean(&r.2)).collect();
     let n = runs[0].1.len();
     // One random order of the prompts: every design labels a prefix of it.
     let mut order: Vec<usize> = (0..n).collect();
     order.shuffle(&mut Rng::seed_from_u64(seed ^ 0xD1CE));
-    let prefixes = |counts: &[usize]| -> Vec<Vec<usize>> {
-        counts.iter().map(|&c| order[..c.min(n)].to_vec()).collect()
+    let mut t = Trial {
+        basis,
+        runs,
+        settings,
+        seed,
+        truth: runs.iter().map(|r| mean(&r.2)).collect(),
+        order,
+        n,
+        before_plan: Vec::new(),
+        before_uniform: Vec::new(),
     };
-    // The planned design looks `design.looks` times: judge scores only (planning a first
-    // sample), with that sample (planning a step), after each step (the last such look plans
-    // the rest, within `budget`), and with all the labels; one count for every run looks
-    // twice. Each holds its family-wise error over its own looks.
-    let look = |counts: &[usize], round: usize, rounds: usize, budget: Option<usize>| {
+    let rounds = design.looks.max(3);
+    let (first, plan, earlier) = t.plan_looks(rounds)?;
+    let rights: Vec<Vec<bool>> = earlier.iter().map(|r| t.right(r)).collect();
+    t.before_plan = (0..earlier[0].pairs.len())
+        .map(|x| rights.iter().any(|r| r[x]))
+        .collect();
+    t.before_uniform = t.right(&t.look(&vec![0; runs.len()], 1, 2, None)?);
+    let planned = if design.by_budget {
+        t.by_budget(&first, rounds)?
+    } else {
+        t.scaled(&first, &plan, rounds)?
+    };
+    Ok(Needed {
+        planned,
+        uniform: t.uniform()?,
+        plan: first.iter().sum::<usize>() + plan.iter().sum::<usize>(),
+        floor: if design.floor { t.floor()? } else { None },
+        bound: bound_of(basis, runs, design.looks)?,
+    })
+}
+
+/// A grid of 5% steps from `from` to at least `to`.
+fn grid(from: f64, to: f64) -> Vec<f64> {
+    let mut out = vec![from];
+    while out[out.len() - 1] < to {
+        out.push(out[out.len() - 1] * 1.05);
+    }
+    out
+}
+
+/// The labels study's trials on one world's runs: designs are per-run counts of labels, each a
+/// prefix of one random order of the prompts.
+struct Trial<'a> {
+    basis: Basis<'a>,
+    runs: &'a [(String, Vec<f64>, Vec<f64>)],
+    settings: &'a AnswerSettings,
+    seed: u64,
+    /// Each run's true mean.
+    truth: Vec<f64>,
+    order: Vec<usize>,
+    /// Prompts per run.
+    n: usize,
+    /// The pairs the plan's earlier looks resolved rightly.
+    before_plan: Vec<bool>,
+    /// The pairs one count's first look resolved rightly.
+    before_uniform: Vec<bool>,
+}
+
+impl Trial<'_> {
+    /// The planned design looks `rounds` times: judge scores only (planning a first sample),
+    /// with that sample (planning a step), after each step (the last such look plans the rest,
+    /// within `budget`), and with all the labels; one count for every run looks twice. Each
+    /// holds its family-wise error over its own looks.
+    fn look(
+        &self,
+        counts: &[usize],
+        round: usize,
+        rounds: usize,
+        budget: Option<usize>,
+    ) -> Result<Ranking, judgecal_stats::error::CalibrateError> {
+        let prefixes: Vec<Vec<usize>> = counts
+            .iter()
+            .map(|&c| self.order[..c.min(self.n)].to_vec())
+            .collect();
         rank::rank(
-            basis,
-            &with_labels(runs, &prefixes(counts)),
-            settings,
+            self.basis,
+            &with_labels(self.runs, &prefixes),
+            self.settings,
             &RankSettings {
                 round,
                 rounds,
                 labels: (round < rounds).then_some(LabelGoal {
                     min_gap: MIN_GAP,
-                    seed,
+                    seed: self.seed,
                     budget,
                     ..LabelGoal::default()
                 }),
                 ..RankSettings::default()
             },
         )
-    };
-    // A pair resolved at one look stays resolved: the looks' Bonferroni split holds every
-    // claim of every look at once.
-    let right = |r: &Ranking| -> Vec<bool> {
+    }
+
+    /// Which pairs a ranking resolves rightly. A pair resolved at one look stays resolved: the
+    /// looks' Bonferroni split holds every claim of every look at once.
+    fn right(&self, r: &Ranking) -> Vec<bool> {
         r.pairs
             .iter()
             .map(|p| {
                 p.higher().is_some_and(|h| {
                     let other = if h == p.a { p.b } else { p.a };
-                    truth[h] > truth[other]
+                    self.truth[h] > self.truth[other]
                 })
             })
             .collect()
-    };
-    let zero = vec![0; runs.len()];
-    // The plan's looks as the service makes them: a first sample, steps toward the plan,
-    // the rest (scaled below), and the last look.
-    let rounds = design.looks.max(3);
-    let mut labelled = zero.clone();
-    let mut earlier: Vec<Ranking> = Vec::new();
-    for round in 1..rounds - 1 {
-        let r = look(&labelled, round, rounds, None)?;
-        let add = &r.allocation.as_ref().ok_or("no allocation")?.add;
-        for (have, a) in labelled.iter_mut().zip(add) {
-            *have = (*have + a).min(n);
-        }
-        earlier.push(r);
     }
-    let first = labelled;
-    let last = look(&first, rounds - 1, rounds, None)?;
-    let plan = last.allocation.as_ref().ok_or("no allocation")?.add.clone();
-    earlier.push(last);
-    let rights: Vec<Vec<bool>> = earlier.iter().map(right).collect();
-    let before_plan: Vec<bool> = (0..earlier[0].pairs.len())
-        .map(|x| rights.iter().any(|r| r[x]))
-        .collect();
-    let before_uniform = right(&look(&zero, 1, 2, None)?);
-    let plan_for = |budget: Option<usize>| -> Result<Vec<usize>, String> {
-        Ok(look(&first, rounds - 1, rounds, budget)?
-            .allocation
-            .ok_or("no allocation")?
-            .add)
-    };
-    let settles = |counts: &[usize], rounds: usize| -> Result<bool, String> {
-        let r = look(counts, rounds, rounds, None)?;
-        let earlier = if rounds > 2 {
-            &before_plan
-        } else {
-            &before_uniform
-        };
-        let now = right(&r);
-        let ok = r
-            .pairs
-            .iter()
-            .enumerate()
-            .all(|(x, p)| (truth[p.a] - truth[p.b]).abs() <= MIN_GAP || now[x] || earlier[x]);
-        Ok(ok)
-    };
-    // Each design on a fine grid (steps of 5%), the smallest point that settles found by
-    // bisection (more labels are a superset of fewer: settling is all but monotone).
-    let grid = |from: f64, to: f64| -> Vec<f64> {
-        let mut out = vec![from];
-        while out[out.len() - 1] < to {
-            out.push(out[out.len() - 1] * 1.05);
+
+    /// The plan's looks as the service makes them: a first sample, steps toward the plan; the
+    /// first sample, the plan's rest and every look's ranking.
+    #[allow(clippy::type_complexity)]
+    fn plan_looks(&self, rounds: usize) -> Result<(Vec<usize>, Vec<usize>, Vec<Ranking>), String> {
+        let mut labelled = vec![0; self.runs.len()];
+        let mut earlier: Vec<Ranking> = Vec::new();
+        for round in 1..rounds - 1 {
+            let r = self.look(&labelled, round, rounds, None)?;
+            let add = &r.allocation.as_ref().ok_or("no allocation")?.add;
+            for (have, a) in labelled.iter_mut().zip(add) {
+                *have = (*have + a).min(self.n);
+            }
+            earlier.push(r);
         }
-        out
-    };
-    let smallest = |points: &[Vec<usize>], rounds: usize| -> Result<Option<usize>, String> {
+        let last = self.look(&labelled, rounds - 1, rounds, None)?;
+        let plan = last.allocation.as_ref().ok_or("no allocation")?.add.clone();
+        earlier.push(last);
+        Ok((labelled, plan, earlier))
+    }
+
+    /// Whether the last of `rounds` looks at `counts` resolves every pair whose true gap
+    /// exceeds [`MIN_GAP`] (with the design's earlier looks).
+    fn settles(&self, counts: &[usize], rounds: usize) -> Result<bool, String> {
+        let r = self.look(counts, rounds, rounds, None)?;
+        let earlier = if rounds > 2 {
+            &self.before_plan
+        } else {
+            &self.before_uniform
+        };
+        let now = self.right(&r);
+        Ok(r.pairs.iter().enumerate().all(|(x, p)| {
+            (self.truth[p.a] - self.truth[p.b]).abs() <= MIN_GAP || now[x] || earlier[x]
+        }))
+    }
+
+    /// The smallest total of `points` (growing designs) that settles, found by bisection (more
+    /// labels are a superset of fewer: settling is all but monotone).
+    fn smallest(&self, points: &[Vec<usize>], rounds: usize) -> Result<Option<usize>, String> {
         let Some(last) = points.last() else {
             return Ok(None);
         };
-        if !settles(last, rounds)? {
+        if !self.settles(last, rounds)? {
             return Ok(None);
         }
         let (mut lo, mut hi) = (0, points.len() - 1);
         while lo < hi {
             let mid = (lo + hi) / 2;
-            if settles(&points[mid], rounds)? {
+            if self.settles(&points[mid], rounds)? {
                 hi = mid;
             } else {
                 lo = mid + 1;
             }
         }
         Ok(Some(points[lo].iter().sum()))
-    };
-    // The first sample, then the plan's shape scaled on top of it.
-    let with_first = |add: &[usize]| -> Vec<usize> {
-        first.iter().zip(add).map(|(f, a)| (f + a).min(n)).collect()
-    };
-    let mut designs: Vec<Vec<usize>> = vec![first.clone()];
-    if plan.iter().sum::<usize>() > 0 {
-        for f in grid(0.05, 8.0) {
-            let add: Vec<usize> = plan
-                .iter()
-                .map(|&a| match (a as f64 * f).round() as usize {
-                    0 => 0,
-                    c => c.max(rank::FIRST_LABELS),
-                })
+    }
+
+    /// The first sample with `add` on top of it.
+    fn with_first(&self, first: &[usize], add: &[usize]) -> Vec<usize> {
+        first
+            .iter()
+            .zip(add)
+            .map(|(f, a)| (f + a).min(self.n))
+            .collect()
+    }
+
+    /// The first sample, then the plan's shape scaled on top of it.
+    fn scaled(
+        &self,
+        first: &[usize],
+        plan: &[usize],
+        rounds: usize,
+    ) -> Result<Option<usize>, String> {
+        let mut designs: Vec<Vec<usize>> = vec![first.to_vec()];
+        if plan.iter().sum::<usize>() > 0 {
+            for f in grid(0.05, 8.0) {
+                let add: Vec<usize> = plan
+                    .iter()
+                    .map(|&a| match (a as f64 * f).round() as usize {
+                        0 => 0,
+                        c => c.max(rank::FIRST_LABELS),
+                    })
+                    .collect();
+                let counts = self.with_first(first, &add);
+                if designs.last() != Some(&counts) {
+                    designs.push(counts);
+                }
+            }
+        }
+        self.smallest(&designs, rounds)
+    }
+
+    /// The plan made for each budget on a grid: the smallest budget whose plan settles.
+    fn by_budget(&self, first: &[usize], rounds: usize) -> Result<Option<usize>, String> {
+        let budgets: Vec<usize> =
+            grid(rank::FIRST_LABELS as f64, (self.n * self.runs.len()) as f64)
+                .into_iter()
+                .map(|b| b.round() as usize)
                 .collect();
-            let counts = with_first(&add);
+        let design = |budget: Option<usize>| -> Result<Vec<usize>, String> {
+            let plan = self
+                .look(first, rounds - 1, rounds, budget)?
+                .allocation
+                .ok_or("no allocation")?
+                .add;
+            Ok(self.with_first(first, &plan))
+        };
+        if !self.settles(&design(budgets.last().copied())?, rounds)? {
+            return Ok(None);
+        }
+        let (mut lo, mut hi) = (0, budgets.len() - 1);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if self.settles(&design(Some(budgets[mid]))?, rounds)? {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        Ok(Some(design(Some(budgets[lo]))?.iter().sum()))
+    }
+
+    /// One count for every run, on the grid.
+    fn uniform(&self) -> Result<Option<usize>, String> {
+        let mut designs: Vec<Vec<usize>> = vec![vec![0; self.runs.len()]];
+        for per in grid(rank::FIRST_LABELS as f64, self.n as f64) {
+            let per = (per.round() as usize).min(self.n);
+            let counts = vec![per; self.runs.len()];
             if designs.last() != Some(&counts) {
                 designs.push(counts);
             }
         }
+        self.smallest(&designs, 2)
     }
-    let mut planned = smallest(&designs, rounds)?;
-    if design.by_budget {
-        // The plan made for each budget on a grid: the smallest budget whose plan settles.
-        let budgets: Vec<usize> = grid(rank::FIRST_LABELS as f64, (n * runs.len()) as f64)
-            .into_iter()
-            .map(|b| b.round() as usize)
-            .collect();
-        planned = None;
-        if settles(&with_first(&plan_for(budgets.last().copied())?), rounds)? {
-            let (mut lo, mut hi) = (0, budgets.len() - 1);
-            while lo < hi {
-                let mid = (lo + hi) / 2;
-                if settles(&with_first(&plan_for(Some(budgets[mid]))?), rounds)? {
-                    hi = mid;
-                } else {
-                    lo = mid + 1;
-                }
-            }
-            planned = Some(with_first(&plan_for(Some(budgets[lo]))?).iter().sum());
+
+    /// Each run's fewest labels with every other run fully labelled, at one look at the
+    /// level: a design of per-run counts on this order of items that settles gives each run
+    /// at least that many (labels on other runs all but never unsettle a pair).
+    fn floor(&self) -> Result<Option<usize>, String> {
+        let (n, runs) = (self.n, self.runs.len());
+        if !self.settles(&vec![n; runs], 1)? {
+            return Ok(None);
         }
-    }
-    let mut designs: Vec<Vec<usize>> = vec![vec![0; runs.len()]];
-    for per in grid(rank::FIRST_LABELS as f64, n as f64) {
-        let per = (per.round() as usize).min(n);
-        let counts = vec![per; runs.len()];
-        if designs.last() != Some(&counts) {
-            designs.push(counts);
-        }
-    }
-    let uniform = smallest(&designs, 2)?;
-    // Each run's fewest labels with every other run fully labelled, at one look at the
-    // level: a design of per-run counts on this order of items that settles gives each run
-    // at least that many (labels on other runs all but never unsettle a pair).
-    let mut floor = None;
-    if design.floor && settles(&vec![n; runs.len()], 1)? {
         // A labelled run carries at least MIN_LABELLED labels.
         let allowed = |c: usize| if c > 0 { c.max(MIN_LABELLED) } else { 0 };
         let mut total = 0;
-        for i in 0..runs.len() {
+        for i in 0..runs {
             let (mut lo, mut hi) = (0, n);
             while lo < hi {
                 let mid = (lo + hi) / 2;
-                let mut trial = vec![n; runs.len()];
+                let mut trial = vec![n; runs];
                 trial[i] = allowed(mid);
-                if settles(&trial, 1)? {
+                if self.settles(&trial, 1)? {
                     hi = mid;
                 } else {
                     lo = mid + 1;
@@ -237,15 +321,8 @@ pub fn needed(
             }
             total += allowed(hi);
         }
-        floor = Some(total);
+        Ok(Some(total))
     }
-    Ok(Needed {
-        planned,
-        uniform,
-        plan: first.iter().sum::<usize>() + plan.iter().sum::<usize>(),
-        floor,
-        bound: bound_of(basis, runs, design.looks)?,
-    })
 }
 
 /// The labels study on `w`: worlds `worlds`, each design's labels needed, on `threads` threads.

@@ -18,12 +18,16 @@ use super::AppState;
 use super::error::ApiError;
 use super::extract::{Path, cell_key};
 use crate::domain::CellKey;
+use crate::domain::CellSummary;
 use crate::domain::calibration::CalibratorVersion;
 use crate::error::Error;
 use crate::service::agreement::AgreementQuery;
 use crate::service::coverage::DriftEvidence;
 use judgecal_stats::agreement::Figure;
-use judgecal_stats::agreement::report::{Agreement, AgreementReport, Bias};
+
+mod agreement;
+
+use agreement::report_html;
 
 /// The cookie a browser sends the API key in.
 pub const KEY_COOKIE: &str = "judgecal_key";
@@ -142,72 +146,7 @@ pub async fn index(State(state): State<AppState>, _r: Reader) -> Result<Html<Str
     let service = &state.service;
     let mut rows = Vec::new();
     for c in service.scores().cells().await? {
-        let versions = match service.versions().list(&c.key).await {
-            Ok(v) => v,
-            Err(Error::NotFound(_)) => Vec::new(),
-            Err(e) => return Err(e.into()),
-        };
-        let active = versions.iter().find(|v| v.active);
-        // A pairwise cell's versions are its trained calibrated preferences: the newest serves.
-        // A pairwise panel's cell holds no comparisons of its own (its members do).
-        let pairwise = if c.comparison_count > 0 || active.is_none() {
-            service
-                .pairwise()
-                .preference_versions(&c.key)
-                .await
-                .ok()
-                .and_then(|v| v.into_iter().next())
-        } else {
-            None
-        };
-        let judge_versions = service
-            .versions()
-            .judge_versions(&c.key)
-            .await
-            .map_or(0, |v| v.len());
-        let canary = active.and_then(CalibratorVersion::beta).map(|b| b.canary);
-        let coverage = active
-            .and_then(|v| v.intervals.as_ref())
-            .and_then(|i| i.held_out_coverage);
-        // The drift alarm as a replay of the checks since the active version's activation.
-        let drift = match service.operations().drift_evidence(&c.key).await {
-            Ok(Some(e)) => e.path.last().map_or("–".to_owned(), |d| {
-                if d.alarm {
-                    format!("<span class=\"bad\">raised</span> (e = {})", num(d.e_value))
-                } else {
-                    format!("quiet (e = {})", num(d.e_value))
-                }
-            }),
-            _ => "–".to_owned(),
-        };
-        rows.push(vec![
-            cell_link(&c.key),
-            if let Some(p) = pairwise.as_ref().filter(|_| c.comparison_count == 0) {
-                format!("{} comparisons (its members')", p.comparison_count)
-            } else if c.comparison_count > 0 {
-                format!("{} comparisons", c.comparison_count)
-            } else {
-                c.anchor_count.to_string()
-            },
-            match (&pairwise, active) {
-                (Some(p), _) => p.version.to_string(),
-                (None, Some(v)) => v.version.to_string(),
-                (None, None) => "none".to_owned(),
-            },
-            match (&pairwise, active) {
-                (Some(p), _) => esc(&p.report.chosen),
-                (None, Some(v)) => v.method().as_str().to_owned(),
-                (None, None) => "–".to_owned(),
-            },
-            match canary {
-                Some(true) => "<span class=\"bad\">fired</span>".to_owned(),
-                Some(false) => "quiet".to_owned(),
-                None => "–".to_owned(),
-            },
-            coverage.map_or("–".to_owned(), |c| format!("{:.1}%", 100.0 * c)),
-            drift,
-            judge_versions.to_string(),
-        ]);
+        rows.push(cell_row(service, &c).await?);
     }
     let panels: Vec<Vec<String>> = service
         .panels()
@@ -246,147 +185,132 @@ pub async fn index(State(state): State<AppState>, _r: Reader) -> Result<Html<Str
     Ok(page("cells", &body))
 }
 
-fn agreement_rows(a: &Agreement, name: &str) -> Vec<String> {
-    vec![
-        esc(name),
-        a.n.to_string(),
-        figure(a.pearson.as_ref()),
-        figure(a.spearman.as_ref()),
-        figure(a.kendall.as_ref()),
-        figure(a.kappa.as_ref().map(|k| &k.cohen)),
-        figure(a.kappa.as_ref().map(|k| &k.quadratic)),
-    ]
-}
-
-fn bias_cells(b: &Bias) -> [String; 3] {
-    [
-        b.n.to_string(),
-        figure(b.raw.as_ref()),
-        figure(b.corrected.as_ref()),
-    ]
-}
-
-/// The agreement report's tables.
-fn report_html(r: &AgreementReport, items_allowed: bool) -> String {
-    let mut out = String::from("<h2>Agreement with the reference</h2>");
-    let _ = write!(
-        out,
-        "<p class=\"note\">{} anchors, {} with a held-out corrected score (from a fit that did \
-         not see them). 95% intervals in brackets.</p>",
-        r.n, r.held_out
-    );
-    out.push_str(&table(
-        &[
-            "scores",
-            "n",
-            "Pearson",
-            "Spearman",
-            "Kendall τ-b",
-            "Cohen κ",
-            "quadratic κ",
-        ],
-        &[
-            agreement_rows(&r.raw, "raw judge"),
-            agreement_rows(&r.corrected, "corrected (held out)"),
-        ],
-    ));
-    for w in &r.warnings {
-        let _ = write!(out, "<p class=\"note\">{}</p>", esc(&w.message));
-    }
-    out.push_str("<h2>Bias (score − reference) by system</h2>");
-    let mut groups: Vec<Vec<String>> = r
-        .by_group
-        .iter()
-        .map(|g| {
-            let mut row = vec![esc(&g.group)];
-            row.extend(bias_cells(&g.bias));
-            row
-        })
-        .collect();
-    let mut all = vec!["all".to_owned()];
-    all.extend(bias_cells(&r.bias));
-    groups.push(all);
-    out.push_str(&table(&["system", "n", "raw", "corrected"], &groups));
-    out.push_str("<h2>Bias by judge score</h2>");
-    let levels: Vec<Vec<String>> = r
-        .by_level
-        .iter()
-        .map(|l| {
-            let at = if l.from == l.to {
-                num(l.from)
+/// A cell's row of the index: its anchors or comparisons, the version it serves and how, its
+/// canary, band coverage, drift alarm and judge versions.
+async fn cell_row(
+    service: &crate::service::Service,
+    c: &CellSummary,
+) -> Result<Vec<String>, ApiError> {
+    let versions = match service.versions().list(&c.key).await {
+        Ok(v) => v,
+        Err(Error::NotFound(_)) => Vec::new(),
+        Err(e) => return Err(e.into()),
+    };
+    let active = versions.iter().find(|v| v.active);
+    // A pairwise cell's versions are its trained calibrated preferences: the newest serves.
+    // A pairwise panel's cell holds no comparisons of its own (its members do).
+    let pairwise = if c.comparison_count > 0 || active.is_none() {
+        service
+            .pairwise()
+            .preference_versions(&c.key)
+            .await
+            .ok()
+            .and_then(|v| v.into_iter().next())
+    } else {
+        None
+    };
+    let judge_versions = service
+        .versions()
+        .judge_versions(&c.key)
+        .await
+        .map_or(0, |v| v.len());
+    let canary = active.and_then(CalibratorVersion::beta).map(|b| b.canary);
+    let coverage = active
+        .and_then(|v| v.intervals.as_ref())
+        .and_then(|i| i.held_out_coverage);
+    // The drift alarm as a replay of the checks since the active version's activation.
+    let drift = match service.operations().drift_evidence(&c.key).await {
+        Ok(Some(e)) => e.path.last().map_or("–".to_owned(), |d| {
+            if d.alarm {
+                format!("<span class=\"bad\">raised</span> (e = {})", num(d.e_value))
             } else {
-                format!("{}–{}", num(l.from), num(l.to))
-            };
-            let mut row = vec![at];
-            row.extend(bias_cells(&l.bias));
-            row
-        })
-        .collect();
-    out.push_str(&table(&["judge score", "n", "raw", "corrected"], &levels));
-    if let Some(rep) = &r.repeats {
-        out.push_str("<h2>Repeat noise (the judge re-asked)</h2>");
-        let _ = write!(
-            out,
-            "<p class=\"note\">{} anchors carry {} scores in all. Within-item variance of one \
-             score {}; {:.1}% of the judge scores' variance, {:.1}% of the judge's own error.</p>",
-            rep.items,
-            rep.scores,
-            figure(Some(&rep.within)),
-            100.0 * rep.noise_share,
-            100.0 * rep.share_of_judge_error
-        );
-        let rows: Vec<Vec<String>> = rep
-            .by_repeats
-            .iter()
-            .map(|g| vec![g.k.to_string(), num(g.residual_ratio)])
-            .collect();
-        out.push_str(&table(
-            &["scores per item", "error variance / one score's"],
-            &rows,
-        ));
-    }
-    out.push_str("<h2>Largest disagreements</h2>");
-    if !items_allowed {
-        out.push_str(
-            "<p class=\"note\">Listing items with their references needs a key with the \
-             <code>ingest</code> scope.</p>",
-        );
-        return out;
-    }
-    let misses: Vec<Vec<String>> = r
-        .disagreements
+                format!("quiet (e = {})", num(d.e_value))
+            }
+        }),
+        _ => "–".to_owned(),
+    };
+    Ok(vec![
+        cell_link(&c.key),
+        if let Some(p) = pairwise.as_ref().filter(|_| c.comparison_count == 0) {
+            format!("{} comparisons (its members')", p.comparison_count)
+        } else if c.comparison_count > 0 {
+            format!("{} comparisons", c.comparison_count)
+        } else {
+            c.anchor_count.to_string()
+        },
+        match (&pairwise, active) {
+            (Some(p), _) => p.version.to_string(),
+            (None, Some(v)) => v.version.to_string(),
+            (None, None) => "none".to_owned(),
+        },
+        match (&pairwise, active) {
+            (Some(p), _) => esc(&p.report.chosen),
+            (None, Some(v)) => v.method().as_str().to_owned(),
+            (None, None) => "–".to_owned(),
+        },
+        match canary {
+            Some(true) => "<span class=\"bad\">fired</span>".to_owned(),
+            Some(false) => "quiet".to_owned(),
+            None => "–".to_owned(),
+        },
+        coverage.map_or("–".to_owned(), |c| format!("{:.1}%", 100.0 * c)),
+        drift,
+        judge_versions.to_string(),
+    ])
+}
+
+/// A cell's versions: each one's method, state, diagnostics, judge version, anchors and
+/// held-out error.
+fn versions_html(versions: &[CalibratorVersion]) -> String {
+    let mut out = String::from("<h2>Versions</h2>");
+    let rows: Vec<Vec<String>> = versions
         .iter()
-        .map(|d| {
+        .map(|v| {
             vec![
-                esc(&d.item_id),
-                esc(d.group.as_deref().unwrap_or("–")),
-                num(d.judge_score),
-                num(d.reference_score),
-                num(d.corrected),
-                d.band.map_or("–".to_owned(), |[lo, hi]| {
-                    format!("[{}, {}]", num(lo), num(hi))
-                }),
-                match d.outside {
-                    Some(true) => "<span class=\"bad\">outside</span>".to_owned(),
-                    Some(false) => "inside".to_owned(),
-                    None => "–".to_owned(),
+                v.version.to_string(),
+                v.method().as_str().to_owned(),
+                if v.active { "active" } else { "" }.to_owned(),
+                match &v.failure {
+                    None => "passed".to_owned(),
+                    Some(f) => format!("<span class=\"bad\">{}</span>", esc(f)),
                 },
+                esc(v.judge_version.as_ref().map_or("–", |j| j.as_str())),
+                v.anchor_count.to_string(),
+                v.evaluation.as_ref().map_or("–".to_owned(), |e| {
+                    format!("{} → {}", num(e.raw.mae), num(e.calibrated.mae))
+                }),
             ]
         })
         .collect();
     out.push_str(&table(
         &[
-            "item",
-            "system",
-            "judge",
-            "reference",
-            "corrected",
-            "band",
-            "reference",
+            "version",
+            "method",
+            "state",
+            "diagnostics",
+            "judge version",
+            "anchors",
+            "held-out MAE raw → corrected",
         ],
-        &misses,
+        &rows,
     ));
     out
+}
+
+/// The drift alarm's evidence since the active version's activation, or why there is none.
+async fn drift_section(service: &crate::service::Service, key: &CellKey) -> String {
+    match service.operations().drift_evidence(key).await {
+        Ok(Some(e)) => drift_html(&e),
+        Ok(None) => {
+            "<h2>Drift alarm</h2><p class=\"note\">No anchors have been checked against the active \
+             version since it was activated: upload a labelled batch to watch it.</p>"
+                .to_owned()
+        }
+        Err(e) => format!(
+            "<p class=\"note\">No drift evidence: {}</p>",
+            esc(&e.to_string())
+        ),
+    }
 }
 
 /// The judge versions a cell has seen, and the bridge from each to the next (the newest
@@ -645,52 +569,8 @@ pub async fn cell(
             );
         }
     }
-    match service.operations().drift_evidence(&key).await {
-        Ok(Some(e)) => body.push_str(&drift_html(&e)),
-        Ok(None) => body.push_str(
-            "<h2>Drift alarm</h2><p class=\"note\">No anchors have been checked against the active \
-             version since it was activated: upload a labelled batch to watch it.</p>",
-        ),
-        Err(e) => {
-            let _ = write!(
-                body,
-                "<p class=\"note\">No drift evidence: {}</p>",
-                esc(&e.to_string())
-            );
-        }
-    }
+    body.push_str(&drift_section(service, &key).await);
     body.push_str(&bridges_html(service, &key).await);
-    body.push_str("<h2>Versions</h2>");
-    let rows: Vec<Vec<String>> = versions
-        .iter()
-        .map(|v| {
-            vec![
-                v.version.to_string(),
-                v.method().as_str().to_owned(),
-                if v.active { "active" } else { "" }.to_owned(),
-                match &v.failure {
-                    None => "passed".to_owned(),
-                    Some(f) => format!("<span class=\"bad\">{}</span>", esc(f)),
-                },
-                esc(v.judge_version.as_ref().map_or("–", |j| j.as_str())),
-                v.anchor_count.to_string(),
-                v.evaluation.as_ref().map_or("–".to_owned(), |e| {
-                    format!("{} → {}", num(e.raw.mae), num(e.calibrated.mae))
-                }),
-            ]
-        })
-        .collect();
-    body.push_str(&table(
-        &[
-            "version",
-            "method",
-            "state",
-            "diagnostics",
-            "judge version",
-            "anchors",
-            "held-out MAE raw → corrected",
-        ],
-        &rows,
-    ));
+    body.push_str(&versions_html(&versions));
     Ok(page(&format!("{judge} / {rubric}"), &body))
 }
