@@ -89,6 +89,35 @@ pub fn read_anchors(path: &Path) -> Result<Judges, String> {
     Ok(judges)
 }
 
+/// Cell r's held-out predictions by each method (an error where the method cannot serve it),
+/// with the raw judge's: the rule needs it even when it is not listed.
+fn predictions_of(
+    opts: &Options,
+    held_out: &[(Method, Result<judgecal_stats::cv::HeldOut, String>)],
+    r: usize,
+    cell: &Cell,
+    pairs: &[(f64, f64)],
+) -> Vec<Predictions> {
+    let mut predictions: Vec<Predictions> = held_out
+        .iter()
+        .map(|(m, p)| {
+            let p = match (opts.auto.too_few(*m, cell.pairs.len()), p) {
+                (Some(why), _) => Err(why),
+                (None, Ok(h)) => Ok(cv::scores(&h[r])),
+                (None, Err(e)) => Err(e.clone()),
+            };
+            (*m, p)
+        })
+        .collect();
+    if !opts.methods.contains(&Method::Identity) {
+        predictions.push((
+            Method::Identity,
+            Ok(pairs.iter().map(|p| Some(p.0)).collect()),
+        ));
+    }
+    predictions
+}
+
 /// Cross-validates every method on every cell of `path`, on the folds `auto` would use.
 pub fn run(path: &Path, opts: &Options) -> Result<Vec<Row>, String> {
     opts.auto.split.scheme.check()?;
@@ -127,24 +156,7 @@ pub fn run(path: &Path, opts: &Options) -> Result<Vec<Row>, String> {
             held_out.push((m, p));
         }
         for (r, ((rubric, pairs), cell)) in named.iter().zip(&cells).enumerate() {
-            let mut predictions: Vec<Predictions> = held_out
-                .iter()
-                .map(|(m, p)| {
-                    let p = match (opts.auto.too_few(*m, cell.pairs.len()), p) {
-                        (Some(why), _) => Err(why),
-                        (None, Ok(h)) => Ok(cv::scores(&h[r])),
-                        (None, Err(e)) => Err(e.clone()),
-                    };
-                    (*m, p)
-                })
-                .collect();
-            // The rule needs the raw judge even when it is not listed.
-            if !opts.methods.contains(&Method::Identity) {
-                predictions.push((
-                    Method::Identity,
-                    Ok(pairs.iter().map(|p| Some(p.0)).collect()),
-                ));
-            }
+            let predictions = predictions_of(opts, &held_out, r, cell, pairs);
             let (decision, _) = select::decide(
                 &opts.auto.rule,
                 opts.auto.split.scheme,

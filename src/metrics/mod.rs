@@ -257,29 +257,7 @@ impl Metrics {
                 let _ = self.version.beta_canary.remove_label_values(&labels);
             }
         }
-        let inputs: Vec<(String, f64)> = v
-            .covariate_layer
-            .iter()
-            .flat_map(|l| l.coefficients.iter().map(|c| (c.input.clone(), c.per_sd)))
-            .collect();
-        if let Ok(mut set) = self.covariate_inputs.lock() {
-            for old in set.remove(&v.key).unwrap_or_default() {
-                let _ = self.version.covariate_coefficient.remove_label_values(&[
-                    v.key.judge.as_str(),
-                    v.key.rubric.as_str(),
-                    old.as_str(),
-                ]);
-            }
-            for (input, per_sd) in &inputs {
-                self.version
-                    .covariate_coefficient
-                    .with_label_values(&[v.key.judge.as_str(), v.key.rubric.as_str(), input])
-                    .set(*per_sd);
-            }
-            if !inputs.is_empty() {
-                set.insert(v.key.clone(), inputs.into_iter().map(|(i, _)| i).collect());
-            }
-        }
+        self.set_covariates(v);
         if let Some(fusion) = &v.fusion {
             for (member, w) in fusion.members.iter().zip(&fusion.weights) {
                 let labels = [v.key.judge.as_str(), v.key.rubric.as_str(), member.as_str()];
@@ -307,6 +285,33 @@ impl Metrics {
             None => {
                 let _ = self.version.rhat_max.remove_label_values(&labels);
                 let _ = self.version.ess_min.remove_label_values(&labels);
+            }
+        }
+    }
+
+    /// A covariate version's coefficients; a new version's drop the old one's inputs it lacks.
+    fn set_covariates(&self, v: &CalibratorVersion) {
+        let inputs: Vec<(String, f64)> = v
+            .covariate_layer
+            .iter()
+            .flat_map(|l| l.coefficients.iter().map(|c| (c.input.clone(), c.per_sd)))
+            .collect();
+        if let Ok(mut set) = self.covariate_inputs.lock() {
+            for old in set.remove(&v.key).unwrap_or_default() {
+                let _ = self.version.covariate_coefficient.remove_label_values(&[
+                    v.key.judge.as_str(),
+                    v.key.rubric.as_str(),
+                    old.as_str(),
+                ]);
+            }
+            for (input, per_sd) in &inputs {
+                self.version
+                    .covariate_coefficient
+                    .with_label_values(&[v.key.judge.as_str(), v.key.rubric.as_str(), input])
+                    .set(*per_sd);
+            }
+            if !inputs.is_empty() {
+                set.insert(v.key.clone(), inputs.into_iter().map(|(i, _)| i).collect());
             }
         }
     }

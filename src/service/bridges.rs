@@ -371,38 +371,7 @@ impl Versions<'_> {
                 _ => Some(n),
             }
         } else {
-            let anchors = self
-                .store
-                .version_rows()
-                .judge_anchors(
-                    &key.judge,
-                    Some(std::slice::from_ref(&key.rubric)),
-                    from_version.as_ref(),
-                )
-                .await?;
-            // The scores its corrector reads (a covariate version's layer scores).
-            let scores: Vec<f64> = anchors
-                .iter()
-                .flat_map(|(_, a)| a.iter())
-                .filter_map(|a| from.version.layer_score(a.judge_score, &a.covariates).ok())
-                .collect();
-            let loaded = from.clone();
-            let corrected: Vec<f64> = crate::error::blocking("planning a bridge", move || {
-                loaded
-                    .version
-                    .correct(&scores)
-                    .map(|c| c.into_iter().map(|c| c.score).collect::<Vec<_>>())
-            })
-            .await?
-            .map_err(Error::Internal)?;
-            if corrected.len() < 2 {
-                None
-            } else {
-                bridge::planned_items(
-                    judgecal_stats::stats::sample_variance(&corrected).sqrt(),
-                    tolerance,
-                )
-            }
+            self.planned_from_anchors(key, &from, tolerance).await?
         };
         Ok(Rescore {
             items,
@@ -413,6 +382,49 @@ impl Versions<'_> {
             from_calibrator: from.version.version,
             from: from_version,
         })
+    }
+
+    /// The shared items a bridge from `from` will need before any are re-scored, planned
+    /// from the spread of its corrected anchor scores (those its corrector reads: a covariate
+    /// version's layer scores).
+    async fn planned_from_anchors(
+        &self,
+        key: &CellKey,
+        from: &Arc<Loaded>,
+        tolerance: f64,
+    ) -> Result<Option<usize>> {
+        let anchors = self
+            .store
+            .version_rows()
+            .judge_anchors(
+                &key.judge,
+                Some(std::slice::from_ref(&key.rubric)),
+                from.version.judge_version.as_ref(),
+            )
+            .await?;
+        // The scores its corrector reads (a covariate version's layer scores).
+        let scores: Vec<f64> = anchors
+            .iter()
+            .flat_map(|(_, a)| a.iter())
+            .filter_map(|a| from.version.layer_score(a.judge_score, &a.covariates).ok())
+            .collect();
+        let loaded = from.clone();
+        let corrected: Vec<f64> = crate::error::blocking("planning a bridge", move || {
+            loaded
+                .version
+                .correct(&scores)
+                .map(|c| c.into_iter().map(|c| c.score).collect::<Vec<_>>())
+        })
+        .await?
+        .map_err(Error::Internal)?;
+        Ok((corrected.len() >= 2)
+            .then(|| {
+                bridge::planned_items(
+                    judgecal_stats::stats::sample_variance(&corrected).sqrt(),
+                    tolerance,
+                )
+            })
+            .flatten())
     }
 
     /// A silent-change check: `items` re-scored under `judge_version`, a label the cell's

@@ -147,6 +147,38 @@ fn job_error_text(e: &Error) -> String {
     }
 }
 
+/// Each rubric the queued request names still has the `min` anchors training needs.
+fn still_enough(
+    request: &TrainingRequest,
+    snapshot: &[(RubricName, Vec<Anchor>)],
+    min: usize,
+) -> Result<()> {
+    let mut problems = Vec::new();
+    for wanted in request.rubrics.iter().flatten() {
+        let n = snapshot
+            .iter()
+            .find(|(r, _)| r == wanted)
+            .map_or(0, |(_, a)| a.len());
+        if n < min {
+            problems.push(Problem::at(
+                None,
+                "rubrics",
+                format!(
+                    "cell {}/{wanted} has {n} anchors now; training needs at least {min}",
+                    request.judge
+                ),
+            ));
+        }
+    }
+    if !problems.is_empty() {
+        return Err(Error::rejected(
+            "the anchors changed since the job was queued",
+            problems,
+        ));
+    }
+    Ok(())
+}
+
 /// One judge version per job: the named one, or the newest (whose first anchor arrived last,
 /// over all the judge's cells).
 fn job_version(
@@ -403,30 +435,7 @@ impl Operations<'_> {
                 request.judge_version.exactly(),
             )
             .await?;
-        let min = self.jobs.min_anchors;
-        let mut problems = Vec::new();
-        for wanted in request.rubrics.iter().flatten() {
-            let n = snapshot
-                .iter()
-                .find(|(r, _)| r == wanted)
-                .map_or(0, |(_, a)| a.len());
-            if n < min {
-                problems.push(Problem::at(
-                    None,
-                    "rubrics",
-                    format!(
-                        "cell {}/{wanted} has {n} anchors now; training needs at least {min}",
-                        request.judge
-                    ),
-                ));
-            }
-        }
-        if !problems.is_empty() {
-            return Err(Error::rejected(
-                "the anchors changed since the job was queued",
-                problems,
-            ));
-        }
+        still_enough(&request, &snapshot, self.jobs.min_anchors)?;
         let rows = covariate_rows(&request, &snapshot)?;
         let cells: Vec<CellData> = snapshot
             .into_iter()

@@ -143,39 +143,47 @@ impl Runs<'_> {
             );
         };
         let model = Repeats::new(within.variance, judge);
-        let (mut fewest, mut ratio_sum, mut items) = (usize::MAX, 0.0, 0usize);
-        for (_, run, inputs) in runs.iter_mut() {
-            let Some(more) = inputs.repeats() else {
-                fewest = 1;
-                ratio_sum += run.scores.len() as f64;
-                items += run.scores.len();
-                continue;
-            };
-            let mut run_ratio = 0.0;
-            let mut given = Vec::with_capacity(run.scores.len());
-            for (score, r) in run.scores.iter_mut().zip(more) {
-                let k = (r.len() + 1) as f64;
-                let mean = (*score + r.iter().sum::<f64>()) / k;
-                given.push(mean);
-                *score = model.expand(mean, k);
-                run_ratio += model.residual_ratio(k);
-                fewest = fewest.min(r.len() + 1);
-            }
-            let n = run.scores.len().max(1) as f64;
-            run.noise_ratio = Some(run_ratio / n);
-            run.given_scores = Some(given);
-            ratio_sum += run_ratio;
-            items += run.scores.len();
-        }
+        let (fewest, residual_ratio) = expand_runs(&model, &mut runs);
         Ok(Some(RepeatUse {
             within,
             anchor_items: anchors.items(),
             run_items,
             model,
             fewest: fewest.min(MAX_REPEATS),
-            residual_ratio: ratio_sum / items.max(1) as f64,
+            residual_ratio,
         }))
     }
+}
+
+/// Each run's items read at the mean of their scores, expanded as one score would spread
+/// (`Repeats::expand`), with the noise they keep; the fewest scores an item has, and the mean
+/// residual ratio over every item.
+fn expand_runs(model: &Repeats, runs: &mut [&mut RunRepeats<'_>]) -> (usize, f64) {
+    let (mut fewest, mut ratio_sum, mut items) = (usize::MAX, 0.0, 0usize);
+    for (_, run, inputs) in runs.iter_mut() {
+        let Some(more) = inputs.repeats() else {
+            fewest = 1;
+            ratio_sum += run.scores.len() as f64;
+            items += run.scores.len();
+            continue;
+        };
+        let mut run_ratio = 0.0;
+        let mut given = Vec::with_capacity(run.scores.len());
+        for (score, r) in run.scores.iter_mut().zip(more) {
+            let k = (r.len() + 1) as f64;
+            let mean = (*score + r.iter().sum::<f64>()) / k;
+            given.push(mean);
+            *score = model.expand(mean, k);
+            run_ratio += model.residual_ratio(k);
+            fewest = fewest.min(r.len() + 1);
+        }
+        let n = run.scores.len().max(1) as f64;
+        run.noise_ratio = Some(run_ratio / n);
+        run.given_scores = Some(given);
+        ratio_sum += run_ratio;
+        items += run.scores.len();
+    }
+    (fewest, ratio_sum / items.max(1) as f64)
 }
 
 /// Whether re-asking the judge or labelling reaches a run's target at the lower cost.

@@ -45,21 +45,7 @@ pub fn systems(
     labels: usize,
     seed: u64,
 ) -> Result<Vec<SystemRow>, String> {
-    let mut anchors = Vec::new();
-    let mut runs: std::collections::BTreeMap<String, Vec<(f64, f64)>> = Default::default();
-    for r in read(path)? {
-        if r.judge != judge || r.variant != variant || r.rubric != rubric {
-            continue;
-        }
-        if !(1.0..=5.0).contains(&r.score) {
-            continue;
-        }
-        if r.story.is_multiple_of(2) {
-            anchors.push((r.score, r.human));
-        } else {
-            runs.entry(r.system).or_default().push((r.score, r.human));
-        }
-    }
+    let (anchors, runs) = split_stories(read(path)?, judge, variant, rubric);
     if anchors.len() < 20 || runs.is_empty() {
         return Err(format!(
             "{judge} (variant {variant}) on {rubric}: {} anchors and {} systems; is the judge, variant or rubric misspelt?",
@@ -117,6 +103,36 @@ pub fn systems(
             })
         })
         .collect()
+}
+
+/// A judge's valid scores (1–5; failed parses dropped) on one rubric and prompt variant: the
+/// stories of even prompts as anchors, each system's stories of odd prompts as its run.
+#[allow(clippy::type_complexity)]
+fn split_stories(
+    records: Vec<Record>,
+    judge: &str,
+    variant: &str,
+    rubric: &str,
+) -> (
+    Vec<(f64, f64)>,
+    std::collections::BTreeMap<String, Vec<(f64, f64)>>,
+) {
+    let mut anchors = Vec::new();
+    let mut runs: std::collections::BTreeMap<String, Vec<(f64, f64)>> = Default::default();
+    for r in records {
+        if r.judge != judge || r.variant != variant || r.rubric != rubric {
+            continue;
+        }
+        if !(1.0..=5.0).contains(&r.score) {
+            continue;
+        }
+        if r.story.is_multiple_of(2) {
+            anchors.push((r.score, r.human));
+        } else {
+            runs.entry(r.system).or_default().push((r.score, r.human));
+        }
+    }
+    (anchors, runs)
 }
 
 /// Ranks (1 = lowest), ties sharing their mean rank.
@@ -423,45 +439,79 @@ pub(super) fn pairs_of(
         };
         known_pairs(basis, &settings, &held, &systems, &mut row)?;
         if new_systems {
-            // Each system in turn left out of the anchors, and compared with every other.
-            for left_out in &systems {
-                // The judge's scores as refitted without the system, where they were.
-                let refit = refits
-                    .get(*left_out)
-                    .map(|rs| scored(rs, variant, &judge, &rubric))
-                    .filter(|rs| !rs.is_empty());
-                let (anchors, held): (Vec<&Record>, Vec<&Record>) = match refit {
-                    Some(rs) => rs.into_iter().partition(|r| r.story.is_multiple_of(2)),
-                    None => (anchors.clone(), held.clone()),
-                };
-                let kept: Vec<&&Record> =
-                    anchors.iter().filter(|r| r.system != *left_out).collect();
-                let without = Cell {
-                    pairs: kept.iter().map(|r| (r.score, r.human)).collect(),
-                    scale: SCALE,
-                };
-                let names: Vec<Option<&str>> =
-                    kept.iter().map(|r| Some(r.system.as_str())).collect();
-                let (model, bias) = train_with_groups(method, &without, &names, seed, &fit_run)?;
-                let basis = Basis {
-                    model: &model,
-                    anchors: &without,
-                    groups: bias.as_ref(),
-                };
-                for other in systems.iter().filter(|s| *s != left_out) {
-                    let (n, ia, ib, truth) = paired(&held, left_out, other);
-                    if n >= 10 {
-                        row.new.count(
-                            &runlevel::compare(basis, &ia, &ib, &settings)?.difference,
-                            truth,
-                        );
-                    }
-                }
-            }
+            let left = LeftOut {
+                records: (&anchors, &held),
+                refits,
+                cell: (variant, &judge, &rubric),
+                method,
+                seed,
+            };
+            left.compare(&systems, &settings, &mut row)?;
         }
         out.push(row);
     }
     Ok(out)
+}
+
+/// Each system in turn left out of the anchors, and compared with every other: a new
+/// system's pairs.
+struct LeftOut<'a> {
+    /// The cell's anchors and held-out stories.
+    records: (&'a [&'a Record], &'a [&'a Record]),
+    refits: &'a std::collections::HashMap<String, Vec<Record>>,
+    /// (variant, judge, rubric).
+    cell: (&'a str, &'a str, &'a str),
+    method: Method,
+    seed: u64,
+}
+
+impl LeftOut<'_> {
+    fn compare(
+        &self,
+        systems: &[&str],
+        settings: &AnswerSettings,
+        row: &mut PairRow,
+    ) -> Result<(), String> {
+        let (anchors, held) = self.records;
+        let (variant, judge, rubric) = self.cell;
+        let never = std::sync::atomic::AtomicBool::new(false);
+        let fit_run = Run::new(&never, &|_| {});
+        for left_out in systems {
+            // The judge's scores as refitted without the system, where they were.
+            let refit = self
+                .refits
+                .get(*left_out)
+                .map(|rs| scored(rs, variant, judge, rubric))
+                .filter(|rs| !rs.is_empty());
+            let (anchors, held): (Vec<&Record>, Vec<&Record>) = match refit {
+                Some(rs) => rs.into_iter().partition(|r| r.story.is_multiple_of(2)),
+                None => (anchors.to_vec(), held.to_vec()),
+            };
+            let kept: Vec<&&Record> = anchors.iter().filter(|r| r.system != *left_out).collect();
+            let without = Cell {
+                pairs: kept.iter().map(|r| (r.score, r.human)).collect(),
+                scale: SCALE,
+            };
+            let names: Vec<Option<&str>> = kept.iter().map(|r| Some(r.system.as_str())).collect();
+            let (model, bias) =
+                train_with_groups(self.method, &without, &names, self.seed, &fit_run)?;
+            let basis = Basis {
+                model: &model,
+                anchors: &without,
+                groups: bias.as_ref(),
+            };
+            for other in systems.iter().filter(|s| *s != left_out) {
+                let (n, ia, ib, truth) = paired(&held, left_out, other);
+                if n >= 10 {
+                    row.new.count(
+                        &runlevel::compare(basis, &ia, &ib, settings)?.difference,
+                        truth,
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Every pair of known systems compared, with and without the group term.

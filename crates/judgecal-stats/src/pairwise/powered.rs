@@ -428,25 +428,7 @@ fn fit_weighted(
 ) -> Result<Powered, RatingError> {
     let (k, baseline, controls) = (layout.k, layout.baseline, layout.controls);
     let d = layout.dimension();
-    let run_rows: Vec<Row> = run
-        .iter()
-        .map(|c| Row {
-            x: layout.features(c),
-            g: c.predicted,
-            y: None,
-            w: 1.0,
-        })
-        .collect();
-    let lab_rows: Vec<Row> = labelled
-        .iter()
-        .zip(weights)
-        .map(|(o, &w)| Row {
-            x: layout.features(&o.comparison),
-            g: o.comparison.predicted,
-            y: Some(o.preference),
-            w,
-        })
-        .collect();
+    let (run_rows, lab_rows) = layout.rows(run, labelled, weights);
     // The pilot fit, at which λ is chosen: full weight where it has a maximum; where it has
     // none (a system's run share small beside its labelled share can push a corrected outcome
     // past all or nothing), λ stepped down toward the labels alone, so the pilot never fails
@@ -502,6 +484,38 @@ fn fit_weighted(
         run_part,
         labelled_part,
     })
+}
+
+impl Layout {
+    /// The run's rows (its predictions only) and the labelled rows, each weighted by
+    /// `weights`.
+    fn rows(
+        &self,
+        run: &[Predicted],
+        labelled: &[Observed],
+        weights: &[f64],
+    ) -> (Vec<Row>, Vec<Row>) {
+        let run_rows: Vec<Row> = run
+            .iter()
+            .map(|c| Row {
+                x: self.features(c),
+                g: c.predicted,
+                y: None,
+                w: 1.0,
+            })
+            .collect();
+        let lab_rows: Vec<Row> = labelled
+            .iter()
+            .zip(weights)
+            .map(|(o, &w)| Row {
+                x: self.features(&o.comparison),
+                g: o.comparison.predicted,
+                y: Some(o.preference),
+                w,
+            })
+            .collect();
+        (run_rows, lab_rows)
+    }
 }
 
 /// The sandwich's middle terms, the run's and the labels', at the fit `theta` with weight

@@ -294,6 +294,23 @@ pub fn fit(rows: &[Labelled], inputs: Inputs) -> Result<PreferenceMap, String> {
     fit_with(rows, inputs, None).map(|(map, _)| map)
 }
 
+/// Laplace's evidence at the mode, log p(y | ŵ) − ½ŵᵀΣ₀⁻¹ŵ − ½ log|Σ₀| − ½ log|H| (`at_mode`
+/// the first two terms, `h` the curvature there), and the posterior covariance H⁻¹.
+fn laplace(
+    h: DMatrix<f64>,
+    at_mode: f64,
+    log_det_prior: f64,
+) -> Result<(f64, DMatrix<f64>), String> {
+    let factor = h
+        .cholesky()
+        .ok_or("the preference's curvature is singular")?;
+    let log_det_h: f64 = 2.0 * factor.l().diagonal().iter().map(|v| v.ln()).sum::<f64>();
+    Ok((
+        at_mode - 0.5 * log_det_prior - 0.5 * log_det_h,
+        factor.inverse(),
+    ))
+}
+
 /// The rows' panel members, checked alike in every row (as their covariates, and their
 /// systems where there are per-system terms), and each covariate's centre and scale (read
 /// only `WithCovariates`).
@@ -400,15 +417,8 @@ pub fn fit_with(
     .ok_or("the preference's curvature is not positive definite")?
     .theta;
     let (_, h) = curvature(&w);
-    let factor = h
-        .clone()
-        .cholesky()
-        .ok_or("the preference's curvature is singular")?;
-    // Laplace: log p(y | ŵ) − ½ŵᵀΣ₀⁻¹ŵ − ½ log|Σ₀| − ½ log|H|.
-    let log_det_h: f64 = 2.0 * factor.l().diagonal().iter().map(|v| v.ln()).sum::<f64>();
     let log_det_prior: f64 = (0..d).map(|j| -precision(j).ln()).sum();
-    let evidence = log_likelihood(&w) - penalty(&w) - 0.5 * log_det_prior - 0.5 * log_det_h;
-    let covariance = factor.inverse();
+    let (evidence, covariance) = laplace(h, log_likelihood(&w) - penalty(&w), log_det_prior)?;
     Ok((
         PreferenceMap {
             inputs,

@@ -298,6 +298,18 @@ pub fn alarms(opts: &GridOptions, w: &DriftWorld, progress: &dyn Fn(&str)) -> Ve
     out
 }
 
+/// Delays (0 or less: an alarm before the change) split into those after the change and the
+/// count of early ones.
+fn split_early(d: Vec<Option<i64>>) -> (Vec<Option<u64>>, usize) {
+    let early = d.iter().filter(|x| x.is_some_and(|v| v <= 0)).count();
+    let kept = d
+        .into_iter()
+        .filter(|x| x.is_none_or(|v| v > 0))
+        .map(|x| x.map(|v| v as u64))
+        .collect();
+    (kept, early)
+}
+
 /// The delay grid of one world.
 pub fn delays(opts: &GridOptions, w: &DriftWorld) -> Vec<Delay> {
     let mut out = Vec::new();
@@ -352,17 +364,8 @@ pub fn delays(opts: &GridOptions, w: &DriftWorld) -> Vec<Delay> {
                     got
                 });
                 let all: Vec<(Option<i64>, Option<i64>)> = parts.concat();
-                let split = |d: Vec<Option<i64>>| {
-                    let early = d.iter().filter(|x| x.is_some_and(|v| v <= 0)).count();
-                    let kept = d
-                        .into_iter()
-                        .filter(|x| x.is_none_or(|v| v > 0))
-                        .map(|x| x.map(|v| v as u64))
-                        .collect();
-                    (kept, early)
-                };
-                let (delays, early) = split(all.iter().map(|x| x.0).collect());
-                let (oracle, oracle_early) = split(all.iter().map(|x| x.1).collect());
+                let (delays, early) = split_early(all.iter().map(|x| x.0).collect());
+                let (oracle, oracle_early) = split_early(all.iter().map(|x| x.1).collect());
                 out.push(Delay {
                     reference: w.reference,
                     change,
