@@ -42,6 +42,36 @@ fn label(judge: &JudgeName, version: Option<&JudgeVersion>) -> String {
     }
 }
 
+/// An item's preference as its members' comparisons give it (`c` the first member's,
+/// `others` the rest), and each way they disagree: another pair of systems, or another
+/// preference.
+fn agreed(labels: &[String], c: &Comparison, others: &[&Comparison]) -> (Option<f64>, Vec<String>) {
+    let mut preference = c.preference;
+    let mut clash = Vec::new();
+    for (k, o) in others.iter().enumerate() {
+        if (&o.a, &o.b) != (&c.a, &c.b) {
+            clash.push(format!(
+                "{} compares {} with {}, {} compares {} with {}",
+                labels[0],
+                c.a,
+                c.b,
+                labels[k + 1],
+                o.a,
+                o.b
+            ));
+        }
+        match (preference, o.preference) {
+            (Some(p), Some(q)) if (p - q).abs() > 1e-9 => clash.push(format!(
+                "the people's preference differs: {p} beside {}'s {q}",
+                labels[k + 1]
+            )),
+            (None, q) => preference = q,
+            _ => {}
+        }
+    }
+    (preference, clash)
+}
+
 /// Joins the members' comparisons (`members[m]`, each in any order) on item id; problems name
 /// every item whose members compare other systems or give other preferences.
 pub fn join(
@@ -71,29 +101,7 @@ pub fn join(
         else {
             continue;
         };
-        let mut preference = c.preference;
-        let mut clash = Vec::new();
-        for (k, o) in others.iter().enumerate() {
-            if (&o.a, &o.b) != (&c.a, &c.b) {
-                clash.push(format!(
-                    "{} compares {} with {}, {} compares {} with {}",
-                    labels[0],
-                    c.a,
-                    c.b,
-                    labels[k + 1],
-                    o.a,
-                    o.b
-                ));
-            }
-            match (preference, o.preference) {
-                (Some(p), Some(q)) if (p - q).abs() > 1e-9 => clash.push(format!(
-                    "the people's preference differs: {p} beside {}'s {q}",
-                    labels[k + 1]
-                )),
-                (None, q) => preference = q,
-                _ => {}
-            }
-        }
+        let (preference, clash) = agreed(labels, c, &others);
         if !clash.is_empty() {
             problems.push(Problem::at(
                 None,

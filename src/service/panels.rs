@@ -97,20 +97,7 @@ impl Panels<'_> {
         panel: &Panel,
         named: &[(JudgeName, Option<JudgeVersion>)],
     ) -> Result<Vec<(JudgeName, Option<JudgeVersion>)>> {
-        let mut problems = Vec::new();
-        for (judge, _) in named {
-            if !panel.judges.contains(judge) {
-                problems.push(Problem::at(
-                    None,
-                    &format!("member_versions.{judge}"),
-                    format!(
-                        "{judge} is not a member of panel {}; its members: {}",
-                        panel.name,
-                        names(&panel.judges)
-                    ),
-                ));
-            }
-        }
+        let mut problems = not_members(panel, named);
         let mut out = Vec::with_capacity(panel.judges.len());
         for judge in &panel.judges {
             let mut held: Vec<Option<JudgeVersion>> = Vec::new();
@@ -543,4 +530,23 @@ pub fn fused_with_scores(
     } else {
         Err(problems)
     }
+}
+
+/// The named members' versions that name a judge outside the panel.
+fn not_members(panel: &Panel, named: &[(JudgeName, Option<JudgeVersion>)]) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    for (judge, _) in named {
+        if !panel.judges.contains(judge) {
+            problems.push(Problem::at(
+                None,
+                &format!("member_versions.{judge}"),
+                format!(
+                    "{judge} is not a member of panel {}; its members: {}",
+                    panel.name,
+                    names(&panel.judges)
+                ),
+            ));
+        }
+    }
+    problems
 }

@@ -147,6 +147,59 @@ pub fn train_cell(
     })
 }
 
+/// A pairwise version's picture: its held-out calibration, the judge's biases beside the
+/// people's, and each system's favouritism.
+fn picture_of(key: &CellKey, v: &PreferenceVersion) -> crate::plots::PairwisePicture {
+    let r = &v.report;
+    let estimate = |name: &str, s: Option<pref::Share>| {
+        s.map(|s| crate::plots::Estimate {
+            name: name.to_owned(),
+            estimate: s.estimate,
+            interval: s.interval,
+        })
+    };
+    let b = &r.biases;
+    let chosen = r.candidates.iter().find(|c| c.inputs == r.chosen);
+    crate::plots::PairwisePicture {
+        title: format!(
+            "{key}: version {} ({}), {} comparisons, {} labelled; held-out log-loss {} (raw verdict {:.3})",
+            v.version,
+            r.chosen,
+            v.comparison_count,
+            v.labelled_count,
+            chosen.map_or("—".to_owned(), |c| format!("{:.3}", c.log_loss)),
+            r.raw.log_loss
+        ),
+        reliability: r
+            .reliability
+            .iter()
+            .map(|b| (b.predicted, b.observed))
+            .collect(),
+        shares: vec![
+            (
+                "first shown wins".into(),
+                estimate("judge", b.judge_first),
+                estimate("people", b.people_first),
+            ),
+            (
+                "longer wins".into(),
+                estimate("judge", b.judge_longer),
+                estimate("people", b.people_longer),
+            ),
+            ("flips on swap".into(), estimate("judge", b.flips), None),
+        ],
+        favouritism: b
+            .favouritism
+            .iter()
+            .map(|f| crate::plots::Estimate {
+                name: f.system.to_string(),
+                estimate: f.estimate,
+                interval: f.interval,
+            })
+            .collect(),
+    }
+}
+
 /// Each panel member's own map (`auto` weighed each member alone beside the panel, on the
 /// same folds): its lowest held-out log-loss.
 fn panel_members(
@@ -545,54 +598,7 @@ impl Pairwise<'_> {
                 .find(|v| v.version == n)
                 .ok_or_else(|| Error::NotFound(format!("cell {key} has no version {n}")))?,
         };
-        let r = &v.report;
-        let estimate = |name: &str, s: Option<pref::Share>| {
-            s.map(|s| crate::plots::Estimate {
-                name: name.to_owned(),
-                estimate: s.estimate,
-                interval: s.interval,
-            })
-        };
-        let b = &r.biases;
-        let chosen = r.candidates.iter().find(|c| c.inputs == r.chosen);
-        let picture = crate::plots::PairwisePicture {
-            title: format!(
-                "{key}: version {} ({}), {} comparisons, {} labelled; held-out log-loss {} (raw verdict {:.3})",
-                v.version,
-                r.chosen,
-                v.comparison_count,
-                v.labelled_count,
-                chosen.map_or("—".to_owned(), |c| format!("{:.3}", c.log_loss)),
-                r.raw.log_loss
-            ),
-            reliability: r
-                .reliability
-                .iter()
-                .map(|b| (b.predicted, b.observed))
-                .collect(),
-            shares: vec![
-                (
-                    "first shown wins".into(),
-                    estimate("judge", b.judge_first),
-                    estimate("people", b.people_first),
-                ),
-                (
-                    "longer wins".into(),
-                    estimate("judge", b.judge_longer),
-                    estimate("people", b.people_longer),
-                ),
-                ("flips on swap".into(), estimate("judge", b.flips), None),
-            ],
-            favouritism: b
-                .favouritism
-                .iter()
-                .map(|f| crate::plots::Estimate {
-                    name: f.system.to_string(),
-                    estimate: f.estimate,
-                    interval: f.interval,
-                })
-                .collect(),
-        };
+        let picture = picture_of(key, v);
         crate::plots::draw_svg(crate::plots::pairwise_report(&picture))
             .await
             .map(Some)

@@ -338,6 +338,19 @@ impl Versions<'_> {
         if let Ok(mut m) = self.calibrators.mismatch.write() {
             *m = settings;
         }
+        let fresh = self.judge_version_calibrators().await?;
+        if let Ok(mut m) = self.calibrators.by_judge_version.write() {
+            *m = fresh;
+        }
+        // Read again at the next request: what other processes changed arrives with it.
+        self.panel_memo.clear();
+        Ok(())
+    }
+
+    /// Every judge version's calibration, as the store names them: from the cache where it
+    /// holds the same version (or the cell serves it), else read; one that cannot be read is
+    /// skipped and logged.
+    async fn judge_version_calibrators(&self) -> Result<ByJudgeVersion> {
         let held: ByJudgeVersion = self
             .calibrators
             .by_judge_version
@@ -374,12 +387,7 @@ impl Versions<'_> {
             };
             fresh.insert(slot, loaded);
         }
-        if let Ok(mut m) = self.calibrators.by_judge_version.write() {
-            *m = fresh;
-        }
-        // Read again at the next request: what other processes changed arrives with it.
-        self.panel_memo.clear();
-        Ok(())
+        Ok(fresh)
     }
 
     /// The version that corrects a request naming `judge_version` (`None`: the unversioned

@@ -510,16 +510,7 @@ impl Evidence {
         );
         let grouped = self.parts.grouped;
         if self.reversed {
-            let raw = &self.raw;
-            let reason = format!(
-                "the new scores reverse the old order (rank correlation {:+.3}, slope {}) on {n} shared items: \
-                 the judge was mirrored or inverted, not shifted, which the corrected mean cannot show \
-                 ({interval}): {REFIT_ADVICE}",
-                raw.rank_correlation,
-                raw.slope
-                    .map_or("undefined".to_owned(), |b| format!("{b:+.3}"))
-            );
-            (Verdict::Refit, None, reason)
+            (Verdict::Refit, None, self.reversal(&interval))
         } else if outside {
             let reason = format!("{interval}, wholly outside ±{tolerance}: {REFIT_ADVICE}");
             (Verdict::Refit, None, reason)
@@ -554,6 +545,19 @@ impl Evidence {
             );
             (Verdict::MoreItems, more, reason)
         }
+    }
+
+    /// Why a reversed order calls for a refit, whatever the corrected mean did.
+    fn reversal(&self, interval: &str) -> String {
+        let (raw, n) = (&self.raw, self.n);
+        format!(
+            "the new scores reverse the old order (rank correlation {:+.3}, slope {}) on {n} shared items: \
+             the judge was mirrored or inverted, not shifted, which the corrected mean cannot show \
+             ({interval}): {REFIT_ADVICE}",
+            raw.rank_correlation,
+            raw.slope
+                .map_or("undefined".to_owned(), |b| format!("{b:+.3}"))
+        )
     }
 
     /// The shared items more that would decide an undecided bridge: the mean's count and,

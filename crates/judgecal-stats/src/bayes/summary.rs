@@ -72,6 +72,27 @@ where
 /// and the sampler's coordinates.
 type DrawFn<'a, D> = dyn Fn(&Vec<StackDraw<D>>, &Vec<OVector<f64, D>>, &[f64]) -> f64 + 'a;
 
+/// The coefficients' posterior mean and covariance over draws of their conditional laws, by
+/// the law of total covariance: the conditionals' mean covariance plus the means' spread.
+fn total_moments<D: Width>(all: &[StackDraw<D>]) -> (OVector<f64, D>, OMatrix<f64, D, D>)
+where
+    DefaultAllocator: Allocator<D, D> + Allocator<D>,
+{
+    let n = all.len() as f64;
+    let (rows, _) = all[0].cov.shape_generic();
+    let mean = all.iter().fold(
+        OVector::<f64, D>::zeros_generic(rows, nalgebra::U1),
+        |acc, d| acc + &d.mean,
+    ) / n;
+    let mut cov = OMatrix::<f64, D, D>::zeros_generic(rows, rows);
+    for d in all {
+        let e = &d.mean - &mean;
+        cov += &d.cov / n;
+        cov.ger(1.0 / (n - 1.0).max(1.0), &e, &e, 1.0);
+    }
+    (mean, cov)
+}
+
 /// Summarises `model`'s kept draws (`chains`, in sampler coordinates), drawing one coefficient
 /// vector per draw with a generator seeded from `seed`.
 pub fn summarise<D: Width>(
@@ -125,19 +146,7 @@ where
         conv.push(diagnostics::convergence(&series(&|d, _, _| d[k].sigma)));
         own_conv.push(conv);
         let all: Vec<StackDraw<D>> = draws.iter().flatten().map(|d| d[k].clone()).collect();
-        let n = all.len() as f64;
-        let (rows, _) = all[0].cov.shape_generic();
-        let mean = all.iter().fold(
-            OVector::<f64, D>::zeros_generic(rows, nalgebra::U1),
-            |acc, d| acc + &d.mean,
-        ) / n;
-        // Law of total covariance: the conditionals' mean covariance plus the means' spread.
-        let mut cov = OMatrix::<f64, D, D>::zeros_generic(rows, rows);
-        for d in &all {
-            let e = &d.mean - &mean;
-            cov += &d.cov / n;
-            cov.ger(1.0 / (n - 1.0).max(1.0), &e, &e, 1.0);
-        }
+        let (mean, cov) = total_moments(&all);
         rubrics.push(CoefficientPosterior {
             sigma_mean: stats::mean_of(all.iter().map(|d| d.sigma)),
             sigma2_mean: stats::mean_of(all.iter().map(|d| d.sigma * d.sigma)),

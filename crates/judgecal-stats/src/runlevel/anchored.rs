@@ -516,6 +516,34 @@ fn labels_needed(e: &MeanEstimate, target: f64, level: f64) -> Advice {
     Advice::Labels((needed.ceil() as usize).min(e.n))
 }
 
+/// A line's error, (δα, δβ) ~ N(0, its posterior covariance) drawn by the covariance's
+/// Cholesky factor, added to each draw of the plain runs `plain` with their `weights` on α and
+/// β.
+fn line_errors(
+    p: &crate::report::RubricPosterior,
+    plain: &[usize],
+    weights: &[(f64, f64)],
+    errors: &mut [f64],
+    k: usize,
+    rng: &mut Rng,
+) {
+    // The factor of a positive semidefinite 2×2 covariance (a zero variance stays zero).
+    let l11 = p.alpha_var.max(0.0).sqrt();
+    let l21 = if l11 > 0.0 {
+        p.alpha_beta_cov / l11
+    } else {
+        0.0
+    };
+    let l22 = (p.beta_var - l21 * l21).max(0.0).sqrt();
+    for d in 0..errors.len() / k {
+        let (z1, z2) = (standard_normal(rng), standard_normal(rng));
+        let (da, db) = (l11 * z1, l21 * z1 + l22 * z2);
+        for (&i, (wa, wb)) in plain.iter().zip(weights) {
+            errors[d * k + i] += wa * da + wb * db;
+        }
+    }
+}
+
 /// Adds the corrector's error, shared by the plain runs `plain`, to each draw.
 fn corrector_errors(
     anchored: &Anchored,
@@ -533,14 +561,6 @@ fn corrector_errors(
     let anchor_mean = mean(&anchored.judge_scores);
     match anchored.basis.model.mean_uncertainty() {
         MeanUncertainty::Line(p) => {
-            // (δα, δβ) ~ N(0, posterior covariance), by its Cholesky factor.
-            let l11 = p.alpha_var.max(0.0).sqrt();
-            let l21 = if l11 > 0.0 {
-                p.alpha_beta_cov / l11
-            } else {
-                0.0
-            };
-            let l22 = (p.beta_var - l21 * l21).max(0.0).sqrt();
             let weights: Vec<(f64, f64)> = plain
                 .iter()
                 .map(|&i| {
@@ -552,13 +572,7 @@ fn corrector_errors(
                     }
                 })
                 .collect();
-            for d in 0..draws {
-                let (z1, z2) = (standard_normal(rng), standard_normal(rng));
-                let (da, db) = (l11 * z1, l21 * z1 + l22 * z2);
-                for (&i, (wa, wb)) in plain.iter().zip(&weights) {
-                    errors[d * k + i] += wa * da + wb * db;
-                }
-            }
+            line_errors(p, plain, &weights, errors, k, rng);
         }
         MeanUncertainty::Offset => {
             // The anchors' mean residual, shared by every plain run (cancelled by a group

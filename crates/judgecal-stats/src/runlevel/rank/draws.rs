@@ -163,28 +163,7 @@ pub(super) fn labelled_errors(
     rng: &mut Rng,
 ) -> Result<Option<f64>> {
     let draws = errors.len() / k;
-    let mut block: Vec<LabelledRun> = Vec::new();
-    for (i, (run, e)) in runs.iter().zip(estimates).enumerate() {
-        if e.path != AnswerPath::Labelled {
-            continue;
-        }
-        let lambda = e.mean.lambda.unwrap_or(1.0);
-        let corrected = sources[i].corrected(&run.scores)?;
-        let residual = run
-            .references()
-            .iter()
-            .zip(&corrected)
-            .map(|(y, f)| y.map(|y| y - lambda * f))
-            .collect();
-        block.push(LabelledRun {
-            run: i,
-            residual,
-            n: e.mean.labelled,
-            big_n: e.mean.n,
-            variance: e.mean.variance.total(),
-            df: e.mean.df,
-        });
-    }
+    let block = labelled_block(sources, runs, estimates)?;
     if block.is_empty() {
         return Ok(None);
     }
@@ -236,6 +215,38 @@ pub(super) fn labelled_errors(
         }
     }
     Ok((weight > 0.0).then(|| pooled / weight))
+}
+
+/// The labelled runs, each with its residuals (reference − λ·corrected) and its answer's
+/// variance and degrees of freedom.
+fn labelled_block(
+    sources: &[&dyn Source],
+    runs: &[RunItems],
+    estimates: &[RunEstimate],
+) -> Result<Vec<LabelledRun>> {
+    let mut block: Vec<LabelledRun> = Vec::new();
+    for (i, (run, e)) in runs.iter().zip(estimates).enumerate() {
+        if e.path != AnswerPath::Labelled {
+            continue;
+        }
+        let lambda = e.mean.lambda.unwrap_or(1.0);
+        let corrected = sources[i].corrected(&run.scores)?;
+        let residual = run
+            .references()
+            .iter()
+            .zip(&corrected)
+            .map(|(y, f)| y.map(|y| y - lambda * f))
+            .collect();
+        block.push(LabelledRun {
+            run: i,
+            residual,
+            n: e.mean.labelled,
+            big_n: e.mean.n,
+            variance: e.mean.variance.total(),
+            df: e.mean.df,
+        });
+    }
+    Ok(block)
 }
 
 /// Two labelled runs' residuals on the items both labelled.

@@ -190,6 +190,41 @@ struct Planner<'a> {
 }
 
 impl Planner<'_> {
+    /// The counts to plan: the greedy counts, the pairs' shared counts where they do better,
+    /// trimmed, and one count for every run where the runs cannot pair yet.
+    fn counts(&self) -> Vec<usize> {
+        let mut m = self.greedy();
+        // Taken where it reaches as many targets for less.
+        if self.model.paired {
+            let each = self.shared_counts();
+            let (now, then) = (self.met(&m), self.met(&each));
+            if self.cost(&each) <= self.budget
+                && (then > now || (then == now && self.cost(&each) < self.cost(&m)))
+            {
+                m = each;
+            }
+        }
+        // Only where every target is reached: short of the budget, a run's labels also lower the
+        // pairs that stay open.
+        let reached = self.met(&m);
+        if reached == self.open.len() {
+            m = self.trim(m, reached);
+        }
+        // Before any labels, with every run in an open pair the judge alone places no run: there
+        // is no run to leave out, and uneven counts give up the pairing (the residuals' shared
+        // part cancels in a difference only where both runs label the same items), which the plan
+        // cannot yet measure. Every run then gets one count, the fewest reaching the targets the
+        // uneven plan reached.
+        if !self.model.paired
+            && !self.model.rho_measured
+            && self.touching.iter().all(|t| !t.is_empty())
+            && let Some(e) = self.equal_counts(&m, reached)
+        {
+            m = e;
+        }
+        m
+    }
+
     /// How far open pair `o`'s variance with counts `m` is above its target (0: met).
     fn over(&self, m: &[usize], o: usize) -> f64 {
         let (a, b, target) = self.open[o];
@@ -472,35 +507,7 @@ pub(super) fn allocate(
     {
         return allocation(&m, added(&m), true, false);
     }
-    let mut m = planner.greedy();
-    // Taken where it reaches as many targets for less.
-    if model.paired {
-        let each = planner.shared_counts();
-        let (now, then) = (planner.met(&m), planner.met(&each));
-        if planner.cost(&each) <= planner.budget
-            && (then > now || (then == now && planner.cost(&each) < planner.cost(&m)))
-        {
-            m = each;
-        }
-    }
-    // Only where every target is reached: short of the budget, a run's labels also lower the
-    // pairs that stay open.
-    let reached = planner.met(&m);
-    if reached == planner.open.len() {
-        m = planner.trim(m, reached);
-    }
-    // Before any labels, with every run in an open pair the judge alone places no run: there
-    // is no run to leave out, and uneven counts give up the pairing (the residuals' shared
-    // part cancels in a difference only where both runs label the same items), which the plan
-    // cannot yet measure. Every run then gets one count, the fewest reaching the targets the
-    // uneven plan reached.
-    if !model.paired
-        && !model.rho_measured
-        && planner.touching.iter().all(|t| !t.is_empty())
-        && let Some(e) = planner.equal_counts(&m, reached)
-    {
-        m = e;
-    }
+    let m = planner.counts();
     let mut add = added(&m);
     // With labels on the same items already and two looks to spare, a step: the plan's
     // targets rest on gaps and spreads measured on a few labels, and it asks several times
