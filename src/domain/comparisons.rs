@@ -360,6 +360,27 @@ struct ComparisonBatches {
 }
 
 impl ComparisonBatches {
+    /// The index of the batch of `key` and `version`, begun where it is new.
+    fn cell_of(&mut self, key: &CellKey, version: &Option<JudgeVersion>) -> usize {
+        if let Some(at) = self
+            .cells
+            .iter()
+            .position(|(c, _)| c.key == *key && c.judge_version == *version)
+        {
+            return at;
+        }
+        self.cells.push((
+            ComparisonBatch {
+                key: key.clone(),
+                judge_version: version.clone(),
+                comparisons: Vec::new(),
+                rows: Vec::new(),
+            },
+            HashMap::new(),
+        ));
+        self.cells.len() - 1
+    }
+
     /// Adds a row whose fields parsed, or says why it cannot be added.
     fn add(
         &mut self,
@@ -368,25 +389,7 @@ impl ComparisonBatches {
         covariates: Covariates,
     ) -> Result<(), Problem> {
         let key = f.key;
-        let at = match self
-            .cells
-            .iter()
-            .position(|(c, _)| c.key == key && c.judge_version == f.version)
-        {
-            Some(at) => at,
-            None => {
-                self.cells.push((
-                    ComparisonBatch {
-                        key: key.clone(),
-                        judge_version: f.version.clone(),
-                        comparisons: Vec::new(),
-                        rows: Vec::new(),
-                    },
-                    HashMap::new(),
-                ));
-                self.cells.len() - 1
-            }
-        };
+        let at = self.cell_of(&key, &f.version);
         let (cell, cell_seen) = &mut self.cells[at];
         if let Some(&first) = cell_seen.get(&f.item_id) {
             return Err(Problem::at(

@@ -101,6 +101,28 @@ fn stored_otherwise(cell: &CellBatch, s: &StoredRow, anchor: &Anchor) -> String 
     said
 }
 
+/// Each item's stored row (its reference, group and rater are one for all its versions), and
+/// this batch's version's row of it.
+#[allow(clippy::type_complexity)]
+fn held_rows<'a>(
+    cell: &CellBatch,
+    stored: &'a [StoredRow],
+) -> (
+    HashMap<&'a str, &'a StoredRow>,
+    HashMap<&'a str, &'a StoredRow>,
+) {
+    let version = JudgeVersion::stored(cell.judge_version.as_ref());
+    let mut items: HashMap<&str, &StoredRow> = HashMap::with_capacity(stored.len());
+    let mut own: HashMap<&str, &StoredRow> = HashMap::new();
+    for row in stored {
+        items.insert(&row.item_id, row);
+        if row.judge_version == version {
+            own.insert(&row.item_id, row);
+        }
+    }
+    (items, own)
+}
+
 /// Decides one cell's batch against the rows the cell holds for the batch's items (of every
 /// judge version). Problems go to `refusals`; the plan is only to be written when, after every
 /// cell, `refusals` is empty.
@@ -111,18 +133,7 @@ pub fn plan_cell(
     now: i64,
     refusals: &mut Refusals,
 ) -> CellPlan {
-    let version = JudgeVersion::stored(cell.judge_version.as_ref());
-    // Each item's reference, group and rater (one for all its versions), and this version's
-    // row of it.
-    let mut items: HashMap<&str, &StoredRow> = HashMap::with_capacity(stored.len());
-    let mut own: HashMap<&str, &StoredRow> = HashMap::new();
-    for row in stored {
-        items.insert(&row.item_id, row);
-        if row.judge_version == version {
-            own.insert(&row.item_id, row);
-        }
-    }
-
+    let (items, own) = held_rows(cell, stored);
     let mut plan = CellPlan::default();
     for (uploaded, &batch_row) in cell.anchors.iter().zip(&cell.rows) {
         let item = uploaded.item_id.as_str();

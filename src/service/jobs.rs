@@ -147,6 +147,21 @@ fn job_error_text(e: &Error) -> String {
     }
 }
 
+/// A panel's inputs are its members' scores: covariates belong to a member judge's training.
+fn no_panel_covariates(request: &TrainingRequest) -> Result<()> {
+    if request.covariates.is_empty() {
+        return Ok(());
+    }
+    Err(refused(vec![Problem::at(
+        None,
+        "covariates",
+        format!(
+            "{} is a panel: its members' scores are its inputs; train a member judge with covariates instead",
+            request.judge
+        ),
+    )]))
+}
+
 /// Each rubric the queued request names still has the `min` anchors training needs.
 fn still_enough(
     request: &TrainingRequest,
@@ -269,16 +284,7 @@ impl Operations<'_> {
     /// least `jobs.min_anchors` anchors is trained.
     pub async fn submit_training(&self, request: TrainingRequest) -> Result<Job> {
         if let Some(panel) = self.store.panel_rows().panel(&request.judge).await? {
-            if !request.covariates.is_empty() {
-                return Err(refused(vec![Problem::at(
-                    None,
-                    "covariates",
-                    format!(
-                        "{} is a panel: its members' scores are its inputs; train a member judge with covariates instead",
-                        request.judge
-                    ),
-                )]));
-            }
+            no_panel_covariates(&request)?;
             return Panels(self).submit_panel_training(request, panel).await;
         }
         let judge = &request.judge;

@@ -22,9 +22,9 @@ use super::bridges::{
 };
 use crate::domain::comparisons::Comparison;
 use crate::domain::preference::{PreferenceVersion, verdict_level};
-use crate::domain::{CellKey, CovariateName, GroupName, JudgeVersion, Problem, Scale};
+use crate::domain::{CellKey, CovariateName, GroupName, ItemId, JudgeVersion, Problem, Scale};
 use crate::error::{Error, Result};
-use crate::store::{ComparisonCell, VersionAnchors};
+use crate::store::{ComparisonCell, Store, VersionAnchors};
 use judgecal_stats::bridge::{self, Pair, Verdict};
 use judgecal_stats::pairwise::preference::{
     Candidate, Inputs, Labelled, PreferenceMap, Verdicts, fit_candidate,
@@ -322,19 +322,7 @@ impl Pairwise<'_> {
     ) -> Result<Rescore> {
         let from = match from {
             Some(f) => f.cloned(),
-            None => self
-                .store
-                .comparison_rows().preference_versions(key)
-                .await?
-                .into_iter()
-                .next()
-                .ok_or_else(|| {
-                    Error::NotFound(format!(
-                        "cell {key} has no trained version to bridge from: train it with POST /v1/judges/{}/calibrations {{\"method\": \"auto\"}}",
-                        key.judge
-                    ))
-                })?
-                .judge_version,
+            None => newest_judge_version(&self.store, key).await?,
         };
         Self::known_comparison_versions(key, versions, &[(from.as_ref(), "from")])?;
         let calibrated = self.calibrated(key, from.as_ref(), "from").await?;
@@ -424,51 +412,7 @@ impl Pairwise<'_> {
             .into_iter()
             .map(|c| (c.item_id.clone(), c))
             .collect();
-        let mut problems = Vec::new();
-        let mut seen = HashSet::new();
-        let mut rejudged = Vec::with_capacity(items.len());
-        for (i, item) in items.iter().enumerate() {
-            let row = Some(i + 1);
-            if item.judge_score.is_some() {
-                problems.push(Problem::at(
-                    row,
-                    "judge_score",
-                    format!("cell {key} holds pairwise comparisons, not judge scores: re-judge the comparison with verdict (and verdict_swapped)"),
-                ));
-                continue;
-            }
-            let Some(verdicts) = item.verdicts else {
-                problems.push(Problem::at(
-                    row,
-                    "verdict",
-                    "is missing: a check of a pairwise cell re-judges stored comparisons",
-                ));
-                continue;
-            };
-            if !seen.insert(item.item_id.clone()) {
-                problems.push(Problem::at(
-                    row,
-                    "item_id",
-                    format!("{:?} appears twice", item.item_id.as_str()),
-                ));
-                continue;
-            }
-            match stored.get(&item.item_id) {
-                None => problems.push(Problem::at(
-                    row,
-                    "item_id",
-                    format!(
-                        "{:?} is not a comparison of cell {key} under judge_version {}: a check re-judges stored comparisons",
-                        item.item_id.as_str(),
-                        JudgeVersion::describe(judge_version)
-                    ),
-                )),
-                Some(c) => rejudged.push((c, verdicts)),
-            }
-        }
-        if !problems.is_empty() {
-            return Err(refused(problems));
-        }
+        let rejudged = rejudged(key, judge_version, &items, &stored)?;
         let calibrated = self.calibrated(key, judge_version, "judge_version").await?;
         let pairs: Vec<Pair> = rejudged
             .iter()
@@ -486,6 +430,80 @@ impl Pairwise<'_> {
             .collect();
         Versions(self).record_check(key, &verdicts, answer).await
     }
+}
+
+/// Each re-judged item with the stored comparison it re-judges: every item a stored
+/// comparison of `judge_version`, named once, with a verdict (not a judge score).
+#[allow(clippy::type_complexity)]
+fn rejudged<'a>(
+    key: &CellKey,
+    judge_version: Option<&JudgeVersion>,
+    items: &[Rescored],
+    stored: &'a HashMap<ItemId, Comparison>,
+) -> Result<Vec<(&'a Comparison, (f64, Option<f64>))>> {
+    let mut problems = Vec::new();
+    let mut seen = HashSet::new();
+    let mut rejudged = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let row = Some(i + 1);
+        if item.judge_score.is_some() {
+            problems.push(Problem::at(
+                row,
+                "judge_score",
+                format!("cell {key} holds pairwise comparisons, not judge scores: re-judge the comparison with verdict (and verdict_swapped)"),
+            ));
+            continue;
+        }
+        let Some(verdicts) = item.verdicts else {
+            problems.push(Problem::at(
+                row,
+                "verdict",
+                "is missing: a check of a pairwise cell re-judges stored comparisons",
+            ));
+            continue;
+        };
+        if !seen.insert(item.item_id.clone()) {
+            problems.push(Problem::at(
+                row,
+                "item_id",
+                format!("{:?} appears twice", item.item_id.as_str()),
+            ));
+            continue;
+        }
+        match stored.get(&item.item_id) {
+            None => problems.push(Problem::at(
+                row,
+                "item_id",
+                format!(
+                    "{:?} is not a comparison of cell {key} under judge_version {}: a check re-judges stored comparisons",
+                    item.item_id.as_str(),
+                    JudgeVersion::describe(judge_version)
+                ),
+            )),
+            Some(c) => rejudged.push((c, verdicts)),
+        }
+    }
+    if !problems.is_empty() {
+        return Err(refused(problems));
+    }
+    Ok(rejudged)
+}
+
+/// The judge version of the cell's newest trained version: what a bridge starts from by
+/// default.
+async fn newest_judge_version(store: &Store, key: &CellKey) -> Result<Option<JudgeVersion>> {
+    Ok(store
+            .comparison_rows().preference_versions(key)
+            .await?
+            .into_iter()
+            .next()
+            .ok_or_else(|| {
+                Error::NotFound(format!(
+                    "cell {key} has no trained version to bridge from: train it with POST /v1/judges/{}/calibrations {{\"method\": \"auto\"}}",
+                    key.judge
+                ))
+            })?
+            .judge_version)
 }
 
 #[cfg(test)]

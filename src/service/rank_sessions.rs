@@ -56,26 +56,7 @@ impl Runs<'_> {
         if let Some((run, other)) = held.first() {
             return Err(held_elsewhere(session, run, &other.to_string()));
         }
-        let problems = session.seen.check(&request.runs);
-        if !problems.is_empty() {
-            return Err(Error::conflict(
-                format!(
-                    "this look of ranking session {} drops or changes labels an earlier look saw",
-                    session.id
-                ),
-                problems,
-            ));
-        }
-        let problems = session.drawn.check(&session.seen, &request.runs);
-        if !problems.is_empty() {
-            return Err(Error::conflict(
-                format!(
-                    "this look of ranking session {} labels items its label plans did not draw",
-                    session.id
-                ),
-                problems,
-            ));
-        }
+        same_labels(session, &request)?;
         // The runs' ids name the items a label plan draws (only a look that asks for one).
         let keys: Vec<(String, Option<Vec<String>>)> = if request.rank.labels.is_some() {
             request
@@ -124,6 +105,32 @@ impl Runs<'_> {
         };
         Ok((served, ranking, after))
     }
+}
+
+/// A look keeps every label an earlier look saw, and labels only items the session's label
+/// plans drew.
+fn same_labels(session: &RankSession, request: &RankRequest) -> Result<()> {
+    let problems = session.seen.check(&request.runs);
+    if !problems.is_empty() {
+        return Err(Error::conflict(
+            format!(
+                "this look of ranking session {} drops or changes labels an earlier look saw",
+                session.id
+            ),
+            problems,
+        ));
+    }
+    let problems = session.drawn.check(&session.seen, &request.runs);
+    if !problems.is_empty() {
+        return Err(Error::conflict(
+            format!(
+                "this look of ranking session {} labels items its label plans did not draw",
+                session.id
+            ),
+            problems,
+        ));
+    }
+    Ok(())
 }
 
 /// The refusal of a look at a run another session holds.

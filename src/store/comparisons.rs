@@ -41,22 +41,7 @@ impl ComparisonRows<'_> {
         let now = now_ms();
         let mut tx = self.pool.begin().await?;
         // Rubrics, then cells, in sorted order, as anchor uploads take them.
-        let mut rubrics: Vec<&str> = cells.iter().map(|c| c.key.rubric.as_str()).collect();
-        rubrics.sort_unstable();
-        rubrics.dedup();
-        for rubric in rubrics {
-            sqlx::query(
-                "INSERT INTO rubrics (name, scale_min, scale_max, description, updated_at_ms)
-                 VALUES ($1, $2, $3, '', $4)
-                 ON CONFLICT (name) DO UPDATE SET name = excluded.name",
-            )
-            .bind(rubric)
-            .bind(Scale::DEFAULT.min)
-            .bind(Scale::DEFAULT.max)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
-        }
+        Self::lock_rubrics(&mut tx, cells, now).await?;
         let mut conflicts = Vec::new();
         let mut outcomes = Vec::with_capacity(cells.len());
         for cell in cells {
@@ -120,6 +105,31 @@ impl ComparisonRows<'_> {
         }
         tx.commit().await?;
         Ok(outcomes)
+    }
+
+    /// Locks (or creates) the batch's rubrics, in sorted order.
+    async fn lock_rubrics(
+        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+        cells: &[ComparisonBatch],
+        now: i64,
+    ) -> Result<()> {
+        let mut rubrics: Vec<&str> = cells.iter().map(|c| c.key.rubric.as_str()).collect();
+        rubrics.sort_unstable();
+        rubrics.dedup();
+        for rubric in rubrics {
+            sqlx::query(
+                "INSERT INTO rubrics (name, scale_min, scale_max, description, updated_at_ms)
+                 VALUES ($1, $2, $3, '', $4)
+                 ON CONFLICT (name) DO UPDATE SET name = excluded.name",
+            )
+            .bind(rubric)
+            .bind(Scale::DEFAULT.min)
+            .bind(Scale::DEFAULT.max)
+            .bind(now)
+            .execute(&mut **tx)
+            .await?;
+        }
+        Ok(())
     }
 
     /// The rows `cell_id` holds for the batch's items, of every judge version.

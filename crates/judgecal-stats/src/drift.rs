@@ -343,18 +343,7 @@ impl MissAlarm {
                     bet.returning = (bet.decay * w + 1.0, bet.decay * e + x - null);
                 }
             }
-            let top = self
-                .bets
-                .iter()
-                .map(|b| b.log_wealth)
-                .fold(f64::NEG_INFINITY, f64::max);
-            let mean: f64 = self
-                .bets
-                .iter()
-                .map(|b| (b.log_wealth - top).exp())
-                .sum::<f64>()
-                / self.bets.len() as f64;
-            self.log_wealth = top + mean.ln();
+            self.log_wealth = self.mixed_wealth();
             gain += self.log_wealth - old;
             self.log_peak = self.log_peak.max(self.log_wealth);
             n += 1.0;
@@ -372,6 +361,22 @@ impl MissAlarm {
         }
         self.record(rater, (n, m));
         self.alarmed_at.is_some()
+    }
+
+    /// The log of the bets' mean wealth (the mixture the alarm holds), computed stably.
+    fn mixed_wealth(&self) -> f64 {
+        let top = self
+            .bets
+            .iter()
+            .map(|b| b.log_wealth)
+            .fold(f64::NEG_INFINITY, f64::max);
+        let mean: f64 = self
+            .bets
+            .iter()
+            .map(|b| (b.log_wealth - top).exp())
+            .sum::<f64>()
+            / self.bets.len() as f64;
+        top + mean.ln()
     }
 
     /// Keeps a session's misses: with its rater's, and waiting for the lag.

@@ -23,7 +23,7 @@
 use judgecal_stats::Run;
 use judgecal_stats::bayes::FitOptions;
 use judgecal_stats::conformal::Intervals;
-use judgecal_stats::covariates::{LayerOptions, Row, Transform, fit_layer};
+use judgecal_stats::covariates::{Layer, LayerOptions, Row, Transform, fit_layer};
 use judgecal_stats::panel::Stats;
 use judgecal_stats::rng::{Rng, SeedableRng};
 use judgecal_stats::stats::standard_normal;
@@ -156,6 +156,86 @@ impl Outcome {
     }
 }
 
+/// Whether the layer's coefficient interval (the length kept where `auto` left it out)
+/// covers its truth on its own scale: (log length, raw length); `None` where no fit keeps it.
+fn coefficient_covers(
+    layer: &Layer,
+    anchors: &[Row],
+    opts: &LayerOptions,
+    run: &Run,
+    (truth, truth_raw): (f64, f64),
+) -> Option<bool> {
+    let names = vec!["length".to_owned()];
+    let kept = if layer.inputs.is_empty() {
+        let opts = LayerOptions {
+            keep_all: true,
+            ..opts.clone()
+        };
+        fit_layer(std::slice::from_ref(&anchors.to_vec()), &names, &opts, run)
+            .ok()
+            .map(|mut l| l.remove(0))
+    } else {
+        Some(layer.clone())
+    }?;
+    let (input, c) = (&kept.inputs[0], &kept.coefficients[0]);
+    let target = match input.transform {
+        Transform::Log => truth,
+        Transform::Identity => truth_raw,
+    };
+    Some((c.per_sd_lo / input.scale..=c.per_sd_hi / input.scale).contains(&target))
+}
+
+/// The judge alone: the linear corrector on the judge score (closed form).
+fn judge_alone(anchors: &[Row]) -> Vec<f64> {
+    let alone = Stats::of(
+        1,
+        anchors
+            .iter()
+            .map(|a| (std::slice::from_ref(&a.score), a.reference)),
+    );
+    let (line, _, _) = alone
+        .conjugate(&[0.0, 1.0], &[2.0, 2.0])
+        .expect("the judge's scores vary");
+    line.iter().copied().collect()
+}
+
+/// Fresh items' absolute errors with the layer and with the judge alone (`line`), and how many
+/// of them the served band (conformal per bin of the fused score, from the cross-fitted
+/// anchors) covers, of how many it holds.
+fn fresh_errors(
+    design: CovariateDesign,
+    layer: &Layer,
+    line: &[f64],
+    seed: u64,
+    rng: &mut Rng,
+) -> (Vec<f64>, Vec<f64>, (usize, usize)) {
+    let held: Vec<Option<Corrected>> = layer
+        .anchors
+        .iter()
+        .map(|(s, _)| Some(Corrected::score(*s)))
+        .collect();
+    let intervals = Intervals::of(&layer.anchors, &held, seed);
+    let (mut with, mut without) = (Vec::new(), Vec::new());
+    let (mut inside, mut fresh_items) = (0, 0);
+    for _ in 0..2000 {
+        let (l, j, y) = design.draw(rng);
+        let Ok(fused) = layer.fuse(j, &|_| Some(l)) else {
+            continue;
+        };
+        with.push((fused - y).abs());
+        without.push((line[0] + line[1] * j - y).abs());
+        if let Some(intervals) = &intervals {
+            let mut c = [Corrected::score(fused)];
+            intervals.apply(&[fused], &mut c);
+            if let Some((lo, hi)) = c[0].predictive {
+                fresh_items += 1;
+                inside += usize::from((lo..=hi).contains(&y));
+            }
+        }
+    }
+    (with, without, (inside, fresh_items))
+}
+
 /// Runs `replications` of `design` from `seed`.
 pub fn run(
     design: CovariateDesign,
@@ -203,62 +283,14 @@ pub fn run(
         }
         // The coefficient's interval against its truth, the length kept where `auto` left it
         // out.
-        let kept = if layer.inputs.is_empty() {
-            let opts = LayerOptions {
-                keep_all: true,
-                ..opts.clone()
-            };
-            fit_layer(std::slice::from_ref(&anchors), &names, &opts, &run)
-                .ok()
-                .map(|mut l| l.remove(0))
-        } else {
-            Some(layer.clone())
-        };
-        if let Some(kept) = kept {
-            let (input, c) = (&kept.inputs[0], &kept.coefficients[0]);
-            let target = match input.transform {
-                Transform::Log => truth,
-                Transform::Identity => truth_raw,
-            };
+        if let Some(hit) = coefficient_covers(layer, &anchors, &opts, &run, (truth, truth_raw)) {
             counted += 1;
-            if (c.per_sd_lo / input.scale..=c.per_sd_hi / input.scale).contains(&target) {
-                covered += 1;
-            }
+            covered += usize::from(hit);
         }
-        // The judge alone: the linear corrector on the judge score (closed form).
-        let alone = Stats::of(
-            1,
-            anchors
-                .iter()
-                .map(|a| (std::slice::from_ref(&a.score), a.reference)),
-        );
-        let (line, _, _) = alone
-            .conjugate(&[0.0, 1.0], &[2.0, 2.0])
-            .expect("the judge's scores vary");
-        // The served band: conformal per bin of the fused score, from the cross-fitted anchors.
-        let held: Vec<Option<Corrected>> = layer
-            .anchors
-            .iter()
-            .map(|(s, _)| Some(Corrected::score(*s)))
-            .collect();
-        let intervals = Intervals::of(&layer.anchors, &held, seed ^ rep as u64);
-        let (mut with, mut without) = (Vec::new(), Vec::new());
-        for _ in 0..2000 {
-            let (l, j, y) = design.draw(&mut rng);
-            let Ok(fused) = layer.fuse(j, &|_| Some(l)) else {
-                continue;
-            };
-            with.push((fused - y).abs());
-            without.push((line[0] + line[1] * j - y).abs());
-            if let Some(intervals) = &intervals {
-                let mut c = [Corrected::score(fused)];
-                intervals.apply(&[fused], &mut c);
-                if let Some((lo, hi)) = c[0].predictive {
-                    fresh_items += 1;
-                    inside += usize::from((lo..=hi).contains(&y));
-                }
-            }
-        }
+        let line = judge_alone(&anchors);
+        let (with, without, band) = fresh_errors(design, layer, &line, seed ^ rep as u64, &mut rng);
+        inside += band.0;
+        fresh_items += band.1;
         mae_with.push(stats::mean(&with));
         mae_without.push(stats::mean(&without));
     }

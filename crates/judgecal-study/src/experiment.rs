@@ -285,9 +285,10 @@ pub fn table2(summaries: &[Summary]) -> String {
     out
 }
 
-/// Runs the study. Returns the report; `figures`, when given, is a folder for the four
-/// figures.
-pub fn run(opts: StudyOptions, figures_dir: Option<&Path>) -> Result<Report, String> {
+/// The study's pool, as given (a column of references, or pairs), its budgets checked
+/// against the pool's size.
+#[allow(clippy::type_complexity)]
+fn sources(opts: &StudyOptions) -> Result<(Option<Vec<f64>>, Option<Split>), String> {
     opts.judge.check()?;
     if opts.budgets.is_empty() || opts.methods.is_empty() {
         return Err("give at least one budget and one method".into());
@@ -308,6 +309,13 @@ pub fn run(opts: StudyOptions, figures_dir: Option<&Path>) -> Result<Report, Str
             ));
         }
     }
+    Ok((column, given))
+}
+
+/// Runs the study. Returns the report; `figures`, when given, is a folder for the four
+/// figures.
+pub fn run(opts: StudyOptions, figures_dir: Option<&Path>) -> Result<Report, String> {
+    let (column, given) = sources(&opts)?;
     // The first seed also fits the sweep, for the budget figure.
     let mut first_budgets = opts.budgets.clone();
     if figures_dir.is_some() {

@@ -158,17 +158,7 @@ pub fn run(opts: &IntervalOptions, progress: &dyn Fn(&str)) -> Result<Vec<Interv
             add_audit(row, &model);
         }
     }
-    for row in rows.iter_mut() {
-        row.width /= row.all.of.max(1) as f64;
-        let k = row.seeds.max(1) as f64;
-        row.recorded /= k;
-        row.bound /= k;
-        if let Some(a) = row.audit.as_mut() {
-            a.routed /= k;
-            a.large_errors_routed /= k;
-            a.large_errors_routed_by_width = a.large_errors_routed_by_width.map(|x| x / k);
-        }
-    }
+    rows.iter_mut().for_each(IntervalRow::average);
     Ok(rows)
 }
 
@@ -209,6 +199,22 @@ fn add_audit(row: &mut IntervalRow, model: &Model) {
             .zip(a.large_errors_routed_by_width)
             .map(|(x, y)| x + y);
         row.audit = Some(sum);
+    }
+}
+
+impl IntervalRow {
+    /// The sums over seeds as means: width per item, the recorded coverage, bound and audit
+    /// per seed.
+    fn average(&mut self) {
+        self.width /= self.all.of.max(1) as f64;
+        let k = self.seeds.max(1) as f64;
+        self.recorded /= k;
+        self.bound /= k;
+        if let Some(a) = self.audit.as_mut() {
+            a.routed /= k;
+            a.large_errors_routed /= k;
+            a.large_errors_routed_by_width = a.large_errors_routed_by_width.map(|x| x / k);
+        }
     }
 }
 

@@ -32,6 +32,19 @@ pub struct PlanCheck {
     pub labels: (usize, usize),
 }
 
+/// Each rubric's items as a panel's anchors: the members' scores and the reference.
+fn rows_of(by_rubric: &[Vec<super::panel::Item>]) -> Vec<PanelRows> {
+    by_rubric
+        .iter()
+        .map(|items| {
+            items
+                .iter()
+                .map(|i| (i.scores.clone(), i.reference))
+                .collect()
+        })
+        .collect()
+}
+
 /// sq[s][r]: sub-panel s's held-out squared errors in rubric r, over five folds.
 fn held_out_errors(
     by_rubric: &[Vec<super::panel::Item>],
@@ -109,15 +122,7 @@ pub fn hanna_plan(
     let subsets = (1usize << m) - 1;
     let sq = held_out_errors(&by_rubric, m, sampler, seed, progress)?;
     progress("the answer: every sub-panel on every item");
-    let cells: Vec<PanelRows> = by_rubric
-        .iter()
-        .map(|items| {
-            items
-                .iter()
-                .map(|i| (i.scores.clone(), i.reference))
-                .collect()
-        })
-        .collect();
+    let cells = rows_of(&by_rubric);
     let never = std::sync::atomic::AtomicBool::new(false);
     let mut opts = FusionOptions::new(m, seed, false);
     opts.stack.sampler = sampler;

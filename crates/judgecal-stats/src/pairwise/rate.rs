@@ -80,6 +80,21 @@ pub struct RateOptions {
     pub candidate: Option<Candidate>,
 }
 
+/// The anchors as the map is chosen on: each must carry the people's preference.
+fn labelled_rows(anchors: &[Compared]) -> Result<Vec<Labelled>, RateError> {
+    anchors
+        .iter()
+        .map(|c| {
+            Ok(Labelled {
+                verdicts: c.verdicts.clone(),
+                preference: c.preference.ok_or_else(|| {
+                    RateError::Map("an anchor comparison carries the people's preference".into())
+                })?,
+            })
+        })
+        .collect::<Result<_, RateError>>()
+}
+
 /// Rates the `rated` systems of `run` (indices below `rated`) from `anchors` (labelled, over
 /// `known` systems), the baseline at 0, with `controls` control columns.
 pub fn rate(
@@ -95,17 +110,7 @@ pub fn rate(
         seed,
         candidate,
     } = *options;
-    let rows: Vec<Labelled> = anchors
-        .iter()
-        .map(|c| {
-            Ok(Labelled {
-                verdicts: c.verdicts.clone(),
-                preference: c.preference.ok_or_else(|| {
-                    RateError::Map("an anchor comparison carries the people's preference".into())
-                })?,
-            })
-        })
-        .collect::<Result<_, RateError>>()?;
+    let rows = labelled_rows(anchors)?;
     let choice =
         choice::choose_among(&rows, Some(known), FOLDS, seed, candidate).map_err(RateError::Map)?;
     let predicted = |c: &Compared, p: f64| -> Result<Predicted, RateError> {

@@ -307,19 +307,7 @@ pub fn rank_sources(
     settings: &AnswerSettings,
     how: &RankSettings,
 ) -> Result<Ranking> {
-    if runs.len() < 2 || runs.len() > MAX_RUNS {
-        return Err(CalibrateError::TooFew(format!(
-            "{} runs; a ranking takes 2 to {MAX_RUNS}",
-            runs.len()
-        )));
-    }
-    if sources.len() != runs.len() {
-        return Err(CalibrateError::Numerical(format!(
-            "{} sources for {} runs; a ranking takes one source per run",
-            sources.len(),
-            runs.len()
-        )));
-    }
+    check_runs(sources, runs)?;
     let settings = AnswerSettings {
         estimand: Estimand::Runs,
         ..*settings
@@ -386,6 +374,24 @@ pub fn rank_sources(
         ranking.allocation = Some(plan::allocate(&ranking, runs, &model, &goal, looks_left));
     }
     Ok(ranking)
+}
+
+/// A ranking takes 2 to [`MAX_RUNS`] runs, one source per run.
+fn check_runs(sources: &[&dyn Source], runs: &[RunItems]) -> Result<()> {
+    if runs.len() < 2 || runs.len() > MAX_RUNS {
+        return Err(CalibrateError::TooFew(format!(
+            "{} runs; a ranking takes 2 to {MAX_RUNS}",
+            runs.len()
+        )));
+    }
+    if sources.len() != runs.len() {
+        return Err(CalibrateError::Numerical(format!(
+            "{} sources for {} runs; a ranking takes one source per run",
+            sources.len(),
+            runs.len()
+        )));
+    }
+    Ok(())
 }
 
 /// Each run's answer, and its plain answer beside it (the same where the run is plain; for a
