@@ -179,6 +179,10 @@ class BridgeShift(BaseModel):
 
 
 class CalibrationCandidateDto(BaseModel):
+    """
+    One candidate of the calibrated preference with its held-out figures.
+    """
+
     accuracy: float
     """
     Held-out share whose more likely side people preferred.
@@ -486,6 +490,10 @@ class ConsideredDto(BaseModel):
 
 
 class ControlDto(BaseModel):
+    """
+    A controlled covariate's coefficient, with its interval at `level`.
+    """
+
     coefficient: float
     """
     Log-odds of people preferring a per unit of a's covariate value.
@@ -1780,6 +1788,10 @@ class RatedComparison(BaseModel):
 
 
 class RatingsCalibrationDto(BaseModel):
+    """
+    The calibrated preference the ratings read.
+    """
+
     candidates: list[CalibrationCandidateDto]
     chosen: str
     """
@@ -2815,6 +2827,10 @@ class WarningCode(Enum):
 
 
 class WinRateDto(BaseModel):
+    """
+    A system's win rate (people's preference) with its interval at `level`.
+    """
+
     comparisons: int = Field(..., ge=0)
     """
     The run's comparisons it is over.
@@ -3839,6 +3855,10 @@ class SystemBias(BaseModel):
 
 
 class SystemRatingDto(BaseModel):
+    """
+    One system's rating, its interval and rank interval, and its win rates.
+    """
+
     comparisons: int = Field(..., ge=0)
     """
     The run's comparisons of this system.
@@ -4239,6 +4259,10 @@ class RankedRunDto(RunEstimateDto):
 
 
 class RatingsResponse(BaseModel):
+    """
+    The ratings of a run's systems by the people's preference, best first.
+    """
+
     anchors: int = Field(..., ge=0)
     """
     The cell's labelled comparisons of both rated systems in the labelled set.
