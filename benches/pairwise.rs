@@ -171,7 +171,7 @@ fn main() {
     for _ in 0..5 {
         let start = std::time::Instant::now();
         let value: Value = serde_json::from_slice(body.as_bytes()).expect("JSON");
-        let request = judgecal::domain::ratings::parse(value).expect("a good run");
+        let request = judgecal::domain::pairwise::ratings::parse(value).expect("a good run");
         times.push(start.elapsed().as_secs_f64() * 1e3);
         assert_eq!(request.batch.comparisons.len(), 100_000);
     }

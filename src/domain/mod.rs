@@ -4,15 +4,13 @@
 pub mod anchors;
 pub mod bounds;
 pub mod calibration;
-pub mod comparisons;
 pub mod correction;
 pub mod covariates;
 pub mod ingest;
 pub mod inputs;
+pub mod pairwise;
 pub mod panel;
-pub mod preference;
 pub mod rank_session;
-pub mod ratings;
 pub mod raw;
 pub mod repeats;
 pub mod runlevel;

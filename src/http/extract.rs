@@ -15,7 +15,7 @@ use super::AppState;
 use super::error::ApiError;
 use crate::auth::{Principal, Scope};
 use crate::domain::anchors::{self, RawAnchor};
-use crate::domain::comparisons::{self, RawComparison};
+use crate::domain::pairwise::comparisons::{self, RawComparison};
 use crate::domain::{CellKey, JudgeName, Problem, RubricName};
 
 /// `axum::Json`, with rejections in the service's error shape: a body that is JSON but not

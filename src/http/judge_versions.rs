@@ -13,7 +13,7 @@ use super::error::{ApiError, ErrorBody};
 use super::extract::{AnyKey, Authorized, IngestScope, Json, Path, Query, TrainScope, cell_key};
 use super::{rfc3339, schema};
 use crate::domain::calibration::OnMismatch;
-use crate::domain::comparisons::outcome_of;
+use crate::domain::pairwise::comparisons::outcome_of;
 use crate::domain::{ItemId, JudgeName, JudgeVersion, Problem};
 use crate::service::bridges::{BridgeAnswer, Rescored};
 use judgecal_stats::bridge::Bridge;

@@ -4,16 +4,14 @@
 mod agreement;
 mod anchors;
 mod calibration;
-mod comparisons;
 mod correct;
 pub mod error;
 mod extract;
 mod judge_versions;
 pub mod openapi;
 mod ops;
+mod pairwise;
 mod panels;
-mod preferences;
-mod ratings;
 mod rubrics;
 mod runlevel;
 mod schema;
@@ -59,9 +57,9 @@ fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(anchors::list_cells))
         .routes(routes!(anchors::list_anchors))
         .routes(routes!(anchors::delete_anchor))
-        .routes(routes!(comparisons::upload))
-        .routes(routes!(ratings::rate))
-        .routes(routes!(preferences::preferences))
+        .routes(routes!(pairwise::comparisons::upload))
+        .routes(routes!(pairwise::ratings::rate))
+        .routes(routes!(pairwise::versions::preferences))
         .routes(routes!(rubrics::list_rubrics))
         .routes(routes!(rubrics::put_rubric))
         .routes(routes!(calibration::train))

@@ -9,7 +9,7 @@ use prometheus::{Encoder, HistogramVec, IntCounterVec, IntGaugeVec, Registry, Te
 
 use crate::domain::CellKey;
 use crate::domain::calibration::{CalibratorVersion, JobKind};
-use crate::domain::preference::PreferenceVersion;
+use crate::domain::pairwise::version::PreferenceVersion;
 use crate::store::CoverageWindow;
 use judgecal_stats::Method;
 use judgecal_stats::bridge::Finding;

@@ -30,7 +30,7 @@ pub struct Agreement {
 impl Scores<'_> {
     /// The agreement report of `key`'s version that `query` names.
     pub async fn agreement(&self, key: &CellKey, query: &AgreementQuery) -> Result<Agreement> {
-        let pairwise = match self.store.comparison_rows().preference_versions(key).await {
+        let pairwise = match self.store.pairwise_rows().preference_versions(key).await {
             Ok(versions) => !versions.is_empty(),
             Err(Error::NotFound(_)) => false,
             Err(e) => return Err(e),

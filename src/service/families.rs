@@ -38,8 +38,7 @@ family!(
 family!(
     Service,
     /// Pairwise judgements: comparison uploads, calibrated preferences and their versions,
-    /// pairwise panels, drift, and ratings (`comparisons.rs`, `preferences.rs`,
-    /// `pairwise_versions.rs`, `pairwise_panels.rs`, `preference_drift.rs`, `ratings.rs`).
+    /// pairwise panels, drift, and ratings (the `pairwise/` folder).
     Pairwise,
     pairwise
 );

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::training::{self, CellData, Progress};
 use crate::domain::calibration::{Job, JobId, JobState, NewVersion};
-use crate::domain::preference::NewPreference;
+use crate::domain::pairwise::version::NewPreference;
 use crate::domain::training::{TrainingRequest, VersionChoice};
 use crate::domain::{Anchor, JudgeName, JudgeVersion, Problem, RubricName};
 use crate::error::{Error, Result};
@@ -297,7 +297,7 @@ impl Operations<'_> {
             .await?;
         // A judge whose cells hold comparisons trains the calibrated preference: where it has
         // no anchors, or where every rubric the request names is a pairwise cell.
-        let pairwise = self.store.comparison_rows().comparison_cells(judge).await?;
+        let pairwise = self.store.pairwise_rows().comparison_cells(judge).await?;
         let names_pairwise = request.rubrics.as_ref().is_some_and(|wanted| {
             !wanted.is_empty()
                 && wanted
@@ -418,7 +418,7 @@ impl Operations<'_> {
         // A queued request names its rubrics: pairwise where they are comparison cells.
         let pairwise = self
             .store
-            .comparison_rows()
+            .pairwise_rows()
             .comparison_cells(&request.judge)
             .await?;
         if request.rubrics.as_ref().is_some_and(|wanted| {
@@ -486,7 +486,7 @@ impl Operations<'_> {
         if !trained.preferences.is_empty() {
             let Some(stored) = self
                 .store
-                .comparison_rows()
+                .pairwise_rows()
                 .finish_preference_job(
                     job.id,
                     owner,

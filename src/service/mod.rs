@@ -4,23 +4,16 @@
 pub mod agreement;
 mod anchors;
 pub mod bridges;
-mod comparisons;
 mod corrections;
 pub mod coverage;
 mod families;
 mod jobs;
 mod keys;
 mod layered;
-pub mod pairwise_panels;
-mod pairwise_versions;
+pub mod pairwise;
 mod panel_members;
 pub mod panels;
-mod preference_drift;
-mod preferences;
 mod rank_sessions;
-mod ratings;
-mod ratings_answer;
-mod ratings_checks;
 mod repeat_noise;
 mod report;
 mod run_inputs;
@@ -34,7 +27,7 @@ pub use coverage::{COVERAGE_WINDOW, PENDING_CHECK_GRACE_MS};
 pub use families::{Operations, Pairwise, Panels, Runs, Scores, Versions};
 pub use jobs::Trained;
 pub use keys::{AuthFailure, KeyInfo};
-pub use ratings_answer::{
+pub use pairwise::answer::{
     CandidateFigures, Control, LabelPlan, RatingsAnswer, RatingsCalibration, SystemRating,
     WinRateAnswer,
 };

@@ -29,7 +29,7 @@ impl Panels<'_> {
         for (i, judge) in new.judges.iter().enumerate() {
             if !self
                 .store
-                .comparison_rows()
+                .pairwise_rows()
                 .comparison_cells(judge)
                 .await?
                 .is_empty()

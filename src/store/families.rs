@@ -17,16 +17,16 @@ family!(
     Store,
     /// The drift alarm's records: coverage of stored batches, the queue of batches not yet
     /// checked, and the pairwise cells' coverage (`coverage.rs`, `pending_checks.rs`,
-    /// `preference_coverage.rs`).
+    /// `pairwise/drift.rs`).
     DriftRows,
     drift_rows
 );
 family!(
     Store,
-    /// Pairwise comparisons and the calibrated preferences trained on them (`comparisons.rs`,
-    /// `preferences.rs`).
-    ComparisonRows,
-    comparison_rows
+    /// Pairwise comparisons, the calibrated preferences trained on them and their drift checks
+    /// (the `pairwise/` folder).
+    PairwiseRows,
+    pairwise_rows
 );
 family!(
     Store,

@@ -8,31 +8,29 @@
 mod anchors;
 mod calibrators;
 mod checks;
-mod comparisons;
 mod coverage;
 mod families;
 mod jobs;
 mod judge_versions;
 mod keys;
+mod pairwise;
 mod panels;
 mod pending_checks;
-mod preference_coverage;
-mod preferences;
 mod rank_sessions;
 mod writer;
 
 pub use anchors::CellIngest;
 pub use checks::StoredCheck;
-pub use comparisons::ComparisonIngest;
 pub use coverage::{BatchCoverage, CellMisses, CoverageWindow};
 pub use families::{
-    ComparisonRows, DriftRows, JobRows, KeyRows, PanelRows, SessionRows, VersionRows,
+    DriftRows, JobRows, KeyRows, PairwiseRows, PanelRows, SessionRows, VersionRows,
 };
 pub use jobs::{ClaimedJob, FinishedJob, Lease};
 pub use judge_versions::{SharedItem, VersionAnchors};
 pub use keys::StoredKey;
+pub use pairwise::comparisons::ComparisonIngest;
+pub use pairwise::versions::ComparisonCell;
 pub use pending_checks::PendingCheck;
-pub use preferences::ComparisonCell;
 pub use rank_sessions::Recorded;
 
 use std::path::Path;

@@ -13,17 +13,17 @@
 //! of them would halve a change in that system's answers, while the groups' own tests asked
 //! for several times more re-judged comparisons before a `carry_over`.
 
-use super::families::{Pairwise, Versions};
+use crate::service::families::{Pairwise, Versions};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use super::bridges::{
+use crate::domain::pairwise::comparisons::Comparison;
+use crate::domain::pairwise::version::{PreferenceVersion, verdict_level};
+use crate::domain::{CellKey, CovariateName, GroupName, ItemId, JudgeVersion, Problem, Scale};
+use crate::error::{Error, Result};
+use crate::service::bridges::{
     BridgeAnswer, Check, JudgeVersionSummary, Rescore, Rescored, refused, spread_sample, tolerance,
     untrained,
 };
-use crate::domain::comparisons::Comparison;
-use crate::domain::preference::{PreferenceVersion, verdict_level};
-use crate::domain::{CellKey, CovariateName, GroupName, ItemId, JudgeVersion, Problem, Scale};
-use crate::error::{Error, Result};
 use crate::store::{ComparisonCell, Store, VersionAnchors};
 use judgecal_stats::bridge::{self, Pair, Verdict};
 use judgecal_stats::pairwise::preference::{
@@ -34,7 +34,7 @@ use judgecal_stats::pairwise::preference::{
 const PREFERENCE_SCALE: Scale = Scale { min: 0.0, max: 1.0 };
 
 /// How a trained version reads a comparison: its map's inputs, covariates and systems.
-pub(super) struct ComparisonReader {
+pub(in crate::service) struct ComparisonReader {
     pub inputs: Inputs,
     pub covariates: Vec<CovariateName>,
     pub systems: BTreeMap<GroupName, usize>,
@@ -125,10 +125,13 @@ fn describe(versions: &[ComparisonCell]) -> String {
 
 impl Pairwise<'_> {
     /// The judge versions of `key`'s comparisons (empty for a cell of scores, or no cell).
-    pub(super) async fn comparison_versions(&self, key: &CellKey) -> Result<Vec<ComparisonCell>> {
+    pub(in crate::service) async fn comparison_versions(
+        &self,
+        key: &CellKey,
+    ) -> Result<Vec<ComparisonCell>> {
         let mut versions: Vec<ComparisonCell> = self
             .store
-            .comparison_rows()
+            .pairwise_rows()
             .comparison_cells(&key.judge)
             .await?
             .into_iter()
@@ -139,16 +142,12 @@ impl Pairwise<'_> {
     }
 
     /// A pairwise cell's judge versions, oldest first, each with its newest trained version.
-    pub(super) async fn pairwise_judge_versions(
+    pub(in crate::service) async fn pairwise_judge_versions(
         &self,
         key: &CellKey,
         versions: Vec<ComparisonCell>,
     ) -> Result<Vec<JudgeVersionSummary>> {
-        let trained = self
-            .store
-            .comparison_rows()
-            .preference_versions(key)
-            .await?;
+        let trained = self.store.pairwise_rows().preference_versions(key).await?;
         Ok(versions
             .into_iter()
             .map(|v| JudgeVersionSummary {
@@ -193,11 +192,7 @@ impl Pairwise<'_> {
         judge_version: Option<&JudgeVersion>,
         field: &str,
     ) -> Result<Calibrated> {
-        let trained = self
-            .store
-            .comparison_rows()
-            .preference_versions(key)
-            .await?;
+        let trained = self.store.pairwise_rows().preference_versions(key).await?;
         let Some(v) = trained
             .into_iter()
             .find(|v| v.judge_version.as_ref() == judge_version)
@@ -227,7 +222,7 @@ impl Pairwise<'_> {
         }
         let labelled = self
             .store
-            .comparison_rows()
+            .pairwise_rows()
             .cell_comparisons(key, judge_version, true)
             .await?;
         let count = reader.systems.len();
@@ -263,7 +258,7 @@ impl Pairwise<'_> {
     }
 
     /// The bridge from judge version `from` to `to` of a pairwise cell.
-    pub(super) async fn pairwise_bridge(
+    pub(in crate::service) async fn pairwise_bridge(
         &self,
         key: &CellKey,
         versions: &[ComparisonCell],
@@ -293,12 +288,12 @@ impl Pairwise<'_> {
     ) -> Result<Vec<Pair>> {
         let old = self
             .store
-            .comparison_rows()
+            .pairwise_rows()
             .cell_comparisons(key, from, false)
             .await?;
         let new: HashMap<_, (f64, Option<f64>)> = self
             .store
-            .comparison_rows()
+            .pairwise_rows()
             .cell_comparisons(key, to, false)
             .await?
             .into_iter()
@@ -312,7 +307,7 @@ impl Pairwise<'_> {
 
     /// The labelled comparisons a new judge version should re-judge (a labelled item's
     /// preference serves every version), and how many the bridge needs.
-    pub(super) async fn pairwise_rescore(
+    pub(in crate::service) async fn pairwise_rescore(
         &self,
         key: &CellKey,
         versions: &[ComparisonCell],
@@ -328,7 +323,7 @@ impl Pairwise<'_> {
         let calibrated = self.calibrated(key, from.as_ref(), "from").await?;
         let judged: HashSet<_> = self
             .store
-            .comparison_rows()
+            .pairwise_rows()
             .cell_comparisons(key, Some(to), false)
             .await?
             .into_iter()
@@ -336,7 +331,7 @@ impl Pairwise<'_> {
             .collect();
         let labelled = self
             .store
-            .comparison_rows()
+            .pairwise_rows()
             .cell_comparisons(key, from.as_ref(), true)
             .await?;
         let missing: Vec<_> = labelled
@@ -387,7 +382,7 @@ impl Pairwise<'_> {
 
     /// A pairwise cell's silent-change check: stored comparisons re-judged under the label
     /// they carry, tested as a bridge against the stored verdicts and recorded as checks are.
-    pub(super) async fn pairwise_check(
+    pub(in crate::service) async fn pairwise_check(
         &self,
         key: &CellKey,
         versions: &[ComparisonCell],
@@ -406,7 +401,7 @@ impl Pairwise<'_> {
         Self::known_comparison_versions(key, versions, &[(judge_version, "judge_version")])?;
         let stored: HashMap<_, Comparison> = self
             .store
-            .comparison_rows()
+            .pairwise_rows()
             .cell_comparisons(key, judge_version, false)
             .await?
             .into_iter()
@@ -493,7 +488,7 @@ fn rejudged<'a>(
 /// default.
 async fn newest_judge_version(store: &Store, key: &CellKey) -> Result<Option<JudgeVersion>> {
     Ok(store
-            .comparison_rows().preference_versions(key)
+            .pairwise_rows().preference_versions(key)
             .await?
             .into_iter()
             .next()
@@ -509,7 +504,7 @@ async fn newest_judge_version(store: &Store, key: &CellKey) -> Result<Option<Jud
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::service::preference_drift::sim::{
+    use crate::service::pairwise::drift::sim::{
         Item, Judge, USUAL, comparisons, items_by, judged, version,
     };
     use judgecal_stats::rng::{Rng, SeedableRng};

@@ -5,23 +5,23 @@
 //! (`judgecal_stats::pairwise::bias`). The versions are read back by the cell's report route,
 //! its picture and the metrics.
 
-use super::families::{Operations, Pairwise};
+use crate::service::families::{Operations, Pairwise};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
-use super::jobs::Trained;
-use super::training::Progress;
 use crate::domain::calibration::Job;
-use crate::domain::comparisons::Comparison;
-use crate::domain::preference::{
+use crate::domain::pairwise::comparisons::Comparison;
+use crate::domain::pairwise::version::{
     self as pref, Figures, LENGTH_COVARIATES, MIN_LABELLED, NewPreference, PanelMember,
     PreferenceReport, PreferenceVersion, Reliability, ServedMap,
 };
 use crate::domain::training::{Plan, TrainingRequest, VersionChoice};
 use crate::domain::{CellKey, CovariateName, GroupName, JudgeVersion, Problem, RubricName};
 use crate::error::{Error, Result};
+use crate::service::jobs::Trained;
+use crate::service::training::Progress;
 use crate::store::ComparisonCell;
 use judgecal_stats::Corrected;
 use judgecal_stats::conformal::Intervals;
@@ -333,7 +333,7 @@ fn biases(
 }
 
 /// The judge version of `cells` whose first comparison arrived last (`None`: unversioned).
-pub(super) fn newest_version(cells: &[ComparisonCell]) -> Option<JudgeVersion> {
+pub(in crate::service) fn newest_version(cells: &[ComparisonCell]) -> Option<JudgeVersion> {
     cells
         .iter()
         .max_by(|a, b| {
@@ -346,7 +346,7 @@ pub(super) fn newest_version(cells: &[ComparisonCell]) -> Option<JudgeVersion> {
 
 /// Trains each rubric's rows (`train`) off the async runtime, reporting `step` and progress
 /// and stopping where the job is cancelled.
-pub(super) async fn train_blocking<T: Send + 'static>(
+pub(in crate::service) async fn train_blocking<T: Send + 'static>(
     cells: Vec<(RubricName, T)>,
     step: &'static str,
     progress: Arc<Progress>,
@@ -375,7 +375,7 @@ impl Pairwise<'_> {
     /// Queues the training of a judge whose cells hold comparisons: `auto` only, no
     /// covariates named (the map reads those the comparisons carry), one judge version, each
     /// cell with at least [`MIN_LABELLED`] labelled comparisons of it.
-    pub(super) async fn submit_pairwise_training(
+    pub(in crate::service) async fn submit_pairwise_training(
         &self,
         request: TrainingRequest,
         cells: Vec<ComparisonCell>,
@@ -482,7 +482,7 @@ impl Pairwise<'_> {
 
     /// Runs a queued pairwise job: reads each cell's comparisons of the job's judge version
     /// and trains it off the async runtime.
-    pub(super) async fn run_pairwise_training(
+    pub(in crate::service) async fn run_pairwise_training(
         &self,
         request: TrainingRequest,
         progress: Arc<Progress>,
@@ -497,7 +497,7 @@ impl Pairwise<'_> {
             };
             let rows = self
                 .store
-                .comparison_rows()
+                .pairwise_rows()
                 .cell_comparisons(&key, version.as_ref(), false)
                 .await?;
             let labelled = rows.iter().filter(|c| c.preference.is_some()).count();
@@ -533,7 +533,7 @@ impl Pairwise<'_> {
     /// A pairwise cell's versions, newest first. A cell of judge scores has none: its
     /// versions are its calibrators.
     pub async fn preference_versions(&self, key: &CellKey) -> Result<Vec<PreferenceVersion>> {
-        let versions = match self.store.comparison_rows().preference_versions(key).await {
+        let versions = match self.store.pairwise_rows().preference_versions(key).await {
             Err(Error::NotFound(_)) => {
                 return Err(Error::NotFound(format!(
                     "no cell {key}; upload comparisons with POST /v1/comparisons"
@@ -564,14 +564,14 @@ impl Pairwise<'_> {
 
     /// The picture of a pairwise cell's newest version (or `version`); `None` for a cell of
     /// judge scores.
-    pub(super) async fn preference_svg(
+    pub(in crate::service) async fn preference_svg(
         &self,
         key: &CellKey,
         version: Option<i64>,
     ) -> Result<Option<String>> {
         // One indexed read for a cell of judge scores (no pairwise versions); the cell list
         // only where a cell has none, to tell an untrained pairwise cell from a scalar one.
-        let versions = match self.store.comparison_rows().preference_versions(key).await {
+        let versions = match self.store.pairwise_rows().preference_versions(key).await {
             Err(Error::NotFound(_)) => return Ok(None),
             other => other?,
         };
@@ -606,7 +606,7 @@ impl Pairwise<'_> {
 
     /// Puts every pairwise cell's newest version into the metrics.
     pub async fn refresh_preference_metrics(&self) -> Result<()> {
-        for v in self.store.comparison_rows().newest_preferences().await? {
+        for v in self.store.pairwise_rows().newest_preferences().await? {
             self.metrics.set_preference(&v);
         }
         Ok(())

@@ -14,9 +14,11 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::covariates::{self, Covariates};
-use super::raw::{RawField, batch_size, name, ok, optional_name, read_csv, unknown_fields};
-use super::{CellKey, GroupName, ItemId, JudgeName, JudgeVersion, Problem, RaterName, RubricName};
+use crate::domain::covariates::{self, Covariates};
+use crate::domain::raw::{RawField, batch_size, name, ok, optional_name, read_csv, unknown_fields};
+use crate::domain::{
+    CellKey, GroupName, ItemId, JudgeName, JudgeVersion, Problem, RaterName, RubricName,
+};
 
 /// The columns a CSV upload must have, in any order.
 pub const CSV_COLUMNS: [&str; 6] = ["judge", "rubric", "item_id", "a", "b", "verdict"];

@@ -6,11 +6,13 @@ use axum::extract::State;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::AppState;
-use super::error::{ApiError, ErrorBody};
-use super::extract::{AnyKey, Authorized, Path, cell_key};
-use super::rfc3339;
-use crate::domain::preference::{Biases, Figures, PanelMember, PreferenceVersion, Reliability};
+use crate::domain::pairwise::version::{
+    Biases, Figures, PanelMember, PreferenceVersion, Reliability,
+};
+use crate::http::AppState;
+use crate::http::error::{ApiError, ErrorBody};
+use crate::http::extract::{AnyKey, Authorized, Path, cell_key};
+use crate::http::rfc3339;
 
 /// One trained version of a pairwise cell.
 #[derive(Serialize, ToSchema)]

@@ -2,15 +2,15 @@
 //! against the band of the cell's newest version, read back as the drift alarm replays them
 //! beside the cells of judge scores.
 
-use super::families::{ComparisonRows, DriftRows};
+use crate::store::families::{DriftRows, PairwiseRows};
 use std::collections::HashMap;
 
 use sqlx::Row;
 use uuid::Uuid;
 
-use super::coverage::{decode_batch, encode_batch};
 use crate::domain::{CellKey, JudgeName, RubricName, now_ms};
 use crate::error::{Error, Result};
+use crate::store::coverage::{decode_batch, encode_batch};
 use crate::store::{CellMisses, CoverageWindow};
 use judgecal_stats::drift::CheckedBatch;
 
@@ -82,9 +82,9 @@ impl DriftRows<'_> {
         }
         // The versions' bands, from their reports.
         let newest = match only {
-            None => ComparisonRows(self).newest_preferences().await?,
+            None => PairwiseRows(self).newest_preferences().await?,
             Some(key) => self
-                .comparison_rows()
+                .pairwise_rows()
                 .preference_versions(key)
                 .await?
                 .into_iter()

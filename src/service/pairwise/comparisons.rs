@@ -1,9 +1,9 @@
 //! Pairwise comparison uploads: what labelling teams send for a pairwise judge.
 
-use super::families::Pairwise;
 use crate::domain::Problem;
-use crate::domain::comparisons::{self, RawComparison};
+use crate::domain::pairwise::comparisons::{self, RawComparison};
 use crate::error::{Error, Result, blocking};
+use crate::service::families::Pairwise;
 use crate::store::ComparisonIngest;
 
 impl Pairwise<'_> {
@@ -46,7 +46,7 @@ impl Pairwise<'_> {
         }
         let outcomes = self
             .store
-            .comparison_rows()
+            .pairwise_rows()
             .ingest_comparisons(&cells, replace)
             .await?;
         self.check_preference_coverage(&outcomes).await;

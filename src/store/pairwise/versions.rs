@@ -1,16 +1,16 @@
 //! Pairwise cells' trained versions (`preference_versions`), and what a pairwise training
 //! reads: each cell's comparisons of one judge version.
 
-use super::families::ComparisonRows;
+use crate::store::families::PairwiseRows;
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use super::calibrators::{Versions, ensure_cell, next_version, succeed_held_job};
 use crate::domain::calibration::JobId;
-use crate::domain::comparisons::Comparison;
-use crate::domain::preference::{NewPreference, PreferenceReport, PreferenceVersion};
+use crate::domain::pairwise::comparisons::Comparison;
+use crate::domain::pairwise::version::{NewPreference, PreferenceReport, PreferenceVersion};
 use crate::domain::{CellKey, JudgeName, JudgeVersion, RubricName, now_ms};
 use crate::error::{Error, Result};
+use crate::store::calibrators::{Versions, ensure_cell, next_version, succeed_held_job};
 
 fn corrupt(what: &str) -> Error {
     Error::Internal(format!("stored pairwise version has an unreadable {what}"))
@@ -52,7 +52,7 @@ fn version_from_row(r: &AnyRow) -> Result<PreferenceVersion> {
     })
 }
 
-impl ComparisonRows<'_> {
+impl PairwiseRows<'_> {
     /// Every judge version's comparisons in `judge`'s cells, by rubric and version.
     pub async fn comparison_cells(&self, judge: &JudgeName) -> Result<Vec<ComparisonCell>> {
         let rows = sqlx::query(
@@ -197,7 +197,7 @@ impl ComparisonRows<'_> {
         .fetch_all(&self.pool)
         .await?;
         rows.iter()
-            .map(|r| super::comparisons::stored_row(r).map(|s| s.comparison))
+            .map(|r| crate::store::pairwise::comparisons::stored_row(r).map(|s| s.comparison))
             .collect()
     }
 }

@@ -4,24 +4,24 @@
 //! cell's labelled comparisons of the run's judge version at each request (`auto`, held-out
 //! log-loss), so a rating always reads the anchors stored now.
 
-use super::families::Pairwise;
+use crate::service::families::Pairwise;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use judgecal_stats::pairwise::preference::{Candidate, Inputs, Verdicts};
 use judgecal_stats::pairwise::rate::{self, Compared, RateError, RateOptions};
 use judgecal_stats::pairwise::ratings::{RankIntervals, RatingError};
 
-use super::ratings_answer::{Answered, RatingsAnswer, answer, label_plan};
+use crate::service::pairwise::answer::{Answered, RatingsAnswer, answer, label_plan};
 use judgecal_stats::rng::{Rng, SeedableRng};
 
-use super::pairwise_panels::member_verdicts;
-use crate::domain::comparisons::Comparison;
-use crate::domain::ratings::RatingsRequest;
+use crate::domain::pairwise::comparisons::Comparison;
+use crate::domain::pairwise::ratings::RatingsRequest;
 use crate::domain::{CellKey, CovariateName, GroupName, ItemId, JudgeVersion, Problem};
 use crate::error::{Error, Result};
+use crate::service::pairwise::panels::member_verdicts;
 use crate::store::Store;
 
-use crate::domain::preference::MIN_LABELLED;
+use crate::domain::pairwise::version::MIN_LABELLED;
 
 /// Draws of the ratings' normal law behind the joint rank intervals.
 const RANK_DRAWS: usize = 4_000;
@@ -134,7 +134,7 @@ impl Pairwise<'_> {
             crate::error::blocking("the ratings thread", move || fit.run())
                 .await?
                 .map_err(|e| rating_error(e, &index, &labelled_set))?;
-        let warnings = super::ratings_checks::check(run, &labelled_set, reads_swapped);
+        let warnings = crate::service::pairwise::checks::check(run, &labelled_set, reads_swapped);
         let plan = request.target_half_width.map(|target| {
             let unlabelled: Vec<ItemId> = run
                 .iter()
@@ -274,7 +274,7 @@ impl Pairwise<'_> {
                 // once.
                 let anchors = match self
                     .store
-                    .comparison_rows()
+                    .pairwise_rows()
                     .cell_comparisons(key, version.as_ref(), true)
                     .await
                 {
@@ -310,7 +310,7 @@ async fn trained_choice(
     covariates: &[CovariateName],
 ) -> Result<Option<(i64, Candidate)>> {
     let newest = store
-        .comparison_rows()
+        .pairwise_rows()
         .preference_versions(key)
         .await?
         .into_iter()

@@ -6,8 +6,8 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{CellKey, CovariateName, GroupName, JudgeVersion, RubricName};
 use crate::domain::calibration::JobId;
+use crate::domain::{CellKey, CovariateName, GroupName, JudgeVersion, RubricName};
 use judgecal_stats::conformal::Intervals;
 use judgecal_stats::pairwise::preference::{PreferenceMap, Verdicts};
 

@@ -13,7 +13,7 @@ use judgecal_stats::warning::Warning;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::domain::ratings::RatingsRequest;
+use crate::domain::pairwise::ratings::RatingsRequest;
 use crate::domain::{CovariateName, GroupName, ItemId};
 
 /// A system's win rate (people's preference) with its interval at `level`.
@@ -147,7 +147,7 @@ pub struct LabelPlan {
 }
 
 /// The plan for `target` at `level`, drawing from `unlabelled` (the run's item ids).
-pub(super) fn label_plan(
+pub(in crate::service) fn label_plan(
     powered: &Powered,
     level: f64,
     target: f64,
@@ -180,7 +180,7 @@ pub(super) fn label_plan(
 }
 
 /// What a rating's answer is built from.
-pub(super) struct Answered<'a> {
+pub(in crate::service) struct Answered<'a> {
     pub rated: rate::Rated,
     pub ranks: RankIntervals,
     pub version: Option<i64>,
@@ -198,7 +198,7 @@ fn pair<T: Copy>((a, b): (T, T)) -> [T; 2] {
 }
 
 /// The ratings answer: each system's rating, interval, rank interval and win rates, best first.
-pub(super) fn answer(a: Answered<'_>) -> RatingsAnswer {
+pub(in crate::service) fn answer(a: Answered<'_>) -> RatingsAnswer {
     let Answered {
         rated,
         ranks,

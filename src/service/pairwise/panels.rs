@@ -4,21 +4,21 @@
 //! the same comparisons beside the panel's; ratings of a panel's run read each comparison's
 //! `verdicts` ({member: verdict}).
 
-use super::families::{Operations, Pairwise};
+use crate::service::families::{Operations, Pairwise};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::jobs::Trained;
-use super::preferences::{PanelRows, newest_version, train_blocking, train_cell};
-use super::training::Progress;
 use crate::domain::calibration::Job;
-use crate::domain::comparisons::Comparison;
+use crate::domain::pairwise::comparisons::Comparison;
+use crate::domain::pairwise::ratings::MemberVerdicts;
+use crate::domain::pairwise::version::{MIN_LABELLED, PreferenceVersion};
 use crate::domain::panel::Panel;
-use crate::domain::preference::{MIN_LABELLED, PreferenceVersion};
-use crate::domain::ratings::MemberVerdicts;
 use crate::domain::training::{Plan, TrainingRequest, VersionChoice};
 use crate::domain::{CellKey, ItemId, JudgeName, JudgeVersion, Problem, RubricName};
 use crate::error::{Error, Result};
+use crate::service::jobs::Trained;
+use crate::service::pairwise::training::{PanelRows, newest_version, train_blocking, train_cell};
+use crate::service::training::Progress;
 use judgecal_stats::pairwise::preference::Judgement;
 
 /// One rubric's comparisons as a pairwise panel sees them: the items every member judged.
@@ -139,12 +139,12 @@ pub fn join(
 impl Pairwise<'_> {
     /// Whether `panel`'s members are pairwise judges: one holds comparisons, and then every
     /// one must (409 naming the members that hold judge scores, or nothing yet).
-    pub(super) async fn pairwise_panel(&self, panel: &Panel) -> Result<bool> {
+    pub(in crate::service) async fn pairwise_panel(&self, panel: &Panel) -> Result<bool> {
         let (mut pairwise, mut others) = (Vec::new(), Vec::new());
         for judge in &panel.judges {
             if self
                 .store
-                .comparison_rows()
+                .pairwise_rows()
                 .comparison_cells(judge)
                 .await?
                 .is_empty()
@@ -201,7 +201,7 @@ impl Pairwise<'_> {
         }
         let mut out = Vec::with_capacity(panel.judges.len());
         for judge in &panel.judges {
-            let cells = self.store.comparison_rows().comparison_cells(judge).await?;
+            let cells = self.store.pairwise_rows().comparison_cells(judge).await?;
             let chosen = match named.iter().find(|(j, _)| j == judge) {
                 Some((_, v)) => {
                     if !cells.iter().any(|c| &c.judge_version == v) {
@@ -254,7 +254,7 @@ impl Pairwise<'_> {
             members.push(
                 match self
                     .store
-                    .comparison_rows()
+                    .pairwise_rows()
                     .cell_comparisons(&key, version.as_ref(), labelled_only)
                     .await
                 {
@@ -291,7 +291,7 @@ impl Pairwise<'_> {
                 let (first, version) = &versions[0];
                 let mut r: Vec<RubricName> = self
                     .store
-                    .comparison_rows()
+                    .pairwise_rows()
                     .comparison_cells(first)
                     .await?
                     .into_iter()
@@ -369,7 +369,7 @@ impl Pairwise<'_> {
 
     /// Queues a pairwise panel's training: `auto` only, each member's judge version resolved
     /// and kept in the job's request.
-    pub(super) async fn submit_pairwise_panel_training(
+    pub(in crate::service) async fn submit_pairwise_panel_training(
         &self,
         request: TrainingRequest,
         panel: Panel,
@@ -403,7 +403,7 @@ impl Pairwise<'_> {
 
     /// Runs a queued pairwise panel job: joins the members' comparisons again (they may have
     /// changed) and trains each rubric off the async runtime.
-    pub(super) async fn run_pairwise_panel_training(
+    pub(in crate::service) async fn run_pairwise_panel_training(
         &self,
         request: TrainingRequest,
         panel: Panel,
@@ -456,7 +456,7 @@ impl Pairwise<'_> {
     /// What a pairwise panel's run is rated against: the newest trained version of `key`
     /// (404 before one), its members unchanged since (409), and their labelled comparisons
     /// joined at the judge versions it was fitted on. Gives the version's members in order.
-    pub(super) async fn panel_anchors(
+    pub(in crate::service) async fn panel_anchors(
         &self,
         panel: &Panel,
         key: &CellKey,
@@ -468,7 +468,7 @@ impl Pairwise<'_> {
             ))
         };
         let newest: PreferenceVersion =
-            match self.store.comparison_rows().preference_versions(key).await {
+            match self.store.pairwise_rows().preference_versions(key).await {
                 Err(Error::NotFound(_)) => return Err(untrained()),
                 other => other?.into_iter().next().ok_or_else(untrained)?,
             };

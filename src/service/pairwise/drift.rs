@@ -10,11 +10,11 @@
 //! misses where people overturn a confident call beyond what the held-out comparisons did,
 //! so the alarm watches how often people overturn the calibrated preference.
 
-use super::families::{Operations, Pairwise};
-use super::pairwise_versions::ComparisonReader;
-use crate::domain::comparisons::Comparison;
-use crate::domain::preference::{PreferenceVersion, ServedMap, verdict_level};
+use crate::domain::pairwise::comparisons::Comparison;
+use crate::domain::pairwise::version::{PreferenceVersion, ServedMap, verdict_level};
 use crate::error::Result;
+use crate::service::families::{Operations, Pairwise};
+use crate::service::pairwise::judge_versions::ComparisonReader;
 use crate::store::ComparisonIngest;
 use judgecal_stats::Corrected;
 use judgecal_stats::conformal::tie_break;
@@ -59,7 +59,10 @@ impl Pairwise<'_> {
     /// Checks each cell's newly written labelled comparisons against its newest version's
     /// band, records them and updates the gauges. The comparisons are stored already: a
     /// failure here is logged, never returned.
-    pub(super) async fn check_preference_coverage(&self, outcomes: &[ComparisonIngest]) {
+    pub(in crate::service) async fn check_preference_coverage(
+        &self,
+        outcomes: &[ComparisonIngest],
+    ) {
         for outcome in outcomes.iter().filter(|o| !o.labelled.is_empty()) {
             match self.check_comparisons(outcome).await {
                 Ok(false) => {}
@@ -84,7 +87,7 @@ impl Pairwise<'_> {
     async fn check_comparisons(&self, outcome: &ComparisonIngest) -> Result<bool> {
         let Some(v) = self
             .store
-            .comparison_rows()
+            .pairwise_rows()
             .preference_versions(&outcome.key)
             .await?
             .into_iter()
@@ -108,11 +111,11 @@ impl Pairwise<'_> {
 
 /// Worlds with known truth for the pairwise drift and bridge tests.
 #[cfg(test)]
-pub(super) mod sim {
-    use crate::domain::comparisons::Comparison;
-    use crate::domain::preference::PreferenceVersion;
+pub(in crate::service) mod sim {
+    use crate::domain::pairwise::comparisons::Comparison;
+    use crate::domain::pairwise::version::PreferenceVersion;
     use crate::domain::{CellKey, GroupName, ItemId, JudgeName, RubricName};
-    use crate::service::preferences::train_cell;
+    use crate::service::pairwise::training::train_cell;
     use judgecal_stats::rng::{Rng, RngExt};
     use judgecal_stats::stats::standard_normal;
 

@@ -6,11 +6,11 @@ use axum::extract::State;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::AppState;
-use super::anchors::UploadParams;
-use super::error::{ApiError, ErrorBody};
-use super::extract::{Authorized, ComparisonUpload, IngestScope, Query};
-use super::schema;
+use crate::http::AppState;
+use crate::http::anchors::UploadParams;
+use crate::http::error::{ApiError, ErrorBody};
+use crate::http::extract::{Authorized, ComparisonUpload, IngestScope, Query};
+use crate::http::schema;
 
 /// One cell's comparisons as JSON. CSV uploads (`text/csv`) carry the columns
 /// `judge,rubric,item_id,a,b,verdict` (and optionally `verdict_swapped`, `preference`,
@@ -56,35 +56,35 @@ pub struct ComparisonRow {
     covariates: Option<std::collections::BTreeMap<String, f64>>,
 }
 
-pub(super) fn system_schema() -> utoipa::openapi::schema::Object {
+pub(in crate::http) fn system_schema() -> utoipa::openapi::schema::Object {
     let mut s =
         schema::group_name("A system (model) whose answer was compared, named like judges.");
     s.schema_type = utoipa::openapi::schema::Type::String.into();
     s
 }
 
-pub(super) fn verdict_schema() -> utoipa::openapi::schema::Schema {
+pub(in crate::http) fn verdict_schema() -> utoipa::openapi::schema::Schema {
     schema::outcome(
         "The judge's verdict, a shown first: \"a\", \"b\", \"tie\", or the probability that a's answer is the better (a judge's log-probabilities). A tie counts one half for each side.",
         false,
     )
 }
 
-pub(super) fn swapped_schema() -> utoipa::openapi::schema::Schema {
+pub(in crate::http) fn swapped_schema() -> utoipa::openapi::schema::Schema {
     schema::outcome(
         "Optional: the judge's verdict with b shown first, already mapped back (\"a\" still means a). Where the two orders disagree the judge favours a position.",
         true,
     )
 }
 
-pub(super) fn preference_schema() -> utoipa::openapi::schema::Schema {
+pub(in crate::http) fn preference_schema() -> utoipa::openapi::schema::Schema {
     schema::outcome(
         "Optional: the people's preference (\"a\", \"b\", \"tie\", or a share of raters preferring a). A row without it is an unlabelled verdict, stored for later labels; an item has one preference whichever judge version judged it, and a later row's preference labels the item's rows stored without one.",
         true,
     )
 }
 
-pub(super) fn rater_schema() -> utoipa::openapi::schema::Object {
+pub(in crate::http) fn rater_schema() -> utoipa::openapi::schema::Object {
     schema::rater_name(
         "Optional: who gave the preference, named like judges. Ratings and win rates count \
          raters, not labels, as the independent units (one rater's taste moves all of their \

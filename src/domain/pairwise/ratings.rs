@@ -11,9 +11,9 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::comparisons::{self, ComparisonBatch};
-use super::covariates;
-use super::{CovariateName, GroupName, JudgeName, Problem};
+use crate::domain::covariates;
+use crate::domain::pairwise::comparisons::{self, ComparisonBatch};
+use crate::domain::{CovariateName, GroupName, JudgeName, Problem};
 
 /// The settings beside the comparisons.
 const SETTINGS: [&str; 4] = ["baseline", "level", "control", "target_half_width"];

@@ -1,16 +1,16 @@
 //! Pairwise comparisons: stored as anchors are, one transaction per upload, planned by
 //! `domain::comparisons::plan` from the rows the cells hold for the batch's items.
 
-use super::families::ComparisonRows;
+use crate::store::families::PairwiseRows;
 use sqlx::Row;
 use uuid::Uuid;
 
-use super::anchors::{covariates_of, group_of, rater_of};
-use super::writer::{self, AnyQuery, Writes, Written};
-use crate::domain::comparisons::{Comparison, ComparisonBatch, StoredComparison, plan};
 use crate::domain::covariates;
+use crate::domain::pairwise::comparisons::{Comparison, ComparisonBatch, StoredComparison, plan};
 use crate::domain::{CellKey, ItemId, JudgeVersion, Problem, Scale, now_ms};
 use crate::error::{Error, Result};
+use crate::store::anchors::{covariates_of, group_of, rater_of};
+use crate::store::writer::{self, AnyQuery, Writes, Written};
 
 /// What one cell (one judge version of it) of an upload did.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,7 +30,7 @@ pub struct ComparisonIngest {
     pub labelled: Vec<Comparison>,
 }
 
-impl ComparisonRows<'_> {
+impl PairwiseRows<'_> {
     /// Stores a checked comparison upload in one transaction: all of it or none of it. A cell
     /// that holds judge scores (anchors) is refused: a cell holds one kind.
     pub async fn ingest_comparisons(
@@ -134,7 +134,7 @@ impl ComparisonRows<'_> {
 
     /// The rows `cell_id` holds for the batch's items, of every judge version.
     async fn stored_comparisons(
-        backend: super::Backend,
+        backend: crate::store::Backend,
         tx: &mut sqlx::Transaction<'static, sqlx::Any>,
         cell: &ComparisonBatch,
         cell_id: &str,
@@ -148,7 +148,7 @@ impl ComparisonRows<'_> {
         let columns = "SELECT t.judge_version, t.item_id, t.system_a, t.system_b, t.verdict, t.verdict_swapped,
                  t.preference, t.rater, t.covariates";
         for (sql, items) in
-            super::by_items(backend, columns, "comparisons", "t.cell_id = $1", 1, &items)?
+            crate::store::by_items(backend, columns, "comparisons", "t.cell_id = $1", 1, &items)?
         {
             let mut q = sqlx::query(sql).bind(cell_id);
             for item in items {
@@ -163,11 +163,11 @@ impl ComparisonRows<'_> {
 
     /// Writes one cell's plan inside the upload's transaction and counts the cell again.
     async fn write_comparisons(
-        backend: super::Backend,
+        backend: crate::store::Backend,
         tx: &mut sqlx::Transaction<'static, sqlx::Any>,
         cell: &ComparisonBatch,
         cell_id: &str,
-        plan: crate::domain::comparisons::ComparisonPlan,
+        plan: crate::domain::pairwise::comparisons::ComparisonPlan,
         now: i64,
     ) -> Result<ComparisonIngest> {
         let rows: Vec<&Comparison> = plan.fresh.iter().chain(&plan.replaced).collect();
@@ -223,7 +223,7 @@ impl Written for &Comparison {
 
 /// A stored comparison row, in the columns `judge_version, item_id, system_a, system_b,
 /// verdict, verdict_swapped, preference, rater, covariates`.
-pub(super) fn stored_row(r: &sqlx::any::AnyRow) -> Result<StoredComparison> {
+pub(in crate::store) fn stored_row(r: &sqlx::any::AnyRow) -> Result<StoredComparison> {
     let version: String = r.try_get(0)?;
     let item: String = r.try_get(1)?;
     let bad = |what: &str| Error::Internal(format!("stored comparison {what}"));

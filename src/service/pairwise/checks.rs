@@ -4,7 +4,7 @@
 //! code that names the systems it is about; none refuses, because each answer still says
 //! something true of the labels it has, and the warning says what it cannot.
 //!
-//! Measured (`cargo test --lib ratings_checks -- --nocapture`, seeded): over 400 worlds whose
+//! Measured (`cargo test --lib service::pairwise::checks -- --nocapture`, seeded): over 400 worlds whose
 //! run and labels are drawn alike (3–12 systems, 20–800 labels), a system or verdict check
 //! fired in the share the test prints (at most 5%); a new system in a quarter of the run's
 //! comparisons with 10 of 1,000 labels is named in every one of 100 worlds.
@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use judgecal_stats::warning::{Code, Warning};
 
-use crate::domain::comparisons::Comparison;
+use crate::domain::pairwise::comparisons::Comparison;
 use crate::domain::{GroupName, RaterName};
 
 /// A system whose share of the labelled comparisons is below its share of the run's over

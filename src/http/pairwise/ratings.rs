@@ -4,15 +4,15 @@
 use axum::extract::State;
 use utoipa::ToSchema;
 
-use super::AppState;
-use super::comparisons::{
+use crate::domain::pairwise::ratings;
+use crate::error::Error;
+use crate::http::AppState;
+use crate::http::error::{ApiError, ErrorBody};
+use crate::http::extract::{Authorized, CorrectScope, Json};
+use crate::http::pairwise::comparisons::{
     preference_schema, rater_schema, swapped_schema, system_schema, verdict_schema,
 };
-use super::error::{ApiError, ErrorBody};
-use super::extract::{Authorized, CorrectScope, Json};
-use super::schema;
-use crate::domain::ratings;
-use crate::error::Error;
+use crate::http::schema;
 use crate::service::RatingsAnswer;
 
 /// A run of comparisons to rate. The rows are comparison rows (`POST /v1/comparisons`);
