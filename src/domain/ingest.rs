@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use super::anchors::CellBatch;
 use super::covariates::{self, Covariates};
-use super::{Anchor, GroupName, ItemId, JudgeVersion, Problem, RaterName};
+use super::{Anchor, CellKey, GroupName, ItemId, JudgeVersion, Problem, RaterName};
 
 /// A stored row of one of a batch's items, in any judge version of the cell.
 #[derive(Debug, Clone, PartialEq)]
@@ -49,17 +49,81 @@ impl CellPlan {
     }
 }
 
-/// The problems that refuse a batch whole: rows with no reference anywhere, and rows stored
-/// with other scores (when the batch does not replace).
+/// The problems that refuse a batch whole: a cell of the other kind, rows with no reference
+/// anywhere, and rows stored with other scores (when the batch does not replace).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Refusals {
+    /// The first cell that holds pairwise comparisons.
+    pub kind: Option<KindConflict>,
     pub missing: Vec<Problem>,
     pub conflicts: Vec<Problem>,
 }
 
 impl Refusals {
     pub fn is_empty(&self) -> bool {
-        self.missing.is_empty() && self.conflicts.is_empty()
+        self.kind.is_none() && self.missing.is_empty() && self.conflicts.is_empty()
+    }
+}
+
+/// What a cell holds of each kind when a batch meets it (read under the cell's lock): a cell
+/// holds judge scores (anchors) or pairwise comparisons, not both.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CellKinds {
+    pub anchors: i64,
+    pub comparisons: i64,
+}
+
+/// A batch of one kind refused by a cell of the other: what was refused, and the problem
+/// (at the batch's first row of the cell, field `judge`) that says what to do instead.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KindConflict {
+    pub message: String,
+    pub problem: Problem,
+}
+
+impl CellKinds {
+    /// The refusal of an anchor batch for `key` by a cell that holds comparisons.
+    pub fn refuses_scores(&self, key: &CellKey, first_row: Option<usize>) -> Option<KindConflict> {
+        let n = self.comparisons;
+        (n > 0).then(|| KindConflict {
+            message: format!(
+                "the anchor batch was refused: cell {key} holds {n} pairwise comparison{}; a cell holds scores or \
+                 comparisons, not both. Nothing was stored",
+                if n == 1 { "" } else { "s" }
+            ),
+            problem: Problem::at(
+                first_row,
+                "judge",
+                format!(
+                    "{} judges rubric {} in pairs: upload its one-item scores under another judge name",
+                    key.judge, key.rubric
+                ),
+            ),
+        })
+    }
+
+    /// The refusal of a comparison batch for `key` by a cell that holds judge scores.
+    pub fn refuses_comparisons(
+        &self,
+        key: &CellKey,
+        first_row: Option<usize>,
+    ) -> Option<KindConflict> {
+        let n = self.anchors;
+        (n > 0).then(|| KindConflict {
+            message: format!(
+                "the comparison batch was refused: cell {key} holds {n} judge scores (anchors); a cell holds scores \
+                 or comparisons, not both. Nothing was stored"
+            ),
+            problem: Problem::at(
+                first_row,
+                "judge",
+                format!(
+                    "{} already scores rubric {} one item at a time: upload its pairwise verdicts under another judge \
+                     name (for example {}-pairwise)",
+                    key.judge, key.rubric, key.judge
+                ),
+            ),
+        })
     }
 }
 
@@ -211,6 +275,44 @@ pub fn plan_cell(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cell_of_one_kind_refuses_a_batch_of_the_other_naming_its_first_row() {
+        let key = CellKey {
+            judge: crate::domain::JudgeName::parse("gpt").unwrap(),
+            rubric: crate::domain::RubricName::parse("helpful").unwrap(),
+        };
+        let empty = CellKinds::default();
+        assert!(empty.refuses_scores(&key, Some(1)).is_none());
+        assert!(empty.refuses_comparisons(&key, Some(1)).is_none());
+        let pairs = CellKinds {
+            anchors: 0,
+            comparisons: 1,
+        };
+        let refused = pairs.refuses_scores(&key, Some(3)).unwrap();
+        assert!(
+            refused.message.contains("holds 1 pairwise comparison;"),
+            "{}",
+            refused.message
+        );
+        assert_eq!(
+            (refused.problem.row, refused.problem.field.as_str()),
+            (Some(3), "judge")
+        );
+        assert!(pairs.refuses_comparisons(&key, Some(3)).is_none());
+        let scores = CellKinds {
+            anchors: 7,
+            comparisons: 0,
+        };
+        let refused = scores.refuses_comparisons(&key, Some(2)).unwrap();
+        assert!(
+            refused.message.contains("holds 7 judge scores"),
+            "{}",
+            refused.message
+        );
+        assert!(refused.problem.problem.contains("gpt-pairwise"));
+        assert!(scores.refuses_scores(&key, Some(2)).is_none());
+    }
     use crate::domain::anchors::Uploaded;
     use crate::domain::{CellKey, JudgeName, RubricName};
 

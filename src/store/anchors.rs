@@ -11,7 +11,7 @@ use super::families::DriftRows;
 use super::writer::{self, AnyQuery, Writes, Written};
 use crate::domain::anchors::CellBatch;
 use crate::domain::covariates::{self, Covariates};
-use crate::domain::ingest::{CellPlan, Refusals, StoredRow, plan_cell};
+use crate::domain::ingest::{CellKinds, CellPlan, Refusals, StoredRow, plan_cell};
 use crate::domain::repeats;
 use crate::domain::{
     Anchor, CellKey, CellSummary, ItemId, JudgeName, JudgeVersion, RaterName, Rubric, RubricName,
@@ -170,12 +170,16 @@ impl Store {
         let mut refusals = Refusals::default();
         let mut outcomes = Vec::with_capacity(cells.len());
         for cell in cells {
-            let (cell_id, stored_count) = Self::lock_cell(&mut tx, cell, now).await?;
+            let (cell_id, kinds) = Self::lock_cell(&mut tx, cell, now).await?;
+            if let Some(kind) = kinds.refuses_scores(&cell.key, cell.rows.first().copied()) {
+                refusals.kind.get_or_insert(kind);
+                continue;
+            }
 
             // The rows the cell holds for the batch's items, of every version, then the plan,
             // decided without the database.
             let stored =
-                Self::stored_rows(self.backend, &mut tx, cell, &cell_id, stored_count).await?;
+                Self::stored_rows(self.backend, &mut tx, cell, &cell_id, kinds.anchors).await?;
             let plan = plan_cell(cell, &stored, replace, now, &mut refusals);
             if !refusals.is_empty() {
                 continue;
@@ -246,13 +250,12 @@ impl Store {
         Ok(())
     }
 
-    /// Locks (or creates) a batch's cell: its id and stored anchor count. A cell of pairwise
-    /// comparisons refuses the batch: a cell holds scores or comparisons, not both.
+    /// Locks (or creates) a batch's cell: its id and what it holds of each kind.
     async fn lock_cell(
         tx: &mut sqlx::Transaction<'static, sqlx::Any>,
         cell: &CellBatch,
         now: i64,
-    ) -> Result<(String, i64)> {
+    ) -> Result<(String, CellKinds)> {
         let row = sqlx::query(
             "INSERT INTO cells (id, judge, rubric, anchor_count, updated_at_ms)
              VALUES ($1, $2, $3, 0, $4)
@@ -265,25 +268,11 @@ impl Store {
         .bind(now)
         .fetch_one(&mut **tx)
         .await?;
-        let comparisons: i64 = row.try_get(2)?;
-        if comparisons > 0 {
-            return Err(Error::conflict(
-                format!(
-                    "the anchor batch was refused: cell {} holds {comparisons} pairwise comparison{}; a cell holds scores or comparisons, not both. Nothing was stored",
-                    cell.key,
-                    if comparisons == 1 { "" } else { "s" }
-                ),
-                vec![crate::domain::Problem::at(
-                    cell.rows.first().copied(),
-                    "judge",
-                    format!(
-                        "{} judges rubric {} in pairs: upload its one-item scores under another judge name",
-                        cell.key.judge, cell.key.rubric
-                    ),
-                )],
-            ));
-        }
-        Ok((row.try_get(0)?, row.try_get(1)?))
+        let kinds = CellKinds {
+            anchors: row.try_get(1)?,
+            comparisons: row.try_get(2)?,
+        };
+        Ok((row.try_get(0)?, kinds))
     }
 
     /// The rows `cell_id` holds for the batch's items, of every judge version. A new (empty)
@@ -546,6 +535,9 @@ pub(super) fn group_of(raw: Option<String>) -> Result<Option<crate::domain::Grou
 
 /// An upload's refusals as its one answer, every problem in it; `None` when there is none.
 fn refused(refusals: Refusals) -> Option<Error> {
+    if let Some(kind) = refusals.kind {
+        return Some(Error::conflict(kind.message, vec![kind.problem]));
+    }
     let n = refusals.conflicts.len();
     if !refusals.missing.is_empty() {
         let mut problems = refusals.missing;
@@ -585,6 +577,7 @@ mod tests {
     #[test]
     fn a_missing_reference_is_a_422_listing_the_conflicts_and_conflicts_alone_a_409() {
         let both = Refusals {
+            kind: None,
             missing: vec![problem(2)],
             conflicts: vec![problem(1)],
         };
@@ -593,10 +586,37 @@ mod tests {
         };
         assert_eq!(details.len(), 2, "the conflict is listed too");
         let conflicts = Refusals {
+            kind: None,
             missing: Vec::new(),
             conflicts: vec![problem(1)],
         };
         assert!(matches!(refused(conflicts), Some(Error::Conflict { .. })));
         assert!(refused(Refusals::default()).is_none());
+    }
+
+    #[test]
+    fn a_cell_of_comparisons_refuses_first_with_its_own_409() {
+        let key = CellKey {
+            judge: crate::domain::JudgeName::parse("gpt").unwrap(),
+            rubric: crate::domain::RubricName::parse("helpful").unwrap(),
+        };
+        let kinds = CellKinds {
+            anchors: 0,
+            comparisons: 2,
+        };
+        let refusals = Refusals {
+            kind: kinds.refuses_scores(&key, Some(4)),
+            missing: vec![problem(2)],
+            conflicts: vec![problem(1)],
+        };
+        let Some(Error::Conflict { message, details }) = refused(refusals) else {
+            panic!("a cell of the other kind is a 409")
+        };
+        assert!(
+            message.contains("holds 2 pairwise comparisons"),
+            "{message}"
+        );
+        assert_eq!(details.len(), 1, "only the kind's problem: {details:?}");
+        assert_eq!(details[0].row, Some(4));
     }
 }

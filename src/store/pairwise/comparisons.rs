@@ -6,8 +6,9 @@ use sqlx::Row;
 use uuid::Uuid;
 
 use crate::domain::covariates;
+use crate::domain::ingest::CellKinds;
 use crate::domain::pairwise::comparisons::{Comparison, ComparisonBatch, StoredComparison, plan};
-use crate::domain::{CellKey, ItemId, JudgeVersion, Problem, Scale, now_ms};
+use crate::domain::{CellKey, ItemId, JudgeVersion, Scale, now_ms};
 use crate::error::{Error, Result};
 use crate::store::anchors::{covariates_of, group_of, rater_of};
 use crate::store::writer::{self, AnyQuery, Writes, Written};
@@ -58,22 +59,12 @@ impl PairwiseRows<'_> {
             .fetch_one(&mut *tx)
             .await?;
             let cell_id: String = row.try_get(0)?;
-            let anchors: i64 = row.try_get(1)?;
-            if anchors > 0 {
-                return Err(Error::conflict(
-                    format!(
-                        "the comparison batch was refused: cell {} holds {anchors} judge scores (anchors); a cell holds scores or comparisons, not both. Nothing was stored",
-                        cell.key
-                    ),
-                    vec![Problem::at(
-                        cell.rows.first().copied(),
-                        "judge",
-                        format!(
-                            "{} already scores rubric {} one item at a time: upload its pairwise verdicts under another judge name (for example {}-pairwise)",
-                            cell.key.judge, cell.key.rubric, cell.key.judge
-                        ),
-                    )],
-                ));
+            let kinds = CellKinds {
+                anchors: row.try_get(1)?,
+                comparisons: 0,
+            };
+            if let Some(kind) = kinds.refuses_comparisons(&cell.key, cell.rows.first().copied()) {
+                return Err(Error::conflict(kind.message, vec![kind.problem]));
             }
             let stored = Self::stored_comparisons(self.backend, &mut tx, cell, &cell_id).await?;
             match plan(cell, &stored, replace) {
