@@ -68,7 +68,7 @@ impl Runs<'_> {
             Vec::new()
         };
         let seen = session.seen.after(&request.runs);
-        let (served, ranking) = self.rank(request).await?;
+        let (served, ranking) = self.ranked(request).await?;
         let drawn = match &ranking.allocation {
             Some(plan) => session.drawn.after(&keys, &plan.items),
             None => session.drawn.clone(),

@@ -5,6 +5,7 @@
 use judgecal_stats::panel::fusion::{FusedScore, Fusion};
 use judgecal_stats::panel::missing::{self, ScoreDependence};
 use judgecal_stats::runlevel::RunItems;
+use judgecal_stats::warning::{Code, Warning};
 
 use super::layered::layered;
 use super::panels::fused_with_scores;
@@ -48,6 +49,77 @@ impl Served {
         self.runs
             .iter()
             .any(|r| r.version.id != self.loaded.version.id)
+    }
+
+    /// What serving the runs found: runs served by a calibration of another judge version
+    /// than they named, groups the anchors do not name, covariates held or unread, what the
+    /// versions noted, and how many of a panel's items lacked a served member.
+    pub fn warnings(&self) -> Vec<Warning> {
+        let mut out: Vec<Warning> = self
+            .mismatches
+            .iter()
+            .map(|m| m.warning(self.loaded.version.version))
+            .collect();
+        for (run, group) in &self.new_groups {
+            let known: Vec<&str> = self
+                .loaded
+                .version
+                .groups
+                .as_ref()
+                .map(|b| b.groups.iter().map(|g| g.group.as_str()).take(8).collect())
+                .unwrap_or_default();
+            out.push(
+            Warning::new(
+                Code::NewGroup,
+                format!(
+                    "{}group {group:?} is not among the systems the version's anchors name ({}{}): it was answered as a new \
+                     system, its bias a draw from the between-system spread; check the spelling, or upload anchors of it",
+                    if run.is_empty() { String::new() } else { format!("{run}: ") },
+                    known.join(", "),
+                    if known.len() == 8 { ", …" } else { "" }
+                ),
+            )
+            .at("group")
+            .systems([group]),
+        );
+        }
+        if self.held {
+            out.push(Warning::new(
+            Code::CovariatesHeld,
+            "every item was read at the covariates held (`hold`): the answer is what the runs would score there, \
+             the judge's reward for them taken out by the version's coefficients (see its `covariates` report); \
+             the interval carries the corrector's uncertainty but not those coefficients' own",
+        ).at("hold"));
+        }
+        if let Some(version) = self.unused_covariates {
+            out.push(Warning::new(
+            Code::CovariatesUnused,
+            format!(
+                "version {version} was not trained with covariates: the items' covariates (and `hold`) were not used"
+            ),
+        ));
+        }
+        if let Some((version, names)) = &self.unread_covariates {
+            out.push(Warning::new(
+            Code::CovariatesUnused,
+            format!(
+                "version {version} does not read covariates {} (not trained with them, or not kept where they did not \
+                 lower held-out error): they were not used",
+                names.join(", ")
+            ),
+        ));
+        }
+        out.extend(self.notes.iter().cloned());
+        if self.partial_items > 0 {
+            out.push(Warning::new(
+            Code::MembersMissing,
+            format!(
+                "{} items lacked a member the panel's version reads: each is fused from the members present (that sub-panel's fit) and carries that sub-panel's larger residual variance. This assumes the scores are missing at random: a member's absence says nothing about what it would have scored (a judge that fails on hard items breaks it, and the interval does not know). Score every item with every member where you can",
+                self.partial_items
+            ),
+        ));
+        }
+        out
     }
 }
 

@@ -18,6 +18,7 @@ use judgecal_stats::runlevel::rank::{self, RankSettings, Ranking};
 use judgecal_stats::runlevel::{
     self, Anchored, Basis, RunComparison, RunEstimate, RunItems, SharedResidual, Source,
 };
+use judgecal_stats::warning::{Code, Warning};
 use judgecal_stats::{Cell, MeanUncertainty};
 
 /// How much work an answer is, before the model is asked: light enough for the request's own
@@ -380,8 +381,22 @@ impl Runs<'_> {
         Ok((served, answer.within((scale.min, scale.max))))
     }
 
-    /// K runs ranked, with their pairs' simultaneous intervals and, when asked, a label plan.
+    /// K runs ranked once, outside a ranking session: the answer's warnings say that its
+    /// family holds for this one look.
     pub async fn rank(&self, request: RankRequest) -> Result<(Served, Ranking)> {
+        let (round, rounds) = (request.rank.round, request.rank.rounds);
+        let (mut served, ranking) = self.ranked(request).await?;
+        served.notes.push(Warning::new(
+            Code::SingleLook,
+            format!(
+                "this ranking's family holds for this one look (round {round} of the {rounds} planned); asking again after more labels starts a new family, and the error over all the looks grows with each: open a ranking session (POST /v1/rank/sessions) to bind the looks"
+            ),
+        ));
+        Ok((served, ranking))
+    }
+
+    /// K runs ranked, with their pairs' simultaneous intervals and, when asked, a label plan.
+    pub(super) async fn ranked(&self, request: RankRequest) -> Result<(Served, Ranking)> {
         self.check_sizes(
             request
                 .runs

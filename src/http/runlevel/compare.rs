@@ -5,10 +5,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{GroupTermDto, RunBody, VarianceDto, group, variance};
-use super::{
-    PlanDto, RunEstimateDto, covariates_read, identify, mismatch_warnings, name_span, plan,
-    rendered, run_dto,
-};
+use super::{PlanDto, RunEstimateDto, identify, name_span, plan, run_dto};
 use crate::domain::runlevel::RawSettings;
 use crate::http::AppState;
 use crate::http::error::{ApiError, ErrorBody};
@@ -17,7 +14,6 @@ use crate::http::schema;
 use crate::service::CompareRequest;
 use judgecal_stats::runlevel::RunComparison;
 use judgecal_stats::runlevel::warnings;
-use judgecal_stats::warning::Warning;
 
 /// The body of POST /v1/compare: two runs of one cell.
 #[derive(Deserialize, ToSchema)]
@@ -90,15 +86,8 @@ pub struct CompareResponse {
     group: GroupTermDto,
     #[serde(skip_serializing_if = "Option::is_none")]
     plan: Option<PlanDto>,
-    /// A version trained with covariates: `as_given` (each item read at its own covariates)
-    /// or `held` (at the covariates `hold` names: a length-controlled answer); absent otherwise.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    covariates: Option<&'static str>,
-    /// Items carried repeats: the judge's within-item variance used and what it did; absent
-    /// otherwise.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    repeats: Option<super::RepeatsDto>,
-    warnings: Vec<Warning>,
+    #[serde(flatten)]
+    reading: super::RunReading,
 }
 
 /// Is model A better than model B? The difference of two runs' de-biased means.
@@ -148,10 +137,8 @@ pub async fn compare(
     let (served, c): (_, RunComparison) = state.service.runs().compare(request).await?;
     let (judge, rubric, version, method) = identify(&served.loaded);
     let notes = warnings::of_runs(&[&c.a, &c.b], Some(&c.group), settings.level);
-    let mut notes = rendered(&notes, |k| format!("run {}: ", ["a", "b"][k]));
+    let mut notes = warnings::rendered(&notes, |k| format!("run {}: ", ["a", "b"][k]));
     notes.dedup();
-    let mut warnings = mismatch_warnings(&served);
-    warnings.extend(notes);
     let d = &c.difference;
     Ok(axum::Json(CompareResponse {
         judge,
@@ -173,8 +160,6 @@ pub async fn compare(
         corrector_term: c.term.as_str(),
         group: group(&c.group),
         plan: plan(c.advice, settings.target),
-        covariates: covariates_read(&served),
-        repeats: super::repeats_read(&served),
-        warnings,
+        reading: super::RunReading::of(&served, notes),
     }))
 }

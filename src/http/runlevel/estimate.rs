@@ -5,8 +5,8 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{
-    DesignDto, PlanDto, RunEstimateDto, RunItemDto, covariates_read, group_schema, identify,
-    mismatch_warnings, name_span, plan, raw_run, rendered, run_dto,
+    DesignDto, PlanDto, RunEstimateDto, RunItemDto, group_schema, identify, name_span, plan,
+    raw_run, run_dto,
 };
 use crate::domain::runlevel::{RawRunWithGroup, RawSettings};
 use crate::http::AppState;
@@ -16,7 +16,6 @@ use crate::http::schema;
 use crate::service::EstimateRequest;
 use judgecal_stats::repeats::Costs;
 use judgecal_stats::runlevel::warnings;
-use judgecal_stats::warning::Warning;
 
 /// The body of POST /v1/estimate: the cell, the run (`scores` or `items`, not both) and how
 /// to answer.
@@ -81,17 +80,8 @@ pub struct EstimateResponse {
     run: RunEstimateDto,
     #[serde(skip_serializing_if = "Option::is_none")]
     plan: Option<PlanDto>,
-    /// A version trained with covariates: `as_given` (each item read at its own covariates)
-    /// or `held` (at the covariates `hold` names: a length-controlled answer); absent otherwise.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    covariates: Option<&'static str>,
-    /// Items carried repeats: the judge's within-item variance used and what it did; absent
-    /// otherwise.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    repeats: Option<super::RepeatsDto>,
-    /// What a reader of the interval must know: extrapolation, a left-out term, a transport
-    /// check that found bias.
-    warnings: Vec<Warning>,
+    #[serde(flatten)]
+    reading: super::RunReading,
 }
 
 /// A run's de-biased mean with its interval.
@@ -166,7 +156,6 @@ pub async fn estimate(
     }
     let (judge, rubric, version, method) = identify(&served.loaded);
     let notes = warnings::of_runs(&[&e], None, settings.level);
-    let mut warnings = mismatch_warnings(&served);
     Ok(axum::Json(EstimateResponse {
         judge,
         rubric,
@@ -175,12 +164,7 @@ pub async fn estimate(
         level: settings.level,
         run: run_dto(&e),
         plan,
-        covariates: covariates_read(&served),
-        repeats: super::repeats_read(&served),
-        warnings: {
-            warnings.extend(rendered(&notes, |_| String::new()));
-            warnings
-        },
+        reading: super::RunReading::of(&served, warnings::rendered(&notes, |_| String::new())),
     }))
 }
 

@@ -15,11 +15,8 @@ use super::schema;
 use crate::domain::Problem;
 use crate::domain::runlevel::{RawItem, RawRun, RawRunWithGroup};
 use crate::service::Loaded;
-use judgecal_stats::runlevel::warnings::{Note, RunWarning};
-use judgecal_stats::runlevel::{
-    Advice, GroupAnswer, RunEstimate, Support, THIN_ANCHORS, Transport,
-};
-use judgecal_stats::warning::{Code, Warning};
+use judgecal_stats::runlevel::{Advice, GroupAnswer, RunEstimate, Support, Transport};
+use judgecal_stats::warning::Warning;
 
 /// One item of a run.
 #[derive(Deserialize, ToSchema)]
@@ -104,78 +101,43 @@ impl RunBody {
     }
 }
 
-/// The warnings of runs served by a calibration of another judge version than they named.
-/// Also says how many of a panel's items lacked a served member.
-pub(super) fn mismatch_warnings(served: &crate::service::Served) -> Vec<Warning> {
-    let mut out: Vec<Warning> = served
-        .mismatches
-        .iter()
-        .map(|m| m.warning(served.loaded.version.version))
-        .collect();
-    for (run, group) in &served.new_groups {
-        let known: Vec<&str> = served
-            .loaded
-            .version
-            .groups
-            .as_ref()
-            .map(|b| b.groups.iter().map(|g| g.group.as_str()).take(8).collect())
-            .unwrap_or_default();
-        out.push(
-            Warning::new(
-                Code::NewGroup,
-                format!(
-                    "{}group {group:?} is not among the systems the version's anchors name ({}{}): it was answered as a new \
-                     system, its bias a draw from the between-system spread; check the spelling, or upload anchors of it",
-                    if run.is_empty() { String::new() } else { format!("{run}: ") },
-                    known.join(", "),
-                    if known.len() == 8 { ", …" } else { "" }
-                ),
-            )
-            .at("group")
-            .systems([group]),
-        );
+/// What every run-level answer ends with: how the runs' items were read (covariates, repeats)
+/// and what a reader of the answer must know.
+#[derive(Serialize, ToSchema)]
+pub struct RunReading {
+    /// A version trained with covariates: `as_given` (each item read at its own covariates)
+    /// or `held` (at the covariates `hold` names: a length-controlled answer); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    covariates: Option<&'static str>,
+    /// Items carried repeats: the judge's within-item variance used and what it did; absent
+    /// otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    repeats: Option<RepeatsDto>,
+    /// What a reader of the answer must know, each with a stable code (docs/api.md lists
+    /// them): runs served by another judge version's calibration, then what the statistics
+    /// found (extrapolation, a left-out term, a transport check that found bias, a plan's
+    /// shortfall).
+    warnings: Vec<Warning>,
+}
+
+impl RunReading {
+    /// The served runs' reading, its warnings the version mismatches followed by `found`.
+    pub(super) fn of(
+        served: &crate::service::Served,
+        found: impl IntoIterator<Item = Warning>,
+    ) -> Self {
+        let mut warnings = served.warnings();
+        warnings.extend(found);
+        RunReading {
+            covariates: covariates_read(served),
+            repeats: repeats_read(served),
+            warnings,
+        }
     }
-    if served.held {
-        out.push(Warning::new(
-            Code::CovariatesHeld,
-            "every item was read at the covariates held (`hold`): the answer is what the runs would score there, \
-             the judge's reward for them taken out by the version's coefficients (see its `covariates` report); \
-             the interval carries the corrector's uncertainty but not those coefficients' own",
-        ).at("hold"));
-    }
-    if let Some(version) = served.unused_covariates {
-        out.push(Warning::new(
-            Code::CovariatesUnused,
-            format!(
-                "version {version} was not trained with covariates: the items' covariates (and `hold`) were not used"
-            ),
-        ));
-    }
-    if let Some((version, names)) = &served.unread_covariates {
-        out.push(Warning::new(
-            Code::CovariatesUnused,
-            format!(
-                "version {version} does not read covariates {} (not trained with them, or not kept where they did not \
-                 lower held-out error): they were not used",
-                names.join(", ")
-            ),
-        ));
-    }
-    out.extend(served.notes.iter().cloned());
-    if served.partial_items > 0 {
-        out.push(Warning::new(
-            Code::MembersMissing,
-            format!(
-                "{} items lacked a member the panel's version reads: each is fused from the members present (that sub-panel's fit) and carries that sub-panel's larger residual variance. This assumes the scores are missing at random: a member's absence says nothing about what it would have scored (a judge that fails on hard items breaks it, and the interval does not know). Score every item with every member where you can",
-                served.partial_items
-            ),
-        ));
-    }
-    out
 }
 
 /// How a version trained with covariates read the runs' items: `held` or `as_given`.
-pub(super) fn covariates_read(served: &crate::service::Served) -> Option<&'static str> {
+fn covariates_read(served: &crate::service::Served) -> Option<&'static str> {
     served
         .runs
         .iter()
@@ -202,7 +164,7 @@ pub struct RepeatsDto {
     residual_ratio: f64,
 }
 
-pub(super) fn repeats_read(served: &crate::service::Served) -> Option<RepeatsDto> {
+fn repeats_read(served: &crate::service::Served) -> Option<RepeatsDto> {
     served.repeats.map(|r| RepeatsDto {
         within: judgecal_stats::agreement::Figure {
             value: r.within.variance,
@@ -531,71 +493,4 @@ pub(super) fn identify(v: &Loaded) -> (String, String, i64, String) {
         v.version,
         v.method().to_string(),
     )
-}
-
-/// A note of the answer as its reader sees it: `subject` names the run it is about (`""` for
-/// a single run's answer, `"run a: "`, `"model-x: "`).
-pub(super) fn render(note: &Note, subject: impl Fn(usize) -> String) -> Warning {
-    let name = note.run.map(&subject).unwrap_or_default();
-    let message = match &note.warning {
-        RunWarning::Extrapolated { outside, range } => format!(
-            "{name}{:.1}% of the judge scores lie outside the anchors' range [{}, {}]: the corrected level there is extrapolated; upload anchors covering those scores, or label a sample of the run",
-            100.0 * outside,
-            range.0,
-            range.1
-        ),
-        RunWarning::Sparse { thin } => format!(
-            "{name}{:.1}% of the judge scores lie where the anchors are thin (fewer than {THIN_ANCHORS} anchors nearby, or a quarter of their average there): the corrected level there rests on few anchors; upload anchors near those scores, or label a sample of the run",
-            100.0 * thin
-        ),
-        RunWarning::CorrectorOmitted(why) => format!("{name}{why}"),
-        RunWarning::Biased {
-            mean_residual,
-            level,
-            interval,
-        } => format!(
-            "{name}the corrector is biased on runs like this one: its mean residual on the labelled items is {:.3} ({:.0}% interval for the bias [{:.3}, {:.3}]); the labelled path corrects for it, a plain estimate would not",
-            mean_residual,
-            100.0 * level,
-            interval.0,
-            interval.1
-        ),
-        RunWarning::GroupsUnmeasured => "the version's anchors name fewer than two groups: system-specific bias (a judge rating one system's outputs differently from another's at the same score) is not accounted for; upload anchors with `group` set to the system whose output was judged, from several systems, and retrain".to_owned(),
-        RunWarning::GroupsConservative { groups, new } => format!(
-            "the version's anchors name {groups} groups: too few to estimate how the judge's bias varies between systems, so the conservative rule applies (the group's own bias unshrunk, or the whole between-group spread for a new system){}",
-            if *new {
-                format!("; a new system's interval takes its bias as a normal draw like the {groups} known systems', and cannot see one far from them all (where one system in five is far, it covers 81-93%): label a sample of the run")
-            } else {
-                String::new()
-            }
-        ),
-        RunWarning::GroupsOutlying { outlying, groups } => format!(
-            "a new system's bias is taken as a normal draw like the {groups} known systems', but {} lie{} further from the others than normal biases allow: a new system could sit as far, and its interval would not cover it; label a sample of the run (the labelled path needs no such assumption)",
-            outlying.join(", "),
-            if outlying.len() == 1 { "s" } else { "" }
-        ),
-        RunWarning::PlanShort { reached, open } => format!(
-            "{name}the label plan reaches {reached} of the {open} open pairs' targets: the others need more labels than the budget or the runs' items allow"
-        ),
-    };
-    let code = match &note.warning {
-        RunWarning::Extrapolated { .. } => Code::Extrapolated,
-        RunWarning::Sparse { .. } => Code::SparseAnchors,
-        RunWarning::CorrectorOmitted(_) => Code::CorrectorOmitted,
-        RunWarning::Biased { .. } => Code::CorrectorBiased,
-        RunWarning::GroupsUnmeasured => Code::GroupsUnmeasured,
-        RunWarning::GroupsConservative { .. } => Code::GroupsConservative,
-        RunWarning::GroupsOutlying { .. } => Code::GroupsOutlying,
-        RunWarning::PlanShort { .. } => Code::LabelPlanShort,
-    };
-    let w = Warning::new(code, message);
-    match &note.warning {
-        RunWarning::GroupsOutlying { outlying, .. } => w.systems(outlying),
-        _ => w,
-    }
-}
-
-/// The notes of an answer, rendered.
-pub(super) fn rendered(notes: &[Note], subject: impl Fn(usize) -> String) -> Vec<Warning> {
-    notes.iter().map(|n| render(n, &subject)).collect()
 }

@@ -4,10 +4,7 @@ use axum::extract::State;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{
-    RunEstimateDto, RunItemDto, group_schema, identify, mismatch_warnings, name_span, raw_run,
-    render, run_dto,
-};
+use super::{RunEstimateDto, RunItemDto, group_schema, identify, name_span, raw_run, run_dto};
 use crate::domain::rank_session::RankSession;
 use crate::domain::runlevel::{RawLabels, RawRankOptions, RawRunWithGroup, RawSettings};
 use crate::http::AppState;
@@ -17,7 +14,7 @@ use crate::http::schema;
 use crate::service::{RankRequest, Served};
 use judgecal_stats::runlevel::rank::{Allocation, RankedPair, Ranking};
 use judgecal_stats::runlevel::warnings::{self, Note};
-use judgecal_stats::warning::{Code, Warning};
+use judgecal_stats::warning::Warning;
 
 /// One run of a ranking.
 #[derive(Deserialize, ToSchema)]
@@ -256,15 +253,8 @@ pub struct RankResponse {
     /// is for its one look (a warning says so).
     #[serde(skip_serializing_if = "Option::is_none")]
     session: Option<RankSessionDto>,
-    /// A version trained with covariates: `as_given` (each item read at its own covariates)
-    /// or `held` (at the covariates `hold` names: a length-controlled answer); absent otherwise.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    covariates: Option<&'static str>,
-    /// Items carried repeats: the judge's within-item variance used and what it did; absent
-    /// otherwise.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    repeats: Option<super::RepeatsDto>,
-    warnings: Vec<Warning>,
+    #[serde(flatten)]
+    reading: super::RunReading,
 }
 
 /// Ranks K runs of one cell: is model A better than B, for every pair at once?
@@ -332,23 +322,16 @@ pub(super) async fn answer(
         });
     }
     let resolved = r.pairs.iter().filter(|p| p.higher().is_some()).count();
-    let mut warnings = mismatch_warnings(&served);
-    if after.is_none() {
-        warnings.push(Warning::new(
-            Code::SingleLook,
-            format!(
-                "this ranking's family holds for this one look (round {} of the {} planned); asking again after more labels starts a new family, and the error over all the looks grows with each: open a ranking session (POST /v1/rank/sessions) to bind the looks",
-                how.round, how.rounds
-            ),
-        ));
-    }
-    warnings.extend(notes.iter().map(|n| {
-        let w = render(n, |k| format!("{}: ", names[k]));
-        match n.run {
-            Some(k) if w.systems.is_empty() => w.systems([&names[k]]),
-            _ => w,
-        }
-    }));
+    let found: Vec<Warning> = notes
+        .iter()
+        .map(|n| {
+            let w = warnings::render(n, |k| format!("{}: ", names[k]));
+            match n.run {
+                Some(k) if w.systems.is_empty() => w.systems([&names[k]]),
+                _ => w,
+            }
+        })
+        .collect();
     Ok(RankResponse {
         judge,
         rubric,
@@ -371,9 +354,7 @@ pub(super) async fn answer(
             .as_ref()
             .map(|a| label_plan(a, how.round + 1, &names, &ids)),
         session: after.map(Into::into),
-        covariates: super::covariates_read(&served),
-        repeats: super::repeats_read(&served),
-        warnings,
+        reading: super::RunReading::of(&served, found),
     })
 }
 

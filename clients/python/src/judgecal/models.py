@@ -3845,6 +3845,27 @@ class RunEstimateDto(BaseModel):
     variance: VarianceDto
 
 
+class RunReading(BaseModel):
+    """
+    What every run-level answer ends with: how the runs' items were read (covariates, repeats)
+    and what a reader of the answer must know.
+    """
+
+    covariates: str | None = None
+    """
+    A version trained with covariates: `as_given` (each item read at its own covariates)
+    or `held` (at the covariates `hold` names: a length-controlled answer); absent otherwise.
+    """
+    repeats: RepeatsDto | None = None
+    warnings: list[AnswerWarning]
+    """
+    What a reader of the answer must know, each with a stable code (docs/api.md lists
+    them): runs served by another judge version's calibration, then what the statistics
+    found (extrapolation, a left-out term, a transport check that found bias, a plan's
+    shortfall).
+    """
+
+
 class SystemBias(BaseModel):
     """
     The bias on one system's outputs (the anchors' group).
@@ -4095,18 +4116,13 @@ class CompareBody(BaseModel):
     version: int | None = Field(None, ge=1)
 
 
-class CompareResponse(BaseModel):
+class CompareResponse(RunReading):
     a: RunEstimateDto
     """
     Each run's own estimate.
     """
     b: RunEstimateDto
     corrector_term: str
-    covariates: str | None = None
-    """
-    A version trained with covariates: `as_given` (each item read at its own covariates)
-    or `held` (at the covariates `hold` names: a length-controlled answer); absent otherwise.
-    """
     difference: float
     """
     mean(A) − mean(B), de-biased.
@@ -4146,11 +4162,9 @@ class CompareResponse(BaseModel):
     t or normal centred on `difference` with its standard error): an approximation, not a
     posterior; on every path.
     """
-    repeats: RepeatsDto | None = None
     rubric: str
     variance: VarianceDto
     version: int
-    warnings: list[AnswerWarning]
 
 
 class ErrorBody(BaseModel):
@@ -4165,26 +4179,15 @@ class EstimateBody(RootModel[EstimateScores | EstimateItems]):
     """
 
 
-class EstimateResponse(RunEstimateDto):
-    covariates: str | None = None
-    """
-    A version trained with covariates: `as_given` (each item read at its own covariates)
-    or `held` (at the covariates `hold` names: a length-controlled answer); absent otherwise.
-    """
+class EstimateResponse(RunEstimateDto, RunReading):
     judge: str
     level: float
     method: str
     plan: PlanDto | None = None
-    repeats: RepeatsDto | None = None
     rubric: str
     version: int
     """
     The calibrator version that made every number.
-    """
-    warnings: list[AnswerWarning]
-    """
-    What a reader of the interval must know: extrapolation, a left-out term, a transport
-    check that found bias.
     """
 
 
@@ -4431,12 +4434,7 @@ class RankBody(BaseModel):
     version: int | None = Field(None, ge=1)
 
 
-class RankResponse(BaseModel):
-    covariates: str | None = None
-    """
-    A version trained with covariates: `as_given` (each item read at its own covariates)
-    or `held` (at the covariates `hold` names: a length-controlled answer); absent otherwise.
-    """
+class RankResponse(RunReading):
     critical: float
     """
     The critical value the pairs' standard errors are multiplied by (max-t), or the
@@ -4462,7 +4460,6 @@ class RankResponse(BaseModel):
     """
     Every pair, A before B as sent.
     """
-    repeats: RepeatsDto | None = None
     resolved: int = Field(..., ge=0)
     round: int = Field(..., ge=0)
     rounds: int = Field(..., ge=0)
@@ -4478,4 +4475,3 @@ class RankResponse(BaseModel):
     """
     unresolved: int = Field(..., ge=0)
     version: int
-    warnings: list[AnswerWarning]

@@ -1,9 +1,10 @@
 //! What a reader of a run-level answer must know beside its interval: decided here, where the
-//! statistics are, and rendered as text by `http` (and by anything else that answers run-level
-//! questions: the CLI, the studies).
+//! statistics are, and rendered here into the one vocabulary's warnings (`crate::warning`) that
+//! `http` passes on.
 
 use super::groups::GroupTerm;
-use super::{AnswerPath, GroupAnswer, RunEstimate, Term, Transport};
+use super::{AnswerPath, GroupAnswer, RunEstimate, THIN_ANCHORS, Term, Transport};
+use crate::warning::{Code, Warning};
 
 /// One thing to know about an answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -110,6 +111,73 @@ pub fn of_runs(runs: &[&RunEstimate], group: Option<&GroupAnswer>, level: f64) -
         });
     }
     notes
+}
+
+/// A note of the answer as its reader sees it: `subject` names the run it is about (`""` for
+/// a single run's answer, `"run a: "`, `"model-x: "`).
+pub fn render(note: &Note, subject: impl Fn(usize) -> String) -> Warning {
+    let name = note.run.map(&subject).unwrap_or_default();
+    let message = match &note.warning {
+        RunWarning::Extrapolated { outside, range } => format!(
+            "{name}{:.1}% of the judge scores lie outside the anchors' range [{}, {}]: the corrected level there is extrapolated; upload anchors covering those scores, or label a sample of the run",
+            100.0 * outside,
+            range.0,
+            range.1
+        ),
+        RunWarning::Sparse { thin } => format!(
+            "{name}{:.1}% of the judge scores lie where the anchors are thin (fewer than {THIN_ANCHORS} anchors nearby, or a quarter of their average there): the corrected level there rests on few anchors; upload anchors near those scores, or label a sample of the run",
+            100.0 * thin
+        ),
+        RunWarning::CorrectorOmitted(why) => format!("{name}{why}"),
+        RunWarning::Biased {
+            mean_residual,
+            level,
+            interval,
+        } => format!(
+            "{name}the corrector is biased on runs like this one: its mean residual on the labelled items is {:.3} ({:.0}% interval for the bias [{:.3}, {:.3}]); the labelled path corrects for it, a plain estimate would not",
+            mean_residual,
+            100.0 * level,
+            interval.0,
+            interval.1
+        ),
+        RunWarning::GroupsUnmeasured => "the version's anchors name fewer than two groups: system-specific bias (a judge rating one system's outputs differently from another's at the same score) is not accounted for; upload anchors with `group` set to the system whose output was judged, from several systems, and retrain".to_owned(),
+        RunWarning::GroupsConservative { groups, new } => format!(
+            "the version's anchors name {groups} groups: too few to estimate how the judge's bias varies between systems, so the conservative rule applies (the group's own bias unshrunk, or the whole between-group spread for a new system){}",
+            if *new {
+                format!("; a new system's interval takes its bias as a normal draw like the {groups} known systems', and cannot see one far from them all (where one system in five is far, it covers 81-93%): label a sample of the run")
+            } else {
+                String::new()
+            }
+        ),
+        RunWarning::GroupsOutlying { outlying, groups } => format!(
+            "a new system's bias is taken as a normal draw like the {groups} known systems', but {} lie{} further from the others than normal biases allow: a new system could sit as far, and its interval would not cover it; label a sample of the run (the labelled path needs no such assumption)",
+            outlying.join(", "),
+            if outlying.len() == 1 { "s" } else { "" }
+        ),
+        RunWarning::PlanShort { reached, open } => format!(
+            "{name}the label plan reaches {reached} of the {open} open pairs' targets: the others need more labels than the budget or the runs' items allow"
+        ),
+    };
+    let code = match &note.warning {
+        RunWarning::Extrapolated { .. } => Code::Extrapolated,
+        RunWarning::Sparse { .. } => Code::SparseAnchors,
+        RunWarning::CorrectorOmitted(_) => Code::CorrectorOmitted,
+        RunWarning::Biased { .. } => Code::CorrectorBiased,
+        RunWarning::GroupsUnmeasured => Code::GroupsUnmeasured,
+        RunWarning::GroupsConservative { .. } => Code::GroupsConservative,
+        RunWarning::GroupsOutlying { .. } => Code::GroupsOutlying,
+        RunWarning::PlanShort { .. } => Code::LabelPlanShort,
+    };
+    let w = Warning::new(code, message);
+    match &note.warning {
+        RunWarning::GroupsOutlying { outlying, .. } => w.systems(outlying),
+        _ => w,
+    }
+}
+
+/// The notes of an answer, rendered.
+pub fn rendered(notes: &[Note], subject: impl Fn(usize) -> String) -> Vec<Warning> {
+    notes.iter().map(|n| render(n, &subject)).collect()
 }
 
 #[cfg(test)]
