@@ -218,7 +218,7 @@ impl Layer {
             return Vec::new();
         }
         let cov = nalgebra::DMatrix::from_row_slice(p, p, &self.cov);
-        let Some(chol) = cov.cholesky() else {
+        let Some(chol) = crate::stats::cholesky(cov) else {
             return Vec::new();
         };
         let d = DVector::from_iterator(p, mean_row.iter().zip(&self.centre).map(|(a, b)| a - b));

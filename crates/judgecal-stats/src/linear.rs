@@ -107,7 +107,7 @@ impl Stats<Dyn> {
         };
         let posterior = |s2: f64| {
             let a = &self.gram / s2 + DMatrix::from_diagonal(&precision);
-            let cov = a.cholesky()?.inverse();
+            let cov = crate::stats::cholesky(a)?.inverse();
             let mean = &cov * (&self.xty / s2 + precision.component_mul(&m));
             Some((mean, cov))
         };
@@ -567,7 +567,7 @@ where
         }
         let width = self.width();
         let ridge = &s.gram + OMatrix::<f64, D, D>::identity_generic(width, width) * (1e-6 * s.n);
-        match ridge.cholesky() {
+        match crate::stats::cholesky(ridge) {
             Some(c) => {
                 let theta = c.solve(&s.xty);
                 let sd = (s.sse(&theta) / s.n).sqrt();

@@ -1,7 +1,8 @@
 //! Small numerical helpers shared by the correctors, the figures and the service: the normal
 //! distribution, type-7 quantiles, a seeded standard normal draw and a damped Newton ascent.
 
-use nalgebra::{DMatrix, DVector};
+use nalgebra::allocator::Allocator;
+use nalgebra::{Cholesky, DMatrix, DVector, DefaultAllocator, Dim, OMatrix};
 
 /// The standard normal CDF, from the complementary error function's Chebyshev fit
 /// (Numerical Recipes' `erfcc`; relative error below 1.2e-7 everywhere).
@@ -199,25 +200,21 @@ pub fn ppi_lambda<'a>(groups: impl IntoIterator<Item = &'a [(f64, f64)]>) -> f64
     }
 }
 
-/// The lower Cholesky factor of the `n`×`n` matrix `m` (row-major); `None` where it is not
-/// positive definite.
-pub fn cholesky(m: &[f64], n: usize) -> Option<Vec<f64>> {
-    let mut l = vec![0.0; n * n];
-    for i in 0..n {
-        for j in 0..=i {
-            let s: f64 = (0..j).map(|k| l[i * n + k] * l[j * n + k]).sum();
-            if i == j {
-                let d = m[i * n + i] - s;
-                if d <= 0.0 {
-                    return None;
-                }
-                l[i * n + i] = d.sqrt();
-            } else {
-                l[i * n + j] = (m[i * n + j] - s) / l[j * n + j];
-            }
-        }
-    }
-    Some(l)
+/// The one Cholesky factorisation of the workspace (nalgebra's): `None` where `m` is not
+/// positive definite (a pivot ≤ 0). Every fit, summary and draw factors its matrices here.
+pub fn cholesky<D: Dim>(m: OMatrix<f64, D, D>) -> Option<Cholesky<f64, D>>
+where
+    DefaultAllocator: Allocator<D, D>,
+{
+    Cholesky::new(m)
+}
+
+/// The lower Cholesky factor of the `n`×`n` matrix `m`, both row-major (the runs' joint
+/// draws); `None` where `m` is not positive definite.
+pub fn cholesky_rows(m: &[f64], n: usize) -> Option<Vec<f64>> {
+    let lower = cholesky(DMatrix::from_row_slice(n, n, m))?.unpack();
+    // nalgebra stores by column: the transpose's columns are the factor's rows.
+    Some(lower.transpose().as_slice().to_vec())
 }
 
 /// The quantile of Student's t with `df` degrees of freedom at `p` (> 0.5): closed forms for 1
@@ -353,7 +350,7 @@ pub fn newton_ascent(
     let mut current = value(&theta);
     for iteration in 1..=max_iterations {
         let (gradient, curvature) = derivatives(&theta);
-        let step = curvature.cholesky()?.solve(&gradient);
+        let step = cholesky(curvature)?.solve(&gradient);
         let longest = step.amax();
         let mut scale = if longest > max_step {
             max_step / longest
@@ -401,9 +398,11 @@ mod tests {
     #[test]
     fn cholesky_factors_a_known_matrix_and_refuses_an_indefinite_one() {
         // [[4, 2], [2, 5]] = L·Lᵀ with L = [[2, 0], [1, 2]].
-        let l = cholesky(&[4.0, 2.0, 2.0, 5.0], 2).unwrap();
+        let l = cholesky_rows(&[4.0, 2.0, 2.0, 5.0], 2).unwrap();
         assert_eq!(l, vec![2.0, 0.0, 1.0, 2.0]);
-        assert!(cholesky(&[1.0, 2.0, 2.0, 1.0], 2).is_none());
+        assert!(cholesky_rows(&[1.0, 2.0, 2.0, 1.0], 2).is_none());
+        // Semidefinite: a zero pivot is refused too.
+        assert!(cholesky_rows(&[1.0, 1.0, 1.0, 1.0], 2).is_none());
     }
 
     #[test]

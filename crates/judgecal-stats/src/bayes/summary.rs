@@ -124,7 +124,7 @@ where
                                 OVector::<f64, D>::from_fn_generic(rows, nalgebra::U1, |_, _| {
                                     standard_normal(&mut rng)
                                 });
-                            let l = d.cov.clone().cholesky().map_or_else(
+                            let l = crate::stats::cholesky(d.cov.clone()).map_or_else(
                                 || OMatrix::<f64, D, D>::zeros_generic(rows, rows),
                                 |c| c.l(),
                             );

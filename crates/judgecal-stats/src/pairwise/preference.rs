@@ -301,9 +301,7 @@ fn laplace(
     at_mode: f64,
     log_det_prior: f64,
 ) -> Result<(f64, DMatrix<f64>), String> {
-    let factor = h
-        .cholesky()
-        .ok_or("the preference's curvature is singular")?;
+    let factor = crate::stats::cholesky(h).ok_or("the preference's curvature is singular")?;
     let log_det_h: f64 = 2.0 * factor.l().diagonal().iter().map(|v| v.ln()).sum::<f64>();
     Ok((
         at_mode - 0.5 * log_det_prior - 0.5 * log_det_h,

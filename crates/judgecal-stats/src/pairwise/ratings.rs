@@ -365,7 +365,7 @@ impl Ratings {
         let se: Vec<f64> = (0..k * k)
             .map(|ij| self.difference_error(ij / k, ij % k))
             .collect();
-        let critical = match cov.cholesky() {
+        let critical = match crate::stats::cholesky(cov) {
             Some(c) if m > 0 && k > 1 => {
                 let l = c.l();
                 let mut largest: Vec<f64> = (0..draws.max(1))

@@ -9,7 +9,7 @@ use rand_distr::{ChiSquared, Distribution};
 use super::inference::{self, MeanEstimate};
 use super::{AnswerPath, RunEstimate, RunItems, Source};
 use crate::error::{CalibrateError, Result};
-use crate::stats::{cholesky, covariance, fpc, ppi_lambda, standard_normal};
+use crate::stats::{cholesky_rows, covariance, fpc, ppi_lambda, standard_normal};
 
 /// One labelled run on the chain, its items in the first labelled run's order.
 struct Member {
@@ -121,7 +121,7 @@ fn residual_covariance(members: &[Member]) -> Result<(Vec<f64>, Vec<f64>)> {
                 }
                 m[p * l + p] = m[p * l + p].max(1e-12);
             }
-            cholesky(&m, l).map(|f| (m, f))
+            cholesky_rows(&m, l).map(|f| (m, f))
         })
         .ok_or_else(|| CalibrateError::Numerical("the labelled runs' residual covariance".into()))
 }
@@ -427,7 +427,7 @@ mod tests {
     /// A chain of three runs with the covariance given, counts 10, 40 and 40 of 100.
     fn chain(cov: Vec<f64>) -> Chain {
         let l = 3;
-        let factor = crate::stats::cholesky(&cov, l).unwrap();
+        let factor = crate::stats::cholesky_rows(&cov, l).unwrap();
         let member = |run, count| Member {
             run,
             count,

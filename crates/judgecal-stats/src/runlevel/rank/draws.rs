@@ -9,7 +9,7 @@ use super::super::source::same;
 use super::super::{AnswerPath, AnswerSettings, RunEstimate, RunItems, Source, chain};
 use crate::error::Result;
 use crate::rng::{Rng, SeedableRng};
-use crate::stats::{cholesky, covariance, sample_variance, standard_normal};
+use crate::stats::{cholesky_rows, covariance, sample_variance, standard_normal};
 
 /// The labelled runs' errors (draw × run; 0 for a plain run), with what the pairs and the
 /// plan need of them.
@@ -182,7 +182,7 @@ pub(super) fn labelled_errors(
             weight += shared.items as f64;
         }
     }
-    let factor = cholesky(&cov, l).unwrap_or_else(|| {
+    let factor = cholesky_rows(&cov, l).unwrap_or_else(|| {
         // Not positive definite (covariances from few shared items): independent.
         let mut d = vec![0.0; l * l];
         for a in 0..l {
