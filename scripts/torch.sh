@@ -11,8 +11,15 @@ PY
 then
     echo "judgecal: installing torch $JUDGECAL_TORCH_VERSION from PyPI into $JUDGECAL_TORCH_VENV" \
         "(about 530 MB to download, 4.7 GB on disk; once per machine)" >&2
+    # The crates download meanwhile (a fresh machine fetches ~400), so the build starts on both.
+    judgecal_fetch=""
+    if [ -f "$(dirname "${BASH_SOURCE[0]}")/../Cargo.lock" ]; then
+        (cd "$(dirname "${BASH_SOURCE[0]}")/.." && cargo fetch --locked --quiet) &
+        judgecal_fetch=$!
+    fi
     python3 -m venv "$JUDGECAL_TORCH_VENV"
     "$JUDGECAL_TORCH_VENV/bin/pip" install --quiet --disable-pip-version-check "torch==$JUDGECAL_TORCH_VERSION"
+    if [ -n "$judgecal_fetch" ]; then wait "$judgecal_fetch" || true; fi
 fi
 # torch-sys finds libtorch through this Python; build.rs gives the binaries a RUNPATH to it.
 export PATH="$JUDGECAL_TORCH_VENV/bin:$PATH"
