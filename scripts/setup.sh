@@ -10,7 +10,7 @@ for component in rustfmt clippy; do
 done
 # The build folder: outside the clone and keyed by Cargo.lock, as the torch virtualenv is, so
 # that a fresh clone on this machine (CI) compiles this crate only, not its ~400 dependencies
-# and libtorch's C++ glue (about 12 min of 2 cores). `target` becomes a link to it; a clone
+# and libtorch's C++ glue (about 8 min of 2 cores). `target` becomes a link to it; a clone
 # that already has a `target`, or a CARGO_TARGET_DIR, keeps its own. Folders of other lock
 # files unused for a week are removed.
 judgecal_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
