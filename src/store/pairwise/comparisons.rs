@@ -50,7 +50,7 @@ impl PairwiseRows<'_> {
                 "INSERT INTO cells (id, judge, rubric, anchor_count, updated_at_ms)
                  VALUES ($1, $2, $3, 0, $4)
                  ON CONFLICT (judge, rubric) DO UPDATE SET judge = excluded.judge
-                 RETURNING id, anchor_count",
+                 RETURNING id, anchor_count, comparison_count",
             )
             .bind(Uuid::new_v4().to_string())
             .bind(cell.key.judge.as_str())
@@ -61,7 +61,7 @@ impl PairwiseRows<'_> {
             let cell_id: String = row.try_get(0)?;
             let kinds = CellKinds {
                 anchors: row.try_get(1)?,
-                comparisons: 0,
+                comparisons: row.try_get(2)?,
             };
             if let Some(kind) = kinds.refuses_comparisons(&cell.key, cell.rows.first().copied()) {
                 return Err(Error::conflict(kind.message, vec![kind.problem]));
