@@ -1,15 +1,19 @@
 //! How well a judge agrees with the reference (issue 58's agreement report): Pearson's,
-//! Spearman's and Kendall's τ-b with Fisher-z intervals, and on a discrete scale Cohen's κ and
-//! the quadratic-weighted κ with their confusion matrix and jackknife intervals. Ties are
-//! handled as scipy and scikit-learn handle them (mid-ranks; κ over the union of both sides'
-//! levels, quadratic weights by position). The intervals' coverage is simulated in the tests.
+//! Spearman's and Kendall's τ-b with intervals on Fisher's z scale, and on a discrete scale
+//! Cohen's κ and the quadratic-weighted κ with their confusion matrix. Pearson's, Kendall's and
+//! the κs' standard errors are the jackknife's (issue 85: the closed forms for continuous data
+//! under-covered on tied five-level scales), Spearman's Bonett and Wright's. Ties are handled as
+//! scipy and scikit-learn handle them (mid-ranks; κ over the union of both sides' levels,
+//! quadratic weights by position). The intervals' coverage is simulated in the tests, on
+//! continuous, five-level and skewed five-level scores at n = 20, 50 and 150.
 
 use serde::{Deserialize, Serialize};
 
+mod jackknife;
 pub mod report;
 
 use crate::quality::pearson;
-use crate::stats::{average_ranks, normal_quantile};
+use crate::stats::{average_ranks, normal_quantile, t_quantile};
 
 /// The intervals' level.
 pub const LEVEL: f64 = 0.95;
@@ -53,13 +57,29 @@ fn z() -> f64 {
     normal_quantile(0.5 + LEVEL / 2.0)
 }
 
-/// A correlation's interval from its Fisher z standard error `se`.
-fn fisher(r: f64, se: f64) -> Option<[f64; 2]> {
+/// The fewest pairs a jackknife interval is given from.
+pub const JACKKNIFE_MIN: usize = 5;
+
+/// A correlation's interval from its Fisher z standard error `se`, `q` standard errors each
+/// way.
+fn fisher(r: f64, se: f64, q: f64) -> Option<[f64; 2]> {
     if !se.is_finite() || se <= 0.0 || !r.is_finite() {
         return None;
     }
     let centre = r.clamp(-0.999_999_999, 0.999_999_999).atanh();
-    Some([(centre - z() * se).tanh(), (centre + z() * se).tanh()])
+    Some([(centre - q * se).tanh(), (centre + q * se).tanh()])
+}
+
+/// A figure with its jackknife interval on Fisher's z scale from its leave-one-out values:
+/// Student's t on n − 1 degrees of freedom, as the jackknife's variance has.
+fn jackknifed(value: f64, leave_outs: &[Option<f64>]) -> Figure {
+    let n = leave_outs.len();
+    let q = t_quantile(0.5 + LEVEL / 2.0, (n - 1) as f64);
+    let interval = (n >= JACKKNIFE_MIN)
+        .then(|| jackknife::fisher_se(leave_outs))
+        .flatten()
+        .and_then(|se| fisher(value, se, q));
+    Figure { value, interval }
 }
 
 /// Kendall's τ-b, where both sides vary.
@@ -71,9 +91,9 @@ fn tau_b(x: &[f64], y: &[f64]) -> Option<f64> {
 }
 
 /// The three correlations of paired scores `x` and `y`, where there are at least three pairs
-/// and both sides vary (`None` otherwise). Standard errors on Fisher's z scale: 1/√(n − 3)
-/// (Pearson), √((1 + r²/2)/(n − 3)) (Spearman; Bonett and Wright 2000), √(0.437/(n − 4))
-/// (Kendall; Fieller, Hartley and Pearson 1957).
+/// and both sides vary (`None` otherwise). Intervals on Fisher's z scale: Pearson's and
+/// Kendall's from the jackknife (from [`JACKKNIFE_MIN`] pairs), Spearman's from
+/// √((1 + r²/2)/(n − 3)) (Bonett and Wright 2000; it covers with ties).
 pub fn correlations(x: &[f64], y: &[f64]) -> Option<Correlations> {
     let n = x.len();
     let varies = |v: &[f64]| v.iter().any(|&a| a != v[0]);
@@ -84,17 +104,17 @@ pub fn correlations(x: &[f64], y: &[f64]) -> Option<Correlations> {
     let r = pearson(x, y);
     let s = pearson(&average_ranks(x), &average_ranks(y));
     let t = tau_b(x, y)?;
-    let figure = |value: f64, variance: f64, dof: f64| Figure {
-        value,
-        interval: (m > dof)
-            .then(|| fisher(value, (variance / (m - dof)).sqrt()))
+    let spearman = Figure {
+        value: s,
+        interval: (m > 3.0)
+            .then(|| fisher(s, ((1.0 + s * s / 2.0) / (m - 3.0)).sqrt(), z()))
             .flatten(),
     };
     Some(Correlations {
         n,
-        pearson: figure(r, 1.0, 3.0),
-        spearman: figure(s, 1.0 + s * s / 2.0, 3.0),
-        kendall: figure(t, 0.437, 4.0),
+        pearson: jackknifed(r, &jackknife::pearson_leave_outs(x, y)),
+        spearman,
+        kendall: jackknifed(t, &jackknife::kendall_leave_outs(x, y)),
     })
 }
 
@@ -120,11 +140,12 @@ fn weighted_kappa(counts: &[Vec<f64>], weight: impl Fn(usize, usize) -> f64) -> 
     (expected > 0.0).then(|| 1.0 - observed / expected)
 }
 
-/// A κ and its jackknife interval: the leave-one-out values depend only on the left-out
-/// item's cell, so each occupied cell is left out once and weighted by its count.
+/// A κ and its jackknife interval on Fisher's z scale (as a correlation's: the quadratic κ is
+/// nearly the concordance correlation, and at n = 20 the raw scale covered 90–92%). The
+/// leave-one-out values depend only on the left-out item's cell, so each occupied cell is
+/// left out once and stands for each of its items.
 fn kappa_figure(counts: &[Vec<f64>], weight: &dyn Fn(usize, usize) -> f64) -> Option<Figure> {
     let value = weighted_kappa(counts, weight)?;
-    let n: f64 = counts.iter().flatten().sum();
     let mut leave_outs = Vec::new();
     let mut cells = counts.to_vec();
     for (i, row) in counts.iter().enumerate() {
@@ -135,27 +156,10 @@ fn kappa_figure(counts: &[Vec<f64>], weight: &dyn Fn(usize, usize) -> f64) -> Op
             cells[i][k] -= 1.0;
             let left = weighted_kappa(&cells, weight);
             cells[i][k] += 1.0;
-            match left {
-                Some(v) => leave_outs.push((v, c)),
-                None => {
-                    return Some(Figure {
-                        value,
-                        interval: None,
-                    });
-                }
-            }
+            leave_outs.extend(std::iter::repeat_n(left, c as usize));
         }
     }
-    let mean = leave_outs.iter().map(|(v, c)| v * c).sum::<f64>() / n;
-    let variance = (n - 1.0) / n
-        * leave_outs
-            .iter()
-            .map(|(v, c)| c * (v - mean).powi(2))
-            .sum::<f64>();
-    let se = variance.sqrt();
-    let interval = (n >= 3.0 && se.is_finite())
-        .then(|| [(value - z() * se).max(-1.0), (value + z() * se).min(1.0)]);
-    Some(Figure { value, interval })
+    Some(jackknifed(value, &leave_outs))
 }
 
 /// Cohen's κ and the quadratic-weighted κ of the judge's levels `x` against the reference's
@@ -237,8 +241,10 @@ mod tests {
         assert_eq!(average_ranks(&x), vec![1.0, 2.5, 2.5, 4.0]);
         let s = pearson(&[1.0, 2.5, 2.5, 4.0], &[1.0, 3.5, 2.0, 3.5]);
         assert!((c.spearman.value - s).abs() < 1e-12);
-        // Only Pearson's interval exists with four pairs (n − 3 = 1, n − 4 = 0).
-        assert!(c.pearson.interval.is_some() && c.kendall.interval.is_none());
+        // Only Spearman's interval exists with four pairs (n − 3 = 1; the jackknife's need
+        // five).
+        assert!(c.spearman.interval.is_some());
+        assert!(c.pearson.interval.is_none() && c.kendall.interval.is_none());
         // κ over levels {1, 2, 3}: confusion rows (judge) [1,0,0], [0,1,1], [0,0,1];
         // observed agreement 3/4; margins rows 1,2,1 and columns 1,1,2 over 4: expected
         // agreement (1·1 + 2·1 + 1·2)/16 = 5/16; κ = (3/4 − 5/16)/(1 − 5/16) = 7/11.
@@ -272,7 +278,7 @@ mod tests {
         // variance terms overflow 64 bits): τ-b = (C − D)/√((n0 − n1)(n0 − n2)), counted
         // here over the 5×5 table.
         let mut rng = Rng::seed_from_u64(5802);
-        let (x, y) = draw(&mut rng, 200_000, 0.5, true);
+        let (x, y) = draw(&mut rng, 200_000, 0.5, Some(LEVELS));
         let mut table = [[0f64; 5]; 5];
         for (&a, &b) in x.iter().zip(&y) {
             table[a as usize][b as usize] += 1.0;
@@ -304,65 +310,101 @@ mod tests {
         );
     }
 
-    /// Bivariate normal pairs at correlation `rho`, each side cut to five levels where
-    /// `levels`.
-    fn draw(rng: &mut Rng, n: usize, rho: f64, levels: bool) -> (Vec<f64>, Vec<f64>) {
-        let cut = |v: f64| [-1.2, -0.4, 0.3, 1.0].iter().filter(|&&c| v > c).count() as f64;
+    /// The cut points of a five-level scale: one near symmetric, one piled at the top (a
+    /// judge and a reference that give most items 4 or 5 of 5: 3%, 7%, 18%, 32%, 40%).
+    const LEVELS: [f64; 4] = [-1.2, -0.4, 0.3, 1.0];
+    const SKEWED: [f64; 4] = [-1.9, -1.3, -0.6, 0.25];
+
+    /// Bivariate normal pairs at correlation `rho`, each side cut to five levels at `cuts`
+    /// where given.
+    fn draw(rng: &mut Rng, n: usize, rho: f64, cuts: Option<[f64; 4]>) -> (Vec<f64>, Vec<f64>) {
+        let cut = |v: f64, c: [f64; 4]| c.iter().filter(|&&c| v > c).count() as f64;
         (0..n)
             .map(|_| {
                 let a = standard_normal(rng);
                 let b = rho * a + (1.0 - rho * rho).sqrt() * standard_normal(rng);
-                if levels { (cut(a), cut(b)) } else { (a, b) }
+                match cuts {
+                    Some(c) => (cut(a, c), cut(b, c)),
+                    None => (a, b),
+                }
             })
             .unzip()
     }
 
+    /// The population figures of a world: for a bivariate normal at ρ, Pearson's is ρ,
+    /// Spearman's (6/π)·asin(ρ/2), Kendall's (2/π)·asin(ρ); on a cut scale every figure
+    /// (and the κs) is taken from one draw of 400,000 pairs.
+    fn population(rng: &mut Rng, rho: f64, cuts: Option<[f64; 4]>) -> Vec<f64> {
+        let Some(c) = cuts else {
+            let pi = std::f64::consts::PI;
+            return vec![rho, 6.0 / pi * (rho / 2.0).asin(), 2.0 / pi * rho.asin()];
+        };
+        let (x, y) = draw(rng, 400_000, rho, Some(c));
+        let r = correlations(&x, &y).expect("both vary");
+        let k = kappas(&x, &y).expect("five levels");
+        vec![
+            r.pearson.value,
+            r.spearman.value,
+            r.kendall.value,
+            k.cohen.value,
+            k.quadratic.value,
+        ]
+    }
+
     #[test]
     fn the_intervals_cover_their_population_values() {
-        // Known truth: for a bivariate normal at ρ, Pearson's is ρ, Spearman's
-        // (6/π)·asin(ρ/2), Kendall's (2/π)·asin(ρ). The κs of the five-level cut are the
-        // population values, taken from one draw of 400,000 pairs. 400 samples of 150 pairs
-        // a case (binomial sd 1.1 points); each interval must cover 93–97%.
+        // Continuous scores at n = 150, five-level ones (near symmetric) at n = 20, 50 and 150
+        // and five-level ones piled at the top at n = 20 and 50, at ρ = 0.2 and 0.6: 2,000
+        // samples a case (binomial sd 0.5 points); each interval must cover 93–97% of the
+        // samples that give one, and give one in at least 95% of them. One exception, the
+        // hardest case: the quadratic κ of 20 items piled at the top, whose sampling law is
+        // skewed even on Fisher's scale, must cover 92% (the raw scale's interval covered 91.0%
+        // there, the continuous-data forms of Pearson and Kendall 84.5–93.2% on these scales).
         let mut rng = Rng::seed_from_u64(58);
-        let reps = 400;
+        let reps = 2000;
+        let names = ["pearson", "spearman", "kendall", "cohen", "quadratic"];
         let mut failed = Vec::new();
-        for rho in [0.2f64, 0.6] {
-            let truth = [
-                rho,
-                6.0 / std::f64::consts::PI * (rho / 2.0).asin(),
-                2.0 / std::f64::consts::PI * rho.asin(),
-            ];
-            let (x, y) = draw(&mut rng, 400_000, rho, true);
-            let big = kappas(&x, &y).expect("five levels");
-            let kappa_truth = [big.cohen.value, big.quadratic.value];
-            let mut covered = [0usize; 5];
-            for _ in 0..reps {
-                let (x, y) = draw(&mut rng, 150, rho, false);
-                let c = correlations(&x, &y).expect("both vary");
-                for (k, (f, t)) in [c.pearson, c.spearman, c.kendall]
-                    .iter()
-                    .zip(truth)
-                    .enumerate()
-                {
-                    let [lo, hi] = f.interval.expect("150 pairs");
-                    covered[k] += usize::from(lo <= t && t <= hi);
+        let worlds = [
+            (None, 150),
+            (Some(LEVELS), 20),
+            (Some(LEVELS), 50),
+            (Some(LEVELS), 150),
+            (Some(SKEWED), 20),
+            (Some(SKEWED), 50),
+        ];
+        for (cuts, n) in worlds {
+            for rho in [0.2f64, 0.6] {
+                let truth = population(&mut rng, rho, cuts);
+                let mut covered = vec![(0usize, 0usize); truth.len()];
+                for _ in 0..reps {
+                    let (x, y) = draw(&mut rng, n, rho, cuts);
+                    let Some(c) = correlations(&x, &y) else {
+                        continue;
+                    };
+                    let mut figures = vec![c.pearson, c.spearman, c.kendall];
+                    if cuts.is_some() {
+                        let k = kappas(&x, &y).expect("five levels");
+                        figures.extend([k.cohen, k.quadratic]);
+                    }
+                    for ((f, t), c) in figures.iter().zip(&truth).zip(&mut covered) {
+                        if let Some([lo, hi]) = f.interval {
+                            c.0 += usize::from(lo <= *t && *t <= hi);
+                            c.1 += 1;
+                        }
+                    }
                 }
-                let (x, y) = draw(&mut rng, 150, rho, true);
-                let k = kappas(&x, &y).expect("five levels");
-                for (i, (f, t)) in [k.cohen, k.quadratic].iter().zip(kappa_truth).enumerate() {
-                    let [lo, hi] = f.interval.expect("150 items");
-                    covered[3 + i] += usize::from(lo <= t && t <= hi);
-                }
-            }
-            let names = ["pearson", "spearman", "kendall", "cohen", "quadratic"];
-            for (name, c) in names.iter().zip(covered) {
-                let rate = c as f64 / reps as f64;
-                eprintln!("ρ = {rho}: {name} covers {:.1}%", 100.0 * rate);
-                if !(0.93..=0.97).contains(&rate) {
-                    failed.push((rho, *name, rate));
+                for (name, (c, given)) in names.iter().zip(covered) {
+                    let rate = c as f64 / given as f64;
+                    let world = format!("{cuts:?} n = {n} ρ = {rho}: {name}");
+                    eprintln!("{world} covers {:.1}% of {given}", 100.0 * rate);
+                    let hardest = *name == "quadratic" && cuts == Some(SKEWED) && n == 20;
+                    let floor = if hardest { 0.92 } else { 0.93 };
+                    if !(floor..=0.97).contains(&rate) || given < reps * 95 / 100 {
+                        failed.push((world, rate, given));
+                    }
                 }
             }
         }
-        assert!(failed.is_empty(), "{failed:?}");
+        assert!(failed.is_empty(), "{failed:#?}");
     }
 }
