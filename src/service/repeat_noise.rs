@@ -1,7 +1,9 @@
 //! Runs whose items carry repeats (issue 58): each item's scores become one score, the
 //! one-score equivalent of their mean, which the version's corrector (fitted on one-score
 //! anchors) reads; the run's noise term is scaled to what k scores leave. The judge's
-//! within-item variance is measured on the version's anchors' repeats and the request's.
+//! within-item variance is measured on the version's anchors' repeats and the request's. A run
+//! naming a system among the anchors' is read around that system's anchor mean, with that
+//! mean's error in its variance (issue 85); others around the pooled mean.
 
 use super::families::Runs;
 use std::sync::Arc;
@@ -13,7 +15,8 @@ use crate::domain::repeats;
 use crate::error::{Error, Result};
 use judgecal_stats::agreement::LEVEL;
 use judgecal_stats::repeats::{
-    Costs, Design, MAX_REPEATS, NoiseEstimate, OneScore, Repeats, WithinItem, cheapest,
+    Costs, Design, MAX_REPEATS, NoiseEstimate, OneScore, Repeats, Systems, WithinItem, cheapest,
+    read_run,
 };
 use judgecal_stats::runlevel::{RunEstimate, RunItems};
 
@@ -67,10 +70,18 @@ pub struct RepeatUse {
     pub residual_ratio: f64,
 }
 
+/// What a version's anchors say of the judge's repeats: their within-item spread, and the
+/// judge score of each system they came from.
+#[derive(Debug, Default)]
+pub struct AnchorRepeats {
+    pub within: WithinItem,
+    pub systems: Systems,
+}
+
 impl Runs<'_> {
     /// The repeats of the anchors `loaded` was fitted on, read once per version (none for a
     /// version trained before they were kept).
-    async fn anchor_repeats(&self, loaded: &Loaded) -> Result<Arc<WithinItem>> {
+    async fn anchor_repeats(&self, loaded: &Loaded) -> Result<Arc<AnchorRepeats>> {
         Ok(loaded
             .repeats
             .get_or_try_init(|| async {
@@ -85,7 +96,14 @@ impl Runs<'_> {
                     .filter(|r| !r.repeats.is_empty())
                     .map(|r| repeats::all(r.judge_score, &r.repeats))
                     .collect();
-                Ok::<_, Error>(Arc::new(WithinItem::of(items.iter().map(Vec::as_slice))))
+                let systems = Systems::of(
+                    rows.iter()
+                        .map(|r| (r.group.as_deref(), r.judge_score, r.reference_score)),
+                );
+                Ok::<_, Error>(Arc::new(AnchorRepeats {
+                    within: WithinItem::of(items.iter().map(Vec::as_slice)),
+                    systems,
+                }))
             })
             .await?
             .clone())
@@ -134,7 +152,7 @@ impl Runs<'_> {
         }
         let anchors = self.anchor_repeats(loaded).await?;
         let run_items = request.items();
-        let pooled = request.merged(&anchors);
+        let pooled = request.merged(&anchors.within);
         let (_, cell) = self.basis(loaded.clone()).await?;
         let (Some(within), Some(judge)) = (pooled.estimate(LEVEL), OneScore::of(&cell.pairs))
         else {
@@ -143,10 +161,10 @@ impl Runs<'_> {
             );
         };
         let model = Repeats::new(within.variance, judge);
-        let (fewest, residual_ratio) = expand_runs(&model, &mut runs);
+        let (fewest, residual_ratio) = expand_runs(&model, &anchors.systems, &mut runs);
         Ok(Some(RepeatUse {
             within,
-            anchor_items: anchors.items(),
+            anchor_items: anchors.within.items(),
             run_items,
             model,
             fewest: fewest.min(MAX_REPEATS),
@@ -155,33 +173,24 @@ impl Runs<'_> {
     }
 }
 
-/// Each run's items read at the mean of their scores, expanded as one score would spread
-/// (`Repeats::expand`), with the noise they keep; the fewest scores an item has, and the mean
-/// residual ratio over every item.
-fn expand_runs(model: &Repeats, runs: &mut [&mut RunRepeats<'_>]) -> (usize, f64) {
+/// Each run's items read at the mean of their scores (`repeats::read_run`); the fewest scores
+/// an item has, and the mean residual ratio over every item.
+fn expand_runs(
+    pooled: &Repeats,
+    systems: &Systems,
+    runs: &mut [&mut RunRepeats<'_>],
+) -> (usize, f64) {
     let (mut fewest, mut ratio_sum, mut items) = (usize::MAX, 0.0, 0usize);
     for (_, run, inputs) in runs.iter_mut() {
+        items += run.scores.len();
         let Some(more) = inputs.repeats() else {
             fewest = 1;
             ratio_sum += run.scores.len() as f64;
-            items += run.scores.len();
             continue;
         };
-        let mut run_ratio = 0.0;
-        let mut given = Vec::with_capacity(run.scores.len());
-        for (score, r) in run.scores.iter_mut().zip(more) {
-            let k = (r.len() + 1) as f64;
-            let mean = (*score + r.iter().sum::<f64>()) / k;
-            given.push(mean);
-            *score = model.expand(mean, k);
-            run_ratio += model.residual_ratio(k);
-            fewest = fewest.min(r.len() + 1);
-        }
-        let n = run.scores.len().max(1) as f64;
-        run.noise_ratio = Some(run_ratio / n);
-        run.given_scores = Some(given);
-        ratio_sum += run_ratio;
-        items += run.scores.len();
+        let read = read_run(pooled, systems, run, more);
+        fewest = fewest.min(read.fewest);
+        ratio_sum += read.ratio_sum;
     }
     (fewest, ratio_sum / items.max(1) as f64)
 }
@@ -215,7 +224,7 @@ impl Runs<'_> {
             None => {
                 let anchors = self.anchor_repeats(loaded).await?;
                 let (_, cell) = self.basis(loaded.clone()).await?;
-                match (anchors.estimate(LEVEL), OneScore::of(&cell.pairs)) {
+                match (anchors.within.estimate(LEVEL), OneScore::of(&cell.pairs)) {
                     (Some(w), Some(judge)) => (Repeats::new(w.variance, judge), 1, 1.0),
                     _ => {
                         return Ok(Err(

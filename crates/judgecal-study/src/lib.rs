@@ -24,6 +24,7 @@ pub mod panel;
 pub mod panel_grid;
 pub mod panel_plan;
 pub mod rank;
+pub mod repeats;
 pub mod runlevel;
 pub mod sources;
 pub mod synthetic;

@@ -14,7 +14,9 @@
 //!   linear judge, E[y | j̄_k] = E[y | j₁ = s] at the *one-score equivalent*
 //!   s = μ_j + (Var j₁ / Var j̄_k)(j̄_k − μ_j) ([`Repeats::expand`]), and the reference's
 //!   variance around it is the one-score residual variance times
-//!   (1 − R²·Var j₁/Var j̄_k)/(1 − R²) ([`Repeats::residual_ratio`]).
+//!   (1 − R²·Var j₁/Var j̄_k)/(1 − R²) ([`Repeats::residual_ratio`]). A run of one known
+//!   system is read around that system's mean, with the judge's variance within systems
+//!   ([`Systems`]).
 //! - [`cheapest`]: whether re-asking the judge or labelling more items reaches a run's target
 //!   half-width at the lower cost.
 //!
@@ -25,8 +27,11 @@ use serde::{Deserialize, Serialize};
 use crate::agreement::Figure;
 use crate::stats::{chi_square_quantile, mean_of, normal_quantile};
 
+mod systems;
 #[cfg(test)]
 mod tests;
+
+pub use systems::{MIN_SYSTEM_ANCHORS, RunRead, SystemJudge, Systems, read_run};
 
 /// σ_w² is taken as at most this share of the one-score judge's variance: a judge whose scores
 /// are all noise corrects nothing, and the ratios below would divide by zero.

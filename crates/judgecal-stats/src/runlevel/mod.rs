@@ -68,6 +68,10 @@ pub struct RunItems {
     /// Where `scores` are one-score equivalents: each item's judge score as given (the mean of
     /// its scores), which the support check reads. `None`: `scores`.
     pub given_scores: Option<Vec<f64>>,
+    /// A variance the run's mean carries beyond its items' own: items whose repeats were read
+    /// around their system's anchor mean share that mean's error
+    /// (`repeats::SystemJudge::centre_variance`). 0: none.
+    pub centre_variance: f64,
     /// The answer is the mean over the items of the reference expected at their inputs (a
     /// covariate held at a fixed value: no item has that reference), not the mean of their
     /// references: the references' noise around it is no part of its error.
@@ -82,11 +86,11 @@ impl RunItems {
         }
     }
 
-    /// What the items' extra noise and the input layer's coefficients add to the variance of
-    /// the run's mean.
+    /// What the items' extra noise, the input layer's coefficients and the repeats' centre add
+    /// to the variance of the run's mean.
     pub fn extra_sampling(&self) -> f64 {
         let n = self.scores.len().max(1) as f64;
-        self.extra_noise.max(0.0) / (n * n) + self.input_variance()
+        self.extra_noise.max(0.0) / (n * n) + self.input_variance() + self.centre_variance.max(0.0)
     }
 
     /// The input layer's share of the run mean's variance, |u|².

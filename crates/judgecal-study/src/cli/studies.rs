@@ -76,13 +76,19 @@ pub struct CoverageArgs {
     /// bayes) and `--reps` replications per cell.
     #[arg(long)]
     pub grid: bool,
-    /// With --grid: only the cells whose label contains one of these texts (comma-separated).
+    /// With --grid or --repeats: only the rows whose label contains one of these texts
+    /// (comma-separated).
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
     /// A new system's run alone: the served group term beside a rule calibrated per answer
     /// (not served), over the between-system spread, `--reps` replications per cell.
     #[arg(long)]
     pub new_group: bool,
+    /// Runs of known systems whose items the judge scored several times: the top, bottom
+    /// and middle of six systems, read around their own anchor mean (served) beside the
+    /// pooled mean, with the first of `--methods` (default bayes), `--reps` replications a row.
+    #[arg(long)]
+    pub repeats: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -402,11 +408,26 @@ pub(super) fn coverage(a: CoverageArgs) -> Result<(), String> {
         );
         return Ok(());
     }
+    let method = match a.methods.first() {
+        Some(m) => judgecal_stats::Method::parse(m)?,
+        None => judgecal_stats::Method::Bayes,
+    };
+    if a.repeats {
+        let started = std::time::Instant::now();
+        let mut worlds = crate::repeats::worlds();
+        if !a.only.is_empty() {
+            worlds.retain(|w| a.only.iter().any(|o| w.label().contains(o.as_str())));
+        }
+        let rows = crate::repeats::run(&worlds, method, a.reps, &|line| eprintln!("{line}"))?;
+        print!("{}", crate::repeats::table(&rows));
+        eprintln!(
+            "{method}, {} replications a row in {:.0} s",
+            a.reps,
+            started.elapsed().as_secs_f64()
+        );
+        return Ok(());
+    }
     if a.grid {
-        let method = match a.methods.first() {
-            Some(m) => judgecal_stats::Method::parse(m)?,
-            None => judgecal_stats::Method::Bayes,
-        };
         let started = std::time::Instant::now();
         let mut cells = crate::grid::cells();
         if !a.only.is_empty() {

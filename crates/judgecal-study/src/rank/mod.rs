@@ -289,6 +289,7 @@ pub fn with_labels(
                 input_loading: Vec::new(),
                 noise_ratio: None,
                 given_scores: None,
+                centre_variance: 0.0,
                 conditional: false,
             }
         })
