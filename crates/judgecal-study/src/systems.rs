@@ -319,6 +319,16 @@ impl Claims {
         factor.is_finite().then(|| factor * self.mean_width())
     }
 
+    /// Counts a run's estimate `e` against its human mean `truth` (never significant).
+    fn count_estimate(&mut self, e: &judgecal_stats::runlevel::RunEstimate, truth: f64) {
+        let (lo, hi) = e.mean.interval;
+        self.pairs += 1;
+        self.width += hi - lo;
+        self.covered += usize::from(lo <= truth && truth <= hi);
+        self.stretch
+            .push(stretch(e.mean.estimate, e.mean.interval, truth));
+    }
+
     /// Counts `d` against the human difference `truth`.
     fn count(&mut self, d: &judgecal_stats::runlevel::inference::Difference, truth: f64) {
         self.pairs += 1;
@@ -366,6 +376,9 @@ pub struct PairRow {
     pub before: Claims,
     /// Each system a group the anchors know.
     pub known: Claims,
+    /// Each known system's run estimated alone (its held-out stories against their human
+    /// mean).
+    pub estimates: Claims,
     /// One system of each pair new: the anchors without its stories (each pair twice, each
     /// side new once).
     pub new: Claims,
@@ -425,6 +438,7 @@ pub(super) fn pairs_of(
             rubric: rubric.clone(),
             before: Claims::default(),
             known: Claims::default(),
+            estimates: Claims::default(),
             new: Claims::default(),
             tau: bias.as_ref().map_or(0.0, |b| b.tau),
         };
@@ -522,6 +536,13 @@ fn known_pairs(
     systems: &[&str],
     row: &mut PairRow,
 ) -> Result<(), String> {
+    for system in systems {
+        let (run, truth) = alone(held, system);
+        if run.scores.len() >= 10 {
+            row.estimates
+                .count_estimate(&runlevel::estimate(basis, &run, settings)?, truth);
+        }
+    }
     for (k, a) in systems.iter().enumerate() {
         for b in &systems[k + 1..] {
             let (n, ia, ib, truth) = paired(held, a, b);
@@ -549,6 +570,21 @@ fn known_pairs(
     Ok(())
 }
 
+/// One system's stories of the odd prompts as its run, and their human mean.
+fn alone(held: &[&Record], system: &str) -> (RunItems, f64) {
+    let (scores, human): (Vec<f64>, Vec<f64>) = held
+        .iter()
+        .filter(|r| r.system == system)
+        .map(|r| (r.score, r.human))
+        .unzip();
+    let run = RunItems {
+        scores,
+        group: Some(system.to_owned()),
+        ..RunItems::default()
+    };
+    (run, mean(&human))
+}
+
 /// Two systems' stories of the odd prompts, paired by prompt: how many, each system's run, and
 /// the human difference.
 fn paired(held: &[&Record], a: &str, b: &str) -> (usize, RunItems, RunItems, f64) {
@@ -573,7 +609,7 @@ fn paired(held: &[&Record], a: &str, b: &str) -> (usize, RunItems, RunItems, f64
 /// The pairs as a Markdown table, with the totals.
 pub fn pairs_table(rows: &[PairRow]) -> String {
     let mut out = String::from(
-        "| judge | rubric | pairs | τ | covers before | wrong-sign significant before (of significant) | covers, known systems | mean width | width at 90% / 95% | wrong-sign (of significant) | covers, one system new | mean width | width at 90% / 95% | wrong-sign (of significant) |\n|---|---|---:|---:|---:|---|---:|---:|---:|---|---:|---:|---:|---|\n",
+        "| judge | rubric | pairs | τ | covers before | wrong-sign significant before (of significant) | covers, known systems | mean width | width at 90% / 95% | wrong-sign (of significant) | each known system's run: covers (of runs) | covers, one system new | mean width | width at 90% / 95% | wrong-sign (of significant) |\n|---|---|---:|---:|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---|\n",
     );
     let pct = |c: &Claims| 100.0 * c.covered as f64 / c.pairs.max(1) as f64;
     let at95 = |c: &Claims| match (c.width_at(0.9), c.width_at(0.95)) {
@@ -592,12 +628,16 @@ pub fn pairs_table(rows: &[PairRow]) -> String {
             )
         }
     };
-    let (mut before, mut known, mut fresh) =
-        (Claims::default(), Claims::default(), Claims::default());
+    let (mut before, mut known, mut fresh, mut alone) = (
+        Claims::default(),
+        Claims::default(),
+        Claims::default(),
+        Claims::default(),
+    );
     for r in rows {
         let (nc, nwidth, n95, nw) = new(&r.new);
         out.push_str(&format!(
-            "| {} | {} | {} | {:.3} | {:.1}% | {} ({}) | {:.1}% | {:.3} | {} | {} ({}) | {nc} | {nwidth} | {n95} | {nw} |\n",
+            "| {} | {} | {} | {:.3} | {:.1}% | {} ({}) | {:.1}% | {:.3} | {} | {} ({}) | {:.1}% ({}) | {nc} | {nwidth} | {n95} | {nw} |\n",
             r.judge,
             r.rubric,
             r.known.pairs,
@@ -610,7 +650,10 @@ pub fn pairs_table(rows: &[PairRow]) -> String {
             at95(&r.known),
             r.known.wrong,
             r.known.significant,
+            pct(&r.estimates),
+            r.estimates.pairs,
         ));
+        alone.add(&r.estimates);
         before.add(&r.before);
         known.add(&r.known);
         fresh.add(&r.new);
@@ -625,6 +668,11 @@ pub fn pairs_table(rows: &[PairRow]) -> String {
         pct(&known),
         known.wrong,
         share(&known),
+    ));
+    out.push_str(&format!(
+        " Each known system's run alone ({} runs): covers {:.1}%.",
+        alone.pairs,
+        pct(&alone)
     ));
     if fresh.pairs > 0 {
         out.push_str(&format!(
