@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 
 use super::{OneScore, Repeats};
 use crate::runlevel::RunItems;
+use crate::stats::least_squares;
 
 /// The fewest anchors a system's mean is read from; a run of a system with fewer is read
 /// around the pooled mean, as a run naming no system.
@@ -79,9 +80,9 @@ impl Systems {
         }
         let all: Vec<(f64, f64)> = by.values().flatten().copied().collect();
         let within = (means.len() >= 2 && df >= 2.0 && sxx > 0.0 && syy > 0.0)
-            .then(|| slope(&all))
+            .then(|| least_squares(&all))
             .flatten()
-            .map(|slope| Within {
+            .map(|(_, slope)| Within {
                 variance: sxx / df,
                 covariance: sxy / df,
                 r2: sxy * sxy / (sxx * syy),
@@ -106,17 +107,6 @@ impl Systems {
             slope: w.slope,
         })
     }
-}
-
-/// The least-squares slope of the second of `pairs` on the first (`None` where the first is
-/// constant).
-fn slope(pairs: &[(f64, f64)]) -> Option<f64> {
-    let n = pairs.len() as f64;
-    let mx = pairs.iter().map(|p| p.0).sum::<f64>() / n;
-    let my = pairs.iter().map(|p| p.1).sum::<f64>() / n;
-    let sxx: f64 = pairs.iter().map(|p| (p.0 - mx).powi(2)).sum();
-    let sxy: f64 = pairs.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
-    (sxx > 0.0).then(|| sxy / sxx)
 }
 
 impl SystemJudge {
