@@ -15,8 +15,8 @@ use crate::domain::repeats;
 use crate::error::{Error, Result};
 use judgecal_stats::agreement::LEVEL;
 use judgecal_stats::repeats::{
-    Costs, Design, MAX_REPEATS, NoiseEstimate, OneScore, Repeats, Systems, WithinItem, cheapest,
-    read_run,
+    AnchorRepeats, Costs, Design, MAX_REPEATS, NoiseEstimate, OneScore, Repeats, Systems,
+    WithinItem, cheapest, read_run,
 };
 use judgecal_stats::runlevel::{RunEstimate, RunItems};
 
@@ -68,14 +68,6 @@ pub struct RepeatUse {
     /// The mean over the request's items of their residual variance as a share of a one-score
     /// item's.
     pub residual_ratio: f64,
-}
-
-/// What a version's anchors say of the judge's repeats: their within-item spread, and the
-/// judge score of each system they came from.
-#[derive(Debug, Default)]
-pub struct AnchorRepeats {
-    pub within: WithinItem,
-    pub systems: Systems,
 }
 
 impl Runs<'_> {

@@ -20,7 +20,7 @@ pub struct Loaded {
     pub anchors: tokio::sync::OnceCell<Arc<judgecal_stats::Cell>>,
     /// The repeats among the anchors it was fitted on, read on the first run that carries
     /// repeats.
-    pub repeats: tokio::sync::OnceCell<Arc<super::repeat_noise::AnchorRepeats>>,
+    pub repeats: tokio::sync::OnceCell<Arc<judgecal_stats::repeats::AnchorRepeats>>,
 }
 
 impl Loaded {

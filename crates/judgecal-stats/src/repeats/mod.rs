@@ -31,7 +31,7 @@ mod systems;
 #[cfg(test)]
 mod tests;
 
-pub use systems::{MIN_SYSTEM_ANCHORS, RunRead, SystemJudge, Systems, read_run};
+pub use systems::{AnchorRepeats, MIN_SYSTEM_ANCHORS, RunRead, SystemJudge, Systems, read_run};
 
 /// σ_w² is taken as at most this share of the one-score judge's variance: a judge whose scores
 /// are all noise corrects nothing, and the ratios below would divide by zero.

@@ -19,6 +19,14 @@ use crate::stats::least_squares;
 /// around the pooled mean, as a run naming no system.
 pub const MIN_SYSTEM_ANCHORS: usize = 3;
 
+/// What a version's anchors say of the judge's repeats: their within-item spread, and the
+/// judge score of each system they came from.
+#[derive(Debug, Default)]
+pub struct AnchorRepeats {
+    pub within: super::WithinItem,
+    pub systems: Systems,
+}
+
 /// The anchors' judge scores by system.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Systems {
