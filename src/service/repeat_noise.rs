@@ -13,12 +13,14 @@ use crate::domain::Problem;
 use crate::domain::inputs::ItemInputs;
 use crate::domain::repeats;
 use crate::error::{Error, Result};
+use judgecal_stats::Method;
 use judgecal_stats::agreement::LEVEL;
 use judgecal_stats::repeats::{
     AnchorRepeats, Costs, Design, MAX_REPEATS, NoiseEstimate, OneScore, Repeats, Systems,
     WithinItem, cheapest, read_run,
 };
 use judgecal_stats::runlevel::{RunEstimate, RunItems};
+use judgecal_stats::warning::{Code, Warning};
 
 /// A run as [`Service::apply_repeats`] reads it: its field prefix, its items and their inputs.
 pub(super) type RunRepeats<'a> = (&'a str, &'a mut RunItems, &'a ItemInputs);
@@ -68,7 +70,16 @@ pub struct RepeatUse {
     /// The mean over the request's items of their residual variance as a share of a one-score
     /// item's.
     pub residual_ratio: f64,
+    /// Read through a curved corrector (not a line): how many of the items with repeats were
+    /// read at one-score equivalents beyond the anchors' judge scores, of how many, and those
+    /// scores' range. `None` for a line's version.
+    pub beyond: Option<(usize, usize, (f64, f64))>,
 }
+
+/// More than this share of the items with repeats read beyond the anchors' judge scores by a
+/// curved corrector is warned of (`repeats_beyond_anchors`), as the support check warns of a
+/// run's own scores (`extrapolated`).
+pub const BEYOND_SHARE: f64 = 0.05;
 
 impl Runs<'_> {
     /// The repeats of the anchors `loaded` was fitted on, read once per version (none for a
@@ -154,6 +165,23 @@ impl Runs<'_> {
         };
         let model = Repeats::new(within.variance, judge);
         let (fewest, residual_ratio) = expand_runs(&model, &anchors.systems, &mut runs);
+        let line = matches!(v.model.method(), Method::Bayes | Method::Identity);
+        let range = cell
+            .pairs
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), p| {
+                (lo.min(p.0), hi.max(p.0))
+            });
+        let read: Vec<f64> = runs
+            .iter()
+            .filter(|r| r.2.repeats().is_some())
+            .flat_map(|r| r.1.scores.iter().copied())
+            .collect();
+        let outside = read
+            .iter()
+            .filter(|s| !(range.0..=range.1).contains(*s))
+            .count();
+        let beyond = (!line).then_some((outside, read.len(), range));
         Ok(Some(RepeatUse {
             within,
             anchor_items: anchors.within.items(),
@@ -161,6 +189,7 @@ impl Runs<'_> {
             model,
             fewest: fewest.min(MAX_REPEATS),
             residual_ratio,
+            beyond,
         }))
     }
 }
@@ -185,6 +214,23 @@ fn expand_runs(
         ratio_sum += read.ratio_sum;
     }
     (fewest, ratio_sum / items.max(1) as f64)
+}
+
+impl RepeatUse {
+    /// The warning where more than [`BEYOND_SHARE`] of the items with repeats were read beyond
+    /// the anchors' judge scores by a curved corrector (`method`'s).
+    pub fn beyond_warning(&self, method: Method) -> Option<Warning> {
+        let (outside, items, (lo, hi)) = self.beyond?;
+        (items > 0 && outside as f64 > BEYOND_SHARE * items as f64).then(|| {
+            Warning::new(
+                Code::RepeatsBeyondAnchors,
+                format!(
+                    "{outside} of {items} items with repeats were read at one-score equivalents outside the anchors' judge scores ({lo} to {hi}) by a {method} version: the reading assumes a judge linear in the reference, and a curved corrector is flat or unfitted there, so the interval may not cover; train bayes for runs with repeats, or send one score an item"
+                ),
+            )
+            .at("items.repeats")
+        })
+    }
 }
 
 /// Whether re-asking the judge or labelling reaches a run's target at the lower cost.

@@ -109,6 +109,12 @@ impl Served {
             ),
         ));
         }
+        if let Some(w) = self
+            .repeats
+            .and_then(|r| r.beyond_warning(self.loaded.version.model.method()))
+        {
+            out.push(w);
+        }
         out.extend(self.notes.iter().cloned());
         if self.partial_items > 0 {
             out.push(Warning::new(

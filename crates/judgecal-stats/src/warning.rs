@@ -33,6 +33,9 @@ pub enum Code {
     Extrapolated,
     /// Many of a run's judge scores lie where the anchors are thin.
     SparseAnchors,
+    /// Items with repeats were read at one-score equivalents beyond the anchors' judge scores
+    /// through a curved corrector.
+    RepeatsBeyondAnchors,
     /// The corrector's own uncertainty was left out of an interval.
     CorrectorOmitted,
     /// The corrector is biased on runs like this one (the labelled path corrects it).
@@ -84,7 +87,7 @@ impl Code {
 
 /// Every code with its wire name, for the docs' table and its test (which also holds it equal
 /// to the enum's schema in the OpenAPI document).
-pub const CODES: [(Code, &str); 27] = [
+pub const CODES: [(Code, &str); 28] = [
     (Code::JudgeVersionMismatch, "judge_version_mismatch"),
     (Code::MemberVersionMismatch, "member_version_mismatch"),
     (Code::OutsideAnchors, "outside_anchors"),
@@ -95,6 +98,7 @@ pub const CODES: [(Code, &str); 27] = [
     (Code::NewGroup, "new_group"),
     (Code::Extrapolated, "extrapolated"),
     (Code::SparseAnchors, "sparse_anchors"),
+    (Code::RepeatsBeyondAnchors, "repeats_beyond_anchors"),
     (Code::CorrectorOmitted, "corrector_omitted"),
     (Code::CorrectorBiased, "corrector_biased"),
     (Code::GroupsUnmeasured, "groups_unmeasured"),

@@ -259,6 +259,7 @@ async fn runs_of_the_top_system_under_repeats_cover() {
     .await;
     assert_eq!(job["state"], "succeeded", "{job}");
     let mut covered = 0;
+    let mut warned = 0;
     for rubric in &rubrics {
         let run: Vec<(f64, Vec<f64>)> = (0..200).map(|_| system_item(&mut noise, 5, 5)).collect();
         let items: Vec<Value> = run
@@ -271,9 +272,70 @@ async fn runs_of_the_top_system_under_repeats_cover() {
         )
         .await;
         let truth = run.iter().map(|r| r.0).sum::<f64>() / 200.0;
+        warned += usize::from(e["warnings"].to_string().contains("repeats_beyond_anchors"));
         let [lo, hi] = [0, 1].map(|i| e["interval"][i].as_f64().expect("an interval"));
         covered += usize::from(lo <= truth && truth <= hi);
     }
     eprintln!("runs of the top system, five scores an item: {covered} of 80 covered");
     assert!(covered >= 72, "{covered} of 80");
+    // A line's version reads stretched scores as the line they were derived for: no warning.
+    assert_eq!(warned, 0);
 }
+
+/// An isotonic version on a judge that scores 1–5 in whole points: a run of the top system,
+/// each item asked five times, is read at one-score equivalents beyond 5 (the anchors' top),
+/// where the step function is flat, and the answer says so; a bayes version's line does not.
+async fn a_curved_corrector_warns_of_stretched_repeats(backend: Backend) {
+    let app = TestApp::new(backend).await;
+    let mut noise = Normals(8507);
+    let round = |(y, s): (f64, Vec<f64>)| {
+        let whole = s
+            .iter()
+            .map(|v| v.round().clamp(1.0, 5.0))
+            .collect::<Vec<f64>>();
+        (y, whole)
+    };
+    let rows: Vec<Value> = (0..300)
+        .map(|i| {
+            let (y, s) = round(system_item(&mut noise, i % 6, 1));
+            json!({"item_id": format!("a{i:03}"), "group": format!("s{}", i % 6), "judge_score": s[0], "reference_score": y})
+        })
+        .collect();
+    stored(
+        &app,
+        json!({"judge": "j1", "rubric": "coherence", "anchors": rows}),
+    )
+    .await;
+    for (method, warns) in [("isotonic", true), ("bayes", false)] {
+        let mut body = json!({"method": method});
+        if method == "bayes" {
+            body["options"] = quick();
+        }
+        let job = finished(&app, &train(&app, "j1", body).await).await;
+        assert_eq!(job["state"], "succeeded", "{job}");
+        let items: Vec<Value> = (0..200)
+            .map(|_| {
+                let (_, s) = round(system_item(&mut noise, 5, 5));
+                json!({"score": s[0], "repeats": s[1..]})
+            })
+            .collect();
+        let e = estimate(
+            &app,
+            json!({"judge": "j1", "rubric": "coherence", "group": "s5", "items": items}),
+        )
+        .await;
+        let codes: Vec<&str> = e["warnings"]
+            .as_array()
+            .expect("warnings")
+            .iter()
+            .filter_map(|w| w["code"].as_str())
+            .collect();
+        assert_eq!(
+            codes.contains(&"repeats_beyond_anchors"),
+            warns,
+            "{method}: {e}"
+        );
+    }
+}
+
+on_both_backends!(a_curved_corrector_warns_of_stretched_repeats);

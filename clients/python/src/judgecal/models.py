@@ -2807,6 +2807,7 @@ class WarningCode(Enum):
     new_group = 'new_group'
     extrapolated = 'extrapolated'
     sparse_anchors = 'sparse_anchors'
+    repeats_beyond_anchors = 'repeats_beyond_anchors'
     corrector_omitted = 'corrector_omitted'
     corrector_biased = 'corrector_biased'
     groups_unmeasured = 'groups_unmeasured'
