@@ -129,6 +129,15 @@ pub struct RepeatCounts {
     pub width: f64,
 }
 
+impl RepeatCounts {
+    fn add(&mut self, o: &RepeatCounts) {
+        self.reps += o.reps;
+        self.served += o.served;
+        self.pooled += o.pooled;
+        self.width += o.width;
+    }
+}
+
 /// One replication of `w`.
 pub fn replicate(w: &RepeatWorld, method: Method, rep: u64) -> Result<RepeatCounts, String> {
     let mut rng = Rng::seed_from_u64(rep.wrapping_mul(0x9E37_79B9).wrapping_add(85));
@@ -214,21 +223,13 @@ pub fn run(
             let parts = crate::parallel(|t, threads| {
                 let mut sum = RepeatCounts::default();
                 for rep in (t..reps).step_by(threads) {
-                    let c = replicate(w, method, rep as u64)?;
-                    sum.reps += c.reps;
-                    sum.served += c.served;
-                    sum.pooled += c.pooled;
-                    sum.width += c.width;
+                    sum.add(&replicate(w, method, rep as u64)?);
                 }
                 Ok::<_, String>(sum)
             });
             let mut total = RepeatCounts::default();
             for p in parts {
-                let p = p?;
-                total.reps += p.reps;
-                total.served += p.served;
-                total.pooled += p.pooled;
-                total.width += p.width;
+                total.add(&p?);
             }
             progress(&w.label());
             Ok((*w, total))
