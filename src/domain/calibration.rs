@@ -260,8 +260,55 @@ pub struct NewVersion {
     /// A version trained with covariates: how the judge score and the item's covariates
     /// become the score `model` corrects.
     pub covariate_layer: Option<Layer>,
+    /// A version whose layer reads covariates: the same training's fit of the judge score
+    /// alone, which answers items sent without them.
+    pub bare: Option<Box<BareFit>>,
     /// Its anchors with their cross-fitted corrections, what the agreement report reads.
     pub held_out: Option<Vec<HeldOutRow>>,
+}
+
+/// The judge-score-only fit of a version trained with covariates: the same anchors, plan and
+/// seed with the covariates left out. Items sent without their covariates are corrected by it
+/// (warned `covariates_missing`) rather than refused, so a retraining that starts reading a
+/// covariate never breaks a caller that sends scores alone.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BareFit {
+    pub model: Model,
+    pub evaluation: Option<Comparison>,
+    pub intervals: Option<Intervals>,
+}
+
+/// A stored [`BareFit`]: the model as its method and parameters.
+#[derive(Serialize, Deserialize)]
+struct StoredBare {
+    method: String,
+    params: serde_json::Value,
+    evaluation: Option<Comparison>,
+    intervals: Option<Intervals>,
+}
+
+impl BareFit {
+    /// As the store keeps it (JSON).
+    pub fn to_stored(&self) -> Result<String, String> {
+        serde_json::to_string(&StoredBare {
+            method: self.model.method().as_str().to_owned(),
+            params: self.model.params()?,
+            evaluation: self.evaluation,
+            intervals: self.intervals.clone(),
+        })
+        .map_err(|e| e.to_string())
+    }
+
+    /// Read back from the store.
+    pub fn from_stored(json: &str) -> Result<Self, String> {
+        let s: StoredBare = serde_json::from_str(json).map_err(|e| e.to_string())?;
+        let method = Method::parse(&s.method).map_err(|e| e.to_string())?;
+        Ok(Self {
+            model: Model::from_params(method, s.params).map_err(|e| e.to_string())?,
+            evaluation: s.evaluation,
+            intervals: s.intervals,
+        })
+    }
 }
 
 /// One immutable calibrator version of a cell.
@@ -296,6 +343,9 @@ pub struct CalibratorVersion {
     pub judge_range: Option<JudgeRange>,
     /// A version trained with covariates: its input layer (`None` otherwise).
     pub covariate_layer: Option<Layer>,
+    /// A version whose layer reads covariates: its judge-score-only fit (`None` for versions
+    /// trained before it was kept, which refuse items without their covariates).
+    pub bare: Option<Box<BareFit>>,
 }
 
 impl CalibratorVersion {
@@ -364,7 +414,13 @@ impl CalibratorVersion {
             }
         };
         let (mut problems, mut warnings) = (Vec::new(), Vec::new());
+        // A covariate entering as several inputs (a log and its hinges) is checked once.
+        let mut seen: Vec<&str> = Vec::new();
         for input in &layer.inputs {
+            if seen.contains(&input.name.as_str()) {
+                continue;
+            }
+            seen.push(&input.name);
             let Some([lo, hi]) = input.range else {
                 continue;
             };

@@ -17,6 +17,9 @@ pub const FIELD: &str = "covariates";
 pub const CSV_PREFIX: &str = "covariate.";
 /// The most covariates one row may carry.
 pub const MAX_PER_ROW: usize = 16;
+/// The most covariates one training considers beside the judge score: each enters raw, logged
+/// or not at all, so the candidates number 3 to this power.
+pub const MAX_FITTED: usize = 4;
 /// The largest magnitude a covariate may take.
 const MAX_ABS: f64 = 1e12;
 

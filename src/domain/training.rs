@@ -126,10 +126,30 @@ pub struct TrainingRequest {
     /// member's unversioned anchors). Named by the request or resolved when the job is queued;
     /// empty for a judge.
     pub member_versions: Vec<(JudgeName, Option<JudgeVersion>)>,
-    /// Covariates the anchors carry to fit beside the judge score (each kept per rubric where
-    /// it lowers held-out error); empty: the judge score alone.
-    pub covariates: Vec<CovariateName>,
+    /// Covariates the anchors carry to fit beside the judge score.
+    pub covariates: CovariateChoice,
     pub plan: Plan,
+}
+
+/// Which covariates a judge's training considers beside the judge score. Each one considered
+/// is kept, per rubric, only where it lowers held-out error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CovariateChoice {
+    /// The request named none: those every anchor of the fitted cells carries. Where none is
+    /// kept in any rubric the version reads the judge score alone, as if none were carried.
+    Carried,
+    /// Those the request named (every anchor must carry each); empty: the judge score alone.
+    Named(Vec<CovariateName>),
+}
+
+impl CovariateChoice {
+    /// The covariates the request named (none for `Carried`).
+    pub fn named(&self) -> &[CovariateName] {
+        match self {
+            CovariateChoice::Carried => &[],
+            CovariateChoice::Named(n) => n,
+        }
+    }
 }
 
 /// The judge version a training job fits.
@@ -344,7 +364,7 @@ impl TrainingRequest {
                 rubrics,
                 judge_version,
                 member_versions: Vec::new(),
-                covariates: Vec::new(),
+                covariates: CovariateChoice::Carried,
                 plan,
             }),
             _ => Err(problems),
@@ -427,8 +447,10 @@ impl TrainingRequest {
                 .collect();
             map.insert("member_versions".into(), Value::Object(members));
         }
-        if let (false, Some(map)) = (self.covariates.is_empty(), json.as_object_mut()) {
-            map.insert("covariates".into(), serde_json::json!(self.covariates));
+        // Named (an empty list included); `Carried` is left out, as the request left it.
+        if let (CovariateChoice::Named(names), Some(map)) = (&self.covariates, json.as_object_mut())
+        {
+            map.insert("covariates".into(), serde_json::json!(names));
         }
         json
     }
@@ -457,13 +479,12 @@ impl TrainingRequest {
                 .get("member_versions")
                 .and_then(|m| serde_json::from_value(m.clone()).ok())
                 .unwrap_or_default();
-            let covariates: Vec<String> = stored
+            let covariates: Option<Vec<String>> = stored
                 .get("covariates")
-                .and_then(|c| serde_json::from_value(c.clone()).ok())
-                .unwrap_or_default();
+                .and_then(|c| serde_json::from_value(c.clone()).ok());
             Ok(Self {
                 member_versions: parse_member_versions(members)?,
-                covariates: parse_covariate_names(&covariates)?,
+                covariates: parse_covariate_choice(covariates.as_deref())?,
                 judge_version: match judge_version {
                     Some(Value::Null) => VersionChoice::Exactly(None),
                     _ => r.judge_version,
@@ -474,19 +495,28 @@ impl TrainingRequest {
     }
 }
 
-/// A training's `covariates`: names, each once, at most `covariates::MAX_PER_ROW`; problems at
+/// A training's `covariates`: absent, those the anchors carry; else the names, checked as
+/// [`parse_covariate_names`] does.
+pub fn parse_covariate_choice(names: Option<&[String]>) -> Result<CovariateChoice, Vec<Problem>> {
+    names.map_or(Ok(CovariateChoice::Carried), |n| {
+        parse_covariate_names(n).map(CovariateChoice::Named)
+    })
+}
+
+/// A training's `covariates`: names, each once, at most `covariates::MAX_FITTED`; problems at
 /// `covariates[i]`.
 pub fn parse_covariate_names(names: &[String]) -> Result<Vec<CovariateName>, Vec<Problem>> {
     let mut problems = Vec::new();
     let mut out: Vec<CovariateName> = Vec::with_capacity(names.len());
-    if names.len() > super::covariates::MAX_PER_ROW {
+    if names.len() > super::covariates::MAX_FITTED {
         problems.push(Problem::at(
             None,
             "covariates",
             format!(
-                "{} covariates; at most {}",
+                "{} covariates; a training considers at most {} (each raw, logged or left out: 3^{} candidates)",
                 names.len(),
-                super::covariates::MAX_PER_ROW
+                super::covariates::MAX_FITTED,
+                super::covariates::MAX_FITTED
             ),
         ));
     }

@@ -154,7 +154,7 @@ fn judge_reading(
         _ => Vec::new(),
     };
     if let Some(l) = &v.covariate_layer {
-        if kind != InputKind::Covariates {
+        if kind != InputKind::Covariates && !l.inputs.is_empty() {
             let kept: Vec<String> = l.inputs.iter().map(|i| i.label()).collect();
             let names: Vec<String> = l
                 .inputs
@@ -263,32 +263,28 @@ impl Scores<'_> {
         let served = Versions(self)
             .served(&key, version, judge_version.as_ref())
             .await?;
-        let loaded = served.loaded;
+        // Items without covariates to a version whose layer reads some: its judge-score-only
+        // fit answers them, and says so (a version that predates that fit refuses them).
+        let (loaded, bare_warning) = match kind {
+            InputKind::Covariates => (served.loaded, None),
+            _ => served
+                .loaded
+                .for_bare_scores()
+                .unwrap_or((served.loaded, None)),
+        };
         let v = &loaded.version;
         let ids: Vec<Option<ItemId>> = items.iter().map(|i| i.id.clone()).collect();
         let mut reading = match (&v.fusion, kind) {
-            (None, InputKind::Members) => {
-                return Err(refused(vec![Problem::at(
-                    None,
-                    "items",
-                    format!("{} is a judge, not a panel: its items carry `score`, not `scores`", key.judge),
-                )]));
+            (None, InputKind::Members)
+            | (Some(_), InputKind::Score)
+            | (Some(_), InputKind::Covariates)
+            | (Some(_), InputKind::Repeats) => {
+                return Err(refused(vec![wrong_kind(&key, v.fusion.as_ref(), field)]));
             }
             (None, _) => judge_reading(v, items, kind, field),
             (Some(fusion), InputKind::Members) => {
                 Panels(self).check_panel(&key.judge, fusion).await?;
                 panel_reading(v, fusion, items)
-            }
-            (Some(fusion), _) => {
-                return Err(refused(vec![Problem::at(
-                    None,
-                    field,
-                    format!(
-                        "{} is a panel: send items whose `scores` give each member's score, e.g. {{\"scores\": {{\"{}\": 3.5}}}}",
-                        key.judge,
-                        fusion.members.first().map_or("", String::as_str)
-                    ),
-                )]));
             }
         }
         .map_err(refused)?;
@@ -316,6 +312,7 @@ impl Scores<'_> {
             .iter()
             .map(|m| m.warning(v.version))
             .chain(served.members)
+            .chain(bare_warning)
             .chain(outside_warning(v, reading.outside.len()))
             .chain(std::mem::take(&mut reading.warnings))
             .collect();
@@ -325,6 +322,30 @@ impl Scores<'_> {
             items,
             warnings,
         })
+    }
+}
+
+/// The refusal of items of the wrong kind: a judge's version given members' scores, or a
+/// panel's given a judge's items.
+fn wrong_kind(key: &crate::domain::CellKey, fusion: Option<&Fusion>, field: &str) -> Problem {
+    match fusion {
+        None => Problem::at(
+            None,
+            "items",
+            format!(
+                "{} is a judge, not a panel: its items carry `score`, not `scores`",
+                key.judge
+            ),
+        ),
+        Some(fusion) => Problem::at(
+            None,
+            field,
+            format!(
+                "{} is a panel: send items whose `scores` give each member's score, e.g. {{\"scores\": {{\"{}\": 3.5}}}}",
+                key.judge,
+                fusion.members.first().map_or("", String::as_str)
+            ),
+        ),
     }
 }
 

@@ -8,11 +8,12 @@ use std::sync::Arc;
 use super::training::{self, CellData, Progress};
 use crate::domain::calibration::{Job, JobId, JobState, NewVersion};
 use crate::domain::pairwise::version::NewPreference;
-use crate::domain::training::{TrainingRequest, VersionChoice};
-use crate::domain::{Anchor, JudgeName, JudgeVersion, Problem, RubricName};
+use crate::domain::training::{CovariateChoice, TrainingRequest, VersionChoice};
+use crate::domain::{Anchor, CovariateName, JudgeName, JudgeVersion, Problem, RubricName};
 use crate::error::{Error, Result};
 use crate::store::{ClaimedJob, VersionAnchors};
 use judgecal_stats::covariates::Row;
+use training::CovariateRows;
 
 /// The finished jobs already counted: those finished before `since_ms`, and `seen` at it.
 #[derive(Default)]
@@ -31,9 +32,6 @@ pub struct Trained {
     pub judge_version: Option<JudgeVersion>,
 }
 
-/// A training with covariates: each rubric's anchors with the covariates the request names, in
-/// its order; `None` without covariates. An anchor missing one refuses the job, naming the
-/// cell, the covariate and the first items that lack it.
 /// The covariates `anchors` carry, by name, each once.
 fn carried_covariates(anchors: &[Anchor]) -> Vec<&str> {
     let mut carried: Vec<&str> = anchors
@@ -45,15 +43,30 @@ fn carried_covariates(anchors: &[Anchor]) -> Vec<&str> {
     carried
 }
 
-fn covariate_rows(
-    request: &TrainingRequest,
-    snapshot: &[(RubricName, Vec<Anchor>)],
-) -> Result<Option<Vec<Vec<Row>>>> {
-    if request.covariates.is_empty() {
-        return Ok(None);
-    }
+/// The covariates a training that named none considers: those every anchor of every cell
+/// carries with more than one value, the first `MAX_FITTED` by name.
+fn considered_covariates(snapshot: &[(RubricName, Vec<Anchor>)]) -> Vec<CovariateName> {
+    let all: Vec<&Anchor> = snapshot.iter().flat_map(|(_, a)| a).collect();
+    let Some(first) = all.first() else {
+        return Vec::new();
+    };
+    first
+        .covariates
+        .iter()
+        .filter(|(name, value)| {
+            all.iter().all(|a| a.covariates.contains_key(*name))
+                && all.iter().any(|a| a.covariates.get(*name) != Some(value))
+        })
+        .map(|(name, _)| name.clone())
+        .take(crate::domain::covariates::MAX_FITTED)
+        .collect()
+}
+
+/// The named covariates every anchor must carry: problems name the cell, the covariate and
+/// the first items that lack it.
+fn missing_named(request: &TrainingRequest, snapshot: &[(RubricName, Vec<Anchor>)]) -> Result<()> {
     let mut problems = Vec::new();
-    for (i, name) in request.covariates.iter().enumerate() {
+    for (i, name) in request.covariates.named().iter().enumerate() {
         for (rubric, anchors) in snapshot {
             let lacking: Vec<&str> = anchors
                 .iter()
@@ -95,31 +108,53 @@ fn covariate_rows(
             }
         }
     }
-    if !problems.is_empty() {
-        return Err(Error::rejected(
-            "the anchors do not carry the covariates the training names",
-            problems,
-        ));
+    if problems.is_empty() {
+        return Ok(());
     }
-    Ok(Some(
-        snapshot
-            .iter()
-            .map(|(_, anchors)| {
-                anchors
-                    .iter()
-                    .map(|a| Row {
-                        score: a.judge_score,
-                        covariates: request
-                            .covariates
-                            .iter()
-                            .map(|n| a.covariates.get(n).copied().unwrap_or(f64::NAN))
-                            .collect(),
-                        reference: a.reference_score,
-                    })
-                    .collect()
-            })
-            .collect(),
+    Err(Error::rejected(
+        "the anchors do not carry the covariates the training names",
+        problems,
     ))
+}
+
+/// A training's covariates and each rubric's anchors with them, in that order; `None` where
+/// it fits the judge score alone (none named, or none carried). An anchor missing a named one
+/// refuses the job.
+fn covariate_rows(
+    request: &TrainingRequest,
+    snapshot: &[(RubricName, Vec<Anchor>)],
+) -> Result<Option<CovariateRows>> {
+    let names: Vec<CovariateName> = match &request.covariates {
+        CovariateChoice::Carried => considered_covariates(snapshot),
+        CovariateChoice::Named(names) => {
+            missing_named(request, snapshot)?;
+            names.clone()
+        }
+    };
+    if names.is_empty() {
+        return Ok(None);
+    }
+    let rows = snapshot
+        .iter()
+        .map(|(_, anchors)| {
+            anchors
+                .iter()
+                .map(|a| Row {
+                    score: a.judge_score,
+                    covariates: names
+                        .iter()
+                        .map(|n| a.covariates.get(n).copied().unwrap_or(f64::NAN))
+                        .collect(),
+                    reference: a.reference_score,
+                })
+                .collect()
+        })
+        .collect();
+    Ok(Some(CovariateRows {
+        carried: request.covariates == CovariateChoice::Carried,
+        names: names.iter().map(ToString::to_string).collect(),
+        rows,
+    }))
 }
 
 fn refused(problems: Vec<Problem>) -> Error {
@@ -149,7 +184,7 @@ fn job_error_text(e: &Error) -> String {
 
 /// A panel's inputs are its members' scores: covariates belong to a member judge's training.
 fn no_panel_covariates(request: &TrainingRequest) -> Result<()> {
-    if request.covariates.is_empty() {
+    if request.covariates.named().is_empty() {
         return Ok(());
     }
     Err(refused(vec![Problem::at(
@@ -457,11 +492,7 @@ impl Operations<'_> {
         let judge_version = request.judge_version.exactly().cloned();
         let versions = crate::error::blocking("the training thread", move || match rows {
             None => training::train(&cells, &request.plan, &progress),
-            Some(rows) => {
-                let names: Vec<String> =
-                    request.covariates.iter().map(ToString::to_string).collect();
-                training::train_covariates(&cells, &rows, &names, &request.plan, &progress)
-            }
+            Some(rows) => training::train_covariates(&cells, &rows, &request.plan, &progress),
         })
         .await?
         .map_err(|e| Error::Internal(e.to_string()))?;

@@ -2,6 +2,7 @@
 //! its layer score at the item's covariates (or those held), and the run carries its loading
 //! on the layer's coefficient errors.
 
+use judgecal_stats::covariates::Misfit;
 use judgecal_stats::runlevel::RunItems;
 
 use crate::domain::Problem;
@@ -9,17 +10,19 @@ use crate::domain::calibration::CalibratorVersion;
 use crate::domain::covariates::Covariates;
 
 /// Replaces each item's judge score of `run` by `version`'s layer score at the item's
-/// covariates, those named in `hold` at their held value. Problems name the row and
-/// `{prefix}covariates.{name}` (or `{prefix}items` where the run gave none).
+/// covariates, those named in `hold` at their held value; gives the covariates the items
+/// carried that the version does not read, and the layer's misfit where the run's items lie.
+/// Problems name the row and `{prefix}covariates.{name}` (or `{prefix}items` where the run
+/// gave none).
 pub(super) fn layered(
     version: &CalibratorVersion,
     run: &mut RunItems,
     covariates: Option<&[Covariates]>,
     hold: &Covariates,
     prefix: &str,
-) -> std::result::Result<Vec<String>, Vec<Problem>> {
+) -> std::result::Result<(Vec<String>, Option<Misfit>), Vec<Problem>> {
     let Some(layer) = &version.covariate_layer else {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), None));
     };
     if !hold.is_empty() && run.labelled() > 0 {
         return Err(vec![Problem::at(
@@ -87,9 +90,25 @@ pub(super) fn layered(
         })
         .collect();
     let scores = version.layer_scores(&run.scores, &read, prefix.trim_end_matches('.'))?;
-    // The run's mean design row, for the layer's coefficient error on its mean.
+    let misfit = layer_errors(layer, run, &read);
+    run.conditional = !hold.is_empty();
+    if let Some(scores) = scores {
+        run.scores = scores;
+    }
+    Ok((unread, misfit))
+}
+
+/// What a run read through `layer` at covariates `read` carries beyond its items' noise: its
+/// loading on the layer's coefficient errors (from the run's mean design row) and, where its
+/// items lie where the layer's held-out residuals sit off zero, that misfit (returned, to be
+/// said).
+fn layer_errors(
+    layer: &judgecal_stats::covariates::Layer,
+    run: &mut RunItems,
+    read: &[Covariates],
+) -> Option<Misfit> {
     let mut mean_row: Vec<f64> = Vec::new();
-    for (&j, c) in run.scores.iter().zip(&read) {
+    for (&j, c) in run.scores.iter().zip(read) {
         let value = |name: &str| c.iter().find(|(k, _)| k.as_str() == name).map(|(_, v)| *v);
         if let Ok(x) = layer.design(j, &value) {
             if mean_row.is_empty() {
@@ -103,9 +122,11 @@ pub(super) fn layered(
     let n = run.scores.len().max(1) as f64;
     mean_row.iter_mut().for_each(|m| *m /= n);
     run.input_loading = layer.loading(&mean_row);
-    run.conditional = !hold.is_empty();
-    if let Some(scores) = scores {
-        run.scores = scores;
-    }
-    Ok(unread)
+    let misfit = layer.misfit(&|name| {
+        read.iter()
+            .filter_map(|c| c.iter().find(|(k, _)| k.as_str() == name).map(|(_, v)| *v))
+            .collect()
+    });
+    run.misfit_variance = misfit.as_ref().map_or(0.0, Misfit::variance);
+    misfit
 }

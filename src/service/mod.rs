@@ -3,6 +3,7 @@
 
 pub mod agreement;
 mod anchors;
+mod bare_scores;
 pub mod bridges;
 mod corrections;
 pub mod coverage;

@@ -44,6 +44,22 @@ pub struct Served {
 }
 
 impl Served {
+    /// Runs that give no covariates, of a version whose layer reads some: answered by its
+    /// judge-score-only fit, said once (a version that predates that fit is left to refuse
+    /// them).
+    pub fn read_bare(&mut self) {
+        let mut said = false;
+        for run in std::iter::once(&mut self.loaded).chain(self.runs.iter_mut()) {
+            if let Some((bare, warning)) = run.for_bare_scores() {
+                *run = bare;
+                if let (Some(w), false) = (warning, said) {
+                    self.notes.push(w);
+                    said = true;
+                }
+            }
+        }
+    }
+
     /// Whether the runs were corrected by different versions.
     pub fn across_versions(&self) -> bool {
         self.runs
@@ -127,6 +143,25 @@ impl Served {
         }
         out
     }
+}
+
+/// The warning for a run whose items lie where the layer's held-out residuals are off.
+fn misfit_warning(m: &judgecal_stats::covariates::Misfit, prefix: &str) -> Warning {
+    let run = prefix.trim_end_matches('.');
+    Warning::new(
+        Code::CovariateMisfit,
+        format!(
+            "{}items lie where the covariate layer's held-out residuals by {} decile are off zero: its anchors there sit \
+             {:+.3} (± {:.3}) from the layer's scores, a bias its coefficients do not carry; the interval is widened by \
+             it. Upload anchors like these items, or hold {} at a value the anchors cover",
+            if run.is_empty() { String::new() } else { format!("{run}'s ") },
+            m.covariate,
+            m.bias,
+            m.se,
+            m.covariate
+        ),
+    )
+    .at(format!("{prefix}items"))
 }
 
 /// How the runs' items are read: covariates held at fixed values, and whether a panel's
@@ -236,7 +271,10 @@ impl Ready<'_, '_> {
             Err(p) => self.problems.extend(p),
         }
         match layered(version, run, covariates, hold, prefix) {
-            Ok(unread) => {
+            Ok((unread, misfit)) => {
+                if let Some(m) = misfit {
+                    self.served.notes.push(misfit_warning(&m, prefix));
+                }
                 self.served.held = !hold.is_empty();
                 if !unread.is_empty() && self.served.unread_covariates.is_none() {
                     self.served.unread_covariates = Some((version.version, unread));

@@ -247,6 +247,10 @@ impl Runs<'_> {
                 .check_panel(&served.loaded.version.key.judge, f)
                 .await?;
         }
+        let given = !read.hold.is_empty() || runs.iter().any(|r| r.inputs.covariates().is_some());
+        if !given {
+            served.read_bare();
+        }
         let mut ready = Ready {
             served,
             fusion: fusion.as_ref(),
@@ -255,7 +259,7 @@ impl Runs<'_> {
             // request whose scores are missing at random is refused at most at `LEVEL`.
             missing_level: missing::LEVEL
                 / runs.iter().filter(|r| r.inputs.is_panel()).count().max(1) as f64,
-            given: !read.hold.is_empty() || runs.iter().any(|r| r.inputs.covariates().is_some()),
+            given,
             problems: Vec::new(),
         };
         for (i, input) in runs.into_iter().enumerate() {

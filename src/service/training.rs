@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use sha2::{Digest, Sha256};
 
+use crate::domain::calibration::BareFit;
 use crate::domain::calibration::{JudgeRange, NewVersion};
 use crate::domain::panel::Joined;
 use crate::domain::training::Plan;
@@ -54,6 +55,7 @@ impl Progress {
 }
 
 /// One cell's snapshot, as the job read it.
+#[derive(Clone)]
 pub struct CellData {
     pub rubric: RubricName,
     /// Each anchor's item id, in item order.
@@ -111,6 +113,7 @@ impl CellData {
             groups: None,
             fusion: None,
             covariate_layer: None,
+            bare: None,
             judge_range: JudgeRange::of(self.pairs.iter().map(|p| p.0)),
             held_out: None,
         }
@@ -264,17 +267,32 @@ pub fn train_panel(
     })
 }
 
+/// A training's covariates (`names`) and each fitted rubric's anchors with them (`rows[r]`,
+/// in the order of its cell's anchors).
+pub struct CovariateRows {
+    /// The request named none: these are the ones every anchor carries.
+    pub carried: bool,
+    pub names: Vec<String>,
+    pub rows: Vec<Vec<Row>>,
+}
+
 /// Versions trained with covariates: per rubric the input layer of the judge score and the
-/// covariates `names` (`rows[r]`: each anchor of `cells[r]`, in the same order, with its
-/// covariates in `names`' order), then `plan` on the layer's cross-fitted scores. Each version
-/// keeps its layer, and the judge-score range of its anchors (what `/v1/correct` checks).
+/// covariates, then `plan` on the layer's cross-fitted scores. Each version keeps its layer,
+/// the judge-score range of its anchors (what `/v1/correct` checks) and, where its layer reads
+/// a covariate, the same plan's fit of the judge score alone (what answers items sent without
+/// covariates). Covariates the request did not name that no rubric keeps (or that cannot be
+/// fitted) leave the judge score alone, as if the anchors carried none.
 pub fn train_covariates(
     cells: &[CellData],
-    rows: &[Vec<Row>],
-    names: &[String],
+    covariates: &CovariateRows,
     plan: &Plan,
     progress: &Progress,
 ) -> Result<Vec<NewVersion>, CalibrateError> {
+    let CovariateRows {
+        carried,
+        names,
+        rows,
+    } = covariates;
     with_run(progress, |run| {
         let seed = plan.seed();
         run.detail(
@@ -288,33 +306,91 @@ pub fn train_covariates(
             },
             ..LayerOptions::default()
         };
-        let layers = fit_layer(rows, names, &opts, &run.part(0.0, 0.4))?;
+        let layers = match fit_layer(rows, names, &opts, &run.part(0.0, 0.3)) {
+            Ok(layers) if !carried || layers.iter().any(|l| !l.inputs.is_empty()) => layers,
+            // Unnamed covariates that lower no rubric's held-out error, or cannot be fitted:
+            // the judge score alone, and the job says why.
+            Ok(_) => return judge_alone(cells, plan, run, names, "kept in no rubric"),
+            Err(e) if *carried => return judge_alone(cells, plan, run, names, &e),
+            Err(e) => return Err(e.into()),
+        };
         let fused: Vec<CellData> = cells
             .iter()
             .zip(&layers)
             .map(|(c, layer)| CellData {
-                rubric: c.rubric.clone(),
-                scale: c.scale,
-                items: c.items.clone(),
                 pairs: layer.anchors.clone(),
-                groups: c.groups.clone(),
-                repeats: c.repeats.clone(),
-                units: c.units.clone(),
-                uploads: c.uploads.clone(),
-                digest: c.digest.clone(),
+                ..c.clone()
             })
             .collect();
-        let mut trained = train_on(&fused, plan, &run.part(0.4, 1.0))?;
-        for ((v, layer), c) in trained.iter_mut().zip(layers).zip(cells) {
+        let reads = layers.iter().any(|l| !l.inputs.is_empty());
+        let mut trained = train_on(&fused, plan, &run.part(0.3, if reads { 0.65 } else { 1.0 }))?;
+        let mut bare: Vec<Option<NewVersion>> = if reads {
+            run.detail(
+                serde_json::json!({"step": "fitting the judge score alone, for items sent without covariates"})
+                    .to_string(),
+            );
+            train_on(cells, plan, &run.part(0.65, 1.0))?
+                .into_iter()
+                .map(Some)
+                .collect()
+        } else {
+            cells.iter().map(|_| None).collect()
+        };
+        for (((v, layer), c), b) in trained.iter_mut().zip(layers).zip(cells).zip(&mut bare) {
             v.judge_range = JudgeRange::of(c.pairs.iter().map(|p| p.0));
             // The report compares the raw judge, not the layer's score, with the reference.
             for (row, p) in v.held_out.iter_mut().flatten().zip(&c.pairs) {
                 row.judge_score = p.0;
             }
+            if !layer.inputs.is_empty() {
+                v.bare = b.take().map(|b| {
+                    Box::new(BareFit {
+                        model: b.model,
+                        evaluation: b.evaluation,
+                        intervals: b.intervals,
+                    })
+                });
+            }
             v.covariate_layer = Some(layer);
         }
+        run.detail(kept_detail(&trained, names));
         Ok(trained)
     })
+}
+
+/// What the finished job shows: the covariates considered and, per rubric, those kept.
+fn kept_detail(trained: &[NewVersion], names: &[String]) -> String {
+    let kept: serde_json::Map<String, serde_json::Value> = trained
+        .iter()
+        .map(|v| {
+            let inputs: Vec<String> = v
+                .covariate_layer
+                .iter()
+                .flat_map(|l| l.inputs.iter().map(|i| i.label()))
+                .collect();
+            (v.rubric.to_string(), serde_json::json!(inputs))
+        })
+        .collect();
+    serde_json::json!({"covariates_considered": names, "kept": kept}).to_string()
+}
+
+/// The judge score alone where the covariates the anchors carry were considered and none was
+/// kept (`why`): the job's detail says which were considered.
+fn judge_alone(
+    cells: &[CellData],
+    plan: &Plan,
+    run: &Run,
+    names: &[String],
+    why: &str,
+) -> Result<Vec<NewVersion>, CalibrateError> {
+    tracing::info!(?names, why, "covariates considered, none kept");
+    let trained = train_on(cells, plan, &run.part(0.3, 1.0))?;
+    // What the finished job shows: what was considered, and why none was kept.
+    run.detail(
+        serde_json::json!({"covariates_considered": names, "kept": {}, "why_none": why})
+            .to_string(),
+    );
+    Ok(trained)
 }
 
 /// Runs `work` with a `Run` that reports to `progress` and stops when it is cancelled.

@@ -21,33 +21,9 @@ pub struct Loaded {
     /// The repeats among the anchors it was fitted on, read on the first run that carries
     /// repeats.
     pub repeats: tokio::sync::OnceCell<Arc<judgecal_stats::repeats::AnchorRepeats>>,
-}
-
-impl Loaded {
-    /// 409 where the version corrects at covariates, which `what` (an answer that reads judge
-    /// scores alone) does not carry: a version trained with covariates must never read a bare
-    /// judge score as if it were its layer's score.
-    pub fn without_covariates(&self, what: &str) -> Result<()> {
-        let v = &self.version;
-        let Some(layer) = &v.covariate_layer else {
-            return Ok(());
-        };
-        let names: Vec<String> = layer.inputs.iter().map(|i| i.label()).collect();
-        let names = if names.is_empty() {
-            "none kept".to_owned()
-        } else {
-            names.join(", ")
-        };
-        Err(Error::conflict(
-            format!(
-                "version {} of {} was trained with covariates (kept: {names}); {what} reads judge scores alone and \
-                 is not served for such versions yet: correct items with their covariates through POST /v1/correct, \
-                 or name a version trained without covariates (`version`)",
-                v.version, v.key
-            ),
-            vec![],
-        ))
-    }
+    /// A version whose layer reads covariates: its judge-score-only fit, readied to serve
+    /// items sent without them.
+    pub bare: Option<Arc<Loaded>>,
 }
 
 /// The calibration each (cell, judge version) is served by; `None`: the unversioned anchors.
@@ -268,17 +244,41 @@ impl Versions<'_> {
     /// Readies a version to correct with, on a blocking thread (a flow tabulates its
     /// sub-networks: libtorch, about a second).
     async fn load(v: CalibratorVersion) -> Result<Arc<Loaded>> {
+        // Its judge-score-only fit serves as a version of its own: the same cell, number and
+        // range, the fit's model and bands, no layer.
+        let bare = match &v.bare {
+            Some(b) => Some(
+                Self::ready(CalibratorVersion {
+                    model: b.model.clone(),
+                    evaluation: b.evaluation,
+                    intervals: b.intervals.clone(),
+                    covariate_layer: None,
+                    bare: None,
+                    ..v.clone()
+                })
+                .await?,
+            ),
+            None => None,
+        };
+        let mut loaded = Self::ready(v).await?;
+        loaded.bare = bare.map(Arc::new);
+        Ok(Arc::new(loaded))
+    }
+
+    /// `v` with its model prepared.
+    async fn ready(v: CalibratorVersion) -> Result<Loaded> {
         let model = v.model.clone();
         let model = crate::error::blocking("readying a calibrator", move || {
             model.prepare().map(|()| model)
         })
         .await?
         .map_err(Error::Internal)?;
-        Ok(Arc::new(Loaded {
+        Ok(Loaded {
             version: CalibratorVersion { model, ..v },
             anchors: tokio::sync::OnceCell::new(),
             repeats: tokio::sync::OnceCell::new(),
-        }))
+            bare: None,
+        })
     }
 
     /// Makes `v` the version this process serves for its cell, unless a store read later
@@ -673,10 +673,12 @@ mod tests {
                 judge_version: None,
                 fusion: None,
                 covariate_layer: None,
+                bare: None,
                 judge_range: None,
             },
             anchors: tokio::sync::OnceCell::new(),
             repeats: tokio::sync::OnceCell::new(),
+            bare: None,
         })
     }
 

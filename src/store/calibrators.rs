@@ -7,7 +7,7 @@ use sqlx::any::AnyRow;
 use sqlx::{AnyPool, Row};
 
 use crate::domain::calibration::{
-    CalibratorId, CalibratorVersion, JobId, JudgeRange, NewVersion, OnMismatch, VersionRef,
+    BareFit, CalibratorId, CalibratorVersion, JobId, JudgeRange, NewVersion, OnMismatch, VersionRef,
 };
 use crate::domain::{Anchor, CellKey, JudgeName, JudgeVersion, RubricName, now_ms};
 use crate::error::{Error, Result};
@@ -57,7 +57,7 @@ fn optional<T: serde::de::DeserializeOwned>(json: Option<String>, what: &str) ->
 const VERSION_COLUMNS: &str = "cal.id, c.judge, c.rubric, cal.version, cal.method, cal.job_id, \
      cal.anchor_count, cal.anchor_digest, cal.params, cal.diagnostics, cal.evaluation, \
      cal.decision, cal.intervals, cal.groups, cal.failure, cal.created_at_ms, cal.judge_version, \
-     cal.fusion, cal.judge_min, cal.judge_max, cal.covariate_layer, act.calibrator_id AS active_id";
+     cal.fusion, cal.judge_min, cal.judge_max, cal.covariate_layer, cal.bare_fit, act.calibrator_id AS active_id";
 
 const VERSION_FROM: &str = "FROM calibrators cal JOIN cells c ON c.id = cal.cell_id \
      LEFT JOIN active_calibrators act ON act.cell_id = cal.cell_id";
@@ -77,6 +77,7 @@ fn version_from_row(row: &AnyRow) -> Result<CalibratorVersion> {
     let judge_version: Option<String> = row.try_get("judge_version")?;
     let fusion: Option<String> = row.try_get("fusion")?;
     let covariate_layer: Option<String> = row.try_get("covariate_layer")?;
+    let bare: Option<String> = row.try_get("bare_fit")?;
     let judge_range = match (
         row.try_get::<Option<f64>, _>("judge_min")?,
         row.try_get::<Option<f64>, _>("judge_max")?,
@@ -114,6 +115,13 @@ fn version_from_row(row: &AnyRow) -> Result<CalibratorVersion> {
             .transpose()?,
         covariate_layer: covariate_layer
             .map(|f| serde_json::from_str(&f).map_err(|_| corrupt("covariate layer")))
+            .transpose()?,
+        bare: bare
+            .map(|b| {
+                BareFit::from_stored(&b)
+                    .map(Box::new)
+                    .map_err(|_| corrupt("bare fit"))
+            })
             .transpose()?,
     })
 }
@@ -351,6 +359,7 @@ impl VersionRows<'_> {
                 fusion: v.fusion.clone(),
                 judge_range: v.judge_range,
                 covariate_layer: v.covariate_layer.clone(),
+                bare: v.bare.clone(),
             });
         }
         if !force && !stored.is_empty() && stored.iter().all(|v| v.failure.is_some()) {
@@ -566,9 +575,9 @@ async fn insert_version(
         "INSERT INTO calibrators (id, cell_id, version, method, job_id, anchor_count,
              anchor_digest, params, diagnostics, evaluation, decision, intervals, passed,
              failure, created_at_ms, groups, judge_version, fusion, judge_min, judge_max,
-             covariate_layer, held_out)
+             covariate_layer, held_out, bare_fit)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
-             $18, $19, $20, $21, $22)",
+             $18, $19, $20, $21, $22, $23)",
     )
     .bind(id)
     .bind(cell_id)
@@ -593,6 +602,13 @@ async fn insert_version(
     .bind(v.judge_range.map(|r| r.max))
     .bind(v.covariate_layer.as_ref().map(to_json).transpose()?)
     .bind(readable(v.held_out.as_ref(), "held-out rows")?)
+    .bind(
+        v.bare
+            .as_ref()
+            .map(|b| b.to_stored())
+            .transpose()
+            .map_err(Error::Internal)?,
+    )
     .execute(&mut **tx)
     .await?;
     Ok((failure, intervals_readable))

@@ -10,7 +10,7 @@
 //! all, is chosen per rubric on held-out error: the candidates are cross-fitted (k folds, each
 //! fold's anchors predicted by the closed-form posterior of the others, `Stats::conjugate`) and
 //! the lowest held-out MAE is served, the judge alone among the candidates unless every
-//! covariate must be kept. Each served covariate reports its coefficient, the reference's
+//! covariate must be kept, and fewer inputs wherever they come within 1% of it (`KEEP_GAIN`). Each served covariate reports its coefficient, the reference's
 //! change per standard deviation of its transformed value at a fixed judge score, with its 95%
 //! credible interval: a judge that rewards length has a negative one (a longer answer of the
 //! same judge score is worth less to people).
@@ -18,17 +18,28 @@
 use nalgebra::DVector;
 use serde::{Deserialize, Serialize};
 
+mod columns;
+pub mod deciles;
+use columns::{candidates_of, full_columns};
+pub use deciles::{Deciles, Misfit};
+
 use crate::bayes::{EXTENSIONS, FitOptions, extended};
 use crate::corrector::{Run, folds};
 use crate::panel::{MemberWeight, StackFit, StackOptions, StackPosterior, StackPriors, Stats, fit};
 
 /// How a covariate's raw value becomes its input, before it is standardised.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Transform {
     Identity,
     /// The natural logarithm: only where every anchor's value is positive.
     Log,
+    /// How far the logarithm lies past `knot` (0 below it): beside the log and the other
+    /// knots, a piecewise-linear term in log length, which bends where a judge starts (or
+    /// stops) rewarding length.
+    Hinge {
+        knot: f64,
+    },
 }
 
 impl Transform {
@@ -36,6 +47,9 @@ impl Transform {
         match self {
             Transform::Identity => x.is_finite().then_some(x),
             Transform::Log => (x > 0.0 && x.is_finite()).then(|| x.ln()),
+            Transform::Hinge { knot } => {
+                (x > 0.0 && x.is_finite()).then(|| (x.ln() - knot).max(0.0))
+            }
         }
     }
 }
@@ -89,11 +103,12 @@ impl Input {
         }
     }
 
-    /// `length` or `log(length)`.
+    /// `length`, `log(length)` or `log(length)>6.2` (the hinge past its knot).
     pub fn label(&self) -> String {
         match self.transform {
             Transform::Identity => self.name.clone(),
             Transform::Log => format!("log({})", self.name),
+            Transform::Hinge { knot } => format!("log({})>{knot:.3}", self.name),
         }
     }
 }
@@ -157,7 +172,8 @@ pub struct Layer {
     /// The judge score's weight.
     pub judge: MemberWeight,
     pub coefficients: Vec<Coefficient>,
-    /// Every candidate's held-out figures; the served one has the lowest MAE.
+    /// Every candidate's held-out figures; the served one has the lowest MAE, or the fewest
+    /// inputs within `KEEP_GAIN` of it.
     pub considered: Vec<ConsideredInputs>,
     /// The anchors as a corrector behind the layer sees them: (cross-fitted fused score,
     /// reference), in item order.
@@ -166,6 +182,10 @@ pub struct Layer {
     /// coefficients are pinned down best.
     #[serde(default)]
     pub centre: Vec<f64>,
+    /// Each served covariate's held-out residuals by decile (empty in versions trained before
+    /// they were kept): what a run whose items lie where the fit is off inherits.
+    #[serde(default)]
+    pub deciles: Vec<Deciles>,
 }
 
 impl Layer {
@@ -223,6 +243,12 @@ impl Layer {
         };
         let d = DVector::from_iterator(p, mean_row.iter().zip(&self.centre).map(|(a, b)| a - b));
         (chol.l().transpose() * d).iter().copied().collect()
+    }
+
+    /// The bias a run inherits where its items (`values(name)`: each item's raw value of
+    /// covariate `name`) lie where the layer's held-out residuals sit clearly off zero.
+    pub fn misfit(&self, values: &dyn Fn(&str) -> Vec<f64>) -> Option<Misfit> {
+        deciles::misfit(&self.deciles, values)
     }
 
     /// The fused score with the stacking posterior's own 95% credible and predictive
@@ -325,17 +351,8 @@ pub fn fit_layer(
         columns,
     };
     let held = design.cross_fit(opts, run)?;
-    // Per rubric, the candidate with the lowest held-out MAE (the first, fewer inputs, on a
-    // tie).
     let figures = design.considered(&held);
-    let served: Vec<usize> = figures
-        .iter()
-        .map(|f| {
-            (0..f.len())
-                .min_by(|&a, &b| f[a].mae.total_cmp(&f[b].mae))
-                .unwrap_or(0)
-        })
-        .collect();
+    let served: Vec<usize> = figures.iter().map(|f| served_candidate(f)).collect();
     let fits = design.fit_served(&served, opts, run)?;
     Ok((0..design.rows.len())
         .map(|r| {
@@ -344,9 +361,51 @@ pub fn fit_layer(
                 .iter()
                 .find(|(c, _)| *c == ci)
                 .expect("every served candidate was fitted");
-            design.layer(r, ci, &fitted.rubrics[r], figures[r].clone(), &held[ci][r])
+            let mut layer =
+                design.layer(r, ci, &fitted.rubrics[r], figures[r].clone(), &held[ci][r]);
+            layer.deciles = residual_deciles(&layer, &cells[r], names);
+            layer
         })
         .collect())
+}
+
+/// Each served covariate's held-out residuals by decile of its raw values over `rows` (the
+/// layer's anchors, in the same order).
+fn residual_deciles(layer: &Layer, rows: &[Row], names: &[String]) -> Vec<Deciles> {
+    let residuals: Vec<f64> = layer.anchors.iter().map(|(s, y)| y - s).collect();
+    let mut out: Vec<Deciles> = Vec::new();
+    for input in &layer.inputs {
+        let Some(c) = names.iter().position(|n| *n == input.name) else {
+            continue;
+        };
+        if out.iter().any(|d| d.name == input.name) {
+            continue;
+        }
+        let values: Vec<f64> = rows.iter().map(|r| r.covariates[c]).collect();
+        out.extend(Deciles::of(&input.name, &values, &residuals));
+    }
+    out
+}
+
+/// A covariate is kept only where it lowers held-out MAE by more than this share: a covariate
+/// the judge ignores lowers it by chance only (by about 1/n), and would make every item sent
+/// without it a second-best answer.
+pub const KEEP_GAIN: f64 = 0.01;
+
+/// The candidate served: the fewest inputs among those within `KEEP_GAIN` of the lowest
+/// held-out MAE, the lowest of those (the first on a tie).
+fn served_candidate(figures: &[ConsideredInputs]) -> usize {
+    let best = figures.iter().map(|f| f.mae).fold(f64::INFINITY, f64::min);
+    (0..figures.len())
+        .filter(|&c| figures[c].mae <= best * (1.0 + KEEP_GAIN))
+        .min_by(|&a, &b| {
+            figures[a]
+                .inputs
+                .len()
+                .cmp(&figures[b].inputs.len())
+                .then(figures[a].mae.total_cmp(&figures[b].mae))
+        })
+        .unwrap_or(0)
 }
 
 /// Every anchor has `k` covariates and every value is finite.
@@ -373,70 +432,6 @@ fn check_rows(cells: &[Vec<Row>], k: usize) -> Result<(), String> {
     Ok(())
 }
 
-/// The full design's columns: the judge, then every covariate under every transform its
-/// anchors allow, standardised over all anchors; with, per covariate, its columns' indices.
-fn full_columns(
-    cells: &[Vec<Row>],
-    names: &[String],
-) -> Result<(Vec<Column>, Vec<Vec<usize>>), String> {
-    let mut columns = vec![Column::Judge];
-    let mut options: Vec<Vec<usize>> = Vec::with_capacity(names.len());
-    for (c, name) in names.iter().enumerate() {
-        let mut these = Vec::new();
-        for transform in [Transform::Identity, Transform::Log] {
-            let values: Option<Vec<f64>> = cells
-                .iter()
-                .flatten()
-                .map(|row| transform.apply(row.covariates[c]))
-                .collect();
-            let Some(values) = values else { continue };
-            let n = values.len() as f64;
-            let centre = values.iter().sum::<f64>() / n;
-            let var = values.iter().map(|v| (v - centre).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
-            if var.is_nan() || var <= 0.0 {
-                return Err(format!(
-                    "covariate {name} takes one value on every anchor; it cannot be fitted"
-                ));
-            }
-            let raw = cells.iter().flatten().map(|row| row.covariates[c]);
-            let range = raw.fold([f64::INFINITY, f64::NEG_INFINITY], |[lo, hi], x| {
-                [lo.min(x), hi.max(x)]
-            });
-            these.push(columns.len());
-            columns.push(Column::Covariate(Input {
-                name: name.clone(),
-                transform,
-                centre,
-                scale: var.sqrt(),
-                range: Some(range),
-            }));
-        }
-        options.push(these);
-    }
-    Ok((columns, options))
-}
-
-/// Candidates: for each covariate one of its transforms (or, unless all are kept, none); each
-/// a list of member indices (0 the judge) in column order.
-fn candidates_of(options: &[Vec<usize>], keep_all: bool) -> Vec<Vec<usize>> {
-    let mut candidates: Vec<Vec<usize>> = vec![vec![0]];
-    for these in options {
-        let mut next = Vec::new();
-        for cand in &candidates {
-            if !keep_all {
-                next.push(cand.clone());
-            }
-            for &col in these {
-                let mut with = cand.clone();
-                with.push(col);
-                next.push(with);
-            }
-        }
-        candidates = next;
-    }
-    candidates
-}
-
 /// The full design of a judge's rubrics and the candidate subsets of its columns.
 struct Design {
     columns: Vec<Column>,
@@ -460,6 +455,26 @@ impl Design {
             .map(|(r, c)| folds(c.len(), opts.folds, opts.sampler.seed ^ (r as u64 + 1)))
             .collect();
         let cv = run.part(0.0, 0.3);
+        // Each fold's complement's statistics over the full design, once: a candidate selects
+        // its columns from them.
+        let fold_stats: Vec<Vec<Stats>> = self
+            .rows
+            .iter()
+            .zip(&fold_of)
+            .map(|(cell, fold)| {
+                (0..opts.folds)
+                    .map(|f| {
+                        Stats::of(
+                            m + 1,
+                            cell.iter()
+                                .zip(fold)
+                                .filter(|(_, g)| **g != f)
+                                .map(|((x, y), _)| (x.as_slice(), *y)),
+                        )
+                    })
+                    .collect()
+            })
+            .collect();
         let mut held: Vec<Vec<Vec<f64>>> = Vec::with_capacity(self.candidates.len());
         for (ci, cand) in self.candidates.iter().enumerate() {
             if run.cancelled() {
@@ -468,17 +483,10 @@ impl Design {
             let chosen = self.chosen(cand);
             let prior = priors(&chosen);
             let mut per_rubric = Vec::with_capacity(self.rows.len());
-            for (cell, fold) in self.rows.iter().zip(&fold_of) {
+            for ((cell, fold), complement) in self.rows.iter().zip(&fold_of).zip(&fold_stats) {
                 let mut out = vec![f64::NAN; cell.len()];
-                for f in 0..opts.folds {
-                    let stats = Stats::of(
-                        m + 1,
-                        cell.iter()
-                            .zip(fold)
-                            .filter(|(_, g)| **g != f)
-                            .map(|((x, y), _)| (x.as_slice(), *y)),
-                    )
-                    .select(cand);
+                for (f, all) in complement.iter().enumerate() {
+                    let stats = all.select(cand);
                     let Some((mean, _, _)) = stats.conjugate(&prior.mean, &prior.sd) else {
                         return Err(format!(
                             "the inputs {} are collinear on the anchors",
@@ -629,6 +637,7 @@ impl Design {
             considered,
             anchors: held.iter().zip(rows).map(|(&s, (_, y))| (s, *y)).collect(),
             centre,
+            deciles: Vec::new(),
         }
     }
 }
@@ -710,7 +719,9 @@ mod tests {
         // The log is served: the judge is biased in log length, not in raw tokens.
         assert_eq!(layer.inputs.len(), 1, "{:?}", layer.considered);
         assert_eq!(layer.inputs[0].transform, Transform::Log);
-        assert_eq!(layer.considered.len(), 3);
+        // The judge alone; raw; logged; logged with hinges at the quartiles, or at five
+        // quantiles.
+        assert_eq!(layer.considered.len(), 5);
         let c = &layer.coefficients[0];
         let scale = layer.inputs[0].scale;
         let (lo, hi) = (c.per_sd_lo / scale, c.per_sd_hi / scale);
@@ -755,6 +766,58 @@ mod tests {
             .count() as f64
             / fresh.len() as f64;
         assert!((0.93..=0.97).contains(&inside), "{inside}");
+    }
+
+    /// The judge rewards length only past the median: j = y + 2·0.4·0.8·max(0, z) + ε.
+    fn hinged(rng: &mut Rng, n: usize, shift: f64) -> Vec<Row> {
+        (0..n)
+            .map(|_| {
+                let z = shift + standard_normal(rng) * if shift == 0.0 { 1.0 } else { 0.5 };
+                let y = 3.0 + 0.8 * standard_normal(rng);
+                Row {
+                    score: y + 0.64 * z.max(0.0) + 0.3 * standard_normal(rng),
+                    covariates: vec![(6.0 + 0.6 * z).exp()],
+                    reference: y,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_reward_past_the_median_is_served_a_bend_and_long_items_are_read_without_bias() {
+        let mut rng = Rng::seed_from_u64(8);
+        let anchors = hinged(&mut rng, 1000, 0.0);
+        let layer = fit_one(&anchors, false, 8).unwrap();
+        // The log with its three hinges: the line in log length alone misses the bend.
+        assert_eq!(layer.inputs.len(), 4, "{:?}", layer.considered);
+        assert!(
+            layer.inputs[1..]
+                .iter()
+                .all(|i| matches!(i.transform, Transform::Hinge { .. }))
+        );
+        let line = layer
+            .considered
+            .iter()
+            .find(|c| c.inputs == ["log(length)"])
+            .unwrap();
+        let bent = layer
+            .considered
+            .iter()
+            .find(|c| c.inputs.len() == 4)
+            .unwrap();
+        assert!(bent.mae < 0.97 * line.mae, "{:?}", layer.considered);
+        // Long items (z ~ N(1, 0.5²)): their mean layer score sits on their mean reference,
+        // and the residual check finds nothing to add.
+        let long = hinged(&mut rng, 4000, 1.0);
+        let error: f64 = long
+            .iter()
+            .map(|r| layer.fuse(r.score, &|_| Some(r.covariates[0])).unwrap() - r.reference)
+            .sum::<f64>()
+            / long.len() as f64;
+        assert!(error.abs() < 0.03, "{error}");
+        assert_eq!(layer.deciles.len(), 1);
+        let lengths: Vec<f64> = long[..300].iter().map(|r| r.covariates[0]).collect();
+        assert!(layer.misfit(&|_| lengths.clone()).is_none());
     }
 
     #[test]

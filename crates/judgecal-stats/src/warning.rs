@@ -23,6 +23,12 @@ pub enum Code {
     CovariateOutsideAnchors,
     /// Covariates the version does not read were sent and not used.
     CovariatesUnused,
+    /// A version whose layer reads covariates got items without them: they were corrected by
+    /// the same training's fit of the judge score alone.
+    CovariatesMissing,
+    /// A run's items lie where the covariate layer's held-out residuals by decile sit off zero:
+    /// the bias was added to the interval.
+    CovariateMisfit,
     /// Every item was read at held covariates (`hold`).
     CovariatesHeld,
     /// Items of a panel lacked a member the version reads.
@@ -34,7 +40,7 @@ pub enum Code {
     /// Many of a run's judge scores lie where the anchors are thin.
     SparseAnchors,
     /// Items with repeats were read at one-score equivalents beyond the anchors' judge scores
-    /// through a curved corrector.
+    /// through a curved corrector, or corrected past the scale's ends through a line.
     RepeatsBeyondAnchors,
     /// The corrector's own uncertainty was left out of an interval.
     CorrectorOmitted,
@@ -87,12 +93,14 @@ impl Code {
 
 /// Every code with its wire name, for the docs' table and its test (which also holds it equal
 /// to the enum's schema in the OpenAPI document).
-pub const CODES: [(Code, &str); 28] = [
+pub const CODES: [(Code, &str); 30] = [
     (Code::JudgeVersionMismatch, "judge_version_mismatch"),
     (Code::MemberVersionMismatch, "member_version_mismatch"),
     (Code::OutsideAnchors, "outside_anchors"),
     (Code::CovariateOutsideAnchors, "covariate_outside_anchors"),
     (Code::CovariatesUnused, "covariates_unused"),
+    (Code::CovariatesMissing, "covariates_missing"),
+    (Code::CovariateMisfit, "covariate_misfit"),
     (Code::CovariatesHeld, "covariates_held"),
     (Code::MembersMissing, "members_missing"),
     (Code::NewGroup, "new_group"),

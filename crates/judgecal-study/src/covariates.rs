@@ -131,8 +131,10 @@ pub(crate) fn least_squares(rows: &[(Vec<f64>, f64)]) -> [f64; 3] {
 pub struct Outcome {
     pub design: String,
     pub replications: usize,
-    /// Replications that served log length, length, or the judge alone.
+    /// Replications that served log length, a piecewise-linear term in it (hinges at its
+    /// quartiles), length, or the judge alone.
     pub served_log: usize,
+    pub served_spline: usize,
     pub served_raw: usize,
     pub served_none: usize,
     /// How often the served coefficient's interval covered its truth (the log length's or the
@@ -177,10 +179,15 @@ fn coefficient_covers(
     } else {
         Some(layer.clone())
     }?;
+    // A piecewise-linear term has no one coefficient to hold to the truth.
+    if kept.inputs.len() != 1 {
+        return None;
+    }
     let (input, c) = (&kept.inputs[0], &kept.coefficients[0]);
     let target = match input.transform {
         Transform::Log => truth,
         Transform::Identity => truth_raw,
+        Transform::Hinge { .. } => return None,
     };
     Some((c.per_sd_lo / input.scale..=c.per_sd_hi / input.scale).contains(&target))
 }
@@ -246,7 +253,7 @@ pub fn run(
     let truth = design.truth(seed);
     let truth_raw = design.truth_raw(seed);
     let names = vec!["length".to_owned()];
-    let (mut served_log, mut served_raw, mut served_none) = (0, 0, 0);
+    let (mut served_log, mut served_spline, mut served_raw, mut served_none) = (0, 0, 0, 0);
     let (mut covered, mut counted) = (0, 0);
     let (mut mae_with, mut mae_without) = (Vec::new(), Vec::new());
     let (mut inside, mut fresh_items) = (0usize, 0usize);
@@ -277,9 +284,10 @@ pub fn run(
         };
         let layer = &layers[0];
         match layer.inputs.first().map(|i| i.transform) {
+            Some(Transform::Log) if layer.inputs.len() > 1 => served_spline += 1,
             Some(Transform::Log) => served_log += 1,
             Some(Transform::Identity) => served_raw += 1,
-            None => served_none += 1,
+            Some(Transform::Hinge { .. }) | None => served_none += 1,
         }
         // The coefficient's interval against its truth, the length kept where `auto` left it
         // out.
@@ -298,6 +306,7 @@ pub fn run(
         design: design.label(),
         replications,
         served_log,
+        served_spline,
         served_raw,
         served_none,
         covered,
@@ -330,16 +339,17 @@ pub fn designs() -> Vec<CovariateDesign> {
 /// The Markdown table of the outcomes.
 pub fn table(rows: &[Outcome]) -> String {
     let mut out = String::from(
-        "| design | served: log / raw / none | coefficient covers its truth | truth (per unit of log length) | fresh MAE with / without | MAE change | 95% band covers |\n|---|---|---:|---:|---|---:|---:|\n",
+        "| design | served: log / spline / raw / none | coefficient covers its truth | truth (per unit of log length) | fresh MAE with / without | MAE change | 95% band covers |\n|---|---|---:|---:|---|---:|---:|\n",
     );
     for r in rows {
         let coverage = r
             .coverage()
             .map_or("—".to_owned(), |c| format!("{:.1}%", 100.0 * c));
         out.push_str(&format!(
-            "| {} | {} / {} / {} | {} | {:+.4} | {:.4} / {:.4} | {:+.1}% | {:.1}% |\n",
+            "| {} | {} / {} / {} / {} | {} | {:+.4} | {:.4} / {:.4} | {:+.1}% | {:.1}% |\n",
             r.design,
             r.served_log,
+            r.served_spline,
             r.served_raw,
             r.served_none,
             coverage,

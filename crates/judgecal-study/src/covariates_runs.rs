@@ -22,7 +22,7 @@
 //! It is measured where the judge's bias is the same for every system.
 
 use judgecal_stats::bayes::FitOptions;
-use judgecal_stats::covariates::{Layer, LayerOptions, Row, fit_layer};
+use judgecal_stats::covariates::{Layer, LayerOptions, Misfit, Row, fit_layer};
 use judgecal_stats::rng::{Rng, RngExt, SeedableRng};
 use judgecal_stats::runlevel::{self, AnswerSettings, Basis, RunItems};
 use judgecal_stats::stats::{mean, standard_normal};
@@ -47,6 +47,29 @@ pub struct CovariateWorld {
     pub skewed: bool,
     /// Systems the judge favours differently (sd 0.2 of a judge-score shift); 0: none named.
     pub systems: usize,
+    /// How the judge's reward grows with log length.
+    pub shape: Shape,
+}
+
+/// The shape of the judge's reward in z, the standardised log length: `bias`·0.8·f(z).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// f(z) = z.
+    Linear,
+    /// f(z) = 2·max(0, z): no reward below the median length, twice the slope above it.
+    Hinge,
+    /// f(z) = 2·tanh(z): the reward levels off for the longest answers.
+    Saturating,
+}
+
+impl Shape {
+    fn reward(self, z: f64) -> f64 {
+        match self {
+            Shape::Linear => z,
+            Shape::Hinge => 2.0 * z.max(0.0),
+            Shape::Saturating => 2.0 * z.tanh(),
+        }
+    }
 }
 
 /// The study's worlds.
@@ -58,6 +81,7 @@ pub fn worlds() -> Vec<CovariateWorld> {
         bias: 0.5,
         skewed: false,
         systems: 0,
+        shape: Shape::Linear,
     };
     vec![
         base,
@@ -81,6 +105,16 @@ pub fn worlds() -> Vec<CovariateWorld> {
             systems: SYSTEMS,
             ..base
         },
+        CovariateWorld {
+            name: "hinge: length rewarded only past the median",
+            shape: Shape::Hinge,
+            ..base
+        },
+        CovariateWorld {
+            name: "saturating: the reward levels off (tanh)",
+            shape: Shape::Saturating,
+            ..base
+        },
     ]
 }
 
@@ -89,8 +123,11 @@ impl CovariateWorld {
     /// judge score, reference).
     fn item(&self, z: f64, effect: f64, rng: &mut Rng) -> (f64, f64, f64) {
         let q = 3.0 + 0.8 * (RHO * z + (1.0 - RHO * RHO).sqrt() * standard_normal(rng));
-        let judge =
-            0.5 + self.slope * q + self.bias * 0.8 * z + 0.24 * standard_normal(rng) + effect;
+        let judge = 0.5
+            + self.slope * q
+            + self.bias * 0.8 * self.shape.reward(z)
+            + 0.24 * standard_normal(rng)
+            + effect;
         let reference = if self.skewed {
             (q + 1.0).round().clamp(1.0, 5.0)
         } else {
@@ -133,6 +170,10 @@ pub struct RunOutcome {
     pub judge_only_error: f64,
     /// Mean half-width of the own estimate's interval.
     pub own_half_width: f64,
+    /// Long runs whose own reading the residual check widened.
+    pub misfit: usize,
+    /// Replications whose layer served a piecewise-linear term (hinges in log length).
+    pub spline: usize,
 }
 
 fn rate((inside, n): (usize, usize)) -> String {
@@ -250,6 +291,8 @@ fn replicate(
         (0, 0)
     };
     let long = served.draw_run(a, 1.0, &mut rng)?;
+    out.misfit += usize::from(long.misfit);
+    out.spline += usize::from(layer.inputs.len() > 1);
     let covers = |(lo, hi): (f64, f64), t: f64| usize::from(lo <= t && t <= hi);
     let e = runlevel::estimate(basis, &long.own, &settings)?;
     out.own.0 += covers(e.mean.interval, long.truth);
@@ -258,7 +301,8 @@ fn replicate(
     errors
         .widths
         .push((e.mean.interval.1 - e.mean.interval.0) / 2.0);
-    if world.systems == 0 {
+    // The held target is the linear projection's: only where the reward is linear.
+    if world.systems == 0 && world.shape == Shape::Linear {
         let e = runlevel::estimate(basis, &long.held, &settings)?;
         out.held.0 += covers(e.mean.interval, long.held_truth);
         out.held.1 += 1;
@@ -282,6 +326,8 @@ fn replicate(
 /// A run as the study reads it: its items at their own lengths, at the median length, by the
 /// judge alone; its mean reference; the held target.
 struct RunDraw {
+    /// The residual check flagged the run's own reading.
+    misfit: bool,
     own: RunItems,
     held: RunItems,
     raw: RunItems,
@@ -313,6 +359,7 @@ impl Served<'_> {
                 .for_each(|(s, v)| *s += v / RUN as f64);
         };
         let median = LOG_MEAN.exp();
+        let mut lengths = Vec::with_capacity(RUN);
         for _ in 0..RUN {
             let (l, j, y) =
                 self.world
@@ -329,20 +376,26 @@ impl Served<'_> {
                 layer.design(j, &at(median)).map_err(|e| e.to_string())?,
             );
             raw.push(j);
+            lengths.push(l);
             ys.push(y);
             targets.push(projection[0] + projection[1] * j + projection[2] * LOG_MEAN);
         }
-        // As the service reads them: with the layer's coefficient error on the run's mean.
-        let items = |scores, row: &[f64], conditional| RunItems {
+        // As the service reads them: with the layer's coefficient error on the run's mean, and
+        // its misfit where the items lie where the held-out residuals are off.
+        let own_misfit = layer.misfit(&|_| lengths.clone());
+        let held_misfit = layer.misfit(&|_| vec![median; RUN]);
+        let items = |scores, row: &[f64], conditional, misfit: &Option<Misfit>| RunItems {
             scores,
             group: self.world.group(s),
             input_loading: layer.loading(row),
+            misfit_variance: misfit.as_ref().map_or(0.0, Misfit::variance),
             conditional,
             ..RunItems::default()
         };
         Ok(RunDraw {
-            own: items(own, &own_row, false),
-            held: items(held, &held_row, true),
+            own: items(own, &own_row, false, &own_misfit),
+            held: items(held, &held_row, true, &held_misfit),
+            misfit: own_misfit.is_some(),
             raw: RunItems {
                 scores: raw,
                 group: self.world.group(s),
@@ -357,11 +410,11 @@ impl Served<'_> {
 /// The Markdown table of the outcomes.
 pub fn table(rows: &[RunOutcome]) -> String {
     let mut out = String::from(
-        "| world | replications | own estimate covers | length held covers | compare (long − short) covers | judge alone covers | mean error: own / judge alone | own half-width |\n|---|---:|---:|---:|---:|---:|---|---:|\n",
+        "| world | replications | own estimate covers | length held covers | compare (long − short) covers | judge alone covers | mean error: own / judge alone | own half-width | spline served | check widened |\n|---|---:|---:|---:|---:|---:|---|---:|---:|---:|\n",
     );
     for r in rows {
         out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {:+.3} / {:+.3} | {:.3} |\n",
+            "| {} | {} | {} | {} | {} | {} | {:+.3} / {:+.3} | {:.3} | {} | {} |\n",
             r.world,
             r.replications,
             rate(r.own),
@@ -370,7 +423,9 @@ pub fn table(rows: &[RunOutcome]) -> String {
             rate(r.judge_only),
             r.own_error,
             r.judge_only_error,
-            r.own_half_width
+            r.own_half_width,
+            r.spline,
+            r.misfit
         ));
     }
     out

@@ -517,6 +517,7 @@ fn runs(w: &GridWorld, biases: &[f64], rng: &mut Rng) -> (RunItems, RunItems, Ve
         noise_ratio: None,
         given_scores: None,
         centre_variance: 0.0,
+        misfit_variance: 0.0,
         conditional: false,
     };
     (items(&j_a, &y_a, g_a), items(&j_b, &y_b, g_b), y_a, y_b)

@@ -3,14 +3,14 @@
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use judgecal_stats::covariates::Layer;
+use judgecal_stats::covariates::{Layer, Transform};
 
 /// How a version trained with covariates reads an item: the reference's posterior mean at the
 /// judge score and the covariates it kept (the layer's score), which its corrector then reads.
 /// Every held-out figure of the version is of that two-step correction.
 #[derive(Serialize, ToSchema)]
 pub struct CovariateLayerDto {
-    /// The covariates kept, each with its transform (`identity` or `log`) and the anchors'
+    /// The covariates kept, each with its transform (`identity`, `log`, `hinge`) and the anchors'
     /// mean and sd of the transformed value, which standardise it. Empty where none lowered
     /// held-out error: the layer is then a linear map of the judge score alone.
     pub inputs: Vec<CovariateInputDto>,
@@ -25,15 +25,21 @@ pub struct CovariateLayerDto {
     /// one: a longer answer of the same judge score is worth less to people.
     pub coefficients: Vec<CoefficientDto>,
     /// The candidates compared per rubric on cross-fitted anchors (5 folds): the judge alone
-    /// and each covariate absent, raw or logged; the lowest held-out MAE is served.
+    /// and each covariate absent, raw, logged, or logged with hinges at the log's quartiles
+    /// or at five of its quantiles (piecewise linear); of those within 1% of the lowest
+    /// held-out MAE, the one with the fewest inputs is served.
     pub considered: Vec<ConsideredDto>,
 }
 
 #[derive(Serialize, ToSchema)]
 pub struct CovariateInputDto {
     pub name: String,
-    /// `identity` or `log`.
+    /// `identity`, `log`, or `hinge`: how far the log lies past `knot` (0 below it), which
+    /// beside the log and the other knots makes a piecewise-linear term in the log.
     pub transform: String,
+    /// A hinge's knot, in log units (a quantile of the anchors' log values).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub knot: Option<f64>,
     pub centre: f64,
     pub scale: f64,
     /// The anchors' smallest and largest raw value: a request's value outside it is corrected
@@ -70,10 +76,15 @@ impl From<Layer> for CovariateLayerDto {
                 .into_iter()
                 .map(|i| CovariateInputDto {
                     transform: match i.transform {
-                        judgecal_stats::covariates::Transform::Identity => "identity",
-                        judgecal_stats::covariates::Transform::Log => "log",
+                        Transform::Identity => "identity",
+                        Transform::Log => "log",
+                        Transform::Hinge { .. } => "hinge",
                     }
                     .to_owned(),
+                    knot: match i.transform {
+                        Transform::Hinge { knot } => Some(knot),
+                        _ => None,
+                    },
                     name: i.name,
                     centre: i.centre,
                     scale: i.scale,

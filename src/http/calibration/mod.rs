@@ -82,7 +82,7 @@ pub async fn train(
         .member_versions
         .map(training::parse_member_versions)
         .transpose();
-    let covariates = training::parse_covariate_names(body.covariates.as_deref().unwrap_or(&[]));
+    let covariates = training::parse_covariate_choice(body.covariates.as_deref());
     let request = match (request, members, covariates) {
         (Ok(r), Ok(m), Ok(c)) => Ok(TrainingRequest {
             member_versions: m.unwrap_or_default(),

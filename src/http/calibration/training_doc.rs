@@ -48,8 +48,8 @@ fn request_schema() -> Value {
         "additionalProperties": crate::http::schema::judge_version(),
     });
     let covariates = json!({
-        "type": ["array", "null"], "maxItems": crate::domain::covariates::MAX_PER_ROW,
-        "description": "Covariates the anchors carry (their `covariates`) to fit beside the judge score, e.g. [\"length\"]. Each enters raw or logged, and only where it lowers held-out error in the rubric (the version's `covariates` report lists what was tried, the coefficients and their intervals); the corrector is then trained on the layer's score. Every anchor fitted must carry each one named. A version trained with covariates corrects /v1/correct items that give them ({\"score\", \"covariates\"}).",
+        "type": ["array", "null"], "maxItems": crate::domain::covariates::MAX_FITTED,
+        "description": "Covariates the anchors carry (their `covariates`) to consider beside the judge score, e.g. [\"length\"]. Left out, the training considers those every anchor of the judge's fitted cells carries (the first 4 by name); `[]` fits the judge score alone. Each enters raw, logged or piecewise linear in its log, and only where it lowers held-out error in the rubric by more than 1% (the version's `covariates` report lists what was tried, the coefficients and their intervals); the corrector is then trained on the layer's score. Every anchor fitted must carry each one named. Where an unnamed covariate is kept in no rubric the version reads the judge score alone. A version whose layer reads a covariate corrects items that give it ({\"score\", \"covariates\"}); items sent without covariates are corrected by the same training's judge-score-only fit, warned `covariates_missing`.",
         "items": crate::http::schema::name_json(),
     });
     // Each alternative, its method and its options are titled (`BayesTraining`,

@@ -392,7 +392,7 @@ impl Pairwise<'_> {
                 ),
             ));
         }
-        if !request.covariates.is_empty() {
+        if !request.covariates.named().is_empty() {
             problems.push(Problem::at(
                 None,
                 "covariates",

@@ -95,7 +95,12 @@ async fn a_length_biased_judge_is_corrected_at_each_items_length(backend: Backen
     );
 
     // Without covariates (version 1), then with them (version 2).
-    trained(&app, "j", json!({"method": "bayes", "options": quick()})).await;
+    trained(
+        &app,
+        "j",
+        json!({"method": "bayes", "covariates": [], "options": quick()}),
+    )
+    .await;
     trained(
         &app,
         "j",
@@ -235,8 +240,8 @@ async fn a_length_biased_judge_is_corrected_at_each_items_length(backend: Backen
     assert_eq!(coverage["checked"], 39, "{}", res.body);
     assert!(coverage["share"].as_f64().unwrap() > 0.8, "{coverage}");
 
-    // Items without the covariate, or with a length its log cannot take, are refused by row
-    // and field; so are bare scores.
+    // Items without the covariate among items with it, or with a length its log cannot take,
+    // are refused by row and field.
     let res = correct(
         &app,
         json!({"judge": "j", "rubric": "r1", "items": [at(300.0), {"score": 3.0}, at(0.0)]}),
@@ -249,16 +254,26 @@ async fn a_length_biased_judge_is_corrected_at_each_items_length(backend: Backen
         "{}",
         res.body
     );
-    let res = correct(&app, json!({"judge": "j", "rubric": "r1", "scores": [3.0]})).await;
-    let details = assert_error(&res, 422, "invalid_input");
-    assert!(
-        details[0]["problem"]
-            .as_str()
-            .unwrap()
-            .contains("\"covariates\""),
+    // Bare scores are answered by the same training's judge-score-only fit: the same bayes
+    // fit of the same anchors as version 1, warned `covariates_missing`.
+    let bare = correct(
+        &app,
+        json!({"judge": "j", "rubric": "r1", "scores": [3.0, 4.0]}),
+    )
+    .await;
+    assert_eq!(bare.status, 200, "{}", bare.body);
+    assert_eq!(bare.body["version"], 2, "{}", bare.body);
+    assert_eq!(
+        bare.body["warnings"][0]["code"], "covariates_missing",
         "{}",
-        res.body
+        bare.body
     );
+    let alone = correct(
+        &app,
+        json!({"judge": "j", "rubric": "r1", "version": 1, "scores": [3.0, 4.0]}),
+    )
+    .await;
+    assert_eq!(bare.body["results"], alone.body["results"]);
 
     // Run-level: a run of long answers. The judge-only version reads their inflated scores as
     // better; the covariate version at each item's own length estimates what people would
@@ -339,16 +354,22 @@ async fn a_length_biased_judge_is_corrected_at_each_items_length(backend: Backen
     )
     .await;
     assert!((bare - e).abs() < 1e-9, "{bare} against {e}");
-    // Without them and without `hold`, refused naming the items.
-    let res = app
-        .json(
-            "POST",
-            "/v1/estimate",
-            &json!({"judge": "j", "rubric": "r1", "scores": [3.0, 3.5]}),
-        )
-        .await;
-    let details = assert_error(&res, 422, "invalid_input");
-    assert_eq!(details[0]["field"], "items", "{}", res.body);
+    // Without them and without `hold`, read by the judge-score-only fit, as version 1 reads
+    // them, and said.
+    let (bare, _, body) = estimate(
+        json!({"judge": "j", "rubric": "r1", "scores": run.iter().map(|it| it.judge).collect::<Vec<_>>()}),
+    )
+    .await;
+    assert!(
+        (bare - judge_only).abs() < 1e-9,
+        "{bare} against {judge_only}"
+    );
+    assert!(
+        body["warnings"]
+            .as_array()
+            .is_some_and(|w| w.iter().any(|w| w["code"] == "covariates_missing")),
+        "{body}"
+    );
     // A comparison of two runs at their own lengths: long answers are not better by length.
     let short: Vec<Item> = (0..300).map(|_| item_at(&mut rng, -1.5)).collect();
     let short_items: Vec<Value> = short

@@ -4,6 +4,7 @@
 mod agreement;
 mod assumptions;
 mod covariates;
+mod covariates_default;
 mod coverage;
 mod estimates;
 mod jobs;

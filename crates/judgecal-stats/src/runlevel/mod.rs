@@ -72,6 +72,10 @@ pub struct RunItems {
     /// around their system's anchor mean share that mean's error
     /// (`repeats::SystemJudge::centre_variance`). 0: none.
     pub centre_variance: f64,
+    /// A run read through a covariate layer whose held-out residuals sit clearly off zero in
+    /// the deciles its items lie in (`covariates::Misfit`): the bias's square, which widens
+    /// its interval by about the bias. 0: none.
+    pub misfit_variance: f64,
     /// The answer is the mean over the items of the reference expected at their inputs (a
     /// covariate held at a fixed value: no item has that reference), not the mean of their
     /// references: the references' noise around it is no part of its error.
@@ -86,11 +90,14 @@ impl RunItems {
         }
     }
 
-    /// What the items' extra noise, the input layer's coefficients and the repeats' centre add
-    /// to the variance of the run's mean.
+    /// What the items' extra noise, the input layer's coefficients and its misfit, and the
+    /// repeats' centre add to the variance of the run's mean.
     pub fn extra_sampling(&self) -> f64 {
         let n = self.scores.len().max(1) as f64;
-        self.extra_noise.max(0.0) / (n * n) + self.input_variance() + self.centre_variance.max(0.0)
+        self.extra_noise.max(0.0) / (n * n)
+            + self.input_variance()
+            + self.centre_variance.max(0.0)
+            + self.misfit_variance.max(0.0)
     }
 
     /// The input layer's share of the run mean's variance, |u|².

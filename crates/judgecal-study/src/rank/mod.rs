@@ -290,6 +290,7 @@ pub fn with_labels(
                 noise_ratio: None,
                 given_scores: None,
                 centre_variance: 0.0,
+                misfit_variance: 0.0,
                 conditional: false,
             }
         })
