@@ -10,10 +10,10 @@ use std::sync::Arc;
 
 use super::versions::Loaded;
 use crate::domain::Problem;
+use crate::domain::calibration::CalibratorVersion;
 use crate::domain::inputs::ItemInputs;
 use crate::domain::repeats;
 use crate::error::{Error, Result};
-use judgecal_stats::Method;
 use judgecal_stats::agreement::LEVEL;
 use judgecal_stats::repeats::{
     AnchorRepeats, Costs, Design, MAX_REPEATS, NoiseEstimate, OneScore, Repeats, Systems,
@@ -21,6 +21,7 @@ use judgecal_stats::repeats::{
 };
 use judgecal_stats::runlevel::{RunEstimate, RunItems};
 use judgecal_stats::warning::{Code, Warning};
+use judgecal_stats::{Cell, Method};
 
 /// A run as [`Service::apply_repeats`] reads it: its field prefix, its items and their inputs.
 pub(super) type RunRepeats<'a> = (&'a str, &'a mut RunItems, &'a ItemInputs);
@@ -70,16 +71,32 @@ pub struct RepeatUse {
     /// The mean over the request's items of their residual variance as a share of a one-score
     /// item's.
     pub residual_ratio: f64,
-    /// Read through a curved corrector (not a line): how many of the items with repeats were
-    /// read at one-score equivalents beyond the anchors' judge scores, of how many, and those
-    /// scores' range. `None` for a line's version.
-    pub beyond: Option<(usize, usize, (f64, f64))>,
+    /// How many of the items with repeats were read where the answer may not cover, of how
+    /// many.
+    pub beyond: Beyond,
+}
+
+/// Items with repeats read where their one-score equivalents leave what the version can answer.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Beyond {
+    /// Through a curved corrector: how many were read beyond the anchors' judge scores (where
+    /// it is flat or unfitted), of how many, and those scores' range.
+    Curved(usize, usize, (f64, f64)),
+    /// Through a line: how many were corrected past the scale's ends (and clipped there, with
+    /// their bands), of how many, and the scale.
+    Clipped(usize, usize, (f64, f64)),
 }
 
 /// More than this share of the items with repeats read beyond the anchors' judge scores by a
 /// curved corrector is warned of (`repeats_beyond_anchors`), as the support check warns of a
 /// run's own scores (`extrapolated`).
 pub const BEYOND_SHARE: f64 = 0.05;
+
+/// More than this share of the items with repeats corrected past the scale's ends by a line
+/// is warned of: the run's answer is then pressed against the end. A few of a top system's
+/// items past the top are the line's reading of them (the clip is right for them): 1 of 80
+/// healthy top-system runs had more than 5%.
+pub const CLIPPED_SHARE: f64 = 0.5;
 
 impl Runs<'_> {
     /// The repeats of the anchors `loaded` was fitted on, read once per version (none for a
@@ -165,23 +182,12 @@ impl Runs<'_> {
         };
         let model = Repeats::new(within.variance, judge);
         let (fewest, residual_ratio) = expand_runs(&model, &anchors.systems, &mut runs);
-        let line = matches!(v.model.method(), Method::Bayes | Method::Identity);
-        let range = cell
-            .pairs
-            .iter()
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), p| {
-                (lo.min(p.0), hi.max(p.0))
-            });
         let read: Vec<f64> = runs
             .iter()
             .filter(|r| r.2.repeats().is_some())
             .flat_map(|r| r.1.scores.iter().copied())
             .collect();
-        let outside = read
-            .iter()
-            .filter(|s| !(range.0..=range.1).contains(*s))
-            .count();
-        let beyond = (!line).then_some((outside, read.len(), range));
+        let beyond = Beyond::of(v, &cell, &read)?;
         Ok(Some(RepeatUse {
             within,
             anchor_items: anchors.within.items(),
@@ -216,20 +222,56 @@ fn expand_runs(
     (fewest, ratio_sum / items.max(1) as f64)
 }
 
+impl Beyond {
+    /// Where `read`, the one-score equivalents of the items with repeats, leave what version
+    /// `v` (fitted on `cell`) answers: past the scale's ends through a line, beyond the
+    /// anchors' judge scores through a curved corrector.
+    fn of(v: &CalibratorVersion, cell: &Cell, read: &[f64]) -> Result<Self> {
+        if matches!(v.model.method(), Method::Bayes | Method::Identity) {
+            // A stretched one-score equivalent past what the line maps inside the scale is
+            // clipped at the scale's end with its band: the answer there is narrow and wrong.
+            let corrected = v.model.correct(read).map_err(Error::Internal)?;
+            let (lo, hi) = cell.scale;
+            let clipped = corrected
+                .iter()
+                .filter(|c| c.score < lo || c.score > hi)
+                .count();
+            return Ok(Beyond::Clipped(clipped, read.len(), cell.scale));
+        }
+        let range = cell
+            .pairs
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), p| {
+                (lo.min(p.0), hi.max(p.0))
+            });
+        let outside = read
+            .iter()
+            .filter(|s| !(range.0..=range.1).contains(*s))
+            .count();
+        Ok(Beyond::Curved(outside, read.len(), range))
+    }
+}
+
 impl RepeatUse {
     /// The warning where more than [`BEYOND_SHARE`] of the items with repeats were read beyond
     /// the anchors' judge scores by a curved corrector (`method`'s).
     pub fn beyond_warning(&self, method: Method) -> Option<Warning> {
-        let (outside, items, (lo, hi)) = self.beyond?;
-        (items > 0 && outside as f64 > BEYOND_SHARE * items as f64).then(|| {
-            Warning::new(
-                Code::RepeatsBeyondAnchors,
-                format!(
-                    "{outside} of {items} items with repeats were read at one-score equivalents outside the anchors' judge scores ({lo} to {hi}) by a {method} version: the reading assumes a judge linear in the reference, and a curved corrector is flat or unfitted there, so the interval may not cover; train bayes for runs with repeats, or send one score an item"
-                ),
-            )
-            .at("items.repeats")
-        })
+        let (count, items, share) = match self.beyond {
+            Beyond::Curved(count, items, _) => (count, items, BEYOND_SHARE),
+            Beyond::Clipped(count, items, _) => (count, items, CLIPPED_SHARE),
+        };
+        if items == 0 || count as f64 <= share * items as f64 {
+            return None;
+        }
+        let message = match self.beyond {
+            Beyond::Curved(_, _, (lo, hi)) => format!(
+                "{count} of {items} items with repeats were read at one-score equivalents outside the anchors' judge scores ({lo} to {hi}) by a {method} version: the reading assumes a judge linear in the reference, and a curved corrector is flat or unfitted there, so the interval may not cover; train bayes for runs with repeats, or send one score an item"
+            ),
+            Beyond::Clipped(_, _, (lo, hi)) => format!(
+                "{count} of {items} items with repeats were corrected past the scale's ends ({lo} to {hi}) from their one-score equivalents, and clipped there with their bands: the run's answer is pressed against the scale's end and its interval may not cover; label some of the run's items (the labelled path), or send one score an item"
+            ),
+        };
+        Some(Warning::new(Code::RepeatsBeyondAnchors, message).at("items.repeats"))
     }
 }
 

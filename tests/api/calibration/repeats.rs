@@ -338,4 +338,65 @@ async fn a_curved_corrector_warns_of_stretched_repeats(backend: Backend) {
     }
 }
 
-on_both_backends!(a_curved_corrector_warns_of_stretched_repeats);
+/// The demo as a user tried it: ChatGPT's coherence anchors from the demo slice (their
+/// systems and repeats), a bayes version, and a run of 200 GPT-2 stories each scored 3, 2, 4
+/// and 3, twice what ChatGPT gives GPT-2. Stretched around GPT-2's anchor mean, the run's
+/// one-score equivalents are corrected past 5 and clipped there with their bands (5.0 with an
+/// interval of almost no width): the answer says so.
+async fn a_line_read_past_the_scales_end_says_so(backend: Backend) {
+    let app = TestApp::new(backend).await;
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/demo/hanna/anchors.csv");
+    let text = std::fs::read_to_string(path).expect("the demo's anchors");
+    let mut lines = text.lines();
+    let mut csv = format!("{}\n", lines.next().unwrap());
+    for line in lines.filter(|l| l.starts_with("ChatGPT,coherence,")) {
+        csv.push_str(line);
+        csv.push('\n');
+    }
+    let res = app.csv("/v1/anchors", &csv).await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let job = finished(
+        &app,
+        &train(
+            &app,
+            "ChatGPT",
+            json!({"method": "bayes", "options": quick()}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+    let items: Vec<Value> = (0..200)
+        .map(|_| json!({"score": 3, "repeats": [2, 4, 3]}))
+        .collect();
+    let e = estimate(
+        &app,
+        json!({"judge": "ChatGPT", "rubric": "coherence", "group": "gpt-2", "items": items}),
+    )
+    .await;
+    eprintln!(
+        "GPT-2 scored 3, 2, 4, 3: {} {}",
+        e["estimate"], e["interval"]
+    );
+    let clipped = e["warnings"].as_array().expect("warnings").iter().any(|w| {
+        w["code"] == "repeats_beyond_anchors"
+            && w["message"].as_str().unwrap().contains("clipped there")
+    });
+    assert!(clipped, "{e}");
+    // One score an item reads as the line maps it: nothing clipped, nothing said.
+    let items: Vec<Value> = (0..200).map(|_| json!({"score": 3})).collect();
+    let e = estimate(
+        &app,
+        json!({"judge": "ChatGPT", "rubric": "coherence", "group": "gpt-2", "items": items}),
+    )
+    .await;
+    assert!(
+        !e["warnings"].to_string().contains("repeats_beyond_anchors"),
+        "{e}"
+    );
+}
+
+on_both_backends!(
+    a_curved_corrector_warns_of_stretched_repeats,
+    a_line_read_past_the_scales_end_says_so,
+);
