@@ -617,6 +617,10 @@ class Costs(BaseModel):
 
 class CovariateInputDto(BaseModel):
     centre: float
+    knot: float | None = None
+    """
+    A hinge's knot, in log units (a quantile of the anchors' log values).
+    """
     name: str
     range: list[float] | None = Field(None, max_length=2, min_length=2)
     """
@@ -627,7 +631,8 @@ class CovariateInputDto(BaseModel):
     scale: float
     transform: str
     """
-    `identity` or `log`.
+    `identity`, `log`, or `hinge`: how far the log lies past `knot` (0 below it), which
+    beside the log and the other knots makes a piecewise-linear term in the log.
     """
 
 
@@ -648,11 +653,13 @@ class CovariateLayerDto(BaseModel):
     considered: list[ConsideredDto]
     """
     The candidates compared per rubric on cross-fitted anchors (5 folds): the judge alone
-    and each covariate absent, raw or logged; the lowest held-out MAE is served.
+    and each covariate absent, raw, logged, or logged with hinges at the log's quartiles
+    or at five of its quantiles (piecewise linear); of those within 1% of the lowest
+    held-out MAE, the one with the fewest inputs is served.
     """
     inputs: list[CovariateInputDto]
     """
-    The covariates kept, each with its transform (`identity` or `log`) and the anchors'
+    The covariates kept, each with its transform (`identity`, `log`, `hinge`) and the anchors'
     mean and sd of the transformed value, which standardise it. Empty where none lowered
     held-out error: the layer is then a linear map of the judge score alone.
     """
@@ -2354,9 +2361,9 @@ class IdentityTraining(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
-    covariates: list[Covariate] | None = Field(None, max_length=16)
+    covariates: list[Covariate] | None = Field(None, max_length=4)
     """
-    Covariates the anchors carry (their `covariates`) to fit beside the judge score, e.g. ["length"]. Each enters raw or logged, and only where it lowers held-out error in the rubric (the version's `covariates` report lists what was tried, the coefficients and their intervals); the corrector is then trained on the layer's score. Every anchor fitted must carry each one named. A version trained with covariates corrects /v1/correct items that give them ({"score", "covariates"}).
+    Covariates the anchors carry (their `covariates`) to consider beside the judge score, e.g. ["length"]. Left out, the training considers those every anchor of the judge's fitted cells carries (the first 4 by name); `[]` fits the judge score alone. Each enters raw, logged or piecewise linear in its log, and only where it lowers held-out error in the rubric by more than 1% (the version's `covariates` report lists what was tried, the coefficients and their intervals); the corrector is then trained on the layer's score. Every anchor fitted must carry each one named. Where an unnamed covariate is kept in no rubric the version reads the judge score alone. A version whose layer reads a covariate corrects items that give it ({"score", "covariates"}); items sent without covariates are corrected by the same training's judge-score-only fit, warned `covariates_missing`.
     """
     judge_version: str | None = Field(
         None,
@@ -2417,9 +2424,9 @@ class QuantileMapTraining(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
-    covariates: list[Covariate] | None = Field(None, max_length=16)
+    covariates: list[Covariate] | None = Field(None, max_length=4)
     """
-    Covariates the anchors carry (their `covariates`) to fit beside the judge score, e.g. ["length"]. Each enters raw or logged, and only where it lowers held-out error in the rubric (the version's `covariates` report lists what was tried, the coefficients and their intervals); the corrector is then trained on the layer's score. Every anchor fitted must carry each one named. A version trained with covariates corrects /v1/correct items that give them ({"score", "covariates"}).
+    Covariates the anchors carry (their `covariates`) to consider beside the judge score, e.g. ["length"]. Left out, the training considers those every anchor of the judge's fitted cells carries (the first 4 by name); `[]` fits the judge score alone. Each enters raw, logged or piecewise linear in its log, and only where it lowers held-out error in the rubric by more than 1% (the version's `covariates` report lists what was tried, the coefficients and their intervals); the corrector is then trained on the layer's score. Every anchor fitted must carry each one named. Where an unnamed covariate is kept in no rubric the version reads the judge score alone. A version whose layer reads a covariate corrects items that give it ({"score", "covariates"}); items sent without covariates are corrected by the same training's judge-score-only fit, warned `covariates_missing`.
     """
     judge_version: str | None = Field(
         None,
@@ -2505,9 +2512,9 @@ class BayesTraining(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
-    covariates: list[Covariate] | None = Field(None, max_length=16)
+    covariates: list[Covariate] | None = Field(None, max_length=4)
     """
-    Covariates the anchors carry (their `covariates`) to fit beside the judge score, e.g. ["length"]. Each enters raw or logged, and only where it lowers held-out error in the rubric (the version's `covariates` report lists what was tried, the coefficients and their intervals); the corrector is then trained on the layer's score. Every anchor fitted must carry each one named. A version trained with covariates corrects /v1/correct items that give them ({"score", "covariates"}).
+    Covariates the anchors carry (their `covariates`) to consider beside the judge score, e.g. ["length"]. Left out, the training considers those every anchor of the judge's fitted cells carries (the first 4 by name); `[]` fits the judge score alone. Each enters raw, logged or piecewise linear in its log, and only where it lowers held-out error in the rubric by more than 1% (the version's `covariates` report lists what was tried, the coefficients and their intervals); the corrector is then trained on the layer's score. Every anchor fitted must carry each one named. Where an unnamed covariate is kept in no rubric the version reads the judge score alone. A version whose layer reads a covariate corrects items that give it ({"score", "covariates"}); items sent without covariates are corrected by the same training's judge-score-only fit, warned `covariates_missing`.
     """
     judge_version: str | None = Field(
         None,
@@ -2625,9 +2632,9 @@ class FlowTraining(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
-    covariates: list[Covariate] | None = Field(None, max_length=16)
+    covariates: list[Covariate] | None = Field(None, max_length=4)
     """
-    Covariates the anchors carry (their `covariates`) to fit beside the judge score, e.g. ["length"]. Each enters raw or logged, and only where it lowers held-out error in the rubric (the version's `covariates` report lists what was tried, the coefficients and their intervals); the corrector is then trained on the layer's score. Every anchor fitted must carry each one named. A version trained with covariates corrects /v1/correct items that give them ({"score", "covariates"}).
+    Covariates the anchors carry (their `covariates`) to consider beside the judge score, e.g. ["length"]. Left out, the training considers those every anchor of the judge's fitted cells carries (the first 4 by name); `[]` fits the judge score alone. Each enters raw, logged or piecewise linear in its log, and only where it lowers held-out error in the rubric by more than 1% (the version's `covariates` report lists what was tried, the coefficients and their intervals); the corrector is then trained on the layer's score. Every anchor fitted must carry each one named. Where an unnamed covariate is kept in no rubric the version reads the judge score alone. A version whose layer reads a covariate corrects items that give it ({"score", "covariates"}); items sent without covariates are corrected by the same training's judge-score-only fit, warned `covariates_missing`.
     """
     judge_version: str | None = Field(
         None,
@@ -2686,9 +2693,9 @@ class IsotonicTraining(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
-    covariates: list[Covariate] | None = Field(None, max_length=16)
+    covariates: list[Covariate] | None = Field(None, max_length=4)
     """
-    Covariates the anchors carry (their `covariates`) to fit beside the judge score, e.g. ["length"]. Each enters raw or logged, and only where it lowers held-out error in the rubric (the version's `covariates` report lists what was tried, the coefficients and their intervals); the corrector is then trained on the layer's score. Every anchor fitted must carry each one named. A version trained with covariates corrects /v1/correct items that give them ({"score", "covariates"}).
+    Covariates the anchors carry (their `covariates`) to consider beside the judge score, e.g. ["length"]. Left out, the training considers those every anchor of the judge's fitted cells carries (the first 4 by name); `[]` fits the judge score alone. Each enters raw, logged or piecewise linear in its log, and only where it lowers held-out error in the rubric by more than 1% (the version's `covariates` report lists what was tried, the coefficients and their intervals); the corrector is then trained on the layer's score. Every anchor fitted must carry each one named. Where an unnamed covariate is kept in no rubric the version reads the judge score alone. A version whose layer reads a covariate corrects items that give it ({"score", "covariates"}); items sent without covariates are corrected by the same training's judge-score-only fit, warned `covariates_missing`.
     """
     judge_version: str | None = Field(
         None,
@@ -2802,6 +2809,8 @@ class WarningCode(Enum):
     outside_anchors = 'outside_anchors'
     covariate_outside_anchors = 'covariate_outside_anchors'
     covariates_unused = 'covariates_unused'
+    covariates_missing = 'covariates_missing'
+    covariate_misfit = 'covariate_misfit'
     covariates_held = 'covariates_held'
     members_missing = 'members_missing'
     new_group = 'new_group'
@@ -3953,9 +3962,9 @@ class AutoTraining(BaseModel):
     model_config = ConfigDict(
         extra='forbid',
     )
-    covariates: list[Covariate] | None = Field(None, max_length=16)
+    covariates: list[Covariate] | None = Field(None, max_length=4)
     """
-    Covariates the anchors carry (their `covariates`) to fit beside the judge score, e.g. ["length"]. Each enters raw or logged, and only where it lowers held-out error in the rubric (the version's `covariates` report lists what was tried, the coefficients and their intervals); the corrector is then trained on the layer's score. Every anchor fitted must carry each one named. A version trained with covariates corrects /v1/correct items that give them ({"score", "covariates"}).
+    Covariates the anchors carry (their `covariates`) to consider beside the judge score, e.g. ["length"]. Left out, the training considers those every anchor of the judge's fitted cells carries (the first 4 by name); `[]` fits the judge score alone. Each enters raw, logged or piecewise linear in its log, and only where it lowers held-out error in the rubric by more than 1% (the version's `covariates` report lists what was tried, the coefficients and their intervals); the corrector is then trained on the layer's score. Every anchor fitted must carry each one named. Where an unnamed covariate is kept in no rubric the version reads the judge score alone. A version whose layer reads a covariate corrects items that give it ({"score", "covariates"}); items sent without covariates are corrected by the same training's judge-score-only fit, warned `covariates_missing`.
     """
     judge_version: str | None = Field(
         None,
