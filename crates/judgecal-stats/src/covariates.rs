@@ -3,24 +3,28 @@
 //!
 //! The input layer is the multi-input linear model (`crate::linear`) with the judge score and the
 //! covariates as its named inputs: per rubric, the reference's posterior mean given
-//! (judge score, covariates), rubrics pooled, fitted by NUTS. A covariate enters standardised
-//! (its anchors' mean and sd, pooled over the rubrics), raw or as its logarithm: judge biases
+//! (judge score, covariates), the rubrics that serve the same inputs pooled, fitted by NUTS. A
+//! covariate enters standardised (its anchors' mean and sd, pooled over the rubrics), raw or
+//! as its logarithm (or piecewise linear in it, `columns.rs`): judge biases
 //! are rarely linear in raw token counts, and a log-normal length's raw value puts the few
 //! longest answers in charge of the fit. Which transform, and whether a covariate enters at
 //! all, is chosen per rubric on held-out error: the candidates are cross-fitted (k folds, each
 //! fold's anchors predicted by the closed-form posterior of the others, `Stats::conjugate`) and
 //! the lowest held-out MAE is served, the judge alone among the candidates unless every
-//! covariate must be kept, and fewer inputs wherever they come within 1% of it (`KEEP_GAIN`). Each served covariate reports its coefficient, the reference's
-//! change per standard deviation of its transformed value at a fixed judge score, with its 95%
-//! credible interval: a judge that rewards length has a negative one (a longer answer of the
-//! same judge score is worth less to people).
+//! covariate must be kept, and fewer covariates wherever they come within 1% of it
+//! (`KEEP_GAIN`); a kept covariate's shape is the one with the lowest held-out MAE. Each
+//! served covariate reports its coefficient, the reference's change per standard deviation of
+//! its transformed value at a fixed judge score, with its 95% credible interval: a judge that
+//! rewards length has a negative one (a longer answer of the same judge score is worth less to
+//! people).
 
 use nalgebra::DVector;
 use serde::{Deserialize, Serialize};
 
 mod columns;
 pub mod deciles;
-use columns::{candidates_of, full_columns};
+pub use columns::KEEP_GAIN;
+use columns::{candidates_of, full_columns, served_candidate};
 pub use deciles::{Deciles, Misfit};
 
 use crate::bayes::{EXTENSIONS, FitOptions, extended};
@@ -172,8 +176,8 @@ pub struct Layer {
     /// The judge score's weight.
     pub judge: MemberWeight,
     pub coefficients: Vec<Coefficient>,
-    /// Every candidate's held-out figures; the served one has the lowest MAE, or the fewest
-    /// inputs within `KEEP_GAIN` of it.
+    /// Every candidate's held-out figures; the served one has the fewest covariates within
+    /// `KEEP_GAIN` of the lowest MAE, and of their shapes the lowest MAE.
     pub considered: Vec<ConsideredInputs>,
     /// The anchors as a corrector behind the layer sees them: (cross-fitted fused score,
     /// reference), in item order.
@@ -280,6 +284,10 @@ pub struct LayerOptions {
     /// Every covariate enters (its transform still chosen on held-out error); otherwise the
     /// judge alone and every subset are candidates too (`auto`).
     pub keep_all: bool,
+    /// Piecewise-linear shapes in the log are candidates beside raw and logged (what a version
+    /// fits); without them a covariate has one coefficient to report (the studies' checks of
+    /// a coefficient against its truth).
+    pub piecewise: bool,
 }
 
 impl Default for LayerOptions {
@@ -288,6 +296,7 @@ impl Default for LayerOptions {
             sampler: FitOptions::default(),
             folds: 5,
             keep_all: false,
+            piecewise: true,
         }
     }
 }
@@ -317,7 +326,7 @@ fn priors(columns: &[&Column]) -> StackPriors {
 
 /// Fits the input layer of a judge's rubrics (`cells[r]` its anchors in rubric r, each with
 /// every covariate of `names`, in that order): per rubric the candidate with the lowest
-/// held-out MAE, then the served candidates by NUTS with the rubrics pooled.
+/// held-out MAE, then each served candidate by NUTS, the rubrics that serve it pooled.
 pub fn fit_layer(
     cells: &[Vec<Row>],
     names: &[String],
@@ -325,7 +334,7 @@ pub fn fit_layer(
     run: &Run,
 ) -> Result<Vec<Layer>, String> {
     check_rows(cells, names.len())?;
-    let (columns, options) = full_columns(cells, names)?;
+    let (columns, options) = full_columns(cells, names, opts.piecewise)?;
     let design = |row: &Row| -> Vec<f64> {
         columns
             .iter()
@@ -352,17 +361,26 @@ pub fn fit_layer(
     };
     let held = design.cross_fit(opts, run)?;
     let figures = design.considered(&held);
-    let served: Vec<usize> = figures.iter().map(|f| served_candidate(f)).collect();
+    let sets: Vec<Vec<&str>> = (0..design.candidates.len())
+        .map(|ci| design.covariates_of(ci))
+        .collect();
+    let served: Vec<usize> = figures.iter().map(|f| served_candidate(f, &sets)).collect();
     let fits = design.fit_served(&served, opts, run)?;
     Ok((0..design.rows.len())
         .map(|r| {
             let ci = served[r];
-            let (_, fitted) = fits
+            let served = fits
                 .iter()
-                .find(|(c, _)| *c == ci)
+                .find(|f| f.candidate == ci)
                 .expect("every served candidate was fitted");
-            let mut layer =
-                design.layer(r, ci, &fitted.rubrics[r], figures[r].clone(), &held[ci][r]);
+            let at = served.rubrics.iter().position(|&q| q == r).unwrap_or(0);
+            let mut layer = design.layer(
+                r,
+                ci,
+                &served.fit.rubrics[at],
+                figures[r].clone(),
+                &held[ci][r],
+            );
             layer.deciles = residual_deciles(&layer, &cells[r], names);
             layer
         })
@@ -385,27 +403,6 @@ fn residual_deciles(layer: &Layer, rows: &[Row], names: &[String]) -> Vec<Decile
         out.extend(Deciles::of(&input.name, &values, &residuals));
     }
     out
-}
-
-/// A covariate is kept only where it lowers held-out MAE by more than this share: a covariate
-/// the judge ignores lowers it by chance only (by about 1/n), and would make every item sent
-/// without it a second-best answer.
-pub const KEEP_GAIN: f64 = 0.01;
-
-/// The candidate served: the fewest inputs among those within `KEEP_GAIN` of the lowest
-/// held-out MAE, the lowest of those (the first on a tie).
-fn served_candidate(figures: &[ConsideredInputs]) -> usize {
-    let best = figures.iter().map(|f| f.mae).fold(f64::INFINITY, f64::min);
-    (0..figures.len())
-        .filter(|&c| figures[c].mae <= best * (1.0 + KEEP_GAIN))
-        .min_by(|&a, &b| {
-            figures[a]
-                .inputs
-                .len()
-                .cmp(&figures[b].inputs.len())
-                .then(figures[a].mae.total_cmp(&figures[b].mae))
-        })
-        .unwrap_or(0)
 }
 
 /// Every anchor has `k` covariates and every value is finite.
@@ -432,6 +429,14 @@ fn check_rows(cells: &[Vec<Row>], k: usize) -> Result<(), String> {
     Ok(())
 }
 
+/// A served candidate's NUTS fit over the rubrics that serve it (`fit.rubrics[i]` is rubric
+/// `rubrics[i]`'s posterior).
+struct ServedFit {
+    candidate: usize,
+    rubrics: Vec<usize>,
+    fit: StackFit,
+}
+
 /// The full design of a judge's rubrics and the candidate subsets of its columns.
 struct Design {
     columns: Vec<Column>,
@@ -441,6 +446,19 @@ struct Design {
 }
 
 impl Design {
+    /// Candidate `ci`'s covariates, each once, in column order.
+    fn covariates_of(&self, ci: usize) -> Vec<&str> {
+        let mut names: Vec<&str> = Vec::new();
+        for &col in &self.candidates[ci] {
+            if let Column::Covariate(input) = &self.columns[col]
+                && !names.contains(&input.name.as_str())
+            {
+                names.push(&input.name);
+            }
+        }
+        names
+    }
+
     fn chosen(&self, cand: &[usize]) -> Vec<&Column> {
         cand.iter().map(|&i| &self.columns[i]).collect()
     }
@@ -538,13 +556,13 @@ impl Design {
             .collect()
     }
 
-    /// One NUTS fit per candidate served anywhere, the rubrics pooled.
+    /// One NUTS fit per candidate served anywhere, over the rubrics that serve it.
     fn fit_served(
         &self,
         served: &[usize],
         opts: &LayerOptions,
         run: &Run,
-    ) -> Result<Vec<(usize, StackFit)>, String> {
+    ) -> Result<Vec<ServedFit>, String> {
         let m = self.columns.len() - 1;
         let mut distinct: Vec<usize> = served.to_vec();
         distinct.sort_unstable();
@@ -553,11 +571,14 @@ impl Design {
         let mut fits = Vec::with_capacity(distinct.len());
         for (d, &ci) in distinct.iter().enumerate() {
             let cand = &self.candidates[ci];
-            let stats: Vec<Stats> = self
-                .rows
+            // The rubrics that serve this candidate, pooled: its coefficients mean the same
+            // there (and a rubric serving another is no part of its sampler's work).
+            let rubrics: Vec<usize> = (0..served.len()).filter(|&r| served[r] == ci).collect();
+            let stats: Vec<Stats> = rubrics
                 .iter()
-                .map(|cell| {
-                    Stats::of(m + 1, cell.iter().map(|(x, y)| (x.as_slice(), *y))).select(cand)
+                .map(|&r| {
+                    Stats::of(m + 1, self.rows[r].iter().map(|(x, y)| (x.as_slice(), *y)))
+                        .select(cand)
                 })
                 .collect();
             let mut stack = StackOptions {
@@ -586,7 +607,11 @@ impl Design {
                     "the input layer's sampler failed its gate: {failure}"
                 ));
             }
-            fits.push((ci, fitted));
+            fits.push(ServedFit {
+                candidate: ci,
+                rubrics,
+                fit: fitted,
+            });
         }
         Ok(fits)
     }
@@ -788,8 +813,12 @@ mod tests {
         let mut rng = Rng::seed_from_u64(8);
         let anchors = hinged(&mut rng, 1000, 0.0);
         let layer = fit_one(&anchors, false, 8).unwrap();
-        // The log with its three hinges: the line in log length alone misses the bend.
-        assert_eq!(layer.inputs.len(), 4, "{:?}", layer.considered);
+        // The log with its hinges (three or five): the line in log length misses the bend.
+        assert!(
+            [4, 6].contains(&layer.inputs.len()),
+            "{:?}",
+            layer.considered
+        );
         assert!(
             layer.inputs[1..]
                 .iter()
@@ -803,7 +832,7 @@ mod tests {
         let bent = layer
             .considered
             .iter()
-            .find(|c| c.inputs.len() == 4)
+            .find(|c| c.inputs.len() == layer.inputs.len())
             .unwrap();
         assert!(bent.mae < 0.97 * line.mae, "{:?}", layer.considered);
         // Long items (z ~ N(1, 0.5²)): their mean layer score sits on their mean reference,

@@ -86,7 +86,8 @@ pub fn load(dir: &Path, set: &str, judge: &str) -> Result<Vec<Row>, String> {
 }
 
 /// The Markdown table: per judge and set, the held-out MAE and squared error of each
-/// candidate, the one served, and the served covariate's coefficient.
+/// candidate, the one served (a piecewise-linear one with its held-out MAE), and the
+/// covariate's coefficient with the ratio kept raw or logged.
 pub fn report(dir: &Path, seed: u64) -> Result<String, String> {
     let mut out = String::from(
         "| judge | set | pairs | held-out MAE: judge / + ratio / + log ratio | held-out Brier: judge / + ratio / + log ratio | served | coefficient per sd, the ratio kept (95%) |\n|---|---|---:|---|---|---|---|\n",
@@ -114,6 +115,7 @@ pub fn report(dir: &Path, seed: u64) -> Result<String, String> {
             &names,
             &LayerOptions {
                 keep_all: true,
+                piecewise: false,
                 ..opts.clone()
             },
             &run,
@@ -141,10 +143,7 @@ pub fn report(dir: &Path, seed: u64) -> Result<String, String> {
                     figure(&["log(length_ratio)"], f)
                 )
             };
-            let served = layer
-                .inputs
-                .first()
-                .map_or("judge alone".to_owned(), |i| format!("+ {}", i.label()));
+            let served = served_label(layer);
             let coefficient = kept.coefficients.first().map_or("—".to_owned(), |c| {
                 format!(
                     "{}: {:+.3} ({:+.3}, {:+.3})",
@@ -160,6 +159,24 @@ pub fn report(dir: &Path, seed: u64) -> Result<String, String> {
         }
     }
     Ok(out)
+}
+
+/// The candidate a layer serves: the judge alone, the ratio raw or logged, or a bend in its
+/// log with its knots and held-out MAE.
+fn served_label(layer: &judgecal_stats::covariates::Layer) -> String {
+    let labels: Vec<String> = layer.inputs.iter().map(|i| i.label()).collect();
+    match labels.len() {
+        0 => "judge alone".to_owned(),
+        1 => format!("+ {}", labels[0]),
+        n => {
+            let mae = layer
+                .considered
+                .iter()
+                .find(|c| c.inputs == labels)
+                .map_or("—".to_owned(), |c| format!("{:.3}", c.mae));
+            format!("+ {} with {} knots (MAE {mae})", labels[0], n - 1)
+        }
+    }
 }
 
 #[cfg(test)]

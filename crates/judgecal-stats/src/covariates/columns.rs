@@ -1,8 +1,8 @@
 //! The input layer's full design and its candidates: each covariate raw, logged, or piecewise
 //! linear in its log (hinges at quantiles of the anchors' logs), standardised over every
-//! anchor; a candidate takes one option per covariate, or none.
+//! anchor; a candidate takes one option per covariate, or none; and which is served.
 
-use super::{Column, Input, Row, Transform};
+use super::{Column, ConsideredInputs, Input, Row, Transform};
 
 /// The anchors' quantiles of log value where the piecewise-linear candidates bend: a coarse
 /// one (quartiles) and a fine one, which follows a reward that levels off in the top tenth.
@@ -14,6 +14,7 @@ const KNOTS: [&[f64]; 2] = [&[0.25, 0.5, 0.75], &[0.1, 0.25, 0.5, 0.75, 0.9]];
 pub(super) fn full_columns(
     cells: &[Vec<Row>],
     names: &[String],
+    piecewise: bool,
 ) -> Result<(Vec<Column>, Options), String> {
     let mut columns = vec![Column::Judge];
     let mut options: Options = Vec::with_capacity(names.len());
@@ -64,7 +65,7 @@ pub(super) fn full_columns(
             let mut logs: Vec<f64> = raw.iter().map(|x| x.ln()).collect();
             logs.sort_by(f64::total_cmp);
             let mut hinges: Vec<(f64, usize)> = Vec::new();
-            for knots in KNOTS {
+            for knots in KNOTS.into_iter().filter(|_| piecewise) {
                 let mut spline = vec![log];
                 for &q in knots {
                     let knot = crate::stats::quantile_sorted(&logs, q);
@@ -112,4 +113,35 @@ pub(super) fn candidates_of(options: &Options, keep_all: bool) -> Vec<Vec<usize>
         candidates = next;
     }
     candidates
+}
+
+/// A covariate is kept only where it lowers held-out MAE by more than this share: a covariate
+/// the judge ignores lowers it by chance only (by about 1/n), and would make every item sent
+/// without it a second-best answer.
+pub const KEEP_GAIN: f64 = 0.01;
+
+/// The candidate served: the covariates are the fewest among the candidates within
+/// `KEEP_GAIN` of the lowest held-out MAE (the lowest MAE of those on a tie); their shape the
+/// one with the lowest held-out MAE. A shape is not held to the margin: a coarser bend within
+/// 1% overall can still miss by 0.03 where the longest answers lie (a reward that levels off,
+/// read with knots at the quartiles only). `sets[c]`: candidate c's covariates.
+pub(super) fn served_candidate(figures: &[ConsideredInputs], sets: &[Vec<&str>]) -> usize {
+    let best = figures.iter().map(|f| f.mae).fold(f64::INFINITY, f64::min);
+    let lowest = |among: &mut dyn Iterator<Item = usize>| {
+        among.min_by(|&a, &b| figures[a].mae.total_cmp(&figures[b].mae))
+    };
+    let Some(kept) = lowest(
+        &mut (0..figures.len())
+            .filter(|&c| figures[c].mae <= best * (1.0 + KEEP_GAIN))
+            .filter(|&c| {
+                let fewest = (0..figures.len())
+                    .filter(|&d| figures[d].mae <= best * (1.0 + KEEP_GAIN))
+                    .map(|d| sets[d].len())
+                    .min();
+                Some(sets[c].len()) == fewest
+            }),
+    ) else {
+        return 0;
+    };
+    lowest(&mut (0..figures.len()).filter(|&c| sets[c] == sets[kept])).unwrap_or(kept)
 }
