@@ -223,7 +223,7 @@ fn hinge_item(rng: &mut Normals, u: f64) -> (f64, f64, f64) {
     )
 }
 
-/// 40 rubrics of 300 anchors each, the length carried and not named: each rubric's run of
+/// 40 rubrics of 200 anchors each, the length carried and not named: each rubric's run of
 /// 200 long answers (u ~ N(1, 0.5²)) is estimated at its items' lengths, and its interval
 /// holds the run's mean reference.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -232,7 +232,7 @@ async fn long_runs_under_a_hinge_in_length_cover() {
     let mut rng = Normals(0x41_4e_6e);
     const RUBRICS: usize = 40;
     for r in 0..RUBRICS {
-        let anchors: Vec<Value> = (0..300)
+        let anchors: Vec<Value> = (0..200)
             .map(|i| {
                 let u = rng.next();
                 let (length, judge, reference) = hinge_item(&mut rng, u);
@@ -246,12 +246,14 @@ async fn long_runs_under_a_hinge_in_length_cover() {
         )
         .await;
     }
-    trained(
+    let id = train(
         &app,
         "hinged",
         json!({"method": "bayes", "options": quick()}),
     )
     .await;
+    let job = finished_within(&app, &id, std::time::Duration::from_secs(300)).await;
+    assert_eq!(job["state"], "succeeded", "{job}");
     let (mut inside, mut spline, mut widened) = (0, 0, 0);
     for r in 0..RUBRICS {
         let rubric = format!("r{r}");
