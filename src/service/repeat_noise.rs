@@ -16,8 +16,8 @@ use crate::domain::repeats;
 use crate::error::{Error, Result};
 use judgecal_stats::agreement::LEVEL;
 use judgecal_stats::repeats::{
-    AnchorRepeats, Costs, Design, MAX_REPEATS, NoiseEstimate, OneScore, Repeats, Systems,
-    WithinItem, cheapest, read_run,
+    AnchorRepeats, Costs, Design, MAX_REPEATS, MIN_SYSTEM_ANCHORS, NoiseEstimate, OneScore,
+    Repeats, Systems, WithinItem, cheapest, read_run,
 };
 use judgecal_stats::runlevel::{RunEstimate, RunItems};
 use judgecal_stats::warning::{Code, Warning};
@@ -74,6 +74,9 @@ pub struct RepeatUse {
     /// How many of the items with repeats were read where the answer may not cover, of how
     /// many.
     pub beyond: Beyond,
+    /// A run named a known system with fewer than `MIN_SYSTEM_ANCHORS` anchors (the fewest
+    /// such): it was read around the pooled anchor mean.
+    pub thin_system: Option<usize>,
 }
 
 /// Items with repeats read where their one-score equivalents leave what the version can answer.
@@ -181,7 +184,8 @@ impl Runs<'_> {
             );
         };
         let model = Repeats::new(within.variance, judge);
-        let (fewest, residual_ratio) = expand_runs(&model, &anchors.systems, &mut runs);
+        let (fewest, residual_ratio, thin_system) =
+            expand_runs(&model, &anchors.systems, &mut runs);
         let read: Vec<f64> = runs
             .iter()
             .filter(|r| r.2.repeats().is_some())
@@ -196,6 +200,7 @@ impl Runs<'_> {
             fewest: fewest.min(MAX_REPEATS),
             residual_ratio,
             beyond,
+            thin_system,
         }))
     }
 }
@@ -206,8 +211,9 @@ fn expand_runs(
     pooled: &Repeats,
     systems: &Systems,
     runs: &mut [&mut RunRepeats<'_>],
-) -> (usize, f64) {
+) -> (usize, f64, Option<usize>) {
     let (mut fewest, mut ratio_sum, mut items) = (usize::MAX, 0.0, 0usize);
+    let mut thin = None;
     for (_, run, inputs) in runs.iter_mut() {
         items += run.scores.len();
         let Some(more) = inputs.repeats() else {
@@ -215,11 +221,17 @@ fn expand_runs(
             ratio_sum += run.scores.len() as f64;
             continue;
         };
+        // A known system with too few anchors of its own is read around the pooled mean.
+        if let Some(n) = run.group.as_deref().and_then(|g| systems.anchors_of(g))
+            && n < MIN_SYSTEM_ANCHORS
+        {
+            thin = Some(thin.map_or(n, |t: usize| t.min(n)));
+        }
         let read = read_run(pooled, systems, run, more);
         fewest = fewest.min(read.fewest);
         ratio_sum += read.ratio_sum;
     }
-    (fewest, ratio_sum / items.max(1) as f64)
+    (fewest, ratio_sum / items.max(1) as f64, thin)
 }
 
 impl Beyond {
@@ -253,6 +265,21 @@ impl Beyond {
 }
 
 impl RepeatUse {
+    /// The warning where a known system's run was read around the pooled mean for want of
+    /// its own anchors.
+    pub fn thin_warning(&self) -> Option<Warning> {
+        let n = self.thin_system?;
+        Some(
+            Warning::new(
+                Code::FewSystemAnchors,
+                format!(
+                    "the run names a system with {n} anchors of its own, fewer than the {MIN_SYSTEM_ANCHORS} its repeats are read around: they were read around the pooled anchor mean, which carries a bias where the system sits far from the others; upload anchors of this system, or send one score an item"
+                ),
+            )
+            .at("group"),
+        )
+    }
+
     /// The warning where more than [`BEYOND_SHARE`] of the items with repeats were read beyond
     /// the anchors' judge scores by a curved corrector (`method`'s).
     pub fn beyond_warning(&self, method: Method) -> Option<Warning> {

@@ -125,11 +125,9 @@ impl Served {
             ),
         ));
         }
-        if let Some(w) = self
-            .repeats
-            .and_then(|r| r.beyond_warning(self.loaded.version.model.method()))
-        {
-            out.push(w);
+        if let Some(r) = &self.repeats {
+            out.extend(r.beyond_warning(self.loaded.version.model.method()));
+            out.extend(r.thin_warning());
         }
         out.extend(self.notes.iter().cloned());
         if self.partial_items > 0 {

@@ -42,6 +42,9 @@ pub enum Code {
     /// Items with repeats were read at one-score equivalents beyond the anchors' judge scores
     /// through a curved corrector, or corrected past the scale's ends through a line.
     RepeatsBeyondAnchors,
+    /// A run of a known system, its items scored several times, was read around the pooled
+    /// anchor mean: the system has too few anchors to read it around its own.
+    FewSystemAnchors,
     /// The corrector's own uncertainty was left out of an interval.
     CorrectorOmitted,
     /// The corrector is biased on runs like this one (the labelled path corrects it).
@@ -93,7 +96,7 @@ impl Code {
 
 /// Every code with its wire name, for the docs' table and its test (which also holds it equal
 /// to the enum's schema in the OpenAPI document).
-pub const CODES: [(Code, &str); 30] = [
+pub const CODES: [(Code, &str); 31] = [
     (Code::JudgeVersionMismatch, "judge_version_mismatch"),
     (Code::MemberVersionMismatch, "member_version_mismatch"),
     (Code::OutsideAnchors, "outside_anchors"),
@@ -107,6 +110,7 @@ pub const CODES: [(Code, &str); 30] = [
     (Code::Extrapolated, "extrapolated"),
     (Code::SparseAnchors, "sparse_anchors"),
     (Code::RepeatsBeyondAnchors, "repeats_beyond_anchors"),
+    (Code::FewSystemAnchors, "few_system_anchors"),
     (Code::CorrectorOmitted, "corrector_omitted"),
     (Code::CorrectorBiased, "corrector_biased"),
     (Code::GroupsUnmeasured, "groups_unmeasured"),

@@ -355,17 +355,12 @@ async fn a_line_read_past_the_scales_end_says_so(backend: Backend) {
     }
     let res = app.csv("/v1/anchors", &csv).await;
     assert_eq!(res.status, 200, "{}", res.body);
-    let job = finished(
+    trained(
         &app,
-        &train(
-            &app,
-            "ChatGPT",
-            json!({"method": "bayes", "options": quick()}),
-        )
-        .await,
+        "ChatGPT",
+        json!({"method": "bayes", "options": quick()}),
     )
     .await;
-    assert_eq!(job["state"], "succeeded", "{job}");
     let items: Vec<Value> = (0..200)
         .map(|_| json!({"score": 3, "repeats": [2, 4, 3]}))
         .collect();
@@ -383,6 +378,35 @@ async fn a_line_read_past_the_scales_end_says_so(backend: Backend) {
             && w["message"].as_str().unwrap().contains("clipped there")
     });
     assert!(clipped, "{e}");
+    // A known system of two anchors is read around the pooled mean, and the answer says so:
+    // two more stories under a system of their own.
+    let rare: Vec<Value> = (0..2)
+        .map(|i| json!({"item_id": format!("rare-{i}"), "judge_score": 2.0 + i as f64, "reference_score": 2.0, "group": "rare"}))
+        .collect();
+    stored(
+        &app,
+        json!({"judge": "ChatGPT", "rubric": "coherence", "anchors": rare}),
+    )
+    .await;
+    trained(
+        &app,
+        "ChatGPT",
+        json!({"method": "bayes", "options": quick()}),
+    )
+    .await;
+    let items: Vec<Value> = (0..50)
+        .map(|_| json!({"score": 3, "repeats": [2, 3]}))
+        .collect();
+    let e = estimate(
+        &app,
+        json!({"judge": "ChatGPT", "rubric": "coherence", "group": "rare", "items": items}),
+    )
+    .await;
+    let thin = e["warnings"].as_array().expect("warnings").iter().any(|w| {
+        w["code"] == "few_system_anchors"
+            && w["message"].as_str().unwrap().contains("with 2 anchors")
+    });
+    assert!(thin, "{e}");
     // One score an item reads as the line maps it: nothing clipped, nothing said.
     let items: Vec<Value> = (0..200).map(|_| json!({"score": 3})).collect();
     let e = estimate(
@@ -392,6 +416,10 @@ async fn a_line_read_past_the_scales_end_says_so(backend: Backend) {
     .await;
     assert!(
         !e["warnings"].to_string().contains("repeats_beyond_anchors"),
+        "{e}"
+    );
+    assert!(
+        !e["warnings"].to_string().contains("few_system_anchors"),
         "{e}"
     );
 }

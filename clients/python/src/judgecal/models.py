@@ -2817,6 +2817,7 @@ class WarningCode(Enum):
     extrapolated = 'extrapolated'
     sparse_anchors = 'sparse_anchors'
     repeats_beyond_anchors = 'repeats_beyond_anchors'
+    few_system_anchors = 'few_system_anchors'
     corrector_omitted = 'corrector_omitted'
     corrector_biased = 'corrector_biased'
     groups_unmeasured = 'groups_unmeasured'

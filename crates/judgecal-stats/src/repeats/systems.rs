@@ -99,6 +99,11 @@ impl Systems {
         Self { means, within }
     }
 
+    /// How many anchors name system `group` (`None`: none does).
+    pub fn anchors_of(&self, group: &str) -> Option<usize> {
+        self.means.get(group).map(|&(n, _)| n)
+    }
+
     /// The judge of system `group`, where it has at least [`MIN_SYSTEM_ANCHORS`] anchors and
     /// the judge varies within systems.
     pub fn judge(&self, group: &str) -> Option<SystemJudge> {
