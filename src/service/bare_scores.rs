@@ -27,11 +27,13 @@ impl Loaded {
         }
         let bare = self.bare.clone()?;
         let v = &self.version;
-        let kept: Vec<String> = v
-            .covariate_layer
-            .iter()
-            .flat_map(|l| l.inputs.iter().map(|i| i.label()))
-            .collect();
+        // The covariates by name, each once (a bent one enters as its log and its hinges).
+        let mut kept: Vec<&str> = Vec::new();
+        for input in v.covariate_layer.iter().flat_map(|l| &l.inputs) {
+            if !kept.contains(&input.name.as_str()) {
+                kept.push(&input.name);
+            }
+        }
         let mae = |c: &Option<judgecal_stats::quality::Comparison>| {
             c.as_ref().map(|c| format!("{:.3}", c.calibrated.mae))
         };
