@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::corrector::Corrected;
 use super::cv;
-use super::units::{PairSpread, UnitSpread};
+use super::units::UnitSpread;
 
 /// The intervals' nominal coverage.
 pub const LEVEL: f64 = 0.95;
@@ -350,8 +350,8 @@ impl Intervals {
                 counts.1 += x;
             }
         }
-        let mut spread = UnitSpread::of(per.into_values());
-        spread.chain = PairSpread::of(&uploads.into_values().collect::<Vec<_>>());
+        let spread = UnitSpread::of(per.into_values())
+            .with_uploads(&uploads.into_values().collect::<Vec<_>>());
         self.units = (spread.units >= 2.0).then_some(spread);
         self
     }

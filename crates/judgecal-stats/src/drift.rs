@@ -5,8 +5,10 @@
 
 use std::collections::HashMap;
 
+use std::collections::VecDeque;
+
 use super::units::Differences;
-pub use super::units::{PRIOR_RHO, PRIOR_UNITS, PairSpread, RHO_MARGIN, UnitSpread};
+pub use super::units::{MAX_LAG, PRIOR_RHO, PRIOR_UNITS, PairSpread, RHO_MARGIN, UnitSpread};
 
 /// The chance that a version's miss rate exceeds the bound the alarm tests against, over the
 /// draw of its training anchors. A cell's alarm is false with probability at most
@@ -76,8 +78,9 @@ fn chance(prior: f64, kappa: f64, m: f64, n: f64) -> f64 {
 /// more raters, not through larger ones.
 const RATER_CAP: f64 = 10.0;
 
-/// The same for an upload naming no rater (it may be one labeller's): two uploads that prove a
-/// change reach the default threshold 1/δ = 100, one cannot.
+/// The same for uploads naming no rater, over the last [`MAX_LAG`] + 1 together (they may be
+/// one labeller's): uploads that prove a change reach the default threshold 1/δ = 100 only
+/// over more than that many, one labeller's cannot.
 const UPLOAD_CAP: f64 = 30.0;
 
 /// Standard errors of a named rater's own miss share below which its next anchor's chance is
@@ -140,9 +143,10 @@ pub struct MissAlarm {
     bets: Vec<Bet>,
     /// Per named rater: its sessions so far.
     raters: HashMap<UnitId, Past>,
-    /// The last two sessions naming no rater (the latest first), and what the chain expected
-    /// the latest to miss at.
-    unnamed: [Option<(f64, f64)>; 2],
+    /// The last [`MAX_LAG`] sessions naming no rater (the latest first), the log wealth each
+    /// won (or lost), and what the chain expected the latest to miss at.
+    unnamed: VecDeque<(f64, f64)>,
+    won: VecDeque<f64>,
     chained: f64,
     /// Sessions not yet older than the lag.
     pending: std::collections::VecDeque<Pending>,
@@ -152,8 +156,10 @@ pub struct MissAlarm {
     rater_spread: UnitSpread,
     lagged: HashMap<UnitId, (f64, f64)>,
     returns: PairSpread,
-    /// The version's training uploads' consecutive pairs, and the watch's uploads' differences.
+    /// The version's training uploads' consecutive pairs, their pairs further apart (lag 2
+    /// first), and the watch's uploads' differences.
     chain: PairSpread,
+    lags: Vec<PairSpread>,
     diffs: Differences,
     /// Per named rater: the log wealth its anchors have won (or lost) so far.
     gains: HashMap<UnitId, f64>,
@@ -190,7 +196,8 @@ impl MissAlarm {
                 })
                 .collect(),
             raters: HashMap::new(),
-            unnamed: [None, None],
+            unnamed: VecDeque::new(),
+            won: VecDeque::new(),
             chained: alpha,
             pending: std::collections::VecDeque::new(),
             sessions: UnitSpread::default(),
@@ -198,6 +205,7 @@ impl MissAlarm {
             lagged: HashMap::new(),
             returns: PairSpread::default(),
             chain: PairSpread::default(),
+            lags: Vec::new(),
             diffs: Differences::default(),
             gains: HashMap::new(),
             second: PairSpread::default(),
@@ -222,6 +230,7 @@ impl MissAlarm {
         self.sessions = history.cloned().unwrap_or_default();
         self.rater_spread = self.sessions.clone();
         self.chain = self.sessions.chain.clone();
+        self.lags = self.sessions.lags.clone();
         self
     }
 
@@ -266,7 +275,7 @@ impl MissAlarm {
                 }
             }
             None => {
-                if let Some((n, m)) = self.unnamed[0] {
+                if let Some(&(n, m)) = self.unnamed.front() {
                     let rho = alike(self.diffs.rho(mu, &self.chain));
                     let r = (n * rho / (1.0 + (n - 1.0).max(0.0) * within.max(rho))).min(0.5);
                     let theta = if r <= 0.0 {
@@ -278,9 +287,60 @@ impl MissAlarm {
                     chained = (a + theta * (m / n.max(1.0) - self.chained)).clamp(0.0, 1.0);
                     consider(chained, theta / (1.0 + theta));
                 }
+                if let Some((q, z)) = self.linear(&alike) {
+                    consider(q, z);
+                }
             }
         }
         (candidates, chained)
+    }
+
+    /// The best linear prediction of the next upload naming no rater from the last
+    /// [`MAX_LAG`] (one labeller's uploads may span that many and the next), with the weight a
+    /// lasting shift keeps in it: the Yule–Walker weights φ = Σ⁻¹c of the uploads' miss shares,
+    /// Σ their covariances (an upload of n anchors varies as (1 + (n − 1)ρ)/n anchors' worth,
+    /// two uploads k apart as the training uploads' lag-k correlation) and c theirs with the
+    /// next. Made only from the version's training uploads' pairs: the watch's own would take a
+    /// change for labellers (its differences at lag k straddle a change k times, which a few
+    /// pairs cannot dilute). `None` without pairs beyond lag 1 (a version trained before they
+    /// were kept), or with fewer than two uploads.
+    fn linear(&self, alike: &dyn Fn(f64) -> f64) -> Option<(f64, f64)> {
+        let k = self.unnamed.len();
+        if k < 2 || self.lags.is_empty() {
+            return None;
+        }
+        let mu = self.mu();
+        let lag = |d: usize| -> f64 {
+            let pairs = if d == 1 {
+                Some(&self.chain)
+            } else {
+                self.lags.get(d - 2)
+            };
+            pairs
+                .and_then(|p| p.estimate(mu))
+                .map_or(0.0, |r| alike(RHO_MARGIN * r.max(0.0)))
+        };
+        let within = self.rho();
+        let sigma = nalgebra::DMatrix::from_fn(k, k, |i, j| {
+            if i == j {
+                let n = self.unnamed[i].0.max(1.0);
+                (1.0 + (n - 1.0) * within) / n
+            } else {
+                lag(i.abs_diff(j))
+            }
+        });
+        let c = nalgebra::DVector::from_fn(k, |i, _| lag(i + 1));
+        if c.iter().all(|&x| x <= 0.0) {
+            return None;
+        }
+        let phi = super::stats::cholesky(sigma)?.solve(&c);
+        let a = self.alpha;
+        let q = phi
+            .iter()
+            .zip(&self.unnamed)
+            .map(|(f, &(n, m))| f * (m / n.max(1.0) - a))
+            .sum::<f64>();
+        Some(((a + q).clamp(0.0, 1.0), phi.sum().clamp(0.0, 1.0)))
     }
 
     /// One session: the anchors of one upload batch that one named rater labelled (`rater`),
@@ -305,6 +365,12 @@ impl MissAlarm {
         let mut gain = rater
             .and_then(|r| self.gains.get(&r).copied())
             .unwrap_or(0.0);
+        // Uploads naming no rater: what the last few won counts against this one's cap.
+        let earlier: f64 = if rater.is_some() {
+            0.0
+        } else {
+            self.won.iter().sum()
+        };
         let cap = if rater.is_some() {
             RATER_CAP
         } else {
@@ -315,7 +381,7 @@ impl MissAlarm {
             let x = f64::from(u8::from(miss));
             let floor = before.map_or(0.0, |(n0, m0)| lower_bound(m0 + m, n0 + n));
             let null = chance(prior, kappa, m, n).max(floor);
-            let betting = self.max_rho.is_some() || gain.abs() < cap;
+            let betting = self.max_rho.is_some() || (earlier + gain).abs() < cap;
             let old = self.log_wealth;
             for bet in &mut self.bets {
                 let alt = if returning {
@@ -357,7 +423,11 @@ impl MissAlarm {
             Some(r) => {
                 self.gains.insert(r, gain);
             }
-            None => self.chained = chained,
+            None => {
+                self.chained = chained;
+                self.won.push_front(gain);
+                self.won.truncate(MAX_LAG);
+            }
         }
         self.record(rater, (n, m));
         self.alarmed_at.is_some()
@@ -394,9 +464,11 @@ impl MissAlarm {
             }
             None => {
                 self.units += 1;
-                let [previous, second] = self.unnamed;
-                self.unnamed = [Some(session), previous];
-                (previous, second)
+                let (previous, second) = (self.unnamed.front(), self.unnamed.get(1));
+                let found = (previous.copied(), second.copied());
+                self.unnamed.push_front(session);
+                self.unnamed.truncate(MAX_LAG);
+                found
             }
         };
         self.pending.push_back(Pending {
@@ -929,11 +1001,13 @@ mod tests {
         let clustered = UnitSpread::of([(10.0, 10.0), (10.0, 0.0), (10.0, 0.0), (10.0, 0.0)]);
         let alarm = MissAlarm::new(0.05, 0.01).with_history(Some(&clustered));
         assert!(alarm.rho() > RHO_MARGIN * PRIOR_RHO, "{}", alarm.rho());
-        // Two shifted uploads of 500 (30% missing) after 1,000 healthy anchors in uploads of
-        // 100, against a bound of 7.3%: starting from twelve independent training uploads of
-        // 100, the alarm fires inside them in most watches; from the prior, in few: an upload
-        // of 500 carries too little. (One upload alone never alarms: it may be one labeller's,
-        // and carries at most UPLOAD_CAP. Before that rule, 64 of 100 fired inside the first.)
+        // Then uploads of 100 missing at 20%, after 1,000 healthy anchors in uploads of 100,
+        // against a bound of 7.3%: starting from twelve independent training uploads of 100,
+        // the alarm fires within 800 anchors of the change in far more watches than from the
+        // prior, whose larger ρ expects each upload's misses to cluster. (No five uploads
+        // alone can raise it: they may be one labeller's, and carry at most UPLOAD_CAP
+        // together. Before that cap covered five uploads, two shifted uploads of 500 fired in
+        // 80-100 of 100 from the training units and 0-5 from the prior.)
         let mut rng = Rng::seed_from_u64(14);
         let mut inside = [0usize; 2];
         for _ in 0..100 {
@@ -941,8 +1015,8 @@ mod tests {
             let healthy: Vec<Vec<bool>> = (0..10)
                 .map(|_| (0..100).map(|_| rng.random::<f64>() < 0.05).collect())
                 .collect();
-            let shifted: Vec<Vec<bool>> = (0..2)
-                .map(|_| (0..500).map(|_| rng.random::<f64>() < 0.3).collect())
+            let shifted: Vec<Vec<bool>> = (0..20)
+                .map(|_| (0..100).map(|_| rng.random::<f64>() < 0.2).collect())
                 .collect();
             for (k, history) in [None, Some(&history)].into_iter().enumerate() {
                 let mut alarm = MissAlarm::new(0.073, 0.01).with_history(history);
@@ -952,15 +1026,15 @@ mod tests {
                 for batch in &shifted {
                     alarm.observe_batch(batch);
                 }
-                inside[k] += usize::from(alarm.alarmed_at.is_some_and(|t| t > 1000));
+                inside[k] += usize::from(alarm.alarmed_at.is_some_and(|t| t > 1000 && t <= 1800));
             }
         }
         eprintln!(
-            "fired inside the two shifted uploads: from the prior {}, from the training units {}",
+            "fired within 800 anchors of the change: from the prior {}, from the training units {}",
             inside[0], inside[1]
         );
-        assert!(inside[1] >= 80, "{inside:?}");
-        assert!(inside[0] <= 5, "{inside:?}");
+        assert!(inside[1] >= 45, "{inside:?}");
+        assert!(inside[0] <= 25, "{inside:?}");
     }
 
     #[test]
@@ -968,10 +1042,12 @@ mod tests {
         // 1,000 healthy anchors in batches of 100 at 5%, tested against a bound of 7.3%,
         // then batches of 100 missing at 20% (the review's scenario), the version trained on
         // twelve uploads of 100 naming no rater. Declared independent (drift_max_rho = 0), the
-        // alarm fires within 600 anchors of the change in nearly every watch. By default each
-        // upload is expected from the one before until the uploads show they are not alike,
-        // which is the price of not calling one labeller's two uploads drift: most watches
-        // still fire within 1,000 anchors.
+        // alarm fires within 600 anchors of the change in nearly every watch. By default an
+        // upload naming no rater may be one labeller's fifth: five uploads together carry at
+        // most UPLOAD_CAP, so (almost) none fires within the first five (it fired within 600 in
+        // 110-140 of 200 before that cap covered five uploads, and let one unnamed labeller
+        // of five uploads raise false alarms in 16% of watches), and nearly every watch fires
+        // within 1,000 anchors, as before.
         let mut rng = Rng::seed_from_u64(12);
         let (mut declared, mut within, mut later) = (0, 0, 0);
         for _ in 0..200 {
@@ -991,19 +1067,19 @@ mod tests {
             let fired =
                 |a: &MissAlarm, by: u64| a.alarmed_at.is_some_and(|t| t > 1000 && t <= 1000 + by);
             declared += usize::from(fired(&alarms[1], 600));
-            within += usize::from(fired(&alarms[0], 600));
+            within += usize::from(fired(&alarms[0], 500));
             later += usize::from(fired(&alarms[0], 1000));
         }
         eprintln!(
-            "jump to 20%: declared independent {declared} of 200 within 600 anchors; by default {within} within 600, {later} within 1,000"
+            "jump to 20%: declared independent {declared} of 200 within 600 anchors; by default {within} within 500, {later} within 1,000"
         );
         assert!(
             declared >= 190,
             "{declared} of 200 declared fired within 600 anchors"
         );
         assert!(
-            within >= 110 && later >= 180,
-            "by default {within} of 200 within 600, {later} within 1,000"
+            within <= 10 && later >= 180,
+            "by default {within} of 200 within 500, {later} within 1,000"
         );
     }
 

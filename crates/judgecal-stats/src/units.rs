@@ -26,7 +26,15 @@ pub struct UnitSpread {
     /// kept have none).
     #[serde(default, skip_serializing_if = "PairSpread::is_empty")]
     pub chain: PairSpread,
+    /// The same uploads' pairs two, three, … [`MAX_LAG`] apart (versions trained before these
+    /// were kept have none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lags: Vec<PairSpread>,
 }
+
+/// The farthest apart two uploads naming no rater are paired: one labeller's uploads are
+/// expected to span at most this many and one more.
+pub const MAX_LAG: usize = 4;
 
 impl UnitSpread {
     /// The sums over units of `(anchors, misses)` each.
@@ -39,6 +47,16 @@ impl UnitSpread {
             }
         }
         out
+    }
+
+    /// The same sums, with the pairs of `uploads` (naming no rater, in upload order) one to
+    /// [`MAX_LAG`] apart.
+    pub fn with_uploads(mut self, uploads: &[(f64, f64)]) -> Self {
+        self.chain = PairSpread::of(uploads);
+        self.lags = (2..=MAX_LAG)
+            .map(|lag| PairSpread::lagged(uploads, lag))
+            .collect();
+        self
     }
 
     pub fn add(&mut self, n: f64, m: f64, sign: f64) {
@@ -92,9 +110,14 @@ pub struct PairSpread {
 impl PairSpread {
     /// Over `sessions` (anchors, misses) in order, each with the one before it.
     pub fn of(sessions: &[(f64, f64)]) -> Self {
+        Self::lagged(sessions, 1)
+    }
+
+    /// Over `sessions` in order, each with the one `lag` before it.
+    pub fn lagged(sessions: &[(f64, f64)], lag: usize) -> Self {
         let mut out = Self::default();
-        for w in sessions.windows(2) {
-            out.add(w[0], w[1]);
+        for (earlier, later) in sessions.iter().zip(sessions.iter().skip(lag)) {
+            out.add(*earlier, *later);
         }
         out
     }

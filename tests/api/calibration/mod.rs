@@ -16,6 +16,7 @@ mod panels;
 mod rank;
 mod repeats;
 mod training;
+mod unnamed_labellers;
 mod walkthroughs;
 
 use std::time::{Duration, Instant};

@@ -24,7 +24,7 @@
 //! with independence declared (`calibrators.drift_max_rho = 0`), beside a CUSUM that knows
 //! the miss rate before and after, its threshold set on the design's own healthy watches.
 
-use judgecal_stats::drift::{MissAlarm, PairSpread, UnitId, UnitSpread};
+use judgecal_stats::drift::{MissAlarm, UnitId, UnitSpread};
 use judgecal_stats::rng::{Rng, RngExt, SeedableRng};
 use judgecal_stats::stats::{quantile, standard_normal};
 
@@ -238,9 +238,7 @@ fn training(design: LabellingDesign, w: &DriftWorld, rng: &mut Rng) -> UnitSprea
             (BATCH as f64, m as f64)
         })
         .collect();
-    let mut spread = UnitSpread::of(uploads.iter().copied());
-    spread.chain = PairSpread::of(&uploads);
-    spread
+    UnitSpread::of(uploads.iter().copied()).with_uploads(&uploads)
 }
 
 /// One healthy watch of `horizon` anchors against `rate`, alarming at 1/`delta`: the anchor at

@@ -80,23 +80,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_reviews_shift_is_caught_within_600_anchors() {
-        // 40 watches: no alarm before the shift, and every one within 600 anchors of it
-        // (median 170 and at most 373 when this was written; 39 of 40, median 226, before
-        // ties at the band's edges were broken; 35 before the version's training units
-        // started the estimate of ρ, 33 before no unit was bet below the rate, none before
-        // anchors' own evidence counted). Declaring batches independent (drift_max_rho)
-        // makes them faster still; see the grid's test above.
+    fn the_reviews_shift_is_caught_after_five_uploads_and_within_1500_anchors() {
+        // 40 watches: no alarm before the shift. Five uploads naming no rater may be one
+        // labeller's, and carry at most a factor 30 together: none fires within the first
+        // five after the shift (500 anchors). Every one fires within 1,500, most within
+        // 800 (median 650 when this was written). Before that cap covered five uploads
+        // (issue 85), every one within 600 (median 170, at most 373), and one unnamed
+        // labeller of five uploads raised false alarms in 16% of healthy watches. Declaring
+        // batches independent (drift_max_rho) removes the cap; see the grid's tests.
         let delays = scenario(&Candidates::default(), 40, 2000, 5).expect("the scenario runs");
         eprintln!("scenario (1): delays {delays:?}");
         assert!(
-            delays.iter().all(|d| d.is_some_and(|d| d > 0)),
+            delays
+                .iter()
+                .all(|d| d.is_some_and(|d| d > 500 && d <= 1500)),
             "{delays:?}"
         );
         let within = delays
             .iter()
-            .filter(|d| d.is_some_and(|d| d <= 600))
+            .filter(|d| d.is_some_and(|d| d <= 800))
             .count();
-        assert_eq!(within, 40, "{within} of 40 within 600 anchors: {delays:?}");
+        assert!(
+            within >= 30,
+            "{within} of 40 within 800 anchors: {delays:?}"
+        );
     }
 }
