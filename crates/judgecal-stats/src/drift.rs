@@ -343,6 +343,20 @@ impl MissAlarm {
         Some(((a + q).clamp(0.0, 1.0), phi.sum().clamp(0.0, 1.0)))
     }
 
+    /// What a session of `rater` starts from against its cap: the log wealth its rater's
+    /// anchors have won so far, what the last [`MAX_LAG`] uploads won where it names none (they
+    /// count against its cap), and the log of the cap.
+    fn allowance(&self, rater: Option<UnitId>) -> (f64, f64, f64) {
+        match rater {
+            Some(r) => (
+                self.gains.get(&r).copied().unwrap_or(0.0),
+                0.0,
+                RATER_CAP.ln(),
+            ),
+            None => (0.0, self.won.iter().sum(), UPLOAD_CAP.ln()),
+        }
+    }
+
     /// One session: the anchors of one upload batch that one named rater labelled (`rater`),
     /// or those naming none, with whether each fell outside the interval. Returns whether the
     /// alarm is raised (it stays raised).
@@ -362,21 +376,7 @@ impl MissAlarm {
         // A named rater seen before: its expectation already carries what its earlier sessions
         // missed, a change included (see "Returning raters").
         let returning = before.is_some_and(|(n0, _)| n0 > 0.0);
-        let mut gain = rater
-            .and_then(|r| self.gains.get(&r).copied())
-            .unwrap_or(0.0);
-        // Uploads naming no rater: what the last few won counts against this one's cap.
-        let earlier: f64 = if rater.is_some() {
-            0.0
-        } else {
-            self.won.iter().sum()
-        };
-        let cap = if rater.is_some() {
-            RATER_CAP
-        } else {
-            UPLOAD_CAP
-        }
-        .ln();
+        let (mut gain, earlier, cap) = self.allowance(rater);
         for &miss in misses {
             let x = f64::from(u8::from(miss));
             let floor = before.map_or(0.0, |(n0, m0)| lower_bound(m0 + m, n0 + n));
