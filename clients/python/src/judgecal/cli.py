@@ -5,6 +5,7 @@
     judgecal-py estimate run.jsonl --judge gpt-4o-mini --rubric coherence --group model-a
     judgecal-py compare a.jsonl b.jsonl --judge gpt-4o-mini --rubric coherence
     judgecal-py inspect logs/run.eval --judge gpt-4o-mini --rubric helpfulness [--train auto]
+    judgecal-py gate run.jsonl --baseline main.jsonl --judge gpt-4o-mini --rubric coherence
 
 The service is `--url` or `JUDGECAL_URL`; the key `JUDGECAL_API_KEY`. Records are
 `{item_id, judge, rubric, judge_score, reference?, group?}` per line (JSONL) or per row (CSV).
@@ -18,6 +19,7 @@ import sys
 from collections import defaultdict
 from typing import Any
 
+from . import gate
 from . import records as rec
 from .client import Client
 from .errors import JudgecalError
@@ -54,11 +56,7 @@ def train(a: argparse.Namespace) -> None:
 
 
 def _run(path: str, a: argparse.Namespace) -> list[dict[str, Any]]:
-    records = rec.read(path, a.judge, a.rubric)
-    return [
-        {"id": r.item_id, "score": r.judge_score, **({"reference": r.reference} if a.labelled and r.reference is not None else {})}
-        for r in records
-    ]
+    return gate.items(path, a)
 
 
 def estimate(a: argparse.Namespace) -> None:
@@ -128,6 +126,8 @@ def parser() -> argparse.ArgumentParser:
     q.add_argument("--train", help="train the judge with this method after uploading")
     q.add_argument("--compare", metavar="LOG_B", help="also compare with another log of the task")
     q.set_defaults(func=inspect_log)
+
+    gate.add_parser(sub)
     return p
 
 
