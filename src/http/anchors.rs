@@ -161,7 +161,7 @@ pub struct CoverageDto {
 /// counts as unchanged; with different scores the batch is refused with 409 unless
 /// `replace=true`.
 #[utoipa::path(
-    post, path = "/v1/anchors", tag = "anchors",
+    post, path = "/v1/anchors", tag = "anchors", operation_id = "upload_anchors",
     params(UploadParams),
     request_body(content(
         (AnchorBatchRequest = "application/json"),

@@ -132,7 +132,7 @@ pub struct ComparisonCellDto {
 /// `POST /v1/ratings`; those arriving after training feed its drift alarm. `GET /v1/cells`
 /// counts them.
 #[utoipa::path(
-    post, path = "/v1/comparisons", tag = "anchors",
+    post, path = "/v1/comparisons", tag = "anchors", operation_id = "upload_comparisons",
     params(UploadParams),
     request_body(content(
         (ComparisonBatchRequest = "application/json"),
