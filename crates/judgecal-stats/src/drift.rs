@@ -3,9 +3,7 @@
 //!
 //! How it works, and why: docs/internals.md, "crates/judgecal-stats/src/drift.rs".
 
-use std::collections::HashMap;
-
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 use super::units::Differences;
 pub use super::units::{MAX_LAG, PRIOR_RHO, PRIOR_UNITS, PairSpread, RHO_MARGIN, UnitSpread};
@@ -149,7 +147,7 @@ pub struct MissAlarm {
     won: VecDeque<f64>,
     chained: f64,
     /// Sessions not yet older than the lag.
-    pending: std::collections::VecDeque<Pending>,
+    pending: VecDeque<Pending>,
     /// Over sessions older than the lag (and the version's training units): their spread,
     /// their raters' (per rater, its lagged totals), and their consecutive pairs'.
     sessions: UnitSpread,
@@ -199,7 +197,7 @@ impl MissAlarm {
             unnamed: VecDeque::new(),
             won: VecDeque::new(),
             chained: alpha,
-            pending: std::collections::VecDeque::new(),
+            pending: VecDeque::new(),
             sessions: UnitSpread::default(),
             rater_spread: UnitSpread::default(),
             lagged: HashMap::new(),
@@ -334,7 +332,6 @@ impl MissAlarm {
             return None;
         }
         let phi = super::stats::cholesky(sigma)?.solve(&c);
-
         let a = self.alpha;
         let q = phi
             .iter()
