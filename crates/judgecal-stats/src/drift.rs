@@ -308,26 +308,27 @@ impl MissAlarm {
             return None;
         }
         let mu = self.mu();
-        let lag = |d: usize| -> f64 {
-            let pairs = if d == 1 {
-                Some(&self.chain)
-            } else {
-                self.lags.get(d - 2)
-            };
-            pairs
-                .and_then(|p| p.estimate(mu))
-                .map_or(0.0, |r| alike(RHO_MARGIN * r.max(0.0)))
-        };
+        // The correlation of two uploads d apart, d = 1 first.
+        let lag: Vec<f64> = std::iter::once(&self.chain)
+            .chain(&self.lags)
+            .take(k)
+            .map(|p| {
+                p.estimate(mu)
+                    .map_or(0.0, |r| alike(RHO_MARGIN * r.max(0.0)))
+            })
+            .chain(std::iter::repeat(0.0))
+            .take(k)
+            .collect();
         let within = self.rho();
         let sigma = nalgebra::DMatrix::from_fn(k, k, |i, j| {
             if i == j {
                 let n = self.unnamed[i].0.max(1.0);
                 (1.0 + (n - 1.0) * within) / n
             } else {
-                lag(i.abs_diff(j))
+                lag[i.abs_diff(j) - 1]
             }
         });
-        let c = nalgebra::DVector::from_fn(k, |i, _| lag(i + 1));
+        let c = nalgebra::DVector::from_fn(k, |i, _| lag[i]);
         if c.iter().all(|&x| x <= 0.0) {
             return None;
         }
