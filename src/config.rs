@@ -20,7 +20,23 @@ pub struct Settings {
     pub limits: LimitSettings,
     pub jobs: JobSettings,
     pub calibrators: CalibratorSettings,
+    pub webhooks: WebhookSettings,
     pub log: LogSettings,
+}
+
+/// Where alarms are posted besides `/metrics` (config/default.toml says what each key does).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebhookSettings {
+    pub url: String,
+    pub secret: String,
+    pub events: String,
+    pub public_url: String,
+    pub timeout_millis: u64,
+    pub max_attempts: i64,
+    pub backoff_millis: u64,
+    pub max_backoff_millis: u64,
+    pub poll_millis: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -202,6 +218,23 @@ impl Settings {
                 self.calibrators.refresh_millis as usize,
             ),
             ("calibrators.fleet_cells", self.calibrators.fleet_cells),
+            (
+                "webhooks.timeout_millis",
+                self.webhooks.timeout_millis as usize,
+            ),
+            (
+                "webhooks.max_attempts",
+                self.webhooks.max_attempts.max(0) as usize,
+            ),
+            (
+                "webhooks.backoff_millis",
+                self.webhooks.backoff_millis as usize,
+            ),
+            (
+                "webhooks.max_backoff_millis",
+                self.webhooks.max_backoff_millis as usize,
+            ),
+            ("webhooks.poll_millis", self.webhooks.poll_millis as usize),
         ];
         for (key, value) in positive {
             if value == 0 {
@@ -229,6 +262,14 @@ impl Settings {
                 "jobs.min_anchors",
                 format!("must be at least 2; got {}", self.jobs.min_anchors),
             );
+        }
+        if let Err((key, why)) = crate::webhooks::check_settings(
+            &self.webhooks.url,
+            &self.webhooks.secret,
+            &self.webhooks.events,
+            &self.webhooks.public_url,
+        ) {
+            return fail(key, why);
         }
         if let Err(e) = tracing_subscriber::EnvFilter::try_new(&self.log.level) {
             return fail(

@@ -21,5 +21,6 @@ pub mod service;
 pub mod startup;
 pub mod store;
 pub mod telemetry;
+pub mod webhooks;
 
 pub use error::{Error, Result};

@@ -38,6 +38,7 @@ impl Application {
         }
         let service = Service::new(store, Metrics::new(), &settings);
         if service.store().ready().await? {
+            service.webhooks().configure().await?;
             service.operations().refresh_gauges().await?;
         } else {
             tracing::warn!(

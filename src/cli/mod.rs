@@ -79,13 +79,25 @@ pub enum Command {
         #[command(subcommand)]
         command: KeysCommand,
     },
+    /// Webhooks' helpers.
+    Webhooks {
+        #[command(subcommand)]
+        command: WebhooksCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WebhooksCommand {
+    /// Print a new signing secret for `webhooks.secret` (whsec_ and 32 random bytes in
+    /// base64).
+    Secret,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum KeysCommand {
     /// Create a key and print it once; only its hash is stored.
     Create {
-        /// ingest, correct, train or admin; repeat or comma-separate for several.
+        /// ingest, correct, train, metrics or admin; repeat or comma-separate for several.
         #[arg(long = "scope", required = true, value_delimiter = ',')]
         scopes: Vec<Scope>,
         /// A note saying whose key it is (`keys revoke` takes it too).
@@ -115,6 +127,12 @@ pub async fn run(cli: Cli) -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Command::Evaluate(a) => return offline(move || evaluate(a)).await,
+        Command::Webhooks {
+            command: WebhooksCommand::Secret,
+        } => {
+            println!("{}", crate::webhooks::new_secret());
+            return ExitCode::SUCCESS;
+        }
         other => other,
     };
     let settings = match Settings::load(&cli.config_dir) {
@@ -129,7 +147,9 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Serve { demo } => serve(settings, demo).await,
         Command::Migrate => migrate(&settings).await,
         Command::Keys { command } => keys(settings, command).await,
-        Command::Openapi | Command::Evaluate(_) => unreachable!("handled above"),
+        Command::Openapi | Command::Evaluate(_) | Command::Webhooks { .. } => {
+            unreachable!("handled above")
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -536,6 +536,7 @@ scope_marker!(IngestScope, Some(Scope::Ingest));
 scope_marker!(AdminScope, Some(Scope::Admin));
 scope_marker!(TrainScope, Some(Scope::Train));
 scope_marker!(CorrectScope, Some(Scope::Correct));
+scope_marker!(MetricsScope, Some(Scope::Metrics));
 
 /// A caller whose API key holds `N`'s scope: who it is, for routes whose answer depends on
 /// what else the key may read.

@@ -16,6 +16,7 @@ mod rubrics;
 mod runlevel;
 mod schema;
 pub mod ui;
+mod webhooks;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -87,7 +88,11 @@ fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(runlevel::rank::rank))
         .routes(routes!(runlevel::rank_sessions::open_rank_session))
         .routes(routes!(runlevel::rank_sessions::rank_session))
-        .routes(routes!(runlevel::rank_sessions::rank_look));
+        .routes(routes!(runlevel::rank_sessions::rank_look))
+        .routes(routes!(webhooks::create, webhooks::list))
+        .routes(routes!(webhooks::delete))
+        .routes(routes!(webhooks::ping))
+        .routes(routes!(webhooks::deliveries));
     let operations = OpenApiRouter::new()
         .routes(routes!(ops::healthz))
         .routes(routes!(ops::readyz))

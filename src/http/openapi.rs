@@ -29,6 +29,7 @@ Authentication: `Authorization: Bearer <key>`; keys carry scopes `ingest`, `corr
         (name = "calibration", description = "Training jobs and calibrator versions"),
         (name = "correction", description = "Corrected scores with their uncertainty"),
         (name = "operations", description = "Health, readiness, metrics"),
+        (name = "webhooks", description = "Alarms posted, signed, to your endpoints, and their delivery log"),
     )
 )]
 pub struct ApiDoc;

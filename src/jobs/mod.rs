@@ -9,14 +9,19 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tracing::Instrument;
 
+mod deliveries;
+
 use crate::service::{Progress, Service};
 use crate::store::{ClaimedJob, Lease};
 
-/// Starts the refresh task and, when `jobs.enabled`, `jobs.workers` training workers. They
+/// Starts the refresh task, the webhook sender and, when `jobs.enabled`, `jobs.workers` training workers. They
 /// run until [`Service::stop_background`]; a worker then puts its running job back in the
 /// queue.
 pub fn spawn(service: &Arc<Service>, refresh_every: Duration) -> Vec<JoinHandle<()>> {
-    let mut handles = vec![tokio::spawn(refresh(service.clone(), refresh_every))];
+    let mut handles = vec![
+        tokio::spawn(refresh(service.clone(), refresh_every)),
+        tokio::spawn(deliveries::send_due(service.clone())),
+    ];
     let settings = service.job_settings().clone();
     if settings.enabled {
         for n in 0..settings.workers {

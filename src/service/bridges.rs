@@ -2,14 +2,15 @@
 //! re-score, the bridge between two versions (`judgecal_stats::bridge`), and the silent-change
 //! check (a re-score under the same label, kept apart from the anchors).
 
-use super::families::{Pairwise, Versions};
+use super::families::{Pairwise, Versions, Webhooks};
 use std::sync::Arc;
 
 use super::versions::Loaded;
 use crate::domain::{CellKey, GroupName, ItemId, JudgeVersion, Problem, Scale};
 use crate::error::{Error, Result};
 use crate::store::{SharedItem, StoredCheck, VersionAnchors};
-use judgecal_stats::bridge::{self, Bridge, Pair, TOLERANCE_SHARE, Verdict};
+use crate::webhooks::{Alarm, AlarmKind};
+use judgecal_stats::bridge::{self, Bridge, Finding, Pair, TOLERANCE_SHARE, Verdict};
 
 /// One judge version of a cell: its anchors and the calibration trained on it, if any.
 pub struct JudgeVersionSummary {
@@ -557,6 +558,11 @@ impl Versions<'_> {
             .await?;
         self.metrics.set_judge_changed(key, finding);
         tracing::info!(cell = %key, finding = finding.gauge(), verdict = answer.bridge.verdict.as_str(), "silent-change check");
+        if finding == Finding::Changed {
+            Webhooks(self)
+                .raise(vec![changed_alarm(key, id, &answer)])
+                .await;
+        }
         Ok(Check { id, answer })
     }
 
@@ -577,6 +583,31 @@ impl Versions<'_> {
             self.metrics.set_judge_changed(&key, finding);
         }
         Ok(())
+    }
+}
+
+/// The alarm of a silent-change check that found the judge changed.
+fn changed_alarm(key: &CellKey, id: uuid::Uuid, answer: &BridgeAnswer) -> Alarm {
+    let b = &answer.bridge;
+    Alarm {
+        kind: AlarmKind::JudgeChanged,
+        id: format!("judge_changed:{id}"),
+        cell: Some(key.clone()),
+        version: Some(answer.calibrator),
+        figures: serde_json::json!({
+            "check": id.to_string(),
+            "judge_version": answer.to.as_ref().map(|v| v.as_str()),
+            "items": b.items,
+            "tolerance": b.tolerance,
+            "corrected_shift": b.corrected,
+            "reversed": b.reversed,
+            "verdict": b.verdict.as_str(),
+        }),
+        link: format!("/v1/cells/{}/{}/checks/{id}", key.judge, key.rubric),
+        summary: format!(
+            "{key}: the judge changed under the same version label: {}",
+            b.reason
+        ),
     }
 }
 

@@ -18,12 +18,13 @@
 
 use std::collections::HashMap;
 
-use super::families::{Operations, Versions};
+use super::families::{Operations, Versions, Webhooks};
 use super::versions::Loaded;
 use crate::domain::{Anchor, CellKey, now_ms};
 use crate::error::{Error, Result};
 use crate::metrics::GaugeScope;
 use crate::store::{BatchCoverage, CellIngest, CellMisses};
+use crate::webhooks::{Alarm, AlarmKind};
 use judgecal_stats::conformal::{Intervals, tie_break};
 use judgecal_stats::drift::{
     BOUND_DELTA, CheckedBatch, Dependence, Drift, Watch, drift, drift_path,
@@ -347,9 +348,63 @@ impl Operations<'_> {
                 cache.retain(|id, _| active.contains(id));
             }
         }
-        kept.extend(drifts.into_iter().map(|(key, _, r)| (key, r.watch)));
+        kept.extend(drifts.into_iter().map(|(key, id, r)| (key, id, r.watch)));
+        Webhooks(self).raise(self.drift_alarms(&kept)).await;
+        let kept: Vec<(CellKey, Watch)> = kept.into_iter().map(|(k, _, w)| (k, w)).collect();
         self.metrics.set_drift(&kept, scope);
         Ok(())
+    }
+
+    /// The alarms standing in `watched` (cell, calibrator id, watch): each cell's own and the
+    /// fleet's, one alarm per version (an alarm stays raised until the next activation).
+    fn drift_alarms(&self, watched: &[(CellKey, String, Watch)]) -> Vec<Alarm> {
+        let mut alarms = Vec::new();
+        for (key, calibrator, watch) in watched {
+            // The version's number, where this process serves it (a pairwise cell's has none).
+            let version = self
+                .calibrators
+                .active(key)
+                .filter(|l| l.version.id.to_string() == *calibrator)
+                .map(|l| l.version.version);
+            for (kind, d, threshold) in [
+                (AlarmKind::Drift, &watch.cell, 1.0 / self.drift_delta),
+                (
+                    AlarmKind::FleetAlert,
+                    &watch.fleet,
+                    1.0 / self.fleet.per_cell(),
+                ),
+            ] {
+                if !d.alarm {
+                    continue;
+                }
+                let what = match kind {
+                    AlarmKind::Drift => "drift alarm",
+                    _ => "fleet-wide drift alert",
+                };
+                alarms.push(Alarm {
+                    kind,
+                    id: format!("{}:{calibrator}", kind.as_str()),
+                    cell: Some(key.clone()),
+                    version,
+                    figures: serde_json::json!({
+                        "anchors": d.anchors,
+                        "units": d.units,
+                        "miss_bound": d.miss_bound,
+                        "e_value": d.e_value,
+                        "peak": d.peak,
+                        "threshold": threshold,
+                        "rho": d.rho,
+                        "clustered": d.clustered,
+                    }),
+                    link: format!("/ui/cells/{}/{}", key.judge, key.rubric),
+                    summary: format!(
+                        "{key}: the {what} is raised: the anchors since the active version's activation miss its intervals more often than its bound {:.3} allows (e-value peak {:.1} past {threshold:.0}, over {} anchors in {} units)",
+                        d.miss_bound, d.peak, d.anchors, d.units
+                    ),
+                });
+            }
+        }
+        alarms
     }
 
     /// The cells to replay. A refresh of every cell keeps the replay of each version whose
@@ -380,7 +435,7 @@ impl Operations<'_> {
                 Some(r)
                     if r.activated_at_ms == count.activated_at_ms && r.batches == count.batches =>
                 {
-                    kept.push((count.key.clone(), r.watch));
+                    kept.push((count.key.clone(), count.calibrator.clone(), r.watch));
                 }
                 _ => moved.push(&count.key),
             }
@@ -502,7 +557,7 @@ impl Operations<'_> {
 /// versions now active.
 struct Replay {
     cells: Vec<CellMisses>,
-    kept: Vec<(CellKey, Watch)>,
+    kept: Vec<(CellKey, String, Watch)>,
     active: Option<Vec<String>>,
 }
 

@@ -49,3 +49,10 @@ family!(
     Operations,
     operations
 );
+family!(
+    Service,
+    /// Webhooks: the hooks keys make and the configured one, the alarms raised to them and
+    /// their delivery log (`webhooks.rs`).
+    Webhooks,
+    webhooks
+);

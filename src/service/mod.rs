@@ -21,11 +21,12 @@ mod run_inputs;
 mod runlevel;
 mod training;
 mod versions;
+mod webhooks;
 
 pub use crate::domain::runlevel::{CompareRequest, EstimateRequest, RankRequest};
 pub use corrections::{CorrectedItem, Correction};
 pub use coverage::{COVERAGE_WINDOW, PENDING_CHECK_GRACE_MS};
-pub use families::{Operations, Pairwise, Panels, Runs, Scores, Versions};
+pub use families::{Operations, Pairwise, Panels, Runs, Scores, Versions, Webhooks};
 pub use jobs::Trained;
 pub use keys::{AuthFailure, KeyInfo};
 pub use pairwise::answer::{
@@ -36,6 +37,7 @@ pub use repeat_noise::DesignAdvice;
 pub use run_inputs::Served;
 pub use training::Progress;
 pub use versions::{Loaded, Mismatch};
+pub use webhooks::DELIVERY_STATES;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -43,7 +45,7 @@ use std::time::Duration;
 use tokio::sync::{Notify, watch};
 
 use crate::auth::KeyCache;
-use crate::config::{JobSettings, LimitSettings, Settings};
+use crate::config::{JobSettings, LimitSettings, Settings, WebhookSettings};
 use crate::domain::Anchor;
 use crate::metrics::Metrics;
 use crate::store::{CellIngest, Store};
@@ -94,6 +96,13 @@ pub struct Service {
     bounds: Mutex<std::collections::HashMap<String, coverage::Bounds>>,
     /// Each active version's drift alarms as last replayed, by calibrator id.
     replays: Mutex<std::collections::HashMap<String, coverage::Replayed>>,
+    /// Where alarms are posted, and how.
+    webhook_settings: WebhookSettings,
+    /// The alarms this process has queued for the webhooks (by id), so a standing alarm costs
+    /// no store write at each refresh.
+    raised: Mutex<std::collections::HashSet<String>>,
+    /// Wakes this process's webhook sender when it queues a delivery.
+    delivery_queued: Notify,
 }
 
 impl Service {
@@ -119,6 +128,9 @@ impl Service {
             },
             bounds: Mutex::default(),
             replays: Mutex::default(),
+            webhook_settings: settings.webhooks.clone(),
+            raised: Mutex::default(),
+            delivery_queued: Notify::new(),
         })
     }
 
@@ -130,6 +142,15 @@ impl Service {
     /// since the last wait).
     pub async fn job_queued(&self) {
         self.job_queued.notified().await;
+    }
+
+    /// Resolves when a webhook delivery is queued through this process.
+    pub async fn delivery_queued(&self) {
+        self.delivery_queued.notified().await;
+    }
+
+    pub fn webhook_settings(&self) -> &WebhookSettings {
+        &self.webhook_settings
     }
 
     /// A receiver that turns true when the background tasks must stop.

@@ -1,7 +1,7 @@
 //! Calibrator versions: listing, activation, and the in-memory cache of the versions cells
 //! serve (each process loads them from the store and picks up activations made elsewhere).
 
-use super::families::{Panels, Versions};
+use super::families::{Panels, Versions, Webhooks};
 use judgecal_stats::warning::{Code, Warning};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,6 +11,7 @@ use super::panel_members;
 use crate::domain::calibration::{CalibratorVersion, Job, JobState, OnMismatch};
 use crate::domain::{CellKey, JudgeName, JudgeVersion, RubricName, Scale};
 use crate::error::{Error, Result};
+use crate::webhooks::{Alarm, AlarmKind};
 
 /// A version ready to correct with (a flow's MC-dropout table is built when it is loaded).
 pub struct Loaded {
@@ -164,7 +165,7 @@ impl Cache {
         })
     }
 
-    fn active(&self, key: &CellKey) -> Option<Arc<Loaded>> {
+    pub(super) fn active(&self, key: &CellKey) -> Option<Arc<Loaded>> {
         self.active
             .read()
             .ok()
@@ -292,9 +293,11 @@ impl Versions<'_> {
         let (serving, installed) = self.calibrators.put(seen, Self::load(v).await?);
         if installed {
             self.metrics.set_active(&serving.version);
+            Webhooks(self).raise(canary_alarm(&serving.version)).await;
         }
         Ok(serving)
     }
+
 
     /// Brings the cache in line with which version every cell serves in the store: at start,
     /// on a timer (so activations through other processes arrive), after each job.
@@ -644,6 +647,28 @@ impl Versions<'_> {
         self.scales.put(rubric.clone(), scale);
         Ok(scale)
     }
+}
+
+/// The β canary's alarm of a version now served, where its canary is up.
+fn canary_alarm(v: &CalibratorVersion) -> Vec<Alarm> {
+    let Some(posterior) = v.beta().filter(|p| p.canary) else {
+        return Vec::new();
+    };
+    vec![Alarm {
+        kind: AlarmKind::BetaCanary,
+        id: format!("beta_canary:{}", v.id),
+        cell: Some(v.key.clone()),
+        version: Some(v.version),
+        figures: serde_json::json!({
+            "beta_mean": posterior.beta_mean,
+            "beta_collapse_probability": posterior.beta_collapse_probability,
+        }),
+        link: format!("/v1/cells/{}/{}/calibrators", v.key.judge, v.key.rubric),
+        summary: format!(
+            "{}: version {} serves with its β canary up: Pr(β < 0.3) = {:.3} > 0.05 (β mean {:.3}); the judge no longer tracks the references",
+            v.key, v.version, posterior.beta_collapse_probability, posterior.beta_mean
+        ),
+    }]
 }
 
 #[cfg(test)]

@@ -52,3 +52,9 @@ family!(
     SessionRows,
     session_rows
 );
+family!(
+    Store,
+    /// Webhooks and the log of their deliveries (`webhooks.rs`).
+    WebhookRows,
+    webhook_rows
+);

@@ -17,13 +17,14 @@ mod pairwise;
 mod panels;
 mod pending_checks;
 mod rank_sessions;
+mod webhooks;
 mod writer;
 
 pub use anchors::CellIngest;
 pub use checks::StoredCheck;
 pub use coverage::{BatchCoverage, CellMisses, CoverageWindow};
 pub use families::{
-    DriftRows, JobRows, KeyRows, PairwiseRows, PanelRows, SessionRows, VersionRows,
+    DriftRows, JobRows, KeyRows, PairwiseRows, PanelRows, SessionRows, VersionRows, WebhookRows,
 };
 pub use jobs::{ClaimedJob, FinishedJob, Lease};
 pub use judge_versions::{SharedItem, VersionAnchors};
@@ -32,6 +33,7 @@ pub use pairwise::comparisons::ComparisonIngest;
 pub use pairwise::versions::ComparisonCell;
 pub use pending_checks::PendingCheck;
 pub use rank_sessions::Recorded;
+pub use webhooks::{Attempt, CONFIGURED, Claimed, Delivery, StoredWebhook};
 
 use std::path::Path;
 

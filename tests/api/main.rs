@@ -20,3 +20,4 @@ mod preferences;
 mod ratings;
 mod replicas;
 mod safety;
+mod webhooks;

@@ -773,6 +773,84 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The webhooks this key made (all of them, with the admin scope). */
+        get: operations["list_webhooks"];
+        put?: never;
+        /**
+         * Make a webhook: alarms (drift, fleet alert, β canary, judge changed) are posted to it,
+         *     signed, until it is deleted or its key is revoked.
+         */
+        post: operations["create_webhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook: it receives nothing new, deliveries still queued are cancelled, and its
+         *     log stays readable.
+         */
+        delete: operations["delete_webhook"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A webhook's delivery log, newest first: every alarm queued to it, its attempts and what
+         *     the receiver last answered.
+         */
+        get: operations["webhook_deliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{id}/ping": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Queue a test delivery (`type: ping`) to a webhook, to check its receiver and signature. */
+        post: operations["ping_webhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -829,6 +907,11 @@ export interface components {
              */
             version: number;
         };
+        /**
+         * @description An alarm's type: the `type` of its body and what a hook's `events` list.
+         * @enum {string}
+         */
+        AlarmKind: "drift" | "fleet_alert" | "beta_canary" | "judge_changed" | "ping";
         /**
          * @description One cell's anchors as JSON. CSV uploads (`text/csv`) carry the columns
          *     `judge,rubric,item_id,judge_score,reference_score` (and optionally `group`, `rater`,
@@ -1698,6 +1781,13 @@ export interface components {
              */
             version: number;
         };
+        CreatedWebhook: components["schemas"]["WebhookDto"] & {
+            /**
+             * @description The signing secret (Standard Webhooks: `whsec_` and base64), shown this once: verify
+             *     each delivery's `webhook-signature` with it.
+             */
+            secret: string;
+        };
         /** @description What an `auto` job saw and chose for this cell. */
         DecisionDto: {
             beta?: components["schemas"]["PosteriorDto"] | null;
@@ -1722,6 +1812,34 @@ export interface components {
              * @description The cell's anchors after the deletion.
              */
             anchor_count: number;
+        };
+        DeliveriesResponse: {
+            deliveries: components["schemas"]["DeliveryDto"][];
+        };
+        DeliveryDto: {
+            /** Format: int64 */
+            attempts: number;
+            created_at: string;
+            delivered_at?: string | null;
+            /** @description The alarm's id: the `webhook-id` header of every attempt, the receiver's idempotency key. */
+            event_id: string;
+            id: string;
+            last_error?: string | null;
+            /**
+             * Format: int64
+             * @description The receiver's HTTP status at the last attempt, where it answered.
+             */
+            last_status?: number | null;
+            /** @description When a pending delivery is next sent. */
+            next_attempt_at?: string | null;
+            /** @description The body as sent. */
+            payload: Record<string, never>;
+            /**
+             * @description pending (queued, or failed and waiting for its next attempt), delivered, failed (its
+             *     attempts ran out) or cancelled (the webhook was deleted).
+             */
+            state: string;
+            type: string;
         };
         /**
          * @description One way to reach a run's target: every item scored `repeats` times and `labels` of them
@@ -2582,6 +2700,15 @@ export interface components {
             /** @description bayes versions: the line's posterior and the canary. */
             posterior?: components["schemas"]["PosteriorDto"];
         };
+        NewWebhook: {
+            /** @description The alarm types it receives; absent or empty: all of them. */
+            events?: components["schemas"]["AlarmKind"][];
+            /**
+             * @description Where alarms are posted: an http:// or https:// URL.
+             * @example https://hooks.example.com/judgecal
+             */
+            url: string;
+        };
         /**
          * @description A figure a rule compares; lower is better.
          * @enum {string}
@@ -2794,6 +2921,10 @@ export interface components {
         };
         PanelsResponse: {
             panels: components["schemas"]["PanelDto"][];
+        };
+        PingResponse: {
+            /** @description The test delivery's event id (its `webhook-id` header). */
+            event_id: string;
         };
         /** @description What would bring the half-width to `target_half_width`. */
         PlanDto: {
@@ -4246,6 +4377,18 @@ export interface components {
          * @enum {string}
          */
         WarningCode: "judge_version_mismatch" | "member_version_mismatch" | "outside_anchors" | "covariate_outside_anchors" | "covariates_unused" | "covariates_missing" | "covariate_misfit" | "covariates_held" | "members_missing" | "new_group" | "extrapolated" | "sparse_anchors" | "repeats_beyond_anchors" | "few_system_anchors" | "corrector_omitted" | "corrector_biased" | "groups_unmeasured" | "groups_conservative" | "groups_outlying" | "label_plan_short" | "single_look" | "tied_judge_scores" | "no_raw_kappa" | "judge_reversed" | "input_missing" | "run_unlike_labelled" | "unlabelled_systems" | "underlabelled_systems" | "unbounded_systems" | "single_rater" | "dominant_rater";
+        WebhookDto: {
+            created_at: string;
+            /** @description The alarm types it receives; empty: all of them. */
+            events: string[];
+            id: string;
+            /** @description `configured` for the hook `webhooks.url` sets, `key` for one a key made. */
+            source: string;
+            url: string;
+        };
+        WebhooksResponse: {
+            webhooks: components["schemas"]["WebhookDto"][];
+        };
         /** @description A system's win rate (people's preference) with its interval at `level`. */
         WinRateDto: {
             /** @description The run's comparisons it is over. */
@@ -7409,6 +7552,394 @@ export interface operations {
                 };
             };
             /** @description Invalid name or scale */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Over server.max_concurrent_requests, or this key over server.max_concurrent_per_key; retry after Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not answered within server.request_timeout_secs (`timeout`), or the store is out of reach (`store_unavailable`); retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_webhooks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhooksResponse"];
+                };
+            };
+            /** @description No API key, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The key lacks the metrics scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Over server.max_concurrent_requests, or this key over server.max_concurrent_per_key; retry after Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not answered within server.request_timeout_secs (`timeout`), or the store is out of reach (`store_unavailable`); retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    create_webhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewWebhook"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedWebhook"];
+                };
+            };
+            /** @description The body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No API key, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The key lacks the metrics scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over server.max_body_bytes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body's Content-Type is not one this operation reads */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Bad URL or alarm type */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Over server.max_concurrent_requests, or this key over server.max_concurrent_per_key; retry after Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not answered within server.request_timeout_secs (`timeout`), or the store is out of reach (`store_unavailable`); retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_webhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No API key, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The key lacks the metrics scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such webhook of this key */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The configured webhook (change webhooks.url) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A path segment, query parameter or field is invalid (named in details) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Over server.max_concurrent_requests, or this key over server.max_concurrent_per_key; retry after Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not answered within server.request_timeout_secs (`timeout`), or the store is out of reach (`store_unavailable`); retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    webhook_deliveries: {
+        parameters: {
+            query?: {
+                /** @description Only deliveries in this state: pending, delivered, failed or cancelled. */
+                state?: string;
+                /** @description At most this many, newest first (default 100, at most 1000). */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveriesResponse"];
+                };
+            };
+            /** @description No API key, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The key lacks the metrics scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such webhook of this key */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Bad state or limit */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Over server.max_concurrent_requests, or this key over server.max_concurrent_per_key; retry after Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not answered within server.request_timeout_secs (`timeout`), or the store is out of reach (`store_unavailable`); retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    ping_webhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PingResponse"];
+                };
+            };
+            /** @description No API key, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The key lacks the metrics scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such webhook of this key */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A path segment, query parameter or field is invalid (named in details) */
             422: {
                 headers: {
                     [name: string]: unknown;
