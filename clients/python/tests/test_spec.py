@@ -56,6 +56,11 @@ CALLS = {
     "delete_panel": "delete_panel",
     "plan": "plan_panel",
     "rate": "ratings",
+    "create_webhook": "create_webhook",
+    "list_webhooks": "webhooks",
+    "delete_webhook": "delete_webhook",
+    "ping_webhook": "ping_webhook",
+    "webhook_deliveries": "webhook_deliveries",
 }
 
 

@@ -567,6 +567,30 @@ class Endpoints:
             body["description"] = description
         return self._send(Request("PUT", f"/v1/rubrics/{seg(rubric)}", model(models.RubricDto), json=body))
 
+    # Webhooks
+
+    def create_webhook(self, url: str, events: Sequence[str] | None = None) -> models.CreatedWebhook:
+        """POST a webhook: alarms (`drift`, `fleet_alert`, `beta_canary`, `judge_changed`; all
+        where `events` is empty) are posted to `url`, signed with the returned `secret` (shown
+        this once)."""
+        return self._send(Request("POST", "/v1/webhooks", model(models.CreatedWebhook), json={"url": url, "events": list(events or [])}))
+
+    def webhooks(self) -> models.WebhooksResponse:
+        return self._send(Request("GET", "/v1/webhooks", model(models.WebhooksResponse)))
+
+    def delete_webhook(self, id: str) -> None:
+        return self._send(Request("DELETE", f"/v1/webhooks/{seg(id)}", nothing))
+
+    def ping_webhook(self, id: str) -> models.PingResponse:
+        """Queue a test delivery (`type: ping`) to a webhook."""
+        return self._send(Request("POST", f"/v1/webhooks/{seg(id)}/ping", model(models.PingResponse)))
+
+    def webhook_deliveries(self, id: str, *, state: str | None = None, limit: int | None = None) -> models.DeliveriesResponse:
+        """A webhook's delivery log, newest first (of one `state` where given)."""
+        return self._send(
+            Request("GET", f"/v1/webhooks/{seg(id)}/deliveries", model(models.DeliveriesResponse), params={"state": state, "limit": limit})
+        )
+
     # Panels
 
     def create_panel(self, name: str, judges: Sequence[str]) -> models.PanelDto:

@@ -8,6 +8,18 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, RootModel, constr
 
 
+class AlarmKind(Enum):
+    """
+    An alarm's type: the `type` of its body and what a hook's `events` list.
+    """
+
+    drift = 'drift'
+    fleet_alert = 'fleet_alert'
+    beta_canary = 'beta_canary'
+    judge_changed = 'judge_changed'
+    ping = 'ping'
+
+
 class Covariates(RootModel[float]):
     root: float = Field(..., ge=-1000000000000.0, le=1000000000000.0)
 
@@ -698,6 +710,36 @@ class DeleteResponse(BaseModel):
     """
 
 
+class DeliveryDto(BaseModel):
+    attempts: int
+    created_at: str
+    delivered_at: str | None = None
+    event_id: str
+    """
+    The alarm's id: the `webhook-id` header of every attempt, the receiver's idempotency key.
+    """
+    id: str
+    last_error: str | None = None
+    last_status: int | None = None
+    """
+    The receiver's HTTP status at the last attempt, where it answered.
+    """
+    next_attempt_at: str | None = None
+    """
+    When a pending delivery is next sent.
+    """
+    payload: dict[str, Any]
+    """
+    The body as sent.
+    """
+    state: str
+    """
+    pending (queued, or failed and waiting for its next attempt), delivered, failed (its
+    attempts ran out) or cancelled (the webhook was deleted).
+    """
+    type: str
+
+
 class Design(BaseModel):
     """
     One way to reach a run's target: every item scored `repeats` times and `labels` of them
@@ -1255,6 +1297,20 @@ class MemberWeightDto(BaseModel):
     weight_lo: float
 
 
+class NewWebhook(BaseModel):
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    events: list[AlarmKind] | None = None
+    """
+    The alarm types it receives; absent or empty: all of them.
+    """
+    url: str = Field(..., examples=['https://hooks.example.com/judgecal'])
+    """
+    Where alarms are posted: an http:// or https:// URL.
+    """
+
+
 class Objective(Enum):
     """
     A figure a rule compares; lower is better.
@@ -1477,6 +1533,13 @@ class PanelVersionDto(BaseModel):
 
 class PanelsResponse(BaseModel):
     panels: list[PanelDto]
+
+
+class PingResponse(BaseModel):
+    event_id: str
+    """
+    The test delivery's event id (its `webhook-id` header).
+    """
 
 
 class PlanDto(BaseModel):
@@ -2837,6 +2900,24 @@ class WarningCode(Enum):
     dominant_rater = 'dominant_rater'
 
 
+class WebhookDto(BaseModel):
+    created_at: str
+    events: list[str]
+    """
+    The alarm types it receives; empty: all of them.
+    """
+    id: str
+    source: str
+    """
+    `configured` for the hook `webhooks.url` sets, `key` for one a key made.
+    """
+    url: str
+
+
+class WebhooksResponse(BaseModel):
+    webhooks: list[WebhookDto]
+
+
 class WinRateDto(BaseModel):
     """
     A system's win rate (people's preference) with its interval at `level`.
@@ -3258,6 +3339,14 @@ class CorrectResponse(BaseModel):
     """
 
 
+class CreatedWebhook(WebhookDto):
+    secret: str
+    """
+    The signing secret (Standard Webhooks: `whsec_` and base64), shown this once: verify
+    each delivery's `webhook-signature` with it.
+    """
+
+
 class DecisionDto(BaseModel):
     """
     What an `auto` job saw and chose for this cell.
@@ -3281,6 +3370,10 @@ class DecisionDto(BaseModel):
     """
     Candidates within this fraction of the best objective were tied.
     """
+
+
+class DeliveriesResponse(BaseModel):
+    deliveries: list[DeliveryDto]
 
 
 class ErrorDetail(BaseModel):
