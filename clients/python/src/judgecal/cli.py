@@ -6,6 +6,8 @@
     judgecal-py compare a.jsonl b.jsonl --judge gpt-4o-mini --rubric coherence
     judgecal-py inspect logs/run.eval --judge gpt-4o-mini --rubric helpfulness [--train auto]
     judgecal-py gate run.jsonl --baseline main.jsonl --judge gpt-4o-mini --rubric coherence
+    judgecal-py sync mlflow --tracking-uri http://127.0.0.1:5000 --experiment evals \
+        --rubric coherence --judge gpt-4o-mini --group-tag system --write-back
 
 The service is `--url` or `JUDGECAL_URL`; the key `JUDGECAL_API_KEY`. Records are
 `{item_id, judge, rubric, judge_score, reference?, group?}` per line (JSONL) or per row (CSV).
@@ -19,7 +21,7 @@ import sys
 from collections import defaultdict
 from typing import Any
 
-from . import gate
+from . import gate, sync_mlflow
 from . import records as rec
 from .client import Client
 from .errors import JudgecalError
@@ -128,6 +130,7 @@ def parser() -> argparse.ArgumentParser:
     q.set_defaults(func=inspect_log)
 
     gate.add_parser(sub)
+    sync_mlflow.add_parser(sub)
     return p
 
 
