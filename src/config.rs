@@ -21,7 +21,21 @@ pub struct Settings {
     pub jobs: JobSettings,
     pub calibrators: CalibratorSettings,
     pub webhooks: WebhookSettings,
+    pub otel: OtelSettings,
     pub log: LogSettings,
+}
+
+/// Where evaluation events are exported over OTLP/HTTP (config/default.toml says what each
+/// key does).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OtelSettings {
+    pub endpoint: String,
+    pub timeout_millis: u64,
+    pub queue: usize,
+    pub export_batch: usize,
+    pub delay_millis: u64,
+    pub events_per_span: usize,
 }
 
 /// Where alarms are posted besides `/metrics` (config/default.toml says what each key does).
@@ -235,6 +249,11 @@ impl Settings {
                 self.webhooks.max_backoff_millis as usize,
             ),
             ("webhooks.poll_millis", self.webhooks.poll_millis as usize),
+            ("otel.timeout_millis", self.otel.timeout_millis as usize),
+            ("otel.queue", self.otel.queue),
+            ("otel.export_batch", self.otel.export_batch),
+            ("otel.delay_millis", self.otel.delay_millis as usize),
+            ("otel.events_per_span", self.otel.events_per_span),
         ];
         for (key, value) in positive {
             if value == 0 {
@@ -270,6 +289,11 @@ impl Settings {
             &self.webhooks.public_url,
         ) {
             return fail(key, why);
+        }
+        if !self.otel.endpoint.is_empty()
+            && let Err(e) = crate::webhooks::check_url(&self.otel.endpoint)
+        {
+            return fail("otel.endpoint", e);
         }
         if let Err(e) = tracing_subscriber::EnvFilter::try_new(&self.log.level) {
             return fail(

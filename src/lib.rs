@@ -14,6 +14,7 @@ mod family;
 pub mod http;
 pub mod jobs;
 pub mod metrics;
+pub mod otel;
 pub mod plots;
 pub mod progress;
 pub mod serve;

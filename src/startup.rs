@@ -37,6 +37,7 @@ impl Application {
             store.migrate().await?;
         }
         let service = Service::new(store, Metrics::new(), &settings);
+        service.export_evaluations(crate::otel::Evaluations::start(&settings.otel)?);
         if service.store().ready().await? {
             service.webhooks().configure().await?;
             service.operations().refresh_gauges().await?;
@@ -103,6 +104,9 @@ impl Application {
         crate::serve::serve(self.listener, self.router, self.bounds, shutdown).await;
         // Workers put running jobs back in the queue for another process.
         self.service.stop_background();
+        if let Some(e) = self.service.evaluations() {
+            e.shutdown().await;
+        }
         for handle in self.background {
             let _ = tokio::time::timeout(std::time::Duration::from_secs(10), handle).await;
         }

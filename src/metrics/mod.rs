@@ -70,6 +70,7 @@ pub struct Metrics {
     pub dropout_sigma: HistogramVec,
     pub review_routed: IntCounterVec,
     pub judge_version_mismatch: IntCounterVec,
+    pub evaluation_events_dropped: IntCounterVec,
     /// The gauges of the version a cell serves.
     pub version: VersionGauges,
     /// A pairwise cell's gauges, from its newest version.
@@ -94,6 +95,11 @@ impl Metrics {
                 "judgecal_judge_version_mismatch_total",
                 "Requests that named a judge version the calibration serving them was not trained on (no calibration of that judge version)",
                 CELL,
+            ),
+            evaluation_events_dropped: reg.counter(
+                "judgecal_evaluation_events_dropped_total",
+                "Corrected items whose OpenTelemetry evaluation event was dropped because the export queue (otel.queue) was full",
+                &[],
             ),
             http_requests: reg.counter(
                 "judgecal_http_requests_total",

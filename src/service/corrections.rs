@@ -317,11 +317,67 @@ impl Scores<'_> {
             .chain(std::mem::take(&mut reading.warnings))
             .collect();
         let items = reading.answers(ids, results, v.fusion.as_ref());
-        Ok(Correction {
+        let correction = Correction {
             version: loaded,
             items,
             warnings,
+        };
+        export_events(self, &key, &correction);
+        Ok(correction)
+    }
+}
+
+/// Queues an answer's evaluation events where they are exported (counted where the queue is
+/// full).
+fn export_events(service: &super::Service, key: &crate::domain::CellKey, c: &Correction) {
+    if let Some(e) = service.evaluations()
+        && !e.send(evaluation(key, c))
+    {
+        service
+            .metrics
+            .evaluation_events_dropped
+            .with_label_values::<&str>(&[])
+            .inc_by(c.items.len() as u64);
+    }
+}
+
+/// An answer as its OpenTelemetry evaluation events report it: each item with the codes of
+/// the warnings that name it (or name no item; `outside_anchors` only where the item is).
+fn evaluation(key: &crate::domain::CellKey, c: &Correction) -> crate::otel::Evaluation {
+    let v = &c.version.version;
+    let items = c
+        .items
+        .iter()
+        .enumerate()
+        .map(|(row, item)| {
+            let id = item.id.as_ref().map(|i| i.as_str().to_owned());
+            let named = id.clone().unwrap_or_else(|| (row + 1).to_string());
+            crate::otel::EvaluatedItem {
+                corrected: item.corrected.score,
+                interval: item.corrected.predictive.or(item.corrected.credible),
+                outside_anchors: item.outside_anchors,
+                warnings: c
+                    .warnings
+                    .iter()
+                    .filter(|w| match w.code {
+                        // Named by each item's own flag, not in the warning.
+                        Code::OutsideAnchors => item.outside_anchors,
+                        _ => w.items.is_empty() || w.items.contains(&named),
+                    })
+                    .map(|w| w.code.as_str())
+                    .collect(),
+                id,
+            }
         })
+        .collect();
+    crate::otel::Evaluation {
+        judge: key.judge.as_str().to_owned(),
+        rubric: key.rubric.as_str().to_owned(),
+        judge_version: v.judge_version.as_ref().map(|j| j.as_str().to_owned()),
+        calibration_version: v.version,
+        method: v.model.method().as_str(),
+        at: std::time::SystemTime::now(),
+        items,
     }
 }
 

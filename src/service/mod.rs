@@ -103,6 +103,9 @@ pub struct Service {
     raised: Mutex<std::collections::HashSet<String>>,
     /// Wakes this process's webhook sender when it queues a delivery.
     delivery_queued: Notify,
+    /// The OTLP exporter of evaluation events, where `otel.endpoint` is set (the application
+    /// starts it; tools that build a service have none).
+    evaluations: std::sync::OnceLock<crate::otel::Evaluations>,
 }
 
 impl Service {
@@ -131,6 +134,7 @@ impl Service {
             webhook_settings: settings.webhooks.clone(),
             raised: Mutex::default(),
             delivery_queued: Notify::new(),
+            evaluations: std::sync::OnceLock::new(),
         })
     }
 
@@ -147,6 +151,16 @@ impl Service {
     /// Resolves when a webhook delivery is queued through this process.
     pub async fn delivery_queued(&self) {
         self.delivery_queued.notified().await;
+    }
+
+    /// Sends every later correction's evaluation events through `e` (once, at start).
+    pub fn export_evaluations(&self, e: crate::otel::Evaluations) {
+        let _ = self.evaluations.set(e);
+    }
+
+    /// The exporter of evaluation events, where one was started.
+    pub fn evaluations(&self) -> Option<&crate::otel::Evaluations> {
+        self.evaluations.get().filter(|e| e.enabled())
     }
 
     pub fn webhook_settings(&self) -> &WebhookSettings {

@@ -298,7 +298,6 @@ impl Versions<'_> {
         Ok(serving)
     }
 
-
     /// Brings the cache in line with which version every cell serves in the store: at start,
     /// on a timer (so activations through other processes arrive), after each job.
     pub async fn refresh_calibrators(&self) -> Result<()> {

@@ -109,3 +109,31 @@ def client(server: Server):
 
     with Client(server.url, server.key, retries=3, backoff=0.1) as c:
         yield c
+
+
+@pytest.fixture(scope="session")
+def phoenix(tmp_path_factory: pytest.TempPathFactory):
+    """A real Phoenix server (`arize-phoenix` from PyPI, its own virtualenv: JUDGECAL_PHOENIX),
+    on loopback, started once for the session; yields its base URL. It is the OTLP receiver of
+    the evaluation events' tests and the other end of the Phoenix bridge's."""
+    exe = os.environ.get("JUDGECAL_PHOENIX")
+    if not exe:
+        pytest.fail("JUDGECAL_PHOENIX (Phoenix's executable) is unset: run scripts/python-client")
+    work = tmp_path_factory.mktemp("phoenix")
+    port = free_port()
+    env = dict(os.environ, PHOENIX_WORKING_DIR=str(work), PHOENIX_PORT=str(port), PHOENIX_GRPC_PORT=str(free_port()), PHOENIX_HOST="127.0.0.1")
+    log = work / "server.log"
+    process = subprocess.Popen([exe, "serve"], env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(1200):
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                break
+        except httpx.TransportError:
+            pass
+        if process.poll() is not None:
+            pytest.fail(f"Phoenix did not start: {log.read_text()[-2000:]}")
+        time.sleep(0.1)
+    yield url
+    process.terminate()
+    process.wait(timeout=20)
