@@ -21,7 +21,7 @@ import sys
 from collections import defaultdict
 from typing import Any
 
-from . import gate, sync_mlflow
+from . import gate, sync_mlflow, sync_phoenix
 from . import records as rec
 from .client import Client
 from .errors import JudgecalError
@@ -130,7 +130,10 @@ def parser() -> argparse.ArgumentParser:
     q.set_defaults(func=inspect_log)
 
     gate.add_parser(sub)
-    sync_mlflow.add_parser(sub)
+    q = sub.add_parser("sync", help="two-way bridges to eval platforms (mlflow, phoenix)")
+    platforms = q.add_subparsers(required=True)
+    sync_mlflow.add_parser(platforms)
+    sync_phoenix.add_parser(platforms)
     return p
 
 

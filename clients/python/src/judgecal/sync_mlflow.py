@@ -25,75 +25,17 @@ that holds an error.
 
 from __future__ import annotations
 
-import json
-import math
 import sys
-from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+from ._bridge import Reading, Report, corrections, scale_of, upload, valued
 from .client import Client
 
 CORRECTED_SOURCE = "judgecal"
 SCORER_VERSION = "mlflow.assessment.scorerVersion"
 PAGE = 200
 WRITERS = 8
-
-
-@dataclass
-class Reading:
-    """What one trace holds for the cell."""
-
-    trace_id: str
-    score: float
-    judge_version: str | None = None
-    group: str | None = None
-    reference: float | None = None
-    rater: str | None = None
-    corrected: list[Any] = field(default_factory=list)
-
-
-@dataclass
-class Report:
-    traces: int = 0
-    judged: int = 0
-    labelled: int = 0
-    inserted: int = 0
-    unchanged: int = 0
-    replaced: int = 0
-    written: int = 0
-    updated: int = 0
-    kept: int = 0
-    removed: int = 0
-    skipped: Counter[str] = field(default_factory=Counter)
-    examples: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
-
-    def skip(self, reason: str, trace_id: str) -> None:
-        self.skipped[reason] += 1
-        if len(self.examples[reason]) < 3:
-            self.examples[reason].append(trace_id)
-
-    def lines(self) -> list[str]:
-        out = [
-            f"{self.traces} traces read: {self.judged} judged, {self.labelled} of them with a reference",
-            f"anchors: {self.inserted} inserted, {self.unchanged} unchanged, {self.replaced} replaced",
-        ]
-        if self.written or self.updated or self.kept:
-            out.append(
-                f"corrected feedback: {self.written} written, {self.updated} updated, {self.kept} unchanged"
-                + (f", {self.removed} duplicates removed" if self.removed else "")
-            )
-        for reason, n in sorted(self.skipped.items()):
-            out.append(f"skipped {n}: {reason} (e.g. {', '.join(self.examples[reason])})")
-        return out
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    v = float(value)
-    return v if math.isfinite(v) else None
 
 
 def read(trace: Any, rubric: str, judge: str, group_tag: str | None, scale: tuple[float, float], report: Report) -> Reading | None:
@@ -121,7 +63,7 @@ def read(trace: Any, rubric: str, judge: str, group_tag: str | None, scale: tupl
     if len(judged) > 1:
         report.skip(f"two judge scores of {rubric} (sources {', '.join(sorted({a.source.source_id for a in judged}))})", tid)
         return None
-    score = _valued(judged[0], "judge score", scale, report, tid)
+    score = valued(judged[0].value, judged[0].error, "judge score", scale, report, tid)
     if score is None:
         return None
     r = Reading(
@@ -134,22 +76,9 @@ def read(trace: Any, rubric: str, judge: str, group_tag: str | None, scale: tupl
     if len(human) > 1:
         report.skip(f"two references of {rubric} (raters {', '.join(sorted({a.source.source_id for a in human}))}); judged, not an anchor", tid)
     elif human:
-        r.reference = _valued(human[0], "reference", scale, report, tid)
+        r.reference = valued(human[0].value, human[0].error, "reference", scale, report, tid)
         r.rater = human[0].source.source_id if r.reference is not None else None
     return r
-
-
-def _valued(a: Any, what: str, scale: tuple[float, float], report: Report, tid: str) -> float | None:
-    if a.error is not None:
-        report.skip(f"a {what} that holds an error, not a value", tid)
-        return None
-    v = _number(a.value)
-    if v is None:
-        report.skip(f"a {what} that is not a number ({type(a.value).__name__})", tid)
-    elif not scale[0] <= v <= scale[1]:
-        report.skip(f"a {what} off the rubric's scale [{scale[0]:g}, {scale[1]:g}]", tid)
-        v = None
-    return v
 
 
 def traces(mlflow_client: Any, experiment_id: str, report: Report) -> Iterator[Any]:
@@ -164,61 +93,6 @@ def traces(mlflow_client: Any, experiment_id: str, report: Report) -> Iterator[A
         if not token:
             print(file=sys.stderr)
             return
-
-
-def scale_of(jc: Client, rubric: str) -> tuple[float, float]:
-    for r in jc.rubrics().rubrics:
-        if r.name == rubric:
-            return (r.min, r.max)
-    return (1.0, 5.0)  # the scale judgecal gives a rubric first seen without one
-
-
-def upload(jc: Client, judge: str, rubric: str, readings: list[Reading], replace: bool, report: Report) -> None:
-    rows = []
-    for r in readings:
-        if r.reference is None:
-            continue
-        row: dict[str, Any] = {"item_id": r.trace_id, "judge_score": r.score, "reference_score": r.reference}
-        for key, value in (("rater", r.rater), ("group", r.group), ("judge_version", r.judge_version)):
-            if value is not None:
-                row[key] = value
-        rows.append(row)
-    report.labelled = len(rows)
-    for start in range(0, len(rows), 10_000):
-        ack = jc.upload_anchors(judge, rubric, rows[start : start + 10_000], replace=replace)
-        report.inserted += ack.inserted
-        report.unchanged += ack.unchanged
-        report.replaced += ack.replaced
-
-
-def corrections(jc: Client, judge: str, rubric: str, readings: list[Reading]) -> dict[str, tuple[float, dict[str, str]]]:
-    """Each judged trace's corrected score and the metadata that goes with it, by trace id."""
-    by_version: dict[str | None, list[Reading]] = defaultdict(list)
-    for r in readings:
-        by_version[r.judge_version].append(r)
-    out = {}
-    for version, group in by_version.items():
-        for start in range(0, len(group), 10_000):
-            chunk = group[start : start + 10_000]
-            answer = jc.correct(judge, rubric, items=[{"id": r.trace_id, "score": r.score} for r in chunk], judge_version=version)
-            for r, c in zip(chunk, answer.results):
-                interval = c.predictive or c.credible
-                codes = sorted({w.code.value if hasattr(w.code, "value") else str(w.code) for w in answer.warnings if not w.items or r.trace_id in w.items})
-                meta = {
-                    "judgecal.judge": judge,
-                    "judgecal.judge_score": repr(r.score),
-                    "judgecal.calibration_version": str(answer.version),
-                    "judgecal.method": answer.method,
-                    "judgecal.level": "0.95",
-                    "judgecal.warnings": json.dumps(codes),
-                }
-                if interval:
-                    meta["judgecal.interval_low"] = repr(interval[0])
-                    meta["judgecal.interval_high"] = repr(interval[1])
-                if answer.judge_version:
-                    meta["judgecal.judge_version"] = answer.judge_version
-                out[r.trace_id] = (c.corrected, meta)
-    return out
 
 
 def write_back(jc: Client, judge: str, rubric: str, readings: list[Reading], report: Report) -> None:
@@ -275,9 +149,7 @@ def sync(jc: Client, tracking_uri: str, experiment: str, rubric: str, judge: str
     return report
 
 
-def add_parser(sub: Any) -> None:
-    q = sub.add_parser("sync", help="two-way bridges to eval platforms (mlflow)")
-    platforms = q.add_subparsers(required=True)
+def add_parser(platforms: Any) -> None:
     m = platforms.add_parser("mlflow", help="MLflow traces' judge and human feedback in; corrected scores back", description=__doc__)
     m.add_argument("--tracking-uri", required=True)
     m.add_argument("--experiment", required=True, help="the experiment's name")
