@@ -208,7 +208,9 @@ fn the_help_lists_the_servers_commands_and_no_study() {
         .collect();
     assert_eq!(
         commands,
-        ["serve", "migrate", "openapi", "evaluate", "keys", "webhooks", "help"],
+        [
+            "serve", "migrate", "openapi", "evaluate", "keys", "webhooks", "help"
+        ],
         "{help}"
     );
 }

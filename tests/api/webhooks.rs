@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use sha2::Sha256;
 use tokio::sync::Notify;
 
-use crate::calibration::{quick, trained, upload_as};
+use crate::calibration::{anchors, quick, trained, upload_as};
 use crate::common::{Backend, TestApp, assert_error};
 
 /// What the receiver answers a request with.
@@ -467,8 +467,92 @@ async fn a_hook_is_its_keys_and_stops_with_it(backend: Backend) {
     assert_eq!(details[0]["field"], "state");
 }
 
+/// One hook of every type gets each alarm once: a drift alarm and the fleet's alert (the fleet
+/// sized for one cell at δ = 0.5, so its threshold is 4), a β canary, and a silent-change check
+/// that finds the judge changed under its version label.
+async fn a_hook_of_every_type_gets_each_alarm_once(backend: Backend) {
+    let app = TestApp::with(backend, |s| {
+        s.webhooks.backoff_millis = 50;
+        s.webhooks.poll_millis = 50;
+        s.calibrators.fleet_cells = 1;
+        s.calibrators.fleet_delta = 0.5;
+    })
+    .await;
+    let (rx, url) = Receiver::start(&[]).await;
+    let (hook, secret) = make_hook(&app, &app.admin_key, &url, json!([])).await;
+
+    upload_as(&app, "j1", "coherence", "fit-", 200, 0.5, 0.8).await;
+    trained(&app, "j1", json!({"method": "bayes", "options": quick()})).await;
+    for k in 0..12 {
+        upload_as(
+            &app,
+            "j1",
+            "coherence",
+            &format!("shifted{k}-"),
+            20,
+            1.7,
+            0.8,
+        )
+        .await;
+    }
+    upload_as(&app, "j2", "coherence", "flat-", 200, 3.0, 0.0).await;
+    trained(&app, "j2", json!({"method": "bayes", "options": quick()})).await;
+    let versioned = json!({"judge": "j3", "rubric": "r", "judge_version": "v1", "anchors": anchors(200, 0.5, 0.8)});
+    assert_eq!(
+        app.json("POST", "/v1/anchors", &versioned).await.status,
+        200
+    );
+    trained(&app, "j3", json!({"method": "quantile_map"})).await;
+    let shifted: Vec<Value> = anchors(200, 0.5, 0.8)
+        .into_iter()
+        .take(100)
+        .map(|r| json!({"item_id": r["item_id"], "judge_score": r["judge_score"].as_f64().unwrap() + 0.5}))
+        .collect();
+    let check = app
+        .json(
+            "POST",
+            "/v1/cells/j3/r/checks",
+            &json!({"judge_version": "v1", "items": shifted}),
+        )
+        .await;
+    assert_eq!(check.body["changed"], true, "{}", check.body);
+
+    let kinds = ["drift", "fleet_alert", "beta_canary", "judge_changed"];
+    let log = log_until(&app, &hook, |log| {
+        kinds
+            .iter()
+            .all(|k| of_type(log, k).iter().any(|d| d["state"] == "delivered"))
+    })
+    .await;
+    app.service.operations().refresh_coverage().await.unwrap();
+    for kind in kinds {
+        assert_eq!(of_type(&log, kind).len(), 1, "{kind}: {log:?}");
+    }
+    let changed = &of_type(&log, "judge_changed")[0]["payload"];
+    assert_eq!(changed["figures"]["check"], check.body["id"], "{changed}");
+    assert_eq!(changed["figures"]["verdict"], "refit", "{changed}");
+    assert_eq!(
+        changed["link"],
+        format!(
+            "/v1/cells/j3/r/checks/{}",
+            check.body["id"].as_str().unwrap()
+        )
+    );
+    let fleet = &of_type(&log, "fleet_alert")[0]["payload"]["figures"];
+    assert_eq!(fleet["threshold"], 4.0, "{fleet}");
+    assert!(rx.seen().iter().all(|s| verifies(&secret, s)));
+    let again = app.get(&format!("/v1/webhooks/{hook}/deliveries")).await;
+    assert_eq!(
+        again.body["deliveries"].as_array().unwrap().len(),
+        4,
+        "{}",
+        again.body
+    );
+}
+
 on_both_backends!(
     a_delivery_survives_a_failure_and_a_timeout_and_is_signed,
     alarms_reach_their_subscribers_once_and_wait_for_no_receiver,
     a_hook_is_its_keys_and_stops_with_it,
+    a_hook_of_every_type_gets_each_alarm_once,
 );
