@@ -82,7 +82,12 @@ impl Webhooks<'_> {
     /// One hook the caller may see; 404 otherwise (another key's hook is not told apart from
     /// none).
     pub async fn get(&self, caller: &Principal, id: &str) -> Result<StoredWebhook> {
-        match self.store.webhook_rows().webhook(id).await? {
+        self.find(caller, id, false).await
+    }
+
+    /// The same, deleted hooks included where `deleted`.
+    async fn find(&self, caller: &Principal, id: &str, deleted: bool) -> Result<StoredWebhook> {
+        match self.store.webhook_rows().webhook(id, deleted).await? {
             Some(h) if sees(caller, &h) => Ok(h),
             _ => Err(Error::NotFound(format!(
                 "no webhook {id} of this key; GET /v1/webhooks lists them"
@@ -127,7 +132,7 @@ impl Webhooks<'_> {
         Ok(ping.id)
     }
 
-    /// A hook's log, newest first.
+    /// A hook's log, newest first (a deleted hook's too).
     pub async fn deliveries(
         &self,
         caller: &Principal,
@@ -147,7 +152,8 @@ impl Webhooks<'_> {
                 )],
             ));
         }
-        let hook = self.get(caller, id).await?;
+        // A deleted hook's log stays readable.
+        let hook = self.find(caller, id, true).await?;
         self.store
             .webhook_rows()
             .deliveries(&hook.id, state, limit)

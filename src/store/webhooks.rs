@@ -177,9 +177,14 @@ impl WebhookRows<'_> {
         rows.iter().map(hook_from_row).collect()
     }
 
-    pub async fn webhook(&self, id: &str) -> Result<Option<StoredWebhook>> {
-        let sql =
-            format!("SELECT {HOOK_COLUMNS} FROM webhooks WHERE id = $1 AND deleted_at_ms IS NULL");
+    /// A hook by id; a deleted one too where `deleted` (its log stays readable).
+    pub async fn webhook(&self, id: &str, deleted: bool) -> Result<Option<StoredWebhook>> {
+        let live = if deleted {
+            ""
+        } else {
+            "AND deleted_at_ms IS NULL"
+        };
+        let sql = format!("SELECT {HOOK_COLUMNS} FROM webhooks WHERE id = $1 {live}");
         let row = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(id)
             .fetch_optional(&self.pool)

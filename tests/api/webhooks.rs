@@ -550,9 +550,72 @@ async fn a_hook_of_every_type_gets_each_alarm_once(backend: Backend) {
     );
 }
 
+/// The hook `webhooks.url` configures: listed to admin keys as `configured`, signed with the
+/// configured secret, changed only through the settings (a restart without it deletes it).
+async fn the_configured_hook_is_set_by_the_settings(backend: Backend) {
+    let (rx, url) = Receiver::start(&[]).await;
+    let secret = judgecal::webhooks::new_secret();
+    let (hook_url, hook_secret) = (url.clone(), secret.clone());
+    let mut app = TestApp::with(backend, move |s| {
+        s.webhooks.url = hook_url;
+        s.webhooks.secret = hook_secret;
+        s.webhooks.events = "drift, beta_canary".into();
+        s.webhooks.poll_millis = 50;
+    })
+    .await;
+    let listed = app.get("/v1/webhooks").await;
+    let hook = &listed.body["webhooks"][0];
+    assert_eq!(
+        (
+            hook["id"].as_str(),
+            hook["source"].as_str(),
+            hook["url"].as_str()
+        ),
+        (Some("configured"), Some("configured"), Some(url.as_str())),
+        "{}",
+        listed.body
+    );
+    assert_eq!(hook["events"], json!(["drift", "beta_canary"]));
+    let ping = app
+        .send(
+            app.request("POST", "/v1/webhooks/configured/ping")
+                .body(axum::body::Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(ping.status, 202, "{}", ping.body);
+    log_until(&app, "configured", |log| {
+        log.iter().any(|d| d["state"] == "delivered")
+    })
+    .await;
+    assert!(verifies(&secret, &rx.seen()[0]));
+    let refused = app
+        .send(
+            app.request("DELETE", "/v1/webhooks/configured")
+                .body(axum::body::Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_error(&refused, 409, "conflict");
+    // Started again without it: gone from the list, its log kept.
+    let mut settings = app.settings.clone();
+    settings.webhooks.url = String::new();
+    let dir = app.take_dir();
+    let again = TestApp::on(settings, dir).await;
+    assert_eq!(again.get("/v1/webhooks").await.body["webhooks"], json!([]));
+    let log = again.get("/v1/webhooks/configured/deliveries").await;
+    assert_eq!(log.body["deliveries"][0]["type"], "ping", "{}", log.body);
+    assert_eq!(
+        log.body["deliveries"][0]["state"], "delivered",
+        "{}",
+        log.body
+    );
+}
+
 on_both_backends!(
     a_delivery_survives_a_failure_and_a_timeout_and_is_signed,
     alarms_reach_their_subscribers_once_and_wait_for_no_receiver,
     a_hook_is_its_keys_and_stops_with_it,
     a_hook_of_every_type_gets_each_alarm_once,
+    the_configured_hook_is_set_by_the_settings,
 );
