@@ -6,6 +6,8 @@ database. Never a mock."""
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import shutil
 import socket
 import subprocess
@@ -111,29 +113,52 @@ def client(server: Server):
         yield c
 
 
-@pytest.fixture(scope="session")
-def phoenix(tmp_path_factory: pytest.TempPathFactory):
-    """A real Phoenix server (`arize-phoenix` from PyPI, its own virtualenv: JUDGECAL_PHOENIX),
-    on loopback, started once for the session; yields its base URL. It is the OTLP receiver of
-    the evaluation events' tests and the other end of the Phoenix bridge's."""
-    exe = os.environ.get("JUDGECAL_PHOENIX")
+def platform(name: str, variable: str, args: list[str], env: dict[str, str], work: Path, port: int, health: str):
+    """Runs a platform's server (the executable in `variable`, from its own virtualenv) on
+    loopback until its `health` path answers 200; yields its base URL, then stops it."""
+    exe = os.environ.get(variable)
     if not exe:
-        pytest.fail("JUDGECAL_PHOENIX (Phoenix's executable) is unset: run scripts/python-client")
-    work = tmp_path_factory.mktemp("phoenix")
-    port = free_port()
-    env = dict(os.environ, PHOENIX_WORKING_DIR=str(work), PHOENIX_PORT=str(port), PHOENIX_GRPC_PORT=str(free_port()), PHOENIX_HOST="127.0.0.1")
+        pytest.fail(f"{variable} ({name}'s executable) is unset: run scripts/python-client")
     log = work / "server.log"
-    process = subprocess.Popen([exe, "serve"], env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    process = subprocess.Popen([exe, *args], env=dict(os.environ, **env), stdout=log.open("wb"), stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     for _ in range(1200):
         try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+            if httpx.get(f"{url}{health}", timeout=1).status_code == 200:
                 break
         except httpx.TransportError:
             pass
         if process.poll() is not None:
-            pytest.fail(f"Phoenix did not start: {log.read_text()[-2000:]}")
+            pytest.fail(f"{name} did not start: {log.read_text()[-2000:]}")
         time.sleep(0.1)
     yield url
     process.terminate()
     process.wait(timeout=20)
+
+
+@pytest.fixture(scope="session")
+def phoenix(tmp_path_factory: pytest.TempPathFactory):
+    """A real Phoenix server (`arize-phoenix` from PyPI: JUDGECAL_PHOENIX), started once for the
+    session: the OTLP receiver of the evaluation events' tests and the other end of the
+    Phoenix bridge's."""
+    work, port = tmp_path_factory.mktemp("phoenix"), free_port()
+    env = {"PHOENIX_WORKING_DIR": str(work), "PHOENIX_PORT": str(port), "PHOENIX_GRPC_PORT": str(free_port()), "PHOENIX_HOST": "127.0.0.1"}
+    yield from platform("Phoenix", "JUDGECAL_PHOENIX", ["serve"], env, work, port, "/healthz")
+
+
+@pytest.fixture(scope="session")
+def mlflow_uri(tmp_path_factory: pytest.TempPathFactory):
+    """A real MLflow tracking server (`mlflow` from PyPI: JUDGECAL_MLFLOW), started once for the
+    session, on a SQLite store of its own."""
+    work, port = tmp_path_factory.mktemp("mlflow"), free_port()
+    args = ["server", "--backend-store-uri", f"sqlite:///{work}/mlflow.db", "--default-artifact-root", str(work / "artifacts"), "--host", "127.0.0.1", "--port", str(port), "--workers", "1"]
+    yield from platform("the MLflow server", "JUDGECAL_MLFLOW", args, {}, work, port, "/health")
+
+
+def docs_example(page: str) -> tuple[str, list[list[str]]]:
+    """A docs page's example: its Python block, and its `judgecal-py` commands (those with
+    placeholders left out)."""
+    text = (ROOT / "docs" / page).read_text()
+    code = re.search(r"```python\n(.*?)```", text, re.S).group(1)
+    commands = [shlex.split(line) for line in re.findall(r"^judgecal-py .*$", text, re.M) if "URL" not in line and "URI" not in line]
+    return code, commands

@@ -8,51 +8,15 @@ from __future__ import annotations
 
 import os
 import random
-import re
-import shlex
-import subprocess
-import time
 import uuid
-from pathlib import Path
 
-import httpx
 import pytest
 
 from judgecal import Client
 from judgecal.cli import main
 
-from conftest import free_port
 
-ROOT = Path(__file__).resolve().parents[3]
 RUBRIC, JUDGE = "coherence", "mlflow-judge"
-
-
-@pytest.fixture(scope="session")
-def mlflow_uri(tmp_path_factory: pytest.TempPathFactory):
-    exe = os.environ.get("JUDGECAL_MLFLOW")
-    if not exe:
-        pytest.fail("JUDGECAL_MLFLOW (the MLflow server's executable) is unset: run scripts/python-client")
-    work = tmp_path_factory.mktemp("mlflow")
-    port = free_port()
-    log = work / "server.log"
-    process = subprocess.Popen(
-        [exe, "server", "--backend-store-uri", f"sqlite:///{work}/mlflow.db", "--default-artifact-root", str(work / "artifacts"), "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
-        stdout=log.open("wb"),
-        stderr=subprocess.STDOUT,
-    )
-    uri = f"http://127.0.0.1:{port}"
-    for _ in range(600):
-        try:
-            if httpx.get(f"{uri}/health", timeout=1).status_code == 200:
-                break
-        except httpx.TransportError:
-            pass
-        if process.poll() is not None:
-            pytest.fail(f"the MLflow server did not start: {log.read_text()[-2000:]}")
-        time.sleep(0.1)
-    yield uri
-    process.terminate()
-    process.wait(timeout=20)
 
 
 def judged_trace(rng: random.Random, i: int) -> tuple[float, float | None]:
@@ -178,11 +142,9 @@ def test_a_missing_experiment_is_said_by_name(server, experiment, capsys):
 def test_the_docs_example_runs_as_printed(mlflow_uri, tmp_path, capsys, monkeypatch):
     """docs/mlflow.md's Python block, then its three commands, against this session's MLflow
     and a judgecal of its own (the example's experiment name is fixed, so it runs once)."""
-    from conftest import start
+    from conftest import docs_example, start
 
-    page = (ROOT / "docs" / "mlflow.md").read_text()
-    code = re.search(r"```python\n(.*?)```", page, re.S).group(1)
-    commands = [shlex.split(line) for line in re.findall(r"^judgecal-py .*$", page, re.M) if "URI" not in line]
+    code, commands = docs_example("mlflow.md")
     assert [c[1] for c in commands] == ["sync", "train", "sync"], commands
     jc_server = start("sqlite", tmp_path)
     try:

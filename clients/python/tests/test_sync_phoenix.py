@@ -9,11 +9,8 @@ from __future__ import annotations
 import datetime
 import os
 import random
-import re
-import shlex
 import time
 import uuid
-from pathlib import Path
 
 import httpx
 import pytest
@@ -21,7 +18,6 @@ import pytest
 from judgecal import Client
 from judgecal.cli import main
 
-ROOT = Path(__file__).resolve().parents[3]
 RUBRIC, JUDGE = "coherence", "phoenix-judge"
 
 
@@ -123,11 +119,9 @@ def test_a_missing_project_is_said_by_name(server, phoenix, capsys):
 def test_the_docs_example_runs_as_printed(phoenix, tmp_path, capsys, monkeypatch):
     """docs/phoenix.md's Python block, then its three commands and the last once more, against
     this session's Phoenix and a judgecal of its own (the example's project name is fixed)."""
-    from conftest import start
+    from conftest import docs_example, start
 
-    page = (ROOT / "docs" / "phoenix.md").read_text()
-    code = re.search(r"```python\n(.*?)```", page, re.S).group(1)
-    commands = [shlex.split(line) for line in re.findall(r"^judgecal-py .*$", page, re.M) if "URL" not in line]
+    code, commands = docs_example("phoenix.md")
     assert [c[1] for c in commands] == ["sync", "train", "sync"], commands
     jc_server = start("sqlite", tmp_path)
     try:
