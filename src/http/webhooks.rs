@@ -116,8 +116,8 @@ pub async fn list(
 /// Delete a webhook: it receives nothing new, deliveries still queued are cancelled, and its
 /// log stays readable.
 #[utoipa::path(
-    delete, path = "/v1/webhooks/{id}", tag = "webhooks", operation_id = "delete_webhook",
-    params(("id" = String, Path)),
+    delete, path = "/v1/webhooks/{hook}", tag = "webhooks", operation_id = "delete_webhook",
+    params(("hook" = String, Path, description = "The webhook's id (`configured` for the one `webhooks.url` sets)")),
     responses(
         (status = 204, description = "Deleted"),
         (status = 404, description = "No such webhook of this key", body = ErrorBody),
@@ -142,8 +142,8 @@ pub struct PingResponse {
 
 /// Queue a test delivery (`type: ping`) to a webhook, to check its receiver and signature.
 #[utoipa::path(
-    post, path = "/v1/webhooks/{id}/ping", tag = "webhooks", operation_id = "ping_webhook",
-    params(("id" = String, Path)),
+    post, path = "/v1/webhooks/{hook}/ping", tag = "webhooks", operation_id = "ping_webhook",
+    params(("hook" = String, Path, description = "The webhook's id (`configured` for the one `webhooks.url` sets)")),
     responses(
         (status = 202, body = PingResponse),
         (status = 404, description = "No such webhook of this key", body = ErrorBody),
@@ -159,11 +159,27 @@ pub async fn ping(
     Ok((StatusCode::ACCEPTED, axum::Json(PingResponse { event_id })))
 }
 
+// The schema of `state`: the parameter is read as text and the service names the field where
+// it is none of these.
+/// A delivery's state.
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DeliveryState {
+    /// Queued, or failed and waiting for its next attempt.
+    Pending,
+    Delivered,
+    /// Its attempts ran out.
+    Failed,
+    /// Its webhook was deleted before it was delivered.
+    Cancelled,
+}
+
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct DeliveryParams {
-    /// Only deliveries in this state: pending, delivered, failed or cancelled.
+    /// Only deliveries in this state.
+    #[param(value_type = Option<DeliveryState>, inline)]
     state: Option<String>,
     /// At most this many, newest first (default 100, at most 1000).
     #[param(minimum = 1, maximum = 1000)]
@@ -221,8 +237,8 @@ fn delivery_dto(d: Delivery) -> DeliveryDto {
 /// A webhook's delivery log, newest first: every alarm queued to it, its attempts and what
 /// the receiver last answered.
 #[utoipa::path(
-    get, path = "/v1/webhooks/{id}/deliveries", tag = "webhooks", operation_id = "webhook_deliveries",
-    params(("id" = String, Path), DeliveryParams),
+    get, path = "/v1/webhooks/{hook}/deliveries", tag = "webhooks", operation_id = "webhook_deliveries",
+    params(("hook" = String, Path, description = "The webhook's id (`configured` for the one `webhooks.url` sets)"), DeliveryParams),
     responses(
         (status = 200, body = DeliveriesResponse),
         (status = 404, description = "No such webhook of this key", body = ErrorBody),

@@ -120,7 +120,7 @@ impl Webhooks<'_> {
             version: None,
             figures: serde_json::json!({}),
             link: format!("/v1/webhooks/{}/deliveries", hook.id),
-            summary: "A test delivery asked for with POST /v1/webhooks/{id}/ping".into(),
+            summary: "A test delivery asked for with POST /v1/webhooks/{hook}/ping".into(),
         };
         let now = now_ms();
         let body = ping.body(&self.webhook_settings.public_url, now);

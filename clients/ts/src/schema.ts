@@ -794,7 +794,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/webhooks/{id}": {
+    "/v1/webhooks/{hook}": {
         parameters: {
             query?: never;
             header?: never;
@@ -814,7 +814,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/webhooks/{id}/deliveries": {
+    "/v1/webhooks/{hook}/deliveries": {
         parameters: {
             query?: never;
             header?: never;
@@ -834,7 +834,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/webhooks/{id}/ping": {
+    "/v1/webhooks/{hook}/ping": {
         parameters: {
             query?: never;
             header?: never;
@@ -7735,7 +7735,8 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                id: string;
+                /** @description The webhook's id (`configured` for the one `webhooks.url` sets) */
+                hook: string;
             };
             cookie?: never;
         };
@@ -7816,14 +7817,15 @@ export interface operations {
     webhook_deliveries: {
         parameters: {
             query?: {
-                /** @description Only deliveries in this state: pending, delivered, failed or cancelled. */
-                state?: string;
+                /** @description Only deliveries in this state. */
+                state?: "pending" | "delivered" | "failed" | "cancelled";
                 /** @description At most this many, newest first (default 100, at most 1000). */
                 limit?: number;
             };
             header?: never;
             path: {
-                id: string;
+                /** @description The webhook's id (`configured` for the one `webhooks.url` sets) */
+                hook: string;
             };
             cookie?: never;
         };
@@ -7898,7 +7900,8 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                id: string;
+                /** @description The webhook's id (`configured` for the one `webhooks.url` sets) */
+                hook: string;
             };
             cookie?: never;
         };
