@@ -11,7 +11,7 @@ use super::error::{ApiError, ErrorBody};
 use super::extract::{Authorized, Json, MetricsScope, Path, Query};
 use super::rfc3339;
 use crate::domain::Problem;
-use crate::store::{Delivery, StoredWebhook};
+use crate::store::{CONFIGURED, Delivery, StoredWebhook};
 use crate::webhooks::AlarmKind;
 
 #[derive(Deserialize, ToSchema)]
@@ -53,10 +53,11 @@ pub struct WebhooksResponse {
 
 fn dto(h: StoredWebhook) -> WebhookDto {
     WebhookDto {
-        source: if h.owner.is_some() {
-            "key"
-        } else {
+        // By id: without keys (auth.disabled) a hook made over the API has no owner either.
+        source: if h.id == CONFIGURED {
             "configured"
+        } else {
+            "key"
         }
         .into(),
         id: h.id,

@@ -180,6 +180,7 @@ async fn a_delivery_survives_a_failure_and_a_timeout_and_is_signed(backend: Back
         listed.body
     );
     assert!(listed.body["webhooks"][0].get("secret").is_none());
+    assert_eq!(listed.body["webhooks"][0]["source"], "key");
 
     let res = app
         .send(
