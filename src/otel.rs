@@ -101,20 +101,6 @@ impl Evaluations {
             .await;
         }
     }
-
-    /// Sends what is queued now (the tests' receiver reads it at once).
-    pub async fn flush(&self) {
-        // Give the task a moment to turn queued answers into spans first.
-        if let Some(q) = &self.queue {
-            while q.capacity() < q.max_capacity() {
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
-        }
-        let provider = self.provider.lock().ok().and_then(|p| p.clone());
-        if let Some(provider) = provider {
-            let _ = tokio::task::spawn_blocking(move || provider.force_flush()).await;
-        }
-    }
 }
 
 fn provider(s: &OtelSettings) -> Result<SdkTracerProvider> {

@@ -37,7 +37,6 @@ pub use repeat_noise::DesignAdvice;
 pub use run_inputs::Served;
 pub use training::Progress;
 pub use versions::{Loaded, Mismatch};
-pub use webhooks::DELIVERY_STATES;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

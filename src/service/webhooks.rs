@@ -10,7 +10,7 @@ use crate::store::{CONFIGURED, Delivery, StoredWebhook};
 use crate::webhooks::{Alarm, AlarmKind, check_url, new_secret, parse_events};
 
 /// A delivery's states, as the log reports them.
-pub const DELIVERY_STATES: [&str; 4] = ["pending", "delivered", "failed", "cancelled"];
+const DELIVERY_STATES: [&str; 4] = ["pending", "delivered", "failed", "cancelled"];
 
 impl Webhooks<'_> {
     /// Makes the configured hook say what `[webhooks]` says (or deletes it): at start.
