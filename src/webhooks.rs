@@ -157,8 +157,14 @@ pub fn parse_events<'a>(
         .filter(|n| !n.is_empty())
         .map(|n| {
             AlarmKind::parse(n).ok_or_else(|| {
+                // Coverage below the band is the drift alarm's test (docs/webhooks.md).
+                let hint = if n.to_ascii_lowercase().contains("coverage") {
+                    " (a cell's coverage below its band is the drift alarm: subscribe to \"drift\")"
+                } else {
+                    ""
+                };
                 format!(
-                    "unknown alarm type {n:?}; one of {}",
+                    "unknown alarm type {n:?}; one of {}{hint}",
                     AlarmKind::ALARMS.map(AlarmKind::as_str).join(", ")
                 )
             })
@@ -246,8 +252,10 @@ mod tests {
         );
         let err = parse_events(["drift", "ping"]).unwrap_err();
         assert!(
-            err.contains("\"ping\"") && err.contains("fleet_alert"),
+            err.contains("\"ping\"") && err.contains("fleet_alert") && !err.contains("band"),
             "{err}"
         );
+        let err = parse_events(["coverage_below_band"]).unwrap_err();
+        assert!(err.contains("subscribe to \"drift\""), "{err}");
     }
 }

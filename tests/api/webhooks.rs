@@ -430,6 +430,26 @@ async fn a_hook_is_its_keys_and_stops_with_it(backend: Backend) {
         .map(|d| d["field"].as_str().unwrap())
         .collect();
     assert_eq!(fields, ["url", "events"], "{details:?}");
+    // The name for the drift alarm is pointed to it, not silently dropped.
+    let coverage = app
+        .send(
+            as_key(&mine, "POST", "/v1/webhooks")
+                .body(
+                    json!({"url": url, "events": ["coverage_below_band"]})
+                        .to_string()
+                        .into(),
+                )
+                .unwrap(),
+        )
+        .await;
+    let details = assert_error(&coverage, 422, "invalid_input");
+    assert_eq!(details[0]["field"], "events", "{details:?}");
+    assert!(
+        details[0]["problem"]
+            .as_str()
+            .is_some_and(|p| p.contains("subscribe to \"drift\"")),
+        "{details:?}"
+    );
     assert_eq!(
         app.get("/v1/webhooks").await.body["webhooks"]
             .as_array()
