@@ -6,7 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use super::corrector::Corrected;
 use super::cv;
-use super::units::UnitSpread;
+use super::units::{MAX_LAG, UnitSpread};
+use std::collections::HashMap;
 
 /// The intervals' nominal coverage.
 pub const LEVEL: f64 = 0.95;
@@ -181,6 +182,10 @@ fn cut(js: &[f64]) -> Vec<(Option<f64>, Option<f64>)> {
     out
 }
 
+/// A held-out anchor as [`Intervals::with_units`] reads it: judge score, reference, held-out
+/// prediction, unit, upload place and tie-break.
+type HeldAnchor<'a, K> = (f64, f64, &'a Corrected, Option<&'a K>, Option<i64>, f64);
+
 fn share(inside: usize, of: usize) -> Option<f64> {
     (of > 0).then(|| inside as f64 / of as f64)
 }
@@ -314,7 +319,8 @@ impl Intervals {
     /// `held_out`) against their bands counted per unit, `units[i]` naming anchor i's (`None`
     /// where it is not known; such anchors are left out). `seed` is the one the intervals were
     /// made with: each held-out anchor's miss is the alarm's, its tie broken by its own u.
-    /// `order[i]` is anchor i's upload's place in upload order where it names no rater (`None`
+    /// `order[i]` is anchor i's upload's place in upload order (any increasing key, such as
+    /// its time) where it names no rater (`None`
     /// where it names one, or where it is not known): consecutive such uploads make the pairs
     /// of [`UnitSpread::chain`].
     pub fn with_units<K: Eq + std::hash::Hash>(
@@ -325,9 +331,8 @@ impl Intervals {
         seed: u64,
     ) -> Self {
         let ties = held_out_ties(held_out.iter().flatten().count(), seed);
-        let mut per: std::collections::HashMap<&K, (f64, f64)> = Default::default();
-        let mut uploads: std::collections::BTreeMap<i64, (f64, f64)> = Default::default();
-        let held = pairs
+        // The held-out anchors: judge score, reference, prediction, unit, upload place, u.
+        let held: Vec<_> = pairs
             .iter()
             .zip(held_out)
             .zip(
@@ -335,9 +340,19 @@ impl Intervals {
                     .iter()
                     .zip(order.iter().chain(std::iter::repeat(&None))),
             )
-            .filter_map(|((p, c), unit)| c.as_ref().map(|c| (p, c, unit)));
-        for ((&(j, y), c, (unit, place)), &u) in held.zip(&ties) {
-            let (Some(unit), Some(missed)) = (unit.as_ref(), self.misses(j, y, c, u)) else {
+            .filter_map(|((p, c), unit)| c.as_ref().map(|c| (p, c, unit)))
+            .zip(&ties)
+            .map(|((&(j, y), c, (unit, place)), &u)| (j, y, c, unit.as_ref(), *place, u))
+            .collect();
+        let apart = self.apart_from_neighbours(&held);
+        let mut per: std::collections::HashMap<&K, (f64, f64)> = Default::default();
+        let mut uploads: std::collections::BTreeMap<i64, (f64, f64)> = Default::default();
+        for &(j, y, c, unit, place, u) in &held {
+            let missed = match place.and_then(|p| apart.get(&p)) {
+                Some(bands) => bands.misses(j, y, c, u),
+                None => self.misses(j, y, c, u),
+            };
+            let (Some(unit), Some(missed)) = (unit, missed) else {
                 continue;
             };
             let x = f64::from(u8::from(missed));
@@ -345,7 +360,7 @@ impl Intervals {
             counts.0 += 1.0;
             counts.1 += x;
             if let Some(place) = place {
-                let counts = uploads.entry(*place).or_default();
+                let counts = uploads.entry(place).or_default();
                 counts.0 += 1.0;
                 counts.1 += x;
             }
@@ -354,6 +369,77 @@ impl Intervals {
             .with_uploads(&uploads.into_values().collect::<Vec<_>>());
         self.units = (spread.units >= 2.0).then_some(spread);
         self
+    }
+
+    /// Per upload naming no rater (by its place in upload order): these bands with each bin's
+    /// edges made again without the held-out anchors of that upload and of the uploads up to
+    /// [`MAX_LAG`] places either side (one labeller's uploads may span that many), so that
+    /// the upload's misses are counted as a new labeller's would be, against bands that did
+    /// not see it. Bands made from all anchors have absorbed the training labellers' own
+    /// offsets: their uploads miss less alike than the next labeller's will, and the alarm,
+    /// starting from them, would expect too little of a labeller's later uploads (issue 85).
+    /// A bin left with too few anchors keeps its edges. Empty for methods serving their own
+    /// interval.
+    fn apart_from_neighbours<K>(&self, held: &[HeldAnchor<'_, K>]) -> HashMap<i64, Intervals> {
+        let mut out = HashMap::new();
+        if !matches!(self.source, BandSource::Conformal | BandSource::Scaled) {
+            return out;
+        }
+        // Places are any increasing keys (the service's are upload times): neighbours are
+        // counted by rank.
+        let places: std::collections::BTreeSet<i64> = held.iter().filter_map(|h| h.4).collect();
+        let rank: HashMap<i64, i64> = places.iter().zip(0..).map(|(&p, r)| (p, r)).collect();
+        // Per bin: its held-out anchors' (residual, u, upload rank) in (residual, u) order,
+        // and how many each rank holds.
+        let mut sorted: Vec<Vec<(f64, f64, Option<i64>)>> = vec![Vec::new(); self.bins.len()];
+        for &(j, y, c, _, place, u) in held {
+            let place = place.map(|p| rank[&p]);
+            let scale = match self.source {
+                BandSource::Scaled => scale_of(c),
+                _ => Some(1.0),
+            };
+            if let (Some(b), Some(s)) = (self.bins.iter().position(|b| b.holds(j)), scale) {
+                sorted[b].push(((y - c.score) / s, u, place));
+            }
+        }
+        for bin in &mut sorted {
+            bin.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+        }
+        let counts: Vec<HashMap<i64, usize>> = sorted
+            .iter()
+            .map(|bin| {
+                let mut c = HashMap::new();
+                for p in bin.iter().filter_map(|x| x.2) {
+                    *c.entry(p).or_default() += 1;
+                }
+                c
+            })
+            .collect();
+        let lag = MAX_LAG as i64;
+        for (&key, &p) in &rank {
+            let near = |q: Option<i64>| q.is_some_and(|q| q.abs_diff(p) <= MAX_LAG as u64);
+            let mut apart = self.clone();
+            for (b, bin) in apart.bins.iter_mut().enumerate() {
+                let left_out: usize = (p - lag..=p + lag).filter_map(|q| counts[b].get(&q)).sum();
+                let kept = sorted[b].len() - left_out;
+                if 2 * kept < sorted[b].len() {
+                    continue;
+                }
+                let Some((lo, hi)) = ranks(kept) else {
+                    continue;
+                };
+                // The lo-th kept from the bottom and the (kept − hi + 1)-th from the top: each
+                // walk passes at most the left-out anchors beyond its rank.
+                let low = sorted[b].iter().filter(|x| !near(x.2)).nth(lo - 1);
+                let high = sorted[b].iter().rev().filter(|x| !near(x.2)).nth(kept - hi);
+                if let (Some(l), Some(h)) = (low, high) {
+                    bin.band = Some((l.0, h.0));
+                    bin.ties = Some((l.1, h.1));
+                }
+            }
+            out.insert(key, apart);
+        }
+        out
     }
 
     /// Whether an anchor (judge score `j`, reference `y`, `raw` the corrector's output for
@@ -459,6 +545,55 @@ mod tests {
 
     use super::*;
     use crate::stats::standard_normal;
+
+    #[test]
+    fn a_training_upload_is_checked_against_bands_that_did_not_see_its_labeller() {
+        // 20 uploads of 100 anchors naming no rater, residuals N(0, 1), except uploads 8 to
+        // 11, one labeller's, whose references sit 3 above. The bands made from all 2,000 hold
+        // the labeller's 400 (their upper edge near 4.1, where 2.5% of all lie above): against
+        // them the labeller's uploads miss about 12% of their anchors. Made without each of
+        // those uploads and its four neighbours either side (the whole labeller), the upper
+        // edge is near 1.96 and they miss about 85%: some 340 misses where there were 50.
+        let mut rng = Rng::seed_from_u64(3);
+        let (mut pairs, mut order) = (Vec::new(), Vec::new());
+        for u in 0..20i64 {
+            let offset = if (8..12).contains(&u) { 3.0 } else { 0.0 };
+            for _ in 0..100 {
+                let j = 3.0 + rng.random::<f64>();
+                pairs.push((j, j + offset + standard_normal(&mut rng)));
+                order.push(Some(u * 1_000 + 17));
+            }
+        }
+        let held: Vec<Option<Corrected>> =
+            pairs.iter().map(|p| Some(Corrected::score(p.0))).collect();
+        let intervals = Intervals::of(&pairs, &held, 5).unwrap();
+        let units = intervals
+            .clone()
+            .with_units(&pairs, &held, (&order, &order), 5)
+            .units
+            .unwrap();
+        let apart_misses = units.misses;
+        // The same misses against the bands from all anchors.
+        let ties = held_out_ties(pairs.len(), 5);
+        let (mut all, mut labeller) = (0.0, 0.0);
+        for (i, (&(j, y), &u)) in pairs.iter().zip(&ties).enumerate() {
+            let missed = intervals.misses(j, y, &Corrected::score(j), u).unwrap();
+            all += f64::from(u8::from(missed));
+            if (800..1200).contains(&i) {
+                labeller += f64::from(u8::from(missed));
+            }
+        }
+        assert!(
+            labeller < 100.0,
+            "{labeller} of the labeller's 400 missed the full bands"
+        );
+        assert!(
+            apart_misses > all + 250.0,
+            "{apart_misses} misses apart from neighbours, {all} against the full bands"
+        );
+        assert_eq!(units.units, 20.0);
+        assert_eq!(units.anchors, 2000.0);
+    }
 
     #[test]
     fn the_rank_correction_needs_39_residuals() {

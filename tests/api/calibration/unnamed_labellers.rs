@@ -83,8 +83,9 @@ fn sd_at(bound: f64, bands: &[(f64, f64)]) -> f64 {
 /// spread set so that each rubric's anchors miss its version's band at its version's miss-rate
 /// bound. The chain that expected an upload from the one before alone alarmed in 10 of 60 in
 /// the review's replay; with five uploads' wealth capped together and the next expected from
-/// the last four, 3 of 60 here (issue 85 asks for at most 2: not yet met; 1 of 60 would be
-/// δ's share at δ = 1% with the bound's own 0.1%).
+/// the last four, 3 of 60 (11 of 240 with 240 rubrics); with the training uploads' misses
+/// counted against bands made without their labeller's reach, bursts giving back what they
+/// won and an exact cap, 1 of 60 (2 of 240). Issue 85 asks for at most 2.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn five_uploads_of_one_unnamed_labeller_seldom_alarm_a_healthy_cell() {
     let app = TestApp::new(Backend::Sqlite).await;
@@ -168,5 +169,5 @@ async fn five_uploads_of_one_unnamed_labeller_seldom_alarm_a_healthy_cell() {
         alarmed.len()
     );
     assert_eq!(checked, vec![5000.0; RUBRICS]);
-    assert!(alarmed.len() <= 3, "{alarmed:?}");
+    assert!(alarmed.len() <= 2, "{alarmed:?}");
 }

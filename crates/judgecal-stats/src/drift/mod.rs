@@ -1,12 +1,15 @@
 //! A drift alarm with a stated guarantee, fast when a cell breaks and honest when anchors are
 //! not independent.
 //!
-//! How it works, and why: docs/internals.md, "crates/judgecal-stats/src/drift.rs".
+//! How it works, and why: docs/internals.md, "crates/judgecal-stats/src/drift/".
 
 use std::collections::{HashMap, VecDeque};
 
+mod replay;
+
 use super::units::Differences;
 pub use super::units::{MAX_LAG, PRIOR_RHO, PRIOR_UNITS, PairSpread, RHO_MARGIN, UnitSpread};
+pub use replay::{CheckedBatch, Dependence, Drift, Watch, drift, drift_path};
 
 /// The chance that a version's miss rate exceeds the bound the alarm tests against, over the
 /// draw of its training anchors. A cell's alarm is false with probability at most
@@ -382,24 +385,27 @@ impl MissAlarm {
             let null = chance(prior, kappa, m, n).max(floor);
             let betting = self.max_rho.is_some() || (earlier + gain).abs() < cap;
             let old = self.log_wealth;
-            for bet in &mut self.bets {
-                let alt = if returning {
-                    (null + bet.excess()).min(MAX_RATE.max(null))
-                } else {
-                    let step = bet.rate(a) - a;
-                    let shifted = candidates
-                        .iter()
-                        .map(|&(q, z)| q + (1.0 - z) * step)
-                        .fold(prior, f64::max)
-                        .min(MAX_RATE.max(prior));
-                    chance(shifted, kappa, m, n).max(null)
-                };
-                if betting {
-                    bet.log_wealth += if miss {
-                        (alt / null).ln()
+            let alts = if returning {
+                self.bets
+                    .iter()
+                    .map(|bet| (null + bet.excess()).min(MAX_RATE.max(null)))
+                    .collect()
+            } else {
+                self.alternatives(&candidates, null, |q| chance(q, kappa, m, n))
+            };
+            let stake = match (betting, self.max_rho) {
+                (false, _) => 0.0,
+                (true, Some(_)) => 1.0,
+                (true, None) => self.stake(&alts, null, (cap - earlier - gain).exp() - 1.0),
+            };
+            for (bet, alt) in self.bets.iter_mut().zip(alts) {
+                if stake > 0.0 {
+                    let ratio = if miss {
+                        alt / null
                     } else {
-                        ((1.0 - alt) / (1.0 - null)).ln()
+                        (1.0 - alt) / (1.0 - null)
                     };
+                    bet.log_wealth += (1.0 + stake * (ratio - 1.0)).ln();
                 }
                 bet.weight = bet.decay * bet.weight + 1.0;
                 bet.misses = bet.decay * bet.misses + x;
@@ -430,6 +436,62 @@ impl MissAlarm {
         }
         self.record(rater, (n, m));
         self.alarmed_at.is_some()
+    }
+
+    /// What each bet bets the next anchor of a session that is not a returning rater's misses
+    /// at: the largest of the null's `candidates` moved by the bet's excess over the tested
+    /// rate (what it has not already carried, (1 − z)·step), as `within` reads it given the
+    /// session's anchors so far, and never below `null`. The step is at least the slowest
+    /// memory's ("A burst gives back", internals.md): after a run of misses that ends, every
+    /// bet keeps betting it goes on and gives back what it won.
+    fn alternatives(
+        &self,
+        candidates: &[(f64, f64)],
+        null: f64,
+        within: impl Fn(f64) -> f64,
+    ) -> Vec<f64> {
+        let a = self.alpha;
+        let prior = candidates.iter().map(|c| c.0).fold(a, f64::max);
+        let remembered = self.bets.last().map_or(a, |b| b.rate(a));
+        self.bets
+            .iter()
+            .map(|bet| {
+                let step = bet.rate(a).max(remembered) - a;
+                let shifted = candidates
+                    .iter()
+                    .map(|&(q, z)| q + (1.0 - z) * step)
+                    .fold(prior, f64::max)
+                    .min(MAX_RATE.max(prior));
+                within(shifted).max(null)
+            })
+            .collect()
+    }
+
+    /// The share of each bet staked on the next anchor: all of it, unless a miss (each bet
+    /// betting `alts` against `null`) would raise the mixture's wealth by more than the factor
+    /// 1 + `room` its cap leaves, where just enough that a miss reaches the cap exactly. Each
+    /// bet's factor 1 + λ(LR − 1) keeps its expectation at 1; a cap that one anchor could
+    /// overshoot would not bound what a rater or five uploads carry.
+    fn stake(&self, alts: &[f64], null: f64, room: f64) -> f64 {
+        let top = self
+            .bets
+            .iter()
+            .map(|b| b.log_wealth)
+            .fold(f64::NEG_INFINITY, f64::max);
+        let (weight, won) = self
+            .bets
+            .iter()
+            .zip(alts)
+            .fold((0.0, 0.0), |(w, l), (b, alt)| {
+                let e = (b.log_wealth - top).exp();
+                (w + e, l + e * alt / null)
+            });
+        let lift = won / weight - 1.0;
+        if lift > room {
+            (room / lift).clamp(0.0, 1.0)
+        } else {
+            1.0
+        }
     }
 
     /// The log of the bets' mean wealth (the mixture the alarm holds), computed stably.
@@ -554,122 +616,6 @@ impl MissAlarm {
         let size = self.sessions.anchors / self.sessions.units.max(1.0);
         self.second.z(self.mu(), self.sessions.rho(), size) > CLUSTER_Z
     }
-}
-
-/// One checked upload batch: whether each anchor missed, and its rater where it names one.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct CheckedBatch {
-    pub misses: Vec<bool>,
-    /// Empty, or one per anchor.
-    pub raters: Vec<Option<String>>,
-}
-
-impl CheckedBatch {
-    /// A batch with no rater named.
-    pub fn unrated(misses: Vec<bool>) -> Self {
-        Self {
-            misses,
-            raters: Vec::new(),
-        }
-    }
-}
-
-/// What the drift alarm says of one cell's active version.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Drift {
-    /// Anchors checked since the version was activated.
-    pub anchors: usize,
-    /// The independent units they came in (raters, and batches naming none).
-    pub units: usize,
-    /// The miss rate tested against: the version's bound.
-    pub miss_bound: f64,
-    /// The e-process's current value (its wealth); the alarm fires when it reaches 1/δ.
-    pub e_value: f64,
-    /// The largest e-value since the activation.
-    pub peak: f64,
-    /// Whether it has reached 1/δ since the activation (it stays raised until the next).
-    pub alarm: bool,
-    /// The intra-session correlation of misses the next anchor would be bet with.
-    pub rho: f64,
-    /// Whether uploads naming no rater miss together beyond what the alarm assumes (see
-    /// [`MissAlarm::clustered`]): its false-alarm rate is then not what it says, and the
-    /// uploads should name their raters.
-    pub clustered: bool,
-}
-
-/// A cell's two e-processes over the same checks: its own alarm, and the fleet's (tested
-/// against the version's bound at the fleet's level, alarmed at the fleet's threshold).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Watch {
-    pub cell: Drift,
-    pub fleet: Drift,
-}
-
-/// How a cell's alarm bets beyond its bound: the declared bound on the intra-unit correlation
-/// (`calibrators.drift_max_rho`), and the version's training anchors' units.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Dependence<'a> {
-    pub max_rho: Option<f64>,
-    pub history: Option<&'a UnitSpread>,
-}
-
-/// Replays the batches `b` in order through a fresh alarm against the miss rate `miss_bound`:
-/// each named rater is one unit across batches, each batch's anchors naming none another.
-pub fn drift(b: &[CheckedBatch], miss_bound: f64, delta: f64, d: Dependence<'_>) -> Drift {
-    replay(b, miss_bound, delta, d, None)
-}
-
-/// The alarm as it stood after each of `batches` (the evidence over time a report draws).
-pub fn drift_path(b: &[CheckedBatch], bound: f64, delta: f64, d: Dependence<'_>) -> Vec<Drift> {
-    let mut path = Vec::with_capacity(b.len());
-    replay(b, bound, delta, d, Some(&mut path));
-    path
-}
-
-/// [`drift`], each step's alarm pushed to `path` where given.
-fn replay(
-    batches: &[CheckedBatch],
-    miss_bound: f64,
-    delta: f64,
-    dependence: Dependence<'_>,
-    mut path: Option<&mut Vec<Drift>>,
-) -> Drift {
-    let mut alarm = MissAlarm::new(miss_bound, delta)
-        .bounded(dependence.max_rho)
-        .with_history(dependence.history);
-    let (mut raters, mut anchors): (HashMap<&str, UnitId>, usize) = (HashMap::new(), 0);
-    let snapshot = |alarm: &MissAlarm, anchors| Drift {
-        anchors,
-        units: alarm.units(),
-        miss_bound,
-        e_value: alarm.e_value(),
-        peak: alarm.peak(),
-        alarm: alarm.alarmed_at.is_some(),
-        rho: alarm.rho(),
-        clustered: alarm.clustered(),
-    };
-    for batch in batches {
-        // The batch's sessions by first anchor: one per named rater, one for those naming none.
-        let mut sessions: Vec<(Option<UnitId>, Vec<bool>)> = Vec::new();
-        for (i, &miss) in batch.misses.iter().enumerate() {
-            let rater = batch.raters.get(i).and_then(Option::as_deref).map(|r| {
-                let next = raters.len() as UnitId;
-                *raters.entry(r).or_insert(next)
-            });
-            match sessions.iter_mut().find(|(r, _)| *r == rater) {
-                Some((_, misses)) => misses.push(miss),
-                None => sessions.push((rater, vec![miss])),
-            }
-        }
-        for (rater, misses) in sessions {
-            alarm.observe_session(rater, &misses);
-        }
-        anchors += batch.misses.len();
-        if let Some(p) = path.as_deref_mut() {
-            p.push(snapshot(&alarm, anchors));
-        }
-    }
-    snapshot(&alarm, anchors)
 }
 
 #[cfg(test)]
@@ -1043,7 +989,8 @@ mod tests {
         // upload naming no rater may be one labeller's fifth: five uploads together carry at
         // most UPLOAD_CAP, so (almost) none fires within the first five, and each upload is
         // also expected from the last four as the training uploads one to four apart were
-        // alike. Most fire within 1,000 anchors (167 of 200) and nearly all within 1,500 (191).
+        // alike. Most fire within 1,000 anchors (163 of 200; 167 before the caps were exact)
+        // and nearly all within 1,500 (188).
         // Before issue 85: 110-140 within 600 and 180 within 1,000, and one unnamed labeller
         // of five uploads raised false alarms in 16% of healthy watches.
         let mut rng = Rng::seed_from_u64(12);
@@ -1085,7 +1032,7 @@ mod tests {
     #[test]
     fn the_path_is_the_alarm_after_each_batch() {
         // Batches of 20 missing 5% then 40%, half of them naming one of two raters.
-        let batches: Vec<CheckedBatch> = (0..12)
+        let batches: Vec<CheckedBatch> = (0..16)
             .map(|b| CheckedBatch {
                 misses: (0..20).map(|i| i < if b < 6 { 1 } else { 8 }).collect(),
                 raters: (0..20)
@@ -1094,69 +1041,113 @@ mod tests {
             })
             .collect();
         let path = drift_path(&batches, 0.05, 0.01, Dependence::default());
-        assert_eq!(path.len(), 12);
+        assert_eq!(path.len(), 16);
         for (i, d) in path.iter().enumerate() {
             assert_eq!(*d, drift(&batches[..=i], 0.05, 0.01, Dependence::default()));
             assert_eq!(d.anchors, 20 * (i + 1));
         }
-        assert!(path[11].alarm && !path[0].alarm && path[11].e_value > path[5].e_value);
+        assert!(path[15].alarm && !path[0].alarm && path[15].e_value > path[5].e_value);
         assert_eq!(drift(&[], 0.05, 0.01, Dependence::default()).anchors, 0);
     }
 
-    #[test]
-    fn one_unnamed_labeller_of_five_uploads_at_the_bound_alarms_in_few_healthy_cells() {
-        // The issue-85 world through the service, without it: references the judge score plus
-        // a labeller's offset (20% of the variance) plus noise; a version trained on 24 uploads
-        // of 50 (its band the 95th percentile of |residual|, its bound the conformal bound of
-        // 1,200 held-out anchors), then 100 uploads of 50 whose spread is set so anchors miss at
-        // exactly the bound; the labeller naming no rater and changing every five uploads. 2,000
-        // cells: 61 (3.0%) alarm when this was written (the chain before issue 85 expected an upload
-        // from the one before only and alarmed in 16% of the designs test's watches); the API
-        // check `five_uploads_of_one_unnamed_labeller_...` is 60 such cells.
-        use crate::stats::normal_cdf;
-        let bound = crate::conformal::Intervals::one_bin(1200).miss_bound(BOUND_DELTA);
+    /// Of `cells` healthy cells (seeds from `first`) in the issue-85 world, how many alarm: the
+    /// world of the API check `five_uploads_of_one_unnamed_labeller_...` without the service.
+    /// References are the judge score plus a labeller's offset (20% of the variance) plus
+    /// noise, the labeller naming no rater and changing every five uploads (each cell at its own
+    /// phase). A version of the identity map trained on 24 uploads of 50 at judge scores
+    /// uniform on [2, 4], its conformal intervals (five bins) and training units made as the
+    /// service makes them; then 100 uploads of 50 at judge scores 2.5, 2.75, … 3.5, their
+    /// spread set so they miss at the version's bound on average.
+    fn unnamed_labellers_of_five(first: u64, cells: u64) -> usize {
+        use crate::corrector::Corrected;
+        use crate::stats::{normal_cdf, standard_normal};
         let share: f64 = 0.2;
+        let scores = [2.5, 2.75, 3.0, 3.25, 3.5];
+        let mut bounds = HashMap::new();
         let mut alarms = 0;
-        for c in 0..2000usize {
-            let mut rng = Rng::seed_from_u64(c as u64 * 7919 + 1);
-            let offset = |b: usize, o: &mut f64, sd: f64, rng: &mut Rng| {
-                if b == 0 || (b + c).is_multiple_of(5) {
-                    *o = share.sqrt() * sd * crate::stats::standard_normal(rng);
-                }
-            };
-            let noise = |o: f64, sd: f64, rng: &mut Rng| {
-                o + (1.0 - share).sqrt() * sd * crate::stats::standard_normal(rng)
-            };
+        for c in first..first + cells {
+            let mut rng = Rng::seed_from_u64(c * 7919 + 1);
             let mut o = 0.0;
-            let mut train: Vec<Vec<f64>> = Vec::new();
+            let mut offset = |b: u64, sd: f64, rng: &mut Rng| {
+                if b == 0 || (b + c).is_multiple_of(5) {
+                    o = share.sqrt() * sd * standard_normal(rng);
+                }
+                o
+            };
+            let (mut pairs, mut uploads) = (Vec::new(), Vec::new());
             for b in 0..24 {
-                offset(b, &mut o, 1.0, &mut rng);
-                train.push((0..50).map(|_| noise(o, 1.0, &mut rng)).collect());
+                let o = offset(b, 0.3, &mut rng);
+                for _ in 0..50 {
+                    let j = 2.0 + 2.0 * rng.random::<f64>();
+                    pairs.push((
+                        j,
+                        j + o + 0.3 * (1.0 - share).sqrt() * standard_normal(&mut rng),
+                    ));
+                    uploads.push(Some(b as i64));
+                }
             }
-            let mut all: Vec<f64> = train.iter().flatten().map(|x| x.abs()).collect();
-            all.sort_by(f64::total_cmp);
-            let h = all[(0.95 * all.len() as f64) as usize];
-            let uploads: Vec<(f64, f64)> = train
+            let held: Vec<Option<Corrected>> =
+                pairs.iter().map(|p| Some(Corrected::score(p.0))).collect();
+            let intervals = crate::conformal::Intervals::of(&pairs, &held, c)
+                .unwrap()
+                .with_units(&pairs, &held, (&uploads, &uploads), c);
+            // The bound depends only on the bins' sizes: drawn once per sizes.
+            let sizes: Vec<usize> = intervals.bins.iter().map(|b| b.anchors).collect();
+            let bound = *bounds
+                .entry(sizes)
+                .or_insert_with(|| intervals.miss_bound(BOUND_DELTA));
+            let bands: Vec<(f64, f64)> = scores
                 .iter()
-                .map(|u| (50.0, u.iter().filter(|x| x.abs() > h).count() as f64))
+                .map(|&j| {
+                    intervals
+                        .bins
+                        .iter()
+                        .find(|b| b.holds(j))
+                        .unwrap()
+                        .band
+                        .unwrap()
+                })
                 .collect();
-            let history = UnitSpread::of(uploads.iter().copied()).with_uploads(&uploads);
-            let sd =
-                crate::stats::bisect(0.1, 5.0, 60, |sd| 2.0 * (1.0 - normal_cdf(h / sd)) < bound);
-            let mut alarm = MissAlarm::new(bound, 0.01).with_history(Some(&history));
+            let sd = crate::stats::bisect(0.01, 5.0, 60, |sd| {
+                let rate = bands
+                    .iter()
+                    .map(|(lo, hi)| normal_cdf(lo / sd) + 1.0 - normal_cdf(hi / sd))
+                    .sum::<f64>();
+                rate / 5.0 < bound
+            });
+            let mut alarm = MissAlarm::new(bound, 0.01).with_history(intervals.units.as_ref());
             for b in 0..100 {
-                offset(b, &mut o, sd, &mut rng);
-                let misses: Vec<bool> = (0..50).map(|_| noise(o, sd, &mut rng).abs() > h).collect();
+                let o = offset(b, sd, &mut rng);
+                let misses: Vec<bool> = (0..50)
+                    .map(|i| {
+                        let j = scores[i % 5];
+                        let y = j + o + sd * (1.0 - share).sqrt() * standard_normal(&mut rng);
+                        let u = rng.random::<f64>();
+                        intervals.misses(j, y, &Corrected::score(j), u).unwrap()
+                    })
+                    .collect();
                 if alarm.observe_batch(&misses) {
                     break;
                 }
             }
             alarms += usize::from(alarm.alarmed_at.is_some());
         }
+        alarms
+    }
+
+    #[test]
+    fn one_unnamed_labeller_of_five_uploads_at_the_bound_alarms_in_few_healthy_cells() {
+        // 2,000 cells: 23 (1.15%) alarm when this was written. Before (issue 85's first pass) the
+        // training units' misses were counted against bands made from those same labellers'
+        // anchors (which absorb their offsets, so later labellers miss more alike than the
+        // training showed), no bet gave back a burst's winnings and the cap could be overshot by
+        // one anchor: about 5% of 6,000 cells of an emulation of this world (the API check read
+        // 3 of 60 then, 11 of 240 with more rubrics; now 1 of 60 and 2 of 240).
+        let alarms = unnamed_labellers_of_five(0, 2000);
         eprintln!(
             "five uploads a labeller, not named, at the bound: {alarms} of 2,000 cells alarmed"
         );
-        assert!(alarms <= 70, "{alarms} of 2,000");
+        assert!(alarms <= 40, "{alarms} of 2,000");
     }
 
     /// Of 200 watches where a team of `team` named raters takes turns uploading batches of 50
@@ -1195,9 +1186,9 @@ mod tests {
         // rater's later sessions are expected from its own earlier ones (its taste may be its
         // own), so a change the whole team shares is absorbed by each rater's history as it
         // grows, and each rater carries at most a factor RATER_CAP: the watches that do not
-        // alarm within a few hundred anchors of the jump never do. 134 of 200 alarm (median
-        // 400 anchors after the jump; the review measured 46% within 38,000). Twice the team,
-        // 180; four times, 200; declared independent (drift_max_rho = 0), 200 (median 110).
+        // alarm within a few hundred anchors of the jump never do. 132 of 200 alarm (median
+        // 415 anchors after the jump; the review measured 46% within 38,000). Twice the team,
+        // 179; four times, 200; declared independent (drift_max_rho = 0), 200 (median 111).
         let four = fixed_team(4, false);
         let (eight, sixteen, declared) = (
             fixed_team(8, false),
