@@ -20,7 +20,7 @@ use super::runlevel::rank::RankRunBody;
         description = "De-biases LLM-as-a-judge scores. Labelling teams upload anchors (items with both a judge \
 score and a trusted reference score) per (judge, rubric) cell; calibrators fitted on them correct new judge scores.\n\n\
 Every error has the shape `{\"error\": {\"code\", \"message\", \"details\"}}`; `details` lists `{row, field, problem}`.\n\n\
-Authentication: `Authorization: Bearer <key>`; keys carry scopes `ingest`, `correct`, `train`, `admin` (admin allows all).",
+Authentication: `Authorization: Bearer <key>`; keys carry scopes `ingest`, `correct`, `train`, `metrics` (`GET /metrics` where `auth.protect_metrics` is on, and webhooks), `admin` (admin allows all).",
     ),
     components(schemas(error::ErrorBody, error::ErrorDetail, error::ProblemDto)),
     tags(
