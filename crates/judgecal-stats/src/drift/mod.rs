@@ -22,6 +22,9 @@ pub const LAG: usize = 500;
 /// The bets' memories, as half-lives in anchors.
 pub const MEMORIES: [f64; 3] = [25.0, 100.0, 400.0];
 
+/// The bets of the mixture: one per memory, the slowest last.
+const BETS: usize = MEMORIES.len();
+
 /// Pseudo-anchors at the null rate that each p̂ is shrunk with.
 const PRIOR_ANCHORS: f64 = 10.0;
 
@@ -386,17 +389,14 @@ impl MissAlarm {
             let betting = self.max_rho.is_some() || (earlier + gain).abs() < cap;
             let old = self.log_wealth;
             let alts = if returning {
-                self.bets
-                    .iter()
-                    .map(|bet| (null + bet.excess()).min(MAX_RATE.max(null)))
-                    .collect()
+                std::array::from_fn(|i| (null + self.bets[i].excess()).min(MAX_RATE.max(null)))
             } else {
                 self.alternatives(&candidates, null, |q| chance(q, kappa, m, n))
             };
             let stake = match (betting, self.max_rho) {
                 (false, _) => 0.0,
                 (true, Some(_)) => 1.0,
-                (true, None) => self.stake(&alts, null, (cap - earlier - gain).exp() - 1.0),
+                (true, None) => self.stake(&alts, null, cap - earlier - gain),
             };
             for (bet, alt) in self.bets.iter_mut().zip(alts) {
                 if stake > 0.0 {
@@ -449,30 +449,32 @@ impl MissAlarm {
         candidates: &[(f64, f64)],
         null: f64,
         within: impl Fn(f64) -> f64,
-    ) -> Vec<f64> {
+    ) -> [f64; BETS] {
         let a = self.alpha;
         let prior = candidates.iter().map(|c| c.0).fold(a, f64::max);
-        let remembered = self.bets.last().map_or(a, |b| b.rate(a));
-        self.bets
-            .iter()
-            .map(|bet| {
-                let step = bet.rate(a).max(remembered) - a;
-                let shifted = candidates
-                    .iter()
-                    .map(|&(q, z)| q + (1.0 - z) * step)
-                    .fold(prior, f64::max)
-                    .min(MAX_RATE.max(prior));
-                within(shifted).max(null)
-            })
-            .collect()
+        let remembered = self.bets[BETS - 1].rate(a);
+        std::array::from_fn(|i| {
+            let step = self.bets[i].rate(a).max(remembered) - a;
+            let shifted = candidates
+                .iter()
+                .map(|&(q, z)| q + (1.0 - z) * step)
+                .fold(prior, f64::max)
+                .min(MAX_RATE.max(prior));
+            within(shifted).max(null)
+        })
     }
 
     /// The share of each bet staked on the next anchor: all of it, unless a miss (each bet
     /// betting `alts` against `null`) would raise the mixture's wealth by more than the factor
-    /// 1 + `room` its cap leaves, where just enough that a miss reaches the cap exactly. Each
+    /// e^`log_room` its cap leaves, where just enough that a miss reaches the cap exactly. Each
     /// bet's factor 1 + λ(LR − 1) keeps its expectation at 1; a cap that one anchor could
     /// overshoot would not bound what a rater or five uploads carry.
-    fn stake(&self, alts: &[f64], null: f64, room: f64) -> f64 {
+    fn stake(&self, alts: &[f64; BETS], null: f64, log_room: f64) -> f64 {
+        // Far from the cap (the usual case) no bet's miss can reach it: stake all.
+        if (alts.iter().fold(null, |x, &y| x.max(y)) / null).ln() <= log_room {
+            return 1.0;
+        }
+        let room = log_room.exp() - 1.0;
         let top = self
             .bets
             .iter()
