@@ -320,9 +320,9 @@ impl Intervals {
     /// where it is not known; such anchors are left out). `seed` is the one the intervals were
     /// made with: each held-out anchor's miss is the alarm's, its tie broken by its own u.
     /// `order[i]` is anchor i's upload's place in upload order (any increasing key, such as
-    /// its time) where it names no rater (`None`
-    /// where it names one, or where it is not known): consecutive such uploads make the pairs
-    /// of [`UnitSpread::chain`].
+    /// its time) where it names no rater (`None` where it names one, or where it is not
+    /// known): consecutive such uploads make the pairs of [`UnitSpread::chain`], and each is
+    /// counted against bands that did not see its neighbours (`apart_from_neighbours`).
     pub fn with_units<K: Eq + std::hash::Hash>(
         mut self,
         pairs: &[(f64, f64)],
@@ -378,8 +378,8 @@ impl Intervals {
     /// not see it. Bands made from all anchors have absorbed the training labellers' own
     /// offsets: their uploads miss less alike than the next labeller's will, and the alarm,
     /// starting from them, would expect too little of a labeller's later uploads (issue 85).
-    /// A bin left with too few anchors keeps its edges. Empty for methods serving their own
-    /// interval.
+    /// A bin that would lose more than half its anchors (a version trained on few uploads)
+    /// keeps its edges. Empty for methods serving their own interval.
     fn apart_from_neighbours<K>(&self, held: &[HeldAnchor<'_, K>]) -> HashMap<i64, Intervals> {
         let mut out = HashMap::new();
         if !matches!(self.source, BandSource::Conformal | BandSource::Scaled) {
